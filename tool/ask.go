@@ -1,0 +1,192 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/jean2/jean2/policy"
+)
+
+// Ask types of the ask protocol.
+const (
+	AskPermission       = "permission"
+	AskSingleSelect     = "single_select"
+	AskMultiSelect      = "multi_select"
+	AskText             = "text"
+	AskConfirm          = "confirm"
+	AskForm             = "form"
+	AskClientCapability = "client_capability"
+)
+
+// Permission durations: how long a granted permission is remembered.
+const (
+	DurationOnce      = "once"
+	DurationSession   = "session"
+	DurationWorkspace = "workspace"
+)
+
+// Ask is one request of ctx.ask: a permission, a question to a person, a form, or a
+// capability of the client. Which fields apply depends on Type.
+type Ask struct {
+	Type         string          `json:"type"`
+	Target       string          `json:"target,omitempty"` // "human" or "client"
+	Question     string          `json:"question,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	Risk         string          `json:"risk,omitempty"`
+	Resource     string          `json:"resource,omitempty"`
+	Paths        []string        `json:"paths,omitempty"`
+	Patterns     []string        `json:"patterns,omitempty"`
+	Duration     string          `json:"duration,omitempty"`
+	Metadata     json.RawMessage `json:"metadata,omitempty"`
+	Options      []Option        `json:"options,omitempty"`
+	Min          *int            `json:"min,omitempty"`
+	Max          *int            `json:"max,omitempty"`
+	Placeholder  string          `json:"placeholder,omitempty"`
+	DefaultValue json.RawMessage `json:"defaultValue,omitempty"`
+	Questions    []Ask           `json:"questions,omitempty"`
+	Capability   string          `json:"capability,omitempty"`
+}
+
+// Option is one choice of a select ask.
+type Option struct {
+	Label       string          `json:"label"`
+	Value       json.RawMessage `json:"value"`
+	Description string          `json:"description,omitempty"`
+}
+
+// FormAnswer is one answer of a form.
+type FormAnswer struct {
+	Question string          `json:"question"`
+	Answer   json.RawMessage `json:"answer"`
+}
+
+// FormResponse is what a form ask returns to the tool.
+type FormResponse struct {
+	Type    string       `json:"type"` // always "form"
+	Answers []FormAnswer `json:"answers"`
+}
+
+var risks = map[string]bool{"": true, "low": true, "medium": true, "high": true, "critical": true}
+
+// Check reports what is wrong with an ask, so a tool author sees a precise error.
+func (a Ask) Check() error {
+	switch a.Type {
+	case AskPermission:
+		if a.Question == "" {
+			return fmt.Errorf("permission ask needs a question")
+		}
+		if !risks[a.Risk] {
+			return fmt.Errorf("permission ask: risk %q is not one of low, medium, high, critical", a.Risk)
+		}
+		switch a.Duration {
+		case "", DurationOnce, DurationSession, DurationWorkspace:
+		default:
+			return fmt.Errorf("permission ask: duration %q is not one of once, session, workspace", a.Duration)
+		}
+	case AskSingleSelect, AskMultiSelect:
+		if a.Question == "" {
+			return fmt.Errorf("%s ask needs a question", a.Type)
+		}
+		if len(a.Options) == 0 {
+			return fmt.Errorf("%s ask %q has no options", a.Type, a.Question)
+		}
+		for i, o := range a.Options {
+			if o.Label == "" {
+				return fmt.Errorf("%s ask %q: option %d has no label", a.Type, a.Question, i)
+			}
+		}
+	case AskText, AskConfirm:
+		if a.Question == "" {
+			return fmt.Errorf("%s ask needs a question", a.Type)
+		}
+	case AskForm:
+		if len(a.Questions) == 0 {
+			return fmt.Errorf("form ask %q has no questions", a.Question)
+		}
+		for i, q := range a.Questions {
+			switch q.Type {
+			case AskSingleSelect, AskMultiSelect, AskText, AskConfirm:
+			default:
+				return fmt.Errorf("form ask %q: question %d has type %q; a form holds single_select, multi_select, text or confirm", a.Question, i, q.Type)
+			}
+			if err := q.Check(); err != nil {
+				return fmt.Errorf("form ask %q: question %d: %w", a.Question, i, err)
+			}
+		}
+	case AskClientCapability:
+		if a.Capability == "" {
+			return fmt.Errorf("client_capability ask needs a capability")
+		}
+	case "":
+		return fmt.Errorf("ask has no type: use permission, single_select, multi_select, text, confirm, form or client_capability")
+	default:
+		return fmt.Errorf("ask type %q is unknown: use permission, single_select, multi_select, text, confirm, form or client_capability", a.Type)
+	}
+	return nil
+}
+
+// Asker answers asks: a person at a terminal or a web client, an MCP client, or a policy.
+// The answer is JSON of the shape the ask type defines (boolean for permission and confirm).
+type Asker interface {
+	Ask(ctx context.Context, a Ask) (json.RawMessage, error)
+}
+
+// AskerFunc adapts a function to Asker.
+type AskerFunc func(ctx context.Context, a Ask) (json.RawMessage, error)
+
+// Ask calls f.
+func (f AskerFunc) Ask(ctx context.Context, a Ask) (json.RawMessage, error) { return f(ctx, a) }
+
+// ErrNoOneToAsk is returned by the detached asker.
+var ErrNoOneToAsk = fmt.Errorf("no one can answer asks here: the call has no attached person or client")
+
+// FilePermission describes a file access that needs approval.
+type FilePermission struct {
+	Path               string
+	Operation          string // read, write, edit
+	Risk               string
+	Reason             string
+	IsOutsideWorkspace bool
+	IsSensitiveFile    bool
+}
+
+// CreateFilePermissionAsk builds the permission ask of @jean2/sdk's createFilePermissionAsk.
+func CreateFilePermissionAsk(p FilePermission) Ask {
+	verb := map[string]string{"read": "Reading", "write": "Writing", "edit": "Editing"}[p.Operation]
+	if verb == "" {
+		verb = "Accessing"
+	}
+	base := filepath.Base(p.Path)
+	var q strings.Builder
+	fmt.Fprintf(&q, "%s file %q", verb, base)
+	if p.IsSensitiveFile {
+		q.WriteString(" (sensitive file)")
+	} else if p.IsOutsideWorkspace {
+		q.WriteString(" (outside workspace)")
+	}
+	q.WriteString(" requires approval.")
+	if p.Reason != "" {
+		q.WriteString(" " + p.Reason)
+	}
+	patterns := []string{"file:" + p.Path, "file:" + base}
+	if p.IsOutsideWorkspace {
+		patterns = append(patterns, "outside-workspace")
+	}
+	if p.IsSensitiveFile {
+		patterns = append(patterns, "sensitive-file")
+	}
+	duration := DurationWorkspace
+	if p.IsSensitiveFile || p.Risk == "high" || p.Risk == "critical" {
+		duration = DurationSession
+	}
+	return Ask{
+		Type: AskPermission, Question: q.String(), Risk: p.Risk, Resource: "file",
+		Paths: []string{p.Path}, Patterns: patterns, Duration: duration,
+	}
+}
+
+// SensitiveFilePatterns lists the substrings that make a path sensitive.
+var SensitiveFilePatterns = policy.SensitivePatterns()

@@ -1,0 +1,111 @@
+package tool
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// DefaultTimeout is used when a definition gives no timeout.
+const DefaultTimeout = 30 * time.Second
+
+// CapabilityInteractiveUserInput marks a tool that needs a person; it is not offered in
+// unattended runs.
+const CapabilityInteractiveUserInput = "interactive-user-input"
+
+// Definition describes a tool: the jean2 ToolDefinition, with the Jx extras.
+type Definition struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	// Timeout in milliseconds; 0 means DefaultTimeout.
+	Timeout      int          `json:"timeout,omitempty"`
+	Env          []string     `json:"env,omitempty"`
+	Capabilities []string     `json:"capabilities,omitempty"`
+	Interactive  bool         `json:"interactive,omitempty"`
+	Strict       *bool        `json:"strict,omitempty"`
+	Annotations  *Annotations `json:"annotations,omitempty"`
+	Permissions  *Permissions `json:"permissions,omitempty"`
+}
+
+// Annotations are hints about a tool's behaviour (as MCP names them).
+type Annotations struct {
+	ReadOnlyHint    *bool `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool `json:"openWorldHint,omitempty"`
+}
+
+// Permissions a tool declares beyond its context (enforced by the sandbox).
+type Permissions struct {
+	Read         []string `json:"read,omitempty"`
+	Write        []string `json:"write,omitempty"`
+	ChildProcess bool     `json:"childProcess,omitempty"`
+}
+
+// TimeoutDuration is the call timeout the definition asks for.
+func (d Definition) TimeoutDuration() time.Duration {
+	if d.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return time.Duration(d.Timeout) * time.Millisecond
+}
+
+// IsStrict reports whether arguments are validated against InputSchema (default true).
+func (d Definition) IsStrict() bool { return d.Strict == nil || *d.Strict }
+
+// ReadOnly reports whether the definition says the tool does not change anything.
+func (d Definition) ReadOnly() bool {
+	return d.Annotations != nil && d.Annotations.ReadOnlyHint != nil && *d.Annotations.ReadOnlyHint
+}
+
+var (
+	toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+	envNamePattern  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// Check reports the first thing wrong with the definition, in words that say how to fix it.
+// It also compiles the schemas, so an invalid JSON Schema is caught here.
+func (d Definition) Check() error {
+	if d.Name == "" {
+		return fmt.Errorf("definition.name is empty: give the tool a name")
+	}
+	if !toolNamePattern.MatchString(d.Name) {
+		return fmt.Errorf("definition.name %q is not a valid tool name: use letters, digits, '_', '-' or '.', at most 128 characters", d.Name)
+	}
+	if d.Description == "" {
+		return fmt.Errorf("definition.description is empty: say what %s does (the model reads it)", d.Name)
+	}
+	if len(d.InputSchema) == 0 || string(d.InputSchema) == "null" {
+		return fmt.Errorf("definition.inputSchema is missing: give a JSON Schema for the arguments")
+	}
+	if _, err := CompileSchema(d.InputSchema); err != nil {
+		return fmt.Errorf("definition.inputSchema: %w", err)
+	}
+	var top struct {
+		Type any `json:"type"`
+	}
+	if err := json.Unmarshal(d.InputSchema, &top); err != nil {
+		return fmt.Errorf("definition.inputSchema is not a JSON object: %w", err)
+	}
+	if top.Type != nil && top.Type != "object" {
+		return fmt.Errorf("definition.inputSchema.type is %v: tool arguments are an object, use \"object\"", top.Type)
+	}
+	if len(d.OutputSchema) > 0 && string(d.OutputSchema) != "null" {
+		if _, err := CompileSchema(d.OutputSchema); err != nil {
+			return fmt.Errorf("definition.outputSchema: %w", err)
+		}
+	}
+	if d.Timeout < 0 {
+		return fmt.Errorf("definition.timeout is %d: give a positive number of milliseconds", d.Timeout)
+	}
+	for _, e := range d.Env {
+		if !envNamePattern.MatchString(e) {
+			return fmt.Errorf("definition.env: %q is not an environment variable name", e)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+package tool
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// UserRejection is the conventional error of a call a person refused.
+const UserRejection = "USER_REJECTION"
+
+// Result is what a call returns. It holds both result shapes of the guides: jean2's
+// {success, result, error, visualization} and Jx's {success, data, error, summary}.
+// Normalize folds Data into Result so the rest of the system reads one field.
+type Result struct {
+	Success       bool            `json:"success"`
+	Result        json.RawMessage `json:"result,omitempty"`
+	Data          json.RawMessage `json:"data,omitempty"`
+	Error         string          `json:"error,omitempty"`
+	Summary       string          `json:"summary,omitempty"`
+	Visualization json.RawMessage `json:"visualization,omitempty"`
+}
+
+// Errorf builds a failed result.
+func Errorf(format string, args ...any) Result {
+	return Result{Success: false, Error: fmt.Sprintf(format, args...)}
+}
+
+// Success builds a successful result from any JSON-serializable value.
+func Success(v any) Result {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return Errorf("tool result cannot be serialized: %v", err)
+	}
+	return Result{Success: true, Result: raw}
+}
+
+// Normalize returns the result in jean2's shape: Data (Jx) becomes Result when Result is
+// empty, a failed result always has an error text, and JSON null fields are dropped.
+func (r Result) Normalize() Result {
+	if isNull(r.Result) {
+		r.Result = nil
+	}
+	if isNull(r.Data) {
+		r.Data = nil
+	}
+	if isNull(r.Visualization) {
+		r.Visualization = nil
+	}
+	if r.Result == nil && r.Data != nil {
+		r.Result = r.Data
+	}
+	r.Data = nil
+	if !r.Success && r.Error == "" {
+		r.Error = "tool reported failure without an error message"
+	}
+	return r
+}
+
+// ForModel is the part of a result a model sees: everything but the visualization.
+type ForModel struct {
+	Success bool            `json:"success"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	Summary string          `json:"summary,omitempty"`
+}
+
+// ModelJSON is the result as the model sees it (no visualization), serialized.
+func (r Result) ModelJSON() []byte {
+	n := r.Normalize()
+	raw, err := json.Marshal(ForModel{Success: n.Success, Result: n.Result, Error: n.Error, Summary: n.Summary})
+	if err != nil {
+		// Result holds raw JSON that was validated when it arrived; this cannot fail for
+		// results built by this package, but a hand-built invalid RawMessage could.
+		raw, _ = json.Marshal(ForModel{Success: false, Error: "tool result is not valid JSON: " + err.Error()})
+	}
+	return raw
+}
+
+func isNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(raw) == "null"
+}

@@ -1,0 +1,49 @@
+package tool
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+)
+
+// SessionFacts are a conversation's facts, shared by every call in it (createSessionFacts).
+// Values are JSON. It is safe for concurrent use.
+type SessionFacts struct {
+	mu    sync.RWMutex
+	facts map[string]json.RawMessage
+}
+
+// NewSessionFacts makes empty session facts.
+func NewSessionFacts() *SessionFacts {
+	return &SessionFacts{facts: map[string]json.RawMessage{}}
+}
+
+// Get returns the fact stored under key.
+func (s *SessionFacts) Get(key string) (json.RawMessage, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v, ok := s.facts[key]
+	return v, ok
+}
+
+// Set stores a JSON value under key; invalid JSON is refused.
+func (s *SessionFacts) Set(key string, value json.RawMessage) error {
+	if !json.Valid(value) {
+		return fmt.Errorf("session fact %q: value is not valid JSON", key)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.facts[key] = append(json.RawMessage(nil), value...)
+	return nil
+}
+
+// Snapshot returns a copy of all facts.
+func (s *SessionFacts) Snapshot() map[string]json.RawMessage {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m := make(map[string]json.RawMessage, len(s.facts))
+	for k, v := range s.facts {
+		m[k] = v
+	}
+	return m
+}
