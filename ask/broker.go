@@ -1,0 +1,145 @@
+package ask
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jean2/jean2/tool"
+)
+
+// ErrInvalidAsk marks an ask the tool built wrong; the tool receives it as its error.
+var ErrInvalidAsk = errors.New("invalid ask")
+
+// ErrInvalidAnswer marks an answer whose shape is not what the ask type promises the tool.
+var ErrInvalidAnswer = errors.New("invalid answer")
+
+// Broker stands between one call's ctx.ask and whoever answers: it rejects malformed asks,
+// answers permissions already granted without asking, records the grants a person gives, and
+// checks every answer's shape. The host builds one per call and closes it when the call
+// settles. Safe for concurrent use.
+type Broker struct {
+	asker  tool.Asker
+	grants *Grants
+	call   Call
+}
+
+var _ tool.Asker = (*Broker)(nil)
+
+// NewBroker returns the broker of one call. asker answers what grants do not (nil refuses
+// every ask); grants is shared by every call of the host (nil remembers only within this
+// call). A call without a CallID (a detached run) gets a unique one, so its once grants stay
+// its own.
+func NewBroker(asker tool.Asker, grants *Grants, call Call) *Broker {
+	if asker == nil {
+		asker = Refuse{}
+	}
+	if grants == nil {
+		grants, _ = NewGrants(context.Background(), nil) // cannot fail without a store
+	}
+	if call.CallID == "" {
+		call.CallID = newID("detached_")
+	}
+	return &Broker{asker: asker, grants: grants, call: call}
+}
+
+// Call returns the facts the broker scopes grants by.
+func (b *Broker) Call() Call { return b.call }
+
+// Close forgets the call's once grants. Asks after Close still work, but their once grants
+// are not remembered past this point either way.
+func (b *Broker) Close() { b.grants.EndCall(b.call.CallID) }
+
+// Covers reports whether this call's granted permissions cover the file at path, for
+// writing when write is set (see Grants.Covers). toolfs asks it before touching a path that
+// needs approval.
+func (b *Broker) Covers(path string, write bool) bool {
+	return b.grants.Covers(b.call, path, write)
+}
+
+// Ask answers one ctx.ask of the call.
+func (b *Broker) Ask(ctx context.Context, a tool.Ask) (json.RawMessage, error) {
+	if err := checkAsk(a); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidAsk, err)
+	}
+	ctx = ContextWithCall(ctx, b.call)
+	if a.Type == tool.AskPermission {
+		granted, err := b.permission(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(granted)
+	}
+	answer, err := b.asker.Ask(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	if d := defaultOf(a); d != nil && a.Type == tool.AskText && bytes.Equal(bytes.TrimSpace(answer), []byte(`""`)) {
+		answer = d
+	}
+	v, err := checkAnswer(a, answer)
+	if err != nil {
+		return nil, fmt.Errorf("%s ask %q: %w: %w", a.Type, a.Question, ErrInvalidAnswer, err)
+	}
+	return v, nil
+}
+
+func (b *Broker) permission(ctx context.Context, a tool.Ask) (bool, error) {
+	if _, ok := b.grants.Lookup(b.call, a); ok {
+		if a.Resource == "file" && len(a.Paths) == 0 && len(a.Patterns) == 0 {
+			// A file permission that names no path covers file access only inside the call
+			// that got it (see Grants.Covers); granting it again here gives this call the
+			// same, or the tool would be told yes and then refused by toolfs.
+			b.record(ctx, a, tool.DurationOnce)
+		}
+		return true, nil
+	}
+	d, err := b.decide(ctx, a)
+	if err != nil {
+		return false, err
+	}
+	if d.Granted {
+		b.record(ctx, a, d.Duration)
+	}
+	return d.Granted, nil
+}
+
+// decide asks the asker; one that cannot say how long grants for this call only.
+func (b *Broker) decide(ctx context.Context, a tool.Ask) (Decision, error) {
+	if pa, ok := b.asker.(PermissionAsker); ok {
+		d, err := pa.AskPermission(ctx, a)
+		if err != nil {
+			return Decision{}, err
+		}
+		if !d.Granted {
+			return Decision{}, nil
+		}
+		switch d.Duration {
+		case "":
+			d.Duration = tool.DurationOnce
+		case tool.DurationOnce, tool.DurationSession, tool.DurationWorkspace:
+		default:
+			return Decision{}, fmt.Errorf("permission ask %q: %w: duration %q is not one of once, session, workspace", a.Question, ErrInvalidAnswer, d.Duration)
+		}
+		return d, nil
+	}
+	answer, err := b.asker.Ask(ctx, a)
+	if err != nil {
+		return Decision{}, err
+	}
+	d, err := decisionFrom(bytes.TrimSpace(answer), tool.DurationOnce)
+	if err != nil {
+		return Decision{}, fmt.Errorf("permission ask %q: %w: %w", a.Question, ErrInvalidAnswer, err)
+	}
+	return d, nil
+}
+
+// record remembers a grant. A store failure does not take the person's yes back: the grant
+// holds in memory, and the failure is logged for the operator.
+func (b *Broker) record(ctx context.Context, a tool.Ask, duration string) {
+	if _, err := b.grants.Record(ctx, b.call, a, duration); err != nil {
+		b.grants.logger.Warn("grant not persisted", "tool", b.call.Tool, "call", b.call.CallID, "err", err)
+	}
+}

@@ -1,0 +1,492 @@
+package ask
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/jean2/jean2/policy"
+	"github.com/jean2/jean2/tool"
+)
+
+// Access levels of a grant: a write grant also covers reading.
+const (
+	AccessRead  = "read"
+	AccessWrite = "write"
+)
+
+// Grant is one remembered permission.
+type Grant struct {
+	ID          string    `json:"id"`
+	Tool        string    `json:"tool"`
+	ToolVersion string    `json:"toolVersion"`
+	Resource    string    `json:"resource,omitempty"`
+	Question    string    `json:"question"`
+	Paths       []string  `json:"paths,omitempty"` // absolute, as resolved for the asking call
+	Patterns    []string  `json:"patterns,omitempty"`
+	Access      string    `json:"access"` // read or write, see accessOf
+	Risk        string    `json:"risk,omitempty"`
+	Duration    string    `json:"duration"` // once, session or workspace
+	CallID      string    `json:"callId"`
+	SessionID   string    `json:"sessionId,omitempty"`
+	WorkspaceID string    `json:"workspaceId,omitempty"` // Call.WorkspaceID, or "path:<workspace>"
+	GrantedAt   time.Time `json:"grantedAt"`
+}
+
+// Store persists grants that outlive a call (session and workspace ones), so a restarted
+// server keeps them. Grants keeps its own in-memory copy and asks the store only when a grant
+// is added or revoked, so lookups on the file-access path never wait on a database.
+type Store interface {
+	LoadGrants(ctx context.Context) ([]Grant, error)
+	SaveGrant(ctx context.Context, g Grant) error
+	DeleteGrant(ctx context.Context, id string) error
+}
+
+// GrantsOptions configures Grants; nil means in memory only.
+type GrantsOptions struct {
+	Store  Store        // optional persistence
+	Logger *slog.Logger // where store failures are reported when a caller cannot be told
+}
+
+// ErrUnknownGrant is returned by Revoke for an id no grant has.
+var ErrUnknownGrant = errors.New("no grant has this id")
+
+// Grants remembers granted permissions and answers whether one already covers an ask or a
+// file access. Safe for concurrent use.
+type Grants struct {
+	store  Store
+	logger *slog.Logger
+
+	mu     sync.RWMutex
+	byTool map[string][]*entry // tool name → its grants, oldest first
+}
+
+// entry is a grant with what matching needs precomputed.
+type entry struct {
+	Grant
+	covered []string // the absolute paths the grant names: Paths and "file:/abs" patterns
+	real    []string // covered with symlinks resolved, for paths reached through a link
+}
+
+// NewGrants returns grants loaded from opts.Store, if any.
+func NewGrants(ctx context.Context, opts *GrantsOptions) (*Grants, error) {
+	g := &Grants{byTool: map[string][]*entry{}}
+	if opts != nil {
+		g.store, g.logger = opts.Store, opts.Logger
+	}
+	if g.logger == nil {
+		g.logger = slog.New(slog.DiscardHandler)
+	}
+	if g.store != nil {
+		loaded, err := g.store.LoadGrants(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("load grants: %w", err)
+		}
+		for _, gr := range loaded {
+			if gr.Duration == tool.DurationOnce || gr.ID == "" || gr.Tool == "" {
+				continue
+			}
+			e := newEntry(gr)
+			g.byTool[gr.Tool] = append(g.byTool[gr.Tool], e)
+		}
+	}
+	return g, nil
+}
+
+func newEntry(gr Grant) *entry {
+	e := &entry{Grant: gr}
+	e.covered = append(e.covered, gr.Paths...)
+	for _, p := range gr.Patterns {
+		if fp, ok := strings.CutPrefix(p, "file:"); ok && filepath.IsAbs(fp) {
+			e.covered = append(e.covered, filepath.Clean(fp))
+		}
+	}
+	for _, p := range e.covered {
+		if r := policy.Real(p); r != p {
+			e.real = append(e.real, r)
+		}
+	}
+	return e
+}
+
+// Record remembers that call was granted a for duration and returns the grant. A once grant
+// lives only in memory and only for that call; longer ones are saved to the store too. A
+// store failure is returned, but the grant holds in memory all the same.
+func (g *Grants) Record(ctx context.Context, call Call, a tool.Ask, duration string) (Grant, error) {
+	switch duration {
+	case tool.DurationOnce, tool.DurationSession, tool.DurationWorkspace:
+	default:
+		return Grant{}, fmt.Errorf("record grant: duration %q is not one of once, session, workspace", duration)
+	}
+	if a.Type != tool.AskPermission {
+		return Grant{}, fmt.Errorf("record grant: %q ask is not a permission", a.Type)
+	}
+	gr := Grant{
+		ID:          newID("g_"),
+		Tool:        call.Tool,
+		ToolVersion: call.ToolVersion,
+		Resource:    a.Resource,
+		Question:    a.Question,
+		Paths:       resolvePaths(call, a.Paths),
+		Patterns:    slices.Clone(a.Patterns),
+		Access:      accessOf(a),
+		Risk:        a.Risk,
+		Duration:    duration,
+		CallID:      call.CallID,
+		SessionID:   call.SessionID,
+		WorkspaceID: call.workspaceKey(),
+		GrantedAt:   time.Now().UTC(),
+	}
+	e := newEntry(gr)
+	g.mu.Lock()
+	g.byTool[gr.Tool] = append(g.byTool[gr.Tool], e)
+	g.mu.Unlock()
+	if duration != tool.DurationOnce && g.store != nil {
+		if err := g.store.SaveGrant(ctx, gr); err != nil {
+			return gr, fmt.Errorf("save grant %s for tool %s: %w", gr.ID, gr.Tool, err)
+		}
+	}
+	return gr, nil
+}
+
+// Lookup reports whether a permission ask of call is already covered, and by which grants.
+// A grant counts when it is for the same tool and the same tool version (a changed tool asks
+// again), the same resource, at least the ask's risk and access (a read grant does not cover
+// a write), and its duration reaches this call: once → only the call that got it, session →
+// the same session, workspace → the same workspace. Every path and pattern of the ask must be
+// named by such a grant (a directory path names what lies below it); an ask that names
+// nothing is covered by a grant that named nothing for the same question.
+func (g *Grants) Lookup(call Call, a tool.Ask) ([]Grant, bool) {
+	if a.Type != tool.AskPermission {
+		return nil, false
+	}
+	access, risk := accessOf(a), rank(a.Risk)
+	g.mu.RLock()
+	var active []*entry
+	for _, e := range g.byTool[call.Tool] {
+		if e.ToolVersion == call.ToolVersion && e.Resource == a.Resource && e.reaches(call) &&
+			rank(e.Risk) >= risk && accessCovers(e.Access, access) {
+			active = append(active, e)
+		}
+	}
+	g.mu.RUnlock()
+	if len(active) == 0 {
+		return nil, false
+	}
+	used := map[*entry]bool{}
+	mark := func(ok func(*entry) bool) bool {
+		for _, e := range active {
+			if ok(e) {
+				used[e] = true
+				return true
+			}
+		}
+		return false
+	}
+	paths := resolvePaths(call, a.Paths)
+	if len(paths) == 0 && len(a.Patterns) == 0 {
+		if !mark(func(e *entry) bool { return len(e.Paths) == 0 && len(e.Patterns) == 0 && e.Question == a.Question }) {
+			return nil, false
+		}
+	}
+	for _, p := range paths {
+		rp := ""
+		if !mark(func(e *entry) bool { return e.coversPath(p, &rp) }) {
+			return nil, false
+		}
+	}
+	for _, pat := range a.Patterns {
+		fp, isFile := strings.CutPrefix(pat, "file:")
+		isFile = isFile && filepath.IsAbs(fp)
+		rp := ""
+		if !mark(func(e *entry) bool {
+			return slices.Contains(e.Patterns, pat) || (isFile && e.coversPath(filepath.Clean(fp), &rp))
+		}) {
+			return nil, false
+		}
+	}
+	out := make([]Grant, 0, len(used))
+	for _, e := range active {
+		if used[e] {
+			out = append(out, e.Grant)
+		}
+	}
+	return out, true
+}
+
+// Covers reports whether call's granted permissions cover access to the file at path
+// (absolute; a relative path is taken against the call's workspace), for writing when write
+// is set. A grant covers its paths and everything below a directory path, compared by whole
+// path elements (/a/proj covers /a/proj/x, not /a/proj-x), and covers the path as written or
+// as reached through symlinks. Grants that are not for files, for another tool version, or
+// that do not reach this call cover nothing.
+//
+// One rule keeps asks without paths useful: a granted permission with resource "file" that
+// names no paths and no patterns (the guide's word-count tool asks "Read file outside
+// workspace: …?" with no paths) covers file access for the rest of the call that got it,
+// never beyond, whatever duration the person chose.
+func (g *Grants) Covers(call Call, path string, write bool) bool {
+	need := AccessRead
+	if write {
+		need = AccessWrite
+	}
+	p := policy.Resolve(path, call.Workspace, call.Home)
+	rp := ""
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	for _, e := range g.byTool[call.Tool] {
+		if e.ToolVersion != call.ToolVersion || !accessCovers(e.Access, need) || !e.reaches(call) {
+			continue
+		}
+		switch e.Resource {
+		case "file":
+			if len(e.Paths) == 0 && len(e.Patterns) == 0 && e.CallID == call.CallID {
+				return true
+			}
+		case "":
+			// A permission that names paths without saying the resource is about them.
+		default:
+			continue
+		}
+		if e.coversPath(p, &rp) {
+			return true
+		}
+	}
+	return false
+}
+
+// reaches reports whether the grant's duration reaches call. Every grant reaches the call
+// that got it, even a call with no session or workspace.
+func (e *entry) reaches(call Call) bool {
+	if e.CallID == call.CallID {
+		return true
+	}
+	switch e.Duration {
+	case tool.DurationSession:
+		return e.SessionID != "" && e.SessionID == call.SessionID
+	case tool.DurationWorkspace:
+		return e.WorkspaceID != "" && e.WorkspaceID == call.workspaceKey()
+	}
+	return false
+}
+
+// coversPath reports whether p, or its real location, lies within a path the grant names.
+// *real caches p's real location across grants ("" until computed).
+func (e *entry) coversPath(p string, real *string) bool {
+	for _, c := range e.covered {
+		if policy.Within(p, c) {
+			return true
+		}
+	}
+	if len(e.covered) == 0 {
+		return false
+	}
+	if *real == "" {
+		*real = policy.Real(p)
+	}
+	for _, c := range e.covered {
+		if policy.Within(*real, c) {
+			return true
+		}
+	}
+	for _, c := range e.real {
+		if policy.Within(*real, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// List returns every remembered grant, oldest first.
+func (g *Grants) List() []Grant {
+	g.mu.RLock()
+	var out []Grant
+	for _, es := range g.byTool {
+		for _, e := range es {
+			out = append(out, e.Grant)
+		}
+	}
+	g.mu.RUnlock()
+	slices.SortFunc(out, func(a, b Grant) int {
+		if c := a.GrantedAt.Compare(b.GrantedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out
+}
+
+// Revoke forgets the grant with id, so its permission is asked again.
+func (g *Grants) Revoke(ctx context.Context, id string) error {
+	removed := g.remove(func(e *entry) bool { return e.ID == id })
+	if len(removed) == 0 {
+		return fmt.Errorf("revoke grant %q: %w", id, ErrUnknownGrant)
+	}
+	return g.deleteStored(ctx, removed)
+}
+
+// EndCall forgets the once grants of a finished call.
+func (g *Grants) EndCall(callID string) {
+	g.remove(func(e *entry) bool { return e.Duration == tool.DurationOnce && e.CallID == callID })
+}
+
+// EndSession forgets every grant given in a session that is over, workspace ones excepted.
+func (g *Grants) EndSession(ctx context.Context, sessionID string) error {
+	if sessionID == "" {
+		return nil
+	}
+	removed := g.remove(func(e *entry) bool { return e.Duration != tool.DurationWorkspace && e.SessionID == sessionID })
+	return g.deleteStored(ctx, removed)
+}
+
+func (g *Grants) remove(match func(*entry) bool) []Grant {
+	var removed []Grant
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for name, es := range g.byTool {
+		kept := es[:0:0]
+		for _, e := range es {
+			if match(e) {
+				removed = append(removed, e.Grant)
+			} else {
+				kept = append(kept, e)
+			}
+		}
+		if len(kept) == 0 {
+			delete(g.byTool, name)
+		} else if len(kept) != len(es) {
+			g.byTool[name] = kept
+		}
+	}
+	return removed
+}
+
+func (g *Grants) deleteStored(ctx context.Context, removed []Grant) error {
+	if g.store == nil {
+		return nil
+	}
+	var errs []error
+	for _, gr := range removed {
+		if gr.Duration == tool.DurationOnce {
+			continue
+		}
+		if err := g.store.DeleteGrant(ctx, gr.ID); err != nil {
+			errs = append(errs, fmt.Errorf("delete stored grant %s: %w", gr.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// resolvePaths makes an ask's paths absolute the way ctx.resolvePath does for the call.
+// Without a workspace, a relative path stays relative and so matches no absolute path.
+func resolvePaths(call Call, paths []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if call.Workspace == "" && !filepath.IsAbs(p) && p != "~" && !strings.HasPrefix(p, "~/") {
+			out = append(out, filepath.Clean(p))
+			continue
+		}
+		out = append(out, policy.Resolve(p, call.Workspace, call.Home))
+	}
+	return out
+}
+
+func accessCovers(have, need string) bool { return have == AccessWrite || need == AccessRead }
+
+// writeWords mark a permission as one to change files. Anything else is taken as reading,
+// so a grant never covers writing unless the ask said it was about writing.
+var writeWords = map[string]bool{
+	"write": true, "writes": true, "writing": true, "overwrite": true, "overwriting": true,
+	"edit": true, "edits": true, "editing": true, "modify": true, "modifying": true,
+	"delete": true, "deleting": true, "remove": true, "removing": true, "rm": true,
+	"create": true, "creating": true, "save": true, "saving": true, "rename": true,
+	"renaming": true, "move": true, "moving": true, "append": true, "appending": true,
+	"mkdir": true, "update": true, "updating": true, "replace": true, "replacing": true,
+	"patch": true, "patching": true, "truncate": true, "truncating": true,
+}
+
+// accessOf says whether a permission ask is about reading or writing. An explicit
+// metadata {"access":"read|write"} or {"operation":"…"} wins; otherwise the question's own
+// words decide (createFilePermissionAsk says "Reading", "Writing" or "Editing"), leaving out
+// quoted text and anything that looks like a path or file name, so a file called
+// "write-notes.txt" does not make a read ask a write one.
+func accessOf(a tool.Ask) string {
+	var md struct {
+		Access    string `json:"access"`
+		Operation string `json:"operation"`
+	}
+	if len(a.Metadata) > 0 && json.Unmarshal(a.Metadata, &md) == nil {
+		switch strings.ToLower(md.Access) {
+		case AccessWrite:
+			return AccessWrite
+		case AccessRead:
+			return AccessRead
+		}
+		if md.Operation != "" {
+			if writeWords[strings.ToLower(md.Operation)] {
+				return AccessWrite
+			}
+			return AccessRead
+		}
+	}
+	for _, w := range questionWords(a.Question) {
+		if writeWords[w] {
+			return AccessWrite
+		}
+	}
+	return AccessRead
+}
+
+// questionWords returns the lower-cased plain words of a question, without quoted parts or
+// path-like tokens.
+func questionWords(q string) []string {
+	var b strings.Builder
+	var closing rune
+	for _, r := range q {
+		switch {
+		case closing != 0:
+			if r == closing {
+				closing = 0
+			}
+		case r == '"' || r == '`':
+			closing = r
+		case r == '“':
+			closing = '”'
+		case r == '‘':
+			closing = '’'
+		default:
+			b.WriteRune(r)
+		}
+	}
+	var words []string
+	for _, tok := range strings.Fields(b.String()) {
+		if strings.ContainsAny(tok, `/\~`) {
+			continue
+		}
+		tok = strings.TrimFunc(tok, func(r rune) bool { return !unicode.IsLetter(r) })
+		if tok == "" || strings.ContainsFunc(tok, func(r rune) bool { return !unicode.IsLetter(r) && r != '-' && r != '\'' }) {
+			continue // e.g. notes.txt
+		}
+		words = append(words, strings.ToLower(tok))
+	}
+	return words
+}
+
+func newID(prefix string) string {
+	var b [10]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
