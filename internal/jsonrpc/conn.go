@@ -1,0 +1,414 @@
+// Package jsonrpc owns line-delimited JSON-RPC 2.0 over an io.Reader and an io.Writer: one
+// JSON object per line, requests, responses and notifications in both directions. The host
+// uses it to talk to tool workers and a Go worker uses it to talk back, so nothing here
+// knows which side it is on.
+package jsonrpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// ErrClosed is (wrapped in) the error of every call that could not finish because the
+// connection ended.
+var ErrClosed = errors.New("jsonrpc: connection closed")
+
+// Handler serves the peer's requests and notifications. Requests are served concurrently,
+// each on its own goroutine, and ctx is cancelled when the connection ends. Notifications
+// are served one at a time on the read loop, in the order they arrived and before any
+// message that followed them, so a notification handler must return quickly and must not
+// call the peer. The result of a notification is ignored. Returning an *Error answers with
+// its code; any other error answers CodeInternalError with its text.
+type Handler interface {
+	Handle(ctx context.Context, req *Request) (result any, err error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req *Request) (any, error)
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, req *Request) (any, error) { return f(ctx, req) }
+
+// Options tune a connection. The zero value (or nil) is ready to use.
+type Options struct {
+	// MaxLineSize bounds one incoming message; a longer line ends the connection with a
+	// *LineTooLongError. Default DefaultMaxLineSize.
+	MaxLineSize int
+	// Logger receives what the connection cannot tell the peer (malformed lines without an
+	// id, responses nobody waits for). Default: discard.
+	Logger *slog.Logger
+}
+
+// Conn is one JSON-RPC connection. Close it when done; it also ends by itself when the
+// reader fails (the peer closed its end), when the writer fails, or on a protocol error.
+type Conn struct {
+	r       io.Reader
+	w       io.Writer
+	handler Handler
+	log     *slog.Logger
+	lines   *lineReader
+
+	ctx    context.Context // handlers' context, cancelled when the connection ends
+	cancel context.CancelCauseFunc
+
+	nextID atomic.Int64
+
+	mu      sync.Mutex
+	pending map[int64]*Pending
+	err     error // why the connection ended; nil while it runs
+
+	wmu     sync.Mutex
+	wcond   *sync.Cond
+	wbuf    []byte // messages waiting for the writer goroutine
+	wclosed bool
+
+	writerDone chan struct{}
+	done       chan struct{}
+	handlers   sync.WaitGroup
+}
+
+// NewConn starts a connection: a reader goroutine and a writer goroutine. If r or w
+// implement io.Closer they are closed when the connection ends; a reader that cannot be
+// closed keeps the read loop (and so Done and Close) waiting until it returns an error.
+func NewConn(r io.Reader, w io.Writer, h Handler, opts *Options) *Conn {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxLineSize <= 0 {
+		o.MaxLineSize = DefaultMaxLineSize
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Conn{
+		r: r, w: w, handler: h, log: o.Logger,
+		lines:      newLineReader(r, o.MaxLineSize),
+		pending:    make(map[int64]*Pending),
+		writerDone: make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+	c.wcond = sync.NewCond(&c.wmu)
+	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	go c.writeLoop()
+	go c.readLoop()
+	return c
+}
+
+// Done is closed when the connection has ended and its read and write loops have stopped.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err reports why the connection ended: nil while it runs, ErrClosed after Close, or the
+// read, write or protocol error that ended it.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Close ends the connection: calls waiting for an answer fail, messages not yet written are
+// dropped, handlers' contexts are cancelled. Close waits for the connection's goroutines,
+// handlers included, so it must not be called from a handler.
+func (c *Conn) Close() error {
+	c.fail(ErrClosed)
+	<-c.done
+	c.handlers.Wait()
+	return nil
+}
+
+// Pending is a request sent and not yet answered.
+type Pending struct {
+	conn   *Conn
+	id     int64
+	done   chan struct{}
+	result json.RawMessage
+	err    error
+}
+
+// Done is closed when the answer has arrived or the connection ended.
+func (p *Pending) Done() <-chan struct{} { return p.done }
+
+// Result is the answer once Done is closed: the raw result, or an *Error from the peer, or
+// an error wrapping ErrClosed.
+func (p *Pending) Result() (json.RawMessage, error) {
+	<-p.done
+	return p.result, p.err
+}
+
+// Abandon stops waiting for the answer; a late answer is ignored.
+func (p *Pending) Abandon() {
+	p.conn.mu.Lock()
+	delete(p.conn.pending, p.id)
+	p.conn.mu.Unlock()
+}
+
+// Start sends a request and returns at once; wait on the Pending for the answer.
+func (c *Conn) Start(method string, params any) (*Pending, error) {
+	raw, err := marshalValue(params)
+	if err != nil {
+		return nil, fmt.Errorf("jsonrpc: %s: params cannot be serialized: %w", method, err)
+	}
+	p := &Pending{conn: c, id: c.nextID.Add(1), done: make(chan struct{})}
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.closedError()
+		c.mu.Unlock()
+		return nil, err
+	}
+	c.pending[p.id] = p
+	c.mu.Unlock()
+	if err := c.write(func(b []byte) []byte { return appendRequest(b, p.id, method, raw) }); err != nil {
+		p.Abandon()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Call sends a request and waits for its answer, which is unmarshalled into result (a
+// *json.RawMessage receives it as is; nil discards it). When ctx is done first the answer is
+// abandoned and the context's cause returned.
+func (c *Conn) Call(ctx context.Context, method string, params any, result any) error {
+	p, err := c.Start(method, params)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		p.Abandon()
+		return fmt.Errorf("jsonrpc: %s: %w", method, context.Cause(ctx))
+	}
+	if p.err != nil {
+		return p.err
+	}
+	switch r := result.(type) {
+	case nil:
+		return nil
+	case *json.RawMessage:
+		*r = p.result
+		return nil
+	default:
+		if err := json.Unmarshal(p.result, result); err != nil {
+			return fmt.Errorf("jsonrpc: %s: result does not fit %T: %w", method, result, err)
+		}
+		return nil
+	}
+}
+
+// Notify sends a notification.
+func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	raw, err := marshalValue(params)
+	if err != nil {
+		return fmt.Errorf("jsonrpc: %s: params cannot be serialized: %w", method, err)
+	}
+	return c.write(func(b []byte) []byte { return appendNotification(b, method, raw) })
+}
+
+// closedError is the error for work that cannot proceed; c.mu must be held.
+func (c *Conn) closedError() error {
+	if c.err == nil || errors.Is(c.err, ErrClosed) {
+		return ErrClosed
+	}
+	return fmt.Errorf("%w: %w", ErrClosed, c.err)
+}
+
+// fail ends the connection with cause (the first cause wins).
+func (c *Conn) fail(cause error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = cause
+	pending := c.pending
+	c.pending = nil
+	err := c.closedError()
+	c.mu.Unlock()
+
+	for _, p := range pending {
+		p.err = err
+		close(p.done)
+	}
+	c.cancel(err)
+	c.wmu.Lock()
+	c.wclosed = true
+	c.wbuf = nil
+	c.wcond.Broadcast()
+	c.wmu.Unlock()
+	// Closing unblocks a reader or writer stuck in a system call.
+	if cl, ok := c.r.(io.Closer); ok {
+		_ = cl.Close()
+	}
+	if cl, ok := c.w.(io.Closer); ok && any(c.w) != any(c.r) {
+		_ = cl.Close()
+	}
+}
+
+// write queues one message for the writer goroutine.
+func (c *Conn) write(build func([]byte) []byte) error {
+	c.wmu.Lock()
+	if c.wclosed {
+		c.wmu.Unlock()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.closedError()
+	}
+	c.wbuf = build(c.wbuf)
+	c.wcond.Signal()
+	c.wmu.Unlock()
+	return nil
+}
+
+// writeLoop writes whatever has queued up since its last write in one system call, so
+// messages sent while a write is in progress are batched.
+func (c *Conn) writeLoop() {
+	defer close(c.writerDone)
+	var out []byte
+	for {
+		c.wmu.Lock()
+		for len(c.wbuf) == 0 && !c.wclosed {
+			c.wcond.Wait()
+		}
+		if c.wclosed {
+			c.wmu.Unlock()
+			return
+		}
+		out, c.wbuf = c.wbuf, out[:0]
+		c.wmu.Unlock()
+
+		if _, err := c.w.Write(out); err != nil {
+			c.fail(fmt.Errorf("jsonrpc: write: %w", err))
+			return
+		}
+		if cap(out) > 1<<20 {
+			out = nil // a huge message passed; do not keep its buffer
+		}
+	}
+}
+
+func (c *Conn) readLoop() {
+	defer func() {
+		<-c.writerDone
+		close(c.done)
+	}()
+	for {
+		line, err := c.lines.next()
+		if err != nil {
+			var tooLong *LineTooLongError
+			switch {
+			case errors.As(err, &tooLong):
+				c.log.Error("jsonrpc: closing connection", "err", err)
+			case errors.Is(err, io.EOF):
+				err = fmt.Errorf("jsonrpc: peer closed the connection: %w", err)
+			default:
+				err = fmt.Errorf("jsonrpc: read: %w", err)
+			}
+			c.fail(err)
+			return
+		}
+		c.dispatch(line)
+	}
+}
+
+func (c *Conn) dispatch(line []byte) {
+	m, k, err := decodeMessage(line)
+	if err != nil {
+		var de *decodeError
+		if errors.As(err, &de) && de.ID != nil {
+			_ = c.write(func(b []byte) []byte {
+				return appendError(b, de.ID, &Error{Code: de.Code, Message: de.Error()})
+			})
+			return
+		}
+		c.log.Warn("jsonrpc: ignoring malformed message", "err", err, "line", truncate(line, 200))
+		return
+	}
+	switch k {
+	case kindResponse:
+		c.deliver(m)
+	case kindNotification:
+		req := &Request{Method: m.Method, Params: m.Params}
+		if _, err := c.invoke(req); err != nil {
+			c.log.Debug("jsonrpc: notification handler failed", "method", m.Method, "err", err)
+		}
+	case kindRequest:
+		req := &Request{ID: m.ID, Method: m.Method, Params: m.Params}
+		c.handlers.Add(1)
+		go c.serve(req)
+	}
+}
+
+func (c *Conn) deliver(m *message) {
+	id, err := strconv.ParseInt(string(m.ID), 10, 64)
+	if err != nil {
+		c.log.Debug("jsonrpc: ignoring response to an id this side never sent", "id", string(m.ID))
+		return
+	}
+	c.mu.Lock()
+	p := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if p == nil {
+		c.log.Debug("jsonrpc: ignoring response nobody waits for", "id", id)
+		return
+	}
+	if m.Error != nil {
+		p.err = m.Error
+	} else {
+		p.result = m.Result
+	}
+	close(p.done)
+}
+
+func (c *Conn) serve(req *Request) {
+	defer c.handlers.Done()
+	result, err := c.invoke(req)
+	if err != nil {
+		rpcErr := AsError(err)
+		_ = c.write(func(b []byte) []byte { return appendError(b, req.ID, rpcErr) })
+		return
+	}
+	raw, err := marshalValue(result)
+	if err != nil {
+		rpcErr := &Error{Code: CodeInternalError, Message: fmt.Sprintf("%s: result cannot be serialized: %v", req.Method, err)}
+		_ = c.write(func(b []byte) []byte { return appendError(b, req.ID, rpcErr) })
+		return
+	}
+	_ = c.write(func(b []byte) []byte { return appendResult(b, req.ID, raw) })
+}
+
+// invoke runs the handler, turning a panic into an error so one bad handler cannot take the
+// connection (or the process) down.
+func (c *Conn) invoke(req *Request) (result any, err error) {
+	if c.handler == nil {
+		return nil, &Error{Code: CodeMethodNotFound, Message: "method not found: " + req.Method}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("jsonrpc: handler panicked", "method", req.Method, "panic", p, "stack", string(debug.Stack()))
+			err = &Error{Code: CodeInternalError, Message: fmt.Sprintf("%s: internal error: %v", req.Method, p)}
+		}
+	}()
+	return c.handler.Handle(c.ctx, req)
+}
+
+// AsError returns err as a JSON-RPC error: the *Error it wraps, or CodeInternalError with
+// its text.
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: CodeInternalError, Message: err.Error()}
+}

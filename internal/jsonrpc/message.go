@@ -1,0 +1,290 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Standard JSON-RPC 2.0 error codes. Applications add their own (see internal/workerproto).
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+)
+
+// Request is an incoming request or notification. ID is the raw JSON id (a number or a
+// string) and is nil for a notification.
+type Request struct {
+	ID     json.RawMessage
+	Method string
+	Params json.RawMessage
+}
+
+// IsNotification reports whether the sender expects no answer.
+func (r *Request) IsNotification() bool { return r.ID == nil }
+
+// Error is a JSON-RPC error object. A Handler returns one to answer with that code; Call
+// returns one when the peer answered with an error.
+type Error struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return "jsonrpc error " + strconv.Itoa(e.Code)
+	}
+	return e.Message
+}
+
+// NewError builds an Error whose Data is data serialized; data that cannot be serialized is
+// dropped, because an error about an error helps nobody.
+func NewError(code int, message string, data any) *Error {
+	e := &Error{Code: code, Message: message}
+	if data != nil {
+		if raw, err := json.Marshal(data); err == nil && string(raw) != "null" {
+			e.Data = raw
+		}
+	}
+	return e
+}
+
+// DecodeData unmarshals e.Data into v; it reports false when there is no data or it does
+// not fit v.
+func (e *Error) DecodeData(v any) bool {
+	if len(e.Data) == 0 {
+		return false
+	}
+	return json.Unmarshal(e.Data, v) == nil
+}
+
+// message is one line on the wire, any of the three kinds.
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *Error          `json:"error,omitempty"`
+}
+
+type kind int
+
+const (
+	kindRequest kind = iota + 1
+	kindNotification
+	kindResponse
+)
+
+// decodeError is a line that could not be understood. ID is set when the sender's id could
+// still be found, so it can be told what was wrong.
+type decodeError struct {
+	ID   json.RawMessage
+	Code int
+	Err  error
+}
+
+func (e *decodeError) Error() string { return e.Err.Error() }
+
+// decodeMessage parses and classifies one line.
+func decodeMessage(line []byte) (*message, kind, error) {
+	var m message
+	if err := json.Unmarshal(line, &m); err != nil {
+		return nil, 0, &decodeError{ID: salvageID(line), Code: CodeParseError, Err: fmt.Errorf("parse error: %w", err)}
+	}
+	if m.JSONRPC != "2.0" {
+		return nil, 0, invalid(m.ID, `"jsonrpc" must be "2.0"`)
+	}
+	id := m.ID
+	if isNull(id) {
+		id = nil
+	}
+	if id != nil && !validID(id) {
+		return nil, 0, &decodeError{Code: CodeInvalidRequest, Err: fmt.Errorf("invalid request: id %s is neither a number nor a string", truncate(id, 64))}
+	}
+	m.ID = id
+	switch {
+	case m.Method != "":
+		if m.Result != nil || m.Error != nil {
+			return nil, 0, invalid(id, "a message with a method cannot carry a result or an error")
+		}
+		if id == nil {
+			return &m, kindNotification, nil
+		}
+		return &m, kindRequest, nil
+	case id != nil:
+		if m.Result == nil && m.Error == nil {
+			return nil, 0, invalid(nil, "a response needs a result or an error")
+		}
+		if m.Result != nil && m.Error != nil {
+			return nil, 0, invalid(nil, "a response cannot carry both a result and an error")
+		}
+		return &m, kindResponse, nil
+	default:
+		return nil, 0, invalid(nil, "message has neither a method nor an id")
+	}
+}
+
+func invalid(id json.RawMessage, why string) *decodeError {
+	if isNull(id) || !validID(id) {
+		id = nil
+	}
+	return &decodeError{ID: id, Code: CodeInvalidRequest, Err: errors.New("invalid request: " + why)}
+}
+
+func isNull(raw json.RawMessage) bool { return raw == nil || string(raw) == "null" }
+
+// validID accepts a JSON number or string, as JSON-RPC allows.
+func validID(raw json.RawMessage) bool {
+	if len(raw) == 0 {
+		return false
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		return true
+	case c == '-' || (c >= '0' && c <= '9'):
+		return true
+	}
+	return false
+}
+
+// salvageID finds the top-level "id" of a line that is not valid JSON as a whole, by
+// reading tokens until the id or the error, so a request with broken params can still be
+// answered.
+func salvageID(line []byte) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		k, ok := key.(string)
+		if !ok {
+			return nil
+		}
+		if k != "id" {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil
+			}
+			continue
+		}
+		var id json.RawMessage
+		if err := dec.Decode(&id); err != nil || !validID(id) {
+			return nil
+		}
+		return id
+	}
+	return nil
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
+}
+
+// Envelope builders: the common messages are written by hand into the output buffer, which
+// is cheaper than marshalling a struct and never fails.
+
+func appendRequest(buf []byte, id int64, method string, params []byte) []byte {
+	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+	buf = strconv.AppendInt(buf, id, 10)
+	buf = append(buf, `,"method":`...)
+	buf = appendString(buf, method)
+	if params != nil {
+		buf = append(buf, `,"params":`...)
+		buf = append(buf, params...)
+	}
+	return append(buf, "}\n"...)
+}
+
+func appendNotification(buf []byte, method string, params []byte) []byte {
+	buf = append(buf, `{"jsonrpc":"2.0","method":`...)
+	buf = appendString(buf, method)
+	if params != nil {
+		buf = append(buf, `,"params":`...)
+		buf = append(buf, params...)
+	}
+	return append(buf, "}\n"...)
+}
+
+func appendResult(buf []byte, id json.RawMessage, result []byte) []byte {
+	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+	buf = append(buf, id...)
+	buf = append(buf, `,"result":`...)
+	buf = append(buf, result...)
+	return append(buf, "}\n"...)
+}
+
+func appendError(buf []byte, id json.RawMessage, e *Error) []byte {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+	buf = append(buf, id...)
+	buf = append(buf, `,"error":{"code":`...)
+	buf = strconv.AppendInt(buf, int64(e.Code), 10)
+	buf = append(buf, `,"message":`...)
+	buf = appendString(buf, e.Message)
+	if len(e.Data) > 0 && json.Valid(e.Data) {
+		buf = append(buf, `,"data":`...)
+		buf = append(buf, compact(e.Data)...)
+	}
+	return append(buf, "}}\n"...)
+}
+
+// appendString appends s as a JSON string; plain ASCII, the usual case, is copied as is.
+func appendString(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			raw, _ := json.Marshal(s) // cannot fail for a string
+			return append(buf, raw...)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
+}
+
+// compact removes newlines from raw JSON so it fits on one line.
+func compact(raw []byte) []byte {
+	if bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0 {
+		return raw
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return []byte("null")
+	}
+	return b.Bytes()
+}
+
+// marshalParams serializes a value for the wire. json.RawMessage is used as is after a
+// validity check; everything else goes through encoding/json (which never emits newlines).
+func marshalValue(v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return []byte("null"), nil
+	case json.RawMessage:
+		if len(x) == 0 {
+			return []byte("null"), nil
+		}
+		if !json.Valid(x) {
+			return nil, errors.New("raw JSON value is not valid JSON")
+		}
+		return compact(x), nil
+	default:
+		return json.Marshal(v)
+	}
+}
