@@ -22,6 +22,11 @@ func checkAsk(a tool.Ask) error {
 
 func checkAskDetails(a tool.Ask) error {
 	hasDefault := len(a.DefaultValue) > 0 && !bytes.Equal(bytes.TrimSpace(a.DefaultValue), []byte("null"))
+	for i, o := range a.Options {
+		if v := bytes.TrimSpace(o.Value); len(v) > 0 && !json.Valid(v) {
+			return fmt.Errorf("%s ask %q: option %d (%q) has a value that is not JSON", a.Type, a.Question, i, o.Label)
+		}
+	}
 	switch a.Type {
 	case tool.AskMultiSelect:
 		if a.Min != nil && *a.Min < 0 {
@@ -87,7 +92,11 @@ func optionValue(o tool.Option) json.RawMessage {
 		b, _ := json.Marshal(o.Label)
 		return b
 	}
-	return v
+	var buf bytes.Buffer
+	if json.Compact(&buf, v) != nil {
+		return v // checkAsk refuses such an option before anyone sees it
+	}
+	return buf.Bytes()
 }
 
 // findOption returns the index of the option whose value equals v as JSON, or -1.

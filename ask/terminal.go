@@ -51,6 +51,8 @@ type Terminal struct {
 	// Guarded by turn.
 	stale    bool  // an ask was withdrawn while waiting; its late line must not answer the next
 	writeErr error // the first failure to write to out
+
+	lineRead func() // test hook: called by the reader after each line arrives
 }
 
 type inputLine struct {
@@ -464,8 +466,12 @@ func (t *Terminal) readLoop() {
 	for {
 		text, tooLong, err := t.readRawLine()
 		if err == nil || text != "" || tooLong {
+			at := time.Now()
+			if t.lineRead != nil {
+				t.lineRead()
+			}
 			select {
-			case t.lines <- inputLine{text: text, tooLong: tooLong, at: time.Now()}:
+			case t.lines <- inputLine{text: text, tooLong: tooLong, at: at}:
 			case <-t.done:
 				return
 			}
