@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -38,38 +37,63 @@ func Resolve(p, workspace, home string) string {
 	return filepath.Clean(p)
 }
 
-// Real resolves every symlink in an absolute path. Where the path (or its tail) does not
-// exist yet, the longest existing prefix is resolved and the rest appended, so a file about
-// to be created is judged by where its parent really is.
-func Real(p string) string {
-	p = filepath.Clean(p)
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	var tail []string
-	cur := p
-	for {
-		parent := filepath.Dir(cur)
-		tail = append(tail, filepath.Base(cur))
-		if parent == cur {
-			return p
-		}
-		cur = parent
-		if r, err := filepath.EvalSymlinks(cur); err == nil {
-			for i := len(tail) - 1; i >= 0; i-- {
-				r = filepath.Join(r, tail[i])
-			}
-			return r
-		} else if !errors.Is(err, fs.ErrNotExist) && !isNotDir(err) {
-			// A permission error or a loop: judge the path as written.
-			return p
-		}
-	}
-}
+// maxSymlinks bounds how many links Real follows in one path, as the kernel does (Linux
+// gives ELOOP past 40).
+const maxSymlinks = 40
 
-func isNotDir(err error) bool {
-	var pe *os.PathError
-	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "not a directory")
+// Real resolves every symlink in an absolute path (a relative one is first made absolute
+// against the current directory). It walks the path one element at a time, as the kernel
+// does, and follows every link it meets, dangling ones included: a link whose target does
+// not exist yet is judged by where that target would be, so writing through it cannot lead
+// out of the place it seems to be in. Where the path (or its tail) does not exist, the rest
+// is appended as written below the last element that does. A loop of links (more than 40)
+// returns the path as written; the kernel refuses to follow it too.
+func Real(p string) string {
+	if !filepath.IsAbs(p) {
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+	}
+	p = filepath.Clean(p)
+	resolved := string(filepath.Separator)
+	rest := p
+	links := 0
+	for rest != "" {
+		var name string
+		name, rest, _ = strings.Cut(rest, string(filepath.Separator))
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			// resolved holds no links, so its parent is lexical.
+			resolved = filepath.Dir(resolved)
+			continue
+		}
+		next := filepath.Join(resolved, name)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			// Missing, below a file, or unreadable: nothing further can be followed, so the
+			// rest lies where it is written.
+			return filepath.Join(next, rest)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			resolved = next
+			continue
+		}
+		links++
+		if links > maxSymlinks {
+			return p
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return filepath.Join(next, rest)
+		}
+		if filepath.IsAbs(target) {
+			resolved = string(filepath.Separator)
+		}
+		rest = target + string(filepath.Separator) + rest
+	}
+	return resolved
 }
 
 // Within reports whether p is root or lies below it, comparing whole path elements

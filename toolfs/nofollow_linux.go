@@ -1,0 +1,5 @@
+package toolfs
+
+import "syscall"
+
+const oNonBlock = syscall.O_NONBLOCK
