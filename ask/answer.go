@@ -115,16 +115,17 @@ func findOption(a tool.Ask, v json.RawMessage) int {
 }
 
 // checkAnswer reports whether answer has the shape the ask type promises the tool and
-// returns it compacted (a form answer in question order).
+// returns it compacted (a form answer in question order). Its errors say what is wrong;
+// callers add what a right answer looks like (expected), in the words of their source.
 func checkAnswer(a tool.Ask, answer json.RawMessage) (json.RawMessage, error) {
 	answer = bytes.TrimSpace(answer)
 	if len(answer) == 0 {
-		return nil, fmt.Errorf("no answer was given; expected %s", expected(a))
+		return nil, fmt.Errorf("no answer was given")
 	}
 	if !json.Valid(answer) {
-		return nil, fmt.Errorf("answer %s is not JSON; expected %s", clip(answer), expected(a))
+		return nil, fmt.Errorf("answer %s is not JSON", clip(answer))
 	}
-	wrong := func() error { return fmt.Errorf("answer %s is not %s", clip(answer), expected(a)) }
+	wrong := func() error { return fmt.Errorf("answer %s is not %s", clip(answer), kind(a)) }
 	switch a.Type {
 	case tool.AskPermission, tool.AskConfirm:
 		var b bool
@@ -149,15 +150,15 @@ func checkAnswer(a tool.Ask, answer json.RawMessage) (json.RawMessage, error) {
 		for _, v := range vals {
 			i := findOption(a, v)
 			if i < 0 {
-				return nil, fmt.Errorf("answer %s chooses %s, which is not an option; expected %s", clip(answer), clip(v), expected(a))
+				return nil, fmt.Errorf("answer %s chooses %s, which is not an option", clip(answer), clip(v))
 			}
 			if seen[i] {
-				return nil, fmt.Errorf("answer %s chooses %s twice; expected %s", clip(answer), clip(v), expected(a))
+				return nil, fmt.Errorf("answer %s chooses %s twice", clip(answer), clip(v))
 			}
 			seen[i] = true
 		}
 		if lo, hi := bounds(a); len(vals) < lo || len(vals) > hi {
-			return nil, fmt.Errorf("answer %s chooses %d options; expected %s", clip(answer), len(vals), expected(a))
+			return nil, fmt.Errorf("answer %s chooses %d options, not %s", clip(answer), len(vals), countPhrase(bounds(a)))
 		}
 	case tool.AskForm:
 		return checkFormAnswer(a, answer)
@@ -181,7 +182,7 @@ func checkFormAnswer(a tool.Ask, answer json.RawMessage) (json.RawMessage, error
 		Answers []tool.FormAnswer `json:"answers"`
 	}
 	if err := json.Unmarshal(answer, &resp); err != nil || resp.Type != tool.AskForm {
-		return nil, fmt.Errorf("answer %s is not %s", clip(answer), expected(a))
+		return nil, wrongForm(answer)
 	}
 	used := make([]bool, len(resp.Answers))
 	out := tool.FormResponse{Type: tool.AskForm, Answers: make([]tool.FormAnswer, 0, len(a.Questions))}
@@ -194,12 +195,12 @@ func checkFormAnswer(a tool.Ask, answer json.RawMessage) (json.RawMessage, error
 			}
 		}
 		if found < 0 {
-			return nil, fmt.Errorf("form answer has no answer to question %q; expected %s", q.Question, expected(a))
+			return nil, fmt.Errorf("form answer has no answer to question %q", q.Question)
 		}
 		used[found] = true
 		v, err := checkAnswer(q, resp.Answers[found].Answer)
 		if err != nil {
-			return nil, fmt.Errorf("form answer to question %q: %w", q.Question, err)
+			return nil, fmt.Errorf("form answer to question %q: %w (it should be %s)", q.Question, err, expected(q))
 		}
 		out.Answers = append(out.Answers, tool.FormAnswer{Question: q.Question, Answer: v})
 	}
@@ -209,6 +210,25 @@ func checkFormAnswer(a tool.Ask, answer json.RawMessage) (json.RawMessage, error
 		}
 	}
 	return json.Marshal(out)
+}
+
+func wrongForm(answer json.RawMessage) error {
+	return fmt.Errorf("answer %s is not a form answer", clip(answer))
+}
+
+// kind names the shape of an answer to a, for saying that an answer is not of it.
+func kind(a tool.Ask) string {
+	switch a.Type {
+	case tool.AskPermission, tool.AskConfirm:
+		return "true or false"
+	case tool.AskText:
+		return "a string"
+	case tool.AskSingleSelect:
+		return "one of the option values"
+	case tool.AskMultiSelect:
+		return "an array of option values"
+	}
+	return "an answer of type " + a.Type
 }
 
 // expected describes a valid answer to a, for error messages that say how to fix one.

@@ -81,7 +81,7 @@ func (b *Broker) Ask(ctx context.Context, a tool.Ask) (json.RawMessage, error) {
 	}
 	v, err := checkAnswer(a, answer)
 	if err != nil {
-		return nil, fmt.Errorf("%s ask %q: %w: %w", a.Type, a.Question, ErrInvalidAnswer, err)
+		return nil, fmt.Errorf("%s ask %q: %w: %w; expected %s", a.Type, a.Question, ErrInvalidAnswer, err, expected(a))
 	}
 	return v, nil
 }
@@ -131,7 +131,7 @@ func (b *Broker) decide(ctx context.Context, a tool.Ask) (Decision, error) {
 	}
 	d, err := decisionFrom(bytes.TrimSpace(answer), tool.DurationOnce)
 	if err != nil {
-		return Decision{}, fmt.Errorf("permission ask %q: %w: %w", a.Question, ErrInvalidAnswer, err)
+		return Decision{}, fmt.Errorf(`permission ask %q: %w: %w; expected true, false or {"granted":true,"duration":"once|session|workspace"}`, a.Question, ErrInvalidAnswer, err)
 	}
 	return d, nil
 }

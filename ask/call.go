@@ -60,7 +60,7 @@ func decisionFrom(answer json.RawMessage, fallback string) (Decision, error) {
 		Duration string `json:"duration"`
 	}
 	if err := json.Unmarshal(answer, &d); err != nil || d.Granted == nil {
-		return Decision{}, fmt.Errorf(`a permission answer is true, false or {"granted":true,"duration":"once|session|workspace"}, not %s`, clip(answer))
+		return Decision{}, fmt.Errorf("answer %s is not a permission answer", clip(answer))
 	}
 	if !*d.Granted {
 		return Decision{}, nil
