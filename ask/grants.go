@@ -163,9 +163,16 @@ func (g *Grants) Record(ctx context.Context, call Call, a tool.Ask, duration str
 // A grant counts when it is for the same tool and the same tool version (a changed tool asks
 // again), the same resource, at least the ask's risk and access (a read grant does not cover
 // a write), and its duration reaches this call: once → only the call that got it, session →
-// the same session, workspace → the same workspace. Every path and pattern of the ask must be
-// named by such a grant (a directory path names what lies below it); an ask that names
-// nothing is covered by a grant that named nothing for the same question.
+// the same session, workspace → the same workspace.
+//
+// Then every path the ask names (its paths and its "file:/abs" patterns) must be covered by
+// such a grant, a directory covering what lies below it by whole path elements. The ask's
+// other patterns are markers that qualify those paths ("sensitive-file", or a tool's own),
+// so the grant that covers a path must name each of them too; the patterns that only restate
+// the paths ("file:<base name>", "outside-workspace", as createFilePermissionAsk adds) need
+// no separate grant. An ask with markers and no paths needs each marker named by a grant,
+// and an ask that names nothing is covered by a grant that named nothing for the same
+// question.
 func (g *Grants) Lookup(call Call, a tool.Ask) ([]Grant, bool) {
 	if a.Type != tool.AskPermission {
 		return nil, false
@@ -199,20 +206,36 @@ func (g *Grants) Lookup(call Call, a tool.Ask) ([]Grant, bool) {
 			return nil, false
 		}
 	}
+	// "file:/abs" patterns name paths; the rest are markers, except the ones that only
+	// restate the ask's paths (see pathMarkers).
+	var markers []string
+	restated := pathMarkers(paths)
+	for _, pat := range a.Patterns {
+		if fp, ok := strings.CutPrefix(pat, "file:"); ok && filepath.IsAbs(fp) {
+			paths = append(paths, filepath.Clean(fp))
+		} else if !restated[pat] {
+			markers = append(markers, pat)
+		}
+	}
+	namesMarkers := func(e *entry) bool {
+		for _, m := range markers {
+			if !slices.Contains(e.Patterns, m) {
+				return false
+			}
+		}
+		return true
+	}
 	for _, p := range paths {
 		rp := ""
-		if !mark(func(e *entry) bool { return e.coversPath(p, &rp) }) {
+		if !mark(func(e *entry) bool { return e.coversPath(p, &rp) && namesMarkers(e) }) {
 			return nil, false
 		}
 	}
-	for _, pat := range a.Patterns {
-		fp, isFile := strings.CutPrefix(pat, "file:")
-		isFile = isFile && filepath.IsAbs(fp)
-		rp := ""
-		if !mark(func(e *entry) bool {
-			return slices.Contains(e.Patterns, pat) || (isFile && e.coversPath(filepath.Clean(fp), &rp))
-		}) {
-			return nil, false
+	if len(paths) == 0 {
+		for _, m := range markers {
+			if !mark(func(e *entry) bool { return slices.Contains(e.Patterns, m) }) {
+				return nil, false
+			}
 		}
 	}
 	out := make([]Grant, 0, len(used))
@@ -402,6 +425,17 @@ func resolvePaths(call Call, paths []string) []string {
 		out = append(out, policy.Resolve(p, call.Workspace, call.Home))
 	}
 	return out
+}
+
+// pathMarkers are the patterns that say nothing beyond the paths themselves: the base name
+// of each and the outside-workspace flag (whether a path is outside the workspace is a fact
+// about the path, judged when it was granted).
+func pathMarkers(paths []string) map[string]bool {
+	m := map[string]bool{"outside-workspace": len(paths) > 0}
+	for _, p := range paths {
+		m["file:"+filepath.Base(p)] = true
+	}
+	return m
 }
 
 func accessCovers(have, need string) bool { return have == AccessWrite || need == AccessRead }
