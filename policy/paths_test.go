@@ -247,12 +247,12 @@ func TestScopeBlockedRootRule(t *testing.T) {
 		{"file.txt", false},
 		{ws, false},
 		{"sub/dir/f", false},
-		{"etc-link", true},             // leads to /etc
-		{"../other", true},             // /root/other is outside the workspace
-		{"/root", true},                // root's home itself stays blocked
-		{"/root/.bashrc", true},        // so do its other files
-		{"~/.ssh/id_rsa", true},        // home is /root
-		{"/etc/passwd", true},          // other blocked roots are unaffected
+		{"etc-link", true},      // leads to /etc
+		{"../other", true},      // /root/other is outside the workspace
+		{"/root", true},         // root's home itself stays blocked
+		{"/root/.bashrc", true}, // so do its other files
+		{"~/.ssh/id_rsa", true}, // home is /root
+		{"/etc/passwd", true},   // other blocked roots are unaffected
 		{filepath.Join(other, "x"), false},
 	}
 	for _, tt := range tests {
