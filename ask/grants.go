@@ -225,11 +225,13 @@ func (g *Grants) Lookup(call Call, a tool.Ask) ([]Grant, bool) {
 		}
 		return true
 	}
-	for _, p := range paths {
-		rp := ""
-		if !mark(func(e *entry) bool { return e.coversPath(p, &rp) && namesMarkers(e) }) {
+	slices.Sort(paths)
+	for _, p := range slices.Compact(paths) {
+		e := findCovering(active, p, namesMarkers)
+		if e == nil {
 			return nil, false
 		}
+		used[e] = true
 	}
 	if len(paths) == 0 {
 		for _, m := range markers {
@@ -264,9 +266,24 @@ func (g *Grants) Covers(call Call, path string, write bool) bool {
 		need = AccessWrite
 	}
 	p := policy.Resolve(path, call.Workspace, call.Home)
-	rp := ""
+	g.mu.RLock()
+	found, named := g.scanCovers(call, need, p, "")
+	g.mu.RUnlock()
+	if found || !named {
+		return found
+	}
+	// Only when no grant covers the path as written is it resolved through symlinks; that
+	// touches the disk, so it happens outside the lock.
+	rp := policy.Real(p)
 	g.mu.RLock()
 	defer g.mu.RUnlock()
+	found, _ = g.scanCovers(call, need, p, rp)
+	return found
+}
+
+// scanCovers looks for a grant of call that covers p (or, when rp is set, p's real location
+// rp); named reports whether any usable grant names paths at all. g.mu must be held.
+func (g *Grants) scanCovers(call Call, need, p, rp string) (found, named bool) {
 	for _, e := range g.byTool[call.Tool] {
 		if e.ToolVersion != call.ToolVersion || !accessCovers(e.Access, need) || !e.reaches(call) {
 			continue
@@ -274,18 +291,22 @@ func (g *Grants) Covers(call Call, path string, write bool) bool {
 		switch e.Resource {
 		case "file":
 			if len(e.Paths) == 0 && len(e.Patterns) == 0 && e.CallID == call.CallID {
-				return true
+				return true, true
 			}
 		case "":
 			// A permission that names paths without saying the resource is about them.
 		default:
 			continue
 		}
-		if e.coversPath(p, &rp) {
-			return true
+		if len(e.covered) == 0 {
+			continue
+		}
+		named = true
+		if rp == "" && e.coversLiteral(p) || rp != "" && e.coversReal(rp) {
+			return true, true
 		}
 	}
-	return false
+	return false, named
 }
 
 // reaches reports whether the grant's duration reaches call. Every grant reaches the call
@@ -303,27 +324,50 @@ func (e *entry) reaches(call Call) bool {
 	return false
 }
 
-// coversPath reports whether p, or its real location, lies within a path the grant names.
-// *real caches p's real location across grants ("" until computed).
-func (e *entry) coversPath(p string, real *string) bool {
+// findCovering returns the first of es (that ok accepts) whose paths cover p as written or,
+// failing that, where p really leads; nil when none does. The real location is resolved
+// only when no grant covers p as written, since that costs system calls.
+func findCovering(es []*entry, p string, ok func(*entry) bool) *entry {
+	named := false
+	for _, e := range es {
+		if !ok(e) || len(e.covered) == 0 {
+			continue
+		}
+		named = true
+		if e.coversLiteral(p) {
+			return e
+		}
+	}
+	if !named {
+		return nil
+	}
+	rp := policy.Real(p)
+	for _, e := range es {
+		if ok(e) && e.coversReal(rp) {
+			return e
+		}
+	}
+	return nil
+}
+
+// coversLiteral reports whether p lies within a path the grant names, as written.
+func (e *entry) coversLiteral(p string) bool {
 	for _, c := range e.covered {
 		if policy.Within(p, c) {
 			return true
 		}
 	}
-	if len(e.covered) == 0 {
-		return false
-	}
-	if *real == "" {
-		*real = policy.Real(p)
-	}
-	for _, c := range e.covered {
-		if policy.Within(*real, c) {
-			return true
-		}
+	return false
+}
+
+// coversReal reports whether the real location rp lies within a path the grant names, as
+// written or as resolved when granted.
+func (e *entry) coversReal(rp string) bool {
+	if e.coversLiteral(rp) {
+		return true
 	}
 	for _, c := range e.real {
-		if policy.Within(*real, c) {
+		if policy.Within(rp, c) {
 			return true
 		}
 	}
