@@ -56,7 +56,7 @@ func BenchmarkBrokerCoveredPermission(b *testing.B) {
 		b.Fatal("asked although covered")
 		return nil, nil
 	})
-	br := NewBroker(asker, g, c)
+	br := newBroker(asker, g, c)
 	a := fileAsk("/bench/dir50/file.txt", "read", "low")
 	for b.Loop() {
 		if v, err := br.Ask(context.Background(), a); err != nil || string(v) != "true" {

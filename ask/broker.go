@@ -28,21 +28,38 @@ type Broker struct {
 
 var _ tool.Asker = (*Broker)(nil)
 
-// NewBroker returns the broker of one call. asker answers what grants do not (nil refuses
-// every ask); grants is shared by every call of the host (nil remembers only within this
-// call). A call without a CallID (a detached run) gets a unique one, so its once grants stay
-// its own.
-func NewBroker(asker tool.Asker, grants *Grants, call Call) *Broker {
-	if asker == nil {
-		asker = Refuse{}
+// BrokerOptions is what the host knows when a call starts: who answers, the host's grants,
+// and the call facts grants are scoped by.
+type BrokerOptions struct {
+	Asker  tool.Asker // answers what grants do not; nil refuses every ask
+	Grants *Grants    // shared by every call of the host; nil remembers only within this call
+
+	Tool        string // the tool's name
+	ToolVersion string // hash of the tool version; a changed tool asks again
+	CallID      string // empty for a detached call: the broker invents a unique one
+	SessionID   string
+	WorkspaceID string // when empty, Workspace names the workspace for workspace grants
+	Workspace   string // absolute workspace path; relative ask paths resolve against it
+	Home        string // what "~" means in ask paths
+}
+
+// NewBroker returns the broker of one call. A call without a CallID (a detached run) gets a
+// unique one, so its once grants stay its own.
+func NewBroker(opts BrokerOptions) *Broker {
+	b := &Broker{asker: opts.Asker, grants: opts.Grants, call: Call{
+		Tool: opts.Tool, ToolVersion: opts.ToolVersion, CallID: opts.CallID, SessionID: opts.SessionID,
+		WorkspaceID: opts.WorkspaceID, Workspace: opts.Workspace, Home: opts.Home,
+	}}
+	if b.asker == nil {
+		b.asker = Refuse{}
 	}
-	if grants == nil {
-		grants, _ = NewGrants(context.Background(), nil) // cannot fail without a store
+	if b.grants == nil {
+		b.grants = NewGrants(nil)
 	}
-	if call.CallID == "" {
-		call.CallID = newID("detached_")
+	if b.call.CallID == "" {
+		b.call.CallID = newID("detached_")
 	}
-	return &Broker{asker: asker, grants: grants, call: call}
+	return b
 }
 
 // Call returns the facts the broker scopes grants by.

@@ -14,6 +14,14 @@ import (
 	"github.com/jean2/jean2/tool"
 )
 
+// newBroker builds a broker for c as the host would.
+func newBroker(asker tool.Asker, grants *Grants, c Call) *Broker {
+	return NewBroker(BrokerOptions{
+		Asker: asker, Grants: grants, Tool: c.Tool, ToolVersion: c.ToolVersion, CallID: c.CallID,
+		SessionID: c.SessionID, WorkspaceID: c.WorkspaceID, Workspace: c.Workspace, Home: c.Home,
+	})
+}
+
 // fakeAsker answers with its func fields and counts what it was asked.
 type fakeAsker struct {
 	ask   func(tool.Ask) (json.RawMessage, error)
@@ -50,7 +58,7 @@ func TestBrokerCoveredPermissionIsNotAskedAgain(t *testing.T) {
 	}}
 	a := fileAsk("/data/report.txt", "read", "medium")
 	c1 := baseCall()
-	b1 := NewBroker(asker, grants, c1)
+	b1 := newBroker(asker, grants, c1)
 	for range 2 {
 		v, err := b1.Ask(context.Background(), a)
 		if err != nil || string(v) != "true" {
@@ -67,7 +75,7 @@ func TestBrokerCoveredPermissionIsNotAskedAgain(t *testing.T) {
 
 	c2 := c1
 	c2.CallID = "call-2"
-	b2 := NewBroker(asker, grants, c2)
+	b2 := newBroker(asker, grants, c2)
 	if v, err := b2.Ask(context.Background(), a); err != nil || string(v) != "true" || asker.calls.Load() != 1 {
 		t.Fatalf("later call of the session: %s, %v, asked %d times", v, err, asker.calls.Load())
 	}
@@ -78,7 +86,7 @@ func TestBrokerCoveredPermissionIsNotAskedAgain(t *testing.T) {
 
 	c3 := c1
 	c3.CallID, c3.SessionID = "call-3", "s2"
-	if _, err := NewBroker(asker, grants, c3).Ask(context.Background(), a); err != nil || asker.calls.Load() != 3 {
+	if _, err := newBroker(asker, grants, c3).Ask(context.Background(), a); err != nil || asker.calls.Load() != 3 {
 		t.Fatalf("another session must be asked: %v, asked %d times", err, asker.calls.Load())
 	}
 }
@@ -87,7 +95,7 @@ func TestBrokerBooleanAskerGrantsOnce(t *testing.T) {
 	grants := newGrants(t)
 	asker := &fakeAsker{ask: func(tool.Ask) (json.RawMessage, error) { return json.RawMessage("true"), nil }}
 	a := fileAsk("/data/x", "read", "low")
-	b := NewBroker(asker, grants, baseCall())
+	b := newBroker(asker, grants, baseCall())
 	b.Ask(context.Background(), a)
 	b.Ask(context.Background(), a)
 	if asker.calls.Load() != 1 {
@@ -100,7 +108,7 @@ func TestBrokerBooleanAskerGrantsOnce(t *testing.T) {
 	b.Close()
 	c2 := baseCall()
 	c2.CallID = "call-2"
-	NewBroker(asker, grants, c2).Ask(context.Background(), a)
+	newBroker(asker, grants, c2).Ask(context.Background(), a)
 	if asker.calls.Load() != 2 {
 		t.Fatal("a once grant covered a later call")
 	}
@@ -112,7 +120,7 @@ func TestBrokerBooleanAskerGrantsOnce(t *testing.T) {
 func TestBrokerDenialIsNotRemembered(t *testing.T) {
 	grants := newGrants(t)
 	asker := &fakePermissionAsker{decide: func(tool.Ask) (Decision, error) { return Decision{}, nil }}
-	b := NewBroker(asker, grants, baseCall())
+	b := newBroker(asker, grants, baseCall())
 	for range 2 {
 		if v, err := b.Ask(context.Background(), fileAsk("/data/x", "read", "low")); err != nil || string(v) != "false" {
 			t.Fatalf("Ask = %s, %v", v, err)
@@ -125,7 +133,7 @@ func TestBrokerDenialIsNotRemembered(t *testing.T) {
 
 func TestBrokerRejectsInvalidAsk(t *testing.T) {
 	asker := &fakeAsker{ask: func(tool.Ask) (json.RawMessage, error) { return json.RawMessage(`"x"`), nil }}
-	b := NewBroker(asker, nil, baseCall())
+	b := newBroker(asker, nil, baseCall())
 	for _, c := range []struct {
 		a    tool.Ask
 		want string
@@ -179,7 +187,7 @@ func TestBrokerValidatesAnswers(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			asker := &fakeAsker{ask: func(tool.Ask) (json.RawMessage, error) { return json.RawMessage(c.answer), nil }}
-			v, err := NewBroker(asker, nil, baseCall()).Ask(context.Background(), c.a)
+			v, err := newBroker(asker, nil, baseCall()).Ask(context.Background(), c.a)
 			if c.want == "" {
 				if !errors.Is(err, ErrInvalidAnswer) || !strings.Contains(err.Error(), "expected") {
 					t.Fatalf("answer %s accepted: %s, %v", c.answer, v, err)
@@ -199,7 +207,7 @@ func TestBrokerPermissionAnswerShapes(t *testing.T) {
 	} {
 		asker := &fakeAsker{ask: func(tool.Ask) (json.RawMessage, error) { return json.RawMessage(answer), nil }}
 		grants := newGrants(t)
-		v, err := NewBroker(asker, grants, baseCall()).Ask(context.Background(), fileAsk("/x", "read", "low"))
+		v, err := newBroker(asker, grants, baseCall()).Ask(context.Background(), fileAsk("/x", "read", "low"))
 		if want == "" {
 			if !errors.Is(err, ErrInvalidAnswer) {
 				t.Errorf("%s: accepted (%s, %v)", answer, v, err)
@@ -214,7 +222,7 @@ func TestBrokerPermissionAnswerShapes(t *testing.T) {
 		}
 	}
 	bad := &fakePermissionAsker{decide: func(tool.Ask) (Decision, error) { return Decision{Granted: true, Duration: "forever"}, nil }}
-	if _, err := NewBroker(bad, nil, baseCall()).Ask(context.Background(), fileAsk("/x", "read", "low")); !errors.Is(err, ErrInvalidAnswer) {
+	if _, err := newBroker(bad, nil, baseCall()).Ask(context.Background(), fileAsk("/x", "read", "low")); !errors.Is(err, ErrInvalidAnswer) {
 		t.Fatalf("bad duration from a PermissionAsker: %v", err)
 	}
 }
@@ -227,14 +235,14 @@ func TestBrokerWordCountExample(t *testing.T) {
 	}}
 	a := tool.Ask{Type: tool.AskPermission, Question: "Read file outside workspace: ../notes.txt?", Risk: "medium", Resource: "file"}
 	c1 := baseCall()
-	b1 := NewBroker(asker, grants, c1)
+	b1 := newBroker(asker, grants, c1)
 	if v, _ := b1.Ask(context.Background(), a); string(v) != "true" || !b1.Covers("/work/notes.txt", false) {
 		t.Fatal("the granted call cannot read its file")
 	}
 	b1.Close()
 	c2 := c1
 	c2.CallID = "call-2"
-	b2 := NewBroker(asker, grants, c2)
+	b2 := newBroker(asker, grants, c2)
 	if b2.Covers("/work/notes.txt", false) {
 		t.Fatal("a pathless grant covers files of a call that did not ask")
 	}
@@ -256,7 +264,7 @@ func TestBrokerDetachedCallsStayApart(t *testing.T) {
 	grants := newGrants(t)
 	asker := &fakeAsker{ask: func(tool.Ask) (json.RawMessage, error) { return json.RawMessage("true"), nil }}
 	c := Call{Tool: "t", ToolVersion: "v"}
-	b1, b2 := NewBroker(asker, grants, c), NewBroker(asker, grants, c)
+	b1, b2 := newBroker(asker, grants, c), newBroker(asker, grants, c)
 	if b1.Call().CallID == "" || b1.Call().CallID == b2.Call().CallID {
 		t.Fatalf("detached call ids %q and %q", b1.Call().CallID, b2.Call().CallID)
 	}
@@ -267,7 +275,7 @@ func TestBrokerDetachedCallsStayApart(t *testing.T) {
 }
 
 func TestBrokerRefusesWithoutAsker(t *testing.T) {
-	_, err := NewBroker(nil, nil, baseCall()).Ask(context.Background(), askEnv)
+	_, err := newBroker(nil, nil, baseCall()).Ask(context.Background(), askEnv)
 	var re *RefusedError
 	if !errors.As(err, &re) || !errors.Is(err, tool.ErrNoOneToAsk) || re.Type != tool.AskSingleSelect ||
 		!strings.Contains(err.Error(), `"Which environment?"`) || !strings.Contains(err.Error(), "--answers FILE") {
@@ -278,14 +286,11 @@ func TestBrokerRefusesWithoutAsker(t *testing.T) {
 func TestBrokerStoreFailureStillGrants(t *testing.T) {
 	var logs bytes.Buffer
 	st := &fakeStore{load: func() ([]Grant, error) { return nil, nil }, saveErr: errors.New("disk full")}
-	grants, err := NewGrants(context.Background(), &GrantsOptions{Store: st, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	grants := NewGrants(&GrantsOptions{Store: st, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	asker := &fakePermissionAsker{decide: func(tool.Ask) (Decision, error) {
 		return Decision{Granted: true, Duration: tool.DurationWorkspace}, nil
 	}}
-	v, err := NewBroker(asker, grants, baseCall()).Ask(context.Background(), fileAsk("/x", "read", "low"))
+	v, err := newBroker(asker, grants, baseCall()).Ask(context.Background(), fileAsk("/x", "read", "low"))
 	if err != nil || string(v) != "true" {
 		t.Fatalf("= %s, %v", v, err)
 	}
@@ -298,7 +303,7 @@ func TestBrokerAskerErrorPassesThrough(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	asker := &fakeAsker{ask: func(tool.Ask) (json.RawMessage, error) { return nil, context.Canceled }}
-	if _, err := NewBroker(asker, nil, baseCall()).Ask(ctx, askBranch); !errors.Is(err, context.Canceled) {
+	if _, err := newBroker(asker, nil, baseCall()).Ask(ctx, askBranch); !errors.Is(err, context.Canceled) {
 		t.Fatalf("error = %v", err)
 	}
 }
@@ -341,7 +346,7 @@ func TestBrokerWithTerminalOverPTY(t *testing.T) {
 	p := newPTYTerminal(t)
 	grants := newGrants(t)
 	a := fileAsk("/data/report.txt", "read", "medium")
-	b := NewBroker(p.term, grants, baseCall())
+	b := newBroker(p.term, grants, baseCall())
 	res := make(chan askResult, 1)
 	go func() {
 		v, err := b.Ask(context.Background(), a)
@@ -360,7 +365,7 @@ func TestBrokerWithTerminalOverPTY(t *testing.T) {
 	c2 := baseCall()
 	c2.CallID = "call-2"
 	// Covered now: answered without touching the terminal.
-	v, err := NewBroker(p.term, grants, c2).Ask(context.Background(), a)
+	v, err := newBroker(p.term, grants, c2).Ask(context.Background(), a)
 	if err != nil || string(v) != "true" {
 		t.Fatalf("covered = %s, %v", v, err)
 	}

@@ -78,8 +78,9 @@ type entry struct {
 	real    []string // covered with symlinks resolved, for paths reached through a link
 }
 
-// NewGrants returns grants loaded from opts.Store, if any.
-func NewGrants(ctx context.Context, opts *GrantsOptions) (*Grants, error) {
+// NewGrants returns empty grants that save to opts.Store, if any; Load reads back what the
+// store kept. A nil opts keeps grants in memory only.
+func NewGrants(opts *GrantsOptions) *Grants {
 	g := &Grants{byTool: map[string][]*entry{}}
 	if opts != nil {
 		g.store, g.logger = opts.Store, opts.Logger
@@ -87,20 +88,28 @@ func NewGrants(ctx context.Context, opts *GrantsOptions) (*Grants, error) {
 	if g.logger == nil {
 		g.logger = slog.New(slog.DiscardHandler)
 	}
-	if g.store != nil {
-		loaded, err := g.store.LoadGrants(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("load grants: %w", err)
-		}
-		for _, gr := range loaded {
-			if gr.Duration == tool.DurationOnce || gr.ID == "" || gr.Tool == "" {
-				continue
-			}
-			e := newEntry(gr)
-			g.byTool[gr.Tool] = append(g.byTool[gr.Tool], e)
-		}
+	return g
+}
+
+// Load adds the grants kept by the store (session and workspace ones; a once grant never
+// outlives its call). Without a store it does nothing.
+func (g *Grants) Load(ctx context.Context) error {
+	if g.store == nil {
+		return nil
 	}
-	return g, nil
+	loaded, err := g.store.LoadGrants(ctx)
+	if err != nil {
+		return fmt.Errorf("load grants: %w", err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, gr := range loaded {
+		if gr.Duration == tool.DurationOnce || gr.ID == "" || gr.Tool == "" {
+			continue
+		}
+		g.byTool[gr.Tool] = append(g.byTool[gr.Tool], newEntry(gr))
+	}
+	return nil
 }
 
 func newEntry(gr Grant) *entry {

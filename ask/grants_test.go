@@ -14,11 +14,7 @@ import (
 
 func newGrants(t testing.TB) *Grants {
 	t.Helper()
-	g, err := NewGrants(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
+	return NewGrants(nil)
 }
 
 func baseCall() Call {
@@ -348,8 +344,8 @@ func TestGrantsStore(t *testing.T) {
 	once.ID, once.Duration = "g_once", tool.DurationOnce
 	once.CallID = c.CallID
 	st := &fakeStore{load: func() ([]Grant, error) { return []Grant{stored, once}, nil }}
-	g, err := NewGrants(context.Background(), &GrantsOptions{Store: st})
-	if err != nil {
+	g := NewGrants(&GrantsOptions{Store: st})
+	if err := g.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if !g.Covers(c, "/data/old/f", false) || len(g.List()) != 1 {
@@ -365,7 +361,7 @@ func TestGrantsStore(t *testing.T) {
 	}
 
 	st.saveErr = errors.New("disk full")
-	_, err = g.Record(context.Background(), c, fileAsk("/data/w", "read", "low"), tool.DurationWorkspace)
+	_, err := g.Record(context.Background(), c, fileAsk("/data/w", "read", "low"), tool.DurationWorkspace)
 	if err == nil || !errors.Is(err, st.saveErr) {
 		t.Fatalf("store failure not reported: %v", err)
 	}
@@ -373,7 +369,7 @@ func TestGrantsStore(t *testing.T) {
 		t.Fatal("a grant whose saving failed does not hold in memory")
 	}
 
-	_, err = NewGrants(context.Background(), &GrantsOptions{Store: &fakeStore{load: func() ([]Grant, error) { return nil, errors.New("locked") }}})
+	err = NewGrants(&GrantsOptions{Store: &fakeStore{load: func() ([]Grant, error) { return nil, errors.New("locked") }}}).Load(context.Background())
 	if err == nil || err.Error() != "load grants: locked" {
 		t.Fatalf("load failure = %v", err)
 	}
