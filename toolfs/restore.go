@@ -71,9 +71,9 @@ func Restore(changes []tool.Change) (Report, error) {
 //
 // Changes are undone in reverse order. Undoing every change in turn leaves each path as the
 // before-state of its earliest change, so only that one is applied per path, in reverse
-// order of those earliest changes: a directory tree restored after a file inside it was
-// restored overwrites it only when the tree's change came first, which is exactly when its
-// snapshot is the older truth. Errors met while writing are collected and returned joined;
+// order of those earliest changes; and a path below one whose earliest change came before
+// its own is left to that ancestor, whose snapshot (a tree, a file or nothing) is the older
+// truth for everything beneath it. Errors met while writing are collected and returned joined;
 // the report lists what was done.
 func RestoreWith(changes []tool.Change, opts RestoreOptions) (Report, error) {
 	type undo struct {
@@ -102,6 +102,7 @@ func RestoreWith(changes []tool.Change, opts RestoreOptions) (Report, error) {
 		}
 		plan = append(plan, undo{c.Path, c.Before})
 	}
+	plan = dropCovered(plan, func(u undo) string { return u.path })
 	if opts.Verify != nil {
 		for _, u := range plan {
 			if err := opts.Verify(u.path); err != nil {
@@ -132,6 +133,33 @@ func RestoreWith(changes []tool.Change, opts RestoreOptions) (Report, error) {
 		}
 	}
 	return report, errors.Join(errs...)
+}
+
+// dropCovered removes, from a plan in order of earliest change, every path below one that
+// changed earlier: that ancestor's before-state (a whole tree, a file, or nothing) already
+// decides what lies below it, and its path may not even exist as a directory any more when
+// the descendant's turn would come (a folder the turn made, filled and moved away).
+func dropCovered[T any](plan []T, pathOf func(T) string) []T {
+	earlier := make(map[string]bool, len(plan))
+	kept := plan[:0:0]
+	for _, u := range plan {
+		p := pathOf(u)
+		covered := false
+		for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
+			if earlier[dir] {
+				covered = true
+				break
+			}
+			if dir == filepath.Dir(dir) {
+				break
+			}
+		}
+		earlier[p] = true
+		if !covered {
+			kept = append(kept, u)
+		}
+	}
+	return kept
 }
 
 func badPath(p string) string {
