@@ -321,6 +321,12 @@ func TestBlockedRefusedEvenWhenGranted(t *testing.T) {
 	if _, err := os.Lstat("/etc/hostname"); err != nil {
 		t.Fatalf("/etc/hostname: %v", err)
 	}
+	// /proc/self/cwd is a link inside a blocked directory that leads back out (to the test's
+	// working directory): the place rm would touch is the link in /proc, so it is refused
+	// even though the path, followed, leads somewhere harmless.
+	mustDo(t, os.Symlink("/proc", w.in("proc")))
+	wantDenied(t, f.Remove(ctx, "proc/self/cwd", false), "EPERM")
+	wantDenied(t, f.Rename(ctx, "proc/self/cwd", "cwd"), "EPERM")
 	// Refusals are on the ledger, never on disk.
 	for _, c := range w.ledger.Changes() {
 		if c.OK || c.Disk || c.Before != nil || c.Error == "" {

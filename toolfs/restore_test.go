@@ -87,6 +87,8 @@ func seedTree(t *testing.T, w *world) {
 	mustDo(t, os.Chmod(w.in("docs/empty"), 0o750))
 	mustDo(t, os.Chmod(w.in("src/util"), 0o700))
 	mustDo(t, os.Symlink("../README.md", w.in("src/readme-link")))
+	writeTestFile(t, w.in("assets/logo.svg"), "<svg/>", 0o644)
+	writeTestFile(t, w.in("assets/icons/a.png"), "png", 0o644)
 }
 
 func findChange(t *testing.T, changes []tool.Change, op, path string) tool.Change {
@@ -246,7 +248,12 @@ func TestRestoreMixedSequence(t *testing.T) {
 		{"rename file over file", func() error { return f.Rename(ctx, "run.sh", "log.txt") }, false},
 		{"rename dir", func() error { return f.Rename(ctx, "src/util", "a/util") }, false},
 		{"write in moved dir", func() error { return f.WriteFile(ctx, "a/util/strings.go", []byte("package changed")) }, false},
+		{"write inside a tree removed later", func() error { return f.WriteFile(ctx, "docs/guide.md", []byte("edited")) }, false},
 		{"rm -r tree", func() error { return f.Remove(ctx, "docs", true) }, false},
+		{"rm -r assets", func() error { return f.Remove(ctx, "assets", true) }, false},
+		{"mkdir where a tree was", func() error { return f.Mkdir(ctx, "assets", false) }, false},
+		{"extra file in it", func() error { return f.WriteFile(ctx, "assets/extra.txt", []byte("extra")) }, false},
+		{"old name, new content", func() error { return f.WriteFile(ctx, "assets/logo.svg", []byte("<svg>v2</svg>")) }, false},
 		{"recreate removed dir as file", func() error { return f.WriteFile(ctx, "docs", []byte("now a file")) }, false},
 		{"rename link", func() error { return f.Rename(ctx, "src/readme-link", "moved-link") }, false},
 		{"rm -r new tree", func() error { return f.Remove(ctx, "gen", true) }, false},
