@@ -376,14 +376,18 @@ func TestOutsideRefusedThenGranted(t *testing.T) {
 		t.Fatalf("Grants asked %v", asked)
 	}
 
-	rw := GrantsFunc(func(p string, write bool) bool { return p == secret })
+	newFile := filepath.Join(w.out, "newdir/f")
+	rw := GrantsFunc(func(p string, write bool) bool { return p == secret || p == newFile })
 	f = w.fs(func(o *Options) { o.Grants = rw })
 	mustDo(t, f.WriteFile(ctx, secret, []byte("granted")))
 	if got := readTestFile(t, secret); got != "granted" {
 		t.Fatalf("secret = %q", got)
 	}
 	// A grant for a file does not let the tool create directories next to it.
-	wantDenied(t, f.WriteFile(ctx, filepath.Join(w.out, "newdir/f"), []byte("x")), "EACCES")
+	err = f.WriteFile(ctx, newFile, []byte("x"))
+	if fe := wantDenied(t, err, "EACCES"); fe.Resolved != filepath.Join(w.out, "newdir") {
+		t.Fatalf("the refusal names %q, want the directory it would have made", fe.Resolved)
+	}
 	notExist(t, filepath.Join(w.out, "newdir"))
 	// A grant on the real path only: a link to it elsewhere outside is judged by its target.
 	mustDo(t, os.Symlink(secret, filepath.Join(w.base, "link-to-secret")))
