@@ -1,0 +1,951 @@
+// jean2 tool worker for Node.js ≥ 20 and Bun ≥ 1.1.
+//
+// It loads one bundled tool module and runs its calls. The protocol (docs/protocol.md) is
+// JSON-RPC 2.0, one JSON object per line: requests from the host arrive on fd 3, everything
+// this worker sends goes to fd 4. stdout and stderr belong to the tool: the host turns them
+// into log lines, so nothing here ever writes protocol data to them.
+//
+// The worker reads no environment variable: the host starts it with a clean environment and
+// sends everything it needs in `initialize` and `execute`.
+
+import fs from 'node:fs';
+import net from 'node:net';
+import { pathToFileURL, fileURLToPath } from 'node:url';
+
+const PROTOCOL_VERSION = 1;
+const MAX_LINE = 64 * 1024 * 1024;
+const IN_FD = 3;
+const OUT_FD = 4;
+const isBun = typeof globalThis.Bun !== 'undefined';
+const SELF = fileURLToPath(import.meta.url);
+
+const CODE = {
+  parse: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internal: -32603,
+  load: -32001,
+  denied: -32002,
+  failed: -32003,
+  unknownCall: -32004,
+};
+
+// ---------------------------------------------------------------------------------------
+// Transport. Outgoing lines are queued and written once per event-loop turn, so the answers
+// of many calls that settle together leave in one write.
+
+let outQueue = [];
+let flushScheduled = false;
+let writeOut; // (string) => void
+let flushOut; // () => Promise<void>, resolves when everything queued has been handed to the OS
+
+function send(line) {
+  outQueue.push(line);
+  if (!flushScheduled) {
+    flushScheduled = true;
+    setImmediate(flush);
+  }
+}
+
+function flush() {
+  flushScheduled = false;
+  if (outQueue.length === 0) return;
+  const data = outQueue.length === 1 ? outQueue[0] : outQueue.join('');
+  outQueue = [];
+  writeOut(data);
+}
+
+function setupTransport() {
+  if (isBun) {
+    // Bun's net.Socket does not take a pipe fd; its file sinks and streams do.
+    const sink = globalThis.Bun.file(OUT_FD).writer();
+    writeOut = (s) => {
+      sink.write(s);
+      sink.flush();
+    };
+    flushOut = async () => {
+      flush();
+      await sink.flush();
+    };
+    (async () => {
+      const dec = new TextDecoder();
+      try {
+        for await (const chunk of globalThis.Bun.file(IN_FD).stream()) {
+          onChunk(dec.decode(chunk, { stream: true }));
+        }
+      } catch (err) {
+        fatal(`reading the host's messages failed: ${describe(err)}`);
+      }
+      onHostGone();
+    })();
+    return;
+  }
+  const out = new net.Socket({ fd: OUT_FD, readable: false, writable: true });
+  out.on('error', () => onHostGone());
+  writeOut = (s) => out.write(s);
+  flushOut = () =>
+    new Promise((resolve) => {
+      flush();
+      if (out.writableLength === 0) return resolve();
+      out.write('', () => resolve());
+    });
+  const inp = new net.Socket({ fd: IN_FD, readable: true, writable: false });
+  inp.setEncoding('utf8');
+  inp.on('data', onChunk);
+  inp.on('end', onHostGone);
+  inp.on('error', onHostGone);
+}
+
+// Line splitting: only the new chunk is searched for a newline, so a long message that
+// arrives in many chunks costs linear time.
+let parts = [];
+let partsLen = 0;
+
+function onChunk(chunk) {
+  let start = 0;
+  let i;
+  while ((i = chunk.indexOf('\n', start)) >= 0) {
+    let line = chunk.slice(start, i);
+    start = i + 1;
+    if (parts.length > 0) {
+      parts.push(line);
+      line = parts.join('');
+      parts = [];
+      partsLen = 0;
+    }
+    if (line.length > 0 && line !== '\r') onLine(line);
+  }
+  if (start < chunk.length) {
+    const rest = start === 0 ? chunk : chunk.slice(start);
+    parts.push(rest);
+    partsLen += rest.length;
+    if (partsLen > MAX_LINE) {
+      fatal(`protocol error: a message from the host is longer than ${MAX_LINE} bytes`);
+    }
+  }
+}
+
+function onHostGone() {
+  // The host closed our input or stopped reading: nobody is left to answer to.
+  for (const call of calls.values()) call.abort('the host went away');
+  realExit(0);
+}
+
+function fatal(message) {
+  try {
+    process.stderr.write(`jean2 worker: ${message}\n`);
+  } catch {}
+  realExit(70);
+}
+
+// ---------------------------------------------------------------------------------------
+// JSON-RPC.
+
+const ID_PATTERN = /"id"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|"(?:[^"\\]|\\.)*")/;
+
+function onLine(line) {
+  let msg;
+  try {
+    msg = JSON.parse(line);
+  } catch (err) {
+    const m = ID_PATTERN.exec(line);
+    if (m) sendErrorRaw(m[1], CODE.parse, `parse error: ${err.message}`);
+    else process.stderr.write(`jean2 worker: ignoring a line that is not JSON: ${line.slice(0, 200)}\n`);
+    return;
+  }
+  if (msg === null || typeof msg !== 'object' || Array.isArray(msg) || msg.jsonrpc !== '2.0') {
+    const id = msg && typeof msg === 'object' ? msg.id : undefined;
+    if (typeof id === 'number' || typeof id === 'string') sendError(id, CODE.invalidRequest, 'invalid request: not a JSON-RPC 2.0 message');
+    return;
+  }
+  const hasID = msg.id !== undefined && msg.id !== null;
+  if (typeof msg.method === 'string') {
+    if (hasID) onRequest(msg);
+    else onNotification(msg);
+  } else if (hasID) {
+    onResponse(msg);
+  }
+}
+
+function sendResult(id, json) {
+  send('{"jsonrpc":"2.0","id":' + JSON.stringify(id) + ',"result":' + json + '}\n');
+}
+
+function sendError(id, code, message, data) {
+  sendErrorRaw(JSON.stringify(id), code, message, data);
+}
+
+function sendErrorRaw(rawID, code, message, data) {
+  const err = { code, message: String(message) };
+  if (data !== undefined) err.data = data;
+  let json;
+  try {
+    json = JSON.stringify(err);
+  } catch {
+    json = JSON.stringify({ code, message: String(message) });
+  }
+  send('{"jsonrpc":"2.0","id":' + rawID + ',"error":' + json + '}\n');
+}
+
+function notify(method, params) {
+  send('{"jsonrpc":"2.0","method":' + JSON.stringify(method) + ',"params":' + JSON.stringify(params) + '}\n');
+}
+
+let nextID = 0;
+const waiting = new Map(); // id → {resolve, reject}
+
+// request sends a worker → host request and resolves with its result.
+function request(method, params) {
+  let body;
+  try {
+    body = JSON.stringify(params);
+  } catch (err) {
+    return Promise.reject(new TypeError(`${method}: arguments cannot be serialized: ${err.message}`));
+  }
+  const id = ++nextID;
+  return new Promise((resolve, reject) => {
+    waiting.set(id, { resolve, reject });
+    send('{"jsonrpc":"2.0","id":' + id + ',"method":"' + method + '","params":' + body + '}\n');
+  });
+}
+
+function onResponse(msg) {
+  const w = waiting.get(msg.id);
+  if (!w) return; // an answer nobody waits for
+  waiting.delete(msg.id);
+  if (msg.error) w.reject(hostError(msg.error));
+  else w.resolve(msg.result);
+}
+
+// hostError turns a JSON-RPC error from the host into the Error a tool sees: the host's
+// message, .code from error.data.code (ENOENT…), .path when the host named one.
+function hostError(e) {
+  const err = new Error(typeof e?.message === 'string' && e.message ? e.message : 'the host refused the request');
+  const data = e && typeof e.data === 'object' && e.data !== null ? e.data : undefined;
+  if (data && typeof data.code === 'string' && data.code) err.code = data.code;
+  if (data && typeof data.path === 'string' && data.path) err.path = data.path;
+  if (typeof e?.code === 'number') err.rpcCode = e.code;
+  return err;
+}
+
+function onRequest(msg) {
+  switch (msg.method) {
+    case 'initialize':
+      initialize(msg.id, msg.params);
+      return;
+    case 'execute':
+      execute(msg.id, msg.params);
+      return;
+    case 'shutdown':
+      shutdown(msg.id);
+      return;
+    default:
+      sendError(msg.id, CODE.methodNotFound, `method not found: ${msg.method}`);
+  }
+}
+
+function onNotification(msg) {
+  if (msg.method === 'cancel') {
+    const p = msg.params || {};
+    const call = calls.get(p.callId);
+    if (call) call.abort(typeof p.reason === 'string' && p.reason ? p.reason : 'The call was cancelled');
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Loading the tool.
+
+let tool = null; // {execute, shape}
+let rules = { blocked: [], sensitive: [], home: '', languages: {} };
+let bundlePath = '';
+
+async function initialize(id, params) {
+  if (tool) {
+    sendError(id, CODE.invalidRequest, 'initialize was already called: a worker loads one tool');
+    return;
+  }
+  if (!params || typeof params !== 'object') {
+    sendError(id, CODE.invalidParams, 'initialize needs params {protocolVersion, bundle, toolDir, rules}');
+    return;
+  }
+  if (params.protocolVersion !== PROTOCOL_VERSION) {
+    sendError(id, CODE.invalidParams, `protocol version ${params.protocolVersion} is not supported: this worker speaks version ${PROTOCOL_VERSION}`);
+    return;
+  }
+  if (typeof params.bundle !== 'string' || !params.bundle.startsWith('/')) {
+    sendError(id, CODE.invalidParams, 'initialize: bundle must be the absolute path of the bundled module');
+    return;
+  }
+  bundlePath = params.bundle;
+  const r = params.rules || {};
+  rules = {
+    blocked: Array.isArray(r.blocked) ? r.blocked.map(String) : [],
+    sensitive: Array.isArray(r.sensitive) ? r.sensitive.map((s) => String(s).toLowerCase()) : [],
+    home: typeof r.home === 'string' ? r.home : '',
+    languages: r.languages && typeof r.languages === 'object' ? r.languages : {},
+  };
+
+  let mod;
+  try {
+    mod = await import(pathToFileURL(bundlePath).href);
+  } catch (err) {
+    const loc = await locateLoadError(err);
+    sendError(id, CODE.load, `${errorName(err)}: ${errorMessage(err)}`, loc);
+    return;
+  }
+  let found;
+  try {
+    found = findTool(mod);
+  } catch (err) {
+    sendError(id, CODE.load, errorMessage(err), { file: bundlePath });
+    return;
+  }
+  tool = found;
+  sendResult(
+    id,
+    JSON.stringify({
+      definition: found.definition,
+      shape: found.shape,
+      runtime: { name: isBun ? 'bun' : 'node', version: isBun ? globalThis.Bun.version : process.versions.node },
+    }),
+  );
+}
+
+const JX_FIELDS = ['title', 'outputSchema', 'timeout', 'env', 'capabilities', 'interactive', 'strict', 'annotations', 'permissions'];
+
+// findTool recognises the two module shapes and says precisely what is missing otherwise.
+function findTool(mod) {
+  const names = Object.keys(mod);
+  let def = mod.definition;
+  let exec = mod.execute;
+  const dflt = mod.default;
+  // A CommonJS module seen through ESM puts its exports under default.
+  if (def === undefined && exec === undefined && isObject(dflt) && 'definition' in dflt && 'execute' in dflt) {
+    def = dflt.definition;
+    exec = dflt.execute;
+  }
+  if (def !== undefined || exec !== undefined) {
+    if (!isObject(def)) {
+      throw new Error('the module exports `execute` but no `definition` object: export const definition = { name, description, inputSchema }');
+    }
+    if (typeof exec !== 'function') {
+      throw new Error('the module exports `definition` but no `execute` function: export async function execute(input, ctx) { … }');
+    }
+    return { shape: 'jean2', definition: plainDefinition(def, 'definition'), execute: exec };
+  }
+  const jx = isObject(mod.tool) ? mod.tool : isObject(dflt) ? dflt : undefined;
+  if (jx) {
+    const what = isObject(mod.tool) ? 'the `tool` export' : 'the default export';
+    const missing = [];
+    if (typeof jx.name !== 'string' || !jx.name) missing.push('name');
+    if (typeof jx.description !== 'string') missing.push('description');
+    if (!isObject(jx.parameters)) missing.push('parameters (a JSON Schema object)');
+    if (typeof jx.execute !== 'function') missing.push('execute(args, ctx)');
+    if (missing.length > 0) {
+      throw new Error(`${what} is not a tool definition: it lacks ${missing.join(', ')}; build it with createToolDefinition({ name, description, parameters, execute })`);
+    }
+    const d = { name: jx.name, description: jx.description, inputSchema: jx.parameters };
+    for (const f of JX_FIELDS) if (jx[f] !== undefined) d[f] = jx[f];
+    return { shape: 'jx', definition: plainDefinition(d, what), execute: jx.execute.bind(jx) };
+  }
+  const found = names.length > 0 ? `it exports ${names.map((n) => '`' + n + '`').join(', ')}` : 'it exports nothing';
+  throw new Error(
+    `the module is not a tool: ${found}. Export \`definition\` and \`execute\` (jean2), or a default export made with createToolDefinition({ name, description, parameters, execute }) (Jx)`,
+  );
+}
+
+function plainDefinition(def, what) {
+  let json;
+  try {
+    json = JSON.stringify(def);
+  } catch (err) {
+    throw new Error(`${what} cannot be serialized to JSON: ${err.message}`);
+  }
+  return JSON.parse(json);
+}
+
+function isObject(v) {
+  return v !== null && (typeof v === 'object' || typeof v === 'function') && !Array.isArray(v);
+}
+
+// ---------------------------------------------------------------------------------------
+// Where did loading fail? Node maps stacks through the bundle's inline source map itself
+// (--enable-source-maps); Bun does not for plain JavaScript files, so the map is read here.
+
+async function locateLoadError(err) {
+  const stack = typeof err?.stack === 'string' ? err.stack : '';
+  const data = { stack: stack || `${errorName(err)}: ${errorMessage(err)}` };
+  // Bun reports syntax errors as BuildMessages with a position.
+  const msgs = Array.isArray(err?.errors) ? err.errors : err?.position ? [err] : [];
+  for (const m of msgs) {
+    const p = m?.position;
+    if (p && typeof p.file === 'string' && p.line > 0) {
+      return { ...data, ...mapLocation(p.file, p.line, (p.column ?? 0) + 0) };
+    }
+  }
+  for (const frame of stackFrames(stack)) {
+    return { ...data, ...mapLocation(frame.file, frame.line, frame.column) };
+  }
+  // Node keeps a syntax error's location out of the stack; `node --check` prints it.
+  if (!isBun && errorName(err) === 'SyntaxError') {
+    const loc = await checkSyntax();
+    if (loc) return { ...data, ...mapLocation(loc.file, loc.line, loc.column) };
+  }
+  return { ...data, file: bundlePath };
+}
+
+const FRAME = /^\s*at (?:.*? \()?((?:file:\/\/)?\/[^()]*?):(\d+):(\d+)\)?\s*$/;
+
+function* stackFrames(stack) {
+  for (const line of stack.split('\n')) {
+    const m = FRAME.exec(line);
+    if (!m) continue;
+    let file = m[1];
+    if (file.startsWith('file://')) {
+      try {
+        file = fileURLToPath(file);
+      } catch {
+        continue;
+      }
+    }
+    if (file === SELF) continue;
+    yield { file, line: Number(m[2]), column: Number(m[3]) };
+  }
+}
+
+async function checkSyntax() {
+  try {
+    const { spawnSync } = await import('node:child_process');
+    const r = spawnSync(process.execPath, ['--check', bundlePath], { env: {}, encoding: 'utf8', timeout: 10000 });
+    const lines = String(r.stderr || '').split('\n');
+    const m = /^(\/.*):(\d+)$/.exec(lines[0] || '');
+    if (!m) return null;
+    const caret = lines[2] || '';
+    const col = caret.indexOf('^');
+    return { file: m[1], line: Number(m[2]), column: col >= 0 ? col + 1 : 0 };
+  } catch {
+    return null;
+  }
+}
+
+let sourceMap; // undefined: not read yet; null: none
+
+function mapLocation(file, line, column) {
+  if (file !== bundlePath) return { file, line, column };
+  if (sourceMap === undefined) sourceMap = readInlineSourceMap(bundlePath);
+  if (!sourceMap) return { file, line, column };
+  const hit = sourceMap.lookup(line, column);
+  return hit || { file, line, column };
+}
+
+function readInlineSourceMap(file) {
+  try {
+    const text = fs.readFileSync(file, 'utf8');
+    const at = text.lastIndexOf('//# sourceMappingURL=data:');
+    if (at < 0) return null;
+    const url = text.slice(at + '//# sourceMappingURL='.length).split('\n')[0].trim();
+    const comma = url.indexOf(',');
+    const meta = url.slice(0, comma);
+    const payload = url.slice(comma + 1);
+    const json = meta.endsWith(';base64') ? Buffer.from(payload, 'base64').toString('utf8') : decodeURIComponent(payload);
+    return parseSourceMap(JSON.parse(json), file);
+  } catch {
+    return null;
+  }
+}
+
+const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+
+// parseSourceMap decodes a version 3 source map into per-line segments
+// [generatedColumn, sourceIndex, sourceLine, sourceColumn] (all 0-based).
+function parseSourceMap(map, file) {
+  if (!map || map.version !== 3 || typeof map.mappings !== 'string') return null;
+  const root = typeof map.sourceRoot === 'string' ? map.sourceRoot : '';
+  const sources = (map.sources || []).map((s) => {
+    let p = root && !String(s).startsWith('/') ? root.replace(/\/?$/, '/') + s : String(s);
+    if (p.startsWith('file://')) p = fileURLToPath(p);
+    if (!p.startsWith('/')) p = new URL(p, pathToFileURL(file)).pathname;
+    return p;
+  });
+  const lines = [];
+  let src = 0;
+  let srcLine = 0;
+  let srcCol = 0;
+  for (const lineText of map.mappings.split(';')) {
+    const segs = [];
+    let genCol = 0;
+    for (const seg of lineText.split(',')) {
+      if (!seg) continue;
+      const v = decodeVLQ(seg);
+      genCol += v[0];
+      if (v.length >= 4) {
+        src += v[1];
+        srcLine += v[2];
+        srcCol += v[3];
+        segs.push([genCol, src, srcLine, srcCol]);
+      }
+    }
+    lines.push(segs);
+  }
+  return {
+    lookup(line, column) {
+      const segs = lines[line - 1];
+      if (!segs || segs.length === 0) return null;
+      let best = segs[0];
+      for (const s of segs) {
+        if (s[0] <= column - 1) best = s;
+        else break;
+      }
+      const source = sources[best[1]];
+      if (!source) return null;
+      return { file: source, line: best[2] + 1, column: best[3] + 1 };
+    },
+  };
+}
+
+function decodeVLQ(s) {
+  const out = [];
+  let value = 0;
+  let shift = 0;
+  for (const ch of s) {
+    const digit = B64.indexOf(ch);
+    if (digit < 0) break;
+    value += (digit & 31) << shift;
+    if (digit & 32) {
+      shift += 5;
+    } else {
+      out.push(value & 1 ? -(value >> 1) : value >> 1);
+      value = 0;
+      shift = 0;
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Calls.
+
+const calls = new Map(); // callId → Call
+
+class Call {
+  constructor(rpcID, callId, cc) {
+    this.rpcID = rpcID;
+    this.id = callId;
+    this.cc = cc;
+    this.controller = new AbortController();
+  }
+  abort(reason) {
+    if (this.controller.signal.aborted) return;
+    this.controller.abort(new DOMException(reason, 'AbortError'));
+  }
+}
+
+async function execute(id, params) {
+  if (!tool) {
+    sendError(id, CODE.invalidRequest, 'execute before initialize: the tool is not loaded');
+    return;
+  }
+  if (!params || typeof params !== 'object' || typeof params.callId !== 'string' || !params.callId) {
+    sendError(id, CODE.invalidParams, 'execute needs params {callId, input, context}');
+    return;
+  }
+  if (calls.has(params.callId)) {
+    sendError(id, CODE.invalidParams, `call ${params.callId} is already running on this worker`);
+    return;
+  }
+  const call = new Call(id, params.callId, isObject(params.context) ? params.context : {});
+  calls.set(call.id, call);
+  let result;
+  try {
+    result = await tool.execute(params.input ?? {}, makeContext(call));
+  } catch (err) {
+    result = { success: false, error: errorMessage(err) };
+  } finally {
+    calls.delete(call.id);
+  }
+  if (crashing) return;
+  let json;
+  try {
+    json = JSON.stringify(result);
+    if (json === undefined) json = 'null';
+  } catch (err) {
+    json = JSON.stringify({ success: false, error: `tool result cannot be serialized: ${err.message}` });
+  }
+  sendResult(id, json);
+}
+
+function makeContext(call) {
+  const cc = call.cc;
+  const callId = call.id;
+  const signal = call.controller.signal;
+  const workspace = typeof cc.workspacePath === 'string' ? cc.workspacePath : '';
+  const tempDir = typeof cc.tempDir === 'string' ? cc.tempDir : '';
+  const vars = isObject(cc.env) ? cc.env : {};
+
+  const ctx = {
+    sessionId: typeof cc.sessionId === 'string' ? cc.sessionId : '',
+    workspacePath: workspace,
+    workspaceId: typeof cc.workspaceId === 'string' && cc.workspaceId ? cc.workspaceId : undefined,
+    callId,
+    abortSignal: signal,
+    signal,
+    allowedPaths: Array.isArray(cc.allowedPaths) ? cc.allowedPaths.slice() : [],
+    fs: null,
+    llm: {
+      generateText: (req) => request('llm.generateText', { callId, request: req }),
+      generateStructured: (req) => request('llm.generateStructured', { callId, request: req }),
+    },
+    ask: (ask) => request('ask', { callId, ask }),
+    env: {
+      get: (key) => (Object.hasOwn(vars, key) ? String(vars[key]) : undefined),
+      require: (key) => {
+        if (!Object.hasOwn(vars, key)) throw new Error(`Required environment variable not set: ${key}`);
+        return String(vars[key]);
+      },
+    },
+    logger: {
+      debug: (message, data) => log(callId, 'debug', message, data),
+      info: (message, data) => log(callId, 'info', message, data),
+      warn: (message, data) => log(callId, 'warn', message, data),
+      error: (message, data) => log(callId, 'error', message, data),
+    },
+    fetch: (input, init) => globalThis.fetch(input, init && init.signal ? init : { ...init, signal }),
+    resolvePath: (p) => resolvePath(p, workspace),
+    isWithinWorkspace: (p) => insideAny(resolvePath(p, workspace), [workspace, ...ctx.allowedPaths]),
+    isSensitivePath: (p) => isSensitive(resolvePath(p, workspace)),
+    isBlockedPath: (p) => scopeBlocked(resolvePath(p, workspace), [workspace, ...ctx.allowedPaths, tempDir]),
+    ledger: {
+      record: (change) => {
+        const c = isObject(change) ? change : {};
+        const params = { callId, path: String(c.path ?? ''), tool: String(c.tool ?? ''), disk: !!c.disk, ok: !!c.ok };
+        if (c.error !== undefined && c.error !== null) params.error = String(c.error);
+        notify('ledger.record', params);
+      },
+    },
+    session: {
+      get: (key) => request('session.get', { callId, key: String(key) }),
+      set: async (key, value) => {
+        await request('session.set', { callId, key: String(key), value: value === undefined ? null : value });
+      },
+    },
+    progress: (event) => {
+      const e = typeof event === 'string' ? { message: event } : isObject(event) ? event : {};
+      const params = { callId };
+      if (e.message !== undefined) params.message = String(e.message);
+      if (typeof e.current === 'number') params.current = e.current;
+      if (typeof e.total === 'number') params.total = e.total;
+      if (e.data !== undefined) params.data = e.data;
+      sendNotification('progress', params);
+    },
+    addWorkspacePath: async (p) => {
+      const r = await request('workspace.addPath', { callId, path: pathArg(p, 'addWorkspacePath') });
+      if (r && Array.isArray(r.allowedPaths)) ctx.allowedPaths = r.allowedPaths.slice();
+    },
+    removeWorkspacePath: async (p) => {
+      const r = await request('workspace.removePath', { callId, path: pathArg(p, 'removeWorkspacePath') });
+      if (r && Array.isArray(r.allowedPaths)) ctx.allowedPaths = r.allowedPaths.slice();
+    },
+  };
+  ctx.fs = makeFS(callId, workspace, tempDir);
+  return ctx;
+}
+
+function makeFS(callId, workspace, tempDir) {
+  return {
+    async readFile(p, encoding) {
+      const enc = encodingArg(encoding);
+      const text = enc === 'utf8';
+      const r = await request('fs.readFile', { callId, path: pathArg(p, 'readFile'), encoding: text ? 'utf-8' : 'base64' });
+      const data = r && typeof r.data === 'string' ? r.data : '';
+      if (r && r.encoding === 'utf-8') {
+        if (text) return data;
+        const buf = Buffer.from(data, 'utf8');
+        return enc ? buf.toString(enc) : buf;
+      }
+      const buf = Buffer.from(data, 'base64');
+      if (text) return buf.toString('utf8');
+      return enc ? buf.toString(enc) : buf;
+    },
+    async writeFile(p, data, encoding) {
+      await request('fs.writeFile', { callId, path: pathArg(p, 'writeFile'), ...dataArg(data, encoding, 'writeFile') });
+    },
+    async appendFile(p, data, encoding) {
+      await request('fs.appendFile', { callId, path: pathArg(p, 'appendFile'), ...dataArg(data, encoding, 'appendFile') });
+    },
+    async readDir(p) {
+      const r = await request('fs.readDir', { callId, path: pathArg(p, 'readDir') });
+      return Array.isArray(r) ? r : [];
+    },
+    async exists(p) {
+      return !!(await request('fs.exists', { callId, path: pathArg(p, 'exists') }));
+    },
+    async stat(p) {
+      const r = (await request('fs.stat', { callId, path: pathArg(p, 'stat') })) || {};
+      return {
+        size: Number(r.size) || 0,
+        isDirectory: !!r.isDirectory,
+        isFile: !!r.isFile,
+        modifiedAt: new Date(Number(r.modifiedAt) || 0),
+        createdAt: new Date(Number(r.createdAt) || 0),
+      };
+    },
+    async mkdir(p, options) {
+      await request('fs.mkdir', { callId, path: pathArg(p, 'mkdir'), recursive: !!options?.recursive });
+    },
+    async rm(p, options) {
+      await request('fs.rm', { callId, path: pathArg(p, 'rm'), recursive: !!options?.recursive });
+    },
+    async rename(from, to) {
+      await request('fs.rename', { callId, from: pathArg(from, 'rename'), to: pathArg(to, 'rename') });
+    },
+    resolve: (p) => resolvePath(p, workspace),
+    detectLanguage,
+    tempDir,
+  };
+}
+
+function pathArg(p, op) {
+  if (typeof p === 'string') return p;
+  if (p instanceof URL) return fileURLToPath(p);
+  throw new TypeError(`ctx.fs.${op}: the path must be a string, got ${p === null ? 'null' : typeof p}`);
+}
+
+// encodingArg normalises readFile's second argument ('utf-8', {encoding}, undefined) to a
+// Buffer encoding name, '' meaning bytes.
+function encodingArg(encoding) {
+  let enc = isObject(encoding) ? encoding.encoding : encoding;
+  if (enc === undefined || enc === null || enc === '') return '';
+  enc = String(enc).toLowerCase();
+  if (enc === 'utf-8') enc = 'utf8';
+  if (!Buffer.isEncoding(enc)) throw new TypeError(`ctx.fs.readFile: unknown encoding ${JSON.stringify(String(encoding))}`);
+  return enc;
+}
+
+function dataArg(data, encoding, op) {
+  if (typeof data === 'string') {
+    const enc = encodingArg(encoding);
+    if (enc && enc !== 'utf8') return { data: Buffer.from(data, enc).toString('base64'), encoding: 'base64' };
+    return { data, encoding: 'utf-8' };
+  }
+  if (ArrayBuffer.isView(data)) {
+    return { data: Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64'), encoding: 'base64' };
+  }
+  if (data instanceof ArrayBuffer) return { data: Buffer.from(data).toString('base64'), encoding: 'base64' };
+  throw new TypeError(`ctx.fs.${op}: data must be a string or bytes (Uint8Array, Buffer), got ${data === null ? 'null' : typeof data}`);
+}
+
+function log(callId, level, message, data) {
+  const params = { callId, level, message: typeof message === 'string' ? message : describe(message) };
+  if (data !== undefined) params.data = data;
+  sendNotification('log', params);
+}
+
+// sendNotification sends tool-provided data; what cannot be serialized is replaced by a
+// description rather than lost or thrown back at the tool.
+function sendNotification(method, params) {
+  try {
+    notify(method, params);
+  } catch (err) {
+    if ('data' in params) {
+      params.data = `[cannot be serialized: ${err.message}]`;
+      notify(method, params);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Path rules, mirroring package policy (policy/paths.go) exactly.
+
+function clean(p) {
+  if (p === '') return '.';
+  const rooted = p[0] === '/';
+  const out = [];
+  for (const part of p.split('/')) {
+    if (part === '' || part === '.') continue;
+    if (part === '..') {
+      if (out.length > 0 && out[out.length - 1] !== '..') out.pop();
+      else if (!rooted) out.push('..');
+      continue;
+    }
+    out.push(part);
+  }
+  const s = (rooted ? '/' : '') + out.join('/');
+  return s === '' ? '.' : s;
+}
+
+function join(a, b) {
+  if (a === '') return clean(b);
+  if (b === '') return clean(a);
+  return clean(a + '/' + b);
+}
+
+function dirname(p) {
+  const i = p.lastIndexOf('/');
+  if (i < 0) return '.';
+  return clean(p.slice(0, i + 1));
+}
+
+function basename(p) {
+  if (p === '') return '.';
+  while (p.length > 1 && p.endsWith('/')) p = p.slice(0, -1);
+  if (p === '/') return '/';
+  const i = p.lastIndexOf('/');
+  return i >= 0 ? p.slice(i + 1) : p;
+}
+
+function resolvePath(p, workspace) {
+  if (typeof p !== 'string') throw new TypeError(`path must be a string, got ${p === null ? 'null' : typeof p}`);
+  if (p === '~') p = rules.home;
+  else if (p.startsWith('~/')) p = join(rules.home, p.slice(2));
+  else if (!p.startsWith('/')) p = join(workspace, p);
+  return clean(p);
+}
+
+const realpath = fs.realpathSync.native || fs.realpathSync;
+
+function real(p) {
+  p = clean(p);
+  try {
+    return realpath(p);
+  } catch {}
+  const tail = [];
+  let cur = p;
+  for (;;) {
+    const parent = dirname(cur);
+    tail.push(basename(cur));
+    if (parent === cur) return p;
+    cur = parent;
+    try {
+      let r = realpath(cur);
+      for (let i = tail.length - 1; i >= 0; i--) r = join(r, tail[i]);
+      return r;
+    } catch (err) {
+      // A permission error or a loop: judge the path as written.
+      if (err.code !== 'ENOENT' && err.code !== 'ENOTDIR') return p;
+    }
+  }
+}
+
+function within(p, root) {
+  if (p === root) return true;
+  if (root === '/') return p.startsWith('/');
+  return p.startsWith(root) && p.length > root.length && p[root.length] === '/';
+}
+
+function insideAny(p, roots) {
+  const rp = real(p);
+  for (const r of roots) {
+    if (!r) continue;
+    if (within(rp, real(r))) return true;
+  }
+  return false;
+}
+
+function isBlocked(p) {
+  for (const cand of [clean(p), real(p)]) {
+    for (const b of rules.blocked) if (within(cand, b)) return true;
+  }
+  return false;
+}
+
+// scopeBlocked is policy.Scope.Blocked: /root is blocked, yet a scope root below /root
+// unblocks what lies inside that root.
+function scopeBlocked(rp, roots) {
+  if (!isBlocked(rp)) return false;
+  const r = real(rp);
+  for (const root of roots) {
+    if (!root) continue;
+    const rr = real(root);
+    if (rr !== '/root' && within(rr, '/root') && within(r, rr)) return false;
+  }
+  return true;
+}
+
+function isSensitive(p) {
+  const lp = p.toLowerCase();
+  return rules.sensitive.some((s) => lp.includes(s));
+}
+
+function detectLanguage(p) {
+  p = String(p);
+  const base = basename(p).toLowerCase();
+  if (base === 'dockerfile') return 'dockerfile';
+  if (base === 'makefile') return 'makefile';
+  const dot = p.lastIndexOf('.');
+  const ext = dot > p.lastIndexOf('/') ? p.slice(dot).toLowerCase() : '';
+  const lang = ext && Object.hasOwn(rules.languages, ext) ? rules.languages[ext] : undefined;
+  return typeof lang === 'string' ? lang : 'text';
+}
+
+// ---------------------------------------------------------------------------------------
+// Shutdown and failures.
+
+const realExit = process.exit.bind(process);
+let exiting = false;
+let crashing = false;
+
+// A tool that calls process.exit() takes the worker down with every call on it. Say so on
+// stderr, which the host keeps and quotes in the error the calls fail with.
+process.exit = (code) => {
+  if (!exiting) {
+    try {
+      process.stderr.write(`jean2 worker: the tool called process.exit(${code === undefined ? '' : code})\n`);
+    } catch {}
+  }
+  realExit(code);
+};
+
+async function shutdown(id) {
+  exiting = true;
+  for (const call of calls.values()) call.abort('The worker is shutting down');
+  sendResult(id, 'null');
+  await flushOut();
+  realExit(0);
+}
+
+// An uncaught exception or unhandled rejection cannot be pinned on one call safely (it may
+// come from a timer or a shared module), so every call in flight fails with it and the
+// worker exits; the host starts a fresh one for the next call.
+function crash(kind, err) {
+  if (crashing) return;
+  crashing = true;
+  const message = `${kind} in the tool: ${errorName(err)}: ${errorMessage(err)}`;
+  const stack = typeof err?.stack === 'string' ? err.stack : undefined;
+  try {
+    process.stderr.write(`jean2 worker: ${message}\n${stack ?? ''}\n`);
+  } catch {}
+  for (const call of calls.values()) {
+    sendError(call.rpcID, CODE.internal, `${message} (the worker stopped; every call running on it failed)`, stack ? { stack } : undefined);
+  }
+  const timer = setTimeout(() => realExit(70), 1000);
+  timer.unref?.();
+  flushOut().then(
+    () => realExit(70),
+    () => realExit(70),
+  );
+}
+
+process.on('uncaughtException', (err) => crash('uncaught exception', err));
+process.on('unhandledRejection', (reason) => crash('unhandled promise rejection', reason));
+
+function errorMessage(err) {
+  if (err && typeof err.message === 'string') return err.message;
+  if (typeof err === 'string') return err;
+  return describe(err);
+}
+
+function errorName(err) {
+  return err && typeof err.name === 'string' && err.name ? err.name : 'Error';
+}
+
+function describe(v) {
+  if (typeof v === 'string') return v;
+  try {
+    const s = JSON.stringify(v);
+    if (s !== undefined) return s;
+  } catch {}
+  return String(v);
+}
+
+setupTransport();

@@ -1,0 +1,529 @@
+// Package worker runs a tool in worker processes and talks to them over the worker protocol
+// (docs/protocol.md): it starts them, spreads calls over them, routes each worker → host
+// request to the call it belongs to, enforces timeouts and Stop, and replaces workers that
+// crash or are killed. It knows nothing of Node or Bun: a Launcher says how to start one.
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jean2/jean2/internal/jsonrpc"
+	"github.com/jean2/jean2/internal/workerproto"
+)
+
+// PoolOptions tune a Pool. Zero values take the defaults.
+type PoolOptions struct {
+	Name string // the tool's name, for logs and errors
+	Init workerproto.InitializeParams
+	// MaxWorkers bounds the worker processes (default runtime.NumCPU()).
+	MaxWorkers int
+	// CallsPerWorker is the load at which another worker is started: when every worker has
+	// at least this many calls in flight (default 8). Calls never wait for that start; they
+	// go to the least-loaded worker meanwhile.
+	CallsPerWorker int
+	// IdleTimeout stops a worker that has run no call for this long (default 5 minutes;
+	// negative: never).
+	IdleTimeout time.Duration
+	// KillGrace is how long a call has to settle after cancel before its worker is killed
+	// (default 1s).
+	KillGrace time.Duration
+	// StartTimeout bounds starting a worker and loading the tool (default 30s).
+	StartTimeout time.Duration
+	// StopTimeout is each step of stopping a worker: shutdown, SIGTERM, SIGKILL (default 2s).
+	StopTimeout time.Duration
+	// MaxLineSize bounds one protocol message (default jsonrpc.DefaultMaxLineSize).
+	MaxLineSize int
+	// OutputLinesPerSecond caps the stdout and stderr lines logged per worker and stream;
+	// more are dropped and counted (default 200, bursts of twice that).
+	OutputLinesPerSecond int
+	Logger               *slog.Logger
+}
+
+// Call is one execution of the tool.
+type Call struct {
+	// ID is the call's id (the provider's tool-call id); it is ctx.callId in the tool and
+	// names the call in every worker → host request. Ids must be unique among the calls in
+	// flight on a pool; an empty id gets a generated one.
+	ID      string
+	Input   json.RawMessage
+	Context workerproto.CallContext
+	// Timeout bounds the call, not counting time spent waiting on a person (ask,
+	// workspace.addPath). Zero means no timeout.
+	Timeout time.Duration
+}
+
+// CallHandler serves the worker → host requests of one call (fs.*, ask, llm.*, session.*,
+// workspace.*) with the call's context, which ends when the call settles or is stopped. The
+// error returned reaches the tool as a thrown Error (see RPCError for how it is encoded).
+// Notifications (log, progress, ledger.record) go to Notify when the handler implements
+// Notifier, else to Handle with the result ignored.
+type CallHandler interface {
+	Handle(ctx context.Context, method string, params json.RawMessage) (any, error)
+}
+
+// Notifier receives a call's notifications. They are delivered in order, before the
+// call's result, on the connection's read loop: Notify must return quickly.
+type Notifier interface {
+	Notify(method string, params json.RawMessage)
+}
+
+// CallHandlerFunc adapts a function to CallHandler.
+type CallHandlerFunc func(ctx context.Context, method string, params json.RawMessage) (any, error)
+
+// Handle calls f.
+func (f CallHandlerFunc) Handle(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	return f(ctx, method, params)
+}
+
+// Stats is a snapshot of a pool.
+type Stats struct {
+	Workers  int   // running and taking calls
+	Starting int   // being started
+	InFlight int   // calls running
+	Started  int64 // workers started since the pool was made
+}
+
+// Pool runs one tool version in worker processes.
+type Pool struct {
+	launcher Launcher
+	opts     PoolOptions
+	log      *slog.Logger
+
+	ctx    context.Context // ends at Close; starts run under it
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // starts, monitors, the reaper
+
+	seq     atomic.Int64
+	started atomic.Int64
+
+	mu       sync.Mutex
+	workers  []*worker // taking calls
+	starting int
+	attempt  *startAttempt // the latest start, for callers that have no worker to go to
+	calls    map[string]*call
+	inflight int
+	info     *workerproto.InitializeResult
+	reaping  bool
+	closed   bool
+	drained  chan struct{} // closed when inflight drops to 0 after Close
+}
+
+type startAttempt struct {
+	done chan struct{}
+	err  error
+}
+
+// NewPool makes a pool. It starts nothing until Load or the first Execute.
+func NewPool(l Launcher, opts PoolOptions) *Pool {
+	if opts.MaxWorkers <= 0 {
+		opts.MaxWorkers = runtime.NumCPU()
+	}
+	if opts.CallsPerWorker <= 0 {
+		opts.CallsPerWorker = 8
+	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = 5 * time.Minute
+	}
+	if opts.KillGrace <= 0 {
+		opts.KillGrace = time.Second
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 30 * time.Second
+	}
+	if opts.StopTimeout <= 0 {
+		opts.StopTimeout = 2 * time.Second
+	}
+	if opts.MaxLineSize <= 0 {
+		opts.MaxLineSize = jsonrpc.DefaultMaxLineSize
+	}
+	if opts.Name == "" {
+		opts.Name = "(unnamed)"
+	}
+	if opts.Init.ProtocolVersion == 0 {
+		opts.Init.ProtocolVersion = workerproto.Version
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Pool{
+		launcher: l, opts: opts,
+		log:   log.With("tool", opts.Name, "runtime", l.Kind),
+		calls: make(map[string]*call),
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	return p
+}
+
+// Stats reports the pool's workers and calls.
+func (p *Pool) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Stats{Workers: len(p.workers), Starting: p.starting, InFlight: p.inflight, Started: p.started.Load()}
+}
+
+// Load makes sure one worker runs and returns what it loaded: the definition, the module's
+// shape, the runtime. The worker stays for the calls that follow.
+func (p *Pool) Load(ctx context.Context) (workerproto.InitializeResult, error) {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return workerproto.InitializeResult{}, fmt.Errorf("tool %s: %w", p.opts.Name, ErrPoolClosed)
+		}
+		if len(p.workers) > 0 && p.info != nil {
+			info := *p.info
+			p.mu.Unlock()
+			return info, nil
+		}
+		att := p.attempt
+		if p.starting == 0 {
+			att = p.startLocked()
+		}
+		p.mu.Unlock()
+		select {
+		case <-att.done:
+			if att.err != nil {
+				return workerproto.InitializeResult{}, att.err
+			}
+		case <-ctx.Done():
+			return workerproto.InitializeResult{}, fmt.Errorf("tool %s: load: %w", p.opts.Name, context.Cause(ctx))
+		}
+	}
+}
+
+// startLocked starts a worker in the background; p.mu must be held.
+func (p *Pool) startLocked() *startAttempt {
+	att := &startAttempt{done: make(chan struct{})}
+	p.attempt = att
+	p.starting++
+	if !p.reaping && p.opts.IdleTimeout > 0 {
+		p.reaping = true
+		p.wg.Add(1)
+		go func() { defer p.wg.Done(); p.reapLoop() }()
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		w, info, err := p.spawn(p.ctx)
+		if err == nil {
+			p.started.Add(1)
+		}
+		p.mu.Lock()
+		p.starting--
+		if err == nil && p.closed {
+			err = fmt.Errorf("tool %s: %w", p.opts.Name, ErrPoolClosed)
+			p.mu.Unlock()
+			w.stop(context.Background())
+			p.mu.Lock()
+		} else if err == nil {
+			p.workers = append(p.workers, w)
+			if p.info == nil {
+				p.info = &info
+			}
+		}
+		att.err = err
+		close(att.done)
+		p.mu.Unlock()
+		if err != nil {
+			p.log.Warn("worker did not start", "err", err)
+		}
+	}()
+	return att
+}
+
+// acquire picks the least-loaded worker for a call, starting workers as the load requires.
+func (p *Pool) acquire(ctx context.Context) (*worker, error) {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, fmt.Errorf("tool %s: %w", p.opts.Name, ErrPoolClosed)
+		}
+		var best *worker
+		for _, w := range p.workers {
+			if best == nil || w.load < best.load {
+				best = w
+			}
+		}
+		if (best == nil || best.load >= p.opts.CallsPerWorker) && len(p.workers)+p.starting < p.opts.MaxWorkers {
+			p.startLocked()
+		}
+		if best != nil {
+			best.load++
+			p.mu.Unlock()
+			return best, nil
+		}
+		att := p.attempt
+		p.mu.Unlock()
+		select {
+		case <-att.done:
+			if att.err != nil {
+				return nil, att.err
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// retire takes a worker out of dispatch; it takes no new calls.
+func (p *Pool) retire(w *worker) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w.retired {
+		return
+	}
+	w.retired = true
+	for i, x := range p.workers {
+		if x == w {
+			p.workers = append(p.workers[:i], p.workers[i+1:]...)
+			break
+		}
+	}
+}
+
+// lookup finds the call a worker → host message belongs to.
+func (p *Pool) lookup(id string, w *worker) *call {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.calls[id]
+	if c == nil || c.worker != w {
+		return nil
+	}
+	return c
+}
+
+// Execute runs one call and returns the tool's result as the worker sent it (the host
+// normalizes it). It fails with *TimeoutError, *StoppedError, *ExitError, *KilledError,
+// *CallError, *LoadError (a worker had to be started and the tool did not load), or an
+// error wrapping ErrPoolClosed.
+func (p *Pool) Execute(ctx context.Context, c Call, h CallHandler) (json.RawMessage, error) {
+	if h == nil {
+		h = CallHandlerFunc(func(context.Context, string, json.RawMessage) (any, error) {
+			return nil, errors.New("this call has no handler for requests to the host")
+		})
+	}
+	id := c.ID
+	if id == "" {
+		id = "call-" + strconv.FormatInt(p.seq.Add(1), 10)
+	}
+	if ctx.Err() != nil {
+		return nil, &StoppedError{Tool: p.opts.Name, CallID: id, Cause: context.Cause(ctx)}
+	}
+	cl := &call{id: id, handler: h}
+	cl.ctx, cl.cancel = context.WithCancelCause(ctx)
+	defer cl.cancel(errCallSettled)
+
+	p.mu.Lock()
+	if _, dup := p.calls[id]; dup {
+		p.mu.Unlock()
+		return nil, fmt.Errorf("tool %s: call %s is already running: call ids must be unique among calls in flight", p.opts.Name, id)
+	}
+	p.calls[id] = cl
+	p.inflight++
+	p.mu.Unlock()
+	defer p.finish(cl)
+
+	w, err := p.acquire(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &StoppedError{Tool: p.opts.Name, CallID: id, Cause: context.Cause(ctx)}
+		}
+		return nil, err
+	}
+	p.mu.Lock()
+	cl.worker = w
+	p.mu.Unlock()
+
+	cl.startClock(c.Timeout)
+	defer cl.stopClock()
+	pending, err := w.conn.Start(workerproto.MethodExecute, workerproto.ExecuteParams{CallID: id, Input: input(c.Input), Context: c.Context})
+	if err != nil {
+		return nil, p.workerFailed(w, id, err)
+	}
+	select {
+	case <-pending.Done():
+		return p.settle(w, id, pending)
+	case <-cl.expired:
+		return nil, p.abort(w, cl, pending, "its timeout", &TimeoutError{Tool: p.opts.Name, CallID: id, Timeout: c.Timeout})
+	case <-ctx.Done():
+		return nil, p.abort(w, cl, pending, "it was stopped", &StoppedError{Tool: p.opts.Name, CallID: id, Cause: context.Cause(ctx)})
+	}
+}
+
+var errCallSettled = errors.New("the call has settled")
+
+func input(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("{}")
+	}
+	return raw
+}
+
+// finish releases what a call held.
+func (p *Pool) finish(cl *call) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.calls, cl.id)
+	p.inflight--
+	if w := cl.worker; w != nil {
+		w.load--
+		w.lastUsed = time.Now()
+	}
+	if p.inflight == 0 && p.drained != nil {
+		close(p.drained)
+		p.drained = nil
+	}
+}
+
+// settle reads the answer of an execute request.
+func (p *Pool) settle(w *worker, id string, pending *jsonrpc.Pending) (json.RawMessage, error) {
+	raw, err := pending.Result()
+	if err == nil {
+		return raw, nil
+	}
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) {
+		return nil, &CallError{Tool: p.opts.Name, CallID: id, Err: rpcErr}
+	}
+	return nil, p.workerFailed(w, id, err)
+}
+
+// workerFailed explains a call lost with its worker's connection: the worker's exit.
+func (p *Pool) workerFailed(w *worker, id string, err error) error {
+	if !errors.Is(err, jsonrpc.ErrClosed) {
+		return fmt.Errorf("tool %s: call %s: %w", p.opts.Name, id, err)
+	}
+	<-w.exited // the monitor bounds how long this takes
+	return w.exitErr
+}
+
+// abort ends a call that timed out or was stopped: cancel, a grace to settle, then the
+// worker is killed (and replaced on a later call). It returns why, whatever happened next.
+func (p *Pool) abort(w *worker, cl *call, pending *jsonrpc.Pending, what string, why error) error {
+	reason := "The call timed out"
+	var stopped *StoppedError
+	if errors.As(why, &stopped) {
+		reason = "The call was stopped"
+	}
+	_ = w.conn.Notify(context.Background(), workerproto.MethodCancel, workerproto.CancelParams{CallID: cl.id, Reason: reason})
+	t := time.NewTimer(p.opts.KillGrace)
+	defer t.Stop()
+	select {
+	case <-pending.Done():
+		return why
+	case <-t.C:
+	}
+	pending.Abandon()
+	p.log.Warn("killing worker: a call did not stop", "worker_pid", w.pid, "call", cl.id, "after", what)
+	w.kill(&KilledError{Tool: p.opts.Name, PID: w.pid, CallID: cl.id, Reason: what})
+	return why
+}
+
+// reapLoop stops workers that have been idle for IdleTimeout.
+func (p *Pool) reapLoop() {
+	every := p.opts.IdleTimeout / 4
+	if every < 5*time.Millisecond {
+		every = 5 * time.Millisecond
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		var idle []*worker
+		p.mu.Lock()
+		for _, w := range p.workers {
+			if w.load == 0 && now.Sub(w.lastUsed) >= p.opts.IdleTimeout {
+				idle = append(idle, w)
+			}
+		}
+		for _, w := range idle {
+			// Retired under the same lock, so no call can pick it in between.
+			w.retired = true
+			for i, x := range p.workers {
+				if x == w {
+					p.workers = append(p.workers[:i], p.workers[i+1:]...)
+					break
+				}
+			}
+		}
+		p.mu.Unlock()
+		for _, w := range idle {
+			p.log.Debug("stopping idle worker", "worker_pid", w.pid)
+			p.wg.Add(1)
+			go func() { defer p.wg.Done(); w.stop(p.ctx) }()
+		}
+	}
+}
+
+// Close drains the pool: new calls are refused, calls in flight may finish until ctx ends
+// (then their workers are killed and they fail), and every worker is shut down in steps.
+// Close waits for all of the pool's goroutines.
+func (p *Pool) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		p.wg.Wait()
+		return nil
+	}
+	p.closed = true
+	var drained chan struct{}
+	if p.inflight > 0 {
+		drained = make(chan struct{})
+		p.drained = drained
+	}
+	p.mu.Unlock()
+
+	var err error
+	if drained != nil {
+		select {
+		case <-drained:
+		case <-ctx.Done():
+			err = fmt.Errorf("tool %s: close: calls still running: %w", p.opts.Name, context.Cause(ctx))
+		}
+	}
+	// Workers still referenced by calls (only when ctx ended first) and the idle ones.
+	p.mu.Lock()
+	all := map[*worker]bool{}
+	for _, w := range p.workers {
+		all[w] = true
+	}
+	for _, c := range p.calls {
+		if c.worker != nil {
+			all[c.worker] = true
+		}
+	}
+	p.mu.Unlock()
+	var stops sync.WaitGroup
+	for w := range all {
+		stops.Add(1)
+		go func() {
+			defer stops.Done()
+			if err != nil {
+				w.kill(fmt.Errorf("the pool was closed before its calls finished"))
+				<-w.exited
+				return
+			}
+			w.stop(ctx)
+		}()
+	}
+	stops.Wait()
+	p.cancel() // ends starts in progress and the reaper
+	p.wg.Wait()
+	return err
+}

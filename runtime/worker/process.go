@@ -1,0 +1,425 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jean2/jean2/internal/jsonrpc"
+	"github.com/jean2/jean2/internal/workerproto"
+)
+
+// Launcher describes how to start a worker process. The pool adds the protocol pipes (the
+// child's fd 3 and fd 4) and reads the child's stdout and stderr itself.
+type Launcher struct {
+	Kind string   // runtime name for logs: node, bun, go
+	Path string   // executable
+	Args []string // arguments after the executable
+	// Env is the child's whole environment. It is never inherited: nil means an empty one.
+	Env []string
+	Dir string // working directory; "" means the host's
+	// Prepare, when set, runs before every start (the Node launcher writes its worker
+	// script there); an error fails the start.
+	Prepare func() error
+}
+
+// worker is one running worker process.
+type worker struct {
+	pool *Pool
+	pid  int
+	cmd  *exec.Cmd
+	conn *jsonrpc.Conn
+	log  *slog.Logger
+
+	stdout, stderr *outputLog
+	outputs        sync.WaitGroup
+	outR, errR     *os.File
+
+	// Guarded by pool.mu.
+	load     int
+	lastUsed time.Time
+	retired  bool // no longer takes calls: dying, stopping or dead
+
+	mu         sync.Mutex
+	killReason error // why the host killed it, when it did
+	stopping   bool  // the host asked it to shut down
+	reaped     bool  // the process has been waited for; its pid is no longer its own
+
+	exited  chan struct{} // closed once the process is gone and exitErr is set
+	exitErr error
+}
+
+// spawn starts a worker process and initializes it.
+func (p *Pool) spawn(ctx context.Context) (*worker, workerproto.InitializeResult, error) {
+	var info workerproto.InitializeResult
+	l := p.launcher
+	if l.Path == "" {
+		return nil, info, fmt.Errorf("tool %s: no worker executable configured", p.opts.Name)
+	}
+	if l.Prepare != nil {
+		if err := l.Prepare(); err != nil {
+			return nil, info, fmt.Errorf("tool %s: prepare %s worker: %w", p.opts.Name, l.Kind, err)
+		}
+	}
+	var files []*os.File // every pipe end, closed on failure
+	closeAll := func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	toWorkerR, toWorkerW, err1 := pipe()
+	fromWorkerR, fromWorkerW, err2 := pipe()
+	outR, outW, err3 := pipe()
+	errR, errW, err4 := pipe()
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		closeAll()
+		return nil, info, fmt.Errorf("tool %s: worker pipes: %w", p.opts.Name, err)
+	}
+
+	cmd := exec.Command(l.Path, l.Args...)
+	cmd.Env = l.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{} // nil would inherit the host's environment
+	}
+	cmd.Dir = l.Dir
+	cmd.Stdout = outW
+	cmd.Stderr = errW
+	cmd.ExtraFiles = []*os.File{toWorkerR, fromWorkerW} // fd 3 and fd 4
+	setProcessGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, info, fmt.Errorf("tool %s: start %s worker %s: %w", p.opts.Name, l.Kind, l.Path, err)
+	}
+	// The child has its copies; the host keeps only its own ends.
+	for _, f := range []*os.File{toWorkerR, fromWorkerW, outW, errW} {
+		_ = f.Close()
+	}
+
+	pid := cmd.Process.Pid
+	log := p.log.With("worker_pid", pid)
+	w := &worker{
+		pool: p, pid: pid, cmd: cmd, log: log,
+		stdout:   newOutputLog(log.With("stream", "stdout"), slog.LevelInfo, p.opts.OutputLinesPerSecond, 0),
+		stderr:   newOutputLog(log.With("stream", "stderr"), slog.LevelWarn, p.opts.OutputLinesPerSecond, stderrTail),
+		outR:     outR,
+		errR:     errR,
+		exited:   make(chan struct{}),
+		lastUsed: time.Now(),
+	}
+	w.conn = jsonrpc.NewConn(fromWorkerR, toWorkerW, w, &jsonrpc.Options{MaxLineSize: p.opts.MaxLineSize, Logger: log})
+	w.outputs.Add(2)
+	go func() { defer w.outputs.Done(); w.stdout.run(outR) }()
+	go func() { defer w.outputs.Done(); w.stderr.run(errR) }()
+	p.wg.Add(1)
+	go func() { defer p.wg.Done(); w.monitor() }()
+
+	ictx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout)
+	defer cancel()
+	err := w.conn.Call(ictx, workerproto.MethodInitialize, p.opts.Init, &info)
+	if err == nil {
+		log.Debug("worker ready", "runtime", info.Runtime.Name, "version", info.Runtime.Version)
+		return w, info, nil
+	}
+	// Failed: take the process down and explain why.
+	var rpcErr *jsonrpc.Error
+	var cause error
+	switch {
+	case errors.As(err, &rpcErr) && rpcErr.Code == workerproto.CodeLoadError:
+		var d workerproto.LoadErrorData
+		rpcErr.DecodeData(&d)
+		cause = &LoadError{Tool: p.opts.Name, Message: rpcErr.Message, File: d.File, Line: d.Line, Column: d.Column, Stack: d.Stack}
+	case errors.As(err, &rpcErr):
+		cause = fmt.Errorf("tool %s: initialize: %w", p.opts.Name, rpcErr)
+	case errors.Is(err, jsonrpc.ErrClosed):
+		// The process died or broke the protocol; its exit says more.
+		<-w.exited
+		cause = fmt.Errorf("tool %s: worker failed during initialize: %w", p.opts.Name, w.exitErr)
+	case ctx.Err() != nil:
+		cause = fmt.Errorf("tool %s: start worker: %w", p.opts.Name, context.Cause(ctx))
+	default:
+		cause = fmt.Errorf("tool %s: worker did not answer initialize within %v: %w", p.opts.Name, p.opts.StartTimeout, err)
+	}
+	w.kill(cause)
+	<-w.exited
+	return nil, info, cause
+}
+
+// Handle serves the worker's requests and notifications by routing each to the handler of
+// the call named by params.callId.
+func (w *worker) Handle(_ context.Context, req *jsonrpc.Request) (any, error) {
+	id := callIDOf(req.Params)
+	c := w.pool.lookup(id, w)
+	if c == nil {
+		if req.IsNotification() {
+			if req.Method == workerproto.MethodLog {
+				w.logOrphan(req.Params)
+			} else {
+				w.log.Debug("dropping notification of a call that is not running", "method", req.Method, "call", id)
+			}
+			return nil, nil
+		}
+		return nil, jsonrpc.NewError(workerproto.CodeUnknownCall,
+			fmt.Sprintf("%s: call %q is not running on this worker (it finished, or never started)", req.Method, id), nil)
+	}
+	if req.IsNotification() {
+		if n, ok := c.handler.(Notifier); ok {
+			n.Notify(req.Method, req.Params)
+		} else {
+			_, _ = c.handler.Handle(c.ctx, req.Method, req.Params)
+		}
+		return nil, nil
+	}
+	if waitsOnPerson(req.Method) {
+		c.pauseClock()
+		defer c.resumeClock()
+	}
+	res, err := c.handler.Handle(c.ctx, req.Method, req.Params)
+	if err != nil {
+		return nil, RPCError(err)
+	}
+	return res, nil
+}
+
+// waitsOnPerson names the requests during which a call's timeout does not run.
+func waitsOnPerson(method string) bool {
+	return method == workerproto.MethodAsk || method == workerproto.MethodWorkspaceAddPath
+}
+
+func (w *worker) logOrphan(params json.RawMessage) {
+	var p workerproto.LogParams
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	level := slog.LevelInfo
+	switch p.Level {
+	case "debug":
+		level = slog.LevelDebug
+	case "warn":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	}
+	attrs := []any{"source", "tool"}
+	if p.CallID != "" {
+		attrs = append(attrs, "call", p.CallID)
+	}
+	if len(p.Data) > 0 {
+		attrs = append(attrs, "data", p.Data)
+	}
+	w.log.Log(context.Background(), level, p.Message, attrs...)
+}
+
+// callIDOf reads params.callId. Workers put it first, so the common case is a prefix check
+// rather than a parse of params that may hold megabytes of file content.
+func callIDOf(params json.RawMessage) string {
+	const prefix = `{"callId":"`
+	if len(params) > len(prefix) && string(params[:len(prefix)]) == prefix {
+		rest := params[len(prefix):]
+		for i, b := range rest {
+			if b == '\\' {
+				break // escapes: let the decoder handle it
+			}
+			if b == '"' {
+				return string(rest[:i])
+			}
+		}
+	}
+	var p struct {
+		CallID string `json:"callId"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return p.CallID
+}
+
+// kill ends the worker at once (SIGKILL to its process group). reason becomes the error of
+// the calls still running on it; the first reason wins.
+func (w *worker) kill(reason error) {
+	w.mu.Lock()
+	if w.killReason == nil && !w.reaped {
+		w.killReason = reason
+	}
+	w.mu.Unlock()
+	w.pool.retire(w)
+	w.signal(syscall.SIGKILL)
+}
+
+// signal signals the worker's process group unless the worker has been reaped, after which
+// the group id may belong to someone else.
+func (w *worker) signal(sig syscall.Signal) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.reaped {
+		signalGroup(w.pid, sig)
+	}
+}
+
+// stop shuts the worker down in steps: a shutdown request, closing its pipes, SIGTERM,
+// SIGKILL, each step given StopTimeout (less when ctx ends sooner).
+func (w *worker) stop(ctx context.Context) {
+	w.mu.Lock()
+	w.stopping = true
+	w.mu.Unlock()
+	w.pool.retire(w)
+	step := w.pool.opts.StopTimeout
+	wait := func() bool {
+		t := time.NewTimer(step)
+		defer t.Stop()
+		select {
+		case <-w.exited:
+			return true
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, step)
+	err := w.conn.Call(sctx, workerproto.MethodShutdown, nil, nil)
+	cancel()
+	if err == nil && wait() {
+		return
+	}
+	w.conn.Close()
+	if ctx.Err() == nil {
+		w.signal(syscall.SIGTERM)
+		if wait() {
+			return
+		}
+	}
+	w.signal(syscall.SIGKILL)
+	<-w.exited
+}
+
+// monitor waits for the process to end, cleans up after it and records why it ended.
+func (w *worker) monitor() {
+	waited := make(chan error, 1)
+	go func() {
+		// Whatever the tool started in the worker's group goes with it, once the worker
+		// itself has exited (and before it is reaped).
+		if waitExit(w.pid) {
+			w.mu.Lock()
+			signalGroup(w.pid, syscall.SIGKILL)
+			w.mu.Unlock()
+		}
+		w.mu.Lock()
+		w.reaped = true
+		w.mu.Unlock()
+		waited <- w.cmd.Wait()
+	}()
+	var waitErr error
+	select {
+	case waitErr = <-waited:
+	case <-w.conn.Done():
+		connErr := w.conn.Err()
+		switch {
+		case errors.Is(connErr, jsonrpc.ErrClosed):
+			// The host closed it while stopping the worker; stop owns the signals.
+		case errors.Is(connErr, io.EOF):
+			// The worker closed its end, most likely because it is exiting.
+			t := time.NewTimer(w.pool.opts.KillGrace)
+			select {
+			case waitErr = <-waited:
+				t.Stop()
+				goto exited
+			case <-t.C:
+				w.kill(errors.New("it closed its protocol pipe without exiting"))
+			}
+		default:
+			w.log.Error("worker broke the protocol; killing it", "err", connErr)
+			w.kill(fmt.Errorf("it broke the protocol: %w", connErr))
+		}
+		waitErr = <-waited
+	}
+exited:
+	w.conn.Close()
+	w.drainOutput()
+	w.exitErr = w.describeExit(waitErr)
+	w.pool.retire(w)
+	close(w.exited)
+	w.log.Debug("worker exited", "err", w.exitErr)
+}
+
+// drainOutput lets the output readers reach the end of what the worker wrote; a grandchild
+// that still holds the pipes open is not waited for.
+func (w *worker) drainOutput() {
+	done := make(chan struct{})
+	go func() { w.outputs.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-time.After(250 * time.Millisecond):
+	}
+	_ = w.outR.Close()
+	_ = w.errR.Close()
+	<-done
+}
+
+func (w *worker) describeExit(waitErr error) error {
+	w.mu.Lock()
+	reason, stopping := w.killReason, w.stopping
+	w.mu.Unlock()
+	if reason != nil {
+		var killed *KilledError
+		if errors.As(reason, &killed) {
+			return killed
+		}
+		var le *LoadError
+		if errors.As(reason, &le) {
+			return le
+		}
+	}
+	e := &ExitError{Tool: w.pool.opts.Name, PID: w.pid, Code: -1, Stderr: w.stderr.lastLines()}
+	if st := w.cmd.ProcessState; st != nil {
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			e.Signal = signalName(ws.Signal())
+		} else {
+			e.Code = st.ExitCode()
+		}
+	} else if waitErr != nil {
+		e.Reason = "could not be waited for: " + waitErr.Error()
+	}
+	switch {
+	case reason != nil:
+		e.Reason = "was killed: " + reason.Error()
+	case stopping:
+		e.Reason = "was shut down"
+	}
+	return e
+}
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGSEGV:
+		return "SIGSEGV"
+	case syscall.SIGABRT:
+		return "SIGABRT"
+	case syscall.SIGBUS:
+		return "SIGBUS"
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGILL:
+		return "SIGILL"
+	case syscall.SIGFPE:
+		return "SIGFPE"
+	}
+	return s.String()
+}
