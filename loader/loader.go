@@ -1,0 +1,228 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/jean2/jean2/sdkjs"
+)
+
+// Runtimes are the binaries the loader runs to install dependencies.
+type Runtimes struct {
+	// Node is the node binary; its directory goes first on the installer's PATH (npm is a
+	// node script). Empty: the node found on PATH.
+	Node string
+	// NPM installs the dependencies of node tools. Empty: the npm found on PATH.
+	NPM string
+	// Bun installs the dependencies of tools whose runtime is bun.
+	Bun string
+}
+
+// Options configure a Loader.
+type Options struct {
+	// CacheDir holds bundles (bundles/<hash>.mjs), definitions (bundles/<hash>.json) and
+	// the installers' caches. Required.
+	CacheDir string
+	Runtimes Runtimes
+	Logger   *slog.Logger // nil: discard
+	// InstallTimeout bounds one dependency install; 0 means 10 minutes.
+	InstallTimeout time.Duration
+	// InstallEnv adds KEY=VALUE entries to the installer's otherwise minimal environment
+	// (for example npm_config_registry for a mirror).
+	InstallEnv []string
+}
+
+// LoadOptions configure one Load.
+type LoadOptions struct {
+	// Runtime the tool will run on: RuntimeNode or RuntimeBun. It picks the installer (npm
+	// or bun). Empty: the folder's preference, else node.
+	Runtime string
+	// Progress hears about long stages: StageInstall and StageBundle. May be nil.
+	Progress func(stage, msg string)
+}
+
+// Bundle is a loaded tool folder: for a JS tool, the bundled module a worker imports.
+type Bundle struct {
+	Folder            string // absolute folder path
+	Name              string // folder name
+	Entry             string // entry file relative to Folder
+	Kind              string // KindJS or KindGo
+	Hash              string // content hash of the folder and everything the bundle depends on
+	Version           string
+	RuntimePreference string
+	Path              string // the bundle file (bundles/<Hash>.mjs); "" for Go folders
+	Cached            bool   // the bundle came from the cache; esbuild did not run
+}
+
+// Loader installs, bundles and caches tool folders. It is safe for concurrent use; loads of
+// one folder are serialized, loads of different folders run in parallel.
+type Loader struct {
+	opts    Options
+	logger  *slog.Logger
+	home    string
+	esbuild string
+	build   buildFunc
+
+	mu    sync.Mutex
+	locks map[string]*folderLock
+}
+
+type folderLock struct {
+	mu    sync.Mutex
+	users int
+}
+
+// New makes a Loader. opts is copied.
+func New(opts Options) *Loader {
+	if opts.InstallTimeout <= 0 {
+		opts.InstallTimeout = 10 * time.Minute
+	}
+	opts.InstallEnv = append([]string(nil), opts.InstallEnv...)
+	if abs, err := filepath.Abs(opts.CacheDir); err == nil && opts.CacheDir != "" {
+		opts.CacheDir = abs
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = os.TempDir()
+	}
+	return &Loader{
+		opts:    opts,
+		logger:  logger,
+		home:    home,
+		esbuild: esbuildVersion(),
+		build:   esbuildBundle,
+		locks:   map[string]*folderLock{},
+	}
+}
+
+// lock serializes loads of one folder: two installs into one node_modules would collide.
+func (l *Loader) lock(dir string) func() {
+	l.mu.Lock()
+	fl := l.locks[dir]
+	if fl == nil {
+		fl = &folderLock{}
+		l.locks[dir] = fl
+	}
+	fl.users++
+	l.mu.Unlock()
+	fl.mu.Lock()
+	return func() {
+		fl.mu.Unlock()
+		l.mu.Lock()
+		fl.users--
+		if fl.users == 0 {
+			delete(l.locks, dir)
+		}
+		l.mu.Unlock()
+	}
+}
+
+// Load makes the folder ready to run: it installs dependencies when the dependency set
+// changed, then returns the cached bundle for the folder's content hash or bundles it.
+// The folder is read again from disk (folder only says where it is), so a change since
+// Discover is seen. Errors are *Error. A Go folder gets its hash only; the host builds it.
+func (l *Loader) Load(ctx context.Context, folder Folder, opts LoadOptions) (*Bundle, error) {
+	if l.opts.CacheDir == "" {
+		return nil, &Error{Folder: folder.Name, Stage: StageCache, Msg: "the loader has no cache directory (Options.CacheDir)"}
+	}
+	if folder.Dir == "" || !filepath.IsAbs(folder.Dir) {
+		return nil, &Error{Folder: folder.Name, Stage: StageDiscover, Msg: fmt.Sprintf("folder path %q is not absolute: pass a Folder from Discover or Inspect", folder.Dir)}
+	}
+	progress := opts.Progress
+	if progress == nil {
+		progress = func(string, string) {}
+	}
+	unlock := l.lock(folder.Dir)
+	defer unlock()
+
+	f := Inspect(folder.Dir)
+	if f.Err != nil {
+		return nil, f.Err
+	}
+	b := &Bundle{Folder: f.Dir, Name: f.Name, Entry: f.Entry, Kind: f.Kind, Version: f.Version, RuntimePreference: f.RuntimePreference}
+	if err := ctx.Err(); err != nil {
+		return nil, &Error{Folder: f.Name, Stage: StageDiscover, Msg: "load stopped: " + context.Cause(ctx).Error(), Err: err}
+	}
+
+	stamp := ""
+	if f.Kind == KindJS {
+		runtime := opts.Runtime
+		if runtime == "" {
+			runtime = f.RuntimePreference
+		}
+		installer := installerNPM
+		switch runtime {
+		case "", RuntimeNode:
+		case RuntimeBun:
+			installer = installerBun
+		default:
+			return nil, &Error{Folder: f.Name, Stage: StageInstall, Msg: fmt.Sprintf("runtime %q is unknown: use node or bun", runtime)}
+		}
+		deps := filterDeps(f.Dir, f.Package, installer)
+		if !deps.empty() {
+			ictx, cancel := context.WithTimeout(ctx, l.opts.InstallTimeout)
+			s, err := l.ensureDeps(ictx, f, deps, progress)
+			cancel()
+			if err != nil {
+				return nil, err
+			}
+			stamp = s
+		}
+	}
+
+	in := hashInputs{dir: f.Dir, entry: f.Entry, depsStamp: stamp, sdk: sdkjs.Hash(), esbuild: l.esbuild}
+	if f.Kind == KindGo {
+		// Neither the SDK nor esbuild touch a Go tool; a new binary need not rebuild it.
+		in.sdk, in.esbuild = "", ""
+	}
+	hash, err := hashFolder(in)
+	if err != nil {
+		return nil, &Error{Folder: f.Name, Stage: StageCache, Msg: "hash folder: " + err.Error(), Err: err}
+	}
+	b.Hash = hash
+	if f.Kind == KindGo {
+		return b, nil
+	}
+
+	b.Path = l.BundlePath(hash)
+	if st, err := os.Stat(b.Path); err == nil && st.Mode().IsRegular() && st.Size() > 0 {
+		b.Cached = true
+		return b, nil
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, &Error{Folder: f.Name, Stage: StageCache, Msg: err.Error(), Err: err}
+	}
+
+	progress(StageBundle, "bundling "+f.Entry)
+	start := time.Now()
+	res := l.build(buildRequest{folder: f, outfile: b.Path})
+	for _, w := range res.warnings {
+		attrs := []any{"tool", f.Name, "warning", w.Text}
+		if w.Location != nil {
+			attrs = append(attrs, "file", locationFile(f.Dir, w.Location.File), "line", w.Location.Line)
+		}
+		l.logger.Debug("esbuild warning", attrs...)
+	}
+	if len(res.errors) > 0 {
+		return nil, bundleError(f, res.errors)
+	}
+	if err := os.MkdirAll(filepath.Dir(b.Path), 0o755); err != nil {
+		return nil, &Error{Folder: f.Name, Stage: StageCache, Msg: err.Error(), Err: err}
+	}
+	if err := writeAtomic(b.Path, res.code); err != nil {
+		return nil, &Error{Folder: f.Name, Stage: StageCache, Msg: "write bundle: " + err.Error(), Err: err}
+	}
+	l.logger.Debug("bundled tool", "tool", f.Name, "entry", f.Entry, "bytes", len(res.code), "took", time.Since(start).Round(time.Millisecond))
+	return b, nil
+}

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package loader
+
+import "os/exec"
+
+func ownProcessGroup(cmd *exec.Cmd) {}
