@@ -10,4 +10,31 @@
 // source, so a broken tool is listed with a precise error and never harms the others.
 //
 // Go tool folders (tool.go + go.mod) are only detected here; the host builds them.
+//
+// # Cache layout
+//
+//	<CacheDir>/bundles/<hash>.mjs   the bundle: one ES module with an inline source map
+//	<CacheDir>/bundles/<hash>.json  what the host stored with StoreMeta (its definition)
+//	<CacheDir>/npm-cache/           npm's cache; bun-cache/ for bun
+//
+// The hash covers the folder's absolute path, its entry, every file except node_modules and
+// .git (names, modes, contents), the dependency stamp, the SDK's hash, the esbuild version
+// and the loader's output format. Source maps point at the tool's files by path, which is
+// why the folder's path is part of the hash.
+//
+// # Dependencies
+//
+// package.json dependencies other than @jean2/sdk and @jxsuite/* are installed with npm
+// (or bun, for tools that run on bun) from a filtered package.json in a hidden scratch
+// directory beside the folder, with a minimal environment; the resulting node_modules,
+// with the SDK's types written in for editors and a stamp of the dependency set, then
+// replaces the folder's node_modules in one rename. The tool's own scripts never run.
+//
+// # Bundles
+//
+// The bundle targets Node 20 and runs on Bun as well. node:*, bun:* and bun stay imports.
+// import.meta.url, .filename and .dirname name the entry in the tool folder (the bundle
+// lives in the cache), and a require made by createRequire from the tool folder serves
+// CommonJS code that requires builtins. Node needs --enable-source-maps for stack traces
+// to name the tool's files; Bun reads the inline map by itself.
 package loader
