@@ -161,7 +161,7 @@ func CreateFilePermissionAsk(p FilePermission) Ask {
 	}
 	base := filepath.Base(p.Path)
 	var q strings.Builder
-	fmt.Fprintf(&q, "%s file %q", verb, base)
+	fmt.Fprintf(&q, "%s file \"%s\"", verb, base) // the name as is, between quotes (REFERENCE §5)
 	if p.IsSensitiveFile {
 		q.WriteString(" (sensitive file)")
 	} else if p.IsOutsideWorkspace {

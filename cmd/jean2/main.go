@@ -1,0 +1,100 @@
+// Command jean2 hosts tools for LLM agents: tool folders under ~/.jean2/tools are picked up
+// with no build step, run in isolated workers, and given a context whose powers the host
+// enforces. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// usageError marks a mistake in how jean2 was called; main exits 2 for it.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// exitError carries an exit code chosen by a subcommand (1 for a failed tool result).
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// env is what a subcommand may read from its surroundings; tests fill it in.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	// stdinIsTerminal reports whether stdin is a terminal a person can answer asks on.
+	stdinIsTerminal bool
+}
+
+const topUsage = `jean2 hosts tools for LLM agents.
+
+Usage:
+  jean2 tools list [--json]                 list tools with version, runtime, status
+  jean2 tools run NAME --input JSON|@FILE   run a tool once and print its result
+  jean2 tools new NAME [--lang ts|js|go]    write a working tool scaffold
+  jean2 tools validate [DIR]                load a tool folder and report problems
+  jean2 version                             print the version
+
+Environment:
+  JEAN2_HOME        where jean2 keeps its files (default ~/.jean2)
+  JEAN2_TOOLS_PATH  the tools folder (default $JEAN2_HOME/tools)
+  JEAN2_RUNTIME     node or bun (default: node when installed, else bun)
+`
+
+func run(ctx context.Context, e env, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(e.stdout, topUsage)
+		return nil
+	}
+	switch args[0] {
+	case "tools":
+		return runTools(ctx, e, args[1:])
+	case "version", "--version":
+		fmt.Fprintln(e.stdout, "jean2", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(e.stdout, topUsage)
+		return nil
+	default:
+		return usagef("unknown command %q\n\n%s", args[0], topUsage)
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, stdinIsTerminal: isTerminal(os.Stdin)}
+	err := run(ctx, e, os.Args[1:])
+	stop()
+	os.Exit(exitCode(err, e.stderr))
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	var ue usageError
+	var ee exitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "jean2:", ue.msg)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "jean2:", err)
+		return 1
+	}
+}

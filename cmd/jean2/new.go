@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/sdkjs"
+)
+
+var scaffoldName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+func toolsNew(ctx context.Context, e env, args []string) error {
+	fs := newFlags("tools new", e)
+	lang := fs.String("lang", "ts", "ts, js or go")
+	dir := fs.String("dir", "", "where to write the folder (default: $JEAN2_TOOLS_PATH/NAME)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("tools new needs exactly one tool name\n\n%s", toolsUsage)
+	}
+	name := pos[0]
+	if !scaffoldName.MatchString(name) {
+		return usagef("tool name %q: use lower-case letters, digits, '-' and '_' (at most 64), starting with a letter or digit", name)
+	}
+	target := *dir
+	if target == "" {
+		layout, err := host.LayoutFromEnv(e.getenv)
+		if err != nil {
+			return err
+		}
+		target = filepath.Join(layout.Tools, name)
+	}
+	if _, err := os.Stat(target); err == nil {
+		return fmt.Errorf("%s already exists: choose another name or remove it", target)
+	}
+	files, err := scaffold(name, *lang)
+	if err != nil {
+		return err
+	}
+	// Write into a scratch folder beside the target and rename it into place, so a running
+	// server never loads a half-written tool.
+	scratch := target + ".staging"
+	if err := os.RemoveAll(scratch); err != nil {
+		return err
+	}
+	for rel, content := range files {
+		p := filepath.Join(scratch, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	if *lang != "go" {
+		if err := sdkjs.WriteTypes(scratch); err != nil {
+			return fmt.Errorf("write SDK types: %w", err)
+		}
+	}
+	if err := os.Rename(scratch, target); err != nil {
+		return fmt.Errorf("move scaffold into place: %w", err)
+	}
+	fmt.Fprintf(e.stdout, "Created %s\n", target)
+	fmt.Fprintf(e.stdout, "Try it:  jean2 tools run %s --input '{\"path\":\"README.md\"}'\n", name)
+	return nil
+}
+
+func scaffold(name, lang string) (map[string]string, error) {
+	pkg := map[string]any{
+		"name": "@jean2/tool-" + name, "version": "0.1.0", "private": true, "type": "module",
+		"dependencies": map[string]string{"@jean2/sdk": "^" + sdkjs.Version},
+	}
+	pkgJSON, _ := json.MarshalIndent(pkg, "", "  ")
+	switch lang {
+	case "ts":
+		return map[string]string{
+			"package.json":  string(pkgJSON) + "\n",
+			"VERSION":       "0.1.0\n",
+			"tool.ts":       strings.ReplaceAll(tsScaffold, "NAME", name),
+			"tsconfig.json": tsconfig,
+		}, nil
+	case "js":
+		return map[string]string{
+			"package.json": string(pkgJSON) + "\n",
+			"VERSION":      "0.1.0\n",
+			"tool.js":      strings.ReplaceAll(jsScaffold, "NAME", name),
+		}, nil
+	case "go":
+		return nil, fmt.Errorf("--lang go: Go tool folders are not built by this version of jean2 yet; use ts or js")
+	}
+	return nil, usagef("--lang %q: use ts, js or go", lang)
+}
+
+const tsScaffold = `import type { ToolDefinition, ToolContext, ToolResult, CodeVisualization } from '@jean2/sdk';
+
+interface Input {
+  path: string;
+}
+
+export const definition: ToolDefinition = {
+  name: 'NAME',
+  description: 'Show the first lines of a text file in the workspace.',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      path: { type: 'string', description: 'The file to read, relative to the workspace' },
+      lines: { type: 'number', description: 'How many lines to show (default 20)' },
+    },
+    required: ['path'],
+  },
+  timeout: 10000,
+};
+
+export async function execute(input: Input & { lines?: number }, ctx: ToolContext): Promise<ToolResult> {
+  const content = await ctx.fs.readFile(input.path, 'utf-8');
+  const head = content.split('\n').slice(0, input.lines ?? 20).join('\n');
+  ctx.logger.info('read file', { path: input.path, bytes: content.length });
+  return {
+    success: true,
+    result: { path: input.path, head },
+    visualization: {
+      type: 'code',
+      path: ctx.resolvePath(input.path),
+      content: head,
+      language: ctx.fs.detectLanguage(input.path),
+      created: false,
+    } satisfies CodeVisualization,
+  };
+}
+`
+
+const jsScaffold = `// @ts-check
+/** @type {import('@jean2/sdk').ToolDefinition} */
+export const definition = {
+  name: 'NAME',
+  description: 'Show the first lines of a text file in the workspace.',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      path: { type: 'string', description: 'The file to read, relative to the workspace' },
+      lines: { type: 'number', description: 'How many lines to show (default 20)' },
+    },
+    required: ['path'],
+  },
+  timeout: 10000,
+};
+
+/**
+ * @param {{ path: string, lines?: number }} input
+ * @param {import('@jean2/sdk').ToolContext} ctx
+ * @returns {Promise<import('@jean2/sdk').ToolResult>}
+ */
+export async function execute(input, ctx) {
+  const content = await ctx.fs.readFile(input.path, 'utf-8');
+  const head = content.split('\n').slice(0, input.lines ?? 20).join('\n');
+  return { success: true, result: { path: input.path, head } };
+}
+`
+
+const tsconfig = `{
+  "compilerOptions": {
+    "target": "ES2022",
+    "module": "ESNext",
+    "moduleResolution": "Bundler",
+    "strict": true,
+    "noEmit": true,
+    "skipLibCheck": true,
+    "types": []
+  },
+  "include": ["tool.ts"]
+}
+`
+
+func toolsValidate(ctx context.Context, e env, args []string) error {
+	fs := newFlags("tools validate", e)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return usagef("tools validate takes at most one folder\n\n%s", toolsUsage)
+	}
+	dir := "."
+	if len(pos) == 1 {
+		dir = pos[0]
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return usagef("%s is not a folder", dir)
+	}
+	h, err := openHost(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer closeHost(h)
+	entry := h.Validate(ctx, dir)
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(entry); err != nil {
+			return err
+		}
+	} else if entry.Status == host.StatusOK {
+		fmt.Fprintf(e.stdout, "ok: %s %s (%s)\n", entry.Name, entry.Version, entry.Runtime)
+		if m := missingEnv(entry); m != "" {
+			fmt.Fprintln(e.stdout, "note:", m)
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "error: %s\n", entry.Error)
+	}
+	if entry.Status != host.StatusOK {
+		return exitError{code: 1}
+	}
+	return nil
+}

@@ -1,0 +1,286 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/jean2/jean2/internal/workerproto"
+	"github.com/jean2/jean2/loader"
+	"github.com/jean2/jean2/policy"
+	"github.com/jean2/jean2/runtime/node"
+	"github.com/jean2/jean2/runtime/worker"
+	"github.com/jean2/jean2/tool"
+)
+
+// folderLoader turns tool folders into versions: bundle (cached), learn the definition
+// (cached beside the bundle, else from a worker that loads the module), and prepare the
+// worker pool that will run it.
+type folderLoader struct {
+	h      *Host
+	loader *loader.Loader
+
+	rtMu     sync.Mutex
+	runtimes map[string]runtimeChoice // by preference
+}
+
+type runtimeChoice struct {
+	rt  node.Runtime
+	err error
+}
+
+func newFolderLoader(h *Host) (*folderLoader, error) {
+	l := loader.New(loader.Options{CacheDir: h.layout.Cache, Logger: h.log, Runtimes: loader.Runtimes{Bun: h.opts.BunPath, Node: h.opts.NodePath}})
+	return &folderLoader{h: h, loader: l, runtimes: map[string]runtimeChoice{}}, nil
+}
+
+// runtime picks the runtime for a folder: its own preference, else JEAN2_RUNTIME, else
+// Node when installed, else Bun. Detection runs once per preference.
+func (fl *folderLoader) runtime(folderPref string) (node.Runtime, error) {
+	pref := folderPref
+	if pref == "" {
+		pref = fl.h.opts.RuntimePreference
+	}
+	fl.rtMu.Lock()
+	defer fl.rtMu.Unlock()
+	if c, ok := fl.runtimes[pref]; ok {
+		return c.rt, c.err
+	}
+	rt, err := node.Detect(node.DetectOptions{Preference: pref, NodePath: fl.h.opts.NodePath, BunPath: fl.h.opts.BunPath})
+	fl.runtimes[pref] = runtimeChoice{rt, err}
+	return rt, err
+}
+
+// dotEnv reads $JEAN2_HOME/.env; a missing file is empty, a malformed one is logged and
+// treated as empty (its values are never echoed).
+func (fl *folderLoader) dotEnv() map[string]string {
+	f, err := os.Open(fl.h.layout.DotEnv)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	vals, err := policy.ParseDotEnv(f)
+	if err != nil {
+		fl.h.log.Warn("ignoring malformed .env", "path", fl.h.layout.DotEnv, "error", err)
+		return nil
+	}
+	return vals
+}
+
+// toolEnv is the declared variables that have a value (from .env, then the server).
+func (fl *folderLoader) toolEnv(declared []string) map[string]string {
+	vars := policy.ToolEnv(declared, fl.dotEnv(), fl.h.opts.ServerEnv)
+	for k := range vars {
+		if policy.ReservedEnv(k) {
+			delete(vars, k)
+		}
+	}
+	return vars
+}
+
+func (fl *folderLoader) withheld(name string) bool { return policy.ReservedEnv(name) }
+
+func (fl *folderLoader) load(ctx context.Context, f loader.Folder, prev *version) folderResult {
+	res := fl.loadFresh(ctx, f, prev)
+	if res.err != nil && prev != nil {
+		res.serving = prev
+	}
+	return res
+}
+
+func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *version) folderResult {
+	var res folderResult
+	if f.Err != nil {
+		res.err = f.Err
+		return res
+	}
+	if f.Kind == loader.KindGo {
+		res.err = fmt.Errorf("%s is a Go tool folder, and Go tool folders are not built by this version of jean2 yet", f.Dir)
+		return res
+	}
+	rt, err := fl.runtime(f.RuntimePreference)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	res.runtime = rt.Kind
+	b, err := fl.loader.Load(ctx, f, loader.LoadOptions{Runtime: rt.Kind})
+	if err != nil {
+		res.err = err
+		return res
+	}
+	res.label = versionLabel(b.Version, b.Hash)
+	if prev != nil && prev.entry.Hash == b.Hash && prev.entry.Runtime == rt.Kind {
+		res.serving, res.fresh = prev, prev
+		return res
+	}
+
+	ft := &folderTool{fl: fl, bundle: b, rt: rt}
+	var meta definitionMeta
+	// The definition is cached per bundle; a tool loaded under another runtime is probed
+	// again, since its module may behave differently there.
+	if raw, ok := fl.loader.Meta(b.Hash); ok && json.Unmarshal(raw, &meta) == nil && meta.Definition.Name != "" && meta.Runtime == rt.Kind {
+		ft.def = meta.Definition
+	} else {
+		// First sight of this version: load the module in a worker to learn its definition.
+		// The worker is kept for the first call when the tool declares no variables (its
+		// environment is then already right).
+		probe := ft.newPool(nil)
+		info, err := probe.Load(ctx)
+		if err != nil {
+			_ = probe.Close(context.Background())
+			res.err = err
+			return res
+		}
+		ft.def = info.Definition
+		if len(info.Definition.Env) == 0 {
+			ft.pool = probe
+		} else {
+			_ = probe.Close(context.Background())
+		}
+		raw, _ := json.Marshal(definitionMeta{Definition: info.Definition, Shape: info.Shape, Runtime: rt.Kind})
+		if err := fl.loader.StoreMeta(b.Hash, raw); err != nil {
+			fl.h.log.Warn("cache definition", "folder", f.Dir, "error", err)
+		}
+	}
+	if err := ft.def.Check(); err != nil {
+		ft.closePool(context.Background())
+		res.err = fmt.Errorf("%s: %w", b.Entry, err)
+		return res
+	}
+	ft.env = fl.toolEnv(ft.def.Env)
+	def := ft.def
+	e := Entry{Name: def.Name, Folder: f.Dir, Version: res.label, Hash: b.Hash, Kind: "js", Runtime: rt.Kind, Status: StatusOK, Definition: &def}
+	v := newVersion(e, def, ft, ft.closePool)
+	v.env = ft.env
+	res.serving, res.fresh = v, v
+	return res
+}
+
+// versionLabel is the version people see: VERSION or package.json's version, else the start
+// of the content hash.
+func versionLabel(semver, hash string) string {
+	if semver != "" {
+		return semver
+	}
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}
+
+// folderTool runs one version of a folder tool in its worker pool.
+type folderTool struct {
+	fl     *folderLoader
+	bundle *loader.Bundle
+	rt     node.Runtime
+	def    tool.Definition
+	env    map[string]string // declared variables with values
+
+	mu   sync.Mutex
+	pool *worker.Pool
+}
+
+func (t *folderTool) Definition() tool.Definition { return t.def }
+
+func (t *folderTool) newPool(toolVars map[string]string) *worker.Pool {
+	h := t.fl.h
+	env := policy.WorkerEnv(policy.BaseEnv{RuntimeDir: t.rt.Dir(), Home: h.home, TempDir: h.layout.Temp, TZ: serverVar(h.opts.ServerEnv, "TZ")}, toolVars)
+	launcher := node.NewLauncher(t.rt, node.LauncherOptions{CacheDir: h.layout.Cache, Env: env, Dir: t.bundle.Folder})
+	return worker.NewPool(launcher, worker.PoolOptions{
+		Name: t.bundle.Name, Logger: h.log, MaxWorkers: h.opts.MaxWorkers,
+		IdleTimeout: h.opts.IdleTimeout, KillGrace: h.opts.KillGrace,
+		Init: workerproto.InitializeParams{
+			ProtocolVersion: workerproto.Version, Bundle: t.bundle.Path, ToolDir: t.bundle.Folder,
+			Rules: workerproto.Rules{Blocked: policy.BlockedRoots(), Sensitive: policy.SensitivePatterns(), Home: h.home, Languages: tool.Languages()},
+		},
+	})
+}
+
+func (t *folderTool) workers() *worker.Pool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pool == nil {
+		t.pool = t.newPool(t.env)
+	}
+	return t.pool
+}
+
+func (t *folderTool) closePool(ctx context.Context) error {
+	t.mu.Lock()
+	p := t.pool
+	t.pool = nil
+	t.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.Close(ctx)
+}
+
+func (t *folderTool) Execute(ctx context.Context, c *tool.Context, args json.RawMessage) tool.Result {
+	raw, err := t.workers().Execute(ctx, worker.Call{
+		ID: c.CallID, Input: args, Timeout: t.def.TimeoutDuration(),
+		Context: workerproto.CallContext{
+			SessionID: c.SessionID, WorkspacePath: c.Workspace, WorkspaceID: c.WorkspaceID,
+			AllowedPaths: c.AllowedPaths, TempDir: c.TempDir, Env: c.Env.Map(),
+		},
+	}, &callHandler{c: c})
+	if err != nil {
+		return tool.Result{Error: err.Error()}
+	}
+	return parseResult(t.def.Name, raw)
+}
+
+// parseResult reads what a worker returned as a ToolResult, refusing anything else with a
+// message that says what a ToolResult is.
+func parseResult(name string, raw json.RawMessage) tool.Result {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return tool.Errorf("tool %s returned %s; a ToolResult is an object {success, result?, error?, visualization?}", name, describeJSON(trimmed))
+	}
+	var probe struct {
+		Success json.RawMessage `json:"success"`
+	}
+	if err := json.Unmarshal(trimmed, &probe); err != nil {
+		return tool.Errorf("tool %s returned invalid JSON: %v", name, err)
+	}
+	if s := string(probe.Success); s != "true" && s != "false" {
+		return tool.Errorf("tool %s returned an object without a boolean \"success\"; a ToolResult is {success, result?, error?, visualization?}", name)
+	}
+	var res tool.Result
+	if err := json.Unmarshal(trimmed, &res); err != nil {
+		return tool.Errorf("tool %s returned a malformed ToolResult: %v", name, err)
+	}
+	return res
+}
+
+func describeJSON(b []byte) string {
+	if len(b) == 0 {
+		return "nothing"
+	}
+	switch b[0] {
+	case '"':
+		return "a string"
+	case '[':
+		return "an array"
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "a number"
+}
+
+// serverVar returns a variable of the server's environment (the last entry wins).
+func serverVar(env []string, name string) string {
+	val := ""
+	for _, kv := range env {
+		if len(kv) > len(name) && kv[len(name)] == '=' && kv[:len(name)] == name {
+			val = kv[len(name)+1:]
+		}
+	}
+	return val
+}

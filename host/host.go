@@ -1,0 +1,215 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jean2/jean2/ask"
+	"github.com/jean2/jean2/llm"
+	"github.com/jean2/jean2/loader"
+	"github.com/jean2/jean2/tool"
+)
+
+// Options configure a Host. The zero value of every field has a sensible default.
+type Options struct {
+	Layout Layout
+	// Builtins are Go tools compiled into the binary; they are listed before folder tools
+	// and win a name clash.
+	Builtins []tool.Tool
+	// RuntimePreference is JEAN2_RUNTIME: "node", "bun" or "" (Node when installed, else Bun).
+	RuntimePreference string
+	// BunPath and NodePath point at runtimes outside PATH (tests use them).
+	BunPath, NodePath string
+	// ServerEnv is the server's environment, the second source of declared variables'
+	// values after $JEAN2_HOME/.env. Nil means os.Environ().
+	ServerEnv []string
+	// LLM serves ctx.llm; nil says that no provider is configured.
+	LLM tool.LLM
+	// Grants remembers permissions; nil keeps them in memory for the host's life.
+	Grants *ask.Grants
+	// Worker pool limits; zero values take the runtime's defaults.
+	MaxWorkers  int
+	IdleTimeout time.Duration
+	KillGrace   time.Duration
+	Logger      *slog.Logger
+}
+
+// Host owns the live set of tools. It is safe for concurrent use.
+type Host struct {
+	layout Layout
+	home   string
+	opts   Options
+	log    *slog.Logger
+	llm    tool.LLM
+	grants *ask.Grants
+	loader *folderLoader
+
+	cat      atomic.Pointer[catalog]
+	reloadMu sync.Mutex // one reload at a time
+
+	subMu sync.Mutex
+	subs  map[int]chan<- ToolsChanged
+	next  int
+}
+
+// ToolsChanged is sent to subscribers after a reload changed the list.
+type ToolsChanged struct {
+	Added, Changed, Removed []string
+}
+
+// New makes a host and loads every tool folder once. A broken tool is listed with its
+// error; only a problem with the host's own set-up fails New.
+func New(ctx context.Context, opts Options) (*Host, error) {
+	if opts.Layout.Home == "" {
+		l, err := LayoutFromEnv(os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		opts.Layout = l
+	}
+	if err := opts.Layout.Ensure(); err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.ServerEnv == nil {
+		opts.ServerEnv = os.Environ()
+	}
+	if opts.LLM == nil {
+		opts.LLM = llm.Unconfigured{}
+	}
+	if opts.Grants == nil {
+		opts.Grants = ask.NewGrants(nil)
+	}
+	userHome, _ := os.UserHomeDir()
+	h := &Host{
+		layout: opts.Layout, home: userHome, opts: opts, log: opts.Logger,
+		llm: opts.LLM, grants: opts.Grants, subs: map[int]chan<- ToolsChanged{},
+	}
+	fl, err := newFolderLoader(h)
+	if err != nil {
+		return nil, err
+	}
+	h.loader = fl
+	h.cat.Store(emptyCatalog())
+	if err := h.Reload(ctx); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Layout returns where the host keeps its files.
+func (h *Host) Layout() Layout { return h.layout }
+
+// Tools lists every tool, serving or broken, sorted by name.
+func (h *Host) Tools() []Entry {
+	return append([]Entry(nil), h.cat.Load().entries...)
+}
+
+// Tool returns one tool's entry.
+func (h *Host) Tool(name string) (Entry, bool) {
+	for _, e := range h.cat.Load().entries {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// Registry returns the serving tools as a registry snapshot (for ListForLLM and the like).
+func (h *Host) Registry() *tool.Registry { return h.cat.Load().registry }
+
+// Subscribe delivers a ToolsChanged after each reload that changed the list, until the
+// returned cancel is called. A slow subscriber misses events rather than blocking reloads.
+func (h *Host) Subscribe(ch chan<- ToolsChanged) (cancel func()) {
+	h.subMu.Lock()
+	id := h.next
+	h.next++
+	h.subs[id] = ch
+	h.subMu.Unlock()
+	return func() {
+		h.subMu.Lock()
+		delete(h.subs, id)
+		h.subMu.Unlock()
+	}
+}
+
+func (h *Host) publish(ev ToolsChanged) {
+	if len(ev.Added)+len(ev.Changed)+len(ev.Removed) == 0 {
+		return
+	}
+	h.subMu.Lock()
+	defer h.subMu.Unlock()
+	for _, ch := range h.subs {
+		select {
+		case ch <- ev:
+		default:
+		}
+	}
+}
+
+// Close retires every version (letting calls in flight finish, bounded by ctx) and stops
+// all workers.
+func (h *Host) Close(ctx context.Context) error {
+	cat := h.cat.Swap(emptyCatalog())
+	var errs []error
+	for _, v := range cat.versions {
+		if err := v.retire(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s: %w", v.def.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// catalog is one immutable snapshot of the tool set.
+type catalog struct {
+	entries  []Entry             // every tool, sorted by name
+	versions map[string]*version // serving versions by tool name
+	registry *tool.Registry      // the serving tools
+	broken   map[string]string   // tool or folder name → why it cannot be called
+	folders  map[string]*version // folder path → its serving version, for reuse on reload
+}
+
+func emptyCatalog() *catalog {
+	return &catalog{versions: map[string]*version{}, registry: tool.NewRegistry(), broken: map[string]string{}, folders: map[string]*version{}}
+}
+
+// unavailable explains why name cannot be called.
+func (c *catalog) unavailable(name string) string {
+	if why, ok := c.broken[name]; ok {
+		return fmt.Sprintf("tool %s cannot be used: %s", name, why)
+	}
+	names := make([]string, 0, len(c.versions))
+	for n := range c.versions {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return fmt.Sprintf("unknown tool %q: no tools are available", name)
+	}
+	return fmt.Sprintf("unknown tool %q: available tools are %s", name, strings.Join(names, ", "))
+}
+
+// Validate loads one tool folder, wherever it is, the way a reload would, and reports the
+// entry it would list. Nothing is added to the live set.
+func (h *Host) Validate(ctx context.Context, dir string) Entry {
+	f := loader.Inspect(dir)
+	r := h.loader.loadFresh(ctx, f, nil)
+	if r.err != nil {
+		return Entry{Name: f.Name, Folder: f.Dir, Version: r.label, Kind: f.Kind, Runtime: r.runtime, Status: StatusError, Error: r.err.Error()}
+	}
+	defer func() { _ = r.fresh.retire(ctx) }()
+	e := r.fresh.entry
+	e.Env = h.envStatus(r.fresh.def.Env)
+	return e
+}

@@ -1,0 +1,303 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jean2/jean2/ask"
+	"github.com/jean2/jean2/policy"
+	"github.com/jean2/jean2/tool"
+	"github.com/jean2/jean2/toolfs"
+)
+
+// Workspace is the folder a call works in, plus the extra paths it may touch.
+type Workspace struct {
+	ID      string
+	Path    string
+	Allowed []string
+}
+
+// Call is one tool call as a caller (the harness, the CLI, MCP, the API) hands it to Invoke.
+type Call struct {
+	Tool      string
+	Args      json.RawMessage
+	CallID    string // the provider's tool-call id; one is made when empty
+	SessionID string // "" → a session of its own
+	Workspace Workspace
+
+	// Asker answers the call's asks (a terminal, a web client, an MCP client, a policy).
+	// Nil refuses every ask with an error that says no one can answer.
+	Asker tool.Asker
+	// Ledger is the turn's ledger; nil gives the call one of its own.
+	Ledger *tool.Ledger
+	// Session holds the conversation's facts; nil gives the call empty ones.
+	Session *tool.SessionFacts
+	// Progress receives progress reports; nil drops them.
+	Progress func(tool.Progress)
+	// Workspaces widens or narrows the workspace's allowed paths for good; nil keeps the
+	// change to this call.
+	Workspaces tool.WorkspacePaths
+}
+
+// Outcome is what came of a call.
+type Outcome struct {
+	CallID      string      `json:"callId"`
+	Tool        string      `json:"tool"`
+	ToolVersion string      `json:"toolVersion,omitempty"`
+	Result      tool.Result `json:"result"` // normalized; the visualization is kept here for people
+	// ModelText is what the model sees: the result without its visualization, cut to a
+	// preview when it overflows.
+	ModelText string    `json:"modelText"`
+	Overflow  *Overflow `json:"overflow,omitempty"`
+	// VisualizationError says why a visualization the tool returned was dropped.
+	VisualizationError string        `json:"visualizationError,omitempty"`
+	Duration           time.Duration `json:"duration"`
+}
+
+func newCallID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "call_" + hex.EncodeToString(b[:])
+}
+
+// Invoke runs one call on the tool version live now and never panics: an unknown or broken
+// tool, invalid arguments, a refused power, a crash or a timeout each come back as a failed
+// result whose text the model can act on.
+func (h *Host) Invoke(ctx context.Context, call Call) Outcome {
+	start := time.Now()
+	if call.CallID == "" {
+		call.CallID = newCallID()
+	}
+	out := Outcome{CallID: call.CallID, Tool: call.Tool}
+	finish := func(res tool.Result) Outcome {
+		out.Result = res.Normalize()
+		out.Duration = time.Since(start)
+		h.finishOutcome(&out, call)
+		return out
+	}
+
+	// A reload may retire the version between lookup and acquire; the next snapshot has
+	// its successor.
+	var v *version
+	var cat *catalog
+	for attempt := 0; ; attempt++ {
+		cat = h.cat.Load()
+		var ok bool
+		v, ok = cat.versions[call.Tool]
+		if !ok {
+			return finish(tool.Result{Error: cat.unavailable(call.Tool)})
+		}
+		if v.acquire() {
+			break
+		}
+		if attempt > 100 {
+			return finish(tool.Errorf("tool %s is being reloaded; try again", call.Tool))
+		}
+	}
+	defer v.release()
+	out.ToolVersion = v.entry.Version
+
+	c, done, err := h.callContext(call, v)
+	if err != nil {
+		return finish(tool.Errorf("%s: %v", call.Tool, err))
+	}
+	defer done()
+	return finish(cat.registry.Execute(ctx, call.Tool, call.Args, c))
+}
+
+// finishOutcome checks the visualization and makes the model's text, cutting overflow to a
+// file in the session's temporary folder.
+func (h *Host) finishOutcome(out *Outcome, call Call) {
+	if viz := out.Result.Visualization; viz != nil {
+		if err := tool.CheckVisualization(viz); err != nil {
+			out.VisualizationError = err.Error()
+			out.Result.Visualization = nil
+			h.log.Warn("visualization dropped", "tool", call.Tool, "call", out.CallID, "error", err)
+		}
+	}
+	text := out.Result.ModelJSON()
+	tempDir, err := h.layout.SessionTemp(sessionOrCall(call.SessionID, out.CallID))
+	if err != nil {
+		out.ModelText = string(text)
+		return
+	}
+	out.ModelText, out.Overflow, err = cutOverflow(text, tempDir, out.CallID)
+	if err != nil {
+		// Nothing is lost: the model gets the whole text when the file cannot be written.
+		h.log.Error("overflow file", "tool", call.Tool, "call", out.CallID, "error", err)
+		out.ModelText = string(text)
+	}
+}
+
+func sessionOrCall(sessionID, callID string) string {
+	if sessionID != "" {
+		return sessionID
+	}
+	return "call-" + safeName(callID)
+}
+
+// callContext builds the context whose powers the host enforces for one call.
+func (h *Host) callContext(call Call, v *version) (*tool.Context, func(), error) {
+	ws := call.Workspace
+	if ws.Path == "" {
+		return nil, nil, fmt.Errorf("the call has no workspace folder")
+	}
+	tempDir, err := h.layout.SessionTemp(sessionOrCall(call.SessionID, call.CallID))
+	if err != nil {
+		return nil, nil, err
+	}
+	asker := call.Asker
+	if asker == nil {
+		asker = ask.Refuse{}
+	}
+	c := tool.NewContext(tool.Context{
+		CallID:       call.CallID,
+		SessionID:    call.SessionID,
+		WorkspaceID:  ws.ID,
+		Workspace:    ws.Path,
+		AllowedPaths: append([]string(nil), ws.Allowed...),
+		TempDir:      tempDir,
+		Home:         h.home,
+		Tool:         v.def.Name,
+		ToolVersion:  v.entry.Hash,
+		LLM:          h.llm,
+		Env:          tool.NewEnv(v.env),
+		Logger:       h.log.With("tool", v.def.Name, "call", call.CallID),
+		Ledger:       call.Ledger,
+		Session:      call.Session,
+		Progress:     call.Progress,
+	})
+	broker := ask.NewBroker(ask.BrokerOptions{
+		Asker: asker, Grants: h.grants,
+		Tool: v.def.Name, ToolVersion: v.entry.Hash,
+		CallID: call.CallID, SessionID: call.SessionID, WorkspaceID: ws.ID,
+		Workspace: ws.Path, Home: h.home,
+	})
+	c.Asker = broker
+	fs := &liveFS{}
+	newFS := func(scope policy.Scope) *toolfs.FS {
+		return toolfs.New(toolfs.Options{Scope: scope, Tool: v.def.Name, CallID: call.CallID, Ledger: c.Ledger, Grants: broker})
+	}
+	fs.cur.Store(newFS(c.Scope()))
+	c.FS = fs
+	c.Workspaces = &callWorkspace{scope: c.Scope(), tool: v.def.Name, broker: broker, persist: call.Workspaces,
+		apply: func(scope policy.Scope) { fs.cur.Store(newFS(scope)) }}
+	// The broker forgets the call's once-grants when the call ends.
+	return c, broker.Close, nil
+}
+
+// liveFS is the call's file system; widening the workspace swaps in one with the new scope
+// while the call's other requests may be running.
+type liveFS struct{ cur atomic.Pointer[toolfs.FS] }
+
+func (l *liveFS) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	return l.cur.Load().ReadFile(ctx, p)
+}
+func (l *liveFS) WriteFile(ctx context.Context, p string, d []byte) error {
+	return l.cur.Load().WriteFile(ctx, p, d)
+}
+func (l *liveFS) AppendFile(ctx context.Context, p string, d []byte) error {
+	return l.cur.Load().AppendFile(ctx, p, d)
+}
+func (l *liveFS) ReadDir(ctx context.Context, p string) ([]tool.DirEntry, error) {
+	return l.cur.Load().ReadDir(ctx, p)
+}
+func (l *liveFS) Exists(ctx context.Context, p string) (bool, error) {
+	return l.cur.Load().Exists(ctx, p)
+}
+func (l *liveFS) Stat(ctx context.Context, p string) (tool.FileInfo, error) {
+	return l.cur.Load().Stat(ctx, p)
+}
+func (l *liveFS) Mkdir(ctx context.Context, p string, r bool) error {
+	return l.cur.Load().Mkdir(ctx, p, r)
+}
+func (l *liveFS) Remove(ctx context.Context, p string, r bool) error {
+	return l.cur.Load().Remove(ctx, p, r)
+}
+func (l *liveFS) Rename(ctx context.Context, from, to string) error {
+	return l.cur.Load().Rename(ctx, from, to)
+}
+
+var _ tool.FS = (*liveFS)(nil)
+
+// callWorkspace lets a tool widen its workspace only with a person's approval, and narrow it
+// freely. The change applies to the rest of the call and, when the caller gave a persistent
+// store, to the workspace for good.
+type callWorkspace struct {
+	tool    string
+	broker  tool.Asker
+	persist tool.WorkspacePaths
+	apply   func(policy.Scope)
+
+	mu    sync.Mutex
+	scope policy.Scope
+}
+
+// allowed returns the call's allowed paths now.
+func (w *callWorkspace) allowed() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.scope.Allowed...)
+}
+
+func (w *callWorkspace) AddWorkspacePath(ctx context.Context, p string) error {
+	w.mu.Lock()
+	scope := w.scope
+	w.mu.Unlock()
+	abs := scope.Resolve(p)
+	if scope.Blocked(abs) {
+		return fmt.Errorf("add %s to the workspace: it is a blocked system path", abs)
+	}
+	if scope.Inside(abs) {
+		return nil
+	}
+	answer, err := w.broker.Ask(ctx, tool.Ask{
+		Type: tool.AskPermission, Resource: "file", Risk: "high", Duration: tool.DurationOnce,
+		Question: fmt.Sprintf("Tool %s wants to add %s to the workspace, so it can read and write there.", w.tool, abs),
+		Paths:    []string{abs},
+	})
+	if err != nil {
+		return fmt.Errorf("add %s to the workspace: %w", abs, err)
+	}
+	if string(answer) != "true" {
+		return fmt.Errorf("add %s to the workspace: %s", abs, tool.UserRejection)
+	}
+	if w.persist != nil {
+		if err := w.persist.AddWorkspacePath(ctx, abs); err != nil {
+			return err
+		}
+	}
+	w.mu.Lock()
+	w.scope.Allowed = append(append([]string(nil), w.scope.Allowed...), abs)
+	w.apply(w.scope)
+	w.mu.Unlock()
+	return nil
+}
+
+func (w *callWorkspace) RemoveWorkspacePath(ctx context.Context, p string) error {
+	w.mu.Lock()
+	abs := w.scope.Resolve(p)
+	w.mu.Unlock()
+	if w.persist != nil {
+		if err := w.persist.RemoveWorkspacePath(ctx, abs); err != nil {
+			return err
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var kept []string
+	for _, a := range w.scope.Allowed {
+		if a != abs {
+			kept = append(kept, a)
+		}
+	}
+	w.scope.Allowed = kept
+	w.apply(w.scope)
+	return nil
+}

@@ -1,0 +1,81 @@
+package host
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Layout is where jean2 keeps its files. Everything lives under Home ($JEAN2_HOME,
+// default ~/.jean2) except the tools folder, which JEAN2_TOOLS_PATH may move.
+type Layout struct {
+	Home   string // $JEAN2_HOME
+	Tools  string // tool folders
+	Cache  string // bundles, definitions, runtime scripts, npm cache
+	DotEnv string // values for the variables tools declare
+	Temp   string // per-session temporary folders
+}
+
+// LayoutFromEnv computes the layout from JEAN2_HOME and JEAN2_TOOLS_PATH (getenv is
+// os.Getenv in production, a map in tests).
+func LayoutFromEnv(getenv func(string) string) (Layout, error) {
+	home := getenv("JEAN2_HOME")
+	if home == "" {
+		userHome, err := os.UserHomeDir()
+		if err != nil {
+			return Layout{}, fmt.Errorf("find home folder for ~/.jean2 (set JEAN2_HOME): %w", err)
+		}
+		home = filepath.Join(userHome, ".jean2")
+	}
+	home, err := filepath.Abs(home)
+	if err != nil {
+		return Layout{}, fmt.Errorf("JEAN2_HOME %q: %w", home, err)
+	}
+	l := Layout{
+		Home:   home,
+		Tools:  filepath.Join(home, "tools"),
+		Cache:  filepath.Join(home, "cache"),
+		DotEnv: filepath.Join(home, ".env"),
+		Temp:   filepath.Join(home, "tmp"),
+	}
+	if p := getenv("JEAN2_TOOLS_PATH"); p != "" {
+		if l.Tools, err = filepath.Abs(p); err != nil {
+			return Layout{}, fmt.Errorf("JEAN2_TOOLS_PATH %q: %w", p, err)
+		}
+	}
+	return l, nil
+}
+
+// Ensure creates the folders of the layout that jean2 writes to.
+func (l Layout) Ensure() error {
+	for _, d := range []string{l.Home, l.Tools, l.Cache, l.Temp} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// SessionTemp is the session's temporary folder (ctx.fs.tempDir), created on demand.
+func (l Layout) SessionTemp(sessionID string) (string, error) {
+	if !validID(sessionID) {
+		return "", fmt.Errorf("session id %q is not valid: use letters, digits, '-' and '_' (at most 128)", sessionID)
+	}
+	dir := filepath.Join(l.Temp, "sessions", sessionID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create session temp folder: %w", err)
+	}
+	return dir, nil
+}
+
+func validID(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}

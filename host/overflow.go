@@ -1,0 +1,63 @@
+package host
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"unicode/utf8"
+)
+
+// Overflow rule of the guide (REFERENCE §7): a result whose JSON exceeds OverflowLimit
+// characters is written whole to a file in the session's temporary folder, and the model gets
+// the first OverflowPreview characters and a note with the size and the path.
+const (
+	OverflowLimit   = 50_000
+	OverflowPreview = 10_000
+)
+
+// Overflow describes a result that was cut.
+type Overflow struct {
+	Path  string `json:"path"`  // the file holding the full result
+	Chars int    `json:"chars"` // the full result's length in characters
+}
+
+// cutOverflow returns the text for the model and, when the text was too long, where the
+// whole of it went. Characters are counted as Unicode code points.
+func cutOverflow(text []byte, tempDir, callID string) (string, *Overflow, error) {
+	n := utf8.RuneCount(text)
+	if n <= OverflowLimit {
+		return string(text), nil, nil
+	}
+	name := "tool-result-" + safeName(callID) + ".json"
+	path := filepath.Join(tempDir, name)
+	if err := os.WriteFile(path, text, 0o600); err != nil {
+		return "", nil, fmt.Errorf("write overflowing result to %s: %w", path, err)
+	}
+	preview := text
+	for i, count := 0, 0; i < len(text); count++ {
+		if count == OverflowPreview {
+			preview = text[:i]
+			break
+		}
+		_, size := utf8.DecodeRune(text[i:])
+		i += size
+	}
+	note := fmt.Sprintf("\n\n[Result truncated: %d characters in total; the first %d are shown above. The full result is in %s — read it with a file tool if you need the rest.]", n, OverflowPreview, path)
+	return string(preview) + note, &Overflow{Path: path, Chars: n}, nil
+}
+
+func safeName(s string) string {
+	if validID(s) {
+		return s
+	}
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 || len(b) > 100 {
+		return fmt.Sprintf("call-%d", len(s))
+	}
+	return string(b)
+}

@@ -1,0 +1,187 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/jean2/jean2/loader"
+	"github.com/jean2/jean2/tool"
+)
+
+// Reload rescans the tools folder and swaps in the new set. Unchanged folders keep their
+// version (and warm workers); a changed folder gets a new version while calls in flight
+// finish on the old one; a change that breaks a tool keeps the last good version serving,
+// with the error shown beside it.
+func (h *Host) Reload(ctx context.Context) error {
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
+	old := h.cat.Load()
+
+	folders, err := loader.Discover(h.layout.Tools)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("scan tools folder %s: %w", h.layout.Tools, err)
+	}
+
+	// Load folders in parallel; each result stands alone, so one bad tool cannot stop the
+	// others.
+	results := make([]folderResult, len(folders))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(2, runtime.NumCPU()))
+	for i, f := range folders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			results[i] = h.loader.load(ctx, f, old.folders[f.Dir])
+		}()
+	}
+	wg.Wait()
+
+	next := emptyCatalog()
+	var retire []*version
+	claim := func(name, owner string) error {
+		if prev, taken := next.versions[name]; taken {
+			where := "a tool compiled into jean2"
+			if prev.entry.Folder != "" {
+				where = "folder " + prev.entry.Folder
+			}
+			return fmt.Errorf("duplicate tool name %q: %s already defines it; rename one of them (%s)", name, where, owner)
+		}
+		return nil
+	}
+	for _, t := range h.opts.Builtins {
+		def := t.Definition()
+		v := old.versions[def.Name]
+		if v == nil || v.entry.Kind != "builtin" {
+			v = newVersion(Entry{Name: def.Name, Version: "builtin", Kind: "builtin", Runtime: "builtin", Status: StatusOK, Definition: &def}, def, t, nil)
+			v.env = h.loader.toolEnv(def.Env)
+		}
+		if err := claim(def.Name, "builtin"); err != nil {
+			next.broken[def.Name] = err.Error()
+			continue
+		}
+		if err := next.registry.Register(t); err != nil {
+			next.entries = append(next.entries, Entry{Name: def.Name, Kind: "builtin", Runtime: "builtin", Status: StatusError, Error: err.Error()})
+			next.broken[def.Name] = err.Error()
+			continue
+		}
+		next.versions[def.Name] = v
+		next.entries = append(next.entries, v.entry)
+	}
+	for i, r := range results {
+		f := folders[i]
+		v := r.serving
+		if v == nil {
+			e := Entry{Name: f.Name, Folder: f.Dir, Version: r.label, Kind: f.Kind, Runtime: r.runtime, Status: StatusError, Error: r.err.Error()}
+			next.entries = append(next.entries, e)
+			next.broken[f.Name] = r.err.Error()
+			continue
+		}
+		name := v.def.Name
+		if err := claim(name, "folder "+f.Dir); err != nil {
+			if v != old.folders[f.Dir] {
+				retire = append(retire, v)
+			}
+			e := v.entry
+			e.Status, e.Error = StatusError, err.Error()
+			next.entries = append(next.entries, e)
+			next.broken[f.Name] = err.Error()
+			continue
+		}
+		if err := next.registry.Register(v.tool); err != nil {
+			if v != old.folders[f.Dir] {
+				retire = append(retire, v)
+			}
+			e := v.entry
+			e.Status, e.Error = StatusError, err.Error()
+			next.entries = append(next.entries, e)
+			next.broken[name] = err.Error()
+			continue
+		}
+		e := v.entry
+		if r.err != nil {
+			// The folder changed and the change is broken: the last good version serves.
+			e.Error = fmt.Sprintf("%s failed to load: %v; still serving %s", r.label, r.err, v.entry.Version)
+		}
+		e.Env = h.envStatus(v.def.Env)
+		v.entry.Env = e.Env
+		next.versions[name] = v
+		next.folders[f.Dir] = v
+		next.entries = append(next.entries, e)
+	}
+	sort.SliceStable(next.entries, func(i, j int) bool { return next.entries[i].Name < next.entries[j].Name })
+
+	h.cat.Store(next)
+
+	// Versions no longer serving drain in the background: their calls in flight finish on
+	// the version they started on.
+	var ev ToolsChanged
+	for name, v := range old.versions {
+		nv, ok := next.versions[name]
+		switch {
+		case !ok:
+			ev.Removed = append(ev.Removed, name)
+			retire = append(retire, v)
+		case nv != v:
+			ev.Changed = append(ev.Changed, name)
+			retire = append(retire, v)
+		}
+	}
+	for name := range next.versions {
+		if _, ok := old.versions[name]; !ok {
+			ev.Added = append(ev.Added, name)
+		}
+	}
+	for _, v := range retire {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			if err := v.retire(ctx); err != nil {
+				h.log.Warn("stop retired tool version", "tool", v.def.Name, "version", v.entry.Version, "error", err)
+			}
+		}()
+	}
+	sort.Strings(ev.Added)
+	sort.Strings(ev.Changed)
+	sort.Strings(ev.Removed)
+	h.publish(ev)
+	return nil
+}
+
+// folderResult is what loading one folder came to.
+type folderResult struct {
+	serving *version // the version to serve: the fresh one, or the previous one kept
+	fresh   *version // the version built from the folder as it is now, when it loaded
+	err     error    // why the folder as it is now cannot serve
+	label   string   // the version label of the folder as it is now
+	runtime string
+}
+
+// definitionMeta is what the host caches beside a bundle so a start with cached bundles
+// needs no worker to know the tool.
+type definitionMeta struct {
+	Definition tool.Definition `json:"definition"`
+	Shape      string          `json:"shape"`
+	Runtime    string          `json:"runtime"`
+}
+
+func (h *Host) envStatus(names []string) []EnvStatus {
+	if len(names) == 0 {
+		return nil
+	}
+	vals := h.loader.toolEnv(names)
+	out := make([]EnvStatus, len(names))
+	for i, n := range names {
+		_, set := vals[n]
+		out[i] = EnvStatus{Name: n, Set: set, Withheld: h.loader.withheld(n)}
+	}
+	return out
+}
+

@@ -1,0 +1,70 @@
+package host
+
+import (
+	"context"
+	"sync"
+
+	"github.com/jean2/jean2/tool"
+)
+
+// version is one loaded version of a tool: what runs it and how many calls it is serving.
+// A reload retires versions that are no longer live; a retired version takes no new calls,
+// finishes the ones it has, then stops its workers.
+type version struct {
+	entry Entry
+	def   tool.Definition
+	tool  tool.Tool
+	env   map[string]string // the declared variables with values, for ctx.env
+	// stop releases what the version holds (its worker pool); nil for built-in tools.
+	stop func(ctx context.Context) error
+
+	mu       sync.Mutex
+	inflight int
+	retired  bool
+	idle     chan struct{} // closed when retired and no call is in flight
+}
+
+func newVersion(e Entry, def tool.Definition, t tool.Tool, stop func(context.Context) error) *version {
+	return &version{entry: e, def: def, tool: t, stop: stop, idle: make(chan struct{})}
+}
+
+// acquire registers a call; it fails once the version is retired.
+func (v *version) acquire() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.retired {
+		return false
+	}
+	v.inflight++
+	return true
+}
+
+func (v *version) release() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.inflight--
+	if v.retired && v.inflight == 0 {
+		close(v.idle)
+	}
+}
+
+// retire stops new calls, waits (bounded by ctx) for the calls in flight, and stops the
+// version's workers.
+func (v *version) retire(ctx context.Context) error {
+	v.mu.Lock()
+	if !v.retired {
+		v.retired = true
+		if v.inflight == 0 {
+			close(v.idle)
+		}
+	}
+	v.mu.Unlock()
+	select {
+	case <-v.idle:
+	case <-ctx.Done():
+	}
+	if v.stop == nil {
+		return nil
+	}
+	return v.stop(ctx)
+}
