@@ -24,7 +24,7 @@ type callHandler struct {
 func decode[T any](params json.RawMessage) (T, error) {
 	var v T
 	if err := json.Unmarshal(params, &v); err != nil {
-		return v, rpcError(workerproto.CodeInvalidParams, "invalid params: " + err.Error(), nil)
+		return v, rpcError(workerproto.CodeInvalidParams, "invalid params: "+err.Error(), nil)
 	}
 	return v, nil
 }
@@ -238,7 +238,7 @@ func wireBytes(data, encoding string) ([]byte, error) {
 	case "base64":
 		b, err := base64.StdEncoding.DecodeString(data)
 		if err != nil {
-			return nil, rpcError(workerproto.CodeInvalidParams, "data is not valid base64: " + err.Error(), nil)
+			return nil, rpcError(workerproto.CodeInvalidParams, "data is not valid base64: "+err.Error(), nil)
 		}
 		return b, nil
 	}

@@ -184,4 +184,3 @@ func (h *Host) envStatus(names []string) []EnvStatus {
 	}
 	return out
 }
-
