@@ -66,6 +66,9 @@ type Options struct {
 // FS is a call's file system, enforced by the host. It is safe for concurrent use.
 type FS struct {
 	opts Options
+	// roots are the scope roots' real locations, resolved once: a call is short, and a root
+	// swapped for a link afterwards can only make the old location the one that counts.
+	roots []string
 }
 
 var _ tool.FS = (*FS)(nil)
@@ -83,7 +86,13 @@ func New(opts Options) *FS {
 	if o.MaxSnapshotBytes <= 0 {
 		o.MaxSnapshotBytes = DefaultMaxSnapshotBytes
 	}
-	return &FS{opts: o}
+	f := &FS{opts: o}
+	for _, root := range o.Scope.Roots() {
+		if root != "" && filepath.IsAbs(root) {
+			f.roots = append(f.roots, policy.Real(root))
+		}
+	}
+	return f
 }
 
 // target is a path after the policy check: where the operation happens.
@@ -123,9 +132,10 @@ func (f *FS) check(op, p string, write, follow bool) (target, *Error) {
 	default:
 		t.real = filepath.Join(policy.Real(filepath.Dir(resolved)), filepath.Base(resolved))
 	}
-	// Blocked is judged on the path as given and on the place actually touched: rm of a
-	// link that sits in /etc is as blocked as rm of /etc/passwd.
-	if f.opts.Scope.Blocked(p) || f.opts.Scope.Blocked(t.real) {
+	// Blocked is judged on the path as given (and where it leads) and, when the final link
+	// is not followed, on the place actually touched: rm of a link that sits in /etc is as
+	// blocked as rm of /etc/passwd.
+	if f.opts.Scope.Blocked(p) || (!follow && f.opts.Scope.Blocked(t.real)) {
 		return deny("EPERM", ErrBlocked)
 	}
 	if !f.allowed(t.real, write) {
@@ -142,8 +152,8 @@ func outsideErr(real string) error {
 // allowed reports whether real (a resolved real path) lies in a scope root or is covered
 // by a grant.
 func (f *FS) allowed(real string, write bool) bool {
-	for _, root := range f.opts.Scope.Roots() {
-		if root != "" && filepath.IsAbs(root) && policy.Within(real, policy.Real(root)) {
+	for _, root := range f.roots {
+		if policy.Within(real, root) {
 			return true
 		}
 	}
