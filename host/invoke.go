@@ -243,7 +243,7 @@ type callWorkspace struct {
 func (w *callWorkspace) allowed() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]string(nil), w.scope.Allowed...)
+	return append([]string{}, w.scope.Allowed...)
 }
 
 func (w *callWorkspace) AddWorkspacePath(ctx context.Context, p string) error {
