@@ -262,6 +262,11 @@ func putState(path string, st *tool.FileState, current fs.FileInfo) error {
 		if err := os.RemoveAll(path); err != nil {
 			return err
 		}
+	} else if current != nil && current.Mode().Perm()&0o200 == 0 {
+		// A read-only file is written in place like any other; its recorded mode is set after.
+		if err := os.Chmod(path, 0o600); err != nil {
+			return err
+		}
 	}
 	// O_TRUNC in place keeps the inode, so hard links to the file see the old content again.
 	file, err := openNoSymlinks(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
