@@ -10,6 +10,7 @@ import (
 
 	"github.com/jean2/jean2/internal/jsonrpc"
 	"github.com/jean2/jean2/internal/workerproto"
+	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/tool"
 	"github.com/jean2/jean2/toolfs"
 )
@@ -214,6 +215,11 @@ func (h *callHandler) Notify(method string, params json.RawMessage) {
 		}
 		if p.Tool == "" {
 			p.Tool = c.Tool
+		}
+		// Resolve the path the way the host records its own changes, so one file counts
+		// once in "Changed N files" whichever way it was named.
+		if p.Disk {
+			p.Path = policy.Real(c.ResolvePath(p.Path))
 		}
 		c.Ledger.Record(tool.Change{Path: p.Path, Tool: p.Tool, CallID: c.CallID, Disk: p.Disk, OK: p.OK, Error: p.Error})
 	}

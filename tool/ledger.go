@@ -8,14 +8,16 @@ import (
 
 // Change is one entry of a turn's ledger: a file the turn changed, or tried to.
 type Change struct {
-	Path   string    `json:"path"`
-	Tool   string    `json:"tool"`
-	CallID string    `json:"callId,omitempty"`
-	Op     string    `json:"op,omitempty"` // write, append, mkdir, rm, rename, or "" when the tool recorded it
-	Disk   bool      `json:"disk"`
-	OK     bool      `json:"ok"`
-	Error  string    `json:"error,omitempty"`
-	At     time.Time `json:"at"`
+	Path   string `json:"path"`
+	Tool   string `json:"tool"`
+	CallID string `json:"callId,omitempty"`
+	Op     string `json:"op,omitempty"` // write, append, mkdir, rm, rename, or "" when the tool recorded it
+	// Disk is false when the change never reached the disk: refused by policy, or failed
+	// before anything changed. Such entries carry no undo data and Restore skips them.
+	Disk  bool      `json:"disk"`
+	OK    bool      `json:"ok"`
+	Error string    `json:"error,omitempty"`
+	At    time.Time `json:"at"`
 	// Before is what stood at Path before the change, for putting it back. Nil when the
 	// tool recorded the change itself and the host holds no undo data.
 	Before *FileState `json:"before,omitempty"`
