@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // ErrClosed is (wrapped in) the error of every call that could not finish because the
@@ -63,12 +64,16 @@ type Conn struct {
 
 	mu      sync.Mutex
 	pending map[int64]*Pending
+	waiting atomic.Int64 // len(pending), readable without the lock
 	err     error // why the connection ended; nil while it runs
 
 	wmu     sync.Mutex
 	wcond   *sync.Cond
 	wbuf    []byte // messages waiting for the writer goroutine
 	wclosed bool
+	writing bool            // a write is in progress (caller's or the writer goroutine's)
+	spare   []byte          // the caller-side write buffer, reused
+	raw     syscall.RawConn // w as a pollable file, for non-blocking writes; nil otherwise
 
 	writerDone chan struct{}
 	done       chan struct{}
@@ -97,6 +102,11 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts *Options) *Conn {
 		done:       make(chan struct{}),
 	}
 	c.wcond = sync.NewCond(&c.wmu)
+	if sc, ok := w.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			c.raw = rc
+		}
+	}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	go c.writeLoop()
 	go c.readLoop()
@@ -146,7 +156,10 @@ func (p *Pending) Result() (json.RawMessage, error) {
 // Abandon stops waiting for the answer; a late answer is ignored.
 func (p *Pending) Abandon() {
 	p.conn.mu.Lock()
-	delete(p.conn.pending, p.id)
+	if _, ok := p.conn.pending[p.id]; ok {
+		delete(p.conn.pending, p.id)
+		p.conn.waiting.Add(-1)
+	}
 	p.conn.mu.Unlock()
 }
 
@@ -164,6 +177,7 @@ func (c *Conn) Start(method string, params any) (*Pending, error) {
 		return nil, err
 	}
 	c.pending[p.id] = p
+	c.waiting.Add(1)
 	c.mu.Unlock()
 	if err := c.write(func(b []byte) []byte { return appendRequest(b, p.id, method, raw) }); err != nil {
 		p.Abandon()
@@ -233,6 +247,7 @@ func (c *Conn) fail(cause error) {
 	c.err = cause
 	pending := c.pending
 	c.pending = nil
+	c.waiting.Store(0)
 	err := c.closedError()
 	c.mu.Unlock()
 
@@ -255,7 +270,10 @@ func (c *Conn) fail(cause error) {
 	}
 }
 
-// write queues one message for the writer goroutine.
+// write sends one message. When nothing else is being written, the caller writes it itself
+// with a single non-blocking attempt, which saves waking the writer goroutine on the common
+// path; whatever does not fit (the peer is not reading) and whatever is queued meanwhile is
+// left to the writer goroutine, so a caller never blocks on a full pipe.
 func (c *Conn) write(build func([]byte) []byte) error {
 	c.wmu.Lock()
 	if c.wclosed {
@@ -265,9 +283,71 @@ func (c *Conn) write(build func([]byte) []byte) error {
 		return c.closedError()
 	}
 	c.wbuf = build(c.wbuf)
-	c.wcond.Signal()
+	// Only an otherwise idle connection writes on the caller's goroutine: there latency is
+	// what counts. With several requests in flight, queueing lets the writer goroutine batch
+	// them into fewer system calls, which is what throughput needs.
+	if c.writing || c.raw == nil || c.waiting.Load() > 1 {
+		c.wcond.Signal()
+		c.wmu.Unlock()
+		return nil
+	}
+	c.writing = true
+	out := c.wbuf
+	c.wbuf = c.spare[:0]
+	c.wmu.Unlock()
+
+	n, err := tryWrite(c.raw, out)
+
+	c.wmu.Lock()
+	c.writing = false
+	if err != nil {
+		c.wmu.Unlock()
+		c.fail(fmt.Errorf("jsonrpc: write: %w", err))
+		return nil
+	}
+	if n < len(out) {
+		// The rest goes first, before what was queued while this write ran.
+		c.wbuf = append(append(make([]byte, 0, len(out)-n+len(c.wbuf)), out[n:]...), c.wbuf...)
+	} else {
+		c.spare = out[:0]
+	}
+	if len(c.wbuf) > 0 {
+		c.wcond.Signal()
+	}
 	c.wmu.Unlock()
 	return nil
+}
+
+// tryWrite makes one non-blocking write attempt on a pollable file.
+func tryWrite(rc syscall.RawConn, b []byte) (int, error) {
+	var n int
+	var werr error
+	err := rc.Write(func(fd uintptr) bool {
+		for n < len(b) {
+			m, err := syscall.Write(int(fd), b[n:])
+			if m > 0 {
+				n += m
+			}
+			if err == syscall.EINTR {
+				continue
+			}
+			if err == syscall.EAGAIN {
+				return true // full: leave the rest to the writer goroutine
+			}
+			if err != nil {
+				werr = err
+				return true
+			}
+			if m == 0 {
+				return true
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return n, err
+	}
+	return n, werr
 }
 
 // writeLoop writes whatever has queued up since its last write in one system call, so
@@ -277,17 +357,26 @@ func (c *Conn) writeLoop() {
 	var out []byte
 	for {
 		c.wmu.Lock()
-		for len(c.wbuf) == 0 && !c.wclosed {
+		for (len(c.wbuf) == 0 || c.writing) && !c.wclosed {
 			c.wcond.Wait()
 		}
 		if c.wclosed {
 			c.wmu.Unlock()
 			return
 		}
+		c.writing = true
 		out, c.wbuf = c.wbuf, out[:0]
 		c.wmu.Unlock()
 
-		if _, err := c.w.Write(out); err != nil {
+		_, err := c.w.Write(out)
+
+		c.wmu.Lock()
+		c.writing = false
+		if len(c.wbuf) > 0 {
+			c.wcond.Signal()
+		}
+		c.wmu.Unlock()
+		if err != nil {
 			c.fail(fmt.Errorf("jsonrpc: write: %w", err))
 			return
 		}
@@ -357,7 +446,10 @@ func (c *Conn) deliver(m *message) {
 	}
 	c.mu.Lock()
 	p := c.pending[id]
-	delete(c.pending, id)
+	if p != nil {
+		delete(c.pending, id)
+		c.waiting.Add(-1)
+	}
 	c.mu.Unlock()
 	if p == nil {
 		c.log.Debug("jsonrpc: ignoring response nobody waits for", "id", id)

@@ -533,11 +533,25 @@ class Call {
     this.rpcID = rpcID;
     this.id = callId;
     this.cc = cc;
-    this.controller = new AbortController();
+    // The AbortController is made when the tool first looks at its signal: most calls never
+    // do, and a controller is among the costliest things a call would otherwise allocate.
+    this.controller = null;
+    this.abortReason = undefined;
+  }
+  get signal() {
+    if (this.controller === null) {
+      this.controller = new AbortController();
+      if (this.abortReason !== undefined) this.controller.abort(this.abortReason);
+    }
+    return this.controller.signal;
   }
   abort(reason) {
-    if (this.controller.signal.aborted) return;
-    this.controller.abort(new DOMException(reason, 'AbortError'));
+    const err = new DOMException(reason, 'AbortError');
+    if (this.controller === null) {
+      if (this.abortReason === undefined) this.abortReason = err;
+    } else if (!this.controller.signal.aborted) {
+      this.controller.abort(err);
+    }
   }
 }
 
@@ -558,7 +572,7 @@ async function execute(id, params) {
   calls.set(call.id, call);
   let result;
   try {
-    result = await tool.execute(params.input ?? {}, makeContext(call));
+    result = await tool.execute(params.input ?? {}, new ToolContext(call));
   } catch (err) {
     result = { success: false, error: errorMessage(err) };
   } finally {
@@ -575,61 +589,64 @@ async function execute(id, params) {
   sendResult(id, json);
 }
 
-function makeContext(call) {
-  const cc = call.cc;
-  const callId = call.id;
-  const signal = call.controller.signal;
-  const workspace = typeof cc.workspacePath === 'string' ? cc.workspacePath : '';
-  const tempDir = typeof cc.tempDir === 'string' ? cc.tempDir : '';
-  const vars = isObject(cc.env) ? cc.env : {};
-
-  const ctx = {
-    sessionId: typeof cc.sessionId === 'string' ? cc.sessionId : '',
-    workspacePath: workspace,
-    workspaceId: typeof cc.workspaceId === 'string' && cc.workspaceId ? cc.workspaceId : undefined,
-    callId,
-    abortSignal: signal,
-    signal,
-    allowedPaths: Array.isArray(cc.allowedPaths) ? cc.allowedPaths.slice() : [],
-    fs: null,
-    llm: {
+// ToolContext is what execute receives. Its members are own properties, except abortSignal
+// and its alias signal: accessors on the prototype that make the call's AbortController on
+// first use. Making one for every call was by far the largest cost of a trivial call, and
+// accessors on the object itself would cost almost as much. A spread copy ({...ctx}) does
+// not carry them: hand on ctx itself, or copy the signal explicitly.
+class ToolContext {
+  #call;
+  constructor(call) {
+    this.#call = call;
+    const cc = call.cc;
+    const callId = call.id;
+    const workspace = typeof cc.workspacePath === 'string' ? cc.workspacePath : '';
+    const tempDir = typeof cc.tempDir === 'string' ? cc.tempDir : '';
+    const vars = isObject(cc.env) ? cc.env : {};
+    this.sessionId = typeof cc.sessionId === 'string' ? cc.sessionId : '';
+    this.workspacePath = workspace;
+    this.workspaceId = typeof cc.workspaceId === 'string' && cc.workspaceId ? cc.workspaceId : undefined;
+    this.callId = callId;
+    this.allowedPaths = Array.isArray(cc.allowedPaths) ? cc.allowedPaths.slice() : [];
+    this.fs = makeFS(callId, workspace, tempDir);
+    this.llm = {
       generateText: (req) => request('llm.generateText', { callId, request: req }),
       generateStructured: (req) => request('llm.generateStructured', { callId, request: req }),
-    },
-    ask: (ask) => request('ask', { callId, ask }),
-    env: {
+    };
+    this.ask = (ask) => request('ask', { callId, ask });
+    this.env = {
       get: (key) => (Object.hasOwn(vars, key) ? String(vars[key]) : undefined),
       require: (key) => {
         if (!Object.hasOwn(vars, key)) throw new Error(`Required environment variable not set: ${key}`);
         return String(vars[key]);
       },
-    },
-    logger: {
+    };
+    this.logger = {
       debug: (message, data) => log(callId, 'debug', message, data),
       info: (message, data) => log(callId, 'info', message, data),
       warn: (message, data) => log(callId, 'warn', message, data),
       error: (message, data) => log(callId, 'error', message, data),
-    },
-    fetch: (input, init) => globalThis.fetch(input, init && init.signal ? init : { ...init, signal }),
-    resolvePath: (p) => resolvePath(p, workspace),
-    isWithinWorkspace: (p) => insideAny(resolvePath(p, workspace), [workspace, ...ctx.allowedPaths]),
-    isSensitivePath: (p) => isSensitive(resolvePath(p, workspace)),
-    isBlockedPath: (p) => scopeBlocked(resolvePath(p, workspace), [workspace, ...ctx.allowedPaths, tempDir]),
-    ledger: {
+    };
+    this.fetch = (input, init) => globalThis.fetch(input, init && init.signal ? init : { ...init, signal: call.signal });
+    this.resolvePath = (p) => resolvePath(p, workspace);
+    this.isWithinWorkspace = (p) => insideAny(resolvePath(p, workspace), [workspace, ...this.allowedPaths]);
+    this.isSensitivePath = (p) => isSensitive(resolvePath(p, workspace));
+    this.isBlockedPath = (p) => scopeBlocked(resolvePath(p, workspace), [workspace, ...this.allowedPaths, tempDir]);
+    this.ledger = {
       record: (change) => {
         const c = isObject(change) ? change : {};
         const params = { callId, path: String(c.path ?? ''), tool: String(c.tool ?? ''), disk: !!c.disk, ok: !!c.ok };
         if (c.error !== undefined && c.error !== null) params.error = String(c.error);
         notify('ledger.record', params);
       },
-    },
-    session: {
+    };
+    this.session = {
       get: (key) => request('session.get', { callId, key: String(key) }),
       set: async (key, value) => {
         await request('session.set', { callId, key: String(key), value: value === undefined ? null : value });
       },
-    },
-    progress: (event) => {
+    };
+    this.progress = (event) => {
       const e = typeof event === 'string' ? { message: event } : isObject(event) ? event : {};
       const params = { callId };
       if (e.message !== undefined) params.message = String(e.message);
@@ -637,18 +654,28 @@ function makeContext(call) {
       if (typeof e.total === 'number') params.total = e.total;
       if (e.data !== undefined) params.data = e.data;
       sendNotification('progress', params);
-    },
-    addWorkspacePath: async (p) => {
+    };
+    this.addWorkspacePath = async (p) => {
       const r = await request('workspace.addPath', { callId, path: pathArg(p, 'addWorkspacePath') });
-      if (r && Array.isArray(r.allowedPaths)) ctx.allowedPaths = r.allowedPaths.slice();
-    },
-    removeWorkspacePath: async (p) => {
+      if (r && Array.isArray(r.allowedPaths)) this.allowedPaths = r.allowedPaths.slice();
+    };
+    this.removeWorkspacePath = async (p) => {
       const r = await request('workspace.removePath', { callId, path: pathArg(p, 'removeWorkspacePath') });
-      if (r && Array.isArray(r.allowedPaths)) ctx.allowedPaths = r.allowedPaths.slice();
-    },
-  };
-  ctx.fs = makeFS(callId, workspace, tempDir);
-  return ctx;
+      if (r && Array.isArray(r.allowedPaths)) this.allowedPaths = r.allowedPaths.slice();
+    };
+  }
+  get abortSignal() {
+    return this.#call.signal;
+  }
+  set abortSignal(v) {
+    Object.defineProperty(this, 'abortSignal', { value: v, writable: true, enumerable: true, configurable: true });
+  }
+  get signal() {
+    return this.#call.signal;
+  }
+  set signal(v) {
+    Object.defineProperty(this, 'signal', { value: v, writable: true, enumerable: true, configurable: true });
+  }
 }
 
 function makeFS(callId, workspace, tempDir) {

@@ -11,8 +11,10 @@ type call struct {
 	id      string
 	handler CallHandler
 	worker  *worker // set once dispatched; guarded by pool.mu
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
+	// dispatched is when it went to its worker (since pool.epoch); guarded by pool.mu.
+	dispatched int64
+	ctx        context.Context
+	cancel     context.CancelCauseFunc
 
 	// The timeout clock. It runs while the call works and stands still while a request of
 	// the call waits on a person, so a slow answer does not eat the tool's time.

@@ -135,7 +135,7 @@ func (e *CallError) Unwrap() error { return e.Err }
 // An error a CallHandler returns may carry its JSON-RPC code and data by implementing these;
 // the worker rethrows it to the tool with that code (data.code becomes err.code in JS).
 type (
-	coder interface{ ErrorCode() int }
+	coder  interface{ ErrorCode() int }
 	dataer interface{ ErrorData() any }
 )
 

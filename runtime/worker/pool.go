@@ -30,6 +30,12 @@ type PoolOptions struct {
 	// at least this many calls in flight (default 8). Calls never wait for that start; they
 	// go to the least-loaded worker meanwhile.
 	CallsPerWorker int
+	// ScaleAfter adds a condition to starting another worker: the calls in flight on the
+	// least-loaded worker must have been running this long on average (default 5ms;
+	// negative: not checked). A worker that turns calls around in microseconds is not
+	// loaded however many are in flight, and on a small machine a second process would only
+	// compete with the first (and the host) for the same cores.
+	ScaleAfter time.Duration
 	// IdleTimeout stops a worker that has run no call for this long (default 5 minutes;
 	// negative: never).
 	IdleTimeout time.Duration
@@ -102,6 +108,7 @@ type Pool struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // starts, monitors, the reaper
 
+	epoch   time.Time // dispatch times are kept as offsets from it
 	seq     atomic.Int64
 	started atomic.Int64
 
@@ -130,6 +137,9 @@ func NewPool(l Launcher, opts PoolOptions) *Pool {
 	if opts.CallsPerWorker <= 0 {
 		opts.CallsPerWorker = 8
 	}
+	if opts.ScaleAfter == 0 {
+		opts.ScaleAfter = 5 * time.Millisecond
+	}
 	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = 5 * time.Minute
 	}
@@ -156,7 +166,7 @@ func NewPool(l Launcher, opts PoolOptions) *Pool {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Pool{
-		launcher: l, opts: opts,
+		launcher: l, opts: opts, epoch: time.Now(),
 		log:   log.With("tool", opts.Name, "runtime", l.Kind),
 		calls: make(map[string]*call),
 	}
@@ -242,12 +252,12 @@ func (p *Pool) startLocked() *startAttempt {
 }
 
 // acquire picks the least-loaded worker for a call, starting workers as the load requires.
-func (p *Pool) acquire(ctx context.Context) (*worker, error) {
+func (p *Pool) acquire(ctx context.Context) (*worker, time.Time, error) {
 	for {
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
-			return nil, fmt.Errorf("tool %s: %w", p.opts.Name, ErrPoolClosed)
+			return nil, time.Time{}, fmt.Errorf("tool %s: %w", p.opts.Name, ErrPoolClosed)
 		}
 		var best *worker
 		for _, w := range p.workers {
@@ -255,25 +265,40 @@ func (p *Pool) acquire(ctx context.Context) (*worker, error) {
 				best = w
 			}
 		}
-		if (best == nil || best.load >= p.opts.CallsPerWorker) && len(p.workers)+p.starting < p.opts.MaxWorkers {
+		now := time.Now()
+		if (best == nil || p.saturated(best, now)) && len(p.workers)+p.starting < p.opts.MaxWorkers {
 			p.startLocked()
 		}
 		if best != nil {
 			best.load++
+			best.startSum += int64(now.Sub(p.epoch))
 			p.mu.Unlock()
-			return best, nil
+			return best, now, nil
 		}
 		att := p.attempt
 		p.mu.Unlock()
 		select {
 		case <-att.done:
 			if att.err != nil {
-				return nil, att.err
+				return nil, time.Time{}, att.err
 			}
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, time.Time{}, ctx.Err()
 		}
 	}
+}
+
+// saturated reports whether the least-loaded worker is loaded enough to start another;
+// p.mu must be held.
+func (p *Pool) saturated(best *worker, now time.Time) bool {
+	if best.load < p.opts.CallsPerWorker {
+		return false
+	}
+	if p.opts.ScaleAfter < 0 || best.load == 0 {
+		return true
+	}
+	avgAge := now.Sub(p.epoch) - time.Duration(best.startSum/int64(best.load))
+	return avgAge >= p.opts.ScaleAfter
 }
 
 // retire takes a worker out of dispatch; it takes no new calls.
@@ -334,7 +359,7 @@ func (p *Pool) Execute(ctx context.Context, c Call, h CallHandler) (json.RawMess
 	p.mu.Unlock()
 	defer p.finish(cl)
 
-	w, err := p.acquire(ctx)
+	w, dispatched, err := p.acquire(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, &StoppedError{Tool: p.opts.Name, CallID: id, Cause: context.Cause(ctx)}
@@ -343,6 +368,7 @@ func (p *Pool) Execute(ctx context.Context, c Call, h CallHandler) (json.RawMess
 	}
 	p.mu.Lock()
 	cl.worker = w
+	cl.dispatched = int64(dispatched.Sub(p.epoch))
 	p.mu.Unlock()
 
 	cl.startClock(c.Timeout)
@@ -378,6 +404,7 @@ func (p *Pool) finish(cl *call) {
 	p.inflight--
 	if w := cl.worker; w != nil {
 		w.load--
+		w.startSum -= cl.dispatched
 		w.lastUsed = time.Now()
 	}
 	if p.inflight == 0 && p.drained != nil {

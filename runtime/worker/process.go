@@ -45,6 +45,7 @@ type worker struct {
 
 	// Guarded by pool.mu.
 	load     int
+	startSum int64 // sum of the dispatch times (since pool.epoch) of the calls in flight
 	lastUsed time.Time
 	retired  bool // no longer takes calls: dying, stopping or dead
 

@@ -1,0 +1,181 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jean2/jean2/runtime/worker"
+)
+
+const trivialTool = `
+export const definition = { name: 'trivial', description: 'Returns ok.', inputSchema: { type: 'object' } };
+export async function execute() { return { success: true, result: { ok: true } }; }
+`
+
+// benchRuntimes runs f against Node and Bun.
+func benchRuntimes(b *testing.B, f func(b *testing.B, rt Runtime)) {
+	for _, rt := range runtimes(b) {
+		b.Run(rt.Kind, func(b *testing.B) { f(b, rt) })
+	}
+}
+
+func benchPool(b *testing.B, rt Runtime, opts worker.PoolOptions) *worker.Pool {
+	b.Helper()
+	dir := b.TempDir()
+	bundle := filepath.Join(dir, "tool.mjs")
+	if err := os.WriteFile(bundle, []byte(trivialTool), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	opts.Name = "trivial"
+	opts.Init.Bundle = bundle
+	opts.Init.ToolDir = dir
+	p := worker.NewPool(NewLauncher(rt, LauncherOptions{CacheDir: b.TempDir(), Dir: dir}), opts)
+	b.Cleanup(func() { p.Close(context.Background()) })
+	if _, err := p.Load(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+var benchCallContext = json.RawMessage(`{}`)
+
+// BenchmarkCallOverhead is one call at a time through Pool.Execute to a trivial tool.
+func BenchmarkCallOverhead(b *testing.B) {
+	benchRuntimes(b, func(b *testing.B, rt Runtime) {
+		p := benchPool(b, rt, worker.PoolOptions{MaxWorkers: 1})
+		ctx := context.Background()
+		h := &fakeHost{}
+		call := worker.Call{ID: "c", Input: benchCallContext, Timeout: 30 * time.Second}
+		call.Context.WorkspacePath = "/tmp"
+		for range 2000 { // warm up the JIT on both sides
+			if _, err := p.Execute(ctx, call, h); err != nil {
+				b.Fatal(err)
+			}
+		}
+		lat := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for b.Loop() {
+			t0 := time.Now()
+			if _, err := p.Execute(ctx, call, h); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		reportLatency(b, lat)
+	})
+}
+
+// BenchmarkThroughput32 keeps 32 calls in flight.
+func BenchmarkThroughput32(b *testing.B) {
+	benchRuntimes(b, func(b *testing.B, rt Runtime) {
+		p := benchPool(b, rt, worker.PoolOptions{})
+		ctx := context.Background()
+		h := &fakeHost{}
+		var seq atomic.Int64
+		run := func(n int) {
+			var wg sync.WaitGroup
+			var left atomic.Int64
+			left.Store(int64(n))
+			for range 32 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for left.Add(-1) >= 0 {
+						call := worker.Call{ID: "c" + strconv.FormatInt(seq.Add(1), 10), Input: benchCallContext, Timeout: 30 * time.Second}
+						if _, err := p.Execute(ctx, call, h); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		}
+		run(5000) // warm up, and let the pool grow
+		b.ResetTimer()
+		t0 := time.Now()
+		run(b.N)
+		b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "calls/s")
+		b.ReportMetric(float64(p.Stats().Workers), "workers")
+	})
+}
+
+// BenchmarkBarePipe is the floor: a Go loop writing one line to a runtime that echoes it back
+// over the same fd 3 / fd 4 pipes, no JSON-RPC, no pool.
+func BenchmarkBarePipe(b *testing.B) {
+	const echo = `
+import net from 'node:net';
+const lines = (onLine) => {
+  let buf = '';
+  const feed = (s) => { buf += s; let i; while ((i = buf.indexOf('\n')) >= 0) { onLine(buf.slice(0, i)); buf = buf.slice(i + 1); } };
+  if (typeof Bun !== 'undefined') {
+    (async () => { const d = new TextDecoder(); for await (const c of Bun.file(3).stream()) feed(d.decode(c, { stream: true })); process.exit(0); })();
+  } else {
+    const s = new net.Socket({ fd: 3, readable: true, writable: false }); s.setEncoding('utf8'); s.on('data', feed); s.on('end', () => process.exit(0));
+  }
+};
+let write;
+if (typeof Bun !== 'undefined') { const w = Bun.file(4).writer(); write = (s) => { w.write(s); w.flush(); }; }
+else { const o = new net.Socket({ fd: 4, readable: false, writable: true }); write = (s) => o.write(s); }
+lines((l) => write(l + '\n'));
+`
+	benchRuntimes(b, func(b *testing.B, rt Runtime) {
+		dir := b.TempDir()
+		script := filepath.Join(dir, "echo.mjs")
+		if err := os.WriteFile(script, []byte(echo), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		r1, w1, _ := os.Pipe()
+		r2, w2, _ := os.Pipe()
+		cmd := exec.Command(rt.Path, script)
+		cmd.Env = []string{}
+		cmd.ExtraFiles = []*os.File{r1, w2}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		r1.Close()
+		w2.Close()
+		defer func() { w1.Close(); cmd.Wait(); r2.Close() }()
+		br := bufio.NewReader(r2)
+		msg := []byte(`{"jsonrpc":"2.0","id":1,"result":{"success":true,"result":{"ok":true}}}` + "\n")
+		roundTrip := func() {
+			if _, err := w1.Write(msg); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := br.ReadSlice('\n'); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for range 2000 {
+			roundTrip()
+		}
+		lat := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for b.Loop() {
+			t0 := time.Now()
+			roundTrip()
+			lat = append(lat, time.Since(t0))
+		}
+		reportLatency(b, lat)
+	})
+}
+
+func reportLatency(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds()), "p95-µs")
+}
