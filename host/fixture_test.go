@@ -207,3 +207,5 @@ func (c *logChild) WithAttrs(as []slog.Attr) slog.Handler {
 func (c *logChild) WithGroup(string) slog.Handler { return c }
 
 var _ = io.Discard
+
+func withLedger(l *tool.Ledger) func(*host.Call) { return func(c *host.Call) { c.Ledger = l } }
