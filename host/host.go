@@ -54,6 +54,7 @@ type Host struct {
 	loader *folderLoader
 
 	cat      atomic.Pointer[catalog]
+	temps    sync.Map   // session id → its temporary folder, once created
 	reloadMu sync.Mutex // one reload at a time
 
 	subMu sync.Mutex

@@ -122,7 +122,7 @@ func (h *Host) finishOutcome(out *Outcome, call Call) {
 		}
 	}
 	text := out.Result.ModelJSON()
-	tempDir, err := h.layout.SessionTemp(sessionOrCall(call.SessionID, out.CallID))
+	tempDir, err := h.sessionTemp(sessionOrCall(call.SessionID, out.CallID))
 	if err != nil {
 		out.ModelText = string(text)
 		return
@@ -133,6 +133,19 @@ func (h *Host) finishOutcome(out *Outcome, call Call) {
 		h.log.Error("overflow file", "tool", call.Tool, "call", out.CallID, "error", err)
 		out.ModelText = string(text)
 	}
+}
+
+// sessionTemp returns the session's temporary folder, creating it once per host.
+func (h *Host) sessionTemp(sessionID string) (string, error) {
+	if dir, ok := h.temps.Load(sessionID); ok {
+		return dir.(string), nil
+	}
+	dir, err := h.layout.SessionTemp(sessionID)
+	if err != nil {
+		return "", err
+	}
+	h.temps.Store(sessionID, dir)
+	return dir, nil
 }
 
 func sessionOrCall(sessionID, callID string) string {
@@ -148,7 +161,7 @@ func (h *Host) callContext(call Call, v *version) (*tool.Context, func(), error)
 	if ws.Path == "" {
 		return nil, nil, fmt.Errorf("the call has no workspace folder")
 	}
-	tempDir, err := h.layout.SessionTemp(sessionOrCall(call.SessionID, call.CallID))
+	tempDir, err := h.sessionTemp(sessionOrCall(call.SessionID, call.CallID))
 	if err != nil {
 		return nil, nil, err
 	}

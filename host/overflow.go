@@ -24,6 +24,9 @@ type Overflow struct {
 // cutOverflow returns the text for the model and, when the text was too long, where the
 // whole of it went. Characters are counted as Unicode code points.
 func cutOverflow(text []byte, tempDir, callID string) (string, *Overflow, error) {
+	if len(text) <= OverflowLimit { // fewer bytes than the limit means fewer characters too
+		return string(text), nil, nil
+	}
 	n := utf8.RuneCount(text)
 	if n <= OverflowLimit {
 		return string(text), nil, nil

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/jean2/jean2/policy"
@@ -66,9 +67,12 @@ type Options struct {
 // FS is a call's file system, enforced by the host. It is safe for concurrent use.
 type FS struct {
 	opts Options
-	// roots are the scope roots' real locations, resolved once: a call is short, and a root
-	// swapped for a link afterwards can only make the old location the one that counts.
-	roots []string
+	// roots are the scope roots' real locations, resolved once, at the first operation: a
+	// call is short, and a root swapped for a link afterwards can only make the old location
+	// the one that counts. Lazily, because most calls never touch the file system and
+	// resolving costs a system call per path element.
+	rootsOnce sync.Once
+	roots     []string
 }
 
 var _ tool.FS = (*FS)(nil)
@@ -86,13 +90,18 @@ func New(opts Options) *FS {
 	if o.MaxSnapshotBytes <= 0 {
 		o.MaxSnapshotBytes = DefaultMaxSnapshotBytes
 	}
-	f := &FS{opts: o}
-	for _, root := range o.Scope.Roots() {
-		if root != "" && filepath.IsAbs(root) {
-			f.roots = append(f.roots, policy.Real(root))
+	return &FS{opts: o}
+}
+
+func (f *FS) realRoots() []string {
+	f.rootsOnce.Do(func() {
+		for _, root := range f.opts.Scope.Roots() {
+			if root != "" && filepath.IsAbs(root) {
+				f.roots = append(f.roots, policy.Real(root))
+			}
 		}
-	}
-	return f
+	})
+	return f.roots
 }
 
 // target is a path after the policy check: where the operation happens.
@@ -152,7 +161,7 @@ func outsideErr(real string) error {
 // allowed reports whether real (a resolved real path) lies in a scope root or is covered
 // by a grant.
 func (f *FS) allowed(real string, write bool) bool {
-	for _, root := range f.roots {
+	for _, root := range f.realRoots() {
 		if policy.Within(real, root) {
 			return true
 		}

@@ -1,0 +1,211 @@
+package host_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jean2/jean2/host"
+)
+
+const trivialTool = `export const definition = { name: 'trivial', description: 'returns ok', inputSchema: { type: 'object', properties: { n: { type: 'number' } } } };
+export async function execute(input) { return { success: true, result: { ok: true } }; }
+`
+
+func benchFixture(b *testing.B) (*host.Host, string) {
+	b.Helper()
+	root := b.TempDir()
+	layout, _ := host.LayoutFromEnv(func(k string) string {
+		if k == "JEAN2_HOME" {
+			return filepath.Join(root, "home")
+		}
+		return ""
+	})
+	_ = layout.Ensure()
+	_ = os.MkdirAll(filepath.Join(layout.Tools, "trivial"), 0o755)
+	_ = os.WriteFile(filepath.Join(layout.Tools, "trivial", "tool.js"), []byte(trivialTool), 0o644)
+	ws := filepath.Join(root, "ws")
+	_ = os.MkdirAll(ws, 0o755)
+	h, err := host.New(context.Background(), host.Options{Layout: layout, ServerEnv: []string{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = h.Close(context.Background()) })
+	return h, ws
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return d[int(float64(len(d)-1)*p)]
+}
+
+// BenchmarkInvokeWarm is the warm per-call cost of a trivial JS tool through host.Invoke:
+// validation, the enforced context, the worker round trip, normalization and the model text.
+func BenchmarkInvokeWarm(b *testing.B) {
+	h, ws := benchFixture(b)
+	call := host.Call{Tool: "trivial", Args: json.RawMessage(`{"n":1}`), SessionID: "bench", Workspace: host.Workspace{Path: ws}}
+	ctx := context.Background()
+	for range 200 { // warm the worker and the JIT
+		if out := h.Invoke(ctx, call); !out.Result.Success {
+			b.Fatal(out.Result.Error)
+		}
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		out := h.Invoke(ctx, call)
+		lat = append(lat, time.Since(start))
+		if !out.Result.Success {
+			b.Fatal(out.Result.Error)
+		}
+	}
+	b.ReportMetric(float64(percentile(lat, 0.5).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(percentile(lat, 0.95).Microseconds()), "p95-µs")
+}
+
+// BenchmarkInvokeThroughput32 keeps 32 calls in flight and reports calls per second.
+func BenchmarkInvokeThroughput32(b *testing.B) {
+	h, ws := benchFixture(b)
+	call := host.Call{Tool: "trivial", Args: json.RawMessage(`{"n":1}`), SessionID: "bench", Workspace: host.Workspace{Path: ws}}
+	ctx := context.Background()
+	for range 200 {
+		h.Invoke(ctx, call)
+	}
+	var next atomic.Int64
+	var failed atomic.Int64
+	n := int64(b.N)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= n {
+				if out := h.Invoke(ctx, call); !out.Result.Success {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+	if failed.Load() > 0 {
+		b.Fatalf("%d calls failed", failed.Load())
+	}
+}
+
+// BenchmarkFirstCallNewTool is a new tool without dependencies appearing: scan, bundle,
+// learn its definition, first call answered.
+func BenchmarkFirstCallNewTool(b *testing.B) {
+	h, ws := benchFixture(b)
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		name := fmt.Sprintf("fresh-%d-%d", time.Now().UnixNano(), i)
+		dir := filepath.Join(h.Layout().Tools, name)
+		_ = os.MkdirAll(dir, 0o755)
+		src := strings.Replace(trivialTool, "'trivial'", "'"+name+"'", 1)
+		_ = os.WriteFile(filepath.Join(dir, "tool.ts"), []byte(src), 0o644)
+		b.StartTimer()
+		if err := h.Reload(ctx); err != nil {
+			b.Fatal(err)
+		}
+		out := h.Invoke(ctx, host.Call{Tool: name, Args: json.RawMessage(`{}`), Workspace: host.Workspace{Path: ws}})
+		if !out.Result.Success {
+			b.Fatal(out.Result.Error)
+		}
+		b.StopTimer()
+		_ = os.RemoveAll(dir)
+		b.StartTimer()
+	}
+}
+
+// TestHostMemoryChild is not a test: BenchmarkHostMemory100Tools runs the test binary again
+// with JEAN2_MEMORY_CHILD set, and this starts a host on that home and prints its RSS.
+func TestHostMemoryChild(t *testing.T) {
+	home := os.Getenv("JEAN2_MEMORY_CHILD")
+	if home == "" {
+		t.Skip("helper process for BenchmarkHostMemory100Tools")
+	}
+	layout, _ := host.LayoutFromEnv(func(k string) string {
+		if k == "JEAN2_HOME" {
+			return home
+		}
+		return ""
+	})
+	start := time.Now()
+	h, err := host.New(context.Background(), host.Options{Layout: layout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := time.Since(start)
+	ok := 0
+	for _, e := range h.Tools() {
+		if e.Status == host.StatusOK {
+			ok++
+		}
+	}
+	fmt.Printf("tools=%d ready-ms=%.1f %s\n", ok, float64(ready.Microseconds())/1000, procStatus("VmRSS", "VmHWM"))
+}
+
+func procStatus(keys ...string) string {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		for _, k := range keys {
+			if strings.HasPrefix(sc.Text(), k+":") {
+				out = append(out, k+"="+strings.Join(strings.Fields(sc.Text())[1:], ""))
+			}
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// BenchmarkHostMemory100Tools: host RSS and time to ready with 100 tools listed (bundles and
+// definitions cached) and none called. No worker starts.
+func BenchmarkHostMemory100Tools(b *testing.B) {
+	root := b.TempDir()
+	home := filepath.Join(root, "home")
+	for i := range 100 {
+		dir := filepath.Join(home, "tools", fmt.Sprintf("tool-%03d", i))
+		_ = os.MkdirAll(dir, 0o755)
+		src := strings.Replace(trivialTool, "'trivial'", fmt.Sprintf("'tool-%03d'", i), 1)
+		_ = os.WriteFile(filepath.Join(dir, "tool.ts"), []byte(src), 0o644)
+	}
+	run := func() string {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHostMemoryChild$", "-test.v")
+		cmd.Env = append(os.Environ(), "JEAN2_MEMORY_CHILD="+home)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(l, "tools=") {
+				return l
+			}
+		}
+		b.Fatalf("no figures in %s", out)
+		return ""
+	}
+	b.Logf("first start (bundles every tool): %s", run())
+	for b.Loop() {
+		b.Logf("cached start: %s", run())
+	}
+}
