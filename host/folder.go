@@ -92,7 +92,9 @@ func (fl *folderLoader) load(ctx context.Context, f loader.Folder, prev *version
 }
 
 func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *version) folderResult {
-	var res folderResult
+	// Until the bundle says otherwise, the version is what the folder's VERSION or
+	// package.json says, so a broken edit is still named ("1.3.0 failed to load").
+	res := folderResult{label: f.Version}
 	if f.Err != nil {
 		res.err = f.Err
 		return res
@@ -113,7 +115,7 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		return res
 	}
 	res.label = versionLabel(b.Version, b.Hash)
-	if prev != nil && prev.entry.Hash == b.Hash && prev.entry.Runtime == rt.Kind {
+	if prev != nil && prev.entry.Hash == b.Hash && prev.entry.Runtime == rt.Kind && sameEnv(prev.env, fl.toolEnv(prev.def.Env)) {
 		res.serving, res.fresh = prev, prev
 		return res
 	}
@@ -283,4 +285,18 @@ func serverVar(env []string, name string) string {
 		}
 	}
 	return val
+}
+
+// sameEnv reports whether two sets of variables are equal; a changed .env makes a new
+// version, since a worker's environment is fixed when it starts.
+func sameEnv(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
 }

@@ -179,10 +179,11 @@ type catalog struct {
 	registry *tool.Registry      // the serving tools
 	broken   map[string]string   // tool or folder name → why it cannot be called
 	folders  map[string]*version // folder path → its serving version, for reuse on reload
+	results  map[string]folderResult // folder path → what the last load made of it
 }
 
 func emptyCatalog() *catalog {
-	return &catalog{versions: map[string]*version{}, registry: tool.NewRegistry(), broken: map[string]string{}, folders: map[string]*version{}}
+	return &catalog{versions: map[string]*version{}, registry: tool.NewRegistry(), broken: map[string]string{}, folders: map[string]*version{}, results: map[string]folderResult{}}
 }
 
 // unavailable explains why name cannot be called.

@@ -18,7 +18,12 @@ import (
 // version (and warm workers); a changed folder gets a new version while calls in flight
 // finish on the old one; a change that breaks a tool keeps the last good version serving,
 // with the error shown beside it.
-func (h *Host) Reload(ctx context.Context) error {
+func (h *Host) Reload(ctx context.Context) error { return h.reload(ctx, nil) }
+
+// reload rescans the tools folder. When only is not nil, folders outside it are taken as
+// unchanged and keep what the last reload made of them without being read again (the
+// watcher knows which folders changed).
+func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 	h.reloadMu.Lock()
 	defer h.reloadMu.Unlock()
 	old := h.cat.Load()
@@ -39,6 +44,10 @@ func (h *Host) Reload(ctx context.Context) error {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			if prev, seen := old.results[f.Dir]; only != nil && !only[f.Dir] && seen {
+				results[i] = prev
+				return
+			}
 			results[i] = h.loader.load(ctx, f, old.folders[f.Dir])
 		}()
 	}
@@ -77,6 +86,7 @@ func (h *Host) Reload(ctx context.Context) error {
 	}
 	for i, r := range results {
 		f := folders[i]
+		next.results[f.Dir] = r
 		v := r.serving
 		if v == nil {
 			e := Entry{Name: f.Name, Folder: f.Dir, Version: r.label, Kind: f.Kind, Runtime: r.runtime, Status: StatusError, Error: r.err.Error()}
@@ -108,7 +118,11 @@ func (h *Host) Reload(ctx context.Context) error {
 		e := v.entry
 		if r.err != nil {
 			// The folder changed and the change is broken: the last good version serves.
-			e.Error = fmt.Sprintf("%s failed to load: %v; still serving %s", r.label, r.err, v.entry.Version)
+			label := r.label
+			if label == "" || label == v.entry.Version {
+				label = "the changed folder"
+			}
+			e.Error = fmt.Sprintf("%s failed to load: %v; still serving %s", label, r.err, v.entry.Version)
 		}
 		e.Env = h.envStatus(v.def.Env)
 		v.entry.Env = e.Env
