@@ -675,7 +675,9 @@ func TestServeReturnsWhenTheHostGoesAway(t *testing.T) {
 	})
 	w := startWorker(t, tl, nil)
 	w.initialize(t)
-	go func() { _, _ = w.conn.Start(workerproto.MethodExecute, workerproto.ExecuteParams{CallID: "c1", Input: json.RawMessage(`{}`)}) }()
+	go func() {
+		_, _ = w.conn.Start(workerproto.MethodExecute, workerproto.ExecuteParams{CallID: "c1", Input: json.RawMessage(`{}`)})
+	}()
 	<-started
 	w.conn.Close()
 	select {
