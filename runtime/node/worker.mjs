@@ -564,6 +564,12 @@ async function execute(id, params) {
     sendError(id, CODE.invalidParams, 'execute needs params {callId, input, context}');
     return;
   }
+  if (crashing || exiting) {
+    // The host retires a worker as soon as it learns it is going; a call that crossed that
+    // news on the wire was never started, and the host may send it elsewhere.
+    sendError(id, CODE.internal, 'the worker is stopping and did not start this call', { workerExiting: true, notStarted: true });
+    return;
+  }
   if (calls.has(params.callId)) {
     sendError(id, CODE.invalidParams, `call ${params.callId} is already running on this worker`);
     return;
@@ -943,7 +949,7 @@ function crash(kind, err) {
     process.stderr.write(`jean2 worker: ${message}\n${stack ?? ''}\n`);
   } catch {}
   for (const call of calls.values()) {
-    sendError(call.rpcID, CODE.internal, `${message} (the worker stopped; every call running on it failed)`, stack ? { stack } : undefined);
+    sendError(call.rpcID, CODE.internal, `${message} (the worker stopped; every call running on it failed)`, { stack, workerExiting: true });
   }
   const timer = setTimeout(() => realExit(70), 1000);
   timer.unref?.();

@@ -34,6 +34,8 @@ func (c *call) startClock(timeout time.Duration) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// A call sent on to another worker starts over.
+	c.fired, c.stopped = false, false
 	c.expired = make(chan struct{})
 	c.remaining = timeout
 	c.since = time.Now()
@@ -68,7 +70,9 @@ func (c *call) pauseClock() {
 func (c *call) resumeClock() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.paused--
+	if c.paused--; c.paused < 0 {
+		c.paused = 0 // a request of an earlier attempt, on a worker the call left
+	}
 	if c.paused > 0 || c.timer == nil || c.fired || c.stopped {
 		return
 	}

@@ -266,7 +266,13 @@ func (p *Pool) acquire(ctx context.Context) (*worker, time.Time, error) {
 			}
 		}
 		now := time.Now()
-		if (best == nil || p.saturated(best, now)) && len(p.workers)+p.starting < p.opts.MaxWorkers {
+		// With no worker ready, one start is enough to wait for; with workers, another starts
+		// when the least-loaded one is saturated.
+		grow := p.starting == 0
+		if best != nil {
+			grow = p.saturated(best, now)
+		}
+		if grow && len(p.workers)+p.starting < p.opts.MaxWorkers {
 			p.startLocked()
 		}
 		if best != nil {
@@ -359,31 +365,46 @@ func (p *Pool) Execute(ctx context.Context, c Call, h CallHandler) (json.RawMess
 	p.mu.Unlock()
 	defer p.finish(cl)
 
+	// A worker that is going away refuses calls it has not started; those go to another
+	// worker. Anything else is tried once.
+	for attempt := 1; ; attempt++ {
+		raw, retry, err := p.dispatch(ctx, cl, c)
+		if !retry || attempt == 3 {
+			return raw, err
+		}
+		p.log.Debug("worker refused a call while stopping; sending it to another", "call", id)
+	}
+}
+
+// dispatch runs the call on one worker. retry reports that the worker did not start it.
+func (p *Pool) dispatch(ctx context.Context, cl *call, c Call) (_ json.RawMessage, retry bool, _ error) {
+	id := cl.id
 	w, dispatched, err := p.acquire(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, &StoppedError{Tool: p.opts.Name, CallID: id, Cause: context.Cause(ctx)}
+			return nil, false, &StoppedError{Tool: p.opts.Name, CallID: id, Cause: context.Cause(ctx)}
 		}
-		return nil, err
+		return nil, false, err
 	}
 	p.mu.Lock()
 	cl.worker = w
 	cl.dispatched = int64(dispatched.Sub(p.epoch))
 	p.mu.Unlock()
+	defer p.release(cl)
 
 	cl.startClock(c.Timeout)
 	defer cl.stopClock()
 	pending, err := w.conn.Start(workerproto.MethodExecute, workerproto.ExecuteParams{CallID: id, Input: input(c.Input), Context: c.Context})
 	if err != nil {
-		return nil, p.workerFailed(w, id, err)
+		return nil, false, p.workerFailed(w, id, err)
 	}
 	select {
 	case <-pending.Done():
 		return p.settle(w, id, pending)
 	case <-cl.expired:
-		return nil, p.abort(w, cl, pending, "its timeout", &TimeoutError{Tool: p.opts.Name, CallID: id, Timeout: c.Timeout})
+		return nil, false, p.abort(w, cl, pending, "its timeout", &TimeoutError{Tool: p.opts.Name, CallID: id, Timeout: c.Timeout})
 	case <-ctx.Done():
-		return nil, p.abort(w, cl, pending, "it was stopped", &StoppedError{Tool: p.opts.Name, CallID: id, Cause: context.Cause(ctx)})
+		return nil, false, p.abort(w, cl, pending, "it was stopped", &StoppedError{Tool: p.opts.Name, CallID: id, Cause: context.Cause(ctx)})
 	}
 }
 
@@ -396,17 +417,24 @@ func input(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
+// release gives back the call's place on its worker.
+func (p *Pool) release(cl *call) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w := cl.worker; w != nil {
+		w.load--
+		w.startSum -= cl.dispatched
+		w.lastUsed = time.Now()
+	}
+	cl.worker = nil
+}
+
 // finish releases what a call held.
 func (p *Pool) finish(cl *call) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.calls, cl.id)
 	p.inflight--
-	if w := cl.worker; w != nil {
-		w.load--
-		w.startSum -= cl.dispatched
-		w.lastUsed = time.Now()
-	}
 	if p.inflight == 0 && p.drained != nil {
 		close(p.drained)
 		p.drained = nil
@@ -414,16 +442,30 @@ func (p *Pool) finish(cl *call) {
 }
 
 // settle reads the answer of an execute request.
-func (p *Pool) settle(w *worker, id string, pending *jsonrpc.Pending) (json.RawMessage, error) {
+func (p *Pool) settle(w *worker, id string, pending *jsonrpc.Pending) (_ json.RawMessage, retry bool, _ error) {
 	raw, err := pending.Result()
 	if err == nil {
-		return raw, nil
+		return raw, false, nil
 	}
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {
-		return nil, &CallError{Tool: p.opts.Name, CallID: id, Err: rpcErr}
+		var d exitingData
+		if rpcErr.DecodeData(&d) && d.WorkerExiting {
+			// The worker is going down (it crashed and says so): no new calls go to it.
+			p.retire(w)
+			if d.NotStarted {
+				return nil, true, nil
+			}
+		}
+		return nil, false, &CallError{Tool: p.opts.Name, CallID: id, Err: rpcErr}
 	}
-	return nil, p.workerFailed(w, id, err)
+	return nil, false, p.workerFailed(w, id, err)
+}
+
+// exitingData is the error data of a worker that is going away (docs/protocol.md).
+type exitingData struct {
+	WorkerExiting bool `json:"workerExiting"`
+	NotStarted    bool `json:"notStarted"`
 }
 
 // workerFailed explains a call lost with its worker's connection: the worker's exit.
