@@ -65,7 +65,7 @@ type Conn struct {
 	mu      sync.Mutex
 	pending map[int64]*Pending
 	waiting atomic.Int64 // len(pending), readable without the lock
-	err     error // why the connection ended; nil while it runs
+	err     error        // why the connection ended; nil while it runs
 
 	wmu     sync.Mutex
 	wcond   *sync.Cond
