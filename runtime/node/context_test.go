@@ -343,3 +343,24 @@ func TestRPCErrorMapping(t *testing.T) {
 		}
 	}
 }
+
+// A tool folder's .env and bunfig.toml do not reach the worker: its environment is exactly
+// what the host gives it.
+func TestWorkerIgnoresFolderConfig(t *testing.T) {
+	const src = `
+export const definition = { name: 'env', description: 'x', inputSchema: { type: 'object' } };
+export async function execute() {
+  return { success: true, result: { env: process.env, preloaded: globalThis.preloaded ?? false } };
+}
+`
+	forEachRuntime(t, func(t *testing.T, rt Runtime) {
+		p := newPool(t, rt, src, worker.PoolOptions{})
+		os.WriteFile(filepath.Join(p.dir, ".env"), []byte("SECRET_KEY=leaked\n"), 0o644)
+		os.WriteFile(filepath.Join(p.dir, "preload.mjs"), []byte("globalThis.preloaded = true;\n"), 0o644)
+		os.WriteFile(filepath.Join(p.dir, "bunfig.toml"), []byte("preload = [\"./preload.mjs\"]\n"), 0o644)
+		r := mustExecute(t, p, worker.Call{}, &fakeHost{})
+		if string(r.Result) != `{"env":{},"preloaded":false}` {
+			t.Fatalf("worker saw %s", r.Result)
+		}
+	})
+}
