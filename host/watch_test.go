@@ -197,11 +197,13 @@ func TestReloadFoldersAndEnv(t *testing.T) {
 
 	// Env: a tool that reports a declared variable sees a .env change.
 	f.addTool("envy", map[string]string{"tool.js": `export const definition = { name: 'envy', description: 'env', env: ['ENVY'], inputSchema: { type: 'object' } };
-export async function execute(_, ctx) { return { success: true, result: Number(ctx.env.get('ENVY') ?? -1) }; }
+export async function execute(_, ctx) { return { success: true, result: Number(ctx.env.get('ENVY') ?? 0) }; }
 `})
-	f.eventually("envy", func() bool { v, _ := f.answer("envy", `{}`); return v == -1 })
+	f.eventually("envy", func() bool { v, err := f.answer("envy", `{}`); return v == 0 && err == "" })
+	drain(events)
 	_ = os.WriteFile(f.layout.DotEnv, []byte("ENVY=5\n"), 0o600)
 	f.eventually("the .env value", func() bool { v, _ := f.answer("envy", `{}`); return v == 5 })
+	waitEvent(t, events, func(ev host.ToolsChanged) bool { return len(ev.Changed) == 1 && ev.Changed[0] == "envy" })
 	if e := f.entry("envy"); len(e.Env) != 1 || !e.Env[0].Set {
 		t.Fatalf("env status %+v", e.Env)
 	}
@@ -211,12 +213,27 @@ export async function execute(_, ctx) { return { success: true, result: Number(c
 		_, err := f.answer("typed-in", `{}`)
 		return strings.Contains(err, "unknown tool")
 	})
-	var removed bool
-	for len(events) > 0 {
-		ev := <-events
-		removed = removed || (len(ev.Removed) == 1 && ev.Removed[0] == "typed-in")
+	waitEvent(t, events, func(ev host.ToolsChanged) bool { return len(ev.Removed) == 1 && ev.Removed[0] == "typed-in" })
+}
+
+func drain(ch chan host.ToolsChanged) {
+	for len(ch) > 0 {
+		<-ch
 	}
-	if !removed {
-		t.Fatal("no tools-changed event for the removal")
+}
+
+// waitEvent waits up to 10s for an event that matches.
+func waitEvent(t *testing.T, ch chan host.ToolsChanged, match func(host.ToolsChanged) bool) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-ch:
+			if match(ev) {
+				return
+			}
+		case <-timeout:
+			t.Fatal("the expected tools-changed event did not come")
+		}
 	}
 }
