@@ -257,14 +257,16 @@ function onNotification(msg) {
 // Loading the tool.
 
 let tool = null; // {execute, shape}
+let initializing = false;
 let rules = { blocked: [], sensitive: [], home: '', languages: {} };
 let bundlePath = '';
 
 async function initialize(id, params) {
-  if (tool) {
+  if (initializing) {
     sendError(id, CODE.invalidRequest, 'initialize was already called: a worker loads one tool');
     return;
   }
+  initializing = true;
   if (!params || typeof params !== 'object') {
     sendError(id, CODE.invalidParams, 'initialize needs params {protocolVersion, bundle, toolDir, rules}');
     return;

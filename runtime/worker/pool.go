@@ -396,7 +396,12 @@ func (p *Pool) dispatch(ctx context.Context, cl *call, c Call) (_ json.RawMessag
 	defer cl.stopClock()
 	pending, err := w.conn.Start(workerproto.MethodExecute, workerproto.ExecuteParams{CallID: id, Input: input(c.Input), Context: c.Context})
 	if err != nil {
-		return nil, false, p.workerFailed(w, id, err)
+		if errors.Is(err, jsonrpc.ErrClosed) {
+			// The worker went away before the request left: another worker can run it.
+			p.retire(w)
+			return nil, true, nil
+		}
+		return nil, false, fmt.Errorf("tool %s: call %s: %w", p.opts.Name, id, err)
 	}
 	select {
 	case <-pending.Done():

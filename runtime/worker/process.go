@@ -347,7 +347,10 @@ func (w *worker) monitor() {
 		waitErr = <-waited
 	}
 exited:
-	w.conn.Close()
+	// Closing waits for the handlers of the worker's requests, which end with their calls;
+	// the calls wait for exited, so that wait must not hold it up.
+	w.pool.wg.Add(1)
+	go func() { defer w.pool.wg.Done(); w.conn.Close() }()
 	w.drainOutput()
 	w.exitErr = w.describeExit(waitErr)
 	w.pool.retire(w)
