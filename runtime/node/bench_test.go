@@ -171,6 +171,62 @@ lines((l) => write(l + '\n'));
 	})
 }
 
+// BenchmarkWorkerScript is the worker script alone: raw execute lines written one at a time
+// to a real worker, answers read back, no JSON-RPC package and no pool on the Go side. The
+// difference to BenchmarkBarePipe is the script's cost; to BenchmarkCallOverhead, the pool's.
+func BenchmarkWorkerScript(b *testing.B) {
+	benchRuntimes(b, func(b *testing.B, rt Runtime) {
+		dir := b.TempDir()
+		bundle := filepath.Join(dir, "tool.mjs")
+		if err := os.WriteFile(bundle, []byte(trivialTool), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		l := NewLauncher(rt, LauncherOptions{CacheDir: dir})
+		if err := l.Prepare(); err != nil {
+			b.Fatal(err)
+		}
+		r1, w1, _ := os.Pipe()
+		r2, w2, _ := os.Pipe()
+		cmd := exec.Command(l.Path, l.Args...)
+		cmd.Env = []string{}
+		cmd.ExtraFiles = []*os.File{r1, w2}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		r1.Close()
+		w2.Close()
+		defer func() { w1.Close(); cmd.Wait(); r2.Close() }()
+		br := bufio.NewReader(r2)
+		init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"bundle":` + strconv.Quote(bundle) + `}}` + "\n"
+		if _, err := w1.Write([]byte(init)); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := br.ReadSlice('\n'); err != nil {
+			b.Fatal(err)
+		}
+		msg := []byte(`{"jsonrpc":"2.0","id":1,"method":"execute","params":{"callId":"c","input":{},"context":{"sessionId":"","workspacePath":"/tmp","allowedPaths":null,"tempDir":"","env":null}}}` + "\n")
+		roundTrip := func() {
+			if _, err := w1.Write(msg); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := br.ReadSlice('\n'); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for range 2000 {
+			roundTrip()
+		}
+		lat := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for b.Loop() {
+			t0 := time.Now()
+			roundTrip()
+			lat = append(lat, time.Since(t0))
+		}
+		reportLatency(b, lat)
+	})
+}
+
 func reportLatency(b *testing.B, lat []time.Duration) {
 	if len(lat) == 0 {
 		return
