@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -71,6 +72,18 @@ func TestScaffoldBuildsAndRunsAsAWorker(t *testing.T) {
 	r = mustExecute(t, p, worker.Call{ID: "call-3", Input: json.RawMessage(`{"lines":2}`)}, h)
 	if r.Success || !strings.HasPrefix(r.Error, "invalid arguments for head-lines:") {
 		t.Errorf("missing path: %+v", r)
+	}
+
+	// The worker answers shutdown and exits by itself: Close does not have to wait out
+	// StopTimeout and signal it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := p.Close(ctx); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if d := time.Since(start); d >= 2*time.Second {
+		t.Errorf("Close took %v: the worker did not exit after answering shutdown (StopTimeout is 2s)", d)
 	}
 }
 
@@ -180,11 +193,48 @@ func TestEveryContextPowerThroughARealWorker(t *testing.T) {
 func TestToolOutputIsNotTheProtocol(t *testing.T) {
 	bin := powersBinary(t)
 	folder, _ := filepath.Abs("testdata/powers")
-	p := newPool(t, bin, folder, worker.PoolOptions{})
+	logs := &logSink{}
+	p := newPool(t, bin, folder, worker.PoolOptions{Logger: slog.New(logs)})
 	r := mustExecute(t, p, worker.Call{ID: "c1", Input: json.RawMessage(`{"mode":"stdout"}`)}, nil)
 	if !r.Success || string(r.Result) != `"printed"` {
 		t.Errorf("result: %+v", r)
 	}
+	want := map[string]bool{`{"jsonrpc":"2.0","id":1,"result":"not the protocol"}`: false, "a line on stderr": false}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, m := range logs.messages() {
+			if _, ok := want[m]; ok {
+				want[m] = true
+			}
+		}
+		if want[`{"jsonrpc":"2.0","id":1,"result":"not the protocol"}`] && want["a line on stderr"] {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("the tool's output did not become log lines: %v (logged: %q)", want, logs.messages())
+}
+
+// logSink collects the messages a pool logs.
+type logSink struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (s *logSink) Enabled(context.Context, slog.Level) bool { return true }
+func (s *logSink) Handle(_ context.Context, r slog.Record) error {
+	s.mu.Lock()
+	s.msgs = append(s.msgs, r.Message)
+	s.mu.Unlock()
+	return nil
+}
+func (s *logSink) WithAttrs([]slog.Attr) slog.Handler { return s }
+func (s *logSink) WithGroup(string) slog.Handler      { return s }
+
+func (s *logSink) messages() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.msgs...)
 }
 
 func pid(t *testing.T, p *worker.Pool, id string) float64 {
