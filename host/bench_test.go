@@ -209,3 +209,37 @@ func BenchmarkHostMemory100Tools(b *testing.B) {
 		b.Logf("cached start: %s", run())
 	}
 }
+
+// BenchmarkReloadLatency is the time from the last write of a tool's source to the first
+// call answered by the new code, with the watcher running (p50/p95).
+func BenchmarkReloadLatency(b *testing.B) {
+	h, ws := benchFixture(b)
+	dir := filepath.Join(h.Layout().Tools, "trivial")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = h.Watch(ctx, host.WatchOptions{Rescan: -1}) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(100 * time.Millisecond)
+	call := host.Call{Tool: "trivial", Args: json.RawMessage(`{}`), Workspace: host.Workspace{Path: ws}}
+	var lat []time.Duration
+	for i := 0; b.Loop(); i++ {
+		want := fmt.Sprintf(`"v%d"`, i)
+		src := strings.Replace(trivialTool, "{ ok: true }", want, 1)
+		start := time.Now()
+		if err := os.WriteFile(filepath.Join(dir, "tool.js"), []byte(src), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			out := h.Invoke(ctx, call)
+			if string(out.Result.Result) == want {
+				break
+			}
+			if time.Since(start) > 10*time.Second {
+				b.Fatalf("version %d never answered", i)
+			}
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.ReportMetric(float64(percentile(lat, 0.5).Milliseconds()), "p50-ms")
+	b.ReportMetric(float64(percentile(lat, 0.95).Milliseconds()), "p95-ms")
+}
