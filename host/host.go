@@ -174,11 +174,11 @@ func (h *Host) Close(ctx context.Context) error {
 
 // catalog is one immutable snapshot of the tool set.
 type catalog struct {
-	entries  []Entry             // every tool, sorted by name
-	versions map[string]*version // serving versions by tool name
-	registry *tool.Registry      // the serving tools
-	broken   map[string]string   // tool or folder name → why it cannot be called
-	folders  map[string]*version // folder path → its serving version, for reuse on reload
+	entries  []Entry                 // every tool, sorted by name
+	versions map[string]*version     // serving versions by tool name
+	registry *tool.Registry          // the serving tools
+	broken   map[string]string       // tool or folder name → why it cannot be called
+	folders  map[string]*version     // folder path → its serving version, for reuse on reload
 	results  map[string]folderResult // folder path → what the last load made of it
 }
 
