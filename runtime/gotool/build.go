@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"io"
 	"io/fs"
 	"os"
@@ -226,6 +228,11 @@ func (b *builder) build(ctx context.Context, root, hash string) error {
 	if _, err := b.goCmd(ctx, "build", "-modfile="+modfile, "-mod=mod", "-trimpath", "-o", filepath.Join(out, "tool"), "."); err != nil {
 		return b.buildError(err, modfile)
 	}
+	// go build -o succeeds for a library package too, writing an archive.
+	if !isExecutable(filepath.Join(out, "tool")) {
+		return &BuildError{Folder: b.folder, File: "tool.go", Line: 1, Column: 1,
+			Msg: fmt.Sprintf("package %s is not a command: a Go tool folder is `package main` with a main function that calls tool.Serve", b.packageName())}
+	}
 	// The whole directory is renamed, so the binary appears complete or not at all.
 	target := filepath.Join(root, hash)
 	if err := os.Rename(out, target); err != nil {
@@ -321,6 +328,8 @@ func (e *goCmdError) Error() string {
 	return fmt.Sprintf("go %s: %v", strings.Join(e.args, " "), e.err)
 }
 
+func (e *goCmdError) Unwrap() error { return e.err }
+
 // goCmd runs the go command in the folder with the build environment and returns its
 // stdout; on failure a *goCmdError with stdout and stderr.
 func (b *builder) goCmd(ctx context.Context, args ...string) ([]byte, error) {
@@ -350,7 +359,10 @@ func (b *builder) buildError(err error, modfile string) error {
 	if !errors.As(err, &ce) {
 		return fmt.Errorf("%s: build: %w", b.name, err)
 	}
-	if errors.Is(ce.err, context.Canceled) || errors.Is(ce.err, context.DeadlineExceeded) || errors.Is(ce.err, exec.ErrNotFound) || errors.Is(ce.err, fs.ErrNotExist) {
+	if errors.Is(ce.err, context.Canceled) || errors.Is(ce.err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: build stopped: %w", b.name, ce.err)
+	}
+	if errors.Is(ce.err, exec.ErrNotFound) || errors.Is(ce.err, fs.ErrNotExist) {
 		return fmt.Errorf("%s: build: %w", b.name, ce)
 	}
 	// The copy of go.mod is the folder's own as far as the author is concerned. The go
@@ -387,6 +399,15 @@ func (b *builder) buildError(err error, modfile string) error {
 		be.Msg = ce.Error()
 	}
 	return be
+}
+
+// packageName reads the package clause of tool.go, for messages.
+func (b *builder) packageName() string {
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(b.folder, "tool.go"), nil, parser.PackageClauseOnly)
+	if err != nil {
+		return "?"
+	}
+	return f.Name.Name
 }
 
 // relative names a file the go command printed relative to the folder when it lies there.

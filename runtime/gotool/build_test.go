@@ -65,6 +65,35 @@ func TestBrokenGoModIsReportedWithItsLine(t *testing.T) {
 	}
 }
 
+func TestALibraryPackageIsNotATool(t *testing.T) {
+	folder := writeFolder(t, "lib", map[string]string{
+		"go.mod":  "module jean2.local/tools/lib\n\ngo " + jean2.SDKGoVersion() + "\n",
+		"tool.go": "package lib\n\nfunc F() {}\n",
+	})
+	cache := t.TempDir()
+	_, err := Build(context.Background(), toolchain(t), buildOpts(folder, cache))
+	if err == nil || err.Error() != "lib: build: tool.go:1:1: package lib is not a command: a Go tool folder is `package main` with a main function that calls tool.Serve" {
+		t.Errorf("error: %v", err)
+	}
+	if dirs, _ := os.ReadDir(filepath.Join(cache, "gotools")); len(dirs) != 1 { // only the lock file
+		t.Errorf("the cache holds %v after a failed build", dirs)
+	}
+}
+
+func TestCancelledBuild(t *testing.T) {
+	folder := writeFolder(t, "cancelled", Scaffold("cancelled"))
+	cache := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Build(ctx, toolchain(t), buildOpts(folder, cache))
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v, want one wrapping context.Canceled", err)
+	}
+	if leftovers, _ := filepath.Glob(filepath.Join(cache, "gotools", ".build-*")); len(leftovers) != 0 {
+		t.Errorf("scratch directories left: %v", leftovers)
+	}
+}
+
 func TestFolderWithoutGoModIsRefused(t *testing.T) {
 	folder := writeFolder(t, "no-mod", map[string]string{"tool.go": "package main\n\nfunc main() {}\n"})
 	_, err := Build(context.Background(), toolchain(t), buildOpts(folder, t.TempDir()))

@@ -341,3 +341,38 @@ func TestAToolThatIgnoresCancelIsKilledAfterTheGrace(t *testing.T) {
 		t.Errorf("workers started: %d, want 2 (the killed one and its replacement)", s.Started)
 	}
 }
+
+// BenchmarkGoWorkerCall is one trivial call through the pool to a running Go worker.
+func BenchmarkGoWorkerCall(b *testing.B) {
+	bin := powersBinary(b)
+	folder, _ := filepath.Abs("testdata/powers")
+	p := worker.NewPool(NewLauncher(bin, nil, folder), worker.PoolOptions{Name: "powers", MaxWorkers: 1})
+	defer p.Close(context.Background())
+	ctx := context.Background()
+	if _, err := p.Load(ctx); err != nil {
+		b.Fatal(err)
+	}
+	call := worker.Call{Input: json.RawMessage(`{"mode":"pid"}`)}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := p.Execute(ctx, call, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGoWorkerStart starts a Go worker and loads the tool (initialize answered).
+func BenchmarkGoWorkerStart(b *testing.B) {
+	bin := powersBinary(b)
+	folder, _ := filepath.Abs("testdata/powers")
+	ctx := context.Background()
+	for b.Loop() {
+		p := worker.NewPool(NewLauncher(bin, nil, folder), worker.PoolOptions{Name: "powers", MaxWorkers: 1})
+		if _, err := p.Load(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		p.Close(ctx)
+		b.StartTimer()
+	}
+}
