@@ -28,7 +28,7 @@ func NewHTTPClient() *http.Client {
 }
 
 func checkRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) >= maxRedirects {
+	if len(via) > maxRedirects {
 		return fmt.Errorf("stopped after %d redirects (last to %s)", maxRedirects, req.URL.Redacted())
 	}
 	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {

@@ -81,6 +81,12 @@ func tarGz(t testing.TB, entries []entry) []byte {
 	tw := tar.NewWriter(gz)
 	for _, e := range entries {
 		h := &tar.Header{Name: e.name, Typeflag: e.typeflag, Linkname: e.link, Mode: e.mode, ModTime: time.Unix(1700000000, 0), Format: tar.FormatPAX}
+		if h.Typeflag == tar.TypeXGlobalHeader {
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeXGlobalHeader, PAXRecords: map[string]string{"comment": "git archive"}}); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		if h.Typeflag == 0 {
 			h.Typeflag = tar.TypeReg
 		}

@@ -236,6 +236,21 @@ type origin struct {
 
 func (o origin) remote() bool { return isURL(o.location) }
 
+// shortLabel names the source in progress lines until the tool's name is known: the
+// archive's or folder's base name.
+func (o origin) shortLabel() string {
+	if u, err := url.Parse(o.location); err == nil && isURL(o.location) {
+		if b := path.Base(u.Path); b != "/" && b != "." {
+			return b
+		}
+		return u.Host
+	}
+	if o.location != "" {
+		return filepath.Base(o.location)
+	}
+	return o.spec
+}
+
 // knownName is the folder name when it is known before unpacking.
 func (o origin) knownName() string {
 	if o.name != "" {
@@ -396,9 +411,14 @@ func readLimited(p string, limit int64) ([]byte, error) {
 func (in *Installer) install(ctx context.Context, o origin) (*Result, error) {
 	// When the name is known up front (asked for, or the index's), errors before the name
 	// is settled can already say which installed version stays.
-	label, kept := o.spec, ""
+	label, kept := o.shortLabel(), ""
 	if known := o.knownName(); known != "" && CheckName(known) == nil {
 		label, kept = known, installedVersion(filepath.Join(in.layout.Tools, known))
+	} else if o.kind == KindFolder {
+		// A folder's name can be read before it is copied.
+		if n, err := in.pickName(o, o.location); err == nil {
+			label = n
+		}
 	}
 	fail := func(stage Stage, err error) (*Result, error) {
 		return nil, &Error{Tool: label, Source: o.spec, Stage: stage, Kept: kept, Err: err}

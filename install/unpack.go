@@ -411,6 +411,15 @@ func checkLinks(dir string) error {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		target, _ := os.Readlink(p)
+		// Judge the target from where the link really is (its parent may be reached through
+		// other links) before asking whether it exists.
+		parent, err := filepath.EvalSymlinks(filepath.Dir(p))
+		if err != nil {
+			return err
+		}
+		if filepath.IsAbs(target) || !within(real, filepath.Join(parent, target)) {
+			return fmt.Errorf("link %s points outside the tool (to %s)", filepath.ToSlash(rel), target)
+		}
 		resolved, err := filepath.EvalSymlinks(p)
 		if err != nil {
 			return fmt.Errorf("link %s points to %s, which does not exist in the tool", filepath.ToSlash(rel), target)

@@ -20,6 +20,14 @@ const toolsUsage = `Usage:
   jean2 tools run NAME --input JSON|@FILE [--workspace DIR] [--answers FILE]
   jean2 tools new NAME [--lang ts|js|go] [--dir DIR]
   jean2 tools validate [DIR]
+  jean2 tools install SOURCE... [--name NAME] [--json] [--index URL]
+        SOURCE: a tool folder, a .tar.gz/.tgz/.zip file, an http(s) URL of one,
+        or a tool name from the index (JEAN2_TOOL_REGISTRY_URL or toolRegistryUrl
+        in $JEAN2_HOME/config.json)
+  jean2 tools install --recommended|--all [--json]
+  jean2 tools remove NAME...
+  jean2 tools update [NAME...] [--json]
+  jean2 tools outdated [--json]
 `
 
 func runTools(ctx context.Context, e env, args []string) error {
@@ -35,6 +43,14 @@ func runTools(ctx context.Context, e env, args []string) error {
 		return toolsNew(ctx, e, args[1:])
 	case "validate":
 		return toolsValidate(ctx, e, args[1:])
+	case "install":
+		return toolsInstall(ctx, e, args[1:])
+	case "remove", "rm", "uninstall":
+		return toolsRemove(ctx, e, args[1:])
+	case "update":
+		return toolsUpdate(ctx, e, args[1:])
+	case "outdated":
+		return toolsOutdated(ctx, e, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(e.stdout, toolsUsage)
 		return nil
