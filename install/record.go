@@ -35,10 +35,10 @@ type Record struct {
 	// path).
 	Location string `json:"location,omitempty"`
 	// Index is the index location and IndexVersion the version it gave, for KindIndex.
-	Index        string `json:"index,omitempty"`
-	IndexVersion string `json:"indexVersion,omitempty"`
-	SHA256       string `json:"sha256,omitempty"`   // of the archive
-	Verified     string `json:"verified,omitempty"` // what the digest was checked against; "" when nothing
+	Index        string    `json:"index,omitempty"`
+	IndexVersion string    `json:"indexVersion,omitempty"`
+	SHA256       string    `json:"sha256,omitempty"`   // of the archive
+	Verified     string    `json:"verified,omitempty"` // what the digest was checked against; "" when nothing
 	InstalledAt  time.Time `json:"installedAt"`
 }
 
