@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -185,6 +185,42 @@ func TestQuickCallsDoNotScale(t *testing.T) {
 		}
 		if s := p.Stats(); s.Started != 1 {
 			t.Fatalf("stats %+v: quick calls started more workers", s)
+		}
+	})
+}
+
+// Calls that keep a worker busy make the pool grow with the default ScaleAfter.
+func TestBusyCallsScale(t *testing.T) {
+	const src = `
+export const definition = { name: 'busy', description: 'Burns CPU.', inputSchema: { type: 'object' } };
+export async function execute() {
+  const end = Date.now() + 20;
+  while (Date.now() < end) {}
+  return { success: true, result: { pid: process.pid } };
+}
+`
+	forEachRuntime(t, func(t *testing.T, rt Runtime) {
+		p := newPool(t, rt, src, worker.PoolOptions{MaxWorkers: 2, CallsPerWorker: 2})
+		if _, err := p.Load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// Six clients, each calling again as soon as its call returns: a sustained load.
+		var wg sync.WaitGroup
+		for c := range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 10 {
+					if _, err := p.Execute(context.Background(), worker.Call{ID: fmt.Sprintf("busy-%d-%d", c, i)}, &fakeHost{}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if s := p.Stats(); s.Started != 2 {
+			t.Fatalf("stats %+v: busy calls did not start a second worker", s)
 		}
 	})
 }

@@ -31,8 +31,8 @@ type PoolOptions struct {
 	// go to the least-loaded worker meanwhile.
 	CallsPerWorker int
 	// ScaleAfter adds a condition to starting another worker: the calls in flight on the
-	// least-loaded worker must have been running this long on average (default 5ms;
-	// negative: not checked). A worker that turns calls around in microseconds is not
+	// least-loaded worker must have been running this long on average, and have stayed so
+	// for as long again (default 10ms; negative: not checked). A worker that turns calls around in microseconds is not
 	// loaded however many are in flight, and on a small machine a second process would only
 	// compete with the first (and the host) for the same cores.
 	ScaleAfter time.Duration
@@ -138,7 +138,7 @@ func NewPool(l Launcher, opts PoolOptions) *Pool {
 		opts.CallsPerWorker = 8
 	}
 	if opts.ScaleAfter == 0 {
-		opts.ScaleAfter = 5 * time.Millisecond
+		opts.ScaleAfter = 10 * time.Millisecond
 	}
 	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = 5 * time.Minute
@@ -295,16 +295,26 @@ func (p *Pool) acquire(ctx context.Context) (*worker, time.Time, error) {
 }
 
 // saturated reports whether the least-loaded worker is loaded enough to start another;
-// p.mu must be held.
+// p.mu must be held. Beyond CallsPerWorker calls in flight, their average age must have
+// stayed at ScaleAfter or more for ScaleAfter: a stall of the whole machine (or of the host)
+// ages every call at once for a moment, and a second worker would not help with that.
 func (p *Pool) saturated(best *worker, now time.Time) bool {
 	if best.load < p.opts.CallsPerWorker {
+		best.slowSince = time.Time{}
 		return false
 	}
-	if p.opts.ScaleAfter < 0 || best.load == 0 {
+	if p.opts.ScaleAfter < 0 {
 		return true
 	}
 	avgAge := now.Sub(p.epoch) - time.Duration(best.startSum/int64(best.load))
-	return avgAge >= p.opts.ScaleAfter
+	if avgAge < p.opts.ScaleAfter {
+		best.slowSince = time.Time{}
+		return false
+	}
+	if best.slowSince.IsZero() {
+		best.slowSince = now
+	}
+	return now.Sub(best.slowSince) >= p.opts.ScaleAfter
 }
 
 // retire takes a worker out of dispatch; it takes no new calls.

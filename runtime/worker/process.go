@@ -44,10 +44,11 @@ type worker struct {
 	outR, errR     *os.File
 
 	// Guarded by pool.mu.
-	load     int
-	startSum int64 // sum of the dispatch times (since pool.epoch) of the calls in flight
-	lastUsed time.Time
-	retired  bool // no longer takes calls: dying, stopping or dead
+	load      int
+	startSum  int64     // sum of the dispatch times (since pool.epoch) of the calls in flight
+	slowSince time.Time // since when its calls in flight have been slow (see saturated)
+	lastUsed  time.Time
+	retired   bool // no longer takes calls: dying, stopping or dead
 
 	mu         sync.Mutex
 	killReason error // why the host killed it, when it did
