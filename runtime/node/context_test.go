@@ -1,7 +1,9 @@
 package node
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -361,6 +363,47 @@ export async function execute() {
 		r := mustExecute(t, p, worker.Call{}, &fakeHost{})
 		if string(r.Result) != `{"env":{},"preloaded":false}` {
 			t.Fatalf("worker saw %s", r.Result)
+		}
+	})
+}
+
+// Messages of megabytes cross in both directions (many read chunks, one line each).
+func TestLargeMessages(t *testing.T) {
+	const src = `
+export const definition = { name: 'big', description: 'x', inputSchema: { type: 'object' } };
+export async function execute(input, ctx) {
+  const bytes = await ctx.fs.readFile('big.bin');
+  await ctx.fs.writeFile('copy.bin', bytes);
+  return { success: true, result: { inputLength: input.text.length, readLength: bytes.length, last: bytes[bytes.length - 1] } };
+}
+`
+	big := make([]byte, 3<<20)
+	for i := range big {
+		big[i] = byte(i % 251)
+	}
+	text := strings.Repeat("ünïcødé ", 400_000)
+	forEachRuntime(t, func(t *testing.T, rt Runtime) {
+		p := newPool(t, rt, src, worker.PoolOptions{})
+		var written []byte
+		h := &fakeHost{answer: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+			switch method {
+			case "fs.readFile":
+				return workerproto.FSData{Data: base64.StdEncoding.EncodeToString(big), Encoding: "base64"}, nil
+			case "fs.writeFile":
+				var w workerproto.FSWriteParams
+				json.Unmarshal(params, &w)
+				written, _ = base64.StdEncoding.DecodeString(w.Data)
+			}
+			return nil, nil
+		}}
+		in, _ := json.Marshal(map[string]string{"text": text})
+		r := mustExecute(t, p, worker.Call{Input: in}, h)
+		want := fmt.Sprintf(`{"inputLength":%d,"readLength":%d,"last":%d}`, len([]rune(text)), len(big), big[len(big)-1])
+		if string(r.Result) != want {
+			t.Fatalf("got %s, want %s", r.Result, want)
+		}
+		if !bytes.Equal(written, big) {
+			t.Fatalf("the file written back differs (%d bytes)", len(written))
 		}
 	})
 }
