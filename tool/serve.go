@@ -242,8 +242,10 @@ func (s *server) execute(ctx context.Context, params json.RawMessage) (any, erro
 		s.mu.Unlock()
 		return nil, jsonrpc.NewError(codeInvalidRequest, "execute before initialize: the tool is not loaded", nil)
 	case s.stopping:
+		// A call that crossed shutdown on the wire was never started: the host may send it
+		// to another worker (docs/protocol.md §7).
 		s.mu.Unlock()
-		return nil, jsonrpc.NewError(codeInvalidRequest, "the worker is shutting down: call "+p.CallID+" was not run", nil)
+		return nil, jsonrpc.NewError(codeInternal, "the worker is stopping and did not start this call", wireExiting{WorkerExiting: true, NotStarted: true})
 	case s.calls[p.CallID] != nil:
 		s.mu.Unlock()
 		return nil, jsonrpc.NewError(codeInvalidParams, fmt.Sprintf("call %s is already running on this worker", p.CallID), nil)

@@ -49,6 +49,7 @@ const (
 const (
 	codeInvalidRequest = -32600
 	codeInvalidParams  = -32602
+	codeInternal       = -32603
 	codeLoadError      = -32001
 	codeDenied         = -32002
 )
@@ -83,6 +84,12 @@ type wireLoadError struct {
 	Line   int    `json:"line,omitempty"`
 	Column int    `json:"column,omitempty"`
 	Stack  string `json:"stack,omitempty"`
+}
+
+// wireExiting is the error data of a worker that is going away.
+type wireExiting struct {
+	WorkerExiting bool `json:"workerExiting"`
+	NotStarted    bool `json:"notStarted,omitempty"`
 }
 
 type wireErrorData struct {
