@@ -27,15 +27,18 @@ import (
 
 // greetTool is a tool whose answer names its version, so a test can tell which version
 // serves.
-func greetTool(version string) map[string]string {
+func greetTool(version string) map[string]string { return namedTool("greet", version) }
+
+// namedTool is greetTool under another name (two folders may not define one tool name).
+func namedTool(name, version string) map[string]string {
 	return map[string]string{
-		"package.json": fmt.Sprintf(`{"name": "@jean2/tool-greet", "version": %q, "type": "module", "dependencies": {"@jean2/sdk": "^0.9.0"}}`, version),
+		"package.json": fmt.Sprintf(`{"name": "@jean2/tool-%s", "version": %q, "type": "module", "dependencies": {"@jean2/sdk": "^0.9.0"}}`, name, version),
 		"tool.ts": fmt.Sprintf(`import type { ToolDefinition } from '@jean2/sdk';
-export const definition: ToolDefinition = { name: 'greet', description: 'says hello', inputSchema: { type: 'object', properties: { who: { type: 'string' } } } };
+export const definition: ToolDefinition = { name: %q, description: 'says hello', inputSchema: { type: 'object', properties: { who: { type: 'string' } } } };
 export async function execute(input: { who?: string }) {
   return { success: true, result: { greeting: 'hello ' + (input.who ?? 'world'), version: %q } };
 }
-`, version),
+`, name, version),
 	}
 }
 

@@ -513,6 +513,14 @@ func (in *Installer) install(ctx context.Context, o origin) (*Result, error) {
 	if err != nil {
 		return fail(stage, err)
 	}
+	if other := in.definedElsewhere(name, entry.Name); other != "" {
+		return fail(StageLoad, fmt.Errorf("the tool calls itself %q, and the installed folder %s already defines that name; two folders with one tool name break each other: install over it with --name %s, or remove it first", entry.Name, other, other))
+	}
+	// The record learns the tool's own name now that it is known; staging is not live yet.
+	rec.ToolName = entry.Name
+	if err := writeRecord(staging, rec); err != nil {
+		return fail(StageSwap, fmt.Errorf("write %s: %w", RecordFile, err))
+	}
 
 	in.progress(Event{Tool: name, Stage: StageSwap, Message: "swapping in"})
 	if err := swapIn(staging, dst, previous); err != nil {
@@ -530,6 +538,25 @@ func (in *Installer) install(ctx context.Context, o origin) (*Result, error) {
 	}
 	res.Env = in.envReport(entry.Env, indexVars)
 	return res, nil
+}
+
+// definedElsewhere returns another installed folder whose install record names the same
+// tool. Folders made by hand have no record and are not seen; the host reports such a clash
+// when it loads them.
+func (in *Installer) definedElsewhere(folder, toolName string) string {
+	names, err := in.Installed()
+	if err != nil || toolName == "" {
+		return ""
+	}
+	for _, n := range names {
+		if n == folder {
+			continue
+		}
+		if rec, err := ReadRecord(filepath.Join(in.layout.Tools, n)); err == nil && rec != nil && rec.ToolName == toolName {
+			return n
+		}
+	}
+	return ""
 }
 
 // installedVersion names the version installed at dst: its semantic version,

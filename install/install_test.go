@@ -72,6 +72,16 @@ func TestInstallFromFolder(t *testing.T) {
 		t.Fatalf("tools folder holds %v after the swap", got)
 	}
 
+	// A second folder defining the same tool name would break the first: refused.
+	twin := e.folder("twin", greetTool("9.0.0"))
+	_, err = e.in.Install(context.Background(), twin, InstallOptions{Name: "greet-twin"})
+	if ie := installError(t, err); ie.Stage != StageLoad || !strings.Contains(err.Error(), `calls itself "greet", and the installed folder greet already defines that name`) {
+		t.Fatalf("twin: %v", err)
+	}
+	if got := e.toolsListing(); !slices.Equal(got, []string{"greet"}) {
+		t.Fatalf("tools folder holds %v after the twin", got)
+	}
+
 	// A symlink out of a local folder is refused: a tool folder must hold what it uses.
 	bad := e.folder("linker", greetTool("1.0.0"))
 	if err := os.Symlink("/etc/passwd", filepath.Join(bad, "passwd")); err != nil {
@@ -109,7 +119,7 @@ func TestInstallArchives(t *testing.T) {
 
 	// A .zip with files at its root; no package.json name, so the archive's base name
 	// without its version is the tool's name.
-	zfiles := greetTool("2.0.0")
+	zfiles := namedTool("hello", "2.0.0")
 	zfiles["package.json"] = `{"version": "2.0.0", "type": "module"}`
 	z := zipFile(t, files("", zfiles))
 	res = e.mustInstall(e.file("hello-2.0.0.zip", z), InstallOptions{})
@@ -119,15 +129,16 @@ func TestInstallArchives(t *testing.T) {
 
 	// A URL, with a .sha256 beside it in sha256sum's format.
 	e.events.reset()
-	url := srv.put("/pkgs/greet.tar.gz", tgz)
-	srv.put("/pkgs/greet.tar.gz.sha256", []byte(sum(tgz)+"  greet.tar.gz\n"))
+	urlTgz := tarGz(t, files("", namedTool("greet-url", "1.0.0")))
+	url := srv.put("/pkgs/greet.tar.gz", urlTgz)
+	srv.put("/pkgs/greet.tar.gz.sha256", []byte(sum(urlTgz)+"  greet.tar.gz\n"))
 	res = e.mustInstall(url, InstallOptions{Name: "greet-url"})
 	if res.Name != "greet-url" || res.Kind != KindURL || res.Verified != url+".sha256" {
 		t.Fatalf("url: %+v", res)
 	}
 	var sawBytes bool
 	for _, ev := range e.events.all() {
-		if ev.Stage == StageDownload && ev.Done == int64(len(tgz)) && ev.Total == int64(len(tgz)) {
+		if ev.Stage == StageDownload && ev.Done == int64(len(urlTgz)) && ev.Total == int64(len(urlTgz)) {
 			sawBytes = true
 		}
 	}
@@ -170,7 +181,7 @@ func TestInstallFromIndex(t *testing.T) {
 	v1 := tarGz(t, files("", greetTool("1.0.0")))
 	srv.put("/r/greet/1.0.0.tar.gz", v1)
 	// A tool without a version is fetched as "latest".
-	srv.put("/r/hello/latest.tar.gz", tarGz(t, files("", greetTool("0.1.0"))))
+	srv.put("/r/hello/latest.tar.gz", tarGz(t, files("", namedTool("hello", "0.1.0"))))
 	tamperedSum := strings.Repeat("0", 64)
 	srv.put("/r/tampered/1.0.0.tar.gz", v1)
 	srv.put("/index.json", indexJSON(t, srv.URL+"/r",
@@ -384,9 +395,9 @@ func TestRemove(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
 	e.mustInstall(e.folder("greet", greetTool("1.0.0")), InstallOptions{})
-	e.mustInstall(e.folder("other", greetTool("1.0.0")), InstallOptions{Name: "other"})
+	e.mustInstall(e.folder("other", namedTool("other", "1.0.0")), InstallOptions{Name: "other"})
 	// A tool folder that is a link to a development folder: removing it drops the link only.
-	dev := e.folder("dev-tool", greetTool("1.0.0"))
+	dev := e.folder("dev-tool", namedTool("dev", "1.0.0"))
 	if err := os.Symlink(dev, filepath.Join(e.layout.Tools, "dev")); err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +433,7 @@ func TestOutdatedAndUpdate(t *testing.T) {
 	srv := newServer(t)
 	v1 := tarGz(t, files("", greetTool("1.0.0")))
 	srv.put("/r/greet/1.0.0.tar.gz", v1)
-	srv.put("/r/hello/1.0.0-rc.1.tar.gz", tarGz(t, files("", greetTool("1.0.0-rc.1"))))
+	srv.put("/r/hello/1.0.0-rc.1.tar.gz", tarGz(t, files("", namedTool("hello", "1.0.0-rc.1"))))
 	srv.put("/index.json", indexJSON(t, srv.URL+"/r",
 		IndexTool{Name: "greet", Description: "d", Version: "1.0.0", SHA256: sum(v1)},
 		IndexTool{Name: "hello", Description: "d", Version: "1.0.0-rc.1"},
@@ -432,7 +443,7 @@ func TestOutdatedAndUpdate(t *testing.T) {
 	e.mustInstall("greet", InstallOptions{})
 	e.mustInstall("hello", InstallOptions{})
 	// A tool from a folder is not tracked.
-	e.mustInstall(e.folder("local", greetTool("0.0.1")), InstallOptions{Name: "local"})
+	e.mustInstall(e.folder("local", namedTool("local", "0.0.1")), InstallOptions{Name: "local"})
 
 	st, err := e.in.Outdated(ctx)
 	if err != nil || len(st) != 2 || st[0].Status != StatusUpToDate || st[1].Status != StatusUpToDate {
@@ -442,7 +453,7 @@ func TestOutdatedAndUpdate(t *testing.T) {
 	// The index moves on: greet 1.1.0; hello's release follows its release candidate.
 	v11 := tarGz(t, files("", greetTool("1.1.0")))
 	srv.put("/r/greet/1.1.0.tar.gz", v11)
-	srv.put("/r/hello/1.0.0.tar.gz", tarGz(t, files("", greetTool("1.0.0"))))
+	srv.put("/r/hello/1.0.0.tar.gz", tarGz(t, files("", namedTool("hello", "1.0.0"))))
 	srv.put("/index.json", indexJSON(t, srv.URL+"/r",
 		IndexTool{Name: "greet", Description: "d", Version: "1.1.0", SHA256: sum(v11)},
 		IndexTool{Name: "hello", Description: "d", Version: "1.0.0"},

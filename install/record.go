@@ -28,9 +28,11 @@ const (
 
 // Record is where an installed tool came from, so update and outdated know.
 type Record struct {
-	Name   string     `json:"name"`
-	Source string     `json:"source"` // what was asked for: a path, a URL or an index name
-	Kind   SourceKind `json:"kind"`
+	Name string `json:"name"`
+	// ToolName is the name in the tool's definition, so a later install can see a clash.
+	ToolName string     `json:"toolName,omitempty"`
+	Source   string     `json:"source"` // what was asked for: a path, a URL or an index name
+	Kind     SourceKind `json:"kind"`
 	// Location is the archive or folder actually used (the expanded index URL, an absolute
 	// path).
 	Location string `json:"location,omitempty"`

@@ -87,12 +87,12 @@ func TestBenignArchiveFeatures(t *testing.T) {
 	}, files("greet/", greetTool("1.0.0"))...)
 	var plainTar bytes.Buffer
 	tw := tar.NewWriter(&plainTar)
-	for _, en := range files("", greetTool("1.0.0")) {
+	for _, en := range files("", namedTool("plain", "1.0.0")) {
 		_ = tw.WriteHeader(&tar.Header{Name: en.name, Mode: 0o644, Size: int64(len(en.body)), Typeflag: tar.TypeReg})
 		_, _ = tw.Write([]byte(en.body))
 	}
 	_ = tw.Close()
-	zipEntries := append([]entry{{name: "__MACOSX/._tool.ts", body: "resource fork"}}, files("", greetTool("1.0.0"))...)
+	zipEntries := append([]entry{{name: "__MACOSX/._tool.ts", body: "resource fork"}}, files("", namedTool("mac", "1.0.0"))...)
 
 	res := e.mustInstall(e.file("greet.tgz", tarGz(t, entries)), InstallOptions{})
 	dst := res.Folder

@@ -40,18 +40,23 @@ func (c *cli) runWith(extra []string, args ...string) (string, string, int) {
 }
 
 func greetFiles(version string, env ...string) map[string]string {
+	return namedFiles("greet", version, env...)
+}
+
+// namedFiles is greetFiles under another tool name (two folders may not define one name).
+func namedFiles(name, version string, env ...string) map[string]string {
 	envDecl := ""
 	if len(env) > 0 {
 		quoted, _ := json.Marshal(env)
 		envDecl = " env: " + string(quoted) + ","
 	}
 	return map[string]string{
-		"package.json": fmt.Sprintf(`{"name": "@jean2/tool-greet", "version": %q, "type": "module"}`, version),
-		"tool.ts": fmt.Sprintf(`export const definition = { name: 'greet', description: 'says hello',%s inputSchema: { type: 'object', properties: { who: { type: 'string' } } } };
+		"package.json": fmt.Sprintf(`{"name": "@jean2/tool-%s", "version": %q, "type": "module"}`, name, version),
+		"tool.ts": fmt.Sprintf(`export const definition = { name: %q, description: 'says hello',%s inputSchema: { type: 'object', properties: { who: { type: 'string' } } } };
 export async function execute(input: { who?: string }) {
   return { success: true, result: { greeting: 'hello ' + (input.who ?? 'world'), version: %q } };
 }
-`, envDecl, version),
+`, name, envDecl, version),
 	}
 }
 
@@ -179,7 +184,7 @@ func TestToolsInstallFolderArchiveAndURL(t *testing.T) {
 	}
 
 	// A .zip, under another name.
-	zipPath := writeFile(t, filepath.Join(src, "z.zip"), makeZip(t, greetFiles("2.0.0")))
+	zipPath := writeFile(t, filepath.Join(src, "z.zip"), makeZip(t, namedFiles("greet-zip", "2.0.0")))
 	out, stderr, code = c.run("", "tools", "install", zipPath, "--name", "greet-zip", "--json")
 	var outcomes []struct {
 		OK     bool
@@ -261,7 +266,7 @@ func TestToolsInstallFromIndexUpdateOutdatedRemove(t *testing.T) {
 	}
 	greet := put("greet", "1.0.0", true, greetFiles("1.0.0", "GREET_TOKEN", "GREET_REGION"))
 	greet.EnvVars = []install.EnvVar{{Name: "GREET_REGION", Required: true}, {Name: "GREET_TOKEN", Sensitive: true}}
-	hello := put("hello", "0.1.0", false, greetFiles("0.1.0"))
+	hello := put("hello", "0.1.0", false, namedFiles("hello", "0.1.0"))
 	writeIndex(greet, hello)
 	indexEnv := []string{"JEAN2_TOOL_REGISTRY_URL=" + filepath.Join(repo, "index.json"), "GREET_TOKEN=" + secret}
 
@@ -321,7 +326,7 @@ func TestToolsInstallFromIndexUpdateOutdatedRemove(t *testing.T) {
 		t.Fatalf("tools folder holds %s", got)
 	}
 	out, _, _ = c.run("", "tools", "list", "--json")
-	if strings.Contains(out, filepath.Join(c.home, "tools", "greet")+`"`) || !strings.Contains(out, filepath.Join(c.home, "tools", "hello")) {
+	if strings.Contains(out, `"name": "greet"`) || !strings.Contains(out, `"name": "hello"`) {
 		t.Fatalf("list after remove: %s", out)
 	}
 }
