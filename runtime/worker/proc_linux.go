@@ -21,3 +21,11 @@ func waitExit(pid int) bool {
 		}
 	}
 }
+
+// setDeathSignal has the kernel kill a worker whose host died: a worker stuck in a tool's
+// endless loop never reads the end of its input. Linux sends it when the thread that started
+// the worker exits, which in Go happens only to a thread a goroutine locked and left; such a
+// worker would die early and be replaced like any crashed one.
+func setDeathSignal(attr *syscall.SysProcAttr) {
+	attr.Pdeathsig = syscall.SIGKILL
+}

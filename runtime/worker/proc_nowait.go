@@ -2,6 +2,12 @@
 
 package worker
 
+import "syscall"
+
 // waitExit cannot wait without reaping here, so leftovers of the worker's group are not
 // signalled after it exits.
 func waitExit(int) bool { return false }
+
+// setDeathSignal does nothing where the kernel has no parent-death signal; a worker then
+// notices its host is gone when its input ends.
+func setDeathSignal(*syscall.SysProcAttr) {}

@@ -14,6 +14,7 @@ func setProcessGroup(cmd *exec.Cmd) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
+	setDeathSignal(cmd.SysProcAttr)
 }
 
 // signalGroup sends sig to the worker's process group. Linux does not hand out a pid that
