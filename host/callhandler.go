@@ -197,7 +197,7 @@ func (h *callHandler) Notify(method string, params json.RawMessage) {
 		if err != nil {
 			return
 		}
-		attrs := []any{"tool", c.Tool, "call", c.CallID}
+		var attrs []any // c.Logger already names the tool and the call
 		if len(p.Data) > 0 {
 			attrs = append(attrs, "data", json.RawMessage(p.Data))
 		}

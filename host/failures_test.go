@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/runtime/gotool"
 	"github.com/jean2/jean2/tool"
 	"github.com/jean2/jean2/toolfs"
 )
@@ -356,5 +357,34 @@ export async function execute(_: unknown, ctx: ToolContext) {
 	got := result[map[string]any](t, f.call("bun-native", `{}`))
 	if got["n"] != float64(42) || got["out"] != "spawned" || (got["hash"] != "number" && got["hash"] != "bigint") {
 		t.Fatalf("%v", got)
+	}
+}
+
+// A Go tool folder is built with the local toolchain and runs as a worker with the same
+// context powers; a build error is listed with its file and line.
+func TestGoToolFolder(t *testing.T) {
+	f := newFixture(t)
+	f.addTool("gohead", gotool.Scaffold("gohead"))
+	broken := gotool.Scaffold("gobroken")
+	broken["tool.go"] = strings.Replace(broken["tool.go"], "func main() {", "func main() {\n\tundefinedThing()", 1)
+	f.addTool("gobroken", broken)
+	f.opts.ServerEnv = append(f.opts.ServerEnv, "HOME="+os.Getenv("HOME"))
+	f.start()
+	if e := f.entry("gohead"); e.Status != host.StatusOK || e.Runtime != "go" || e.Kind != "go" {
+		t.Fatalf("entry %+v", e)
+	}
+	if e := f.entry("gobroken"); e.Status != host.StatusError || !strings.Contains(e.Error, "tool.go:") || !strings.Contains(e.Error, "undefined: undefinedThing") {
+		t.Fatalf("broken entry %+v", e)
+	}
+	_ = os.WriteFile(filepath.Join(f.ws, "f.txt"), []byte("a\nb\nc\n"), 0o644)
+	got := result[map[string]string](t, f.call("gohead", `{"path":"f.txt","lines":2}`))
+	if got["head"] != "a\nb" {
+		t.Fatalf("%v", got)
+	}
+	if out := f.call("gohead", `{"path":"/etc/passwd"}`); out.Result.Success || !strings.Contains(out.Result.Error, "blocked") {
+		t.Fatalf("the Go tool's file access is not under the host's policy: %+v", out.Result)
+	}
+	if !strings.Contains(f.logs.all(), "read file") {
+		t.Fatalf("the Go tool's log line did not reach the host:\n%s", f.logs.all())
 	}
 }

@@ -3,14 +3,19 @@ package host
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 
+	jean2 "github.com/jean2/jean2"
 	"github.com/jean2/jean2/internal/workerproto"
 	"github.com/jean2/jean2/loader"
 	"github.com/jean2/jean2/policy"
+	"github.com/jean2/jean2/runtime/gotool"
 	"github.com/jean2/jean2/runtime/node"
 	"github.com/jean2/jean2/runtime/worker"
 	"github.com/jean2/jean2/tool"
@@ -25,6 +30,11 @@ type folderLoader struct {
 
 	rtMu     sync.Mutex
 	runtimes map[string]runtimeChoice // by preference
+
+	goOnce sync.Once
+	goTC   gotool.Toolchain
+	goSDK  string // the SDK module Go tools build against
+	goErr  error
 }
 
 type runtimeChoice struct {
@@ -99,32 +109,38 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		res.err = f.Err
 		return res
 	}
+	var (
+		ft   *folderTool
+		hash string
+		kind string
+		err  error
+	)
 	if f.Kind == loader.KindGo {
-		res.err = fmt.Errorf("%s is a Go tool folder, and Go tool folders are not built by this version of jean2 yet", f.Dir)
-		return res
+		ft, hash, err = fl.prepareGo(ctx, f)
+		kind, res.runtime = loader.KindGo, gotool.KindGo
+	} else {
+		ft, hash, err = fl.prepareJS(ctx, f, &res)
+		kind = loader.KindJS
 	}
-	rt, err := fl.runtime(f.RuntimePreference)
 	if err != nil {
 		res.err = err
 		return res
 	}
-	res.runtime = rt.Kind
-	b, err := fl.loader.Load(ctx, f, loader.LoadOptions{Runtime: rt.Kind})
-	if err != nil {
-		res.err = err
-		return res
+	if res.label == "" {
+		res.label = versionLabel("", hash)
 	}
-	res.label = versionLabel(b.Version, b.Hash)
-	if prev != nil && prev.entry.Hash == b.Hash && prev.entry.Runtime == rt.Kind && sameEnv(prev.env, fl.toolEnv(prev.def.Env)) {
+	if prev != nil && prev.entry.Hash == hash && prev.entry.Runtime == res.runtime && sameEnv(prev.env, fl.toolEnv(prev.def.Env)) {
 		res.serving, res.fresh = prev, prev
 		return res
 	}
 
-	ft := &folderTool{fl: fl, bundle: b, rt: rt}
+	// The definition cache is keyed by a digest of what runs, so bundles and Go binaries
+	// share it without their hashes having to look alike.
+	metaKey := sha256Hex(kind + ":" + hash)
 	var meta definitionMeta
 	// The definition is cached per bundle; a tool loaded under another runtime is probed
 	// again, since its module may behave differently there.
-	if raw, ok := fl.loader.Meta(b.Hash); ok && json.Unmarshal(raw, &meta) == nil && meta.Definition.Name != "" && meta.Runtime == rt.Kind {
+	if raw, ok := fl.loader.Meta(metaKey); ok && json.Unmarshal(raw, &meta) == nil && meta.Definition.Name != "" && meta.Runtime == res.runtime {
 		ft.def = meta.Definition
 	} else {
 		// First sight of this version: load the module in a worker to learn its definition.
@@ -143,19 +159,19 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		} else {
 			_ = probe.Close(context.Background())
 		}
-		raw, _ := json.Marshal(definitionMeta{Definition: info.Definition, Shape: info.Shape, Runtime: rt.Kind})
-		if err := fl.loader.StoreMeta(b.Hash, raw); err != nil {
+		raw, _ := json.Marshal(definitionMeta{Definition: info.Definition, Shape: info.Shape, Runtime: res.runtime})
+		if err := fl.loader.StoreMeta(metaKey, raw); err != nil {
 			fl.h.log.Warn("cache definition", "folder", f.Dir, "error", err)
 		}
 	}
 	if err := ft.def.Check(); err != nil {
 		ft.closePool(context.Background())
-		res.err = fmt.Errorf("%s: %w", b.Entry, err)
+		res.err = fmt.Errorf("%s: %w", f.Entry, err)
 		return res
 	}
 	ft.env = fl.toolEnv(ft.def.Env)
 	def := ft.def
-	e := Entry{Name: def.Name, Folder: f.Dir, Version: res.label, Hash: b.Hash, Kind: "js", Runtime: rt.Kind, Status: StatusOK, Definition: &def}
+	e := Entry{Name: def.Name, Folder: f.Dir, Version: res.label, Hash: hash, Kind: kind, Runtime: res.runtime, Status: StatusOK, Definition: &def}
 	v := newVersion(e, def, ft, ft.closePool)
 	v.env = ft.env
 	res.serving, res.fresh = v, v
@@ -176,11 +192,16 @@ func versionLabel(semver, hash string) string {
 
 // folderTool runs one version of a folder tool in its worker pool.
 type folderTool struct {
-	fl     *folderLoader
-	bundle *loader.Bundle
-	rt     node.Runtime
-	def    tool.Definition
-	env    map[string]string // declared variables with values
+	fl      *folderLoader
+	name    string // the folder's name, for logs before the definition is known
+	dir     string // the tool's folder
+	program string // what the worker loads: the bundle, or the Go tool's binary
+	// launcher says how to start a worker with the given environment.
+	launcher func(env []string) worker.Launcher
+	// runtimeDir goes first on the worker's PATH (the node or bun binary's folder).
+	runtimeDir string
+	def        tool.Definition
+	env        map[string]string // declared variables with values
 
 	mu   sync.Mutex
 	pool *worker.Pool
@@ -190,13 +211,12 @@ func (t *folderTool) Definition() tool.Definition { return t.def }
 
 func (t *folderTool) newPool(toolVars map[string]string) *worker.Pool {
 	h := t.fl.h
-	env := policy.WorkerEnv(policy.BaseEnv{RuntimeDir: t.rt.Dir(), Home: h.home, TempDir: h.layout.Temp, TZ: serverVar(h.opts.ServerEnv, "TZ")}, toolVars)
-	launcher := node.NewLauncher(t.rt, node.LauncherOptions{CacheDir: h.layout.Cache, Env: env, Dir: t.bundle.Folder})
-	return worker.NewPool(launcher, worker.PoolOptions{
-		Name: t.bundle.Name, Logger: h.log, MaxWorkers: h.opts.MaxWorkers,
+	env := policy.WorkerEnv(policy.BaseEnv{RuntimeDir: t.runtimeDir, Home: h.home, TempDir: h.layout.Temp, TZ: serverVar(h.opts.ServerEnv, "TZ")}, toolVars)
+	return worker.NewPool(t.launcher(env), worker.PoolOptions{
+		Name: t.name, Logger: h.log, MaxWorkers: h.opts.MaxWorkers,
 		IdleTimeout: h.opts.IdleTimeout, KillGrace: h.opts.KillGrace,
 		Init: workerproto.InitializeParams{
-			ProtocolVersion: workerproto.Version, Bundle: t.bundle.Path, ToolDir: t.bundle.Folder,
+			ProtocolVersion: workerproto.Version, Bundle: t.program, ToolDir: t.dir,
 			Rules: workerproto.Rules{Blocked: policy.BlockedRoots(), Sensitive: policy.SensitivePatterns(), Home: h.home, Languages: tool.Languages()},
 		},
 	})
@@ -299,4 +319,63 @@ func sameEnv(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// prepareJS bundles a JavaScript or TypeScript folder (cached) for its runtime.
+func (fl *folderLoader) prepareJS(ctx context.Context, f loader.Folder, res *folderResult) (*folderTool, string, error) {
+	rt, err := fl.runtime(f.RuntimePreference)
+	if err != nil {
+		return nil, "", err
+	}
+	res.runtime = rt.Kind
+	b, err := fl.loader.Load(ctx, f, loader.LoadOptions{Runtime: rt.Kind})
+	if err != nil {
+		return nil, "", err
+	}
+	res.label = versionLabel(b.Version, b.Hash)
+	cache := fl.h.layout.Cache
+	return &folderTool{
+		fl: fl, name: b.Name, dir: b.Folder, program: b.Path, runtimeDir: rt.Dir(),
+		launcher: func(env []string) worker.Launcher {
+			return node.NewLauncher(rt, node.LauncherOptions{CacheDir: cache, Env: env, Dir: b.Folder})
+		},
+	}, b.Hash, nil
+}
+
+// prepareGo builds a Go tool folder with the local toolchain (cached by content hash).
+func (fl *folderLoader) prepareGo(ctx context.Context, f loader.Folder) (*folderTool, string, error) {
+	tc, sdk, err := fl.goToolchain()
+	if err != nil {
+		return nil, "", err
+	}
+	bin, err := gotool.Build(ctx, tc, gotool.BuildOptions{
+		Folder: f.Dir, CacheDir: fl.h.layout.Cache, SDKModule: sdk,
+		Env: gotool.BuildEnv(tc, fl.h.opts.ServerEnv),
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return &folderTool{
+		fl: fl, name: f.Name, dir: f.Dir, program: bin.Path,
+		launcher: func(env []string) worker.Launcher { return gotool.NewLauncher(bin, env, f.Dir) },
+	}, bin.Hash, nil
+}
+
+// goToolchain finds the Go toolchain and writes the SDK module Go tools build against,
+// once per host.
+func (fl *folderLoader) goToolchain() (gotool.Toolchain, string, error) {
+	fl.goOnce.Do(func() {
+		fl.goTC, fl.goErr = gotool.Detect(fl.h.opts.GoPath)
+		if fl.goErr != nil {
+			fl.goErr = fmt.Errorf("Go tool folders are built with the Go toolchain: %w", fl.goErr)
+			return
+		}
+		fl.goSDK, fl.goErr = jean2.WriteSDKModule(filepath.Join(fl.h.layout.Cache, "gosdk"))
+	})
+	return fl.goTC, fl.goSDK, fl.goErr
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

@@ -29,6 +29,9 @@ type Options struct {
 	RuntimePreference string
 	// BunPath and NodePath point at runtimes outside PATH (tests use them).
 	BunPath, NodePath string
+	// GoPath points at the go command for Go tool folders (default: PATH, then
+	// /usr/local/go/bin/go).
+	GoPath string
 	// ServerEnv is the server's environment, the second source of declared variables'
 	// values after $JEAN2_HOME/.env. Nil means os.Environ().
 	ServerEnv []string

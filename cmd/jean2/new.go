@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/runtime/gotool"
 	"github.com/jean2/jean2/sdkjs"
 )
 
@@ -94,7 +95,7 @@ func scaffold(name, lang string) (map[string]string, error) {
 			"tool.js":      strings.ReplaceAll(jsScaffold, "NAME", name),
 		}, nil
 	case "go":
-		return nil, fmt.Errorf("--lang go: Go tool folders are not built by this version of jean2 yet; use ts or js")
+		return gotool.Scaffold(name), nil
 	}
 	return nil, usagef("--lang %q: use ts, js or go", lang)
 }
