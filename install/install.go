@@ -441,7 +441,7 @@ func (in *Installer) install(ctx context.Context, o origin) (*Result, error) {
 	}
 	content := filepath.Join(work, "content")
 	if o.kind == KindFolder {
-		if within(o.location, in.layout.Tools) {
+		if holdsTools(o.location, in.layout.Tools) {
 			return fail(StageCopy, fmt.Errorf("%s holds the tools folder %s; install the tool's own folder", o.location, in.layout.Tools))
 		}
 		in.progress(Event{Tool: label, Stage: StageCopy, Message: "copying " + o.location})
@@ -557,6 +557,18 @@ func (in *Installer) definedElsewhere(folder, toolName string) string {
 		}
 	}
 	return ""
+}
+
+// holdsTools reports whether the folder src is the tools folder or holds it, links
+// resolved: copying it would copy the install into itself.
+func holdsTools(src, tools string) bool {
+	if r, err := filepath.EvalSymlinks(src); err == nil {
+		src = r
+	}
+	if r, err := filepath.EvalSymlinks(tools); err == nil {
+		tools = r
+	}
+	return within(src, tools)
 }
 
 // installedVersion names the version installed at dst: its semantic version,

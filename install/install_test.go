@@ -59,9 +59,13 @@ func TestInstallFromFolder(t *testing.T) {
 		t.Errorf("stages %v; want %v", stages, want)
 	}
 
-	// A second install replaces it, and says what it replaced.
+	// A second install replaces it, and says what it replaced; the folder may be given
+	// through a link.
 	src2 := e.folder("greet-2", greetTool("1.1.0"))
-	res = e.mustInstall(src2, InstallOptions{})
+	if err := os.Symlink(src2, filepath.Join(e.scratch, "greet-link")); err != nil {
+		t.Fatal(err)
+	}
+	res = e.mustInstall(filepath.Join(e.scratch, "greet-link"), InstallOptions{})
 	if res.Replaced != "1.0.0" || res.Version != "1.1.0" {
 		t.Fatalf("reinstall %+v", res)
 	}

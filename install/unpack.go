@@ -440,6 +440,11 @@ func within(root, p string) bool {
 // rules as an archive. node_modules and .git are left behind: dependencies are installed
 // afresh for the copy, and history is not part of a tool.
 func copyFolder(src, dst string, lim Limits) error {
+	// The folder may be given as a link to it; its files are what is copied.
+	src, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return err
+	}
 	if err := os.Mkdir(dst, 0o755); err != nil {
 		return err
 	}
