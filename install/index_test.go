@@ -223,3 +223,40 @@ func TestParseSumFile(t *testing.T) {
 		}
 	}
 }
+
+func TestCompareWithIndex(t *testing.T) {
+	a, b := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	idx := &Index{Location: "i.json", Tools: []IndexTool{
+		{Name: "semver", Version: "1.10.0"},
+		{Name: "pre", Version: "2.0.0-rc.2"},
+		{Name: "same-sum", SHA256: a},
+		{Name: "new-sum", SHA256: b},
+		{Name: "nothing"},
+	}}
+	cases := []struct {
+		name, installed, recVersion, recSum string
+		status                              string
+		outdated                            bool
+	}{
+		{"semver", "1.9.0", "", "", StatusOutdated, true},
+		{"semver", "1.10.0", "", "", StatusUpToDate, false},
+		{"semver", "1.11.0-beta", "", "", StatusAhead, false},
+		{"semver", "", "1.2.0", "", StatusOutdated, true}, // no version in the folder: the record's
+		{"pre", "2.0.0-rc.10", "", "", StatusAhead, false},
+		{"pre", "2.0.0-rc.1", "", "", StatusOutdated, true},
+		{"same-sum", "", "", a, StatusUpToDate, false},
+		{"new-sum", "", "", a, StatusOutdated, true},
+		{"nothing", "1.0.0", "", a, StatusUnknown, false},
+		{"gone", "1.0.0", "", "", StatusNotInIndex, false},
+	}
+	for _, c := range cases {
+		dir := t.TempDir()
+		if c.installed != "" {
+			writeTree(t, dir, map[string]string{"VERSION": c.installed})
+		}
+		got := compare(tracked{name: c.name, dir: dir, rec: &Record{IndexVersion: c.recVersion, SHA256: c.recSum}}, idx)
+		if got.Status != c.status || got.Outdated != c.outdated {
+			t.Errorf("%s installed %q: %+v; want %s", c.name, c.installed, got, c.status)
+		}
+	}
+}
