@@ -134,6 +134,16 @@ func (l *Loader) lock(dir string) func() {
 // The folder is read again from disk (folder only says where it is), so a change since
 // Discover is seen. Errors are *Error. A Go folder gets its hash only; the host builds it.
 func (l *Loader) Load(ctx context.Context, folder Folder, opts LoadOptions) (*Bundle, error) {
+	unlock := l.lock(folder.Dir)
+	defer unlock()
+	return l.load(ctx, folder, opts, 1)
+}
+
+// maxBundleAttempts bounds how often a load starts over because the folder changed while
+// it was being bundled.
+const maxBundleAttempts = 5
+
+func (l *Loader) load(ctx context.Context, folder Folder, opts LoadOptions, attempt int) (*Bundle, error) {
 	if l.opts.CacheDir == "" {
 		return nil, &Error{Folder: folder.Name, Stage: StageCache, Msg: "the loader has no cache directory (Options.CacheDir)"}
 	}
@@ -144,8 +154,6 @@ func (l *Loader) Load(ctx context.Context, folder Folder, opts LoadOptions) (*Bu
 	if progress == nil {
 		progress = func(string, string) {}
 	}
-	unlock := l.lock(folder.Dir)
-	defer unlock()
 
 	f := Inspect(folder.Dir)
 	if f.Err != nil {
@@ -207,6 +215,16 @@ func (l *Loader) Load(ctx context.Context, folder Folder, opts LoadOptions) (*Bu
 	progress(StageBundle, "bundling "+f.Entry)
 	start := time.Now()
 	res := l.build(buildRequest{folder: f, outfile: b.Path})
+	// esbuild reads the files again: if the folder changed between hashing and bundling (an
+	// editor mid-save), the bundle is of other content than the hash names, and caching it
+	// would serve that code whenever the hashed content comes back (an empty file, say).
+	// Only a bundle whose folder held still is stored; otherwise start over.
+	if after, err := hashFolder(in); err != nil || after != hash {
+		if attempt >= maxBundleAttempts {
+			return nil, &Error{Folder: f.Name, Stage: StageBundle, Msg: fmt.Sprintf("the folder kept changing while it was bundled (%d tries); load it again once the writes settle", attempt)}
+		}
+		return l.load(ctx, folder, opts, attempt+1)
+	}
 	for _, w := range res.warnings {
 		attrs := []any{"tool", f.Name, "warning", w.Text}
 		if w.Location != nil {
