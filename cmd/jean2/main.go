@@ -45,12 +45,17 @@ Usage:
   jean2 tools run NAME --input JSON|@FILE   run a tool once and print its result
   jean2 tools new NAME [--lang ts|js|go]    write a working tool scaffold
   jean2 tools validate [DIR]                load a tool folder and report problems
+  jean2 tools install SOURCE...             install from a folder, archive, URL or index name
+  jean2 tools remove NAME                   remove an installed tool
+  jean2 tools update [NAME...]              reinstall tools whose index version is newer
+  jean2 tools outdated [--json]             compare installed versions with the index
   jean2 version                             print the version
 
 Environment:
   JEAN2_HOME        where jean2 keeps its files (default ~/.jean2)
   JEAN2_TOOLS_PATH  the tools folder (default $JEAN2_HOME/tools)
   JEAN2_RUNTIME     node or bun (default: node when installed, else bun)
+  JEAN2_TOOL_REGISTRY_URL  the tool index for install/update/outdated
 `
 
 func run(ctx context.Context, e env, args []string) error {
