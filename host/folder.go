@@ -257,26 +257,51 @@ func (t *folderTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 }
 
 // parseResult reads what a worker returned as a ToolResult, refusing anything else with a
-// message that says what a ToolResult is.
+// message that says what a ToolResult is. One decoding pass: this is on every call.
 func parseResult(name string, raw json.RawMessage) tool.Result {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return tool.Errorf("tool %s returned %s; a ToolResult is an object {success, result?, error?, visualization?}", name, describeJSON(trimmed))
 	}
-	var probe struct {
-		Success json.RawMessage `json:"success"`
+	var wire struct {
+		Success       json.RawMessage `json:"success"`
+		Result        json.RawMessage `json:"result"`
+		Data          json.RawMessage `json:"data"`
+		Error         json.RawMessage `json:"error"`
+		Summary       json.RawMessage `json:"summary"`
+		Visualization json.RawMessage `json:"visualization"`
 	}
-	if err := json.Unmarshal(trimmed, &probe); err != nil {
+	if err := json.Unmarshal(trimmed, &wire); err != nil {
 		return tool.Errorf("tool %s returned invalid JSON: %v", name, err)
 	}
-	if s := string(probe.Success); s != "true" && s != "false" {
+	res := tool.Result{Result: wire.Result, Data: wire.Data, Visualization: wire.Visualization}
+	switch string(wire.Success) {
+	case "true":
+		res.Success = true
+	case "false":
+	default:
 		return tool.Errorf("tool %s returned an object without a boolean \"success\"; a ToolResult is {success, result?, error?, visualization?}", name)
 	}
-	var res tool.Result
-	if err := json.Unmarshal(trimmed, &res); err != nil {
-		return tool.Errorf("tool %s returned a malformed ToolResult: %v", name, err)
+	var err error
+	if res.Error, err = optionalString(wire.Error); err != nil {
+		return tool.Errorf("tool %s returned a malformed ToolResult: \"error\" %v", name, err)
+	}
+	if res.Summary, err = optionalString(wire.Summary); err != nil {
+		return tool.Errorf("tool %s returned a malformed ToolResult: \"summary\" %v", name, err)
 	}
 	return res
+}
+
+// optionalString decodes a JSON string that may be absent or null.
+func optionalString(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fmt.Errorf("must be a string")
+	}
+	return s, nil
 }
 
 func describeJSON(b []byte) string {

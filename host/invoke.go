@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -181,7 +182,7 @@ func (h *Host) callContext(call Call, v *version) (*tool.Context, func(), error)
 		ToolVersion:  v.entry.Hash,
 		LLM:          h.llm,
 		Env:          tool.NewEnv(v.env),
-		Logger:       h.log.With("tool", v.def.Name, "call", call.CallID),
+		Logger:       slog.New(callLogHandler{inner: h.log.Handler(), tool: v.def.Name, call: call.CallID}),
 		Ledger:       call.Ledger,
 		Session:      call.Session,
 		Progress:     call.Progress,
@@ -313,4 +314,28 @@ func (w *callWorkspace) RemoveWorkspacePath(ctx context.Context, p string) error
 	w.scope.Allowed = kept
 	w.apply(w.scope)
 	return nil
+}
+
+// callLogHandler names the tool and the call on every record it passes on. slog's own With
+// formats the attributes up front, which costs on every call whether or not it logs.
+type callLogHandler struct {
+	inner      slog.Handler
+	tool, call string
+}
+
+func (h callLogHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.inner.Enabled(ctx, l)
+}
+
+func (h callLogHandler) Handle(ctx context.Context, r slog.Record) error {
+	r.AddAttrs(slog.String("tool", h.tool), slog.String("call", h.call))
+	return h.inner.Handle(ctx, r)
+}
+
+func (h callLogHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return callLogHandler{inner: h.inner.WithAttrs(as), tool: h.tool, call: h.call}
+}
+
+func (h callLogHandler) WithGroup(name string) slog.Handler {
+	return callLogHandler{inner: h.inner.WithGroup(name), tool: h.tool, call: h.call}
 }

@@ -64,16 +64,37 @@ type ForModel struct {
 	Summary string          `json:"summary,omitempty"`
 }
 
-// ModelJSON is the result as the model sees it (no visualization), serialized.
+// ModelJSON is the result as the model sees it (no visualization), serialized. It is built
+// by hand because it runs on every call: the result is already JSON.
 func (r Result) ModelJSON() []byte {
 	n := r.Normalize()
-	raw, err := json.Marshal(ForModel{Success: n.Success, Result: n.Result, Error: n.Error, Summary: n.Summary})
-	if err != nil {
-		// Result holds raw JSON that was validated when it arrived; this cannot fail for
-		// results built by this package, but a hand-built invalid RawMessage could.
-		raw, _ = json.Marshal(ForModel{Success: false, Error: "tool result is not valid JSON: " + err.Error()})
+	if n.Result != nil && !json.Valid(n.Result) {
+		n = Result{Error: "tool result is not valid JSON"}
 	}
-	return raw
+	buf := make([]byte, 0, len(n.Result)+len(n.Error)+len(n.Summary)+48)
+	if n.Success {
+		buf = append(buf, `{"success":true`...)
+	} else {
+		buf = append(buf, `{"success":false`...)
+	}
+	if n.Result != nil {
+		buf = append(buf, `,"result":`...)
+		buf = append(buf, n.Result...)
+	}
+	if n.Error != "" {
+		buf = append(buf, `,"error":`...)
+		buf = appendJSONString(buf, n.Error)
+	}
+	if n.Summary != "" {
+		buf = append(buf, `,"summary":`...)
+		buf = appendJSONString(buf, n.Summary)
+	}
+	return append(buf, '}')
+}
+
+func appendJSONString(buf []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always marshals
+	return append(buf, q...)
 }
 
 func isNull(raw json.RawMessage) bool {
