@@ -44,7 +44,7 @@ func (noRemoteLoader) Load(url string) (any, error) {
 // Validate checks a JSON document against the schema. The error lists every violation with
 // its location in the document, so a model can fix its arguments.
 func (s *Schema) Validate(doc json.RawMessage) error {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	v, err := decodeInstance(doc)
 	if err != nil {
 		return fmt.Errorf("arguments are not valid JSON: %w", err)
 	}
@@ -87,4 +87,27 @@ func flatten(ve *jsonschema.ValidationError) []string {
 		out = append(out, ve.Error())
 	}
 	return out
+}
+
+// decodeInstance decodes a document for validation. Numbers decode to float64, which is
+// exact for up to 15 significant digits; a document with a longer digit run takes the
+// validator's own decoder, which keeps numbers exact. (The cheap path matters: it runs on
+// every call.)
+func decodeInstance(doc json.RawMessage) (any, error) {
+	run := 0
+	for _, c := range doc {
+		if c >= '0' && c <= '9' {
+			run++
+			if run > 15 {
+				return jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+			}
+		} else {
+			run = 0
+		}
+	}
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }

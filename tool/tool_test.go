@@ -269,3 +269,20 @@ func TestSessionFacts(t *testing.T) {
 		t.Fatal(string(v))
 	}
 }
+
+func TestValidateKeepsLargeNumbersExact(t *testing.T) {
+	s, err := tool.CompileSchema(json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","maximum":9007199254740993}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 9007199254740993 and …994 are the same float64; only an exact decoder tells them apart.
+	if err := s.Validate(json.RawMessage(`{"n":9007199254740993}`)); err != nil {
+		t.Fatalf("at the maximum: %v", err)
+	}
+	if err := s.Validate(json.RawMessage(`{"n":9007199254740994}`)); err == nil {
+		t.Fatal("above the maximum passed")
+	}
+	if err := s.Validate(json.RawMessage(`{"n":1.5}`)); err == nil || !strings.Contains(err.Error(), "want integer") {
+		t.Fatalf("1.5 as integer: %v", err)
+	}
+}
