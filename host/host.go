@@ -25,6 +25,9 @@ type Options struct {
 	// Builtins are Go tools compiled into the binary; they are listed before folder tools
 	// and win a name clash.
 	Builtins []tool.Tool
+	// Sources supply tools from elsewhere (MCP servers); they follow folder tools and are
+	// prefixed with the source's name on a clash.
+	Sources []ToolSource
 	// RuntimePreference is JEAN2_RUNTIME: "node", "bun" or "" (Node when installed, else Bun).
 	RuntimePreference string
 	// BunPath and NodePath point at runtimes outside PATH (tests use them).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"runtime"
 	"sort"
 	"sync"
@@ -130,6 +131,38 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 		next.folders[f.Dir] = v
 		next.entries = append(next.entries, e)
 	}
+	for _, src := range h.opts.Sources {
+		tools, err := src.Tools()
+		if err != nil {
+			e := Entry{Name: src.Name(), Kind: src.Kind(), Runtime: src.Kind(), Status: StatusError, Error: err.Error()}
+			next.entries = append(next.entries, e)
+			next.broken[src.Name()] = err.Error()
+			continue
+		}
+		for _, t := range tools {
+			def := t.Definition()
+			if _, taken := next.versions[def.Name]; taken {
+				def.Name = prefixedName(src.Name(), def.Name)
+				t = renamed{Tool: t, def: def}
+			}
+			v := old.versions[def.Name]
+			if v == nil || v.source != src || !sameTool(v.tool, t) {
+				v = newVersion(Entry{Name: def.Name, Folder: "", Version: src.Name(), Kind: src.Kind(), Runtime: src.Kind(), Status: StatusOK, Definition: &def}, def, t, nil)
+				v.source = src
+			}
+			if err := claim(def.Name, src.Name()); err != nil {
+				next.broken[def.Name] = err.Error()
+				continue
+			}
+			if err := next.registry.Register(v.tool); err != nil {
+				next.entries = append(next.entries, Entry{Name: def.Name, Kind: src.Kind(), Runtime: src.Kind(), Status: StatusError, Error: err.Error()})
+				next.broken[def.Name] = err.Error()
+				continue
+			}
+			next.versions[def.Name] = v
+			next.entries = append(next.entries, v.entry)
+		}
+	}
 	sort.SliceStable(next.entries, func(i, j int) bool { return next.entries[i].Name < next.entries[j].Name })
 
 	h.cat.Store(next)
@@ -197,4 +230,19 @@ func (h *Host) envStatus(names []string) []EnvStatus {
 		out[i] = EnvStatus{Name: n, Set: set, Withheld: h.loader.withheld(n)}
 	}
 	return out
+}
+
+// sameTool reports whether a source handed back the same tool as before, so an unchanged
+// tool keeps its version (and no change event is sent for it).
+func sameTool(a, b tool.Tool) bool {
+	if ra, ok := a.(renamed); ok {
+		a = ra.Tool
+	}
+	if rb, ok := b.(renamed); ok {
+		b = rb.Tool
+	}
+	// Only pointers have an identity to compare; other tool values (tool.Func holds a
+	// function) cannot be compared and count as new.
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Kind() == reflect.Pointer && vb.Kind() == reflect.Pointer && va.Type() == vb.Type() && va.Pointer() == vb.Pointer()
 }

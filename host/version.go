@@ -15,6 +15,8 @@ type version struct {
 	def   tool.Definition
 	tool  tool.Tool
 	env   map[string]string // the declared variables with values, for ctx.env
+	// source is the ToolSource the tool came from, nil for folder and built-in tools.
+	source ToolSource
 	// stop releases what the version holds (its worker pool); nil for built-in tools.
 	stop func(ctx context.Context) error
 
