@@ -12,3 +12,8 @@ require (
 	golang.org/x/term v0.48.0
 	golang.org/x/text v0.14.0
 )
+
+require (
+	github.com/landlock-lsm/go-landlock v0.11.2 // indirect
+	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect
+)
