@@ -118,6 +118,7 @@ export async function execute(input: { how: string }, ctx: ToolContext): Promise
     case 'big': return { success: true, result: 'x'.repeat(60000) + 'END' };
     case 'badviz': return { success: true, result: 1, visualization: { type: 'chart', points: [] } };
     case 'jx': return { success: true, data: { renamed: true }, summary: 'Renamed a.md.' };
+    case 'llm': try { await ctx.llm.generateText({ prompt: 'hi' }); return { success: true }; } catch (e: any) { return { success: false, error: e.message }; }
   }
   return { success: false, error: 'unknown how' };
 }
@@ -182,6 +183,10 @@ export async function execute(input: { how: string }, ctx: ToolContext): Promise
 	out = call("badviz")
 	if !out.Result.Success || out.Result.Visualization != nil || !strings.Contains(out.VisualizationError, `"chart" is not a visualization type`) {
 		t.Fatalf("badviz: %+v %q", out.Result, out.VisualizationError)
+	}
+	// Until a provider is configured, ctx.llm says so.
+	if out := call("llm"); out.Result.Success || !strings.Contains(out.Result.Error, "no LLM provider is configured") {
+		t.Fatalf("llm: %+v", out.Result)
 	}
 	// The Jx result shape is normalized.
 	out = call("jx")
