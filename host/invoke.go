@@ -44,6 +44,12 @@ type Call struct {
 	// Workspaces widens or narrows the workspace's allowed paths for good; nil keeps the
 	// change to this call.
 	Workspaces tool.WorkspacePaths
+	// LLM serves this call's ctx.llm instead of the host's (an MCP client's sampling when
+	// the host has no provider); nil uses the host's.
+	LLM tool.LLM
+	// LogHandler also receives the tool's log records (an MCP client's log notifications);
+	// nil leaves them to the host's log alone.
+	LogHandler slog.Handler
 }
 
 // Outcome is what came of a call.
@@ -180,9 +186,9 @@ func (h *Host) callContext(call Call, v *version) (*tool.Context, func(), error)
 		Home:         h.home,
 		Tool:         v.def.Name,
 		ToolVersion:  v.entry.Hash,
-		LLM:          h.llm,
+		LLM:          callLLM(h.llm, call),
 		Env:          tool.NewEnv(v.env),
-		Logger:       slog.New(callLogHandler{inner: h.log.Handler(), tool: v.def.Name, call: call.CallID}),
+		Logger:       slog.New(callLogHandler{inner: callLogInner(h.log.Handler(), call), tool: v.def.Name, call: call.CallID}),
 		Ledger:       call.Ledger,
 		Session:      call.Session,
 		Progress:     call.Progress,
