@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/jean2/jean2/internal/fsutil"
 	"io"
 	"io/fs"
 	"net/http"
@@ -376,7 +377,7 @@ func (in *Installer) loadIndexAt(ctx context.Context, loc string) (*Index, error
 	if isURL(loc) {
 		data, err = in.fetchSmall(ctx, loc, "tool index", maxIndexBytes)
 	} else {
-		data, err = readLimited(loc, maxIndexBytes)
+		data, err = fsutil.ReadLimited(loc, maxIndexBytes)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read the tool index: %w", err)
@@ -389,22 +390,6 @@ func (in *Installer) loadIndexAt(ctx context.Context, loc string) (*Index, error
 		in.progress(Event{Stage: StageResolve, Message: "tool index: skipped " + p, Note: true})
 	}
 	return idx, nil
-}
-
-func readLimited(p string, limit int64) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", p, limit)
-	}
-	return data, nil
 }
 
 // install runs the stages for a resolved source.
@@ -631,7 +616,7 @@ func (in *Installer) verify(ctx context.Context, label string, o origin, archive
 				err = fs.ErrNotExist
 			}
 		} else {
-			data, err = readLimited(sidecar, 64<<10)
+			data, err = fsutil.ReadLimited(sidecar, 64<<10)
 		}
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -744,7 +729,7 @@ func (in *Installer) pickName(o origin, content string) (string, error) {
 }
 
 func packageName(dir string) string {
-	data, err := readLimited(filepath.Join(dir, "package.json"), 1<<20)
+	data, err := fsutil.ReadLimited(filepath.Join(dir, "package.json"), 1<<20)
 	if err != nil {
 		return ""
 	}

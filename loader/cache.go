@@ -4,8 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"github.com/jean2/jean2/internal/fsutil"
 	"hash"
 	"io"
 	"io/fs"
@@ -141,7 +141,7 @@ func (l *Loader) StoreMeta(hash string, raw json.RawMessage) error {
 	if err := os.MkdirAll(l.bundleDir(), 0o755); err != nil {
 		return fmt.Errorf("store meta %s: %w", hash, err)
 	}
-	if err := writeAtomic(l.metaPath(hash), raw); err != nil {
+	if err := fsutil.WriteFileAtomic(l.metaPath(hash), raw); err != nil {
 		return fmt.Errorf("store meta %s: %w", hash, err)
 	}
 	return nil
@@ -157,29 +157,4 @@ func (l *Loader) Meta(hash string) (json.RawMessage, bool) {
 		return nil, false
 	}
 	return raw, true
-}
-
-// writeAtomic writes through a temporary file in the same directory and a rename, so a
-// reader sees the whole file or none; two writers of the same content may race harmlessly.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
 }

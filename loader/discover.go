@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/jean2/jean2/internal/fsutil"
 	"io/fs"
 	"os"
 	"path"
@@ -214,26 +214,9 @@ func isRegularFile(p string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-// readLimited reads at most limit bytes of a file and reports a file that is larger.
-func readLimited(p string, limit int64) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("is larger than %d bytes", limit)
-	}
-	return data, nil
-}
-
 // readPackage reads package.json; nil without one.
 func readPackage(dir string) (*Package, *Error) {
-	data, err := readLimited(filepath.Join(dir, "package.json"), maxPackageJSON)
+	data, err := fsutil.ReadLimited(filepath.Join(dir, "package.json"), maxPackageJSON)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -367,7 +350,7 @@ var semverPattern = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*
 
 // readVersion returns VERSION's semantic version, else package.json's, else "".
 func readVersion(dir string, pkg *Package) (string, *Error) {
-	data, err := readLimited(filepath.Join(dir, "VERSION"), maxVersionFile)
+	data, err := fsutil.ReadLimited(filepath.Join(dir, "VERSION"), maxVersionFile)
 	switch {
 	case err == nil:
 		v := strings.TrimPrefix(strings.TrimSpace(string(data)), "v")

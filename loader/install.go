@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/jean2/jean2/internal/fsutil"
 	"io"
 	"io/fs"
 	"os"
@@ -137,7 +138,7 @@ func (d depSet) stamp(dir string) (string, error) {
 }
 
 func readStamp(dir string) string {
-	data, err := readLimited(filepath.Join(dir, "node_modules", stampName), 256)
+	data, err := fsutil.ReadLimited(filepath.Join(dir, "node_modules", stampName), 256)
 	if err != nil {
 		return ""
 	}

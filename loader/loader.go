@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jean2/jean2/internal/fsutil"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -238,7 +239,7 @@ func (l *Loader) load(ctx context.Context, folder Folder, opts LoadOptions, atte
 	if err := os.MkdirAll(filepath.Dir(b.Path), 0o755); err != nil {
 		return nil, &Error{Folder: f.Name, Stage: StageCache, Msg: err.Error(), Err: err}
 	}
-	if err := writeAtomic(b.Path, res.code); err != nil {
+	if err := fsutil.WriteFileAtomic(b.Path, res.code); err != nil {
 		return nil, &Error{Folder: f.Name, Stage: StageCache, Msg: "write bundle: " + err.Error(), Err: err}
 	}
 	l.logger.Debug("bundled tool", "tool", f.Name, "entry", f.Entry, "bytes", len(res.code), "took", time.Since(start).Round(time.Millisecond))

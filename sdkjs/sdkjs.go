@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/jean2/jean2/internal/fsutil"
 	"os"
 	"path/filepath"
 	"sort"
@@ -179,7 +180,7 @@ func WriteTypes(dir string) error {
 			return fmt.Errorf("write sdk types: %w", err)
 		}
 		for name, content := range p.files {
-			if err := writeFileAtomic(filepath.Join(p.dir, name), []byte(content)); err != nil {
+			if err := fsutil.WriteFileAtomic(filepath.Join(p.dir, name), []byte(content)); err != nil {
 				return fmt.Errorf("write sdk types: %w", err)
 			}
 		}
@@ -193,32 +194,4 @@ func indentJSON(v any) string {
 		panic(fmt.Sprintf("sdkjs: marshal package.json: %v", err))
 	}
 	return string(raw) + "\n"
-}
-
-// writeFileAtomic writes through a temporary file and a rename, so an editor never reads a
-// half-written declaration file.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
 }
