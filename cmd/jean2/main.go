@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 )
 
@@ -77,7 +78,21 @@ func run(ctx context.Context, e env, args []string) error {
 	}
 }
 
+// leaveACoreForWorkers sets GOMAXPROCS to one less than the CPUs, unless the GOMAXPROCS
+// variable says otherwise. The host's own work is mostly waiting on pipes; its tool workers
+// (separate processes) need the CPU. On 2 cores this took 32 calls in flight from ~33,000 to
+// ~40,000 calls/s and the warm p50 from 96 to 84 µs (docs/performance.md).
+func leaveACoreForWorkers() {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return
+	}
+	if n := runtime.NumCPU(); n > 1 {
+		runtime.GOMAXPROCS(n - 1)
+	}
+}
+
 func main() {
+	leaveACoreForWorkers()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, stdinIsTerminal: isTerminal(os.Stdin)}
