@@ -3,6 +3,7 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sort"
@@ -138,13 +139,17 @@ func validateArgs(e *entry, args json.RawMessage) error {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	if !json.Valid(args) {
-		return fmt.Errorf("invalid arguments for %s: arguments are not valid JSON; send a JSON object", e.def.Name)
-	}
 	if !e.def.IsStrict() {
+		if !json.Valid(args) {
+			return fmt.Errorf("invalid arguments for %s: arguments are not valid JSON; send a JSON object", e.def.Name)
+		}
 		return nil
 	}
+	// Validate decodes the arguments once; a decoding error means they are not JSON.
 	if err := e.input.Validate(args); err != nil {
+		if errors.Is(err, errNotJSON) {
+			return fmt.Errorf("invalid arguments for %s: arguments are not valid JSON; send a JSON object", e.def.Name)
+		}
 		return fmt.Errorf("invalid arguments for %s: %w", e.def.Name, err)
 	}
 	return nil

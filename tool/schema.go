@@ -46,7 +46,7 @@ func (noRemoteLoader) Load(url string) (any, error) {
 func (s *Schema) Validate(doc json.RawMessage) error {
 	v, err := decodeInstance(doc)
 	if err != nil {
-		return fmt.Errorf("arguments are not valid JSON: %w", err)
+		return fmt.Errorf("%w: %v", errNotJSON, err)
 	}
 	if err := s.s.Validate(v); err != nil {
 		var ve *jsonschema.ValidationError
@@ -57,6 +57,9 @@ func (s *Schema) Validate(doc json.RawMessage) error {
 	}
 	return nil
 }
+
+// errNotJSON marks a document that did not decode.
+var errNotJSON = errors.New("not valid JSON")
 
 // ValidationError lists what is wrong with a document, one problem per entry.
 type ValidationError struct{ Problems []string }

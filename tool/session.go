@@ -15,7 +15,9 @@ type SessionFacts struct {
 
 // NewSessionFacts makes empty session facts.
 func NewSessionFacts() *SessionFacts {
-	return &SessionFacts{facts: map[string]json.RawMessage{}}
+	// The map is made on the first Set: most calls never touch session facts, and every
+	// call gets facts of its own when the caller gives none.
+	return &SessionFacts{}
 }
 
 // Get returns the fact stored under key.
@@ -33,6 +35,9 @@ func (s *SessionFacts) Set(key string, value json.RawMessage) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.facts == nil {
+		s.facts = map[string]json.RawMessage{}
+	}
 	s.facts[key] = append(json.RawMessage(nil), value...)
 	return nil
 }
