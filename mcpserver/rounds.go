@@ -1,0 +1,243 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jean2/jean2/host"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Multi-round-trip requests (protocol revision 2026-07-28, SEP-2322): the server may not
+// send requests to the client; a tool call that needs input returns an input-required
+// result (inputRequests + requestState) and the client calls again with inputResponses.
+//
+// A jean2 tool is a running program awaiting ctx.ask, not a handler that can start over,
+// so the call keeps running between rounds: it is parked under its requestState (a random
+// token), and the client's retry hands the answers to the asks that wait and then waits
+// for the next ask or the outcome. The go-sdk's own bridge for older clients reruns the
+// handler once; jean2 sends those clients classic requests instead, which serve any number
+// of asks.
+
+// rounds holds the calls parked on a client's input.
+type rounds struct {
+	timeout time.Duration
+
+	mu     sync.Mutex
+	parked map[string]*parkedCall
+	closed bool
+}
+
+func newRounds(timeout time.Duration) *rounds {
+	return &rounds{timeout: timeout, parked: map[string]*parkedCall{}}
+}
+
+// parkedCall is one call that may need rounds of input.
+type parkedCall struct {
+	id     string // its requestState
+	tool   string
+	ch     *channel
+	finish func(host.Outcome) *mcp.CallToolResult
+
+	inputs  chan inputAsk     // the call's asks, waiting for a round to carry them
+	outcome chan host.Outcome // the call's end
+	cancel  context.CancelFunc
+
+	// Owned by the request being served (one at a time).
+	waiting map[string]inputAsk // the asks sent in the last round, by key
+	next    int                 // for naming input requests
+	timer   *time.Timer         // cancels the call when the client does not come back
+}
+
+// inputAsk is one request for input and where its answer goes.
+type inputAsk struct {
+	ctx   context.Context
+	req   mcp.InputRequest
+	reply chan inputReply
+}
+
+type inputReply struct {
+	resp mcp.InputResponse
+	err  error
+}
+
+var errRoundsClosed = errors.New("the MCP server is shutting down")
+
+func (r *rounds) newCall(tool string, ch *channel, finish func(host.Outcome) *mcp.CallToolResult) *parkedCall {
+	return &parkedCall{
+		id: randomID() + randomID(), tool: tool, ch: ch, finish: finish,
+		inputs: make(chan inputAsk, 8), outcome: make(chan host.Outcome, 1),
+	}
+}
+
+// start runs the call detached from the first request, which ends with the first round.
+func (r *rounds) start(ctx context.Context, req *mcp.CallToolRequest, p *parkedCall, invoke func(context.Context) host.Outcome) (*mcp.CallToolResult, error) {
+	callCtx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	go func() { p.outcome <- invoke(callCtx) }()
+	return r.await(ctx, req, p)
+}
+
+// resume hands the client's answers to the asks of the call named by the retry's
+// requestState and waits for what the call does next.
+func (r *rounds) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	state := req.Params.RequestState
+	r.mu.Lock()
+	p, ok := r.parked[state]
+	if ok {
+		delete(r.parked, state)
+		p.timer.Stop()
+	}
+	r.mu.Unlock()
+	if !ok {
+		return nil, errUnknownState(state)
+	}
+	if req.Params.Name != p.tool {
+		p.cancel()
+		return nil, fmt.Errorf("requestState belongs to a call of %s, not %s", p.tool, req.Params.Name)
+	}
+	for key, in := range p.waiting {
+		resp, ok := req.Params.InputResponses[key]
+		if !ok {
+			in.reply <- inputReply{err: fmt.Errorf("the client's retry carried no answer to input request %q", key)}
+			continue
+		}
+		in.reply <- inputReply{resp: resp}
+	}
+	p.waiting = nil
+	return r.await(ctx, req, p)
+}
+
+// await serves one round: the call ends (its result), asks for input (an input-required
+// result, the call parked), or the client cancels the request (the call is cancelled).
+func (r *rounds) await(ctx context.Context, req *mcp.CallToolRequest, p *parkedCall) (*mcp.CallToolResult, error) {
+	p.ch.enter(ctx, req)
+	defer p.ch.leave()
+	select {
+	case out := <-p.outcome:
+		p.cancel()
+		return p.finish(out), nil
+	case in := <-p.inputs:
+		requests := mcp.InputRequestMap{}
+		p.waiting = map[string]inputAsk{}
+		add := func(in inputAsk) {
+			if in.ctx.Err() != nil {
+				return // the ask was given up (the call's own timeout); no one waits for it
+			}
+			p.next++
+			key := fmt.Sprintf("ask-%d", p.next)
+			requests[key] = in.req
+			p.waiting[key] = in
+		}
+		add(in)
+		// Asks made together (Promise.all) travel in one round.
+	more:
+		for {
+			select {
+			case in := <-p.inputs:
+				add(in)
+			default:
+				break more
+			}
+		}
+		if len(requests) == 0 {
+			return r.await(ctx, req, p)
+		}
+		if err := r.park(p); err != nil {
+			p.cancel()
+			return nil, err
+		}
+		return &mcp.CallToolResult{InputRequests: requests, RequestState: p.id}, nil
+	case <-ctx.Done():
+		p.cancel()
+		return nil, ctx.Err()
+	}
+}
+
+// park keeps the call until the client's retry, or cancels it after the input timeout.
+func (r *rounds) park(p *parkedCall) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return errRoundsClosed
+	}
+	r.parked[p.id] = p
+	p.timer = time.AfterFunc(r.timeout, func() {
+		r.mu.Lock()
+		_, still := r.parked[p.id]
+		delete(r.parked, p.id)
+		r.mu.Unlock()
+		if still {
+			p.abandon(fmt.Errorf("the MCP client did not come back with the input within %s", r.timeout))
+		}
+	})
+	return nil
+}
+
+// abandon fails the asks that wait and cancels the call.
+func (p *parkedCall) abandon(err error) {
+	for _, in := range p.waiting {
+		in.reply <- inputReply{err: err}
+	}
+	p.cancel()
+}
+
+// close cancels every parked call.
+func (r *rounds) close() {
+	r.mu.Lock()
+	r.closed = true
+	parked := r.parked
+	r.parked = map[string]*parkedCall{}
+	r.mu.Unlock()
+	for _, p := range parked {
+		p.timer.Stop()
+		p.abandon(errRoundsClosed)
+	}
+}
+
+// ask queues an input request for the next round and waits for its answer.
+func (p *parkedCall) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
+	in := inputAsk{ctx: ctx, req: req, reply: make(chan inputReply, 1)}
+	select {
+	case p.inputs <- in:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-in.reply:
+		return r.resp, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (p *parkedCall) elicit(ctx context.Context, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	resp, err := p.ask(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	res, ok := resp.(*mcp.ElicitResult)
+	if !ok {
+		return nil, fmt.Errorf("the client answered an elicitation with a %T", resp)
+	}
+	return res, nil
+}
+
+func (p *parkedCall) sample(ctx context.Context, params *mcp.CreateMessageParams) ([]mcp.Content, string, error) {
+	resp, err := p.ask(ctx, params)
+	if err != nil {
+		return nil, "", err
+	}
+	switch res := resp.(type) {
+	case *mcp.CreateMessageWithToolsResult:
+		return res.Content, res.Model, nil
+	case *mcp.CreateMessageResult:
+		return []mcp.Content{res.Content}, res.Model, nil
+	}
+	return nil, "", fmt.Errorf("the client answered a sampling request with a %T", resp)
+}
+
+var _ peer = (*parkedCall)(nil)

@@ -1,0 +1,49 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jean2/jean2/tool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// defaultMaxTokens bounds a sampled answer when the tool gives no limit (MCP requires one).
+const defaultMaxTokens = 1024
+
+// samplingModel is ctx.llm served by the client's model (sampling/createMessage), for a host
+// that has no provider of its own. Structured requests go through llm.Structured on top.
+type samplingModel struct{ peer peer }
+
+func (m samplingModel) GenerateText(ctx context.Context, req tool.TextRequest) (string, error) {
+	if req.Image != "" {
+		return "", fmt.Errorf("ctx.llm through the MCP client's sampling takes text only: send the prompt without an image")
+	}
+	maxTokens := int64(req.MaxTokens)
+	if maxTokens <= 0 {
+		maxTokens = defaultMaxTokens
+	}
+	p := &mcp.CreateMessageParams{
+		Messages:     []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: req.Prompt}}},
+		SystemPrompt: req.System,
+		MaxTokens:    maxTokens,
+	}
+	if req.Model != "" {
+		p.ModelPreferences = &mcp.ModelPreferences{Hints: []*mcp.ModelHint{{Name: req.Model}}}
+	}
+	content, _, err := m.peer.sample(ctx, p)
+	if err != nil {
+		return "", fmt.Errorf("ctx.llm through the MCP client's sampling: %w", err)
+	}
+	var text strings.Builder
+	for _, c := range content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			text.WriteString(t.Text)
+		}
+	}
+	if text.Len() == 0 {
+		return "", fmt.Errorf("ctx.llm through the MCP client's sampling: the client's model answered with no text")
+	}
+	return text.String(), nil
+}

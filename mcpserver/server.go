@@ -1,0 +1,301 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/jean2/jean2/ask"
+	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/tool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Host is what the server needs of a tool host; *host.Host has it.
+type Host interface {
+	Tools() []host.Entry
+	Subscribe(ch chan<- host.ToolsChanged) (cancel func())
+	Invoke(ctx context.Context, call host.Call) host.Outcome
+	HasLLM() bool
+}
+
+var _ Host = (*host.Host)(nil)
+
+// DefaultInputTimeout is how long a call parked on a multi-round-trip input request waits
+// for the client to come back with the answer before it is cancelled.
+const DefaultInputTimeout = 10 * time.Minute
+
+// Options configure a Server. The zero value of every field has a sensible default.
+type Options struct {
+	// Workspace is the folder calls work in; its Path defaults to the current folder.
+	Workspace host.Workspace
+	// Policy decides permission asks when the client cannot answer them (it declared no
+	// elicitation). The zero Policy denies every permission.
+	Policy ask.Policy
+	// InputTimeout bounds the wait for a multi-round-trip client's retry
+	// (DefaultInputTimeout when zero).
+	InputTimeout time.Duration
+	// Version is the version jean2 reports to clients ("dev" when empty).
+	Version string
+	// Logger receives the server's own diagnostics (not tool logs); nil discards them.
+	Logger *slog.Logger
+}
+
+// Server serves a host's tools over MCP. Make one with New; it follows the host's tool list
+// until Close.
+type Server struct {
+	h    Host
+	opts Options
+	log  *slog.Logger
+	mcp  *mcp.Server
+
+	rounds *rounds
+
+	mu     sync.Mutex
+	listed map[string]string // tool name → the JSON listed for it, so a reload sends only changes
+
+	sessMu   sync.Mutex
+	sessions map[*mcp.ServerSession]*session
+
+	unsubscribe func()
+	done        chan struct{}
+	closeOnce   sync.Once
+}
+
+// session is what jean2 keeps for one MCP session: the id its calls share (grants and the
+// temporary folder are scoped by it) and the facts of the conversation.
+type session struct {
+	id    string
+	facts *tool.SessionFacts
+}
+
+// New makes a server that lists h's serving tools and follows its reloads, sending
+// notifications/tools/list_changed when the list changes.
+func New(h Host, opts Options) (*Server, error) {
+	if opts.Workspace.Path == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("mcp server: no workspace given and the current folder is unknown: %w", err)
+		}
+		opts.Workspace.Path = wd
+	}
+	abs, err := filepath.Abs(opts.Workspace.Path)
+	if err != nil {
+		return nil, fmt.Errorf("mcp server: workspace %s: %w", opts.Workspace.Path, err)
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("mcp server: workspace %s is not a folder", abs)
+	}
+	opts.Workspace.Path = abs
+	if opts.InputTimeout <= 0 {
+		opts.InputTimeout = DefaultInputTimeout
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Server{
+		h: h, opts: opts, log: opts.Logger,
+		listed:   map[string]string{},
+		sessions: map[*mcp.ServerSession]*session{},
+		done:     make(chan struct{}),
+	}
+	s.rounds = newRounds(opts.InputTimeout)
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "jean2", Title: "jean2 tool host", Version: opts.Version}, &mcp.ServerOptions{
+		Logger: opts.Logger,
+		// Tools are announced even while there are none, so a client learns that the list
+		// can change; logging lets it set a level for the tools' log lines.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:   &mcp.ToolCapabilities{ListChanged: true},
+			Logging: &mcp.LoggingCapabilities{},
+		},
+	})
+	// Subscribe before the first sync so that no reload falls between the two.
+	events := make(chan host.ToolsChanged, 16)
+	s.unsubscribe = h.Subscribe(events)
+	s.sync()
+	go func() {
+		for {
+			select {
+			case <-events:
+				s.sync()
+			case <-s.done:
+				return
+			}
+		}
+	}()
+	return s, nil
+}
+
+// MCP returns the underlying go-sdk server (to connect other transports).
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Run serves one client on t (mcp.StdioTransport for jean2 mcp) until the client goes away
+// or ctx ends.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	return s.mcp.Run(ctx, t)
+}
+
+// HTTPHandler serves MCP over streamable HTTP, one MCP session per client. It does no
+// authentication of its own: the server that mounts it (jean2 serve, at /mcp) puts its
+// auth in front of it. Requests through a localhost address with another Host header are
+// refused (DNS rebinding protection).
+func (s *Server) HTTPHandler() http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		Logger:                       s.log,
+		SessionTimeout:               30 * time.Minute,
+		PropagateRequestCancellation: true,
+	})
+}
+
+// Close stops following the host and cancels the calls parked on a client's input.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.unsubscribe()
+		close(s.done)
+		s.rounds.close()
+	})
+	return nil
+}
+
+// sync makes the listed tools match the host's serving tools. The go-sdk server sends
+// list_changed after each change (coalesced).
+func (s *Server) sync() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := map[string]bool{}
+	for _, e := range s.h.Tools() {
+		if e.Status != host.StatusOK || e.Definition == nil {
+			continue
+		}
+		def := *e.Definition
+		t, err := listTool(def)
+		if err != nil {
+			s.log.Warn("tool not offered over MCP", "tool", def.Name, "error", err)
+			continue
+		}
+		seen[def.Name] = true
+		key, _ := json.Marshal(t)
+		if s.listed[def.Name] == string(key) {
+			continue
+		}
+		s.listed[def.Name] = string(key)
+		s.mcp.AddTool(t, s.handler(def))
+	}
+	var gone []string
+	for name := range s.listed {
+		if !seen[name] {
+			gone = append(gone, name)
+			delete(s.listed, name)
+		}
+	}
+	if len(gone) > 0 {
+		s.mcp.RemoveTools(gone...)
+	}
+}
+
+// listTool is a definition as MCP lists it: name, title, description, schemas and the
+// behaviour hints the definition gives.
+func listTool(def tool.Definition) (*mcp.Tool, error) {
+	in, err := objectSchema(def.InputSchema, true)
+	if err != nil {
+		return nil, fmt.Errorf("inputSchema: %w", err)
+	}
+	t := &mcp.Tool{Name: def.Name, Title: def.Title, Description: def.Description, InputSchema: in}
+	// MCP requires an object output schema (clients reject the tool list otherwise); a
+	// tool whose results are not objects is listed without one and returns text only.
+	if out, err := objectSchema(def.OutputSchema, false); err == nil && out != nil {
+		t.OutputSchema = out
+	}
+	if a := def.Annotations; a != nil {
+		t.Annotations = &mcp.ToolAnnotations{
+			ReadOnlyHint:    a.ReadOnlyHint != nil && *a.ReadOnlyHint,
+			DestructiveHint: a.DestructiveHint,
+			IdempotentHint:  a.IdempotentHint != nil && *a.IdempotentHint,
+			OpenWorldHint:   a.OpenWorldHint,
+		}
+	}
+	return t, nil
+}
+
+// objectSchema returns a schema whose root has type "object". A missing type is filled in
+// when fill is set (jean2 accepts an input schema that leaves it out); any other root type is
+// an error. An empty schema is nil.
+func objectSchema(raw json.RawMessage, fill bool) (json.RawMessage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		if fill {
+			return json.RawMessage(`{"type":"object"}`), nil
+		}
+		return nil, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	switch m["type"] {
+	case "object":
+		return raw, nil
+	case nil:
+		if !fill {
+			return nil, fmt.Errorf("the root has no type; MCP needs \"object\"")
+		}
+		m["type"] = "object"
+		return json.Marshal(m)
+	default:
+		return nil, fmt.Errorf("the root type is %v; MCP needs \"object\"", m["type"])
+	}
+}
+
+// session returns jean2's record of an MCP session, made on its first call and forgotten
+// when the session ends.
+func (s *Server) session(ss *mcp.ServerSession) *session {
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	if sess, ok := s.sessions[ss]; ok {
+		return sess
+	}
+	id := ss.ID()
+	if id == "" {
+		id = randomID()
+	}
+	sess := &session{id: "mcp-" + safeID(id), facts: tool.NewSessionFacts()}
+	s.sessions[ss] = sess
+	go func() {
+		_ = ss.Wait()
+		s.sessMu.Lock()
+		delete(s.sessions, ss)
+		s.sessMu.Unlock()
+	}()
+	return sess
+}
+
+func randomID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// safeID keeps a client-chosen session id fit for a folder name.
+func safeID(id string) string {
+	b := []byte(id)
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
