@@ -1,0 +1,127 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Event is one entry of a session's event log, which clients replay from a sequence
+// number after they reconnect. SessionID "" is the server's own log.
+type Event struct {
+	SessionID string          `json:"sessionId"`
+	Seq       int64           `json:"seq"` // 1, 2, 3… within the session; never reused
+	Type      string          `json:"type"`
+	Payload   json.RawMessage `json:"payload"`
+	CreatedAt time.Time       `json:"createdAt"`
+}
+
+// NewEvent is an event to append: its type and JSON payload (nil means null).
+type NewEvent struct {
+	Type    string
+	Payload json.RawMessage
+}
+
+// AppendEvents adds events to a session's log in one transaction and returns them with
+// their sequence numbers. Batch the events of a burst into one call: each call is one
+// commit.
+func (db *DB) AppendEvents(ctx context.Context, sessionID string, events ...NewEvent) ([]Event, error) {
+	out := make([]Event, 0, len(events))
+	for i, e := range events {
+		if e.Type == "" {
+			return nil, fmt.Errorf("append events to session %q: event %d has no type", sessionID, i+1)
+		}
+		if len(e.Payload) == 0 {
+			e.Payload = json.RawMessage("null")
+		}
+		if !json.Valid(e.Payload) {
+			return nil, fmt.Errorf("append events to session %q: event %d (%s): the payload is not valid JSON", sessionID, i+1, e.Type)
+		}
+		out = append(out, Event{SessionID: sessionID, Type: e.Type, Payload: e.Payload})
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	t := now()
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var last int64
+		err := tx.QueryRowContext(ctx, `INSERT INTO event_seqs (session_id, last_seq) VALUES (?, ?)
+			ON CONFLICT (session_id) DO UPDATE SET last_seq = last_seq + excluded.last_seq
+			RETURNING last_seq`, sessionID, len(out)).Scan(&last)
+		if err != nil {
+			return err
+		}
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (session_id, seq, type, payload, created_at) VALUES (?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		first := last - int64(len(out)) + 1
+		for i := range out {
+			out[i].Seq, out[i].CreatedAt = first+int64(i), toTime(t)
+			if _, err := stmt.ExecContext(ctx, sessionID, out[i].Seq, out[i].Type, string(out[i].Payload), t); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("append events to session %q: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+// EventsAfter returns a session's events with Seq above afterSeq, in order; at most limit
+// of them when limit is above zero. A client that finds the first Seq above afterSeq+1
+// missed events that were pruned and should reload the session instead.
+func (db *DB) EventsAfter(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]Event, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := db.read.QueryContext(ctx, `SELECT seq, type, payload, created_at FROM events WHERE session_id = ? AND seq > ?
+		ORDER BY seq LIMIT ?`, sessionID, afterSeq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("events of session %q after %d: %w", sessionID, afterSeq, err)
+	}
+	defer rows.Close()
+	out := []Event{}
+	for rows.Next() {
+		e := Event{SessionID: sessionID}
+		var payload string
+		var created int64
+		if err := rows.Scan(&e.Seq, &e.Type, &payload, &created); err != nil {
+			return nil, fmt.Errorf("events of session %q after %d: %w", sessionID, afterSeq, err)
+		}
+		e.Payload, e.CreatedAt = json.RawMessage(payload), toTime(created)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("events of session %q after %d: %w", sessionID, afterSeq, err)
+	}
+	return out, nil
+}
+
+// LastEventSeq is the Seq of the last event appended to a session's log (0 when none).
+func (db *DB) LastEventSeq(ctx context.Context, sessionID string) (int64, error) {
+	var last int64
+	err := db.read.QueryRowContext(ctx, `SELECT COALESCE((SELECT last_seq FROM event_seqs WHERE session_id = ?), 0)`, sessionID).Scan(&last)
+	if err != nil {
+		return 0, fmt.Errorf("last event of session %q: %w", sessionID, err)
+	}
+	return last, nil
+}
+
+// PruneEvents removes a session's events with Seq up to throughSeq and returns how many
+// went. Later events keep their numbers.
+func (db *DB) PruneEvents(ctx context.Context, sessionID string, throughSeq int64) (int64, error) {
+	res, err := db.write.ExecContext(ctx, `DELETE FROM events WHERE session_id = ? AND seq <= ?`, sessionID, throughSeq)
+	if err == nil {
+		var n int64
+		if n, err = res.RowsAffected(); err == nil {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("prune events of session %q through %d: %w", sessionID, throughSeq, err)
+}

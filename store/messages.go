@@ -1,0 +1,419 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Role says who wrote a message.
+type Role string
+
+// Message roles.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleSystem    Role = "system"
+)
+
+// Status is where a message or a part stands.
+type Status string
+
+// Statuses. A message is streaming, complete or error; a part may also be pending (a tool
+// call not started) or running (a tool call in progress).
+const (
+	StatusStreaming Status = "streaming"
+	StatusPending   Status = "pending"
+	StatusRunning   Status = "running"
+	StatusComplete  Status = "complete"
+	StatusError     Status = "error"
+)
+
+// PartKind says what a part holds.
+type PartKind string
+
+// Part kinds. A tool_call part holds the model's call (name, call id, arguments) and,
+// once the call has run, its outcome on the same row. A tool_result part holds an outcome
+// that arrives on its own, apart from its call.
+const (
+	PartText       PartKind = "text"
+	PartToolCall   PartKind = "tool_call"
+	PartToolResult PartKind = "tool_result"
+)
+
+// Message is one message of a session with its parts in order.
+type Message struct {
+	ID        string    `json:"id"`
+	SessionID string    `json:"sessionId"`
+	Seq       int64     `json:"seq"` // 1, 2, 3… within the session, in the order added
+	Role      Role      `json:"role"`
+	Content   string    `json:"content"`
+	Status    Status    `json:"status"`
+	Provider  string    `json:"provider,omitempty"` // for an assistant message: who wrote it
+	Model     string    `json:"model,omitempty"`
+	Finish    string    `json:"finish,omitempty"` // why the model stopped: stop, tool_calls, length…
+	Error     string    `json:"error,omitempty"`
+	TokensIn  int64     `json:"tokensIn"`
+	TokensOut int64     `json:"tokensOut"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	Parts     []Part    `json:"parts"`
+}
+
+// Part is one piece of a message: a run of text, or a tool call and its outcome.
+type Part struct {
+	ID        string   `json:"id"`
+	MessageID string   `json:"messageId"`
+	Seq       int64    `json:"seq"` // 1, 2, 3… within the message
+	Kind      PartKind `json:"kind"`
+	Text      string   `json:"text,omitempty"`
+	ToolName  string   `json:"toolName,omitempty"`
+	CallID    string   `json:"callId,omitempty"`
+	// Args are the call's arguments exactly as the model wrote them; they may not parse.
+	Args string `json:"args,omitempty"`
+	// Result is what the model sees of the outcome: usually JSON, a preview with a note
+	// when the result overflowed. Never holds the visualization.
+	Result string `json:"result,omitempty"`
+	// Visualization is the tool's visualization, for people only; JSON or nil.
+	Visualization json.RawMessage `json:"visualization,omitempty"`
+	Status        Status          `json:"status"`
+	Duration      time.Duration   `json:"duration"` // stored in milliseconds
+	Error         string          `json:"error,omitempty"`
+	CreatedAt     time.Time       `json:"createdAt"`
+	UpdatedAt     time.Time       `json:"updatedAt"`
+}
+
+func checkMessage(m *Message) error {
+	switch m.Role {
+	case RoleUser, RoleAssistant, RoleSystem:
+	default:
+		return fmt.Errorf("role %q is not one of user, assistant, system", m.Role)
+	}
+	if m.Status == "" {
+		m.Status = StatusComplete
+	}
+	switch m.Status {
+	case StatusStreaming, StatusComplete, StatusError:
+	default:
+		return fmt.Errorf("message status %q is not one of streaming, complete, error", m.Status)
+	}
+	return nil
+}
+
+func checkPart(p *Part) error {
+	switch p.Kind {
+	case PartText, PartToolCall, PartToolResult:
+	default:
+		return fmt.Errorf("part kind %q is not one of text, tool_call, tool_result", p.Kind)
+	}
+	if p.Status == "" {
+		p.Status = StatusComplete
+	}
+	switch p.Status {
+	case StatusStreaming, StatusPending, StatusRunning, StatusComplete, StatusError:
+	default:
+		return fmt.Errorf("part status %q is not one of streaming, pending, running, complete, error", p.Status)
+	}
+	if len(p.Visualization) > 0 && !json.Valid(p.Visualization) {
+		return errors.New("the visualization is not valid JSON")
+	}
+	return nil
+}
+
+// AppendMessage adds m at the end of its session and returns it as stored: a fresh ID when
+// m has none, the next Seq, timestamps, an empty Status taken as complete. m.Parts, if any,
+// are added with it in the same transaction. The session's UpdatedAt moves to now.
+func (db *DB) AppendMessage(ctx context.Context, m Message) (Message, error) {
+	if err := checkMessage(&m); err != nil {
+		return Message{}, fmt.Errorf("append message to session %s: %w", m.SessionID, err)
+	}
+	for i := range m.Parts {
+		if err := checkPart(&m.Parts[i]); err != nil {
+			return Message{}, fmt.Errorf("append message to session %s: part %d: %w", m.SessionID, i+1, err)
+		}
+	}
+	if m.ID == "" {
+		m.ID = NewID("msg_")
+	}
+	t := now()
+	m.CreatedAt, m.UpdatedAt = toTime(t), toTime(t)
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, t, m.SessionID)
+		if err := affected(res, err); err != nil {
+			return fmt.Errorf("session %s: %w", m.SessionID, err)
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?`, m.SessionID).Scan(&m.Seq); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO messages (id, session_id, seq, role, content, status, provider, model, finish, error, tokens_in, tokens_out, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			m.ID, m.SessionID, m.Seq, m.Role, m.Content, m.Status, m.Provider, m.Model, m.Finish, m.Error, m.TokensIn, m.TokensOut, t, t)
+		if isUnique(err) {
+			return fmt.Errorf("the id is taken: %w", ErrConflict)
+		}
+		if err != nil {
+			return err
+		}
+		for i := range m.Parts {
+			p := &m.Parts[i]
+			p.MessageID = m.ID
+			if err := insertPart(ctx, tx, p, t); err != nil {
+				return fmt.Errorf("part %d: %w", i+1, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Message{}, fmt.Errorf("append message %s to session %s: %w", m.ID, m.SessionID, err)
+	}
+	if m.Parts == nil {
+		m.Parts = []Part{}
+	}
+	return m, nil
+}
+
+// UpdateMessage saves the parts of m that change as it streams and ends: content, status,
+// provider, model, finish, error and token counts. Parts are saved on their own.
+func (db *DB) UpdateMessage(ctx context.Context, m Message) error {
+	if err := checkMessage(&m); err != nil {
+		return fmt.Errorf("update message %s: %w", m.ID, err)
+	}
+	err := affected(db.write.ExecContext(ctx, `UPDATE messages SET content = ?, status = ?, provider = ?, model = ?, finish = ?, error = ?,
+		tokens_in = ?, tokens_out = ?, updated_at = ? WHERE id = ?`,
+		m.Content, m.Status, m.Provider, m.Model, m.Finish, m.Error, m.TokensIn, m.TokensOut, now(), m.ID))
+	if err != nil {
+		return fmt.Errorf("update message %s: %w", m.ID, err)
+	}
+	return nil
+}
+
+const messageColumns = `id, session_id, seq, role, content, status, provider, model, finish, error, tokens_in, tokens_out, created_at, updated_at`
+
+func scanMessage(row interface{ Scan(...any) error }) (Message, error) {
+	var m Message
+	var created, updated int64
+	err := row.Scan(&m.ID, &m.SessionID, &m.Seq, &m.Role, &m.Content, &m.Status, &m.Provider, &m.Model, &m.Finish, &m.Error,
+		&m.TokensIn, &m.TokensOut, &created, &updated)
+	if err != nil {
+		return Message{}, err
+	}
+	m.CreatedAt, m.UpdatedAt = toTime(created), toTime(updated)
+	m.Parts = []Part{}
+	return m, nil
+}
+
+// Message returns the message with id and its parts.
+func (db *DB) Message(ctx context.Context, id string) (Message, error) {
+	m, err := scanMessage(db.read.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return Message{}, fmt.Errorf("get message %s: %w", id, err)
+	}
+	parts, err := partsOf(ctx, db.read, `message_id = ?`, id)
+	if err != nil {
+		return Message{}, fmt.Errorf("get parts of message %s: %w", id, err)
+	}
+	m.Parts = parts
+	return m, nil
+}
+
+// ListMessages returns every message of a session in order, each with its parts in order.
+func (db *DB) ListMessages(ctx context.Context, sessionID string) ([]Message, error) {
+	return db.ListMessagesAfter(ctx, sessionID, 0, 0)
+}
+
+// ListMessagesAfter returns the messages of a session whose Seq is above afterSeq, in
+// order, with their parts; at most limit of them when limit is above zero.
+func (db *DB) ListMessagesAfter(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]Message, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	// One read transaction, so the parts match the messages even while a turn writes.
+	tx, err := db.read.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list messages of session %s: %w", sessionID, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only: nothing to undo
+	rows, err := tx.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE session_id = ? AND seq > ?
+		ORDER BY seq LIMIT ?`, sessionID, afterSeq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list messages of session %s: %w", sessionID, err)
+	}
+	msgs := []Message{}
+	index := map[string]int{}
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("list messages of session %s: %w", sessionID, err)
+		}
+		index[m.ID] = len(msgs)
+		msgs = append(msgs, m)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list messages of session %s: %w", sessionID, err)
+	}
+	if len(msgs) == 0 {
+		return msgs, nil
+	}
+	// One query for the parts of all the messages listed, not one per message.
+	first, last := msgs[0].Seq, msgs[len(msgs)-1].Seq
+	parts, err := partsOf(ctx, tx, `message_id IN (SELECT id FROM messages WHERE session_id = ? AND seq BETWEEN ? AND ?)`,
+		sessionID, first, last)
+	if err != nil {
+		return nil, fmt.Errorf("list parts of session %s: %w", sessionID, err)
+	}
+	for _, p := range parts {
+		if i, ok := index[p.MessageID]; ok {
+			msgs[i].Parts = append(msgs[i].Parts, p)
+		}
+	}
+	return msgs, nil
+}
+
+// DeleteMessagesFrom removes the messages of a session from seq on (with their parts and
+// the ledgers filed under them), as when a conversation is cut back to an earlier point.
+// It returns how many messages went.
+func (db *DB) DeleteMessagesFrom(ctx context.Context, sessionID string, seq int64) (int64, error) {
+	res, err := db.write.ExecContext(ctx, `DELETE FROM messages WHERE session_id = ? AND seq >= ?`, sessionID, seq)
+	if err != nil {
+		return 0, fmt.Errorf("delete messages of session %s from %d: %w", sessionID, seq, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("delete messages of session %s from %d: %w", sessionID, seq, err)
+	}
+	return n, nil
+}
+
+// AppendPart adds p at the end of its message and returns it as stored: a fresh ID when p
+// has none, the next Seq, timestamps, an empty Status taken as complete.
+func (db *DB) AppendPart(ctx context.Context, p Part) (Part, error) {
+	if err := checkPart(&p); err != nil {
+		return Part{}, fmt.Errorf("append part to message %s: %w", p.MessageID, err)
+	}
+	t := now()
+	err := db.tx(ctx, func(tx *sql.Tx) error { return insertPart(ctx, tx, &p, t) })
+	if err != nil {
+		return Part{}, fmt.Errorf("append part %s to message %s: %w", p.ID, p.MessageID, err)
+	}
+	return p, nil
+}
+
+func insertPart(ctx context.Context, tx *sql.Tx, p *Part, t int64) error {
+	if p.ID == "" {
+		p.ID = NewID("prt_")
+	}
+	p.CreatedAt, p.UpdatedAt = toTime(t), toTime(t)
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM parts WHERE message_id = ?`, p.MessageID).Scan(&p.Seq); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO parts (id, message_id, seq, kind, text, tool_name, call_id, args, result, visualization, status, duration_ms, error, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		p.ID, p.MessageID, p.Seq, p.Kind, p.Text, p.ToolName, p.CallID, nullString(p.Args), nullString(p.Result),
+		nullRaw(p.Visualization), p.Status, p.Duration.Milliseconds(), p.Error, t, t)
+	switch {
+	case isForeignKey(err):
+		return fmt.Errorf("message %s: %w", p.MessageID, ErrNotFound)
+	case isUnique(err):
+		return fmt.Errorf("part id %s is taken: %w", p.ID, ErrConflict)
+	}
+	return err
+}
+
+// UpdatePart saves what changes on a part as it streams and runs: text, tool name, call
+// id, arguments, result, visualization, status, duration and error.
+func (db *DB) UpdatePart(ctx context.Context, p Part) error {
+	if err := checkPart(&p); err != nil {
+		return fmt.Errorf("update part %s: %w", p.ID, err)
+	}
+	err := affected(db.write.ExecContext(ctx, `UPDATE parts SET text = ?, tool_name = ?, call_id = ?, args = ?, result = ?, visualization = ?,
+		status = ?, duration_ms = ?, error = ?, updated_at = ? WHERE id = ?`,
+		p.Text, p.ToolName, p.CallID, nullString(p.Args), nullString(p.Result), nullRaw(p.Visualization),
+		p.Status, p.Duration.Milliseconds(), p.Error, now(), p.ID))
+	if err != nil {
+		return fmt.Errorf("update part %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+// AppendPartText adds delta to the end of a streaming part's text without reading it
+// back. Each call is one commit (one WAL sync): a caller streaming tokens should gather
+// them and call this a few times a second, not once per token.
+func (db *DB) AppendPartText(ctx context.Context, id, delta string) error {
+	err := affected(db.write.ExecContext(ctx, `UPDATE parts SET text = text || ?, updated_at = ? WHERE id = ?`, delta, now(), id))
+	if err != nil {
+		return fmt.Errorf("append text to part %s: %w", id, err)
+	}
+	return nil
+}
+
+// UpdatePartText replaces a part's text.
+func (db *DB) UpdatePartText(ctx context.Context, id, text string) error {
+	err := affected(db.write.ExecContext(ctx, `UPDATE parts SET text = ?, updated_at = ? WHERE id = ?`, text, now(), id))
+	if err != nil {
+		return fmt.Errorf("update text of part %s: %w", id, err)
+	}
+	return nil
+}
+
+// Part returns the part with id.
+func (db *DB) Part(ctx context.Context, id string) (Part, error) {
+	parts, err := partsOf(ctx, db.read, `id = ?`, id)
+	if err == nil && len(parts) == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return Part{}, fmt.Errorf("get part %s: %w", id, err)
+	}
+	return parts[0], nil
+}
+
+// partsOf returns the parts matching where, ordered by message and seq.
+func partsOf(ctx context.Context, q querier, where string, args ...any) ([]Part, error) {
+	rows, err := q.QueryContext(ctx, `SELECT p.id, p.message_id, p.seq, p.kind, p.text, p.tool_name, p.call_id, p.args, p.result,
+		p.visualization, p.status, p.duration_ms, p.error, p.created_at, p.updated_at
+		FROM parts p WHERE `+where+` ORDER BY p.message_id, p.seq`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Part{}
+	for rows.Next() {
+		var p Part
+		var args, result, vis sql.NullString
+		var dur, created, updated int64
+		if err := rows.Scan(&p.ID, &p.MessageID, &p.Seq, &p.Kind, &p.Text, &p.ToolName, &p.CallID, &args, &result,
+			&vis, &p.Status, &dur, &p.Error, &created, &updated); err != nil {
+			return nil, err
+		}
+		p.Args, p.Result = args.String, result.String
+		if vis.Valid {
+			p.Visualization = json.RawMessage(vis.String)
+		}
+		p.Duration = time.Duration(dur) * time.Millisecond
+		p.CreatedAt, p.UpdatedAt = toTime(created), toTime(updated)
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullRaw(r json.RawMessage) any {
+	if len(r) == 0 {
+		return nil
+	}
+	return string(r)
+}

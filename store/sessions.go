@@ -1,0 +1,119 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Session is one conversation in a workspace. UpdatedAt moves whenever a message is
+// added, so a list of sessions sorted by it shows the active ones first.
+type Session struct {
+	ID          string    `json:"id"`
+	WorkspaceID string    `json:"workspaceId"`
+	Title       string    `json:"title"`
+	Provider    string    `json:"provider"` // a configured provider's name
+	Model       string    `json:"model"`
+	CreatedAt   time.Time `json:"createdAt"`
+	UpdatedAt   time.Time `json:"updatedAt"`
+}
+
+// CreateSession stores a new session in an existing workspace. An empty ID gets a fresh
+// one; the timestamps are set to now.
+func (db *DB) CreateSession(ctx context.Context, s Session) (Session, error) {
+	if s.ID == "" {
+		s.ID = NewID("ses_")
+	}
+	t := now()
+	s.CreatedAt, s.UpdatedAt = toTime(t), toTime(t)
+	_, err := db.write.ExecContext(ctx, `INSERT INTO sessions (id, workspace_id, title, provider, model, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, s.ID, s.WorkspaceID, s.Title, s.Provider, s.Model, t, t)
+	switch {
+	case isForeignKey(err):
+		return Session{}, fmt.Errorf("create session %s: workspace %s: %w", s.ID, s.WorkspaceID, ErrNotFound)
+	case isUnique(err):
+		return Session{}, fmt.Errorf("create session %s: the id is taken: %w", s.ID, ErrConflict)
+	case err != nil:
+		return Session{}, fmt.Errorf("create session %s: %w", s.ID, err)
+	}
+	return s, nil
+}
+
+const sessionColumns = `id, workspace_id, title, provider, model, created_at, updated_at`
+
+func scanSession(row interface{ Scan(...any) error }) (Session, error) {
+	var s Session
+	var created, updated int64
+	if err := row.Scan(&s.ID, &s.WorkspaceID, &s.Title, &s.Provider, &s.Model, &created, &updated); err != nil {
+		return Session{}, err
+	}
+	s.CreatedAt, s.UpdatedAt = toTime(created), toTime(updated)
+	return s, nil
+}
+
+// Session returns the session with id.
+func (db *DB) Session(ctx context.Context, id string) (Session, error) {
+	s, err := scanSession(db.read.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return Session{}, fmt.Errorf("get session %s: %w", id, err)
+	}
+	return s, nil
+}
+
+// ListSessions returns the sessions of a workspace, most recently updated first. An
+// unknown workspace has none.
+func (db *DB) ListSessions(ctx context.Context, workspaceID string) ([]Session, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE workspace_id = ?
+		ORDER BY updated_at DESC, id DESC`, workspaceID)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions of workspace %s: %w", workspaceID, err)
+	}
+	defer rows.Close()
+	out := []Session{}
+	for rows.Next() {
+		s, err := scanSession(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list sessions of workspace %s: %w", workspaceID, err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list sessions of workspace %s: %w", workspaceID, err)
+	}
+	return out, nil
+}
+
+// UpdateSession saves s's title, provider and model and returns the session as stored,
+// with UpdatedAt set to now. A session does not move between workspaces.
+func (db *DB) UpdateSession(ctx context.Context, s Session) (Session, error) {
+	err := affected(db.write.ExecContext(ctx, `UPDATE sessions SET title = ?, provider = ?, model = ?, updated_at = ? WHERE id = ?`,
+		s.Title, s.Provider, s.Model, now(), s.ID))
+	if err != nil {
+		return Session{}, fmt.Errorf("update session %s: %w", s.ID, err)
+	}
+	return db.Session(ctx, s.ID)
+}
+
+// DeleteSession removes the session with its messages, parts, ledgers and events. Its
+// remembered grants are not touched here: ask.Grants.EndSession forgets them in memory and
+// in the store together.
+func (db *DB) DeleteSession(ctx context.Context, id string) error {
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ?`, id); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM event_seqs WHERE session_id = ?`, id); err != nil {
+			return err
+		}
+		return affected(tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id))
+	})
+	if err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	return nil
+}

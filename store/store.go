@@ -1,0 +1,319 @@
+// Package store owns jean2's database: an embedded SQLite file (pure Go, modernc.org/sqlite)
+// at $JEAN2_HOME/jean2.db holding workspaces, sessions, their messages and parts, the turns'
+// ledgers, remembered permission grants, API token hashes and the event log clients catch
+// up from. Its schema comes from migrations embedded in the binary.
+//
+// Durability: the database runs in WAL mode with synchronous=FULL, so a write that returned
+// without error survives a crash of the process and of the machine (the WAL is synced at
+// each commit). synchronous=NORMAL would be faster but may lose the last commits on a power
+// cut; jean2 writes a few rows per model round, and streaming updates are meant to be
+// coalesced by the caller (see UpdatePartText), so the sync per commit is affordable.
+//
+// Concurrency: one connection writes (SQLite allows one writer at a time; queueing in Go is
+// cheaper and fairer than spinning on SQLITE_BUSY), a small pool reads alongside it (WAL
+// readers never block the writer). Safe for concurrent use.
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// ErrNotFound is wrapped by every lookup, update and delete of an id that does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrConflict is wrapped when a write would break a uniqueness rule (a second workspace on
+// one folder, a second ledger for one message).
+var ErrConflict = errors.New("conflict")
+
+// ErrTooNew is wrapped when the database was written by a newer jean2 than this one.
+var ErrTooNew = errors.New("database schema is newer than this jean2")
+
+// DB is jean2's database. Close it when done.
+type DB struct {
+	path  string
+	write *sql.DB // one connection: every write goes through it, in order
+	read  *sql.DB // readers, query-only
+}
+
+// options are the knobs tests and benchmarks turn; the product always uses the defaults.
+type options struct {
+	synchronous string
+}
+
+// Open opens (creating if needed) the database at path and brings its schema up to date.
+// It refuses a database whose schema is newer than this binary knows (ErrTooNew).
+func Open(ctx context.Context, path string) (*DB, error) {
+	return open(ctx, path, options{synchronous: "FULL"})
+}
+
+func open(ctx context.Context, path string, o options) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("open database: no path given")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	// A file: URI keeps a path with '?' or '#' in it from being read as parameters.
+	uri := (&url.URL{Scheme: "file", Path: abs}).String()
+	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)" +
+		"&_pragma=synchronous(" + o.synchronous + ")"
+	write, err := sql.Open("sqlite", uri+"?"+common+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	write.SetConnMaxIdleTime(0)
+
+	db := &DB{path: abs, write: write}
+	// The writer connects first: it sets WAL mode on a new file before any reader opens it.
+	if err := write.PingContext(ctx); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	}
+	if err := db.migrate(ctx); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	}
+	read, err := sql.Open("sqlite", uri+"?"+common+"&_pragma=query_only(1)")
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	}
+	readers := max(2, min(runtime.GOMAXPROCS(0), 8))
+	read.SetMaxOpenConns(readers)
+	read.SetMaxIdleConns(readers)
+	db.read = read
+	if err := read.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	}
+	return db, nil
+}
+
+// Path is the database file's absolute path.
+func (db *DB) Path() string { return db.path }
+
+// Close closes the database; the WAL is checkpointed into the main file when the last
+// connection closes.
+func (db *DB) Close() error {
+	var errs []error
+	if db.read != nil {
+		errs = append(errs, db.read.Close())
+	}
+	errs = append(errs, db.write.Close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close database %s: %w", db.path, err)
+	}
+	return nil
+}
+
+// migration is one embedded schema step: NNNN_name.sql.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func loadMigrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, e := range entries {
+		num, rest, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration file %s: name must be NNNN_description.sql", e.Name())
+		}
+		body, err := migrationFiles.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: strings.TrimSuffix(rest, ".sql"), sql: string(body)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i, m := range out {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %d (%s): versions must run 1, 2, 3… without gaps", m.version, m.name)
+		}
+	}
+	return out, nil
+}
+
+// migrate applies the migrations the database lacks, each in its own transaction together
+// with its schema_migrations row, so a crash leaves the schema at a whole step.
+func (db *DB) migrate(ctx context.Context) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return fmt.Errorf("load migrations: %w", err)
+	}
+	if _, err := db.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at INTEGER NOT NULL
+	) STRICT`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	for _, m := range ms {
+		err := db.tx(ctx, func(tx *sql.Tx) error {
+			// Read the version inside the (immediate) transaction: another process opening
+			// the same file at the same moment waits here instead of applying m twice.
+			current, err := schemaVersion(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if current > len(ms) {
+				return fmt.Errorf("%w: it is at version %d, this jean2 knows up to %d; "+
+					"upgrade jean2, or point JEAN2_HOME at another folder", ErrTooNew, current, len(ms))
+			}
+			if current >= m.version {
+				return nil
+			}
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("apply migration %d (%s): %w", m.version, m.name, err)
+			}
+			_, err = tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+				m.version, m.name, now())
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	// A database with no pending migration still gets the newer-than-us check.
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		current, err := schemaVersion(ctx, tx)
+		if err == nil && current > len(ms) {
+			err = fmt.Errorf("%w: it is at version %d, this jean2 knows up to %d; "+
+				"upgrade jean2, or point JEAN2_HOME at another folder", ErrTooNew, current, len(ms))
+		}
+		return err
+	})
+}
+
+func schemaVersion(ctx context.Context, q querier) (int, error) {
+	var v int
+	if err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}
+
+// SchemaVersion is the version of the newest migration applied to the database.
+func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
+	return schemaVersion(ctx, db.read)
+}
+
+// querier is what both *sql.DB and *sql.Tx offer for reading.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// tx runs fn in a write transaction (BEGIN IMMEDIATE on the one writer connection) and
+// commits when fn returns nil.
+func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// now is the current time in the database's unit, Unix milliseconds.
+func now() int64 { return time.Now().UnixMilli() }
+
+// toTime turns a stored Unix-milliseconds value back into a UTC time.
+func toTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// nullTime turns a nullable stored time into a zero time when it is NULL.
+func nullTime(ms sql.NullInt64) time.Time {
+	if !ms.Valid {
+		return time.Time{}
+	}
+	return toTime(ms.Int64)
+}
+
+// fromTime turns t into Unix milliseconds; a zero t means now.
+func fromTime(t time.Time) int64 {
+	if t.IsZero() {
+		return now()
+	}
+	return t.UnixMilli()
+}
+
+// NewID returns a fresh id: prefix, then the time in milliseconds and 64 random bits in
+// hex, so ids sort by creation time.
+func NewID(prefix string) string {
+	var b [14]byte
+	ms := uint64(time.Now().UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	_, _ = rand.Read(b[6:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// isUnique reports whether err is SQLite refusing a duplicate key.
+func isUnique(err error) bool {
+	code := sqliteCode(err)
+	return code == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
+// isForeignKey reports whether err is SQLite refusing a reference to a missing row.
+func isForeignKey(err error) bool { return sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY }
+
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code()
+	}
+	return 0
+}
+
+// affected turns an update or delete that touched no row into ErrNotFound.
+func affected(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}

@@ -1,0 +1,166 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// Workspace is a folder the agent works in, plus extra paths its tools may reach.
+type Workspace struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	Path         string    `json:"path"`         // absolute and clean
+	AllowedPaths []string  `json:"allowedPaths"` // absolute and clean, never nil
+	CreatedAt    time.Time `json:"createdAt"`
+	UpdatedAt    time.Time `json:"updatedAt"`
+}
+
+// checkWorkspace normalizes w's paths and says what is wrong with them.
+func checkWorkspace(w *Workspace) error {
+	if w.Path == "" || !filepath.IsAbs(w.Path) {
+		return fmt.Errorf("workspace path %q must be an absolute path", w.Path)
+	}
+	w.Path = filepath.Clean(w.Path)
+	paths := make([]string, 0, len(w.AllowedPaths))
+	for _, p := range w.AllowedPaths {
+		if p == "" || !filepath.IsAbs(p) {
+			return fmt.Errorf("allowed path %q of workspace %s must be an absolute path", p, w.Path)
+		}
+		paths = append(paths, filepath.Clean(p))
+	}
+	w.AllowedPaths = paths
+	return nil
+}
+
+// CreateWorkspace stores a new workspace. An empty ID gets a fresh one; the timestamps are
+// set to now. A second workspace on the same folder fails with ErrConflict.
+func (db *DB) CreateWorkspace(ctx context.Context, w Workspace) (Workspace, error) {
+	if err := checkWorkspace(&w); err != nil {
+		return Workspace{}, fmt.Errorf("create workspace: %w", err)
+	}
+	if w.ID == "" {
+		w.ID = NewID("ws_")
+	}
+	allowed, err := json.Marshal(w.AllowedPaths)
+	if err != nil {
+		return Workspace{}, fmt.Errorf("create workspace %s: %w", w.ID, err)
+	}
+	t := now()
+	w.CreatedAt, w.UpdatedAt = toTime(t), toTime(t)
+	_, err = db.write.ExecContext(ctx, `INSERT INTO workspaces (id, name, path, allowed_paths, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, w.ID, w.Name, w.Path, string(allowed), t, t)
+	if isUnique(err) {
+		return Workspace{}, fmt.Errorf("create workspace %s: a workspace with id %s or path %s already exists: %w", w.ID, w.ID, w.Path, ErrConflict)
+	}
+	if err != nil {
+		return Workspace{}, fmt.Errorf("create workspace %s: %w", w.ID, err)
+	}
+	return w, nil
+}
+
+const workspaceColumns = `id, name, path, allowed_paths, created_at, updated_at`
+
+func scanWorkspace(row interface{ Scan(...any) error }) (Workspace, error) {
+	var w Workspace
+	var allowed string
+	var created, updated int64
+	if err := row.Scan(&w.ID, &w.Name, &w.Path, &allowed, &created, &updated); err != nil {
+		return Workspace{}, err
+	}
+	if err := json.Unmarshal([]byte(allowed), &w.AllowedPaths); err != nil {
+		return Workspace{}, fmt.Errorf("allowed paths of workspace %s: %w", w.ID, err)
+	}
+	if w.AllowedPaths == nil {
+		w.AllowedPaths = []string{}
+	}
+	w.CreatedAt, w.UpdatedAt = toTime(created), toTime(updated)
+	return w, nil
+}
+
+// Workspace returns the workspace with id.
+func (db *DB) Workspace(ctx context.Context, id string) (Workspace, error) {
+	w, err := scanWorkspace(db.read.QueryRowContext(ctx, `SELECT `+workspaceColumns+` FROM workspaces WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return Workspace{}, fmt.Errorf("get workspace %s: %w", id, err)
+	}
+	return w, nil
+}
+
+// WorkspaceByPath returns the workspace on the folder path (compared after cleaning).
+func (db *DB) WorkspaceByPath(ctx context.Context, path string) (Workspace, error) {
+	w, err := scanWorkspace(db.read.QueryRowContext(ctx, `SELECT `+workspaceColumns+` FROM workspaces WHERE path = ?`, filepath.Clean(path)))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return Workspace{}, fmt.Errorf("get workspace at %s: %w", path, err)
+	}
+	return w, nil
+}
+
+// ListWorkspaces returns every workspace, most recently updated first.
+func (db *DB) ListWorkspaces(ctx context.Context) ([]Workspace, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT `+workspaceColumns+` FROM workspaces ORDER BY updated_at DESC, id DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("list workspaces: %w", err)
+	}
+	defer rows.Close()
+	out := []Workspace{}
+	for rows.Next() {
+		w, err := scanWorkspace(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list workspaces: %w", err)
+		}
+		out = append(out, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list workspaces: %w", err)
+	}
+	return out, nil
+}
+
+// UpdateWorkspace saves w's name, path and allowed paths and returns the workspace as
+// stored, with UpdatedAt set to now.
+func (db *DB) UpdateWorkspace(ctx context.Context, w Workspace) (Workspace, error) {
+	if err := checkWorkspace(&w); err != nil {
+		return Workspace{}, fmt.Errorf("update workspace %s: %w", w.ID, err)
+	}
+	allowed, err := json.Marshal(w.AllowedPaths)
+	if err != nil {
+		return Workspace{}, fmt.Errorf("update workspace %s: %w", w.ID, err)
+	}
+	err = affected(db.write.ExecContext(ctx, `UPDATE workspaces SET name = ?, path = ?, allowed_paths = ?, updated_at = ? WHERE id = ?`,
+		w.Name, w.Path, string(allowed), now(), w.ID))
+	if isUnique(err) {
+		return Workspace{}, fmt.Errorf("update workspace %s: another workspace is at %s: %w", w.ID, w.Path, ErrConflict)
+	}
+	if err != nil {
+		return Workspace{}, fmt.Errorf("update workspace %s: %w", w.ID, err)
+	}
+	return db.Workspace(ctx, w.ID)
+}
+
+// DeleteWorkspace removes the workspace and, with it, its sessions and everything in them.
+func (db *DB) DeleteWorkspace(ctx context.Context, id string) error {
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE session_id IN (SELECT id FROM sessions WHERE workspace_id = ?)`, id); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM event_seqs WHERE session_id IN (SELECT id FROM sessions WHERE workspace_id = ?)`, id); err != nil {
+			return err
+		}
+		return affected(tx.ExecContext(ctx, `DELETE FROM workspaces WHERE id = ?`, id))
+	})
+	if err != nil {
+		return fmt.Errorf("delete workspace %s: %w", id, err)
+	}
+	return nil
+}
