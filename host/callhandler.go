@@ -20,6 +20,8 @@ import (
 // Go tool compiled into the binary are held to exactly the same rules.
 type callHandler struct {
 	c *tool.Context
+	// limits counts the call's log volume and pending asks; nil counts nothing.
+	limits *callLimits
 }
 
 func decode[T any](params json.RawMessage) (T, error) {
@@ -120,6 +122,11 @@ func (h *callHandler) Handle(ctx context.Context, method string, params json.Raw
 		if err != nil {
 			return nil, err
 		}
+		done, err := h.limits.askStarted()
+		if err != nil {
+			return nil, rpcError(workerproto.CodeDenied, err.Error(), nil)
+		}
+		defer done()
 		answer, err := c.Asker.Ask(ctx, p.Ask)
 		if err != nil {
 			return nil, rpcError(workerproto.CodeFailed, err.Error(), nil)
@@ -191,6 +198,12 @@ func (h *callHandler) Handle(ctx context.Context, method string, params json.Raw
 // Notify serves one worker → host notification of the call.
 func (h *callHandler) Notify(method string, params json.RawMessage) {
 	c := h.c
+	switch method {
+	case workerproto.MethodLog, workerproto.MethodProgress:
+		if !h.limits.logged(len(params)) {
+			return
+		}
+	}
 	switch method {
 	case workerproto.MethodLog:
 		p, err := decode[workerproto.LogParams](params)

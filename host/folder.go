@@ -6,10 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	jean2 "github.com/jean2/jean2"
 	"github.com/jean2/jean2/internal/workerproto"
@@ -18,6 +20,7 @@ import (
 	"github.com/jean2/jean2/runtime/gotool"
 	"github.com/jean2/jean2/runtime/node"
 	"github.com/jean2/jean2/runtime/worker"
+	"github.com/jean2/jean2/sandbox"
 	"github.com/jean2/jean2/tool"
 )
 
@@ -126,6 +129,14 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		res.err = err
 		return res
 	}
+	ft.hash = hash
+	if f.Package != nil {
+		ft.ownMemoryMB = f.Package.MemoryMB
+	}
+	if ft.mech, err = fl.h.sb.status.Choose(ft.runtimeKind()); err != nil {
+		res.err = fmt.Errorf("%s cannot run: %w", f.Name, err)
+		return res
+	}
 	if res.label == "" {
 		res.label = versionLabel("", hash)
 	}
@@ -146,18 +157,24 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		// First sight of this version: load the module in a worker to learn its definition.
 		// The worker is kept for the first call when the tool declares no variables (its
 		// environment is then already right).
-		probe := ft.newPool(nil)
+		probe, cleanup, err := ft.probePool()
+		if err != nil {
+			res.err = err
+			return res
+		}
 		info, err := probe.Load(ctx)
 		if err != nil {
 			_ = probe.Close(context.Background())
+			cleanup()
 			res.err = err
 			return res
 		}
 		ft.def = info.Definition
-		if len(info.Definition.Env) == 0 {
+		if len(info.Definition.Env) == 0 && !ft.confined() {
 			ft.pool = probe
 		} else {
 			_ = probe.Close(context.Background())
+			cleanup()
 		}
 		raw, _ := json.Marshal(definitionMeta{Definition: info.Definition, Shape: info.Shape, Runtime: res.runtime})
 		if err := fl.loader.StoreMeta(metaKey, raw); err != nil {
@@ -178,6 +195,23 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 	return res
 }
 
+// probePool makes the pool of the worker that loads a new version to learn its definition.
+// A confined one gets a scratch folder of its own as its only writable place (and no
+// declared permissions: the definition that declares them is not known yet); cleanup
+// removes that folder.
+func (t *folderTool) probePool() (*worker.Pool, func(), error) {
+	if !t.confined() {
+		return t.newPool(nil, poolScope{}), func() {}, nil
+	}
+	dir, err := os.MkdirTemp(t.fl.h.layout.Temp, "load-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("load %s: %w", t.name, err)
+	}
+	return t.newPool(nil, poolScope{tempDir: dir}), func() { _ = os.RemoveAll(dir) }, nil
+}
+
+func (t *folderTool) runtimeKind() string { return t.kindName }
+
 // versionLabel is the version people see: VERSION or package.json's version, else the start
 // of the content hash.
 func versionLabel(semver, hash string) string {
@@ -190,29 +224,68 @@ func versionLabel(semver, hash string) string {
 	return hash
 }
 
-// folderTool runs one version of a folder tool in its worker pool.
+// folderTool runs one version of a folder tool in worker pools.
 type folderTool struct {
 	fl      *folderLoader
 	name    string // the folder's name, for logs before the definition is known
 	dir     string // the tool's folder
 	program string // what the worker loads: the bundle, or the Go tool's binary
-	// launcher says how to start a worker with the given environment.
-	launcher func(env []string) worker.Launcher
+	hash    string // the version's content hash (approvals are per version)
+	// launcher says how to start an unconfined worker with the given environment, extra
+	// runtime flags (Node's permission model) and JavaScript heap cap (MB, 0 for none).
+	launcher func(env, flags []string, heapMB int) worker.Launcher
 	// runtimeDir goes first on the worker's PATH (the node or bun binary's folder).
 	runtimeDir string
-	def        tool.Definition
-	env        map[string]string // declared variables with values
+	// What the sandbox needs to know: the executable the worker runs (node, bun, the Go
+	// binary), the runtime's own folder, the worker script, the runtime's version.
+	executable     string
+	rtRoot         string
+	script         string
+	runtimeVersion string
+	kindName       string // node, bun or go
+	mech           sandbox.Mechanism
+	ownMemoryMB    int // package.json "jean2": {"memoryMB"}
+	def            tool.Definition
+	env            map[string]string // declared variables with values
 
-	mu   sync.Mutex
-	pool *worker.Pool
+	mu     sync.Mutex
+	pool   *worker.Pool           // unconfined: one pool serves every call
+	pools  map[string]*scopedPool // confined: one pool per scope (workspace, allowed paths, temp)
+	closed bool
+}
+
+// scopedPool is the pool of the workers confined to one scope.
+type scopedPool struct {
+	pool     *worker.Pool
+	active   int // calls using it; it is not reaped while any is
+	lastUsed time.Time
 }
 
 func (t *folderTool) Definition() tool.Definition { return t.def }
 
-func (t *folderTool) newPool(toolVars map[string]string) *worker.Pool {
+// confined reports whether workers are held to file rules fixed at their start, so that
+// each scope needs workers of its own.
+func (t *folderTool) confined() bool {
+	return t.mech == sandbox.Landlock || t.mech == sandbox.NodePermissions
+}
+
+func (t *folderTool) newPool(toolVars map[string]string, scope poolScope) *worker.Pool {
 	h := t.fl.h
-	env := policy.WorkerEnv(policy.BaseEnv{RuntimeDir: t.runtimeDir, Home: h.home, TempDir: h.layout.Temp, TZ: serverVar(h.opts.ServerEnv, "TZ")}, toolVars)
-	return worker.NewPool(t.launcher(env), worker.PoolOptions{
+	tempDir := h.layout.Temp
+	if t.confined() && scope.tempDir != "" {
+		// TMPDIR must be a place the worker may write: the session's own folder.
+		tempDir = scope.tempDir
+	}
+	env := policy.WorkerEnv(policy.BaseEnv{RuntimeDir: t.runtimeDir, Home: h.home, TempDir: tempDir, TZ: serverVar(h.opts.ServerEnv, "TZ")}, toolVars)
+	heapMB := 0
+	if h.sb.status.Mode != sandbox.ModeOff {
+		// Three quarters of the memory cap: the heap limit is met first and fails cleanly
+		// ("JavaScript heap out of memory") before allocations start failing at random.
+		heapMB = t.memoryMB() * 3 / 4
+	}
+	base := t.launcher(env, nil, heapMB)
+	l := t.sandboxLauncher(base, scope, func(flags []string) worker.Launcher { return t.launcher(env, flags, heapMB) })
+	return worker.NewPool(l, worker.PoolOptions{
 		Name: t.name, Logger: h.log, MaxWorkers: h.opts.MaxWorkers,
 		IdleTimeout: h.opts.IdleTimeout, KillGrace: h.opts.KillGrace,
 		Init: workerproto.InitializeParams{
@@ -222,38 +295,121 @@ func (t *folderTool) newPool(toolVars map[string]string) *worker.Pool {
 	})
 }
 
-func (t *folderTool) workers() *worker.Pool {
+// workers returns the pool for a call's scope and a func to call when the call is done
+// with it. Unconfined tools have one pool; confined ones one per scope, made on first use
+// and closed once idle for the idle timeout.
+func (t *folderTool) workers(scope poolScope) (*worker.Pool, func(), error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.pool == nil {
-		t.pool = t.newPool(t.env)
+	if t.closed {
+		return nil, nil, fmt.Errorf("tool %s: %w", t.name, worker.ErrPoolClosed)
 	}
-	return t.pool
+	if !t.confined() {
+		if t.pool == nil {
+			t.pool = t.newPool(t.env, poolScope{})
+		}
+		return t.pool, func() {}, nil
+	}
+	now := time.Now()
+	t.reapIdleLocked(now)
+	key := scope.key()
+	sp := t.pools[key]
+	if sp == nil {
+		if t.pools == nil {
+			t.pools = map[string]*scopedPool{}
+		}
+		sp = &scopedPool{pool: t.newPool(t.env, scope)}
+		t.pools[key] = sp
+	}
+	sp.active++
+	sp.lastUsed = now
+	return sp.pool, func() {
+		t.mu.Lock()
+		sp.active--
+		sp.lastUsed = time.Now()
+		t.mu.Unlock()
+	}, nil
+}
+
+// reapIdleLocked closes the pools of scopes no call has used for the idle timeout (their
+// workers have stopped by then); t.mu must be held.
+func (t *folderTool) reapIdleLocked(now time.Time) {
+	idle := t.fl.h.opts.IdleTimeout
+	if idle == 0 {
+		idle = 5 * time.Minute
+	}
+	if idle < 0 {
+		return
+	}
+	for key, sp := range t.pools {
+		if sp.active == 0 && now.Sub(sp.lastUsed) >= idle {
+			delete(t.pools, key)
+			go func() { _ = sp.pool.Close(context.Background()) }()
+		}
+	}
 }
 
 func (t *folderTool) closePool(ctx context.Context) error {
 	t.mu.Lock()
-	p := t.pool
-	t.pool = nil
-	t.mu.Unlock()
-	if p == nil {
-		return nil
+	pools := []*worker.Pool{}
+	if t.pool != nil {
+		pools = append(pools, t.pool)
 	}
-	return p.Close(ctx)
+	for _, sp := range t.pools {
+		pools = append(pools, sp.pool)
+	}
+	t.pool, t.pools, t.closed = nil, nil, true
+	t.mu.Unlock()
+	var errs []error
+	for _, p := range pools {
+		errs = append(errs, p.Close(ctx))
+	}
+	return errors.Join(errs...)
 }
 
 func (t *folderTool) Execute(ctx context.Context, c *tool.Context, args json.RawMessage) tool.Result {
-	raw, err := t.workers().Execute(ctx, worker.Call{
+	if err := t.checkApproval(); err != nil {
+		return tool.Result{Error: err.Error()}
+	}
+	pool, done, err := t.workers(poolScope{workspace: c.Workspace, allowed: c.AllowedPaths, tempDir: c.TempDir})
+	if err != nil {
+		return tool.Result{Error: err.Error()}
+	}
+	defer done()
+	// A limit the call goes past (log volume, pending asks) stops it with the limit as the
+	// cause.
+	cctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	limits := &callLimits{limits: t.fl.h.sb.limits, tool: t.def.Name, callID: c.CallID, fail: stop}
+	raw, err := pool.Execute(cctx, worker.Call{
 		ID: c.CallID, Input: args, Timeout: t.def.TimeoutDuration(),
 		Context: workerproto.CallContext{
 			SessionID: c.SessionID, WorkspacePath: c.Workspace, WorkspaceID: c.WorkspaceID,
 			AllowedPaths: c.AllowedPaths, TempDir: c.TempDir, Env: c.Env.Map(),
 		},
-	}, &callHandler{c: c})
+	}, &callHandler{c: c, limits: limits})
+	var limitErr *LimitError
+	if cause := context.Cause(cctx); errors.As(cause, &limitErr) && ctx.Err() == nil {
+		return tool.Result{Error: limitErr.Error()}
+	}
 	if err != nil {
+		return tool.Result{Error: t.describeFailure(err)}
+	}
+	if err := checkResultSize(t.fl.h.sb.limits, t.def.Name, c.CallID, len(raw)); err != nil {
 		return tool.Result{Error: err.Error()}
 	}
 	return parseResult(t.def.Name, raw)
+}
+
+// describeFailure names the memory limit when a worker died of it.
+func (t *folderTool) describeFailure(err error) string {
+	var exit *worker.ExitError
+	if errors.As(err, &exit) && t.fl.h.sb.status.Mode != sandbox.ModeOff && outOfMemory(exit.Stderr) {
+		if mb := t.memoryMB(); mb > 0 {
+			return fmt.Sprintf("tool %s ran out of memory: it exceeded the memory limit of %d MB per worker (MemoryMB; a tool may ask for more with package.json \"jean2\": {\"memoryMB\": N}): %v", t.def.Name, mb, err)
+		}
+	}
+	return err.Error()
 }
 
 // parseResult reads what a worker returned as a ToolResult, refusing anything else with a
@@ -361,8 +517,10 @@ func (fl *folderLoader) prepareJS(ctx context.Context, f loader.Folder, res *fol
 	cache := fl.h.layout.Cache
 	return &folderTool{
 		fl: fl, name: b.Name, dir: b.Folder, program: b.Path, runtimeDir: rt.Dir(),
-		launcher: func(env []string) worker.Launcher {
-			return node.NewLauncher(rt, node.LauncherOptions{CacheDir: cache, Env: env, Dir: b.Folder})
+		executable: rt.Path, rtRoot: sandbox.RuntimeRoot(rt.Path, fl.h.home), script: node.ScriptPath(cache),
+		runtimeVersion: rt.Version, kindName: rt.Kind,
+		launcher: func(env, flags []string, heapMB int) worker.Launcher {
+			return node.NewLauncher(rt, node.LauncherOptions{CacheDir: cache, Env: env, Dir: b.Folder, Flags: flags, MaxOldSpaceMB: heapMB})
 		},
 	}, b.Hash, nil
 }
@@ -381,8 +539,8 @@ func (fl *folderLoader) prepareGo(ctx context.Context, f loader.Folder) (*folder
 		return nil, "", err
 	}
 	return &folderTool{
-		fl: fl, name: f.Name, dir: f.Dir, program: bin.Path,
-		launcher: func(env []string) worker.Launcher { return gotool.NewLauncher(bin, env, f.Dir) },
+		fl: fl, name: f.Name, dir: f.Dir, program: bin.Path, executable: bin.Path, kindName: gotool.KindGo,
+		launcher: func(env, _ []string, _ int) worker.Launcher { return gotool.NewLauncher(bin, env, f.Dir) },
 	}, bin.Hash, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/jean2/jean2/ask"
 	"github.com/jean2/jean2/llm"
 	"github.com/jean2/jean2/loader"
+	"github.com/jean2/jean2/sandbox"
 	"github.com/jean2/jean2/tool"
 )
 
@@ -42,6 +43,12 @@ type Options struct {
 	LLM tool.LLM
 	// Grants remembers permissions; nil keeps them in memory for the host's life.
 	Grants *ask.Grants
+	// Sandbox confines worker processes (docs/security.md). Its zero value confines
+	// nothing: set Mode and Launcher (the jean2 command does).
+	Sandbox SandboxOptions
+	// Limits cap what one worker or call may use (memory, tasks, result and visualization
+	// size, log volume, pending asks); zero fields take the defaults.
+	Limits Limits
 	// Worker pool limits; zero values take the runtime's defaults.
 	MaxWorkers  int
 	IdleTimeout time.Duration
@@ -58,6 +65,7 @@ type Host struct {
 	llm    tool.LLM
 	grants *ask.Grants
 	loader *folderLoader
+	sb     *hostSandbox
 
 	cat      atomic.Pointer[catalog]
 	temps    sync.Map   // session id → its temporary folder, once created
@@ -103,13 +111,19 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		layout: opts.Layout, home: userHome, opts: opts, log: opts.Logger,
 		llm: opts.LLM, grants: opts.Grants, subs: map[int]chan<- ToolsChanged{},
 	}
+	h.sb = newHostSandbox(opts, userHome)
+	if h.sb.status.Mode != sandbox.ModeOff {
+		h.log.Debug("sandbox", "protection", h.sb.status.Summary(), "pids", h.sb.status.Pids)
+	}
 	fl, err := newFolderLoader(h)
 	if err != nil {
+		_ = h.sb.close()
 		return nil, err
 	}
 	h.loader = fl
 	h.cat.Store(emptyCatalog())
 	if err := h.Reload(ctx); err != nil {
+		_ = h.Close(context.Background())
 		return nil, err
 	}
 	return h, nil
@@ -175,6 +189,7 @@ func (h *Host) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("stop %s: %w", v.def.Name, err))
 		}
 	}
+	errs = append(errs, h.sb.close())
 	return errors.Join(errs...)
 }
 

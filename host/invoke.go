@@ -122,6 +122,11 @@ func (h *Host) Invoke(ctx context.Context, call Call) Outcome {
 // file in the session's temporary folder.
 func (h *Host) finishOutcome(out *Outcome, call Call) {
 	if viz := out.Result.Visualization; viz != nil {
+		if err := checkVisualizationSize(h.sb.limits, call.Tool, out.CallID, len(viz)); err != nil {
+			out.Result = tool.Result{Error: err.Error()}.Normalize()
+		}
+	}
+	if viz := out.Result.Visualization; viz != nil {
 		if err := tool.CheckVisualization(viz); err != nil {
 			out.VisualizationError = err.Error()
 			out.Result.Visualization = nil
@@ -129,6 +134,10 @@ func (h *Host) finishOutcome(out *Outcome, call Call) {
 		}
 	}
 	text := out.Result.ModelJSON()
+	if err := checkResultSize(h.sb.limits, call.Tool, out.CallID, len(text)); err != nil {
+		out.Result = tool.Result{Error: err.Error()}.Normalize()
+		text = out.Result.ModelJSON()
+	}
 	tempDir, err := h.sessionTemp(sessionOrCall(call.SessionID, out.CallID))
 	if err != nil {
 		out.ModelText = string(text)

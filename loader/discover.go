@@ -70,7 +70,16 @@ type Package struct {
 	// Overrides is npm's "overrides", passed to the installer as written.
 	Overrides json.RawMessage
 	Runtime   string // "jean2": {"runtime"}
+	// MemoryMB is "jean2": {"memoryMB"}: the tool's own memory cap per worker, 0 for the
+	// host's default.
+	MemoryMB int
 }
+
+// Bounds of "jean2": {"memoryMB"}.
+const (
+	MinMemoryMB = 64
+	MaxMemoryMB = 65536
+)
 
 // Discover lists the tool folders directly under toolsDir, sorted by name. Hidden names and
 // names ending in ".staging" or ".previous" (install scratch space) are skipped; a symlink to
@@ -273,6 +282,11 @@ func parsePackage(data []byte) (*Package, *Error) {
 		if rt, ok := cfg["runtime"]; ok && !isJSONNull(rt) {
 			if err := json.Unmarshal(rt, &p.Runtime); err != nil || (p.Runtime != RuntimeNode && p.Runtime != RuntimeBun) {
 				return nil, perr(`"jean2"."runtime" is %s: use "node" or "bun"`, string(rt))
+			}
+		}
+		if mem, ok := cfg["memoryMB"]; ok && !isJSONNull(mem) {
+			if err := json.Unmarshal(mem, &p.MemoryMB); err != nil || p.MemoryMB < MinMemoryMB || p.MemoryMB > MaxMemoryMB {
+				return nil, perr(`"jean2"."memoryMB" is %s: give a whole number of megabytes from %d to %d`, string(mem), MinMemoryMB, MaxMemoryMB)
 			}
 		}
 	}

@@ -240,12 +240,19 @@ type LauncherOptions struct {
 	// MaxOldSpaceMB caps Node's heap (--max-old-space-size); 0 leaves Node's default. Bun has
 	// no equivalent flag.
 	MaxOldSpaceMB int
+	// Flags are extra runtime flags put before the script (Node's permission model flags).
+	Flags []string
+}
+
+// ScriptPath is where WriteScript puts the worker script under cacheDir.
+func ScriptPath(cacheDir string) string {
+	return filepath.Join(cacheDir, "runtime", "worker-"+ScriptHash()+".mjs")
 }
 
 // NewLauncher describes how to start a worker of rt. The script's path is known in advance
 // (it is content-addressed); each start makes sure it is there and intact.
 func NewLauncher(rt Runtime, opts LauncherOptions) worker.Launcher {
-	scriptPath := filepath.Join(opts.CacheDir, "runtime", "worker-"+ScriptHash()+".mjs")
+	scriptPath := ScriptPath(opts.CacheDir)
 	var args []string
 	if rt.Kind == KindBun {
 		// No .env loading, no bunfig.toml, no installing packages behind the host's back.
@@ -255,6 +262,7 @@ func NewLauncher(rt Runtime, opts LauncherOptions) worker.Launcher {
 		if opts.MaxOldSpaceMB > 0 {
 			args = append(args, "--max-old-space-size="+strconv.Itoa(opts.MaxOldSpaceMB))
 		}
+		args = append(args, opts.Flags...)
 		args = append(args, scriptPath)
 	}
 	env := opts.Env

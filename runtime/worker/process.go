@@ -29,6 +29,10 @@ type Launcher struct {
 	// Prepare, when set, runs before every start (the Node launcher writes its worker
 	// script there); an error fails the start.
 	Prepare func() error
+	// Exited, when set, is called with a worker's pid once its process has been reaped and
+	// whatever it started in its group has been killed (the sandbox removes the worker's
+	// cgroup there).
+	Exited func(pid int)
 }
 
 // worker is one running worker process.
@@ -353,6 +357,11 @@ exited:
 	w.pool.wg.Add(1)
 	go func() { defer w.pool.wg.Done(); w.conn.Close() }()
 	w.drainOutput()
+	if exited := w.pool.launcher.Exited; exited != nil {
+		// Off the path of the calls waiting on this worker's exit; Close waits for it.
+		w.pool.wg.Add(1)
+		go func() { defer w.pool.wg.Done(); exited(w.pid) }()
+	}
 	w.exitErr = w.describeExit(waitErr)
 	w.pool.retire(w)
 	close(w.exited)

@@ -1,0 +1,262 @@
+package host
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/jean2/jean2/policy"
+	"github.com/jean2/jean2/runtime/worker"
+	"github.com/jean2/jean2/sandbox"
+	"github.com/jean2/jean2/tool"
+)
+
+// SandboxOptions say how worker processes are confined (docs/security.md).
+type SandboxOptions struct {
+	// Mode is the protection asked for. The zero value confines nothing, so that a program
+	// embedding the host does not run a launcher it does not have; the jean2 command runs
+	// with sandbox.ModeAuto (JEAN2_SANDBOX changes it).
+	Mode sandbox.Mode
+	// Launcher is an executable that answers `__sandbox-exec` (the jean2 binary, or a test
+	// binary that does). Landlock and the memory and task limits need it.
+	Launcher string
+	// Approvals records approved permission declarations; nil uses
+	// $JEAN2_HOME/approvals.json.
+	Approvals *sandbox.Approvals
+}
+
+// hostSandbox is what the host knows of the sandbox: what the machine offers, where worker
+// cgroups go, who approved what, and what no worker may touch.
+type hostSandbox struct {
+	status    sandbox.Status
+	pids      *sandbox.Pids // nil when tasks are not capped by a cgroup
+	approvals *sandbox.Approvals
+	protected []string
+	limits    Limits
+}
+
+func newHostSandbox(opts Options, home string) *hostSandbox {
+	mode := opts.Sandbox.Mode
+	if mode == "" {
+		mode = sandbox.ModeOff
+	}
+	launcher := opts.Sandbox.Launcher
+	if runtime.GOOS != "linux" {
+		launcher = "" // the launcher applies Linux features only
+	}
+	sb := &hostSandbox{
+		status:    sandbox.Probe(mode, launcher),
+		approvals: opts.Sandbox.Approvals,
+		limits:    opts.Limits.withDefaults(),
+	}
+	if sb.approvals == nil {
+		sb.approvals = sandbox.OpenApprovals(filepath.Join(opts.Layout.Home, "approvals.json"))
+	}
+	sb.protected = append([]string{opts.Layout.Home, opts.Layout.Tools}, sandbox.CredentialPaths(home)...)
+	if launcher != "" && mode != sandbox.ModeOff && sb.limits.MaxTasks > 0 {
+		if p, err := sandbox.NewPids(); err == nil {
+			sb.pids = p
+			sb.status.Pids = "cgroup " + p.Dir()
+		} else {
+			sb.status.Pids = "rlimit (RLIMIT_NPROC; ignored for root): " + err.Error()
+		}
+	}
+	return sb
+}
+
+func (sb *hostSandbox) close() error {
+	if sb.pids == nil {
+		return nil
+	}
+	return sb.pids.Close()
+}
+
+// Sandbox reports the protection this host gives its workers.
+func (h *Host) Sandbox() sandbox.Status { return h.sb.status }
+
+// poolScope is what fixes a confined worker's file rules: the places of the calls it
+// serves. Landlock rules cannot change once applied, so a worker serves the calls of one
+// scope only.
+type poolScope struct {
+	workspace string
+	allowed   []string
+	tempDir   string
+}
+
+func (s poolScope) key() string {
+	allowed := slices.Clone(s.allowed)
+	slices.Sort(allowed)
+	return s.workspace + "\x00" + strings.Join(allowed, "\x00") + "\x00\x00" + s.tempDir
+}
+
+// sandboxLauncher wraps a worker's launcher in the sandbox: Landlock (when that is the
+// mechanism) and the memory and task limits through the launcher, Node's permission model
+// through Node's own flags. base is the unconfined launcher; nodeFlags receives the flags
+// of Node's permission model when that is the mechanism and returns the launcher with them.
+func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, withNodeFlags func([]string) worker.Launcher) worker.Launcher {
+	h := t.fl.h
+	sb := h.sb
+	failed := func(err error) worker.Launcher {
+		l := base
+		l.Prepare = func() error { return err }
+		return l
+	}
+	if t.mech == sandbox.Unconfined && sb.status.Mode == sandbox.ModeOff {
+		return base
+	}
+	rules := t.plan(scope).Rules()
+	if t.mech == sandbox.NodePermissions {
+		base = withNodeFlags(sandbox.NodePermissionArgs(t.runtimeVersion, rules, t.childProcess()))
+	}
+	if sb.status.Launcher == "" {
+		return base
+	}
+	spec := sandbox.Spec{Landlock: t.mech == sandbox.Landlock, DataMB: t.memoryMB()}
+	if spec.Landlock {
+		spec.Rules = rules
+	}
+	if sb.limits.MaxTasks > 0 {
+		if sb.pids != nil {
+			spec.PidsCgroup, spec.PidsMax = sb.pids.Dir(), sb.limits.MaxTasks
+		} else {
+			spec.NProcExtra = sb.limits.MaxTasks
+		}
+	}
+	path, args, err := sandbox.Command(sb.status.Launcher, spec, base.Path, base.Args)
+	if err != nil {
+		return failed(fmt.Errorf("sandbox: %w", err))
+	}
+	l := base
+	l.Path, l.Args = path, args
+	if sb.pids != nil {
+		l.Exited = sb.pids.Release
+	}
+	return l
+}
+
+// plan says what a worker of this tool serving scope may touch.
+func (t *folderTool) plan(scope poolScope) sandbox.Plan {
+	h := t.fl.h
+	p := sandbox.Plan{
+		Program:   t.executable,
+		ReadOnly:  []string{t.dir},
+		Modules:   []string{t.program},
+		Protected: h.sb.protected,
+	}
+	if t.rtRoot != "" {
+		p.RuntimeRoot = t.rtRoot
+	}
+	if t.script != "" {
+		p.Modules = append(p.Modules, t.script)
+	}
+	if scope.workspace != "" {
+		p.ReadWrite = append(p.ReadWrite, scope.workspace)
+	}
+	p.ReadWrite = append(p.ReadWrite, scope.allowed...)
+	if scope.tempDir != "" {
+		p.ReadWrite = append(p.ReadWrite, scope.tempDir)
+	}
+	if perms := t.approvedPermissions(); perms != nil {
+		for _, r := range perms.Read {
+			p.DeclaredRead = append(p.DeclaredRead, policy.Resolve(r, scope.workspace, h.home))
+		}
+		for _, w := range perms.Write {
+			p.DeclaredWrite = append(p.DeclaredWrite, policy.Resolve(w, scope.workspace, h.home))
+		}
+		p.ChildProcess = perms.ChildProcess
+	}
+	return p
+}
+
+// approvedPermissions is the tool's declaration when it declares something and a person
+// approved it for this version.
+func (t *folderTool) approvedPermissions() *tool.Permissions {
+	perms := t.def.Permissions
+	if !sandbox.Declares(perms) || t.hash == "" {
+		return nil
+	}
+	ok, err := t.fl.h.sb.approvals.Approved(t.def.Name, t.hash, *perms)
+	if err != nil || !ok {
+		return nil
+	}
+	return perms
+}
+
+func (t *folderTool) childProcess() bool {
+	p := t.approvedPermissions()
+	return p != nil && p.ChildProcess
+}
+
+// memoryMB is the tool's memory cap: its own, else the host's; 0 for none.
+func (t *folderTool) memoryMB() int {
+	if t.ownMemoryMB > 0 {
+		return t.ownMemoryMB
+	}
+	if m := t.fl.h.sb.limits.MemoryMB; m > 0 {
+		return m
+	}
+	return 0
+}
+
+// checkApproval refuses a call of a tool whose declaration no one approved for this version.
+func (t *folderTool) checkApproval() error {
+	perms := t.def.Permissions
+	if !sandbox.Declares(perms) {
+		return nil
+	}
+	ok, err := t.fl.h.sb.approvals.Approved(t.def.Name, t.hash, *perms)
+	if err != nil {
+		return fmt.Errorf("tool %s declares permissions (%s) but the approvals cannot be read: %w", t.def.Name, sandbox.DescribePermissions(perms), err)
+	}
+	if !ok {
+		return fmt.Errorf("tool %s declares permissions (%s) that have not been approved for this version: a person runs `jean2 tools approve %s` once", t.def.Name, sandbox.DescribePermissions(perms), t.def.Name)
+	}
+	return nil
+}
+
+// PermissionState is what a tool declares beyond its context and whether it may run with it.
+type PermissionState struct {
+	Declared *tool.Permissions `json:"declared,omitempty"`
+	// Approved is true when the declaration was approved for the serving version (or there
+	// is nothing to approve).
+	Approved  bool              `json:"approved"`
+	Mechanism sandbox.Mechanism `json:"sandbox"`
+	MemoryMB  int               `json:"memoryMB,omitempty"`
+}
+
+// NeedsApproval reports whether calls are refused until a person approves.
+func (s PermissionState) NeedsApproval() bool { return sandbox.Declares(s.Declared) && !s.Approved }
+
+// Permissions reports what a serving tool declares and whether it was approved.
+func (h *Host) Permissions(name string) (PermissionState, bool) {
+	v, ok := h.cat.Load().versions[name]
+	if !ok {
+		return PermissionState{}, false
+	}
+	ft, ok := v.tool.(*folderTool)
+	if !ok {
+		return PermissionState{Approved: true, Mechanism: sandbox.Unconfined}, true
+	}
+	st := PermissionState{Declared: ft.def.Permissions, Mechanism: ft.mech, MemoryMB: ft.memoryMB()}
+	st.Approved = !sandbox.Declares(ft.def.Permissions) || ft.approvedPermissions() != nil
+	return st, true
+}
+
+// ApprovePermissions records that a person approved what the serving version of a tool
+// declares, and returns the declaration.
+func (h *Host) ApprovePermissions(name string) (*tool.Permissions, error) {
+	v, ok := h.cat.Load().versions[name]
+	if !ok {
+		return nil, fmt.Errorf("%s", h.cat.Load().unavailable(name))
+	}
+	ft, ok := v.tool.(*folderTool)
+	if !ok || !sandbox.Declares(ft.def.Permissions) {
+		return nil, nil
+	}
+	if err := h.sb.approvals.Approve(ft.def.Name, ft.hash, *ft.def.Permissions); err != nil {
+		return nil, err
+	}
+	return ft.def.Permissions, nil
+}

@@ -1,0 +1,209 @@
+package sandbox
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jean2/jean2/tool"
+)
+
+// Approvals records which tool versions a person allowed to run with the permissions they
+// declare (read and write paths beyond the context, starting processes). An approval holds
+// for one version of one tool and one declaration: a changed tool asks again. The file lives
+// in $JEAN2_HOME, where no tool can reach it.
+type Approvals struct {
+	path string
+
+	mu     sync.Mutex
+	loaded fileStamp
+	items  []Approval
+}
+
+// Approval is one approved declaration.
+type Approval struct {
+	Tool        string           `json:"tool"`
+	Version     string           `json:"version"` // the version's content hash
+	Digest      string           `json:"digest"`  // of the declaration, see PermissionsDigest
+	Permissions tool.Permissions `json:"permissions"`
+	ApprovedAt  time.Time        `json:"approvedAt"`
+}
+
+type approvalsFile struct {
+	Approvals []Approval `json:"approvals"`
+}
+
+type fileStamp struct {
+	size int64
+	mod  time.Time
+	ok   bool
+}
+
+// OpenApprovals uses the file at path (created on the first approval).
+func OpenApprovals(path string) *Approvals { return &Approvals{path: path} }
+
+// Path is where the approvals are kept.
+func (a *Approvals) Path() string { return a.path }
+
+// PermissionsDigest names a declaration independently of the order of its paths.
+func PermissionsDigest(p tool.Permissions) string {
+	read := slices.Clone(p.Read)
+	write := slices.Clone(p.Write)
+	slices.Sort(read)
+	slices.Sort(write)
+	b, _ := json.Marshal(tool.Permissions{Read: read, Write: write, ChildProcess: p.ChildProcess})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// Declares reports whether a definition asks for anything beyond its context.
+func Declares(p *tool.Permissions) bool {
+	return p != nil && (len(p.Read) > 0 || len(p.Write) > 0 || p.ChildProcess)
+}
+
+// Approved reports whether this version's declaration was approved. The file is read again
+// when it changed, so an approval given by another jean2 process counts at once.
+func (a *Approvals) Approved(toolName, version string, p tool.Permissions) (bool, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.refreshLocked(); err != nil {
+		return false, err
+	}
+	digest := PermissionsDigest(p)
+	for _, x := range a.items {
+		if x.Tool == toolName && x.Version == version && x.Digest == digest {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Approve records the approval of a version's declaration; approvals of the tool's other
+// versions are dropped.
+func (a *Approvals) Approve(toolName, version string, p tool.Permissions) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.refreshLocked(); err != nil {
+		return err
+	}
+	kept := a.items[:0:0]
+	for _, x := range a.items {
+		if x.Tool != toolName {
+			kept = append(kept, x)
+		}
+	}
+	kept = append(kept, Approval{Tool: toolName, Version: version, Digest: PermissionsDigest(p), Permissions: p, ApprovedAt: time.Now().UTC().Truncate(time.Second)})
+	if err := a.writeLocked(kept); err != nil {
+		return err
+	}
+	a.items = kept
+	return nil
+}
+
+// Revoke drops every approval of a tool.
+func (a *Approvals) Revoke(toolName string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.refreshLocked(); err != nil {
+		return err
+	}
+	kept := a.items[:0:0]
+	for _, x := range a.items {
+		if x.Tool != toolName {
+			kept = append(kept, x)
+		}
+	}
+	if len(kept) == len(a.items) {
+		return nil
+	}
+	if err := a.writeLocked(kept); err != nil {
+		return err
+	}
+	a.items = kept
+	return nil
+}
+
+func (a *Approvals) refreshLocked() error {
+	fi, err := os.Stat(a.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		a.items, a.loaded = nil, fileStamp{}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("approvals %s: %w", a.path, err)
+	}
+	stamp := fileStamp{size: fi.Size(), mod: fi.ModTime(), ok: true}
+	if stamp == a.loaded {
+		return nil
+	}
+	data, err := os.ReadFile(a.path)
+	if err != nil {
+		return fmt.Errorf("approvals %s: %w", a.path, err)
+	}
+	var f approvalsFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&f); err != nil {
+		return fmt.Errorf("approvals %s is not valid JSON (%v): fix it or remove it and approve again", a.path, err)
+	}
+	a.items, a.loaded = f.Approvals, stamp
+	return nil
+}
+
+// writeLocked replaces the file atomically (a reader sees the old or the new one).
+func (a *Approvals) writeLocked(items []Approval) error {
+	if items == nil {
+		items = []Approval{}
+	}
+	data, err := json.MarshalIndent(approvalsFile{Approvals: items}, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(a.path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("approvals: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".approvals-*.json")
+	if err != nil {
+		return fmt.Errorf("approvals: %w", err)
+	}
+	_, werr := tmp.Write(append(data, '\n'))
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("approvals %s: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), a.path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("approvals %s: %w", a.path, err)
+	}
+	a.loaded = fileStamp{} // read back on the next look, with the new stamp
+	return nil
+}
+
+// DescribePermissions says in words what a declaration asks for.
+func DescribePermissions(p *tool.Permissions) string {
+	if !Declares(p) {
+		return "nothing beyond its context"
+	}
+	var parts []string
+	if len(p.Read) > 0 {
+		parts = append(parts, "read "+strings.Join(p.Read, ", "))
+	}
+	if len(p.Write) > 0 {
+		parts = append(parts, "write "+strings.Join(p.Write, ", "))
+	}
+	if p.ChildProcess {
+		parts = append(parts, "start processes")
+	}
+	return strings.Join(parts, "; ")
+}

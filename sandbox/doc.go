@@ -1,0 +1,18 @@
+// Package sandbox confines tool worker processes so that a tool which reaches around its
+// context — imports fs, starts a shell, reads /proc — still cannot touch what is not its
+// own (docs/security.md).
+//
+// It owns three things:
+//
+//   - the plan: from what a worker needs (its runtime, its folder and bundle, the call's
+//     workspace, allowed paths and temporary folder, what the tool declared and a person
+//     approved) it computes the exact file rules and limits a worker gets (Plan, Spec);
+//   - the launcher: jean2 re-executes itself as `jean2 __sandbox-exec --spec JSON -- PROGRAM
+//     ARGS…`, which joins a pids cgroup, sets resource limits, applies Landlock to itself
+//     and then executes the runtime (Main); the rules are fixed for the life of the process
+//     and everything it starts;
+//   - the fallbacks: Node's permission model (NodePermissionArgs) when Landlock is missing,
+//     and the report of what protection is active (Probe, Choose).
+//
+// Approvals of declared permissions (once per tool version) live here too (Approvals).
+package sandbox

@@ -1,0 +1,54 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// ExitLaunchFailed is the launcher's exit code when it could not apply the spec or start
+// the program (as a shell's 126: found but could not be executed).
+const ExitLaunchFailed = 126
+
+// Main is the launcher: `jean2 __sandbox-exec --spec JSON -- PROGRAM ARGS…` with args the
+// words after ExecArg. It applies the spec to itself and becomes PROGRAM; it returns only
+// when that failed, with the exit code to use, having said why on stderr (the host quotes a
+// worker's last stderr lines when it fails to start).
+func Main(args []string, stderr io.Writer) int {
+	spec, program, rest, err := parseArgs(args)
+	if err == nil {
+		err = enter(spec, program, rest)
+	}
+	fmt.Fprintf(stderr, "jean2 sandbox: %v\n", err)
+	return ExitLaunchFailed
+}
+
+func parseArgs(args []string) (Spec, string, []string, error) {
+	var specText string
+	haveSpec := false
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "--spec":
+			if i+1 >= len(args) {
+				return Spec{}, "", nil, errors.New("--spec needs a value")
+			}
+			specText, haveSpec = args[i+1], true
+			i++
+		case "--":
+			if !haveSpec {
+				return Spec{}, "", nil, errors.New("usage: " + ExecArg + " --spec JSON -- PROGRAM [ARGS…]")
+			}
+			if i+1 >= len(args) {
+				return Spec{}, "", nil, errors.New("no program after --")
+			}
+			spec, err := DecodeSpec(specText)
+			if err != nil {
+				return Spec{}, "", nil, err
+			}
+			return spec, args[i+1], args[i+2:], nil
+		default:
+			return Spec{}, "", nil, fmt.Errorf("unexpected argument %q; usage: %s --spec JSON -- PROGRAM [ARGS…]", args[i], ExecArg)
+		}
+	}
+	return Spec{}, "", nil, errors.New("usage: " + ExecArg + " --spec JSON -- PROGRAM [ARGS…]")
+}

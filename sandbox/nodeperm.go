@@ -1,0 +1,50 @@
+package sandbox
+
+import (
+	"fmt"
+	"strings"
+)
+
+// NodePermissionArgs returns the flags that make Node's permission model hold a Node worker
+// to rules where Landlock is missing: --allow-fs-read for every readable path,
+// --allow-fs-write for every writable one, child processes only when childProcess is set,
+// worker threads (they inherit the restrictions), no native addons (they would bypass it).
+// Listing-only rules have no equivalent and grant nothing. A path Node would read as a
+// wildcard (holding '*') is left out rather than widened. version is Node's, e.g.
+// "20.20.2": Node 20 to 22.12 spell the switch --experimental-permission, later ones
+// --permission.
+func NodePermissionArgs(version string, rules []Rule, childProcess bool) []string {
+	args := []string{permissionFlag(version)}
+	for _, r := range rules {
+		if strings.ContainsRune(r.Path, '*') {
+			continue
+		}
+		if r.Access&(Read|Write) != 0 {
+			args = append(args, "--allow-fs-read="+r.Path)
+		}
+		if r.Access&Write != 0 {
+			args = append(args, "--allow-fs-write="+r.Path)
+		}
+	}
+	if childProcess {
+		args = append(args, "--allow-child-process")
+	}
+	return append(args, "--allow-worker")
+}
+
+func permissionFlag(version string) string {
+	var major, minor int
+	fmt.Sscanf(version, "%d.%d", &major, &minor)
+	if major > 23 || (major == 23 && minor >= 5) || (major == 22 && minor >= 13) {
+		return "--permission"
+	}
+	return "--experimental-permission"
+}
+
+// NodePermissionsUsable reports whether a Node version has the permission model jean2
+// relies on (20 and later).
+func NodePermissionsUsable(version string) bool {
+	var major int
+	fmt.Sscanf(version, "%d", &major)
+	return major >= 20
+}

@@ -1,0 +1,136 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Access is what a rule lets a worker do with the files beneath a path.
+type Access uint8
+
+const (
+	// Read lets it read files and list folders.
+	Read Access = 1 << iota
+	// Write lets it create, write, truncate, rename and remove files and folders.
+	Write
+	// Exec lets it execute files (start programs).
+	Exec
+	// List lets it list a folder's entries (and those of every folder beneath it) but not read
+	// or change any file: what a folder that holds something protected gets, so that the
+	// rest of it can still be granted entry by entry.
+	List
+	// Device lets it use ioctl on device files (/dev/null).
+	Device
+)
+
+func (a Access) String() string {
+	var parts []string
+	for _, x := range []struct {
+		bit  Access
+		name string
+	}{{Read, "read"}, {Write, "write"}, {Exec, "exec"}, {List, "list"}, {Device, "device"}} {
+		if a&x.bit != 0 {
+			parts = append(parts, x.name)
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "+")
+}
+
+// Rule grants access beneath one path (the path itself when it is a file).
+type Rule struct {
+	Path   string `json:"path"`
+	Access Access `json:"access"`
+	// Optional rules are skipped when the path does not exist (system files that vary
+	// between distributions); a missing required path fails the worker's start.
+	Optional bool `json:"optional,omitempty"`
+}
+
+func (r Rule) String() string { return r.Access.String() + " " + r.Path }
+
+// Spec is everything the launcher applies to itself before it executes the runtime. It
+// travels as JSON on the launcher's command line: it holds paths and numbers, never a value
+// of the environment.
+type Spec struct {
+	// Landlock applies Rules with Landlock; without it the rules are not enforced by the
+	// launcher (Node's permission model may enforce them instead).
+	Landlock bool   `json:"landlock,omitempty"`
+	Rules    []Rule `json:"rules,omitempty"`
+	// DataMB caps the worker's private writable memory (RLIMIT_DATA) in MiB; 0 sets no cap.
+	DataMB int `json:"dataMB,omitempty"`
+	// PidsCgroup is a folder of a pids cgroup hierarchy the launcher makes the worker's own
+	// group in (w-<pid>); PidsMax caps the tasks (processes and threads) of that group, so
+	// of the worker and everything it starts.
+	PidsCgroup string `json:"pidsCgroup,omitempty"`
+	PidsMax    int    `json:"pidsMax,omitempty"`
+	// NProcExtra, when no cgroup is given, sets RLIMIT_NPROC to the tasks the user runs now
+	// plus this many. The kernel counts every task of the user and ignores the limit for
+	// root, so it is only a fallback.
+	NProcExtra int `json:"nprocExtra,omitempty"`
+}
+
+// Check reports the first thing wrong with a spec.
+func (s Spec) Check() error {
+	for _, r := range s.Rules {
+		if !filepath.IsAbs(r.Path) || filepath.Clean(r.Path) != r.Path || strings.ContainsRune(r.Path, 0) {
+			return fmt.Errorf("sandbox rule %q: the path must be absolute and clean", r.Path)
+		}
+		if r.Access == 0 || r.Access&^(Read|Write|Exec|List|Device) != 0 {
+			return fmt.Errorf("sandbox rule %q: access %d is not valid", r.Path, r.Access)
+		}
+	}
+	if s.DataMB < 0 || s.PidsMax < 0 || s.NProcExtra < 0 {
+		return fmt.Errorf("sandbox limits must not be negative (dataMB %d, pidsMax %d, nprocExtra %d)", s.DataMB, s.PidsMax, s.NProcExtra)
+	}
+	if s.PidsCgroup != "" && (!filepath.IsAbs(s.PidsCgroup) || s.PidsMax == 0) {
+		return fmt.Errorf("sandbox pids cgroup %q: give an absolute folder and a pidsMax", s.PidsCgroup)
+	}
+	return nil
+}
+
+// Encode returns the spec as the launcher's --spec argument.
+func (s Spec) Encode() (string, error) {
+	if err := s.Check(); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return "", fmt.Errorf("encode sandbox spec: %w", err)
+	}
+	return string(b), nil
+}
+
+// DecodeSpec reads a --spec argument.
+func DecodeSpec(text string) (Spec, error) {
+	var s Spec
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return Spec{}, fmt.Errorf("sandbox spec is not valid JSON: %w", err)
+	}
+	if dec.More() {
+		return Spec{}, fmt.Errorf("sandbox spec: unexpected data after the JSON object")
+	}
+	return s, s.Check()
+}
+
+// ExecArg is the hidden subcommand the jean2 binary answers as the launcher.
+const ExecArg = "__sandbox-exec"
+
+// Command returns the executable and arguments that start program with args under spec
+// through launcher (the jean2 binary, or a test binary that answers ExecArg).
+func Command(launcher string, spec Spec, program string, args []string) (string, []string, error) {
+	text, err := spec.Encode()
+	if err != nil {
+		return "", nil, err
+	}
+	if !filepath.IsAbs(program) {
+		return "", nil, fmt.Errorf("sandbox: the program %q must be an absolute path", program)
+	}
+	out := append([]string{ExecArg, "--spec", text, "--", program}, args...)
+	return launcher, out, nil
+}

@@ -1,0 +1,123 @@
+package sandbox
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Mode is how much protection a host asks for.
+type Mode string
+
+const (
+	// ModeAuto takes the strongest protection the machine offers: Landlock when the
+	// kernel has it and a launcher is given, else Node's permission model for Node
+	// workers; Bun and Go workers then run unconfined, with a warning.
+	ModeAuto Mode = "auto"
+	// ModeLandlock requires Landlock: a worker that cannot have it does not start.
+	ModeLandlock Mode = "landlock"
+	// ModeNode uses Node's permission model for Node workers even where Landlock exists.
+	ModeNode Mode = "node"
+	// ModeOff confines nothing (the context's powers are still enforced by the host).
+	ModeOff Mode = "off"
+)
+
+// ParseMode reads a mode as people write it (JEAN2_SANDBOX); "" is ModeAuto.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
+	case "":
+		return ModeAuto, nil
+	case ModeAuto, ModeLandlock, ModeNode, ModeOff:
+		return m, nil
+	}
+	return "", fmt.Errorf("sandbox mode %q is not known: use auto, landlock, node or off", s)
+}
+
+// Mechanism is what confines one worker.
+type Mechanism string
+
+const (
+	Landlock        Mechanism = "landlock"
+	NodePermissions Mechanism = "node-permissions"
+	Unconfined      Mechanism = "none"
+)
+
+// Status is what this machine and host offer.
+type Status struct {
+	Mode Mode `json:"mode"`
+	// LandlockABI is the kernel's Landlock ABI version, 0 without Landlock.
+	LandlockABI   int    `json:"landlockABI"`
+	LandlockError string `json:"landlockError,omitempty"`
+	// Launcher is the executable that applies Landlock and limits ("" when none is set).
+	Launcher string `json:"launcher,omitempty"`
+	// Pids says what caps the tasks of a worker: "cgroup <folder>", "rlimit" or "none".
+	Pids string `json:"pids"`
+}
+
+// Probe reports what the kernel offers.
+func Probe(mode Mode, launcher string) Status {
+	st := Status{Mode: mode, Launcher: launcher, Pids: "none"}
+	abi, err := LandlockABI()
+	st.LandlockABI = abi
+	if err != nil {
+		st.LandlockError = err.Error()
+	}
+	return st
+}
+
+// Choose picks the mechanism for a worker of runtime kind ("node", "bun", "go"). An error
+// means the mode cannot be met and the worker must not start.
+func (st Status) Choose(kind string) (Mechanism, error) {
+	landlock := st.LandlockABI >= 1 && st.Launcher != ""
+	switch st.Mode {
+	case ModeOff:
+		return Unconfined, nil
+	case ModeLandlock:
+		if !landlock {
+			return "", fmt.Errorf("the sandbox mode is landlock but %s", st.whyNoLandlock())
+		}
+		return Landlock, nil
+	case ModeNode:
+		if kind == "node" {
+			return NodePermissions, nil
+		}
+		return Unconfined, nil
+	}
+	if landlock {
+		return Landlock, nil
+	}
+	if kind == "node" {
+		return NodePermissions, nil
+	}
+	return Unconfined, nil
+}
+
+func (st Status) whyNoLandlock() string {
+	if st.LandlockABI < 1 {
+		if st.LandlockError != "" {
+			return "Landlock is not available: " + st.LandlockError
+		}
+		return "Landlock is not available"
+	}
+	return "no launcher is configured (the jean2 binary applies Landlock)"
+}
+
+// Summary says in one line which protection workers get, for logs and jean2 doctor.
+func (st Status) Summary() string {
+	node, _ := st.Choose("node")
+	other, err := st.Choose("bun")
+	switch {
+	case err != nil:
+		return "none: " + err.Error()
+	case node == Landlock:
+		return fmt.Sprintf("Landlock ABI %d for every worker", st.LandlockABI)
+	case node == NodePermissions && other == Unconfined:
+		why := "sandbox mode " + string(st.Mode)
+		if st.Mode == ModeAuto {
+			why = st.whyNoLandlock()
+		}
+		return "Node's permission model for Node workers; Bun and Go workers are not confined (" + why + ")"
+	case node == Unconfined:
+		return "none (sandbox mode off): tools are held only to their context"
+	}
+	return string(node)
+}
