@@ -113,7 +113,7 @@ func New(h Host, opts Options) (*Server, error) {
 	}
 	s.rounds = newRounds(opts.InputTimeout)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "jean2", Title: "jean2 tool host", Version: opts.Version}, &mcp.ServerOptions{
-		Logger: opts.Logger,
+		Logger: sdkLogger(opts.Logger),
 		// Tools are announced even while there are none, so a client learns that the list
 		// can change; logging lets it set a level for the tools' log lines.
 		Capabilities: &mcp.ServerCapabilities{
@@ -153,7 +153,7 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 // refused (DNS rebinding protection).
 func (s *Server) HTTPHandler() http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
-		Logger:                       s.log,
+		Logger:                       sdkLogger(s.log),
 		SessionTimeout:               30 * time.Minute,
 		PropagateRequestCancellation: true,
 	})
@@ -298,4 +298,30 @@ func safeID(id string) string {
 		}
 	}
 	return string(b)
+}
+
+// sdkLogger passes on the go-sdk's warnings and errors; its routine lines (a session
+// connected, a level set) only when the logger shows debug lines.
+func sdkLogger(l *slog.Logger) *slog.Logger {
+	if l.Enabled(context.Background(), slog.LevelDebug) {
+		return l
+	}
+	return slog.New(floorHandler{l.Handler(), slog.LevelWarn})
+}
+
+type floorHandler struct {
+	slog.Handler
+	floor slog.Level
+}
+
+func (f floorHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= f.floor && f.Handler.Enabled(ctx, l)
+}
+
+func (f floorHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return floorHandler{f.Handler.WithAttrs(as), f.floor}
+}
+
+func (f floorHandler) WithGroup(name string) slog.Handler {
+	return floorHandler{f.Handler.WithGroup(name), f.floor}
 }

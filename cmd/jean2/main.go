@@ -50,6 +50,7 @@ Usage:
   jean2 tools remove NAME                   remove an installed tool
   jean2 tools update [NAME...]              reinstall tools whose index version is newer
   jean2 tools outdated [--json]             compare installed versions with the index
+  jean2 mcp [--workspace DIR]               serve the tools to an MCP client over stdio
   jean2 version                             print the version
 
 Environment:
@@ -67,6 +68,8 @@ func run(ctx context.Context, e env, args []string) error {
 	switch args[0] {
 	case "tools":
 		return runTools(ctx, e, args[1:])
+	case "mcp":
+		return mcpServe(ctx, e, args[1:])
 	case "version", "--version":
 		fmt.Fprintln(e.stdout, "jean2", version)
 		return nil

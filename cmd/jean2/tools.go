@@ -82,7 +82,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // openHost starts a host on the layout the environment names.
-func openHost(ctx context.Context, e env) (*host.Host, error) {
+func openHost(ctx context.Context, e env, sources ...host.ToolSource) (*host.Host, error) {
 	layout, err := host.LayoutFromEnv(e.getenv)
 	if err != nil {
 		return nil, err
@@ -94,6 +94,7 @@ func openHost(ctx context.Context, e env) (*host.Host, error) {
 		NodePath:          e.getenv("JEAN2_NODE"),
 		ServerEnv:         os.Environ(),
 		Logger:            cliLogger(e),
+		Sources:           sources,
 	})
 }
 
@@ -109,11 +110,11 @@ func toolsList(ctx context.Context, e env, args []string) error {
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
-	h, err := openHost(ctx, e)
+	h, closeAll, err := openHostWithMCP(ctx, e, workingDir())
 	if err != nil {
 		return err
 	}
-	defer closeHost(h)
+	defer closeAll()
 	entries := h.Tools()
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
@@ -195,11 +196,11 @@ func toolsRun(ctx context.Context, e env, args []string) error {
 		return err
 	}
 
-	h, err := openHost(ctx, e)
+	h, closeAll, err := openHostWithMCP(ctx, e, ws)
 	if err != nil {
 		return err
 	}
-	defer closeHost(h)
+	defer closeAll()
 	sessionID := *session
 	if sessionID == "" {
 		sessionID = fmt.Sprintf("cli-%d", time.Now().UnixNano())

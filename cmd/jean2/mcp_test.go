@@ -1,0 +1,317 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mcpScripts copies the TypeScript SDK client and server scripts into a folder whose
+// node_modules is the one scripts/setup fills, and returns that folder.
+func mcpScripts(t *testing.T) string {
+	t.Helper()
+	modules, _ := filepath.Abs("../../.deps/node_modules")
+	if _, err := os.Stat(filepath.Join(modules, "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the MCP TypeScript SDK is not installed in %s: scripts/setup installs it", modules)
+		}
+		t.Skipf("the MCP TypeScript SDK is not installed in %s: run scripts/setup", modules)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"client.mjs", "server.mjs"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "mcp", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// tsClient runs the TypeScript SDK client script against `jean2 mcp --workspace c.ws` and
+// returns what it saw.
+func (c *cli) tsClient(scripts, scenario string, out any) {
+	c.t.Helper()
+	cmd := exec.Command("node", filepath.Join(scripts, "client.mjs"), scenario, jean2Bin, c.ws, filepath.Join(c.home, "tools"))
+	cmd.Env = append(c.env(), "JEAN2_LOG=warn")
+	cmd.Dir = c.ws
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			c.t.Fatalf("client.mjs %s: %v\n%s\n%s", scenario, err, stdout.String(), stderr.String())
+		}
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		c.t.Fatalf("client.mjs %s did not finish\n%s\n%s", scenario, stdout.String(), stderr.String())
+	}
+	var seen struct {
+		Error  string `json:"error"`
+		Stderr string `json:"stderr"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &seen); err != nil {
+		c.t.Fatalf("client.mjs %s printed %q: %v\n%s", scenario, stdout.String(), err, stderr.String())
+	}
+	if seen.Error != "" {
+		c.t.Fatalf("client.mjs %s failed: %s\njean2's stderr:\n%s", scenario, seen.Error, seen.Stderr)
+	}
+	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+type mcpContent struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type mcpResult struct {
+	Content           []mcpContent               `json:"content"`
+	StructuredContent json.RawMessage            `json:"structuredContent"`
+	IsError           bool                       `json:"isError"`
+	Meta              map[string]json.RawMessage `json:"_meta"`
+}
+
+func (r mcpResult) text() string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		b.WriteString(c.Text)
+	}
+	return b.String()
+}
+
+// The official TypeScript SDK, as a client of `jean2 mcp`, lists the tools with their
+// schemas, hints and titles, calls them, answers an ask through elicitation, receives
+// progress and log notifications, cancels a call (the tool sees its signal aborted), serves
+// ctx.llm through sampling, and hears list_changed when a tool folder is added.
+func TestMCPServeToTypeScriptClient(t *testing.T) {
+	c := newCLI(t)
+	scripts := mcpScripts(t)
+	for _, name := range []string{"echo", "ask", "wait", "think"} {
+		copyDir(t, filepath.Join("testdata", "mcp", "tools", name), filepath.Join(c.home, "tools", name))
+	}
+	var got struct {
+		Tools []struct {
+			Name         string          `json:"name"`
+			Title        string          `json:"title"`
+			InputSchema  json.RawMessage `json:"inputSchema"`
+			OutputSchema json.RawMessage `json:"outputSchema"`
+			Annotations  map[string]bool `json:"annotations"`
+		} `json:"tools"`
+		Echo         mcpResult `json:"echo"`
+		Ask          mcpResult `json:"ask"`
+		Elicitations []struct {
+			Message string          `json:"message"`
+			Mode    string          `json:"mode"`
+			Schema  json.RawMessage `json:"schema"`
+		} `json:"elicitations"`
+		Progress []struct {
+			Progress, Total float64
+			Message         string
+		} `json:"progress"`
+		Logs []struct {
+			Level  string         `json:"level"`
+			Logger string         `json:"logger"`
+			Data   map[string]any `json:"data"`
+		} `json:"logs"`
+		Cancelled struct {
+			Rejected string `json:"rejected"`
+		} `json:"cancelled"`
+		Report      mcpResult `json:"report"`
+		Think       mcpResult `json:"think"`
+		AfterChange []string  `json:"afterChange"`
+		Added       mcpResult `json:"added"`
+		Stderr      string    `json:"stderr"`
+	}
+	c.tsClient(scripts, "serve", &got)
+
+	if len(got.Tools) != 4 {
+		t.Fatalf("tools: %+v", got.Tools)
+	}
+	echo := got.Tools[1]
+	if echo.Name != "echo" || echo.Title != "Echo" ||
+		string(echo.InputSchema) != `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}` ||
+		string(echo.OutputSchema) != `{"type":"object","properties":{"echo":{"type":"string"}},"required":["echo"]}` ||
+		!echo.Annotations["readOnlyHint"] || !echo.Annotations["idempotentHint"] || echo.Annotations["openWorldHint"] {
+		t.Fatalf("echo as listed: %+v", echo)
+	}
+	if ask := got.Tools[0]; ask.Name != "ask" || ask.Annotations["destructiveHint"] || ask.OutputSchema != nil {
+		t.Fatalf("ask as listed: %+v", ask)
+	}
+	if got.Echo.text() != `{"success":true,"result":{"echo":"hi"}}` || string(got.Echo.StructuredContent) != `{"echo":"hi"}` ||
+		string(got.Echo.Meta["jean2/visualization"]) != `{"type":"markdown","content":"> hi"}` {
+		t.Fatalf("echo: %+v", got.Echo)
+	}
+
+	if got.Ask.text() != `{"success":true,"result":{"name":"Ada","env":"staging","allowed":true}}` {
+		t.Fatalf("ask: %s", got.Ask.text())
+	}
+	if len(got.Elicitations) != 3 || got.Elicitations[0].Mode != "form" || got.Elicitations[0].Message != "Tool ask asks: Your name?" ||
+		!strings.Contains(string(got.Elicitations[1].Schema), `{"const":"Staging","title":"Staging"}`) ||
+		!strings.HasPrefix(got.Elicitations[2].Message, "Tool ask asks for permission: Deploy to staging?") ||
+		!strings.Contains(string(got.Elicitations[2].Schema), `"allow":{"type":"boolean"`) {
+		t.Fatalf("elicitations: %+v", got.Elicitations)
+	}
+
+	if len(got.Progress) != 3 || got.Progress[2].Progress != 3 || got.Progress[2].Total != 3 || got.Progress[0].Message != "step 1" {
+		t.Fatalf("progress: %+v", got.Progress)
+	}
+	if len(got.Logs) != 3 || got.Logs[0].Level != "info" || got.Logs[0].Logger != "wait" || got.Logs[0].Data["message"] != "step" ||
+		fmt.Sprint(got.Logs[0].Data["data"]) != "map[i:1]" {
+		t.Fatalf("logs: %+v", got.Logs)
+	}
+	if !strings.Contains(got.Cancelled.Rejected, "stop pressed") {
+		t.Fatalf("cancelled call: %+v", got.Cancelled)
+	}
+	if got.Report.text() != `{"success":true,"result":{"lastAbort":{"aborted":true,"reason":"The call was stopped"}}}` {
+		t.Fatalf("the tool did not see its signal aborted: %s\n%s", got.Report.text(), got.Stderr)
+	}
+
+	if got.Think.text() != `{"success":true,"result":"sampled: 2+2?"}` {
+		t.Fatalf("think through sampling: %s", got.Think.text())
+	}
+	if !slices.Equal(got.AfterChange, []string{"added", "ask", "echo", "think", "wait"}) || got.Added.text() != `{"success":true,"result":"new"}` {
+		t.Fatalf("after adding a tool: %v %s", got.AfterChange, got.Added.text())
+	}
+}
+
+// A server built with the official TypeScript SDK, listed in mcp.json files, joins jean2's
+// tools: listed (a clash prefixed, a server that cannot start listed with its error), run
+// with an explicit environment, timed out with the cancellation reaching the server, and
+// re-exported over `jean2 mcp`, where the server's list_changed reaches jean2's client.
+func TestMCPImportTypeScriptServer(t *testing.T) {
+	c := newCLI(t)
+	scripts := mcpScripts(t)
+	server := filepath.Join(scripts, "server.mjs")
+	marker := filepath.Join(t.TempDir(), "cancelled.txt")
+	writeJSON := func(path string, v any) {
+		t.Helper()
+		data, _ := json.Marshal(v)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeJSON(filepath.Join(c.home, "mcp.json"), map[string]any{"mcpServers": map[string]any{
+		"ts":     map[string]any{"command": "node", "args": []string{server}, "env": map[string]string{"GREETING": "hello ${USER}"}},
+		"broken": map[string]any{"command": "/nonexistent/mcp-server"},
+	}})
+	// The workspace's file adds a second copy with a short timeout; its names clash.
+	writeJSON(filepath.Join(c.ws, ".jean2", "mcp.json"), map[string]any{"mcpServers": map[string]any{
+		"ts2": map[string]any{"command": "node", "args": []string{server}, "timeout": 1500, "env": map[string]string{"MARKER": marker}},
+	}})
+
+	out, stderr, code := c.run("", "tools", "list", "--json")
+	if code != 0 {
+		t.Fatalf("list: exit %d %s", code, stderr)
+	}
+	var entries []struct {
+		Name, Runtime, Status, Error, Version string
+		Definition                            *struct {
+			Title       string          `json:"title"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+			Annotations map[string]bool `json:"annotations"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &entries); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	byName := map[string]int{}
+	for i, e := range entries {
+		byName[e.Name] = i
+	}
+	for _, name := range []string{"add", "shout", "env", "fail", "grow", "slow", "ping", "mcp_ts2_add", "mcp_ts2_slow", "mcp:broken"} {
+		if _, ok := byName[name]; !ok {
+			t.Fatalf("%s is not listed: %s", name, out)
+		}
+	}
+	add := entries[byName["add"]]
+	var schema bytes.Buffer
+	if add.Definition != nil {
+		_ = json.Compact(&schema, add.Definition.InputSchema)
+	}
+	if add.Runtime != "mcp" || add.Status != "ok" || add.Version != "mcp:ts" || add.Definition == nil || add.Definition.Title != "Add" ||
+		!add.Definition.Annotations["readOnlyHint"] || !strings.Contains(schema.String(), `"a":{"type":"number"}`) {
+		t.Fatalf("add: %+v", add)
+	}
+	if b := entries[byName["mcp:broken"]]; b.Status != "error" || !strings.Contains(b.Error, "/nonexistent/mcp-server: no such file or directory") || !strings.Contains(b.Error, "retrying in") {
+		t.Fatalf("broken server: %+v", b)
+	}
+
+	out, stderr, code = c.run("", "tools", "run", "add", "--input", `{"a":2,"b":3}`)
+	if code != 0 || !strings.Contains(out, `"sum": 5`) {
+		t.Fatalf("run add: exit %d %s %s", code, out, stderr)
+	}
+	out, _, code = c.run("", "tools", "run", "fail")
+	if code != 1 || !strings.Contains(out, `"error": "it broke"`) {
+		t.Fatalf("run fail: exit %d %s", code, out)
+	}
+	// Only PATH, HOME and the configured variables reach a stdio server.
+	out, _, code = c.run("", "tools", "run", "env")
+	if code != 0 || !strings.Contains(out, `"result": "GREETING,HOME,PATH"`) {
+		t.Fatalf("run env: exit %d %s", code, out)
+	}
+	// The server's timeout (1500 ms) ends the call, and the server hears the cancellation.
+	start := time.Now()
+	out, _, code = c.run("", "tools", "run", "mcp_ts2_slow")
+	if code != 1 || !strings.Contains(out, "timed out after 1500ms") || time.Since(start) > 20*time.Second {
+		t.Fatalf("run slow: exit %d %s after %v", code, out, time.Since(start))
+	}
+	if data, err := os.ReadFile(marker); err != nil || !strings.HasPrefix(string(data), "aborted") {
+		t.Fatalf("the server did not see the cancellation: %q %v", data, err)
+	}
+
+	var got struct {
+		Tools     []string  `json:"tools"`
+		Add       mcpResult `json:"add"`
+		Grow      mcpResult `json:"grow"`
+		AfterGrow []string  `json:"afterGrow"`
+		Grown     mcpResult `json:"grown"`
+	}
+	c.tsClient(scripts, "imported", &got)
+	if !slices.Contains(got.Tools, "add") || !slices.Contains(got.Tools, "mcp_ts2_shout") || slices.Contains(got.Tools, "grown") {
+		t.Fatalf("re-exported tools: %v", got.Tools)
+	}
+	if got.Add.text() != `{"success":true,"result":{"sum":5}}` || string(got.Add.StructuredContent) != `{"sum":5}` {
+		t.Fatalf("add through jean2: %+v", got.Add)
+	}
+	if !slices.Contains(got.AfterGrow, "grown") || got.Grown.text() != `{"success":true,"result":"grown up"}` {
+		t.Fatalf("after grow: %v %s", got.AfterGrow, got.Grown.text())
+	}
+}
+
+// A malformed mcp.json is listed with what is wrong; the tools still work.
+func TestMCPConfigErrorsAreListed(t *testing.T) {
+	c := newCLI(t)
+	copyDir(t, "../../host/testdata/word-count", filepath.Join(c.home, "tools", "word-count"))
+	if err := os.WriteFile(filepath.Join(c.home, "mcp.json"), []byte(`{"mcpServers": {"x": {"command": "a", "url": "http://b"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := c.run("", "tools", "list")
+	if code != 0 || !strings.Contains(out, "word-count") || !strings.Contains(out, "mcp.json:") || !strings.Contains(out, "mcpServers.x: give either command (a stdio server) or url (an HTTP server), not both") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+}

@@ -1,0 +1,223 @@
+// Package mcpclient connects jean2 to the MCP servers listed in mcp.json files and offers
+// their tools to the host as tool sources: they are listed and called like any other tool,
+// by the harness, `jean2 tools run` and jean2's own MCP server.
+//
+// The files have the common mcpServers shape:
+//
+//	{"mcpServers": {
+//	  "files":  {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], "env": {"DEBUG": "1"}},
+//	  "remote": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${REMOTE_TOKEN}"}}
+//	}}
+//
+// A stdio server gets an explicit environment: PATH and HOME, then its "env"; never the
+// whole environment of jean2. "${NAME}" in env values and headers is replaced by the
+// variable of jean2's environment, so secrets need not be written into the file.
+package mcpclient
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// ServerConfig is one entry of mcpServers.
+type ServerConfig struct {
+	// Type is "stdio", "http" (streamable HTTP) or "sse"; empty means stdio when Command is
+	// set and http when URL is.
+	Type    string            `json:"type,omitempty"`
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// Timeout of one tool call in milliseconds (tool.DefaultTimeout when 0).
+	Timeout int `json:"timeout,omitempty"`
+	// Disabled servers are not started.
+	Disabled bool `json:"disabled,omitempty"`
+
+	// Name is the key of the entry; File the mcp.json it came from.
+	Name string `json:"-"`
+	File string `json:"-"`
+}
+
+// Config is what one or more mcp.json files list.
+type Config struct {
+	Servers []ServerConfig
+}
+
+// FileError is an mcp.json that cannot be used; its servers are not started.
+type FileError struct {
+	File string
+	Err  error
+}
+
+func (e *FileError) Error() string { return fmt.Sprintf("%s: %v", e.File, e.Err) }
+func (e *FileError) Unwrap() error { return e.Err }
+
+// Load reads the mcp.json files in order; a server named again in a later file replaces the
+// earlier one (a workspace's file overrides $JEAN2_HOME's). A missing file is skipped. Every
+// file that cannot be used is reported in the joined error (as *FileError), while the
+// servers of the good files are still returned.
+func Load(files ...string) (Config, error) {
+	byName := map[string]ServerConfig{}
+	var errs []error
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, &FileError{File: f, Err: err})
+			continue
+		}
+		servers, err := Parse(f, data)
+		if err != nil {
+			errs = append(errs, &FileError{File: f, Err: err})
+			continue
+		}
+		for _, s := range servers {
+			byName[s.Name] = s
+		}
+	}
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var cfg Config
+	for _, n := range names {
+		cfg.Servers = append(cfg.Servers, byName[n])
+	}
+	return cfg, errors.Join(errs...)
+}
+
+// Parse reads one mcp.json. Each entry is checked, so a mistake is reported with the
+// server's name and how to fix it.
+func Parse(file string, data []byte) ([]ServerConfig, error) {
+	var raw struct {
+		Servers map[string]json.RawMessage `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	if raw.Servers == nil {
+		return nil, fmt.Errorf(`no "mcpServers" object: write {"mcpServers": {"name": {"command": …}}}`)
+	}
+	names := make([]string, 0, len(raw.Servers))
+	for n := range raw.Servers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []ServerConfig
+	for _, name := range names {
+		var s ServerConfig
+		dec := json.NewDecoder(bytes.NewReader(raw.Servers[name]))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&s); err != nil {
+			return nil, fmt.Errorf("mcpServers.%s: %w (the fields are command, args, env, cwd, url, headers, type, timeout, disabled)", name, err)
+		}
+		s.Name, s.File = name, file
+		if err := s.check(); err != nil {
+			return nil, fmt.Errorf("mcpServers.%s: %w", name, err)
+		}
+		if !s.Disabled {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func (s *ServerConfig) check() error {
+	if strings.TrimSpace(s.Name) == "" {
+		return fmt.Errorf("the server has an empty name")
+	}
+	switch s.Type {
+	case "":
+		switch {
+		case s.Command != "" && s.URL != "":
+			return fmt.Errorf("give either command (a stdio server) or url (an HTTP server), not both")
+		case s.Command != "":
+			s.Type = "stdio"
+		case s.URL != "":
+			s.Type = "http"
+		default:
+			return fmt.Errorf("give command (a stdio server) or url (an HTTP server)")
+		}
+	case "stdio":
+	case "http", "streamable-http", "streamableHttp":
+		s.Type = "http"
+	case "sse":
+	default:
+		return fmt.Errorf("type %q is not stdio, http or sse", s.Type)
+	}
+	if s.Type == "stdio" {
+		if s.Command == "" {
+			return fmt.Errorf("a stdio server needs a command")
+		}
+		if s.URL != "" || len(s.Headers) > 0 {
+			return fmt.Errorf("a stdio server takes command, args, env and cwd, not url or headers")
+		}
+		for k := range s.Env {
+			if !envName.MatchString(k) {
+				return fmt.Errorf("env: %q is not an environment variable name", k)
+			}
+		}
+	} else {
+		if s.Command != "" || len(s.Args) > 0 || len(s.Env) > 0 {
+			return fmt.Errorf("an %s server takes url and headers, not command, args or env", s.Type)
+		}
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("url %q is not an http(s) URL", s.URL)
+		}
+	}
+	if s.Timeout < 0 {
+		return fmt.Errorf("timeout %d: give a positive number of milliseconds", s.Timeout)
+	}
+	return nil
+}
+
+var (
+	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	envRef  = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+)
+
+// expand replaces ${NAME} with the variable of getenv; an unset one becomes empty.
+func expand(s string, getenv func(string) string) string {
+	return envRef.ReplaceAllStringFunc(s, func(m string) string {
+		return getenv(m[2 : len(m)-1])
+	})
+}
+
+// commandEnv is the explicit environment of a stdio server: PATH and HOME of jean2's
+// environment (so the command can be found and can find its own files), then the
+// server's env with ${NAME} references expanded.
+func (s ServerConfig) commandEnv(getenv func(string) string) []string {
+	vars := map[string]string{}
+	for _, k := range []string{"PATH", "HOME"} {
+		if v := getenv(k); v != "" {
+			vars[k] = v
+		}
+	}
+	for k, v := range s.Env {
+		vars[k] = expand(v, getenv)
+	}
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	env := make([]string, len(keys))
+	for i, k := range keys {
+		env[i] = k + "=" + vars[k]
+	}
+	return env
+}

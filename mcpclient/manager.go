@@ -1,0 +1,151 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/tool"
+)
+
+// Options configure a Manager.
+type Options struct {
+	// Getenv reads jean2's environment for PATH, HOME and ${NAME} references (os.Getenv when
+	// nil). Nothing else of it reaches a server.
+	Getenv func(string) string
+	// Version is what jean2 reports to servers.
+	Version string
+	// MinBackoff and MaxBackoff bound the wait between connection attempts (1s and 1m
+	// when zero).
+	MinBackoff, MaxBackoff time.Duration
+	Logger                 *slog.Logger
+}
+
+// Manager runs the servers of a Config and hands their tools to the host.
+type Manager struct {
+	servers []*Server
+	broken  []host.ToolSource
+	onAny   atomic.Pointer[func()]
+	close   sync.Once
+}
+
+// New makes a manager for cfg. loadErr, the error of Load, lists each unusable file as a
+// source with that error, so the tool list shows it.
+func New(cfg Config, loadErr error, opts Options) *Manager {
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = minBackoff
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = maxBackoff
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	m := &Manager{}
+	for _, e := range unwrapJoined(loadErr) {
+		var fe *FileError
+		if errors.As(e, &fe) {
+			m.broken = append(m.broken, brokenSource{name: "mcp.json:" + fe.File, err: fe})
+		} else {
+			m.broken = append(m.broken, brokenSource{name: "mcp.json", err: e})
+		}
+	}
+	for _, c := range cfg.Servers {
+		ctx, cancel := context.WithCancel(context.Background())
+		s := &Server{
+			cfg: c, getenv: opts.Getenv, log: opts.Logger, version: opts.Version,
+			minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
+			stderr: &tail{}, err: fmt.Errorf("MCP server %s: not connected yet", c.Name),
+			ctx: ctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}),
+		}
+		s.changed = m.notify
+		m.servers = append(m.servers, s)
+	}
+	return m
+}
+
+// Start connects every server in the background and waits, up to ctx, for each one's first
+// attempt, so that a one-shot command sees the tools of the servers that came up.
+func (m *Manager) Start(ctx context.Context) {
+	for _, s := range m.servers {
+		if s.started.CompareAndSwap(false, true) {
+			go s.run()
+		}
+	}
+	for _, s := range m.servers {
+		select {
+		case <-s.ready:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// Sources are the servers (and unusable files) as host tool sources.
+func (m *Manager) Sources() []host.ToolSource {
+	out := make([]host.ToolSource, 0, len(m.servers)+len(m.broken))
+	for _, s := range m.servers {
+		out = append(out, s)
+	}
+	return append(out, m.broken...)
+}
+
+// Servers lists the managed servers.
+func (m *Manager) Servers() []*Server { return append([]*Server(nil), m.servers...) }
+
+// OnChange sets what runs when a server's tools change: the host's Reload.
+func (m *Manager) OnChange(f func()) { m.onAny.Store(&f) }
+
+func (m *Manager) notify() {
+	if f := m.onAny.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// Close disconnects every server and stops their processes.
+func (m *Manager) Close() {
+	m.close.Do(func() {
+		var wg sync.WaitGroup
+		for _, s := range m.servers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.close()
+			}()
+		}
+		wg.Wait()
+	})
+}
+
+// brokenSource is an mcp.json that could not be used, listed with its error.
+type brokenSource struct {
+	name string
+	err  error
+}
+
+func (b brokenSource) Name() string                { return b.name }
+func (b brokenSource) Kind() string                { return "mcp" }
+func (b brokenSource) Tools() ([]tool.Tool, error) { return nil, b.err }
+
+func unwrapJoined(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}

@@ -1,0 +1,341 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/tool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Backoff bounds of reconnecting to a server that failed or went away.
+const (
+	minBackoff = time.Second
+	maxBackoff = time.Minute
+	// cancelFlush is how long after a cancelled call Close waits before disconnecting.
+	cancelFlush = 100 * time.Millisecond
+)
+
+// Server is one MCP server jean2 connects to, and the tool source of its tools. It keeps
+// trying to connect (with exponential backoff) until Close; while it is not connected its
+// tools are gone and Tools reports why.
+type Server struct {
+	cfg     ServerConfig
+	getenv  func(string) string
+	log     *slog.Logger
+	version string
+	changed func() // the server's tools changed (connected, list_changed, gone)
+
+	minBackoff, maxBackoff time.Duration
+
+	mu      sync.Mutex
+	session *mcp.ClientSession
+	tools   []tool.Tool
+	byJSON  map[string]*remoteTool // the listed tools by their MCP definition, kept while unchanged
+	err     error                  // why there are no tools
+	stderr  *tail
+
+	progress   sync.Map // progress token → func(tool.Progress)
+	nextToken  atomic.Int64
+	refreshing atomic.Bool
+	lastCancel atomic.Int64 // when a call was last cancelled (unix ns)
+
+	ctx     context.Context // ends at Close
+	cancel  context.CancelFunc
+	started atomic.Bool
+	done    chan struct{}
+	ready   chan struct{} // closed after the first connection attempt
+}
+
+var _ host.ToolSource = (*Server)(nil)
+
+// Name is "mcp:" and the server's name in mcp.json.
+func (s *Server) Name() string { return "mcp:" + s.cfg.Name }
+
+// Kind is what the tool list shows as the runtime of the server's tools.
+func (s *Server) Kind() string { return "mcp" }
+
+// Config returns the server's entry of mcp.json.
+func (s *Server) Config() ServerConfig { return s.cfg }
+
+// Tools lists the server's tools now; while it is not connected, the error says why.
+func (s *Server) Tools() ([]tool.Tool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.session == nil {
+		return nil, s.err
+	}
+	return s.tools, nil
+}
+
+// run connects, serves until the connection ends, and reconnects with backoff, until Close.
+func (s *Server) run() {
+	defer close(s.done)
+	backoff := s.minBackoff
+	first := true
+	lastErr := ""
+	defer func() {
+		if first {
+			close(s.ready)
+		}
+	}()
+	for attempt := 1; ; attempt++ {
+		connectedAt := time.Now()
+		err := s.connect(s.ctx)
+		if err == nil {
+			if first {
+				close(s.ready)
+				first = false
+			}
+			s.changed()
+			err = s.wait()
+			if time.Since(connectedAt) > s.maxBackoff {
+				backoff, attempt = s.minBackoff, 1
+			}
+		}
+		if s.ctx.Err() != nil {
+			return
+		}
+		if stderr := s.stderr.String(); stderr != "" && s.cfg.Type == "stdio" {
+			err = fmt.Errorf("%w; its last output: %s", err, stderr)
+		}
+		s.mu.Lock()
+		hadTools := s.session != nil
+		s.session, s.tools = nil, nil
+		s.err = fmt.Errorf("MCP server %s (%s): %w; retrying in %s (attempt %d)", s.cfg.Name, s.cfg.File, err, backoff, attempt)
+		s.mu.Unlock()
+		// Said once per kind of failure; the retries of a server that stays down are quiet.
+		level := slog.LevelDebug
+		if msg := err.Error(); msg != lastErr {
+			level, lastErr = slog.LevelWarn, msg
+		}
+		s.log.Log(s.ctx, level, "MCP server unavailable", "server", s.cfg.Name, "error", err, "retry", backoff)
+		if first {
+			close(s.ready)
+			first = false
+		}
+		if hadTools {
+			s.changed()
+		}
+		select {
+		case <-time.After(backoff):
+		case <-s.ctx.Done():
+			return
+		}
+		backoff = min(backoff*2, s.maxBackoff)
+	}
+}
+
+// connect starts or reaches the server, lists its tools and makes them the source's.
+func (s *Server) connect(ctx context.Context) error {
+	t, err := s.transport()
+	if err != nil {
+		return err
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "jean2", Version: s.version}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			go s.refresh()
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			if f, ok := s.progress.Load(req.Params.ProgressToken); ok {
+				f.(func(tool.Progress))(tool.Progress{Message: req.Params.Message, Current: req.Params.Progress, Total: req.Params.Total})
+			}
+		},
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			s.log.Info("MCP server log", "server", s.cfg.Name, "level", string(req.Params.Level), "logger", req.Params.Logger, "data", req.Params.Data)
+		},
+	})
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(cctx, t, nil)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	tools, err := s.list(cctx, cs)
+	if err != nil {
+		_ = cs.Close()
+		return fmt.Errorf("list tools: %w", err)
+	}
+	s.mu.Lock()
+	s.session, s.tools, s.err = cs, tools, nil
+	s.mu.Unlock()
+	s.log.Info("MCP server connected", "server", s.cfg.Name, "tools", len(tools))
+	return nil
+}
+
+// wait blocks until the connection ends or Close.
+func (s *Server) wait() error {
+	s.mu.Lock()
+	cs := s.session
+	s.mu.Unlock()
+	ended := make(chan error, 1)
+	go func() { ended <- cs.Wait() }()
+	select {
+	case err := <-ended:
+		if err == nil {
+			err = errors.New("the connection closed")
+		}
+		return fmt.Errorf("disconnected: %w", err)
+	case <-s.ctx.Done():
+		_ = cs.Close()
+		<-ended
+		return s.ctx.Err()
+	}
+}
+
+// refresh lists the tools again after the server said its list changed.
+func (s *Server) refresh() {
+	if !s.refreshing.CompareAndSwap(false, true) {
+		return
+	}
+	defer s.refreshing.Store(false)
+	s.mu.Lock()
+	cs := s.session
+	s.mu.Unlock()
+	if cs == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+	defer cancel()
+	tools, err := s.list(ctx, cs)
+	if err != nil {
+		s.log.Warn("MCP server tools not refreshed", "server", s.cfg.Name, "error", err)
+		return
+	}
+	s.mu.Lock()
+	if s.session == cs {
+		s.tools = tools
+	}
+	s.mu.Unlock()
+	s.changed()
+}
+
+// list lists the server's tools. A tool whose definition did not change keeps its value, so
+// the host keeps its version and reports no change for it.
+func (s *Server) list(ctx context.Context, cs *mcp.ClientSession) ([]tool.Tool, error) {
+	s.mu.Lock()
+	prev := s.byJSON
+	s.mu.Unlock()
+	next := map[string]*remoteTool{}
+	var tools []tool.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		key, err := json.Marshal(t)
+		if err != nil {
+			return nil, err
+		}
+		rt, ok := prev[string(key)]
+		if !ok {
+			rt = &remoteTool{srv: s, remote: t.Name, def: s.definition(t)}
+		}
+		next[string(key)] = rt
+		tools = append(tools, rt)
+	}
+	s.mu.Lock()
+	s.byJSON = next
+	s.mu.Unlock()
+	return tools, nil
+}
+
+// transport makes the connection the config asks for.
+func (s *Server) transport() (mcp.Transport, error) {
+	switch s.cfg.Type {
+	case "stdio":
+		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
+		cmd.Env = s.cfg.commandEnv(s.getenv)
+		if s.cfg.Cwd != "" {
+			dir := s.cfg.Cwd
+			if !filepath.IsAbs(dir) {
+				dir = filepath.Join(filepath.Dir(s.cfg.File), dir)
+			}
+			cmd.Dir = dir
+		}
+		s.stderr.Reset()
+		cmd.Stderr = s.stderr
+		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+	case "http", "sse":
+		headers := http.Header{}
+		for k, v := range s.cfg.Headers {
+			headers.Set(k, expand(v, s.getenv))
+		}
+		hc := &http.Client{Transport: headerTransport{headers: headers, next: http.DefaultTransport}}
+		if s.cfg.Type == "sse" {
+			return &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}, nil
+		}
+		return &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}, nil
+	}
+	return nil, fmt.Errorf("unknown server type %q", s.cfg.Type)
+}
+
+// close disconnects and stops the server process (stdin closed, then SIGTERM, then SIGKILL).
+func (s *Server) close() {
+	// The go-sdk sends notifications/cancelled on its own goroutine; a call cancelled just
+	// now (a one-shot command that timed out) gets a moment for it to leave before the
+	// connection closes, so the server hears of the cancellation and not only of the end.
+	if since := time.Since(time.Unix(0, s.lastCancel.Load())); since < cancelFlush {
+		time.Sleep(cancelFlush - since)
+	}
+	s.cancel()
+	if s.started.Load() {
+		<-s.done
+	}
+}
+
+type headerTransport struct {
+	headers http.Header
+	next    http.RoundTripper
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.headers {
+		r.Header[k] = v
+	}
+	return h.next.RoundTrip(r)
+}
+
+// tail keeps the last bytes a server wrote to stderr, to say why it failed.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailBytes = 1024
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > tailBytes {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-tailBytes:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) Reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(strings.ToValidUTF8(string(t.buf), "?"))
+}
+
+var _ io.Writer = (*tail)(nil)

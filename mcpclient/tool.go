@@ -1,0 +1,164 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jean2/jean2/tool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// metaVisualization is where jean2's MCP server puts a visualization; a tool re-imported
+// from another jean2 keeps it.
+const metaVisualization = "jean2/visualization"
+
+// remoteTool is one tool of an MCP server, called with tools/call.
+type remoteTool struct {
+	srv    *Server
+	remote string // the server's name for it
+	def    tool.Definition
+}
+
+func (t *remoteTool) Definition() tool.Definition { return t.def }
+
+// definition makes a jean2 definition of an MCP tool: a name jean2 accepts, a description
+// the model can read, the schemas and hints, and the server's call timeout.
+func (s *Server) definition(t *mcp.Tool) tool.Definition {
+	def := tool.Definition{
+		Name:        toolName(t.Name),
+		Title:       t.Title,
+		Description: t.Description,
+		Timeout:     s.cfg.Timeout,
+	}
+	if def.Description == "" {
+		def.Description = fmt.Sprintf("Tool %s of the MCP server %s.", t.Name, s.cfg.Name)
+	}
+	if in, err := json.Marshal(t.InputSchema); err == nil && string(in) != "null" {
+		def.InputSchema = in
+	} else {
+		def.InputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	if t.OutputSchema != nil {
+		if out, err := json.Marshal(t.OutputSchema); err == nil {
+			def.OutputSchema = out
+		}
+	}
+	if a := t.Annotations; a != nil {
+		if def.Title == "" {
+			def.Title = a.Title
+		}
+		def.Annotations = &tool.Annotations{
+			ReadOnlyHint: &a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
+			IdempotentHint: &a.IdempotentHint, OpenWorldHint: a.OpenWorldHint,
+		}
+	}
+	return def
+}
+
+// toolName keeps the characters jean2 allows in a tool name and replaces the rest.
+func toolName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 || b[0] == '-' || b[0] == '.' {
+		b = append([]byte{'_'}, b...)
+	}
+	if len(b) > 128 {
+		b = b[:128]
+	}
+	return string(b)
+}
+
+// Execute calls the tool on the server. The call's timeout and the caller's cancellation
+// reach the server as notifications/cancelled.
+func (t *remoteTool) Execute(ctx context.Context, c *tool.Context, args json.RawMessage) tool.Result {
+	t.srv.mu.Lock()
+	cs, why := t.srv.session, t.srv.err
+	t.srv.mu.Unlock()
+	if cs == nil {
+		if why == nil {
+			why = errors.New("not connected")
+		}
+		return tool.Errorf("%v", why)
+	}
+	timeout := t.def.TimeoutDuration()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	params := &mcp.CallToolParams{Name: t.remote, Arguments: args}
+	if c != nil && c.Progress != nil {
+		token := fmt.Sprintf("jean2-%d", t.srv.nextToken.Add(1))
+		t.srv.progress.Store(token, c.Progress)
+		defer t.srv.progress.Delete(token)
+		params.SetProgressToken(token)
+	}
+	res, err := cs.CallTool(ctx, params)
+	if err != nil {
+		if ctx.Err() != nil {
+			t.srv.lastCancel.Store(time.Now().UnixNano())
+		}
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return tool.Errorf("Tool execution timed out after %dms", timeout.Milliseconds())
+		case ctx.Err() != nil:
+			return tool.Errorf("the call was cancelled: %v", context.Cause(ctx))
+		}
+		return tool.Errorf("MCP server %s: tools/call %s: %v", t.srv.cfg.Name, t.remote, err)
+	}
+	return fromResult(res)
+}
+
+// fromResult turns an MCP result into a jean2 result: the structured content when there is
+// some, else the text joined; isError makes a failure whose error is the text.
+func fromResult(res *mcp.CallToolResult) tool.Result {
+	var parts []string
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			parts = append(parts, c.Text)
+		case *mcp.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image %s, %d bytes, not shown]", c.MIMEType, len(c.Data)))
+		case *mcp.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes, not shown]", c.MIMEType, len(c.Data)))
+		case *mcp.ResourceLink:
+			parts = append(parts, fmt.Sprintf("[resource %s]", c.URI))
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil && c.Resource.Text != "" {
+				parts = append(parts, c.Resource.Text)
+			} else if c.Resource != nil {
+				parts = append(parts, fmt.Sprintf("[resource %s]", c.Resource.URI))
+			}
+		}
+	}
+	text := strings.Join(parts, "\n")
+	if res.IsError {
+		if text == "" {
+			text = "the MCP tool reported an error without a message"
+		}
+		return tool.Result{Success: false, Error: text}
+	}
+	out := tool.Result{Success: true}
+	if res.StructuredContent != nil {
+		if raw, err := json.Marshal(res.StructuredContent); err == nil {
+			out.Result = raw
+		}
+	}
+	if out.Result == nil {
+		out.Result, _ = json.Marshal(text)
+	}
+	if v, ok := res.Meta[metaVisualization]; ok {
+		if raw, err := json.Marshal(v); err == nil {
+			out.Visualization = raw
+		}
+	}
+	return out
+}
