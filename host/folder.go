@@ -288,6 +288,7 @@ func (t *folderTool) newPool(toolVars map[string]string, scope poolScope) *worke
 	return worker.NewPool(l, worker.PoolOptions{
 		Name: t.name, Logger: h.log, MaxWorkers: h.opts.MaxWorkers,
 		IdleTimeout: h.opts.IdleTimeout, KillGrace: h.opts.KillGrace,
+		NoteStderr: outOfMemoryLine,
 		Init: workerproto.InitializeParams{
 			ProtocolVersion: workerproto.Version, Bundle: t.program, ToolDir: t.dir,
 			Rules: workerproto.Rules{Blocked: policy.BlockedRoots(), Sensitive: policy.SensitivePatterns(), Home: h.home, Languages: tool.Languages()},
@@ -404,9 +405,20 @@ func (t *folderTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 // describeFailure names the memory limit when a worker died of it.
 func (t *folderTool) describeFailure(err error) string {
 	var exit *worker.ExitError
-	if errors.As(err, &exit) && t.fl.h.sb.status.Mode != sandbox.ModeOff && outOfMemory(exit.Stderr) {
+	if errors.As(err, &exit) && t.fl.h.sb.status.Mode != sandbox.ModeOff && outOfMemory(exit.Noted, exit.Stderr) {
 		if mb := t.memoryMB(); mb > 0 {
-			return fmt.Sprintf("tool %s ran out of memory: it exceeded the memory limit of %d MB per worker (MemoryMB; a tool may ask for more with package.json \"jean2\": {\"memoryMB\": N}): %v", t.def.Name, mb, err)
+			how := fmt.Sprintf("exited with code %d", exit.Code)
+			if exit.Signal != "" {
+				how = "was killed by " + exit.Signal
+			}
+			said := ""
+			for _, l := range append(append([]string(nil), exit.Noted...), exit.Stderr...) {
+				if outOfMemoryLine(l) {
+					said = l
+					break
+				}
+			}
+			return fmt.Sprintf("tool %s ran out of memory: it exceeded the memory limit of %d MB per worker (MemoryMB; a tool may ask for more with package.json \"jean2\": {\"memoryMB\": N}); worker %d %s after writing: %s", t.def.Name, mb, exit.PID, how, said)
 		}
 	}
 	return err.Error()

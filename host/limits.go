@@ -146,13 +146,24 @@ func checkVisualizationSize(limits Limits, toolName, callID string, n int) error
 	return nil
 }
 
-// outOfMemory recognises a worker that died of its memory limit from the last lines it
-// wrote (V8's heap limit, a failed allocation in Node, Bun or Go).
-func outOfMemory(stderr []string) bool {
-	for _, line := range stderr {
-		l := strings.ToLower(line)
-		for _, sign := range []string{"heap out of memory", "bad_alloc", "out of memory", "allocation failed", "cannot allocate memory"} {
-			if strings.Contains(l, sign) {
+// outOfMemoryLine recognises what a runtime writes when it dies of its memory limit: V8's
+// heap limit ("FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of
+// memory"), a failed allocation in C++ (std::bad_alloc), Go ("fatal error: runtime: out of
+// memory"), Bun ("Out of memory").
+func outOfMemoryLine(line string) bool {
+	l := strings.ToLower(line)
+	for _, sign := range []string{"heap out of memory", "bad_alloc", "out of memory", "allocation failed", "cannot allocate memory"} {
+		if strings.Contains(l, sign) {
+			return true
+		}
+	}
+	return false
+}
+
+func outOfMemory(lines ...[]string) bool {
+	for _, ls := range lines {
+		for _, l := range ls {
+			if outOfMemoryLine(l) {
 				return true
 			}
 		}

@@ -92,6 +92,9 @@ type ExitError struct {
 	Code   int    // exit code, -1 when killed by a signal
 	Signal string // the signal's name when killed by one
 	Stderr []string
+	// Noted are stderr lines the pool's NoteStderr picked out, wherever they came (the
+	// cause of a crash is often above the last lines, e.g. before a native stack trace).
+	Noted  []string
 	Reason string // set when the host ended it: why
 }
 

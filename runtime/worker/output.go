@@ -32,7 +32,12 @@ type outputLog struct {
 	mu   sync.Mutex
 	tail []string // last lines, kept for error messages even when not logged
 	keep int
+	// note picks lines to keep whatever follows them (at most maxNoted).
+	note  func(string) bool
+	noted []string
 }
+
+const maxNoted = 4
 
 func newOutputLog(log *slog.Logger, level slog.Level, linesPerSecond int, keepTail int) *outputLog {
 	if linesPerSecond <= 0 {
@@ -75,6 +80,13 @@ func trimNewline(b []byte) []byte {
 }
 
 func (o *outputLog) line(text string) {
+	if o.note != nil && o.note(text) {
+		o.mu.Lock()
+		if len(o.noted) < maxNoted {
+			o.noted = append(o.noted, text)
+		}
+		o.mu.Unlock()
+	}
 	if o.keep > 0 {
 		o.mu.Lock()
 		if len(o.tail) == o.keep {
@@ -106,6 +118,13 @@ func (o *outputLog) flushDropped() {
 		o.log.Warn("worker output dropped: too many lines", "dropped", o.dropped)
 		o.dropped = 0
 	}
+}
+
+// notedLines returns the lines note picked out, oldest first.
+func (o *outputLog) notedLines() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.noted...)
 }
 
 // lastLines returns the last lines read, oldest first.

@@ -51,7 +51,10 @@ type PoolOptions struct {
 	// OutputLinesPerSecond caps the stdout and stderr lines logged per worker and stream;
 	// more are dropped and counted (default 200, bursts of twice that).
 	OutputLinesPerSecond int
-	Logger               *slog.Logger
+	// NoteStderr picks out stderr lines to keep for the error of a crash, beside the last
+	// ones (ExitError.Noted); nil keeps none.
+	NoteStderr func(line string) bool
+	Logger     *slog.Logger
 }
 
 // Call is one execution of the tool.

@@ -127,6 +127,7 @@ func (p *Pool) spawn(ctx context.Context) (*worker, workerproto.InitializeResult
 		exited:   make(chan struct{}),
 		lastUsed: time.Now(),
 	}
+	w.stderr.note = p.opts.NoteStderr
 	w.conn = jsonrpc.NewConn(fromWorkerR, toWorkerW, w, &jsonrpc.Options{MaxLineSize: p.opts.MaxLineSize, Logger: log})
 	w.outputs.Add(2)
 	go func() { defer w.outputs.Done(); w.stdout.run(outR) }()
@@ -397,7 +398,7 @@ func (w *worker) describeExit(waitErr error) error {
 			return le
 		}
 	}
-	e := &ExitError{Tool: w.pool.opts.Name, PID: w.pid, Code: -1, Stderr: w.stderr.lastLines()}
+	e := &ExitError{Tool: w.pool.opts.Name, PID: w.pid, Code: -1, Stderr: w.stderr.lastLines(), Noted: w.stderr.notedLines()}
 	if st := w.cmd.ProcessState; st != nil {
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			e.Signal = signalName(ws.Signal())
