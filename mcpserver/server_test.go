@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -45,7 +46,7 @@ func (s *source) Tools() ([]tool.Tool, error) {
 }
 
 type rig struct {
-	t       *testing.T
+	t       testing.TB
 	h       *host.Host
 	srv     *mcpserver.Server
 	ws      string
@@ -53,11 +54,12 @@ type rig struct {
 	started chan string // the slow tool says it started
 	aborted chan error  // the slow tool's ctx error when it was aborted
 	opts    mcpserver.Options
+	folders map[string]string // tool folders to write before the host starts: name → tool.js
 }
 
 func obj(s string) json.RawMessage { return json.RawMessage(s) }
 
-func newRig(t *testing.T, mods ...func(*rig)) *rig {
+func newRig(t testing.TB, mods ...func(*rig)) *rig {
 	t.Helper()
 	root := t.TempDir()
 	layout, err := host.LayoutFromEnv(func(k string) string {
@@ -144,16 +146,25 @@ func newRig(t *testing.T, mods ...func(*rig)) *rig {
 				return tool.Success(map[string]string{"session": c.SessionID, "workspace": c.Workspace})
 			}},
 	}
+	r.opts = mcpserver.Options{Workspace: host.Workspace{Path: r.ws}}
+	for _, m := range mods {
+		m(r)
+	}
+	for name, src := range r.folders {
+		dir := filepath.Join(layout.Tools, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "tool.js"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r.h, err = host.New(context.Background(), host.Options{
 		Layout: layout, Builtins: builtins, Sources: []host.ToolSource{r.src}, ServerEnv: []string{},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	r.opts = mcpserver.Options{Workspace: host.Workspace{Path: r.ws}}
-	for _, m := range mods {
-		m(r)
 	}
 	r.srv, err = mcpserver.New(r.h, r.opts)
 	if err != nil {

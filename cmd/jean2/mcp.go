@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/jean2/jean2/ask"
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/mcpserver"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 const mcpUsage = `Usage:
@@ -74,13 +72,9 @@ func mcpServe(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer srv.Close()
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
+	err = srv.Run(ctx, &mcpserver.StdioTransport{Reader: e.stdin, Writer: e.stdout})
 	if ctx.Err() != nil {
 		return nil // interrupted: a normal way to stop a server
 	}
 	return err
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

@@ -1,0 +1,34 @@
+// tools/call round trips per second from one TypeScript SDK client over stdio.
+// Usage: node bench.mjs COMMAND [ARGS...]   (env CALLS, WARMUP, INFLIGHT)
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+const [command, ...args] = process.argv.slice(2);
+const calls = Number(process.env.CALLS ?? 2000);
+const warmup = Number(process.env.WARMUP ?? 200);
+const inflight = Number(process.env.INFLIGHT ?? 1);
+
+const client = new Client({ name: 'bench', version: '1.0.0' });
+await client.connect(new StdioClientTransport({ command, args, env: process.env, stderr: 'ignore' }));
+
+let n = 0;
+const one = async () => {
+  const i = n++;
+  const t0 = process.hrtime.bigint();
+  const r = await client.callTool({ name: 'ping', arguments: { n: i } });
+  if (r.isError || !r.content[0].text.includes('pong ' + i)) throw new Error('bad result ' + JSON.stringify(r));
+  return Number(process.hrtime.bigint() - t0) / 1e3;
+};
+const runFor = async (total) => {
+  const lat = [];
+  let left = total;
+  const worker = async () => { while (left-- > 0) lat.push(await one()); };
+  const t0 = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: inflight }, worker));
+  return { secs: Number(process.hrtime.bigint() - t0) / 1e9, lat: lat.sort((a, b) => a - b) };
+};
+await runFor(warmup);
+const { secs, lat } = await runFor(calls);
+const pct = (p) => lat[Math.min(lat.length - 1, Math.floor(lat.length * p))].toFixed(0);
+console.log(JSON.stringify({ calls, inflight, perSecond: Math.round(calls / secs), p50us: Number(pct(0.5)), p99us: Number(pct(0.99)) }));
+await client.close();

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# MCP benchmark: tools/call round trips per second from one TypeScript SDK client over
+# stdio, to the trivial tool `ping` served by `jean2 mcp` (a TypeScript tool folder run in a
+# worker) and by the official TypeScript SDK's own server. Alternates the two ROUNDS times.
+#   bench/mcp/run.sh                      # CALLS=2000 INFLIGHT=1 ROUNDS=3
+#   INFLIGHT=8 bench/mcp/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+./scripts/setup
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/jean2" ./cmd/jean2
+mkdir -p "$work/home/tools" "$work/ws" "$work/scripts"
+cp -r bench/mcp/tools/ping "$work/home/tools/ping"
+cp bench/mcp/*.mjs "$work/scripts/"
+ln -s "$PWD/.deps/node_modules" "$work/scripts/node_modules"
+export JEAN2_HOME="$work/home" JEAN2_LOG=error
+# One call first, so the tool is bundled and cached before anything is timed.
+"$work/jean2" tools run ping --input '{"n":0}' --workspace "$work/ws" >/dev/null
+for round in $(seq "${ROUNDS:-3}"); do
+  printf 'jean2 mcp  %s\n' "$(node "$work/scripts/bench.mjs" "$work/jean2" mcp --workspace "$work/ws")"
+  printf 'ts-sdk     %s\n' "$(node "$work/scripts/bench.mjs" node "$work/scripts/ts-server.mjs")"
+done

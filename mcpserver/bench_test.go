@@ -1,0 +1,101 @@
+package mcpserver_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jean2/jean2/mcpserver"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// BenchmarkCallTool is one tools/call through the MCP server to a tool compiled into the
+// binary, over an in-memory transport: what the MCP layer costs above host.Invoke.
+func BenchmarkCallTool(b *testing.B) {
+	for _, version := range []string{newest, classic} {
+		b.Run("version="+map[string]string{newest: "2026-07-28", classic: classic}[version], func(b *testing.B) {
+			r := newRig(b)
+			cs := r.connect(version, nil)
+			params := &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+					b.Fatal(err, res)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStdioServer is the server side alone: raw JSON-RPC lines written to the stdio
+// transport and the answers read back, one call at a time, to a tool compiled into the
+// binary (no worker).
+func BenchmarkStdioServer(b *testing.B) {
+	for _, tool := range []string{"whoami", "trivial"} {
+		for _, tr := range []string{"jean2", "go-sdk"} {
+			b.Run("tool="+tool+"/transport="+tr, func(b *testing.B) { benchStdio(b, tool, tr) })
+		}
+	}
+}
+
+// trivialTool is the JS tool of the benchmarks (a worker on Node).
+const trivialTool = `export const definition = { name: 'trivial', description: 'returns ok', inputSchema: { type: 'object', properties: { n: { type: 'number' } } } };
+export async function execute(input) { return { success: true, result: 'pong ' + input.n }; }
+`
+
+func benchStdio(b *testing.B, tool, transport string) {
+	r := newRig(b, func(r *rig) { r.folders = map[string]string{"trivial": trivialTool} })
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var t mcp.Transport = &mcpserver.StdioTransport{Reader: inR, Writer: outW}
+	if transport == "go-sdk" {
+		t = &mcp.IOTransport{Reader: inR, Writer: outW}
+	}
+	go func() { _ = r.srv.Run(ctx, t) }()
+	lines := bufio.NewReader(outR)
+	send := func(s string) {
+		if _, err := io.WriteString(inW, s+"\n"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	recv := func() string {
+		l, err := lines.ReadString('\n')
+		if err != nil {
+			b.Fatal(err)
+		}
+		return l
+	}
+	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`)
+	recv()
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	id := 0
+	callOnce := func() time.Duration {
+		id++
+		start := time.Now()
+		send(`{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"n":1}}}`)
+		if l := recv(); !strings.Contains(l, `"result"`) || strings.Contains(l, `"isError":true`) {
+			b.Fatal(l)
+		}
+		return time.Since(start)
+	}
+	for range 200 { // start the worker, warm the JIT
+		callOnce()
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		lat = append(lat, callOnce())
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+}
