@@ -83,7 +83,7 @@ func TestCommandEnv(t *testing.T) {
 	vars := map[string]string{"PATH": "/bin", "HOME": "/h", "SECRET": "s", "TOKEN": "t0k"}
 	s := ServerConfig{Env: map[string]string{"API_KEY": "${TOKEN}", "MODE": "x-${MISSING}-y"}}
 	got := strings.Join(s.commandEnv(func(k string) string { return vars[k] }), " ")
-	if got != "API_KEY=t0k HOME=/h MODE=x--y PATH=/bin" {
+	if got != "API_KEY=t0k HOME=/h JEAN2_MCP_NESTED=1 MODE=x--y PATH=/bin" {
 		t.Fatalf("%s", got)
 	}
 }

@@ -9,8 +9,8 @@
 //	  "remote": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${REMOTE_TOKEN}"}}
 //	}}
 //
-// A stdio server gets an explicit environment: PATH and HOME, then its "env"; never the
-// whole environment of jean2. "${NAME}" in env values and headers is replaced by the
+// A stdio server gets an explicit environment: PATH and HOME, then its "env", and
+// JEAN2_MCP_NESTED=1; never the whole environment of jean2. "${NAME}" in env values and headers is replaced by the
 // variable of jean2's environment, so secrets need not be written into the file.
 package mcpclient
 
@@ -197,6 +197,9 @@ func expand(s string, getenv func(string) string) string {
 	})
 }
 
+// NestedEnv is set in the environment of every stdio server jean2 starts.
+const NestedEnv = "JEAN2_MCP_NESTED"
+
 // commandEnv is the explicit environment of a stdio server: PATH and HOME of jean2's
 // environment (so the command can be found and can find its own files), then the
 // server's env with ${NAME} references expanded.
@@ -210,6 +213,9 @@ func (s ServerConfig) commandEnv(getenv func(string) string) []string {
 	for k, v := range s.Env {
 		vars[k] = expand(v, getenv)
 	}
+	// A jean2 started this way knows it is nested, and connects to no servers of its own:
+	// a jean2 listed in its own mcp.json would otherwise start itself without end.
+	vars[NestedEnv] = "1"
 	keys := make([]string, 0, len(vars))
 	for k := range vars {
 		keys = append(keys, k)

@@ -141,6 +141,10 @@ func newRig(t testing.TB, mods ...func(*rig)) *rig {
 				}
 				return tool.Success(text)
 			}},
+		&tool.Func{Def: tool.Definition{Name: "big", Description: "A long result.", InputSchema: obj(`{"type":"object"}`)},
+			Run: func(context.Context, *tool.Context, json.RawMessage) tool.Result {
+				return tool.Success(strings.Repeat("x", 60_000))
+			}},
 		&tool.Func{Def: tool.Definition{Name: "whoami", Description: "Report the call's facts.", InputSchema: obj(`{"type":"object"}`)},
 			Run: func(_ context.Context, c *tool.Context, _ json.RawMessage) tool.Result {
 				return tool.Success(map[string]string{"session": c.SessionID, "workspace": c.Workspace})
@@ -236,7 +240,7 @@ func TestListTools(t *testing.T) {
 		for _, tl := range res.Tools {
 			byName[tl.Name] = tl
 		}
-		if len(byName) != 6 {
+		if len(byName) != 7 {
 			t.Fatalf("%s: tools %v", version, toJSON(res.Tools))
 		}
 		g := byName["greet"]
@@ -285,6 +289,15 @@ func TestCallResults(t *testing.T) {
 	res = call(t, cs, "greet", map[string]int{"name": 3})
 	if !res.IsError || !strings.Contains(text(res), "invalid arguments for greet") {
 		t.Fatalf("invalid args: %s", toJSON(res))
+	}
+	// The overflow rule applies: the text is a preview, the whole is in a file named in _meta.
+	res = call(t, cs, "big", nil)
+	var over host.Overflow
+	_ = json.Unmarshal([]byte(toJSON(res.Meta[mcpserver.MetaOverflow])), &over)
+	whole, err := os.ReadFile(over.Path)
+	if res.IsError || len(text(res)) > host.OverflowPreview+1000 || !strings.Contains(text(res), over.Path) || over.Chars < 60_000 ||
+		err != nil || !strings.Contains(string(whole), strings.Repeat("x", 60_000)) {
+		t.Fatalf("overflow: %d chars of text, meta %s, file %v", len(text(res)), toJSON(res.Meta), err)
 	}
 	res = call(t, cs, "whoami", nil)
 	if !strings.Contains(text(res), `"workspace":"`+r.ws+`"`) || !strings.Contains(text(res), `"session":"mcp-`) {

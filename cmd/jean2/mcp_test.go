@@ -271,7 +271,7 @@ func TestMCPImportTypeScriptServer(t *testing.T) {
 	}
 	// Only PATH, HOME and the configured variables reach a stdio server.
 	out, _, code = c.run("", "tools", "run", "env")
-	if code != 0 || !strings.Contains(out, `"result": "GREETING,HOME,PATH"`) {
+	if code != 0 || !strings.Contains(out, `"result": "GREETING,HOME,JEAN2_MCP_NESTED,PATH"`) {
 		t.Fatalf("run env: exit %d %s", code, out)
 	}
 	// The server's timeout (1500 ms) ends the call, and the server hears the cancellation.
@@ -313,5 +313,25 @@ func TestMCPConfigErrorsAreListed(t *testing.T) {
 	out, stderr, code := c.run("", "tools", "list")
 	if code != 0 || !strings.Contains(out, "word-count") || !strings.Contains(out, "mcp.json:") || !strings.Contains(out, "mcpServers.x: give either command (a stdio server) or url (an HTTP server), not both") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+}
+
+// A jean2 listed in its own mcp.json serves its tools once: the nested jean2 connects to
+// no servers of its own, so it does not start itself again.
+func TestMCPSelfImportDoesNotLoop(t *testing.T) {
+	c := newCLI(t)
+	copyDir(t, "../../host/testdata/word-count", filepath.Join(c.home, "tools", "word-count"))
+	cfg := fmt.Sprintf(`{"mcpServers": {"self": {"command": %q, "args": ["mcp"], "env": {"JEAN2_HOME": %q, "JEAN2_LOG": "error"}}}}`, jean2Bin, c.home)
+	if err := os.WriteFile(filepath.Join(c.home, "mcp.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.WriteFile(filepath.Join(c.ws, "a.txt"), []byte("one two"), 0o644)
+	out, stderr, code := c.run("", "tools", "list")
+	if code != 0 || !strings.Contains(out, "word-count ") || !strings.Contains(out, "mcp_self_word-count") || strings.Contains(out, "mcp_self_mcp_self") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	out, stderr, code = c.run("", "tools", "run", "mcp_self_word-count", "--input", `{"path":"a.txt"}`)
+	if code != 0 || !strings.Contains(out, `\"words\":2`) {
+		t.Fatalf("through the nested jean2: exit %d\n%s\n%s", code, out, stderr)
 	}
 }

@@ -32,6 +32,11 @@ func startMCPClients(ctx context.Context, e env, workspace string) (*mcpclient.M
 	if err != nil {
 		return nil, err
 	}
+	if e.getenv(mcpclient.NestedEnv) != "" {
+		// Started as an MCP server by a jean2: its servers are the parent's business, and
+		// connecting them here could start this jean2 again, without end.
+		return mcpclient.New(mcpclient.Config{}, nil, mcpclient.Options{}), nil
+	}
 	cfg, loadErr := mcpclient.Load(mcpConfigFiles(layout, workspace)...)
 	m := mcpclient.New(cfg, loadErr, mcpclient.Options{Getenv: e.getenv, Version: version, Logger: cliLogger(e)})
 	wait, cancel := context.WithTimeout(ctx, mcpStartWait)
