@@ -260,3 +260,6 @@ func (h *Host) ApprovePermissions(name string) (*tool.Permissions, error) {
 	}
 	return ft.def.Permissions, nil
 }
+
+// RevokePermissions takes back every approval of a tool's declarations.
+func (h *Host) RevokePermissions(name string) error { return h.sb.approvals.Revoke(name) }
