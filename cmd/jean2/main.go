@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+
+	"github.com/jean2/jean2/sandbox"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -50,13 +52,16 @@ Usage:
   jean2 tools remove NAME                   remove an installed tool
   jean2 tools update [NAME...]              reinstall tools whose index version is newer
   jean2 tools outdated [--json]             compare installed versions with the index
+  jean2 tools approve NAME [--yes]          approve what a tool declares (paths, processes)
   jean2 mcp [--workspace DIR]               serve the tools to an MCP client over stdio
+  jean2 doctor [--json]                     check runtimes, the sandbox and jean2's folders
   jean2 version                             print the version
 
 Environment:
   JEAN2_HOME        where jean2 keeps its files (default ~/.jean2)
   JEAN2_TOOLS_PATH  the tools folder (default $JEAN2_HOME/tools)
   JEAN2_RUNTIME     node or bun (default: node when installed, else bun)
+  JEAN2_SANDBOX     auto, landlock, node or off (default auto; see docs/security.md)
   JEAN2_TOOL_REGISTRY_URL  the tool index for install/update/outdated
 `
 
@@ -70,6 +75,8 @@ func run(ctx context.Context, e env, args []string) error {
 		return runTools(ctx, e, args[1:])
 	case "mcp":
 		return mcpServe(ctx, e, args[1:])
+	case "doctor":
+		return doctor(ctx, e, args[1:])
 	case "version", "--version":
 		fmt.Fprintln(e.stdout, "jean2", version)
 		return nil
@@ -95,6 +102,9 @@ func leaveACoreForWorkers() {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.ExecArg {
+		os.Exit(runLauncher(os.Args[2:]))
+	}
 	leaveACoreForWorkers()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/sandbox"
 )
 
 const toolsUsage = `Usage:
@@ -28,6 +29,7 @@ const toolsUsage = `Usage:
   jean2 tools remove NAME...
   jean2 tools update [NAME...] [--json]
   jean2 tools outdated [--json]
+  jean2 tools approve NAME [--yes] [--revoke]
 `
 
 func runTools(ctx context.Context, e env, args []string) error {
@@ -51,6 +53,8 @@ func runTools(ctx context.Context, e env, args []string) error {
 		return toolsUpdate(ctx, e, args[1:])
 	case "outdated":
 		return toolsOutdated(ctx, e, args[1:])
+	case "approve":
+		return toolsApprove(ctx, e, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(e.stdout, toolsUsage)
 		return nil
@@ -87,7 +91,12 @@ func openHost(ctx context.Context, e env, sources ...host.ToolSource) (*host.Hos
 	if err != nil {
 		return nil, err
 	}
+	sb, err := sandboxOptions(e)
+	if err != nil {
+		return nil, err
+	}
 	return host.New(ctx, host.Options{
+		Sandbox:           sb,
 		Layout:            layout,
 		RuntimePreference: e.getenv("JEAN2_RUNTIME"),
 		BunPath:           e.getenv("JEAN2_BUN"),
@@ -119,25 +128,45 @@ func toolsList(ctx context.Context, e env, args []string) error {
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		if entries == nil {
-			entries = []host.Entry{}
+		listed := make([]listedTool, 0, len(entries))
+		for _, t := range entries {
+			lt := listedTool{Entry: t}
+			if st, ok := h.Permissions(t.Name); ok {
+				lt.Permissions = &st
+			}
+			listed = append(listed, lt)
 		}
-		return enc.Encode(entries)
+		return enc.Encode(listed)
 	}
 	if len(entries) == 0 {
 		fmt.Fprintf(e.stdout, "No tools in %s. Create one with: jean2 tools new my-tool\n", h.Layout().Tools)
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tVERSION\tRUNTIME\tSTATUS\tERROR")
+	fmt.Fprintln(tw, "NAME\tVERSION\tRUNTIME\tSTATUS\tPERMISSIONS\tERROR")
 	for _, t := range entries {
 		msg := t.Error
 		if var_ := missingEnv(t); var_ != "" {
 			msg = strings.TrimSpace(msg + " " + var_)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.Version, t.Runtime, t.Status, firstLine(msg))
+		status, perms := t.Status, "-"
+		if st, ok := h.Permissions(t.Name); ok && sandbox.Declares(st.Declared) {
+			perms = sandbox.DescribePermissions(st.Declared)
+			if st.NeedsApproval() {
+				status = "needs approval"
+				msg = strings.TrimSpace(msg + " (jean2 tools approve " + t.Name + ")")
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Version, t.Runtime, status, perms, firstLine(msg))
 	}
 	return tw.Flush()
+}
+
+// listedTool is a tool as `tools list --json` prints it: the host's entry and what it
+// declares beyond its context, with the approval state.
+type listedTool struct {
+	host.Entry
+	Permissions *host.PermissionState `json:"permissions,omitempty"`
 }
 
 // missingEnv names the declared variables that have no value (never the values).

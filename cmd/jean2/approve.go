@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jean2/jean2/sandbox"
+)
+
+// toolsApprove lets a person approve what a tool declares beyond its context (paths to read
+// or write, starting processes), once per tool version: until then its calls are refused.
+// It shows the declaration and asks y/n on a terminal; --yes approves without asking (for
+// scripts); --revoke takes an approval back.
+func toolsApprove(ctx context.Context, e env, args []string) error {
+	fs := newFlags("tools approve", e)
+	yes := fs.Bool("yes", false, "approve without asking")
+	revoke := fs.Bool("revoke", false, "take the tool's approval back")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("tools approve needs exactly one tool name\n\n%s", toolsUsage)
+	}
+	name := pos[0]
+	h, err := openHost(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer closeHost(h)
+	st, ok := h.Permissions(name)
+	if !ok {
+		if _, listed := h.Tool(name); listed {
+			return fmt.Errorf("tool %s cannot be loaded, so what it declares is not known: see jean2 tools list", name)
+		}
+		return fmt.Errorf("unknown tool %q: see jean2 tools list", name)
+	}
+	entry, _ := h.Tool(name)
+	if *revoke {
+		if err := h.RevokePermissions(name); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "The approval of %s was taken back; its calls are refused until it is approved again.\n", name)
+		return nil
+	}
+	if !sandbox.Declares(st.Declared) {
+		fmt.Fprintf(e.stdout, "%s declares nothing beyond its context: there is nothing to approve.\n", name)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "%s %s (%s, content %s) asks to:\n", name, entry.Version, entry.Runtime, shortHash(entry.Hash))
+	for _, p := range st.Declared.Read {
+		fmt.Fprintf(e.stdout, "  read     %s\n", p)
+	}
+	for _, p := range st.Declared.Write {
+		fmt.Fprintf(e.stdout, "  write    %s\n", p)
+	}
+	if st.Declared.ChildProcess {
+		fmt.Fprintln(e.stdout, "  start processes (they run under the same rules and see only its clean environment)")
+	}
+	fmt.Fprintf(e.stdout, "Protection of its workers: %s. jean2's own folder and credential folders stay closed whatever it declares.\n", st.Mechanism)
+	if st.Approved {
+		fmt.Fprintln(e.stdout, "This version is already approved.")
+		return nil
+	}
+	if !*yes {
+		if !e.stdinIsTerminal {
+			return usagef("stdin is not a terminal to ask on: run jean2 tools approve %s --yes to approve without asking", name)
+		}
+		fmt.Fprint(e.stdout, "Approve? [y/N] ")
+		answer, _ := bufio.NewReader(e.stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			fmt.Fprintln(e.stdout, "Not approved.")
+			return exitError{code: 1}
+		}
+	}
+	if _, err := h.ApprovePermissions(name); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Approved %s %s; a changed version asks again.\n", name, entry.Version)
+	return nil
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/loader"
+	"github.com/jean2/jean2/runtime/gotool"
+	"github.com/jean2/jean2/runtime/node"
+	"github.com/jean2/jean2/sandbox"
+)
+
+// Check outcomes of jean2 doctor.
+const (
+	checkOK   = "ok"
+	checkWarn = "warn" // works, with less than it could
+	checkFail = "fail" // something needed is missing
+)
+
+type doctorCheck struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+}
+
+type doctorReport struct {
+	Checks  []doctorCheck  `json:"checks"`
+	Sandbox sandbox.Status `json:"sandbox"`
+}
+
+// doctor reports the set-up: jean2's folders and whether they are writable, the runtimes
+// found and their versions, the protection tool workers get (and a live test of it), the
+// task cap. It exits 1 when something needed is missing, with the list of what.
+func doctor(ctx context.Context, e env, args []string) error {
+	fs := newFlags("doctor", e)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		return usagef("%v\n\nUsage: jean2 doctor [--json]", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("doctor takes no arguments\n\nUsage: jean2 doctor [--json]")
+	}
+	var rep doctorReport
+	add := func(name, status, format string, a ...any) {
+		rep.Checks = append(rep.Checks, doctorCheck{Name: name, Status: status, Detail: fmt.Sprintf(format, a...)})
+	}
+
+	exe, exeErr := os.Executable()
+	add("jean2", checkOK, "%s (%s)", version, orUnknown(exe, exeErr))
+
+	layout, err := host.LayoutFromEnv(e.getenv)
+	if err != nil {
+		add("home", checkFail, "%v", err)
+		return finishDoctor(e, rep, *asJSON)
+	}
+	for _, d := range []struct{ name, dir string }{{"home", layout.Home}, {"tools folder", layout.Tools}, {"cache", layout.Cache}, {"temp", layout.Temp}} {
+		if err := writable(d.dir); err != nil {
+			add(d.name, checkFail, "%s: %v", d.dir, err)
+			continue
+		}
+		detail := d.dir + " (writable)"
+		switch d.name {
+		case "tools folder":
+			folders, _ := loader.Discover(d.dir)
+			detail += fmt.Sprintf(", %d tool folder(s)", len(folders))
+		case "cache":
+			detail += ", " + humanBytes(dirSize(d.dir))
+		}
+		add(d.name, checkOK, "%s", detail)
+	}
+
+	nodeRT, nodeErr := node.Detect(node.DetectOptions{Preference: node.KindNode, NodePath: e.getenv("JEAN2_NODE")})
+	bunRT, bunErr := node.Detect(node.DetectOptions{Preference: node.KindBun, BunPath: e.getenv("JEAN2_BUN")})
+	jsStatus := checkWarn
+	if nodeErr != nil && bunErr != nil {
+		jsStatus = checkFail // no JavaScript tool can run
+	}
+	for _, r := range []struct {
+		name string
+		rt   node.Runtime
+		err  error
+	}{{"node", nodeRT, nodeErr}, {"bun", bunRT, bunErr}} {
+		if r.err != nil {
+			add(r.name, jsStatus, "%v", r.err)
+		} else {
+			add(r.name, checkOK, "%s %s", r.rt.Version, r.rt.Path)
+		}
+	}
+	if tc, err := gotool.Detect(e.getenv("JEAN2_GO")); err != nil {
+		add("go", checkWarn, "Go tool folders cannot be built: %v", err)
+	} else {
+		add("go", checkOK, "%s %s", tc.Version, tc.Go)
+	}
+
+	sb, err := sandboxOptions(e)
+	if err != nil {
+		add("sandbox", checkFail, "%v", err)
+		return finishDoctor(e, rep, *asJSON)
+	}
+	st := sandbox.Probe(sb.Mode, sb.Launcher)
+	if st.Launcher != "" && exe == "" {
+		st.Launcher = ""
+	}
+	nodeMech, chooseErr := st.Choose(node.KindNode)
+	switch {
+	case chooseErr != nil:
+		add("sandbox", checkFail, "%v", chooseErr)
+	case nodeMech == sandbox.Landlock:
+		add("sandbox", checkOK, "mode %s: %s", st.Mode, st.Summary())
+	default:
+		add("sandbox", checkWarn, "mode %s: %s", st.Mode, st.Summary())
+	}
+	if nodeMech == sandbox.Landlock {
+		rt := nodeRT
+		if nodeErr != nil {
+			rt = bunRT
+		}
+		if rt.Path == "" {
+			add("sandbox test", checkWarn, "no runtime to test the sandbox with")
+		} else if err := sandboxSelfTest(ctx, st.Launcher, rt); err != nil {
+			add("sandbox test", checkFail, "%v", err)
+		} else {
+			add("sandbox test", checkOK, "a %s worker under Landlock read its own file and was refused a file outside its rules", rt.Kind)
+		}
+	}
+	if st.Mode != sandbox.ModeOff && st.Launcher != "" {
+		if p, err := sandbox.NewPids(); err == nil {
+			add("task limit", checkOK, "a pids cgroup per worker under %s", filepath.Dir(p.Dir()))
+			_ = p.Close()
+		} else if os.Getuid() == 0 {
+			add("task limit", checkWarn, "no pids cgroup (%v), and RLIMIT_NPROC does not hold root: a tool may start processes without bound", err)
+		} else {
+			add("task limit", checkWarn, "no pids cgroup (%v): RLIMIT_NPROC caps the tasks of the whole user instead", err)
+		}
+	}
+	rep.Sandbox = st
+	add("worker places", checkOK, "workers may write only the call's workspace, its allowed paths and the session's folder under %s", filepath.Join(layout.Temp, "sessions"))
+	return finishDoctor(e, rep, *asJSON)
+}
+
+func finishDoctor(e env, rep doctorReport, asJSON bool) error {
+	var problems []string
+	for _, c := range rep.Checks {
+		if c.Status == checkFail {
+			problems = append(problems, c.Name+": "+c.Detail)
+		}
+	}
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		for _, c := range rep.Checks {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Status, c.Name, c.Detail)
+		}
+		_ = tw.Flush()
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(e.stderr, "jean2 doctor: %d problem(s):\n  %s\n", len(problems), strings.Join(problems, "\n  "))
+		return exitError{code: 1}
+	}
+	return nil
+}
+
+// sandboxSelfTest starts the runtime through the launcher under Landlock with one readable
+// file, and has it read that file and one beside it that no rule grants: the first must
+// work, the second must be refused.
+func sandboxSelfTest(ctx context.Context, launcher string, rt node.Runtime) error {
+	dir, err := os.MkdirTemp("", "jean2-doctor-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	granted := filepath.Join(dir, "granted", "own.txt")
+	secret := filepath.Join(dir, "secret.txt")
+	if err := errors.Join(os.MkdirAll(filepath.Dir(granted), 0o700), os.WriteFile(granted, []byte("own"), 0o600), os.WriteFile(secret, []byte("secret"), 0o600)); err != nil {
+		return err
+	}
+	plan := sandbox.Plan{Program: rt.Path, RuntimeRoot: sandbox.RuntimeRoot(rt.Path, ""), ReadOnly: []string{filepath.Dir(granted)}}
+	script := `const fs = require('fs'); const r = {};
+for (const [k, p] of [['own', process.argv[1]], ['secret', process.argv[2]]]) {
+  try { r[k] = fs.readFileSync(p, 'utf8'); } catch (e) { r[k] = e.code; }
+}
+console.log(JSON.stringify(r));`
+	args := []string{"-e", script, granted, secret}
+	if rt.Kind == node.KindBun {
+		args = []string{"-e", script, "--", granted, secret}
+	}
+	path, argv, err := sandbox.Command(launcher, sandbox.Spec{Landlock: true, Rules: plan.Rules()}, rt.Path, args)
+	if err != nil {
+		return err
+	}
+	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(tctx, path, argv...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
+	cmd.Dir = filepath.Dir(granted)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("the launcher did not run %s: %v: %s", rt.Path, err, strings.TrimSpace(stderr.String()))
+	}
+	var got struct{ Own, Secret string }
+	if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &got); err != nil {
+		return fmt.Errorf("unexpected output %q: %v", out.String(), err)
+	}
+	switch {
+	case got.Secret == "secret":
+		return errors.New("a worker under Landlock read a file outside its rules: the sandbox does not hold here")
+	case got.Own != "own":
+		return fmt.Errorf("a worker under Landlock could not read its own file (%s)", got.Own)
+	case got.Secret != "EACCES":
+		return fmt.Errorf("reading a file outside the rules failed with %s, not EACCES", got.Secret)
+	}
+	return nil
+}
+
+// writable makes dir if needed and checks that a file can be made in it.
+func writable(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".doctor-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+func orUnknown(s string, err error) string {
+	if err != nil || s == "" {
+		return "path unknown"
+	}
+	return s
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/jean2/jean2/sandbox"
+)
+
+func TestDoctor(t *testing.T) {
+	c := newCLI(t)
+	out, stderr, code := c.run("", "doctor", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	var rep struct {
+		Checks  []struct{ Name, Status, Detail string }
+		Sandbox sandbox.Status
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	seen := map[string]string{}
+	for _, ch := range rep.Checks {
+		seen[ch.Name] = ch.Status + " " + ch.Detail
+	}
+	for _, name := range []string{"jean2", "home", "tools folder", "cache", "temp", "node", "bun", "go", "sandbox", "worker places"} {
+		if _, ok := seen[name]; !ok {
+			t.Errorf("no %q check in %v", name, seen)
+		}
+	}
+	if !strings.HasPrefix(seen["node"], "ok 20.") || !strings.Contains(seen["home"], c.home) {
+		t.Errorf("checks: %v", seen)
+	}
+	if abi, _ := sandbox.LandlockABI(); abi > 0 {
+		if rep.Sandbox.LandlockABI != abi || !strings.HasPrefix(seen["sandbox"], "ok mode auto: Landlock ABI") || !strings.HasPrefix(seen["sandbox test"], "ok ") {
+			t.Errorf("sandbox checks: %+v %v", rep.Sandbox, seen)
+		}
+	}
+	// The table, and the mode from JEAN2_SANDBOX.
+	out, _, code = c.runWith([]string{"JEAN2_SANDBOX=node"}, "doctor")
+	if code != 0 || !strings.Contains(out, "mode node: Node's permission model for Node workers") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
+
+func TestDoctorReportsWhatIsMissing(t *testing.T) {
+	c := newCLI(t)
+	out, stderr, code := c.runWith([]string{"JEAN2_NODE=/nonexistent/node", "JEAN2_BUN=/nonexistent/bun"}, "doctor")
+	if code != 1 || !strings.Contains(stderr, "problem(s)") || !strings.Contains(stderr, "node: ") || !strings.Contains(stderr, "bun: ") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	if abi, _ := sandbox.LandlockABI(); abi < 1 {
+		_, stderr, code = c.runWith([]string{"JEAN2_SANDBOX=landlock"}, "doctor")
+		if code != 1 || !strings.Contains(stderr, "sandbox: ") {
+			t.Fatalf("landlock required without Landlock: exit %d %s", code, stderr)
+		}
+	}
+	_, stderr, code = c.runWith([]string{"JEAN2_SANDBOX=strict"}, "doctor")
+	if code != 1 || !strings.Contains(stderr, `sandbox mode "strict" is not known`) {
+		t.Fatalf("a bad mode: exit %d %s", code, stderr)
+	}
+}
