@@ -78,6 +78,16 @@ type Config struct {
 	Source    string // where it was configured: "environment" or the file's path
 }
 
+// Format prints c as its Redacted view, whatever the verb: a Config printed or logged by
+// mistake shows neither its key nor a password in its base URL.
+func (c Config) Format(f fmt.State, _ rune) { fmt.Fprintf(f, "%+v", c.Redacted()) }
+
+// LogValue logs c as its Redacted view.
+func (c Config) LogValue() slog.Value { return slog.AnyValue(c.Redacted()) }
+
+// MarshalJSON writes c as its Redacted view; providers.json is written from File.
+func (c Config) MarshalJSON() ([]byte, error) { return json.Marshal(c.Redacted()) }
+
 // Info is what may be shown of a Config: everything but the key.
 type Info struct {
 	Name      string `json:"name"`

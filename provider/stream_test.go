@@ -77,10 +77,11 @@ func flavors() []flavor {
 			parallel: providertest.NewAnthropicStream("claude-test", 50).Text("Checking both.").
 				ToolUse("toolu_1", "read_file", `{"path":"a.txt"}`).ToolUse("toolu_2", "list_dir", `{"path":`, `"src"}`).
 				Stop("tool_use", 30).Reply(),
-			length:     providertest.NewAnthropicStream("claude-test", 5).Text("Once upon a ", "time").Stop("max_tokens", 2).Reply(),
-			errorAfter: (func() providertest.Reply { b := providertest.NewAnthropicStream("claude-test", 5); i := b.StartText(); return b.TextDelta(i, "Partial ").Error("overloaded_error", "Overloaded").Reply() })(),
+			length: providertest.NewAnthropicStream("claude-test", 5).Text("Once upon a ", "time").Stop("max_tokens", 2).Reply(),
+			errorAfter: providertest.NewAnthropicStream("claude-test", 5).BeginText().TextDelta("Partial ").
+				Error("overloaded_error", "Overloaded").Reply(),
 			errorFirst: providertest.NewAnthropicStream("claude-test", 5).Error("overloaded_error", "Overloaded").Reply(),
-			dropAfter:  (func() providertest.Reply { b := providertest.NewAnthropicStream("claude-test", 5); i := b.StartText(); return b.TextDelta(i, "Half an ans").Drop().Reply() })(),
+			dropAfter:  providertest.NewAnthropicStream("claude-test", 5).BeginText().TextDelta("Half an ans").Drop().Reply(),
 			httpError:  providertest.AnthropicError,
 		},
 	}
@@ -447,9 +448,7 @@ func TestCancelStopsTheStream(t *testing.T) {
 			if f.kind == provider.KindOpenAI {
 				reply = providertest.NewOpenAIStream("m").Text("first").Pause(10 * time.Second).Text("late").Reply()
 			} else {
-				b := providertest.NewAnthropicStream("m", 1)
-				i := b.StartText()
-				reply = b.TextDelta(i, "first").Pause(10 * time.Second).TextDelta(i, "late").Reply()
+				reply = providertest.NewAnthropicStream("m", 1).BeginText().TextDelta("first").Pause(10 * time.Second).TextDelta("late").Reply()
 			}
 			srv.Push(reply)
 			ctx, cancel := context.WithCancel(context.Background())

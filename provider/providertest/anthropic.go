@@ -13,7 +13,7 @@ import (
 // reason and the output usage, and message_stop.
 type AnthropicStream struct {
 	model  string
-	blocks int
+	blocks int // blocks opened so far; the last one opened is blocks-1
 	steps  []Step
 }
 
@@ -37,65 +37,59 @@ func (b *AnthropicStream) Ping() *AnthropicStream { return b.Event("ping", `{"ty
 
 // Text adds a whole text block streamed in pieces.
 func (b *AnthropicStream) Text(pieces ...string) *AnthropicStream {
-	i := b.StartText()
+	b.BeginText()
 	for _, p := range pieces {
-		b.TextDelta(i, p)
+		b.TextDelta(p)
 	}
-	return b.StopBlock(i)
+	return b.EndBlock()
 }
 
 // ToolUse adds a whole tool_use block whose input arrives in the pieces given (the first
 // input_json_delta of a real stream is often "").
 func (b *AnthropicStream) ToolUse(id, name string, pieces ...string) *AnthropicStream {
-	i := b.StartToolUse(id, name)
+	b.BeginToolUse(id, name)
 	for _, p := range pieces {
-		b.InputDelta(i, p)
+		b.InputDelta(p)
 	}
-	return b.StopBlock(i)
+	return b.EndBlock()
 }
 
-// StartText opens a text block and returns its index.
-func (b *AnthropicStream) StartText() int {
-	i := b.blocks
+// BeginText opens the next content block, a text block.
+func (b *AnthropicStream) BeginText() *AnthropicStream {
 	b.blocks++
-	b.Event("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"text","text":""}}`, i))
-	return i
+	return b.Event("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"text","text":""}}`, b.blocks-1))
 }
 
-// StartToolUse opens a tool_use block and returns its index.
-func (b *AnthropicStream) StartToolUse(id, name string) int {
-	i := b.blocks
+// BeginToolUse opens the next content block, a tool_use block.
+func (b *AnthropicStream) BeginToolUse(id, name string) *AnthropicStream {
 	b.blocks++
-	b.Event("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":%q,"name":%q,"input":{}}}`, i, id, name))
-	return i
+	return b.Event("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":%q,"name":%q,"input":{}}}`, b.blocks-1, id, name))
 }
 
-// StartThinking opens a thinking block (extended thinking) and returns its index.
-func (b *AnthropicStream) StartThinking() int {
-	i := b.blocks
+// BeginThinking opens the next content block, a thinking block (extended thinking).
+func (b *AnthropicStream) BeginThinking() *AnthropicStream {
 	b.blocks++
-	b.Event("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"thinking","thinking":"","signature":""}}`, i))
-	return i
+	return b.Event("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"thinking","thinking":"","signature":""}}`, b.blocks-1))
 }
 
-// TextDelta adds a text_delta to block index.
-func (b *AnthropicStream) TextDelta(index int, text string) *AnthropicStream {
-	return b.Event("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":%s}}`, index, quote(text)))
+// TextDelta adds a text_delta to the block opened last.
+func (b *AnthropicStream) TextDelta(text string) *AnthropicStream {
+	return b.Event("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":%s}}`, b.blocks-1, quote(text)))
 }
 
-// InputDelta adds an input_json_delta to block index.
-func (b *AnthropicStream) InputDelta(index int, partialJSON string) *AnthropicStream {
-	return b.Event("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":%s}}`, index, quote(partialJSON)))
+// InputDelta adds an input_json_delta to the block opened last.
+func (b *AnthropicStream) InputDelta(partialJSON string) *AnthropicStream {
+	return b.Event("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":%s}}`, b.blocks-1, quote(partialJSON)))
 }
 
-// ThinkingDelta adds a thinking_delta to block index.
-func (b *AnthropicStream) ThinkingDelta(index int, text string) *AnthropicStream {
-	return b.Event("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"thinking_delta","thinking":%s}}`, index, quote(text)))
+// ThinkingDelta adds a thinking_delta to the block opened last.
+func (b *AnthropicStream) ThinkingDelta(text string) *AnthropicStream {
+	return b.Event("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"thinking_delta","thinking":%s}}`, b.blocks-1, quote(text)))
 }
 
-// StopBlock closes block index.
-func (b *AnthropicStream) StopBlock(index int) *AnthropicStream {
-	return b.Event("content_block_stop", fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, index))
+// EndBlock closes the block opened last.
+func (b *AnthropicStream) EndBlock() *AnthropicStream {
+	return b.Event("content_block_stop", fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, b.blocks-1))
 }
 
 // Stop ends the message: message_delta with the stop reason (end_turn, tool_use,
