@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -74,6 +75,9 @@ func open(ctx context.Context, path string, o options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	if err := createPrivate(abs); err != nil {
+		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	}
 	// A file: URI keeps a path with '?' or '#' in it from being read as parameters.
 	uri := (&url.URL{Scheme: "file", Path: abs}).String()
 	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)" +
@@ -111,6 +115,23 @@ func open(ctx context.Context, path string, o options) (*DB, error) {
 		return nil, fmt.Errorf("open database %s: %w", abs, err)
 	}
 	return db, nil
+}
+
+// createPrivate makes the database's folder and an empty file readable by its owner only,
+// when they do not exist yet: the database holds conversations. SQLite gives the -wal and
+// -shm files it makes the main file's permissions.
+func createPrivate(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // Path is the database file's absolute path.

@@ -91,6 +91,24 @@ func TestOpenSetsPragmasAndMigratesOnce(t *testing.T) {
 	}
 }
 
+func TestOpenCreatesAPrivateFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new", "home", "jean2.db")
+	db, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.CreateWorkspace(context.Background(), Workspace{Path: "/w"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal"} {
+		st, err := os.Stat(p)
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: mode %v, %v; want 0600", p, st.Mode(), err)
+		}
+	}
+}
+
 func TestOpenRefusesNewerDatabase(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
