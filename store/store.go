@@ -7,7 +7,9 @@
 // without error survives a crash of the process and of the machine (the WAL is synced at
 // each commit). synchronous=NORMAL would be faster but may lose the last commits on a power
 // cut; jean2 writes a few rows per model round, and streaming updates are meant to be
-// coalesced by the caller (see UpdatePartText), so the sync per commit is affordable.
+// coalesced by the caller (see AppendPartText), so the sync per commit is affordable
+// (BenchmarkAppendPartText: about 0.7 ms a commit with FULL, 0.13 ms with NORMAL, on the
+// machine it was written on).
 //
 // Concurrency: one connection writes (SQLite allows one writer at a time; queueing in Go is
 // cheaper and fairer than spinning on SQLITE_BUSY), a small pool reads alongside it (WAL
