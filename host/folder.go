@@ -137,6 +137,9 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		res.err = fmt.Errorf("%s cannot run: %w", f.Name, err)
 		return res
 	}
+	if ft.mech == sandbox.Unconfined && fl.h.sb.status.Mode != sandbox.ModeOff && (prev == nil || prev.entry.Hash != hash) {
+		fl.h.log.Warn("tool runs without a sandbox: its code can read whatever this user can", "tool", f.Name, "runtime", ft.runtimeKind(), "protection", fl.h.sb.status.Summary())
+	}
 	if res.label == "" {
 		res.label = versionLabel("", hash)
 	}

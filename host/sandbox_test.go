@@ -615,3 +615,18 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// Where a Bun worker cannot be confined, the host says so when it loads the tool.
+func TestSandboxUnconfinedWorkerWarns(t *testing.T) {
+	sf := newSandboxFixture(t, sandbox.ModeNode, "", func(o *host.Options) {
+		o.BunPath = bunPath(t)
+		o.RuntimePreference = "bun"
+	})
+	if st, _ := sf.h.Permissions("hostile"); st.Mechanism != sandbox.Unconfined {
+		t.Fatalf("mechanism %q", st.Mechanism)
+	}
+	if logs := sf.logs.all(); !strings.Contains(logs, "WARN tool runs without a sandbox") || !strings.Contains(logs, "tool=hostile") {
+		t.Fatalf("no warning:\n%s", logs)
+	}
+	sf.unaffected(t)
+}

@@ -86,19 +86,3 @@ func TestApproveDeclaredPermissions(t *testing.T) {
 		t.Fatalf("approve an unknown tool: exit %d %s", code, stderr)
 	}
 }
-
-// The launcher refuses a malformed spec with exit 126 and says why.
-func TestLauncherSubcommand(t *testing.T) {
-	c := newCLI(t)
-	_, stderr, code := c.run("", "__sandbox-exec", "--spec", "{nope", "--", "/bin/true")
-	if code != 126 || !strings.Contains(stderr, "jean2 sandbox: sandbox spec is not valid JSON") {
-		t.Fatalf("exit %d %s", code, stderr)
-	}
-	out, _, code := c.run("", "__sandbox-exec", "--spec", `{"dataMB":256}`, "--", "/bin/echo", "through the launcher")
-	if code != 0 || out != "through the launcher\n" {
-		t.Fatalf("exit %d %q", code, out)
-	}
-	if out, _, _ := c.run("", "help"); strings.Contains(out, "__sandbox-exec") {
-		t.Fatal("the hidden subcommand shows in the usage")
-	}
-}

@@ -1,0 +1,59 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// BenchmarkLaunch measures what the launcher adds to starting a worker: the same program
+// started directly, through the launcher with limits only, and through the launcher with
+// Landlock and a worker's full rule set. /bin/true isolates the launcher's own cost; node
+// shows it beside a runtime's start.
+//
+//	go test ./sandbox -run XXX -bench Launch -benchtime 40x
+func BenchmarkLaunch(b *testing.B) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		b.Skip("no node")
+	}
+	truePath, _ := exec.LookPath("true")
+	dir := b.TempDir()
+	for _, prog := range []struct {
+		name string
+		path string
+		args []string
+	}{{"true", truePath, nil}, {"node", node, []string{"-e", "0"}}} {
+		plan := Plan{Program: prog.path, RuntimeRoot: RuntimeRoot(prog.path, ""), ReadOnly: []string{dir}, ReadWrite: []string{dir}}
+		specs := []struct {
+			name string
+			spec *Spec
+		}{
+			{"direct", nil},
+			{"launcher", &Spec{DataMB: 512}},
+			{"landlock", &Spec{Landlock: true, Rules: plan.Rules(), DataMB: 512}},
+		}
+		for _, s := range specs {
+			b.Run(prog.name+"/"+s.name, func(b *testing.B) {
+				if s.spec != nil && s.spec.Landlock {
+					needLandlock(b)
+				}
+				path, args := prog.path, prog.args
+				if s.spec != nil {
+					path, args, err = Command(os.Args[0], *s.spec, prog.path, prog.args)
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ResetTimer()
+				for range b.N {
+					cmd := exec.Command(path, args...)
+					cmd.Env = []string{"PATH=/usr/bin:/bin"}
+					if out, err := cmd.CombinedOutput(); err != nil {
+						b.Fatalf("%v: %s", err, out)
+					}
+				}
+			})
+		}
+	}
+}
