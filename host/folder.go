@@ -46,7 +46,7 @@ type runtimeChoice struct {
 }
 
 func newFolderLoader(h *Host) (*folderLoader, error) {
-	l := loader.New(loader.Options{CacheDir: h.layout.Cache, Logger: h.log, Runtimes: loader.Runtimes{Bun: h.opts.BunPath, Node: h.opts.NodePath}})
+	l := loader.New(loader.Options{CacheDir: h.layout.Cache, Logger: h.log, Runtimes: loader.Runtimes{Bun: h.opts.BunPath, Node: h.opts.NodePath}, ConfineInstall: h.confineInstall, Confidential: h.confidential})
 	return &folderLoader{h: h, loader: l, runtimes: map[string]runtimeChoice{}}, nil
 }
 

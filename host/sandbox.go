@@ -2,6 +2,8 @@ package host
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -263,3 +265,96 @@ func (h *Host) ApprovePermissions(name string) (*tool.Permissions, error) {
 
 // RevokePermissions takes back every approval of a tool's declarations.
 func (h *Host) RevokePermissions(name string) error { return h.sb.approvals.Revoke(name) }
+
+// confineInstall runs a tool's dependency installer (npm or bun) through the launcher under
+// Landlock, so that the packages' install scripts cannot read jean2's .env, the user's
+// files or other tools either: they may read the system, the runtimes, the tool's folder
+// and local dependencies, and ~/.npmrc (the registry's credentials, which npm itself
+// needs), write the install's scratch folder, the installers' caches and a temporary
+// folder, and start processes (install scripts, node-gyp).
+// The network stays open. Without Landlock the installer runs as before.
+func (h *Host) confineInstall(cmd *exec.Cmd, readable, writable []string) error {
+	st := h.sb.status
+	if st.Mode == sandbox.ModeOff || st.Launcher == "" || st.LandlockABI < 1 {
+		return nil
+	}
+	tmp := filepath.Join(h.layout.Cache, "install-tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return err
+	}
+	for _, w := range writable {
+		if err := os.MkdirAll(w, 0o755); err != nil {
+			return err
+		}
+	}
+	var roots []string
+	for _, bin := range []string{cmd.Path, lookPathIn("node", envValue(cmd.Env, "PATH"))} {
+		if bin == "" {
+			continue
+		}
+		if r := sandbox.RuntimeRoot(bin, h.home); r != "" {
+			roots = append(roots, r)
+		}
+	}
+	plan := sandbox.Plan{
+		Program:   cmd.Path,
+		ReadOnly:  roots,
+		ReadWrite: append(append([]string(nil), writable...), tmp),
+		// The tool's local dependencies are read like declared paths: never inside jean2's
+		// home or a credential folder.
+		DeclaredRead: append([]string{filepath.Join(h.home, ".npmrc")}, readable...),
+		ChildProcess: true,
+		Protected:    []string{h.layout.Home, h.layout.Tools},
+	}
+	// The protected list of workers also holds the credential folders; ~/.npmrc is read
+	// here on purpose.
+	for _, c := range sandbox.CredentialPaths(h.home) {
+		if filepath.Base(c) != ".npmrc" {
+			plan.Protected = append(plan.Protected, c)
+		}
+	}
+	path, args, err := sandbox.Command(st.Launcher, sandbox.Spec{Landlock: true, Rules: plan.Rules()}, cmd.Path, cmd.Args[1:])
+	if err != nil {
+		return err
+	}
+	cmd.Path = path
+	cmd.Args = append([]string{path}, args...)
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	return nil
+}
+
+func envValue(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+			v = val
+		}
+	}
+	return v
+}
+
+func lookPathIn(name, pathEnv string) string {
+	for _, dir := range filepath.SplitList(pathEnv) {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// confidential reports whether a file lies where no tool may read (jean2's home outside the
+// tools folder, credential folders): the bundler refuses to bundle it. It holds whatever the
+// sandbox mode, since bundling happens in the host.
+func (h *Host) confidential(path string) bool {
+	for _, p := range h.sb.protected {
+		if p == "" || p == h.layout.Tools || !policy.Within(path, policy.Real(p)) {
+			continue
+		}
+		if p == h.layout.Home && policy.Within(path, policy.Real(h.layout.Tools)) {
+			continue // another tool's source is not a secret
+		}
+		return true
+	}
+	return false
+}

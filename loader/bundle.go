@@ -19,6 +19,8 @@ const sdkNamespace = "jean2-sdk"
 type buildRequest struct {
 	folder  Folder
 	outfile string // the bundle's final path: source map paths are relative to it
+	// confidential names files that must not be bundled (Options.Confidential); nil: none.
+	confidential func(path string) bool
 }
 
 // buildResult is the bundle, or the errors esbuild reported.
@@ -70,7 +72,7 @@ func esbuildBundle(req buildRequest) buildResult {
 			"import.meta.filename": jsString(entry),
 			"import.meta.dirname":  jsString(filepath.Dir(entry)),
 		},
-		Plugins: []api.Plugin{sdkPlugin()},
+		Plugins: append([]api.Plugin{sdkPlugin()}, guardPlugin(dir, req.confidential)...),
 	})
 	out := buildResult{errors: result.Errors, warnings: result.Warnings}
 	for _, file := range result.OutputFiles {
@@ -106,6 +108,33 @@ func sdkPlugin() api.Plugin {
 			})
 		},
 	}
+}
+
+// guardPlugin refuses to load a confidential file into a bundle: bundling runs in the host,
+// outside the sandbox, so an import is a way around it. Files of the tool's own folder are
+// its own.
+func guardPlugin(dir string, confidential func(string) bool) []api.Plugin {
+	if confidential == nil {
+		return nil
+	}
+	return []api.Plugin{{
+		Name: "jean2-guard",
+		Setup: func(b api.PluginBuild) {
+			b.OnLoad(api.OnLoadOptions{Filter: `.*`, Namespace: "file"}, func(args api.OnLoadArgs) (api.OnLoadResult, error) {
+				p := args.Path
+				if real, err := filepath.EvalSymlinks(p); err == nil {
+					p = real
+				}
+				if rel, err := filepath.Rel(dir, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+					return api.OnLoadResult{}, nil
+				}
+				if confidential(p) {
+					return api.OnLoadResult{}, fmt.Errorf("%s may not be imported: it lies in jean2's own folder or a credential folder, which no tool may read", p)
+				}
+				return api.OnLoadResult{}, nil
+			})
+		},
+	}}
 }
 
 func jsString(s string) string {

@@ -99,6 +99,21 @@ func absoluteLocalSpec(dir, spec string) string {
 	return spec
 }
 
+// localPaths are the folders and archives the local specs name (file:/abs, link:/abs).
+func (d depSet) localPaths() []string {
+	var out []string
+	for _, m := range []map[string]string{d.deps, d.optional} {
+		for _, spec := range m {
+			for _, prefix := range []string{"file:", "link:"} {
+				if rest, ok := strings.CutPrefix(spec, prefix); ok && filepath.IsAbs(rest) {
+					out = append(out, filepath.Clean(rest))
+				}
+			}
+		}
+	}
+	return out
+}
+
 // stamp identifies the dependency set: installer, filtered dependencies, overrides and the
 // lockfile. node_modules is reinstalled whenever it changes.
 func (d depSet) stamp(dir string) (string, error) {
@@ -216,6 +231,11 @@ func (l *Loader) install(ctx context.Context, f Folder, d depSet, stamp string) 
 	cmd, err := l.installCommand(ctx, d.installer, scratch)
 	if err != nil {
 		return ierr(err, "%v", err)
+	}
+	if confine := l.opts.ConfineInstall; confine != nil {
+		if err := confine(cmd, append([]string{f.Dir}, d.localPaths()...), []string{scratch, filepath.Join(l.opts.CacheDir, "npm-cache"), filepath.Join(l.opts.CacheDir, "bun-cache")}); err != nil {
+			return ierr(err, "confine the installer: %v", err)
+		}
 	}
 	var stderr, stdout tailBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
@@ -39,6 +40,15 @@ type Options struct {
 	// InstallEnv adds KEY=VALUE entries to the installer's otherwise minimal environment
 	// (for example npm_config_registry for a mirror).
 	InstallEnv []string
+	// ConfineInstall, when set, may rewrite the installer's command before it runs so that
+	// it (and the packages' install scripts) can read only the given places beside the
+	// system (the tool's folder, its local dependencies) and write only the given folders:
+	// the host starts it through the sandbox launcher.
+	ConfineInstall func(cmd *exec.Cmd, readable, writable []string) error
+	// Confidential, when set, names files no bundle may contain: a tool that imports one
+	// (a JSON or text file of jean2's home, a credential) fails to bundle instead of
+	// carrying the file's content in its code. It gets real paths.
+	Confidential func(path string) bool
 }
 
 // LoadOptions configure one Load.
@@ -215,7 +225,7 @@ func (l *Loader) load(ctx context.Context, folder Folder, opts LoadOptions, atte
 
 	progress(StageBundle, "bundling "+f.Entry)
 	start := time.Now()
-	res := l.build(buildRequest{folder: f, outfile: b.Path})
+	res := l.build(buildRequest{folder: f, outfile: b.Path, confidential: l.opts.Confidential})
 	// esbuild reads the files again: if the folder changed between hashing and bundling (an
 	// editor mid-save), the bundle is of other content than the hash names, and caching it
 	// would serve that code whenever the hashed content comes back (an empty file, say).
