@@ -251,10 +251,11 @@ type folderTool struct {
 	def            tool.Definition
 	env            map[string]string // declared variables with values
 
-	mu     sync.Mutex
-	pool   *worker.Pool           // unconfined: one pool serves every call
-	pools  map[string]*scopedPool // confined: one pool per scope (workspace, allowed paths, temp)
-	closed bool
+	mu      sync.Mutex
+	pool    *worker.Pool           // unconfined: one pool serves every call
+	pools   map[string]*scopedPool // confined: one pool per scope (workspace, allowed paths, temp)
+	closed  bool
+	reaping sync.WaitGroup // closes of idle pools; closePool waits for them
 }
 
 // scopedPool is the pool of the workers confined to one scope.
@@ -348,7 +349,8 @@ func (t *folderTool) reapIdleLocked(now time.Time) {
 	for key, sp := range t.pools {
 		if sp.active == 0 && now.Sub(sp.lastUsed) >= idle {
 			delete(t.pools, key)
-			go func() { _ = sp.pool.Close(context.Background()) }()
+			t.reaping.Add(1)
+			go func() { defer t.reaping.Done(); _ = sp.pool.Close(context.Background()) }()
 		}
 	}
 }
@@ -368,6 +370,7 @@ func (t *folderTool) closePool(ctx context.Context) error {
 	for _, p := range pools {
 		errs = append(errs, p.Close(ctx))
 	}
+	t.reaping.Wait()
 	return errors.Join(errs...)
 }
 

@@ -696,3 +696,22 @@ fs.writeFileSync('leak.txt', got);
 func canaryToolNamed(name string) string {
 	return strings.Replace(canaryTool, "name: 'canary'", "name: '"+name+"'", 1)
 }
+
+// The pools of scopes no call used for the idle timeout are closed; a later call in such a
+// scope gets a fresh worker.
+func TestSandboxIdleScopesAreReaped(t *testing.T) {
+	sf := newSandboxFixture(t, sandbox.ModeLandlock, "", func(o *host.Options) { o.IdleTimeout = 300 * time.Millisecond })
+	other := filepath.Join(sf.root, "other-ws")
+	write(t, filepath.Join(other, "mine.txt"), "x")
+	inOther := func(c *host.Call) { c.Workspace.Path = other; c.SessionID = "s2" }
+	first, _ := sf.try(t, map[string]any{"op": "pid"})
+	time.Sleep(800 * time.Millisecond)
+	if r, out := sf.try(t, map[string]any{"op": "pid"}, inOther); !r.OK {
+		t.Fatalf("call in another scope: %s", out.Result.Error)
+	}
+	again, out := sf.try(t, map[string]any{"op": "pid"})
+	if !again.OK || string(again.Value) == string(first.Value) {
+		t.Fatalf("after the idle timeout: %+v %s (first worker %s)", again, out.Result.Error, first.Value)
+	}
+	sf.unaffected(t)
+}
