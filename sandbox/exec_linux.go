@@ -10,7 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,20 +27,35 @@ func enter(spec Spec, program string, args []string) error {
 			return err
 		}
 	}
-	if err := setLimits(spec); err != nil {
-		return err
+	nproc := 0
+	if spec.PidsCgroup == "" && spec.NProcExtra > 0 && os.Getuid() != 0 {
+		nproc = userTasks(os.Getuid()) + spec.NProcExtra // /proc is closed once Landlock holds
 	}
 	if spec.Landlock {
 		if _, err := restrictSelf(spec.Rules); err != nil {
 			return fmt.Errorf("apply Landlock: %w", err)
 		}
 	}
-	argv := append([]string{program}, args...)
-	// The environment is the one the host gave the launcher, passed on unchanged.
-	if err := syscall.Exec(program, argv, os.Environ()); err != nil {
+	// Everything execve needs is made before the memory limit is set: the launcher's own Go
+	// runtime must not be the one that meets it.
+	argv0, err := unix.BytePtrFromString(program)
+	if err != nil {
 		return fmt.Errorf("execute %s: %w", program, err)
 	}
-	return nil
+	argv, err := cStrings(append([]string{program}, args...))
+	if err != nil {
+		return fmt.Errorf("execute %s: %w", program, err)
+	}
+	// The environment is the one the host gave the launcher, passed on unchanged.
+	envv, err := cStrings(os.Environ())
+	if err != nil {
+		return fmt.Errorf("execute %s: %w", program, err)
+	}
+	if err := setLimits(spec, nproc); err != nil {
+		return err
+	}
+	_, _, errno := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(argv0)), uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
+	return fmt.Errorf("execute %s: %w", program, errno)
 }
 
 // joinPidsCgroup makes the worker's own group under parent, caps its tasks and moves the
@@ -59,21 +74,21 @@ func joinPidsCgroup(parent string, max int) error {
 	return nil
 }
 
-func setLimits(spec Spec) error {
+func setLimits(spec Spec, nproc int) error {
 	// A crashing worker leaves no core file: its memory may hold a tool's secrets.
 	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
 		return fmt.Errorf("set RLIMIT_CORE: %w", err)
+	}
+	if nproc > 0 {
+		n := uint64(nproc)
+		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n}); err != nil {
+			return fmt.Errorf("set RLIMIT_NPROC %d: %w", n, err)
+		}
 	}
 	if spec.DataMB > 0 {
 		n := uint64(spec.DataMB) << 20
 		if err := unix.Setrlimit(unix.RLIMIT_DATA, &unix.Rlimit{Cur: n, Max: n}); err != nil {
 			return fmt.Errorf("set the memory limit (RLIMIT_DATA %d MiB): %w", spec.DataMB, err)
-		}
-	}
-	if spec.PidsCgroup == "" && spec.NProcExtra > 0 && os.Getuid() != 0 {
-		n := uint64(userTasks(os.Getuid()) + spec.NProcExtra)
-		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n}); err != nil {
-			return fmt.Errorf("set RLIMIT_NPROC %d: %w", n, err)
 		}
 	}
 	return nil
@@ -113,4 +128,17 @@ func userTasks(uid int) int {
 		}
 	}
 	return n
+}
+
+// cStrings makes the NULL-terminated array of C strings execve takes.
+func cStrings(ss []string) ([]*byte, error) {
+	out := make([]*byte, len(ss)+1)
+	for i, s := range ss {
+		p, err := unix.BytePtrFromString(s)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+	}
+	return out, nil
 }
