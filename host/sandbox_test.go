@@ -722,3 +722,75 @@ func TestSandboxIdleScopesAreReaped(t *testing.T) {
 	}
 	sf.unaffected(t)
 }
+
+func sandboxBenchHost(b *testing.B, mode sandbox.Mode) (*host.Host, string) {
+	b.Helper()
+	if mode == sandbox.ModeLandlock {
+		if abi, err := sandbox.LandlockABI(); abi < 1 {
+			b.Skipf("no Landlock: %v", err)
+		}
+	}
+	root := b.TempDir()
+	layout, _ := host.LayoutFromEnv(func(k string) string {
+		if k == "JEAN2_HOME" {
+			return filepath.Join(root, "home")
+		}
+		return ""
+	})
+	_ = layout.Ensure()
+	_ = os.MkdirAll(filepath.Join(layout.Tools, "trivial"), 0o755)
+	_ = os.WriteFile(filepath.Join(layout.Tools, "trivial", "tool.js"), []byte(trivialTool), 0o644)
+	ws := filepath.Join(root, "ws")
+	_ = os.MkdirAll(ws, 0o755)
+	h, err := host.New(context.Background(), host.Options{Layout: layout, ServerEnv: []string{}, Sandbox: host.SandboxOptions{Mode: mode, Launcher: os.Args[0]}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = h.Close(context.Background()) })
+	return h, ws
+}
+
+// BenchmarkSandboxInvokeWarm is BenchmarkInvokeWarm with the worker under Landlock: the
+// sandbox costs nothing per call once the worker runs.
+//
+//	go test ./host -run XXX -bench 'SandboxInvokeWarm|InvokeWarm' -benchtime 3000x
+func BenchmarkSandboxInvokeWarm(b *testing.B) {
+	for _, mode := range []sandbox.Mode{sandbox.ModeOff, sandbox.ModeLandlock} {
+		b.Run(string(mode), func(b *testing.B) {
+			h, ws := sandboxBenchHost(b, mode)
+			call := host.Call{Tool: "trivial", Args: json.RawMessage(`{"n":1}`), SessionID: "bench", Workspace: host.Workspace{Path: ws}}
+			for range 200 {
+				if out := h.Invoke(context.Background(), call); !out.Result.Success {
+					b.Fatal(out.Result.Error)
+				}
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if out := h.Invoke(context.Background(), call); !out.Result.Success {
+					b.Fatal(out.Result.Error)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSandboxFirstCallNewSession is the first call of a new session: under Landlock it
+// starts a worker for the session's scope (through the launcher); unconfined the session
+// reuses the running worker.
+//
+//	go test ./host -run XXX -bench SandboxFirstCallNewSession -benchtime 20x
+func BenchmarkSandboxFirstCallNewSession(b *testing.B) {
+	for _, mode := range []sandbox.Mode{sandbox.ModeOff, sandbox.ModeLandlock} {
+		b.Run(string(mode), func(b *testing.B) {
+			h, ws := sandboxBenchHost(b, mode)
+			i := 0
+			for b.Loop() {
+				i++
+				call := host.Call{Tool: "trivial", Args: json.RawMessage(`{"n":1}`), SessionID: fmt.Sprintf("s%d", i), Workspace: host.Workspace{Path: ws}}
+				if out := h.Invoke(context.Background(), call); !out.Result.Success {
+					b.Fatal(out.Result.Error)
+				}
+			}
+		})
+	}
+}
