@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/tool"
@@ -235,10 +236,15 @@ func testEveryContextMember(t *testing.T, runtime string) {
 		t.Errorf("the tool's own ledger.record is missing: %+v", changes)
 	}
 	// Logger, progress, console output: attributed, and the protocol survived the console.
-	logs := f.logs.all()
+	// ctx.logger lines come over the protocol before the result; console output comes on
+	// the worker's stdout, read by another goroutine, and may land just after the call.
 	for _, line := range []string{"probe log line", "probe warning", "console output must not corrupt the protocol"} {
-		if !strings.Contains(logs, line) {
-			t.Errorf("log line %q missing from:\n%s", line, logs)
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(f.logs.all(), line) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !strings.Contains(f.logs.all(), line) {
+			t.Errorf("log line %q missing from:\n%s", line, f.logs.all())
 		}
 	}
 	if len(progress) != 1 || progress[0].Message != "halfway" || progress[0].Total != 2 {

@@ -95,11 +95,14 @@ func open(ctx context.Context, path string, o options) (*DB, error) {
 
 	db := &DB{path: abs, write: write}
 	// The writer connects first: it sets WAL mode on a new file before any reader opens it.
-	if err := write.PingContext(ctx); err != nil {
-		write.Close()
-		return nil, fmt.Errorf("open database %s: %w", abs, err)
-	}
-	if err := db.migrate(ctx); err != nil {
+	// Switching a new file to WAL while another process opens it too can fail at once with
+	// SQLITE_BUSY (the busy timeout does not cover it), so setting up is retried briefly.
+	if err := retryBusy(ctx, func() error {
+		if err := write.PingContext(ctx); err != nil {
+			return err
+		}
+		return db.migrate(ctx)
+	}); err != nil {
 		write.Close()
 		return nil, fmt.Errorf("open database %s: %w", abs, err)
 	}
@@ -112,7 +115,7 @@ func open(ctx context.Context, path string, o options) (*DB, error) {
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
 	db.read = read
-	if err := read.PingContext(ctx); err != nil {
+	if err := retryBusy(ctx, func() error { return read.PingContext(ctx) }); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open database %s: %w", abs, err)
 	}
@@ -339,4 +342,23 @@ func affected(res sql.Result, err error) error {
 		return ErrNotFound
 	}
 	return nil
+}
+
+// retryBusy runs f again while it fails with SQLITE_BUSY, for up to about ten seconds.
+func retryBusy(ctx context.Context, f func() error) error {
+	delay := 5 * time.Millisecond
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := f()
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 200*time.Millisecond)
+	}
 }
