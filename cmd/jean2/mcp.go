@@ -61,6 +61,8 @@ func mcpServe(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer closeAll()
+	// Say once, at start, how tool workers are confined (jean2 doctor tells more).
+	fmt.Fprintf(e.stderr, "jean2 mcp: tool workers: %s\n", h.Sandbox().Summary())
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go func() { _ = h.Watch(watchCtx, host.WatchOptions{}) }()

@@ -335,3 +335,12 @@ func TestMCPSelfImportDoesNotLoop(t *testing.T) {
 		t.Fatalf("through the nested jean2: exit %d\n%s\n%s", code, out, stderr)
 	}
 }
+
+// jean2 mcp says at start how tool workers are confined.
+func TestMCPSaysWhichProtectionIsActive(t *testing.T) {
+	c := newCLI(t)
+	_, stderr, _ := c.run("", "mcp", "--workspace", c.ws)
+	if !strings.Contains(stderr, "jean2 mcp: tool workers: ") {
+		t.Fatalf("stderr does not name the protection:\n%s", stderr)
+	}
+}
