@@ -118,6 +118,7 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, with
 	spec := sandbox.Spec{Landlock: t.mech == sandbox.Landlock, DataMB: t.memoryMB()}
 	if spec.Landlock {
 		spec.Rules = rules
+		spec.NoFork = !t.childProcess() && sandbox.CanDenyProcesses()
 	}
 	if sb.limits.MaxTasks > 0 {
 		if sb.pids != nil {

@@ -36,6 +36,11 @@ func enter(spec Spec, program string, args []string) error {
 			return fmt.Errorf("apply Landlock: %w", err)
 		}
 	}
+	if spec.NoFork {
+		if err := denyProcesses(); err != nil {
+			return fmt.Errorf("refuse process creation: %w", err)
+		}
+	}
 	// Everything execve needs is made before the memory limit is set: the launcher's own Go
 	// runtime must not be the one that meets it.
 	argv0, err := unix.BytePtrFromString(program)

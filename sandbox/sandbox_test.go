@@ -440,3 +440,42 @@ func TestApprovals(t *testing.T) {
 		t.Fatalf("describe: %s", got)
 	}
 }
+
+// Landlock alone lets a worker run a program through its runtime's dynamic loader
+// (`ld.so /usr/bin/cat`); with NoFork the worker cannot make a process at all, while its
+// own threads still work.
+func TestNoForkClosesTheLoaderRoute(t *testing.T) {
+	needLandlock(t)
+	if !CanDenyProcesses() {
+		t.Skip("no seccomp filter on this platform")
+	}
+	dir := t.TempDir()
+	own := filepath.Join(dir, "ws", "own.txt")
+	writeFile(t, own, "own")
+	sh, _ := exec.LookPath("sh")
+	interp := elfInterpreter(mustReal(sh))
+	if interp == "" {
+		t.Skip("sh is not dynamically linked")
+	}
+	cat, _ := exec.LookPath("cat")
+	plan := Plan{Program: sh, ReadWrite: []string{filepath.Join(dir, "ws")}}
+	// "; echo after" keeps the shell from replacing itself with the last command: it must fork.
+	script := interp + " " + cat + " " + own + "; echo after"
+	out, stderr, _ := launch(t, Spec{Landlock: true, Rules: plan.Rules()}, sh, "-c", script)
+	if !strings.Contains(out, "own") {
+		t.Fatalf("the loader route should work under Landlock alone (else this test proves nothing): %q %s", out, stderr)
+	}
+	out, stderr, _ = launch(t, Spec{Landlock: true, Rules: plan.Rules(), NoFork: true}, sh, "-c", script)
+	if strings.Contains(out, "own") || !strings.Contains(stderr, "fork") {
+		t.Fatalf("with NoFork the shell still started cat, or failed for another reason: %q %s", out, stderr)
+	}
+	// Threads are not processes: a runtime that starts threads works under the filter.
+	if node, err := exec.LookPath("node"); err == nil {
+		nplan := Plan{Program: node}
+		out, stderr, code := launch(t, Spec{Landlock: true, Rules: nplan.Rules(), NoFork: true}, node, "-e",
+			"require('crypto').pbkdf2('a','b',1000,32,'sha256',(e,k)=>{console.log(e?'error '+e.message:'threads ok')}); try { require('child_process').execFileSync('/bin/true'); console.log('spawned') } catch (e) { console.log('spawn refused: ' + e.code) }")
+		if code != 0 || !strings.Contains(out, "threads ok") || strings.Contains(out, "spawned") || !strings.Contains(out, "spawn refused") {
+			t.Fatalf("node under NoFork: exit %d %q %s", code, out, stderr)
+		}
+	}
+}

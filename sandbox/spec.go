@@ -71,6 +71,10 @@ type Spec struct {
 	// plus this many. The kernel counts every task of the user and ignores the limit for
 	// root, so it is only a fallback.
 	NProcExtra int `json:"nprocExtra,omitempty"`
+	// NoFork refuses the worker the creation of processes (threads only), so that without
+	// the childProcess permission no program can be started, not even through the runtime's
+	// dynamic loader (see nofork_linux.go).
+	NoFork bool `json:"noFork,omitempty"`
 }
 
 // Check reports the first thing wrong with a spec.
