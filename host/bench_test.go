@@ -22,7 +22,9 @@ const trivialTool = `export const definition = { name: 'trivial', description: '
 export async function execute(input) { return { success: true, result: { ok: true } }; }
 `
 
-func benchFixture(b *testing.B) (*host.Host, string) {
+// benchFixture makes a host whose tools folder holds the trivial tool; opts, when given,
+// adjust the options before the host starts.
+func benchFixture(b *testing.B, opts ...func(*host.Options)) (*host.Host, string) {
 	b.Helper()
 	root := b.TempDir()
 	layout, _ := host.LayoutFromEnv(func(k string) string {
@@ -36,7 +38,11 @@ func benchFixture(b *testing.B) (*host.Host, string) {
 	_ = os.WriteFile(filepath.Join(layout.Tools, "trivial", "tool.js"), []byte(trivialTool), 0o644)
 	ws := filepath.Join(root, "ws")
 	_ = os.MkdirAll(ws, 0o755)
-	h, err := host.New(context.Background(), host.Options{Layout: layout, ServerEnv: []string{}})
+	o := host.Options{Layout: layout, ServerEnv: []string{}}
+	for _, f := range opts {
+		f(&o)
+	}
+	h, err := host.New(context.Background(), o)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -730,24 +730,9 @@ func sandboxBenchHost(b *testing.B, mode sandbox.Mode) (*host.Host, string) {
 			b.Skipf("no Landlock: %v", err)
 		}
 	}
-	root := b.TempDir()
-	layout, _ := host.LayoutFromEnv(func(k string) string {
-		if k == "JEAN2_HOME" {
-			return filepath.Join(root, "home")
-		}
-		return ""
+	return benchFixture(b, func(o *host.Options) {
+		o.Sandbox = host.SandboxOptions{Mode: mode, Launcher: os.Args[0]}
 	})
-	_ = layout.Ensure()
-	_ = os.MkdirAll(filepath.Join(layout.Tools, "trivial"), 0o755)
-	_ = os.WriteFile(filepath.Join(layout.Tools, "trivial", "tool.js"), []byte(trivialTool), 0o644)
-	ws := filepath.Join(root, "ws")
-	_ = os.MkdirAll(ws, 0o755)
-	h, err := host.New(context.Background(), host.Options{Layout: layout, ServerEnv: []string{}, Sandbox: host.SandboxOptions{Mode: mode, Launcher: os.Args[0]}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = h.Close(context.Background()) })
-	return h, ws
 }
 
 // BenchmarkSandboxInvokeWarm is BenchmarkInvokeWarm with the worker under Landlock: the

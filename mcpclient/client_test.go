@@ -91,12 +91,11 @@ func TestCommandEnv(t *testing.T) {
 // peer is a Go SDK server reached over streamable HTTP, for the client's own tests (the
 // TypeScript SDK server is tested through the jean2 binary in cmd/jean2).
 type peer struct {
-	srv      *mcp.Server
-	url      string
-	down     atomic.Bool // answer 503 (a server that is not up yet)
-	auth     atomic.Value
-	aborted  chan error
-	progress chan struct{}
+	srv     *mcp.Server
+	url     string
+	down    atomic.Bool // answer 503 (a server that is not up yet)
+	auth    atomic.Value
+	aborted chan error
 }
 
 func newPeer(t *testing.T) *peer {
