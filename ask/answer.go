@@ -269,3 +269,38 @@ func countPhrase(lo, hi int) string {
 		return fmt.Sprintf("%d to %d", lo, hi)
 	}
 }
+
+// CheckAnswer is how an answerer that sits between a person and the tool (the server's ask
+// hub) refuses an answer before it counts: it returns the answer compacted when it has the
+// shape the ask promises the tool, and otherwise an error saying what is wrong and what a
+// right answer looks like. A permission answer may also be {"granted", "duration"}.
+func CheckAnswer(a tool.Ask, answer json.RawMessage) (json.RawMessage, error) {
+	if a.Type == tool.AskPermission {
+		d, err := decisionFrom(bytes.TrimSpace(answer), tool.DurationOnce)
+		if err != nil {
+			return nil, fmt.Errorf(`permission ask %q: %w: %w; expected true, false or {"granted":true,"duration":"once|session|workspace"}`, a.Question, ErrInvalidAnswer, err)
+		}
+		switch d.Duration {
+		case "", tool.DurationOnce, tool.DurationSession, tool.DurationWorkspace:
+		default:
+			return nil, fmt.Errorf("permission ask %q: %w: duration %q is not one of once, session, workspace", a.Question, ErrInvalidAnswer, d.Duration)
+		}
+		return json.Marshal(d)
+	}
+	if d := defaultOf(a); d != nil && a.Type == tool.AskText && bytes.Equal(bytes.TrimSpace(answer), []byte(`""`)) {
+		answer = d
+	}
+	v, err := checkAnswer(a, answer)
+	if err != nil {
+		return nil, fmt.Errorf("%s ask %q: %w: %w; expected %s", a.Type, a.Question, ErrInvalidAnswer, err, expected(a))
+	}
+	return v, nil
+}
+
+// CheckAsk reports what is wrong with an ask a tool built, or nil.
+func CheckAsk(a tool.Ask) error {
+	if err := checkAsk(a); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidAsk, err)
+	}
+	return nil
+}

@@ -196,3 +196,28 @@ func TestAnswersRejectInvalidAsk(t *testing.T) {
 		t.Fatalf("error = %v", err)
 	}
 }
+
+func TestCheckAnswerForAHub(t *testing.T) {
+	perm := tool.Ask{Type: tool.AskPermission, Question: "Write a.txt?", Risk: "low", Resource: "file"}
+	got, err := CheckAnswer(perm, json.RawMessage(` true `))
+	if err != nil || string(got) != `{"granted":true,"duration":"once"}` {
+		t.Fatalf("permission true: %s, %v", got, err)
+	}
+	got, err = CheckAnswer(perm, json.RawMessage(`{"granted":true,"duration":"session"}`))
+	if err != nil || string(got) != `{"granted":true,"duration":"session"}` {
+		t.Fatalf("permission session: %s, %v", got, err)
+	}
+	if _, err := CheckAnswer(perm, json.RawMessage(`{"granted":true,"duration":"forever"}`)); !errors.Is(err, ErrInvalidAnswer) {
+		t.Fatalf("duration forever accepted: %v", err)
+	}
+	pick := tool.Ask{Type: tool.AskSingleSelect, Question: "Which?", Options: []tool.Option{{Label: "A", Value: json.RawMessage(`"a"`)}}}
+	if _, err := CheckAnswer(pick, json.RawMessage(`"b"`)); !errors.Is(err, ErrInvalidAnswer) || !strings.Contains(err.Error(), "expected") {
+		t.Fatalf("option b accepted or unexplained: %v", err)
+	}
+	if got, err := CheckAnswer(pick, json.RawMessage(`"a"`)); err != nil || string(got) != `"a"` {
+		t.Fatalf("option a: %s, %v", got, err)
+	}
+	if err := CheckAsk(tool.Ask{Type: "nonsense"}); !errors.Is(err, ErrInvalidAsk) {
+		t.Fatalf("CheckAsk nonsense: %v", err)
+	}
+}
