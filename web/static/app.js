@@ -1,0 +1,1 @@
+// jean2 web client (work in progress)
