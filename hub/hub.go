@@ -1,0 +1,242 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jean2/jean2/store"
+	"github.com/jean2/jean2/tool"
+)
+
+// Defaults of Options' zero fields.
+const (
+	DefaultAskTimeout       = 5 * time.Minute
+	DefaultSubscriberBuffer = 1024
+	DefaultMaxPendingAsks   = 64
+)
+
+var (
+	// ErrClosed ends subscriptions and refuses calls once the hub or the subscription is
+	// closed.
+	ErrClosed = errors.New("hub closed")
+	// ErrSlowSubscriber ends a subscription whose reader fell more than its buffer behind
+	// the live events; the client reconnects with the last seq it saw and catches up from the
+	// store.
+	ErrSlowSubscriber = errors.New("subscriber fell too far behind the live events; subscribe again after the last seq received")
+	// ErrNoSuchAsk is returned by Answer for an ask that is not pending in the session: never
+	// asked, or already answered, timed out or cancelled.
+	ErrNoSuchAsk = errors.New("no such pending ask")
+	// ErrTooManyAsks refuses an ask when the session already has MaxPendingAsks waiting.
+	ErrTooManyAsks = errors.New("too many pending asks")
+	// ErrAskTimeout is the tool's error when no one answered within the ask timeout.
+	ErrAskTimeout = errors.New("no answer came within the ask timeout")
+)
+
+// Options configure a Hub. Store is required.
+type Options struct {
+	Store *store.DB
+	// AskTimeout is how long an ask waits for a person; 0 means DefaultAskTimeout.
+	AskTimeout time.Duration
+	// Unattended decides the asks of a session no client is attached to; nil (or a nil
+	// result) means ask.Policy{}, which denies permissions and refuses other asks.
+	Unattended func(sessionID string) tool.Asker
+	Logger     *slog.Logger
+
+	// SubscriberBuffer is how many live events a subscription may hold unread before it
+	// ends with ErrSlowSubscriber; 0 means DefaultSubscriberBuffer.
+	SubscriberBuffer int
+	// MaxPendingAsks caps the asks waiting at once in one session; 0 means
+	// DefaultMaxPendingAsks.
+	MaxPendingAsks int
+}
+
+// Hub fans a session's event log out to its subscribers and holds the asks waiting for a
+// person. Safe for concurrent use; Close ends everything it started.
+type Hub struct {
+	store      *store.DB
+	askTimeout time.Duration
+	unattended func(sessionID string) tool.Asker
+	log        *slog.Logger
+	subBuffer  int
+	maxAsks    int
+
+	mu       sync.Mutex
+	sessions map[string]*session // sessions with subscribers, asks or a Publish in flight
+	closing  bool                // no new subscriptions or asks
+	closed   bool                // no more publishing either
+
+	subs sync.WaitGroup // the subscriptions' pump goroutines
+}
+
+// session is the hub's state of one session's log. It lives while something uses it (users
+// counts them) so the map does not grow with every session the server ever saw.
+type session struct {
+	id    string
+	users int // guarded by Hub.mu
+
+	// pub serializes Publish calls of the session across append and fan-out, so every
+	// subscriber receives live events in seq order.
+	pub sync.Mutex
+
+	mu   sync.Mutex
+	subs map[*Subscription]struct{}
+	asks map[string]*pendingAsk
+}
+
+func newSession(id string) *session {
+	return &session{id: id, subs: map[*Subscription]struct{}{}, asks: map[string]*pendingAsk{}}
+}
+
+// New returns a hub over opts.Store.
+func New(opts Options) *Hub {
+	h := &Hub{
+		store:      opts.Store,
+		askTimeout: opts.AskTimeout,
+		unattended: opts.Unattended,
+		log:        opts.Logger,
+		subBuffer:  opts.SubscriberBuffer,
+		maxAsks:    opts.MaxPendingAsks,
+		sessions:   map[string]*session{},
+	}
+	if h.askTimeout <= 0 {
+		h.askTimeout = DefaultAskTimeout
+	}
+	if h.subBuffer <= 0 {
+		h.subBuffer = DefaultSubscriberBuffer
+	}
+	if h.maxAsks <= 0 {
+		h.maxAsks = DefaultMaxPendingAsks
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	return h
+}
+
+var errNoStore = errors.New("hub has no store: set Options.Store")
+
+// acquire returns the session's state, made on first use, and counts the caller as a user
+// until it calls release.
+func (h *Hub) acquire(sessionID string) *session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.sessions[sessionID]
+	if s == nil {
+		s = newSession(sessionID)
+		h.sessions[sessionID] = s
+	}
+	s.users++
+	return s
+}
+
+func (h *Hub) release(s *session) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s.users--
+	if s.users == 0 && h.sessions[s.id] == s {
+		delete(h.sessions, s.id)
+	}
+}
+
+// lookup returns the session's state when something uses it, without counting a user.
+func (h *Hub) lookup(sessionID string) *session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[sessionID]
+}
+
+// Publish appends events to the session's log in one transaction and hands them to every
+// live subscription of the session. Events of concurrent Publish calls reach each
+// subscriber in seq order, without gaps; a subscriber too slow to keep up is ended rather
+// than waited for.
+func (h *Hub) Publish(ctx context.Context, sessionID string, evs ...store.NewEvent) ([]store.Event, error) {
+	if h.store == nil {
+		return nil, errNoStore
+	}
+	h.mu.Lock()
+	closed := h.closed
+	h.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("publish to session %q: %w", sessionID, ErrClosed)
+	}
+	if len(evs) == 0 {
+		return []store.Event{}, nil
+	}
+	s := h.acquire(sessionID)
+	defer h.release(s)
+	s.pub.Lock()
+	defer s.pub.Unlock()
+	out, err := h.store.AppendEvents(ctx, sessionID, evs...)
+	if err != nil {
+		return nil, err
+	}
+	// A subscription registered after this snapshot started its replay after the append
+	// committed, so it reads these events from the store instead.
+	s.mu.Lock()
+	subs := make([]*Subscription, 0, len(s.subs))
+	for sub := range s.subs {
+		subs = append(subs, sub)
+	}
+	s.mu.Unlock()
+	for _, sub := range subs {
+		sub.offer(out)
+	}
+	return out, nil
+}
+
+// Attached is the number of live subscriptions of the session: the clients attached to it.
+func (h *Hub) Attached(sessionID string) int {
+	s := h.lookup(sessionID)
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.subs)
+}
+
+// Close cancels every pending ask (ask.resolved, outcome cancelled; the tools get
+// ErrClosed), ends every subscription with ErrClosed and waits for them. Publish and
+// Subscribe fail afterwards.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	if h.closing {
+		h.mu.Unlock()
+		h.subs.Wait()
+		return
+	}
+	h.closing = true
+	var asks []*pendingAsk
+	for _, s := range h.sessions {
+		s.mu.Lock()
+		for _, p := range s.asks {
+			asks = append(asks, p)
+		}
+		s.mu.Unlock()
+	}
+	h.mu.Unlock()
+
+	for _, p := range asks {
+		h.resolve(context.Background(), p, OutcomeCancelled, nil, fmt.Errorf("%s ask %q of tool %s: %w", p.Ask.Type, p.Ask.Question, p.Tool, ErrClosed))
+	}
+
+	h.mu.Lock()
+	h.closed = true
+	var subs []*Subscription
+	for _, s := range h.sessions {
+		s.mu.Lock()
+		for sub := range s.subs {
+			subs = append(subs, sub)
+		}
+		s.mu.Unlock()
+	}
+	h.mu.Unlock()
+	for _, sub := range subs {
+		sub.end(ErrClosed)
+	}
+	h.subs.Wait()
+}
