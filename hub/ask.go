@@ -133,6 +133,12 @@ func (h *Hub) ask(ctx context.Context, sessionID string, q tool.Ask) (json.RawMe
 	if h.store == nil {
 		return nil, errNoStore
 	}
+	h.mu.Lock()
+	closing := h.closing
+	h.mu.Unlock()
+	if closing {
+		return nil, fmt.Errorf("%s ask %q of tool %s: %w", q.Type, q.Question, call.Tool, ErrClosed)
+	}
 	if sessionID == "" {
 		return nil, fmt.Errorf("%s ask %q of tool %s: the call belongs to no session, so no one can answer it", q.Type, q.Question, call.Tool)
 	}

@@ -51,28 +51,36 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, afterSeq int64) (
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("subscribe to session %q: %w", sessionID, err)
 	}
-	h.mu.Lock()
-	if h.closing {
-		h.mu.Unlock()
-		return nil, fmt.Errorf("subscribe to session %q: %w", sessionID, ErrClosed)
-	}
-	h.subs.Add(1)
-	h.mu.Unlock()
-
-	s := h.acquire(sessionID)
 	subCtx, cancel := context.WithCancelCause(ctx)
 	sub := &Subscription{
-		hub: h, session: s, after: afterSeq,
+		hub: h, after: afterSeq,
 		out: make(chan store.Event, outBuffer),
 		ctx: subCtx, cancel: cancel,
 		done: make(chan struct{}),
 		live: make(chan store.Event, h.subBuffer),
 	}
-	// Registered before the replay starts: an event is either committed before this point
-	// (the replay reads it) or handed to sub.live (or both; the pump drops duplicates).
+	// Registered under h.mu so that Close, which ends the subscriptions it finds under it,
+	// cannot miss this one; and before the replay starts, so that an event is either
+	// committed before this point (the replay reads it) or handed to sub.live (or both; the
+	// pump drops duplicates).
+	h.mu.Lock()
+	if h.closing {
+		h.mu.Unlock()
+		cancel(ErrClosed)
+		return nil, fmt.Errorf("subscribe to session %q: %w", sessionID, ErrClosed)
+	}
+	s := h.sessions[sessionID]
+	if s == nil {
+		s = newSession(sessionID)
+		h.sessions[sessionID] = s
+	}
+	s.users++ // released by the pump when the subscription ends
+	sub.session = s
 	s.mu.Lock()
 	s.subs[sub] = struct{}{}
 	s.mu.Unlock()
+	h.subs.Add(1)
+	h.mu.Unlock()
 	go sub.pump()
 	return sub, nil
 }
