@@ -1,1 +1,0 @@
-// jean2 web client (work in progress)

@@ -1,0 +1,655 @@
+// The session view: the conversation with streaming text, tool-call cards with their
+// visualizations, asks, Stop, "Changed N files" under each turn and "Restore to here".
+// It loads the messages, then follows the session's event log over a WebSocket.
+
+import { api, enc, EventStream } from "./api.js";
+import { h, clear, replace, plural, formatDuration, prettyJSON } from "./dom.js";
+import { highlight } from "./highlight.js";
+import { renderMarkdown } from "./markdown.js";
+import { renderVisualization } from "./viz.js";
+import { renderAsk, showPermissionDialog } from "./asks.js";
+import { fileDiff } from "./diff.js";
+import { openDialog, confirmAction, notify, errorText, promptText } from "./ui.js";
+
+const reasonWords = {
+  stopped: "Stopped.",
+  budget: "Stopped: the turn used its work budget.",
+  ceiling: "Stopped: the turn reached its round ceiling.",
+  error: "The turn failed.",
+  interrupted: "The turn was interrupted (the server stopped while it ran).",
+};
+
+const statusWords = { pending: "waiting", running: "running", complete: "done", error: "failed", streaming: "writing" };
+
+export class SessionView {
+  /** app gives: onSessionChanged(session), providers(), workspace(id). */
+  constructor(app, sessionId) {
+    this.app = app;
+    this.id = sessionId;
+    this.session = null;
+    this.messages = new Map(); // id → {msg, el, parts: Map partId → {part, el}}
+    this.turns = []; // [{userId, el, body, footer}]
+    this.asks = new Map(); // askId → {pending, els: []}
+    this.ledgers = new Map(); // messageId → TurnChanges
+    this.finished = new Map(); // messageId → turn.finished payload (kept while the page lives)
+    this.running = false;
+    this.stream = null;
+    this.renderQueue = new Set();
+    this.rafPending = false;
+    this.dialogAsk = null;
+    this.el = h("section", { class: "session-view", "aria-label": "Conversation" });
+  }
+
+  async mount(container) {
+    replace(container, this.el);
+    replace(this.el, h("p", { class: "muted" }, "Loading the conversation…"));
+    let msgs;
+    try {
+      this.session = await api("GET", `/api/sessions/${enc(this.id)}`);
+      const res = await api("GET", `/api/sessions/${enc(this.id)}/messages`);
+      msgs = res.messages || [];
+      // Prefer the snapshot's own seq when the server sends it: exact, no replayed deltas.
+      if (typeof res.lastSeq === "number") this.session.lastSeq = res.lastSeq;
+    } catch (err) {
+      replace(this.el, h("p", { class: "error", role: "alert" }, `Cannot open this session: ${errorText(err)}`));
+      return;
+    }
+    this.build();
+    for (const m of msgs) this.upsertMessage(m);
+    this.setRunning(!!this.session.running);
+    this.loadLedgers();
+    this.stream = new EventStream(`/api/sessions/${enc(this.id)}/ws`, this.session.lastSeq || 0, {
+      onHello: (f) => this.onHello(f),
+      onEvent: (ev) => this.onEvent(ev),
+      onStatus: (s) => this.setConnection(s),
+    });
+  }
+
+  unmount() {
+    this.stream?.close();
+    this.stream = null;
+    if (this.dialogAsk?.dialog?.open) this.dialogAsk.dialog.close();
+  }
+
+  build() {
+    const s = this.session;
+    this.titleEl = h("h2", { class: "session-title" }, s.title || "Untitled session");
+    this.modelEl = h("span", { class: "muted small session-model" });
+    this.connEl = h("span", { class: "conn muted small", role: "status" });
+    this.statusEl = h("span", { class: "run-status", role: "status", "aria-live": "polite" });
+    this.transcript = h("div", { class: "transcript", role: "log", "aria-live": "off", "aria-label": "Messages" });
+    this.looseAsks = h("div", { class: "loose-asks" });
+    this.input = h("textarea", {
+      id: "composer-input", rows: 3, "aria-label": "Message", placeholder: "Message — Enter sends, Shift+Enter adds a line",
+      onkeydown: (e) => {
+        if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+          e.preventDefault();
+          this.send();
+        }
+      },
+    });
+    this.sendBtn = h("button", { type: "submit", class: "primary", id: "send" }, "Send");
+    this.stopBtn = h("button", { type: "button", class: "danger", id: "stop", hidden: true, onclick: () => this.stop(), "aria-keyshortcuts": "Control+." }, "Stop");
+    this.composerErr = h("p", { class: "error", role: "alert" });
+    const composer = h("form", { class: "composer", onsubmit: (e) => { e.preventDefault(); this.send(); } },
+      this.input, h("div", { class: "composer-actions" }, this.statusEl, this.stopBtn, this.sendBtn), this.composerErr);
+    replace(this.el,
+      h("header", { class: "session-head" }, this.titleEl,
+        h("button", { type: "button", class: "icon-btn", "aria-label": "Rename session", title: "Rename", onclick: () => this.rename() }, "✎"),
+        h("button", { type: "button", class: "link", onclick: () => this.chooseModel() }, "Model"), this.modelEl, this.connEl),
+      this.transcript, this.looseAsks, composer);
+    this.showModel();
+  }
+
+  showModel() {
+    const s = this.session;
+    replace(this.modelEl, s.provider || s.model ? `${s.provider || "default"} · ${s.model || "default model"}` : "default provider");
+  }
+
+  setConnection(status) {
+    replace(this.connEl, status === "open" ? "" : status === "retrying" ? "Reconnecting…" : "");
+  }
+
+  setRunning(on) {
+    this.running = on;
+    this.stopBtn.hidden = !on;
+    this.sendBtn.disabled = on;
+    replace(this.statusEl, on ? "Working…" : "");
+    this.el.classList.toggle("running", on);
+  }
+
+  // ---- events ---------------------------------------------------------------------------
+
+  onHello(f) {
+    this.setRunning(!!f.running);
+    const live = new Set((f.pendingAsks || []).map((p) => p.id));
+    for (const id of [...this.asks.keys()]) if (!live.has(id)) this.removeAsk(id);
+    for (const p of f.pendingAsks || []) this.addAsk(p);
+  }
+
+  onEvent(ev) {
+    const p = ev.payload || {};
+    switch (ev.type) {
+      case "turn.started":
+        this.setRunning(true);
+        break;
+      case "message.created":
+        if (p.message) this.upsertMessage(p.message);
+        break;
+      case "message.updated":
+        if (p.message) this.updateMessage(p.message);
+        break;
+      case "part.created":
+      case "part.updated":
+        if (p.part) this.upsertPart(p.part);
+        break;
+      case "part.delta":
+        this.appendDelta(p.messageId, p.partId, p.text || "");
+        break;
+      case "tool.progress":
+        this.showProgress(p);
+        break;
+      case "ask.pending":
+        if (p.ask) this.addAsk(p.ask);
+        break;
+      case "ask.resolved":
+        this.resolveAsk(p);
+        break;
+      case "turn.finished":
+        this.turnFinished(p);
+        break;
+      case "restore.done":
+        this.loadLedgers();
+        break;
+      case "session.updated":
+        if (p.session) {
+          this.session = { ...this.session, ...p.session };
+          replace(this.titleEl, this.session.title || "Untitled session");
+          this.showModel();
+          this.app.onSessionChanged(this.session);
+        }
+        break;
+    }
+  }
+
+  // ---- messages and parts -----------------------------------------------------------------
+
+  turnFor(msg) {
+    if (msg.role === "user" || !this.turns.length) {
+      if (msg.role === "user") {
+        const existing = this.turns.find((t) => t.userId === msg.id);
+        if (existing) return existing;
+      }
+      const t = { userId: msg.role === "user" ? msg.id : "", seq: msg.seq, messageIds: [] };
+      t.body = h("div", { class: "turn-body" });
+      t.footer = h("div", { class: "turn-footer" });
+      t.el = h("section", { class: "turn", dataset: { userMessageId: t.userId } }, t.body, t.footer);
+      // Keep turns in message order even if a message arrives late.
+      const after = this.turns.filter((x) => x.seq < t.seq).pop();
+      const idx = after ? this.turns.indexOf(after) + 1 : 0;
+      this.turns.splice(idx, 0, t);
+      const next = this.turns[idx + 1];
+      this.transcript.insertBefore(t.el, next ? next.el : null);
+      return t;
+    }
+    let t = this.turns[0];
+    for (const x of this.turns) if (x.seq <= msg.seq) t = x;
+    return t;
+  }
+
+  upsertMessage(msg) {
+    if (msg.role === "system") return; // instructions to the model, not part of the conversation
+    let m = this.messages.get(msg.id);
+    if (!m) {
+      const turn = this.turnFor(msg);
+      m = { msg, parts: new Map(), turn };
+      m.partsEl = h("div", { class: "parts" });
+      m.metaEl = h("div", { class: "msg-meta muted small" });
+      m.el = h("article", { class: `message ${msg.role}`, dataset: { messageId: msg.id, seq: msg.seq } },
+        h("h3", { class: "sr-only" }, msg.role === "user" ? "You" : "Assistant"),
+        m.partsEl, m.metaEl);
+      this.messages.set(msg.id, m);
+      turn.messageIds.push(msg.id);
+      // In seq order within the turn.
+      const siblings = [...turn.body.children];
+      const before = siblings.find((el) => Number(el.dataset.seq) > msg.seq);
+      turn.body.insertBefore(m.el, before || null);
+      this.placeLedger(msg.id);
+    }
+    m.msg = { ...m.msg, ...msg };
+    const parts = msg.parts || [];
+    if (msg.role === "user" && !parts.length && msg.content) {
+      this.upsertPart({ id: msg.id + "-content", messageId: msg.id, seq: 0, kind: "text", text: msg.content, status: "complete" });
+    }
+    for (const p of parts) this.upsertPart(p);
+    this.showMessageMeta(m);
+    this.scrollToEnd();
+  }
+
+  updateMessage(msg) {
+    const m = this.messages.get(msg.id);
+    if (!m) {
+      this.upsertMessage(msg);
+      return;
+    }
+    const { parts, ...rest } = msg;
+    m.msg = { ...m.msg, ...rest };
+    if (parts && parts.length) for (const p of parts) this.upsertPart(p);
+    this.showMessageMeta(m);
+    for (const p of m.parts.values()) if (p.part.kind === "text") this.queueRender(p);
+  }
+
+  showMessageMeta(m) {
+    const msg = m.msg;
+    m.el.classList.toggle("streaming", msg.status === "streaming");
+    m.el.classList.toggle("failed", msg.status === "error");
+    const bits = [];
+    if (msg.status === "error" && msg.error) bits.push(h("span", { class: "error" }, msg.error));
+    if (msg.role === "assistant" && msg.status !== "streaming" && (msg.tokensIn || msg.tokensOut)) {
+      bits.push(h("span", null, `${msg.model ? msg.model + " · " : ""}${msg.tokensIn} in / ${msg.tokensOut} out tokens`));
+    }
+    replace(m.metaEl, bits);
+  }
+
+  upsertPart(part) {
+    let m = this.messages.get(part.messageId);
+    if (!m) return; // a part of a message not loaded (a system message): nothing to show
+    let p = m.parts.get(part.id);
+    if (!p) {
+      p = { part };
+      m.parts.set(part.id, p);
+      p.el = h("div", { class: "part", dataset: { partId: part.id, seq: part.seq } });
+      const before = [...m.partsEl.children].find((el) => Number(el.dataset.seq) > part.seq);
+      m.partsEl.insertBefore(p.el, before || null);
+    } else {
+      // An update without text keeps the text streamed so far (updates may omit it).
+      p.part = { ...p.part, ...part };
+      if (part.text === undefined && p.part.kind === "text") p.part.text = p.text;
+    }
+    p.text = p.part.text || "";
+    this.drawPart(m, p);
+  }
+
+  appendDelta(messageId, partId, text) {
+    const m = this.messages.get(messageId);
+    const p = m?.parts.get(partId);
+    if (!p) return;
+    p.text = (p.text || "") + text;
+    p.part.text = p.text;
+    this.queueRender(p);
+  }
+
+  queueRender(p) {
+    // Re-render streaming markdown at most once a frame, however fast deltas come.
+    this.renderQueue.add(p);
+    if (this.rafPending) return;
+    this.rafPending = true;
+    requestAnimationFrame(() => {
+      this.rafPending = false;
+      const batch = [...this.renderQueue];
+      this.renderQueue.clear();
+      for (const q of batch) {
+        const m = this.messages.get(q.part.messageId);
+        if (m) this.drawPart(m, q);
+      }
+      this.scrollToEnd();
+    });
+  }
+
+  drawPart(m, p) {
+    const part = p.part;
+    if (part.kind === "text") {
+      p.el.className = "part part-text";
+      if (m.msg.role === "user") replace(p.el, h("div", { class: "user-text" }, p.text));
+      else replace(p.el, renderMarkdown(p.text));
+      return;
+    }
+    this.drawToolCard(p);
+  }
+
+  drawToolCard(p) {
+    const part = p.part;
+    const status = part.status || "pending";
+    p.el.className = `part tool-card status-${status}`;
+    p.el.dataset.callId = part.callId || "";
+    p.el.dataset.tool = part.toolName || "";
+    const head = h("header", { class: "tool-head" },
+      h("span", { class: "tool-status-dot", "aria-hidden": "true" }),
+      h("code", { class: "tool-name" }, part.toolName || "tool"),
+      h("span", { class: "tool-status" }, statusWords[status] || status),
+      part.duration ? h("span", { class: "tool-duration muted" }, formatDuration(part.duration)) : null);
+    const args = part.args ? h("details", { class: "tool-args" },
+      h("summary", null, "Arguments ", h("span", { class: "muted small args-preview" }, preview(part.args))),
+      h("pre", { class: "json" }, highlight(prettyJSON(part.args), "json"))) : null;
+    p.progressEl = p.progressEl || h("p", { class: "tool-progress muted small", role: "status" });
+    p.askSlot = p.askSlot || h("div", { class: "ask-slot" });
+    const viz = part.visualization ? renderVisualization(part.visualization) : null;
+    const err = part.error ? h("p", { class: "error tool-error" }, part.error) : null;
+    const result = part.result ? h("details", { class: "tool-result" }, h("summary", null, "Result sent to the model"),
+      h("pre", { class: "json" }, highlight(prettyJSON(part.result), "json"))) : null;
+    if (status === "complete" || status === "error") clear(p.progressEl);
+    // Keep the open/closed state of details the person toggled.
+    const open = new Set([...p.el.querySelectorAll("details[open]")].map((d) => d.className));
+    replace(p.el, head, args, p.progressEl, p.askSlot, viz, err, result);
+    for (const d of p.el.querySelectorAll("details.tool-args, details.tool-result")) if (open.has(d.className)) d.open = true;
+    // Asks that arrived before their card.
+    for (const a of this.asks.values()) if (a.pending.callId && a.pending.callId === part.callId && !p.askSlot.contains(a.inline)) this.placeAsk(a);
+  }
+
+  showProgress(ev) {
+    const m = this.messages.get(ev.messageId);
+    const p = m?.parts.get(ev.partId);
+    if (!p || !p.progressEl) return;
+    const pr = ev.progress || {};
+    const parts = [];
+    if (pr.message) parts.push(pr.message);
+    if (pr.total) parts.push(`${pr.current ?? 0} / ${pr.total}`);
+    else if (pr.current) parts.push(String(pr.current));
+    replace(p.progressEl, parts.join(" — "));
+    if (pr.total) p.progressEl.appendChild(h("progress", { max: pr.total, value: pr.current ?? 0 }));
+  }
+
+  cardFor(callId) {
+    if (!callId) return null;
+    for (const m of this.messages.values()) for (const p of m.parts.values()) if (p.part.callId === callId && p.askSlot) return p;
+    return null;
+  }
+
+  // ---- asks -------------------------------------------------------------------------------
+
+  addAsk(pending) {
+    if (this.asks.has(pending.id)) return;
+    const a = { pending };
+    a.inline = renderAsk(pending, (v) => this.answer(pending.id, v));
+    this.asks.set(pending.id, a);
+    this.placeAsk(a);
+    if (pending.ask?.type === "permission" && !(this.dialogAsk && this.dialogAsk.dialog.open)) {
+      const dialog = showPermissionDialog(pending, (v) => this.answer(pending.id, v));
+      this.dialogAsk = { id: pending.id, dialog };
+    }
+    this.scrollToEnd();
+  }
+
+  placeAsk(a) {
+    const card = this.cardFor(a.pending.callId);
+    (card ? card.askSlot : this.looseAsks).appendChild(a.inline);
+  }
+
+  async answer(askId, value) {
+    await api("POST", `/api/sessions/${enc(this.id)}/asks/${enc(askId)}`, { answer: value });
+    // The ask.resolved event removes the form; this covers a socket that is reconnecting.
+    this.removeAsk(askId);
+  }
+
+  removeAsk(askId) {
+    const a = this.asks.get(askId);
+    if (!a) return;
+    a.inline.remove();
+    this.asks.delete(askId);
+    if (this.dialogAsk?.id === askId && this.dialogAsk.dialog.open) this.dialogAsk.dialog.close();
+  }
+
+  resolveAsk(p) {
+    const a = this.asks.get(p.askId);
+    this.removeAsk(p.askId);
+    const card = this.cardFor(p.callId || a?.pending.callId);
+    if (card && p.outcome && p.outcome !== "answered") {
+      const words = { timeout: "The question timed out.", cancelled: "The question was cancelled.", policy: "Decided by the unattended policy." };
+      card.askSlot.appendChild(h("p", { class: "muted small" }, words[p.outcome] || p.outcome));
+    }
+  }
+
+  // ---- turns ------------------------------------------------------------------------------
+
+  async send() {
+    const text = this.input.value;
+    if (!text.trim()) {
+      replace(this.composerErr, "Write a message first.");
+      return;
+    }
+    replace(this.composerErr);
+    this.sendBtn.disabled = true;
+    try {
+      await api("POST", `/api/sessions/${enc(this.id)}/turns`, { text });
+      // Clear only what was sent; anything typed since stays.
+      if (this.input.value === text) this.input.value = "";
+      this.setRunning(true);
+    } catch (err) {
+      this.sendBtn.disabled = this.running;
+      replace(this.composerErr, errorText(err));
+    }
+  }
+
+  async stop() {
+    if (!this.running) return;
+    try {
+      await api("POST", `/api/sessions/${enc(this.id)}/stop`);
+      replace(this.statusEl, "Stopping…");
+    } catch (err) {
+      notify(`Could not stop the turn: ${errorText(err)}`, "error");
+    }
+  }
+
+  turnFinished(p) {
+    this.setRunning(false);
+    if (p.messageId) this.finished.set(p.messageId, p);
+    const turn = this.turnOfMessage(p.messageId) || this.turns[this.turns.length - 1];
+    if (turn && p.reason && p.reason !== "done") {
+      turn.body.appendChild(h("p", { class: `turn-end reason-${p.reason} ${p.reason === "error" ? "error" : "muted"}`, role: "status" },
+        reasonWords[p.reason] || p.reason, p.error ? " " + p.error : ""));
+    }
+    this.reconcile();
+    this.loadLedgers();
+  }
+
+  /** reconcile reloads the messages so the view matches the store exactly after a turn. */
+  async reconcile() {
+    try {
+      const res = await api("GET", `/api/sessions/${enc(this.id)}/messages`);
+      for (const msg of res.messages || []) {
+        const m = this.messages.get(msg.id);
+        if (!m) {
+          this.upsertMessage(msg);
+          continue;
+        }
+        m.msg = { ...m.msg, ...msg, parts: undefined };
+        for (const part of msg.parts || []) {
+          const p = m.parts.get(part.id);
+          if (p && p.part.kind === "text" && p.text === (part.text || "") && p.part.status === part.status) continue;
+          this.upsertPart(part);
+        }
+        this.showMessageMeta(m);
+      }
+    } catch {
+      // The live view stays; the next load shows the stored state.
+    }
+  }
+
+  turnOfMessage(messageId) {
+    const m = this.messages.get(messageId);
+    return m ? m.turn : null;
+  }
+
+  // ---- changes and restore ----------------------------------------------------------------
+
+  async loadLedgers() {
+    let res;
+    try {
+      res = await api("GET", `/api/sessions/${enc(this.id)}/ledgers`);
+    } catch {
+      return; // the conversation stays usable without the change summaries
+    }
+    this.ledgers.clear();
+    for (const t of res.turns || []) this.ledgers.set(t.messageId, t);
+    for (const t of this.turns) this.drawFooter(t);
+  }
+
+  placeLedger(messageId) {
+    if (this.ledgers.has(messageId)) this.drawFooter(this.turnOfMessage(messageId));
+  }
+
+  drawFooter(turn) {
+    if (!turn) return;
+    const ledgers = turn.messageIds.map((id) => this.ledgers.get(id)).filter(Boolean);
+    const items = [];
+    for (const l of ledgers) {
+      const n = l.changed?.files ?? (l.files || []).length;
+      const failed = l.changed?.failed || 0;
+      items.push(h("button", { type: "button", class: "changed-files link", onclick: () => this.showChanges(l) },
+        `Changed ${plural(n, "file")}`, failed ? ` (${failed} failed)` : ""));
+      if (l.restoredAt) items.push(h("span", { class: "badge" }, "restored"));
+    }
+    if (turn.userId) {
+      items.push(h("button", { type: "button", class: "restore link", onclick: () => this.restore(turn) , title: "Put the workspace's files back as they were before this turn" }, "Restore to here"));
+    }
+    replace(turn.footer, items);
+  }
+
+  showChanges(l) {
+    const nodes = [];
+    for (const f of l.files || []) nodes.push(fileChangeView(f));
+    if (!nodes.length) nodes.push(h("p", { class: "muted" }, "No files changed."));
+    openDialog(`Changed ${plural(l.changed?.files ?? (l.files || []).length, "file")}`, h("div", { class: "changes" }, nodes), { class: "wide" });
+  }
+
+  async restore(turn) {
+    let report;
+    try {
+      const res = await api("POST", `/api/sessions/${enc(this.id)}/restore`, { messageId: turn.userId, dryRun: true });
+      report = res.report || {};
+    } catch (err) {
+      if (err.code === "conflict" && err.details?.report) report = err.details.report;
+      else {
+        notify(`Cannot restore: ${errorText(err)}`, "error");
+        return;
+      }
+    }
+    const lists = reportLists(report);
+    const conflicts = report.conflicts || [];
+    if (!lists.length && !conflicts.length) {
+      openDialog("Restore to here", h("p", null, "Nothing would change: the files are already as they were before this turn."));
+      return;
+    }
+    const ok = await confirmAction("Restore to here?", [
+      h("p", null, "These files will be put back as they were before this turn:"),
+      lists,
+      conflicts.length ? conflictList(conflicts) : null,
+    ], conflicts.length ? "Restore, overwriting those changes" : "Restore", { danger: true, focusCancel: true });
+    if (!ok) return;
+    try {
+      const res = await api("POST", `/api/sessions/${enc(this.id)}/restore`, { messageId: turn.userId, force: conflicts.length > 0 });
+      const done = reportLists(res.report || {});
+      openDialog("Restored", [h("p", { class: "restore-result" }, "The workspace is back as it was before this turn."), done]);
+    } catch (err) {
+      if (err.code === "conflict") {
+        openDialog("Not restored", [h("p", { class: "error" }, errorText(err)), conflictList(err.details?.report?.conflicts || [])]);
+      } else notify(`Restore failed: ${errorText(err)}`, "error");
+    }
+    this.loadLedgers();
+  }
+
+  // ---- session actions --------------------------------------------------------------------
+
+  async rename() {
+    const title = await promptText("Rename session", "Title", this.session.title || "");
+    if (title === null) return;
+    try {
+      this.session = { ...this.session, ...(await api("PATCH", `/api/sessions/${enc(this.id)}`, { title })) };
+      replace(this.titleEl, this.session.title);
+      this.app.onSessionChanged(this.session);
+    } catch (err) {
+      notify(`Rename failed: ${errorText(err)}`, "error");
+    }
+  }
+
+  async chooseModel() {
+    let providers;
+    try {
+      providers = await api("GET", "/api/providers");
+    } catch (err) {
+      notify(errorText(err), "error");
+      return;
+    }
+    const sel = h("select", { id: "session-provider" }, h("option", { value: "" }, `Default (${providers.default || "none configured"})`),
+      (providers.providers || []).map((p) => h("option", { value: p.name, selected: p.name === this.session.provider }, `${p.name} (${p.kind})`)));
+    const model = h("input", { type: "text", id: "session-model", value: this.session.model || "", placeholder: "the provider's default model" });
+    const err = h("p", { class: "error", role: "alert" });
+    const form = h("form", {
+      onsubmit: async (e) => {
+        e.preventDefault();
+        try {
+          this.session = { ...this.session, ...(await api("PATCH", `/api/sessions/${enc(this.id)}`, { provider: sel.value, model: model.value.trim() })) };
+          this.showModel();
+          d.close();
+        } catch (er) {
+          replace(err, errorText(er));
+        }
+      },
+    }, h("label", { for: "session-provider" }, "Provider"), sel, h("label", { for: "session-model" }, "Model"), model, err,
+      h("div", { class: "buttons" }, h("button", { type: "submit", class: "primary" }, "Save"), h("button", { type: "button", onclick: () => d.close() }, "Cancel")));
+    const d = openDialog("Provider and model for this session", form);
+  }
+
+  focusComposer() {
+    this.input?.focus();
+  }
+
+  scrollToEnd() {
+    // Follow new output only when the person is already at the bottom.
+    const sc = document.scrollingElement;
+    if (!sc) return;
+    if (sc.scrollHeight - sc.scrollTop - sc.clientHeight < 200) sc.scrollTop = sc.scrollHeight;
+  }
+}
+
+function preview(args) {
+  const s = String(args).replace(/\s+/g, " ");
+  return s.length > 80 ? s.slice(0, 80) + "…" : s;
+}
+
+function fileChangeView(f) {
+  const b = f.before || {};
+  const a = f.after || {};
+  const head = h("p", { class: "change-head" }, h("code", null, f.path), " ",
+    h("span", { class: "muted small" }, (f.ops || []).join(", "), f.tools?.length ? ` by ${f.tools.join(", ")}` : ""),
+    f.ok === false ? h("span", { class: "badge fail" }, " failed") : null);
+  const errs = (f.errors || []).length ? h("ul", { class: "error" }, f.errors.map((e) => h("li", null, e))) : null;
+  let body;
+  if (b.isDir || a.isDir) body = h("p", { class: "muted" }, `Folder ${!b.exists ? "created" : !a.exists ? "removed" : "changed"}.`);
+  else if (b.binary || a.binary) body = h("p", { class: "muted" }, "Binary file: no text diff.");
+  else if (b.tooLarge || a.tooLarge) body = h("p", { class: "muted" }, `Too large to show (${a.size ?? b.size ?? "?"} bytes).`);
+  else {
+    const viz = fileDiff(f.path, b.exists === false ? "" : b.text || "", a.exists === false ? "" : a.text || "");
+    viz.title = !b.exists ? `${f.path} (created)` : !a.exists ? `${f.path} (deleted)` : f.path;
+    body = renderVisualization(viz);
+  }
+  return h("section", { class: "file-change" }, head, errs, body);
+}
+
+/** reportLists draws the undo report's path lists, whatever names they carry. */
+function reportLists(report) {
+  const out = [];
+  for (const [key, val] of Object.entries(report || {})) {
+    if (key === "conflicts" || !Array.isArray(val) || !val.length) continue;
+    out.push(h("section", { class: "report-list" }, h("h3", null, humanize(key), ` (${val.length})`),
+      h("ul", null, val.map((x) => h("li", null, typeof x === "string" ? h("code", null, x) : reportItem(x))))));
+  }
+  return out;
+}
+
+function reportItem(x) {
+  if (x && typeof x === "object" && x.path) return [h("code", null, x.path), x.reason || x.action || x.op ? ` — ${x.reason || x.action || x.op}` : ""];
+  return h("code", null, JSON.stringify(x));
+}
+
+function conflictList(conflicts) {
+  if (!conflicts.length) return null;
+  return h("section", { class: "report-list conflicts" },
+    h("h3", null, "Changed outside jean2 since"),
+    h("ul", null, conflicts.map((c) => h("li", null, h("code", null, c.path), c.reason ? ` — ${c.reason}` : ""))));
+}
+
+function humanize(key) {
+  const s = key.replace(/([A-Z])/g, " $1").toLowerCase();
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}

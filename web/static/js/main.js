@@ -1,0 +1,334 @@
+// jean2's web client: the page frame (menu of workspaces and sessions, navigation), the
+// router (#/s/<session>, #/tools, #/settings), the server's own event log (tool reloads,
+// asks of tool runs) and the keyboard shortcuts.
+
+import { api, enc, EventStream } from "./api.js";
+import { h, replace, clear } from "./dom.js";
+import { SessionView } from "./chat.js";
+import { ToolsView } from "./tools.js";
+import { SettingsView, showShortcuts } from "./settings.js";
+import { renderAsk, showPermissionDialog } from "./asks.js";
+import { confirmAction, errorText, notify, openDialog, promptText } from "./ui.js";
+
+class App {
+  constructor(root) {
+    this.root = root;
+    this.ws = []; // workspaces
+    this.sessions = new Map(); // workspaceId → [Session]
+    this.view = null;
+    this.currentSession = null;
+    this.serverAsks = new Map(); // askId → pending
+    this.serverAskBox = null;
+  }
+
+  async start() {
+    this.buildFrame();
+    window.addEventListener("hashchange", () => this.route());
+    document.addEventListener("keydown", (e) => this.onKey(e));
+    await this.loadNav();
+    this.serverLog = new EventStream("/api/ws", 0, {
+      onHello: (f) => {
+        // Only asks matter from the server log's history; start from now.
+        this.serverLog.after = Math.max(this.serverLog.after, f.lastSeq || 0);
+        const live = new Set((f.pendingAsks || []).map((p) => p.id));
+        for (const id of [...this.serverAsks.keys()]) if (!live.has(id)) this.serverAsks.delete(id);
+        for (const p of f.pendingAsks || []) this.serverAsks.set(p.id, p);
+        this.drawServerAsks();
+      },
+      onEvent: (ev) => this.onServerEvent(ev),
+    });
+    this.route();
+  }
+
+  buildFrame() {
+    this.menuBtn = h("button", { type: "button", class: "menu-btn icon-btn", "aria-controls": "sidebar", "aria-expanded": "false", "aria-label": "Workspaces and sessions", onclick: () => this.toggleMenu() }, "☰");
+    this.nav = h("nav", { class: "top-nav", "aria-label": "Pages" },
+      h("a", { href: "#/", dataset: { page: "chat" } }, "Chat"),
+      h("a", { href: "#/tools", dataset: { page: "tools" } }, "Tools"),
+      h("a", { href: "#/settings", dataset: { page: "settings" } }, "Settings"),
+      h("button", { type: "button", class: "icon-btn", "aria-label": "Keyboard shortcuts", title: "Keyboard shortcuts (?)", onclick: () => showShortcuts() }, "?"));
+    this.sidebar = h("aside", { id: "sidebar", class: "sidebar", "aria-label": "Workspaces and sessions" });
+    this.main = h("main", { id: "main", tabindex: "-1" });
+    replace(this.root,
+      h("a", { class: "skip-link", href: "#main", onclick: (e) => { e.preventDefault(); this.main.focus(); } }, "Skip to content"),
+      h("header", { class: "topbar" }, this.menuBtn, h("h1", { class: "brand" }, "jean2"), this.nav),
+      h("div", { class: "layout" }, this.sidebar, h("div", { class: "scrim", onclick: () => this.toggleMenu(false) }), this.main));
+  }
+
+  toggleMenu(open) {
+    const want = open === undefined ? !document.body.classList.contains("menu-open") : open;
+    document.body.classList.toggle("menu-open", want);
+    this.menuBtn.setAttribute("aria-expanded", String(want));
+    if (want) this.sidebar.querySelector("a, button")?.focus();
+  }
+
+  // ---- navigation data --------------------------------------------------------------------
+
+  async loadNav() {
+    try {
+      const [wsRes, sRes] = await Promise.all([api("GET", "/api/workspaces"), api("GET", "/api/sessions")]);
+      this.ws = wsRes.workspaces || [];
+      this.sessions.clear();
+      for (const s of sRes.sessions || []) {
+        if (!this.sessions.has(s.workspaceId)) this.sessions.set(s.workspaceId, []);
+        this.sessions.get(s.workspaceId).push(s);
+      }
+    } catch (err) {
+      replace(this.sidebar, h("p", { class: "error", role: "alert" }, `Cannot load workspaces: ${errorText(err)}`));
+      return;
+    }
+    this.drawSidebar();
+  }
+
+  drawSidebar() {
+    const items = this.ws.map((w) => {
+      const sessions = this.sessions.get(w.id) || [];
+      return h("li", { class: "workspace", dataset: { workspaceId: w.id } },
+        h("div", { class: "ws-head" },
+          h("span", { class: "ws-name", title: w.path }, w.name),
+          h("button", { type: "button", class: "icon-btn", "aria-label": `New session in ${w.name}`, title: "New session", onclick: () => this.newSession(w) }, "+"),
+          h("button", { type: "button", class: "icon-btn", "aria-label": `Rename workspace ${w.name}`, title: "Rename workspace", onclick: () => this.renameWorkspace(w) }, "✎"),
+          h("button", { type: "button", class: "icon-btn danger", "aria-label": `Delete workspace ${w.name}`, title: "Delete workspace", onclick: () => this.deleteWorkspace(w) }, "🗑")),
+        h("div", { class: "ws-path muted small" }, w.path),
+        h("ul", { class: "sessions" }, sessions.length ? sessions.map((s) => h("li", { class: "session", dataset: { sessionId: s.id } },
+          h("a", { href: `#/s/${enc(s.id)}`, "aria-current": this.currentSession === s.id ? "page" : null }, s.title || "Untitled session", s.running ? h("span", { class: "running-dot", title: "running" }, " ●") : null),
+          h("button", { type: "button", class: "icon-btn", "aria-label": `Rename session ${s.title || "Untitled session"}`, title: "Rename", onclick: () => this.renameSession(s) }, "✎"),
+          h("button", { type: "button", class: "icon-btn danger", "aria-label": `Delete session ${s.title || "Untitled session"}`, title: "Delete", onclick: () => this.deleteSession(s) }, "🗑")))
+          : h("li", { class: "muted small" }, "No sessions yet.")));
+    });
+    replace(this.sidebar,
+      h("div", { class: "sidebar-head" }, h("h2", null, "Workspaces"),
+        h("button", { type: "button", id: "new-workspace", onclick: () => this.newWorkspace() }, "New workspace")),
+      this.ws.length ? h("ul", { class: "workspaces" }, items) : h("p", { class: "muted small" }, "No workspace yet: a workspace is a folder the tools work in."));
+  }
+
+  workspaces() {
+    return this.ws;
+  }
+
+  currentWorkspaceId() {
+    for (const [wid, list] of this.sessions) if (list.some((s) => s.id === this.currentSession)) return wid;
+    return this.ws[0]?.id || "";
+  }
+
+  names() {
+    const session = (id) => {
+      for (const list of this.sessions.values()) {
+        const s = list.find((x) => x.id === id);
+        if (s) return `“${s.title || "Untitled session"}”`;
+      }
+      return id ? id.slice(0, 8) : "";
+    };
+    const workspace = (id) => {
+      const w = this.ws.find((x) => x.id === id);
+      return w ? `“${w.name}”` : id ? id.slice(0, 8) : "";
+    };
+    return { session, workspace };
+  }
+
+  onSessionChanged(session) {
+    const list = this.sessions.get(session.workspaceId) || [];
+    const i = list.findIndex((s) => s.id === session.id);
+    if (i >= 0) list[i] = { ...list[i], ...session };
+    this.drawSidebar();
+  }
+
+  // ---- workspace and session actions ------------------------------------------------------
+
+  newWorkspace() {
+    const path = h("input", { type: "text", id: "ws-path", required: true, placeholder: "/home/me/project", autofocus: true });
+    const name = h("input", { type: "text", id: "ws-name", placeholder: "the folder's name" });
+    const err = h("p", { class: "error", role: "alert" });
+    const form = h("form", {
+      onsubmit: async (e) => {
+        e.preventDefault();
+        const body = { path: path.value.trim() };
+        if (name.value.trim()) body.name = name.value.trim();
+        try {
+          const w = await api("POST", "/api/workspaces", body);
+          d.close();
+          await this.loadNav();
+          await this.newSession(w);
+        } catch (er) {
+          replace(err, errorText(er));
+        }
+      },
+    }, h("label", { for: "ws-path" }, "Folder (absolute path)"), path, h("label", { for: "ws-name" }, "Name (optional)"), name, err,
+      h("div", { class: "buttons" }, h("button", { type: "submit", class: "primary" }, "Create"), h("button", { type: "button", onclick: () => d.close() }, "Cancel")));
+    const d = openDialog("New workspace", form);
+  }
+
+  async renameWorkspace(w) {
+    const name = await promptText("Rename workspace", "Name", w.name);
+    if (name === null) return;
+    try {
+      await api("PATCH", `/api/workspaces/${enc(w.id)}`, { name });
+      await this.loadNav();
+    } catch (err) {
+      notify(`Rename failed: ${errorText(err)}`, "error");
+    }
+  }
+
+  async deleteWorkspace(w) {
+    const n = (this.sessions.get(w.id) || []).length;
+    const ok = await confirmAction(`Delete workspace ${w.name}?`, h("p", null, `This deletes the workspace and its ${n} session${n === 1 ? "" : "s"} from jean2. The folder ${w.path} and its files stay as they are.`), "Delete workspace", { danger: true, focusCancel: true });
+    if (!ok) return;
+    try {
+      await api("DELETE", `/api/workspaces/${enc(w.id)}`);
+      if ((this.sessions.get(w.id) || []).some((s) => s.id === this.currentSession)) location.hash = "#/";
+      await this.loadNav();
+    } catch (err) {
+      notify(`Delete failed: ${errorText(err)}`, "error");
+    }
+  }
+
+  async newSession(w) {
+    try {
+      const s = await api("POST", `/api/workspaces/${enc(w.id)}/sessions`, {});
+      await this.loadNav();
+      location.hash = `#/s/${enc(s.id)}`;
+    } catch (err) {
+      notify(`Cannot create a session: ${errorText(err)}`, "error");
+    }
+  }
+
+  async renameSession(s) {
+    const title = await promptText("Rename session", "Title", s.title || "");
+    if (title === null) return;
+    try {
+      const updated = await api("PATCH", `/api/sessions/${enc(s.id)}`, { title });
+      this.onSessionChanged(updated);
+      if (this.view instanceof SessionView && this.view.id === s.id) {
+        this.view.session = { ...this.view.session, ...updated };
+        replace(this.view.titleEl, updated.title);
+      }
+    } catch (err) {
+      notify(`Rename failed: ${errorText(err)}`, "error");
+    }
+  }
+
+  async deleteSession(s) {
+    const ok = await confirmAction("Delete session?", h("p", null, `“${s.title || "Untitled session"}” and its messages will be deleted. Files in the workspace stay as they are.`), "Delete session", { danger: true, focusCancel: true });
+    if (!ok) return;
+    try {
+      await api("DELETE", `/api/sessions/${enc(s.id)}`);
+      if (this.currentSession === s.id) location.hash = "#/";
+      await this.loadNav();
+    } catch (err) {
+      notify(`Delete failed: ${errorText(err)}`, "error");
+    }
+  }
+
+  // ---- routing ----------------------------------------------------------------------------
+
+  route() {
+    const hash = location.hash.replace(/^#/, "") || "/";
+    const parts = hash.split("/").filter(Boolean);
+    this.view?.unmount?.();
+    this.view = null;
+    this.currentSession = null;
+    let page = "chat";
+    if (parts[0] === "s" && parts[1]) {
+      this.currentSession = decodeURIComponent(parts[1]);
+      this.view = new SessionView(this, this.currentSession);
+    } else if (parts[0] === "tools") {
+      page = "tools";
+      this.view = new ToolsView(this);
+    } else if (parts[0] === "settings") {
+      page = "settings";
+      this.view = new SettingsView(this);
+    }
+    for (const a of this.nav.querySelectorAll("a")) {
+      if (a.dataset.page === page) a.setAttribute("aria-current", "page");
+      else a.removeAttribute("aria-current");
+    }
+    this.toggleMenu(false);
+    this.drawSidebar();
+    if (this.view) this.view.mount(this.main);
+    else this.home();
+    document.title = page === "chat" ? "jean2" : `jean2 — ${page}`;
+  }
+
+  home() {
+    const recent = [...this.sessions.values()].flat().sort((a, b) => String(b.updatedAt).localeCompare(String(a.updatedAt))).slice(0, 8);
+    replace(this.main, h("section", { class: "home" },
+      h("h2", null, "Welcome to jean2"),
+      this.ws.length ? h("p", null, "Choose a session in the menu, start a new one with + beside a workspace, or open a recent one:")
+        : h("p", null, "Create a workspace — a folder the tools may work in — to start a conversation."),
+      recent.length ? h("ul", { class: "recent" }, recent.map((s) => h("li", null, h("a", { href: `#/s/${enc(s.id)}` }, s.title || "Untitled session")))) : null,
+      h("p", null, h("button", { type: "button", class: "primary", onclick: () => this.newWorkspace() }, "New workspace"))));
+  }
+
+  // ---- the server's own log ---------------------------------------------------------------
+
+  onServerEvent(ev) {
+    const p = ev.payload || {};
+    if (ev.type === "tools.changed" && this.view instanceof ToolsView) this.view.onToolsChanged(p);
+    if ((ev.type === "providers.changed" || ev.type === "settings.changed") && this.view instanceof SettingsView) this.view.onServerEvent(ev);
+    if (ev.type === "ask.pending" && p.ask) {
+      this.serverAsks.set(p.ask.id, p.ask);
+      this.drawServerAsks();
+      if (p.ask.ask?.type === "permission") showPermissionDialog(p.ask, (v) => this.answerServerAsk(p.ask.id, v));
+    }
+    if (ev.type === "ask.resolved") {
+      this.serverAsks.delete(p.askId);
+      this.drawServerAsks();
+    }
+  }
+
+  serverAsksInto(box) {
+    this.serverAskBox = box;
+    this.drawServerAsks();
+  }
+
+  drawServerAsks() {
+    if (!this.serverAskBox) return;
+    clear(this.serverAskBox);
+    for (const p of this.serverAsks.values()) this.serverAskBox.appendChild(renderAsk(p, (v) => this.answerServerAsk(p.id, v)));
+  }
+
+  async answerServerAsk(id, value) {
+    await api("POST", `/api/asks/${enc(id)}`, { answer: value });
+    this.serverAsks.delete(id);
+    this.drawServerAsks();
+  }
+
+  // ---- keyboard ---------------------------------------------------------------------------
+
+  onKey(e) {
+    const t = e.target;
+    const typing = t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable);
+    if (e.key === "Escape" && document.body.classList.contains("menu-open") && !document.querySelector("dialog[open]")) {
+      this.toggleMenu(false);
+      this.menuBtn.focus();
+      return;
+    }
+    if ((e.ctrlKey || e.metaKey) && e.key === ".") {
+      if (this.view instanceof SessionView) {
+        e.preventDefault();
+        this.view.stop();
+      }
+      return;
+    }
+    if (e.altKey && (e.key === "ArrowUp" || e.key === "ArrowDown")) {
+      const all = [...this.sessions.values()].flat();
+      const order = this.ws.flatMap((w) => (this.sessions.get(w.id) || []).map((s) => s.id));
+      if (!all.length) return;
+      e.preventDefault();
+      let i = order.indexOf(this.currentSession);
+      i = e.key === "ArrowUp" ? (i <= 0 ? order.length - 1 : i - 1) : (i + 1) % order.length;
+      location.hash = `#/s/${enc(order[i])}`;
+      return;
+    }
+    if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === "/" && this.view instanceof SessionView) {
+      e.preventDefault();
+      this.view.focusComposer();
+    } else if (e.key === "?") {
+      e.preventDefault();
+      showShortcuts();
+    }
+  }
+}
+
+new App(document.getElementById("app")).start();

@@ -1,0 +1,164 @@
+// The tools page: every tool with version, runtime, status and error, its declared
+// environment variables (set or missing, never their values), and a Run form generated from
+// its inputSchema. It follows the server's log, so a reload of the tools shows at once.
+
+import { api, enc } from "./api.js";
+import { h, replace, formatDuration, prettyJSON } from "./dom.js";
+import { highlight } from "./highlight.js";
+import { renderVisualization } from "./viz.js";
+import { schemaForm } from "./schemaform.js";
+import { errorText } from "./ui.js";
+
+export class ToolsView {
+  constructor(app) {
+    this.app = app;
+    this.cards = new Map(); // name → {tool, el}
+    this.el = h("section", { class: "tools-view", "aria-labelledby": "tools-title" });
+  }
+
+  async mount(container) {
+    this.list = h("div", { class: "tool-list" });
+    this.live = h("p", { class: "muted small", role: "status", "aria-live": "polite" });
+    this.askBox = h("div", { class: "loose-asks" });
+    replace(this.el, h("h2", { id: "tools-title" }, "Tools"), this.live, this.askBox, this.list);
+    replace(container, this.el);
+    await this.refresh();
+    this.app.serverAsksInto(this.askBox);
+  }
+
+  unmount() {
+    this.app.serverAsksInto(null);
+  }
+
+  /** onToolsChanged is called by the app for tools.changed on the server log. */
+  async onToolsChanged(p) {
+    const said = [];
+    if (p.added?.length) said.push(`added ${p.added.join(", ")}`);
+    if (p.changed?.length) said.push(`changed ${p.changed.join(", ")}`);
+    if (p.removed?.length) said.push(`removed ${p.removed.join(", ")}`);
+    await this.refresh(new Set([...(p.added || []), ...(p.changed || [])]));
+    replace(this.live, `Tools reloaded${said.length ? ": " + said.join("; ") : ""}.`);
+  }
+
+  async refresh(redraw) {
+    let tools;
+    try {
+      tools = (await api("GET", "/api/tools")).tools || [];
+    } catch (err) {
+      replace(this.live, `Cannot list the tools: ${errorText(err)}`);
+      return;
+    }
+    tools.sort((a, b) => a.name.localeCompare(b.name));
+    const names = new Set(tools.map((t) => t.name));
+    for (const [name, c] of this.cards) if (!names.has(name)) {
+      c.el.remove();
+      this.cards.delete(name);
+    }
+    if (!tools.length) {
+      replace(this.list, h("p", { class: "muted" }, "No tools yet. Put a tool folder in the tools directory ($JEAN2_HOME/tools) or install one with jean2 tools install."));
+      return;
+    }
+    this.list.querySelector(":scope > p")?.remove();
+    let prev = null;
+    for (const t of tools) {
+      let c = this.cards.get(t.name);
+      const same = c && JSON.stringify(c.tool) === JSON.stringify(t) && !(redraw && redraw.has(t.name));
+      if (!same) {
+        const el = this.card(t);
+        if (c) c.el.replaceWith(el);
+        c = { tool: t, el };
+        this.cards.set(t.name, c);
+      }
+      // Keep alphabetical order.
+      const want = prev ? prev.nextSibling : this.list.firstChild;
+      if (want !== c.el) this.list.insertBefore(c.el, want);
+      prev = c.el;
+    }
+  }
+
+  card(t) {
+    const id = "tool-" + t.name.replace(/[^A-Za-z0-9_-]/g, "_");
+    const env = t.env?.length ? h("table", { class: "env" },
+      h("caption", { class: "small muted" }, "Environment variables"),
+      h("tbody", null, t.env.map((e) => h("tr", null, h("td", null, h("code", null, e.name)),
+        h("td", null, h("span", { class: "badge " + (e.set ? "ok" : "fail") }, e.set ? "set" : "missing"),
+          e.withheld ? h("span", { class: "muted small" }, " withheld from tools (a provider key)") : null))))) : null;
+    const perms = t.permissions ? h("p", { class: "small" }, "Permissions: ",
+      [t.permissions.read?.length ? `read ${t.permissions.read.join(", ")}` : "", t.permissions.write?.length ? `write ${t.permissions.write.join(", ")}` : "",
+        t.permissions.childProcess ? "may start processes" : ""].filter(Boolean).join("; ") || "none") : null;
+    const runBox = h("div", { class: "run-box" });
+    const runDetails = h("details", { class: "run", ontoggle: () => { if (runDetails.open && !runBox.firstChild) this.runForm(t, runBox); } },
+      h("summary", null, "Run ", t.name));
+    return h("article", { class: `tool status-${t.status}`, id, dataset: { tool: t.name } },
+      h("header", null,
+        h("h3", null, t.title || t.name),
+        h("span", { class: "badge" }, "v" + (t.version || "?")),
+        h("span", { class: "badge" }, t.runtime || t.kind || ""),
+        h("span", { class: "badge " + (t.status === "ok" ? "ok" : "fail") }, t.status)),
+      t.title && t.title !== t.name ? h("p", { class: "small" }, h("code", null, t.name)) : null,
+      t.error ? h("p", { class: "error tool-error" }, t.error) : null,
+      h("p", { class: "description" }, t.description || ""),
+      t.folder ? h("p", { class: "muted small" }, "Folder: ", h("code", null, t.folder)) : null,
+      env, perms,
+      t.status === "ok" || t.hash ? runDetails : null);
+  }
+
+  async runForm(t, box) {
+    let full = t;
+    if (!t.inputSchema) {
+      try {
+        full = await api("GET", `/api/tools/${enc(t.name)}`);
+      } catch (err) {
+        replace(box, h("p", { class: "error" }, errorText(err)));
+        return;
+      }
+    }
+    const form = schemaForm(full.inputSchema || { type: "object" });
+    const workspaces = this.app.workspaces();
+    const wsSel = h("select", { "aria-label": "Workspace" },
+      workspaces.map((w) => h("option", { value: w.id, selected: w.id === this.app.currentWorkspaceId() }, `${w.name} (${w.path})`)));
+    const err = h("p", { class: "error", role: "alert" });
+    const out = h("div", { class: "run-output", "aria-live": "polite" });
+    const btn = h("button", { type: "submit", class: "primary" }, "Run");
+    const f = h("form", {
+      onsubmit: async (e) => {
+        e.preventDefault();
+        replace(err);
+        const [ok, args] = form.value();
+        if (!ok) {
+          replace(err, args);
+          return;
+        }
+        if (!wsSel.value) {
+          replace(err, "Create a workspace first: a tool runs in a workspace's folder.");
+          return;
+        }
+        btn.disabled = true;
+        replace(out, h("p", { class: "muted" }, "Running…"));
+        try {
+          const res = await api("POST", `/api/tools/${enc(t.name)}/run`, { args, workspaceId: wsSel.value });
+          replace(out, outcomeView(res));
+        } catch (er) {
+          replace(out);
+          replace(err, errorText(er));
+        } finally {
+          btn.disabled = false;
+        }
+      },
+    }, form.node, h("label", null, "Workspace ", wsSel), h("div", { class: "buttons" }, btn), err, out);
+    replace(box, f);
+  }
+}
+
+function outcomeView(o) {
+  const r = o.result || {};
+  return h("div", { class: "outcome " + (r.success ? "ok" : "fail") },
+    h("p", null, h("span", { class: "badge " + (r.success ? "ok" : "fail") }, r.success ? "success" : "failed"),
+      o.duration !== undefined ? h("span", { class: "muted small" }, " " + formatDuration(Number(o.duration))) : null,
+      o.toolVersion ? h("span", { class: "muted small" }, " · v" + o.toolVersion) : null),
+    r.error ? h("p", { class: "error" }, r.error) : null,
+    r.visualization ? renderVisualization(r.visualization) : null,
+    o.visualizationError ? h("p", { class: "error small" }, "The tool's visualization was refused: ", o.visualizationError) : null,
+    h("details", null, h("summary", null, "What the model would see"), h("pre", { class: "json" }, highlight(prettyJSON(o.modelText ?? ""), "json"))),
+    h("details", null, h("summary", null, "Result"), h("pre", { class: "json" }, highlight(prettyJSON({ ...r, visualization: undefined }), "json"))));
+}
