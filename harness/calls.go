@@ -1,0 +1,188 @@
+package harness
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/provider"
+	"github.com/jean2/jean2/store"
+	"github.com/jean2/jean2/tool"
+)
+
+// runCalls runs the calls of one answer (parts of msg, in stream order): one after another,
+// except that consecutive calls of read-only tools run together. Stop is checked before
+// each; the calls it keeps from running are sealed. batch holds the answer's events not
+// yet published; they go out with the first call's. It reports whether every call was of
+// an interactive tool (such a round does not spend the work budget).
+func (t *turn) runCalls(msg *store.Message, calls []int, batch []store.NewEvent) (interactiveOnly bool) {
+	reg := t.h.opts.Tools.Registry()
+	defs := make([]tool.Definition, len(calls))
+	known := make([]bool, len(calls))
+	interactiveOnly = true
+	for i, pi := range calls {
+		if tl, ok := reg.Lookup(msg.Parts[pi].ToolName); ok {
+			defs[i], known[i] = tl.Definition(), true
+		}
+		if !known[i] || !defs[i].Interactive {
+			interactiveOnly = false
+		}
+	}
+	ws, wsErr := t.workspace()
+	for i := 0; i < len(calls); {
+		// A group: one call, or a run of consecutive read-only calls.
+		j := i + 1
+		if known[i] && defs[i].ReadOnly() {
+			for j < len(calls) && known[j] && defs[j].ReadOnly() {
+				j++
+			}
+		}
+		if _, why, stop := t.stopped(); stop {
+			t.sealCalls(msg, calls[i:], "interrupted: the turn was "+stopWord(why)+" before this call ran", batch)
+			return interactiveOnly
+		}
+		group := calls[i:j]
+		if wsErr != nil {
+			t.sealCalls(msg, group, fmt.Sprintf("the call could not run: %v", wsErr), batch)
+			batch = nil
+			i = j
+			continue
+		}
+		// Start the group: each call running (or refused for its arguments), in one write
+		// of events together with what the answer left unpublished.
+		var run []int
+		for _, pi := range group {
+			p := &msg.Parts[pi]
+			if err := checkArgs(p.Args); err != nil {
+				sealCall(p, err.Error())
+			} else {
+				p.Status = store.StatusRunning
+				run = append(run, pi)
+			}
+			if err := t.h.opts.Store.UpdatePart(t.wctx, *p); err != nil {
+				t.h.log.Error("store a call's start", "session", t.sessionID, "call", p.CallID, "error", err)
+			}
+			batch = append(batch, partUpdated(*p))
+		}
+		t.ev.emit(t.wctx, batch...)
+		batch = nil
+		if len(run) == 1 {
+			t.runCall(msg, run[0], ws)
+		} else if len(run) > 1 {
+			t.runParallel(msg, run, ws)
+		}
+		i = j
+	}
+	t.ev.emit(t.wctx, batch...)
+	return interactiveOnly
+}
+
+func stopWord(why string) string {
+	if why == errClosing.Error() {
+		return "interrupted (" + why + ")"
+	}
+	return "stopped"
+}
+
+// runParallel runs read-only calls together, at most MaxParallel at once.
+func (t *turn) runParallel(msg *store.Message, run []int, ws host.Workspace) {
+	sem := make(chan struct{}, t.h.opts.MaxParallel)
+	var wg sync.WaitGroup
+	for _, pi := range run {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			t.runCall(msg, pi, ws)
+		}()
+	}
+	wg.Wait()
+}
+
+// runCall runs one call whose part is marked running and stores its outcome. The call's
+// context is linked to the turn's: a Stop reaches it until it settles.
+func (t *turn) runCall(msg *store.Message, pi int, ws host.Workspace) {
+	p := &msg.Parts[pi] // this goroutine's alone until the call settles
+	callCtx, link := tool.LinkCallSignal(t.ctx)
+	defer link.Release()
+	var askers tool.Asker
+	if a := t.h.opts.Askers; a != nil {
+		askers = a.Asker(t.sessionID)
+	}
+	msgID, partID, callID := msg.ID, p.ID, p.CallID
+	out := t.h.opts.Tools.Invoke(callCtx, host.Call{
+		Tool: p.ToolName, Args: json.RawMessage(p.Args), CallID: callID, SessionID: t.sessionID,
+		Workspace: ws, Asker: askers, Ledger: t.ledger, Session: t.facts,
+		Progress: func(pr tool.Progress) {
+			t.ev.emit(t.wctx, newEvent(EventToolProgress, ToolProgress{MessageID: msgID, PartID: partID, CallID: callID, Progress: pr}))
+		},
+		LLM: provider.ForTools(t.prov, t.model),
+	})
+	p.Result = out.ModelText
+	p.Visualization = out.Result.Visualization
+	p.Duration = out.Duration
+	if out.Result.Success {
+		p.Status, p.Error = store.StatusComplete, ""
+	} else {
+		p.Status, p.Error = store.StatusError, out.Result.Error
+	}
+	if err := t.h.opts.Store.UpdatePart(t.wctx, *p); err != nil {
+		t.h.log.Error("store a call's outcome", "session", t.sessionID, "call", callID, "error", err)
+	}
+	t.ev.emit(t.wctx, partUpdated(*p))
+}
+
+// sealCalls ends calls that will not run, with why, in one write of events.
+func (t *turn) sealCalls(msg *store.Message, parts []int, why string, batch []store.NewEvent) {
+	for _, pi := range parts {
+		p := &msg.Parts[pi]
+		sealCall(p, why)
+		if err := t.h.opts.Store.UpdatePart(t.wctx, *p); err != nil {
+			t.h.log.Error("seal a call", "session", t.sessionID, "call", p.CallID, "error", err)
+		}
+		batch = append(batch, partUpdated(*p))
+	}
+	t.ev.emit(t.wctx, batch...)
+}
+
+// checkArgs refuses arguments that are not a JSON object, in words the model can act on.
+func checkArgs(args string) error {
+	trimmed := bytes.TrimSpace([]byte(args))
+	var obj map[string]json.RawMessage
+	err := json.Unmarshal(trimmed, &obj)
+	if err == nil && obj == nil {
+		err = fmt.Errorf("got null")
+	}
+	if err == nil {
+		return nil
+	}
+	if len(trimmed) == 0 {
+		return fmt.Errorf("arguments are not valid JSON: they are empty; send an object matching the schema")
+	}
+	return fmt.Errorf("arguments are not valid JSON: %v; send an object matching the schema (you sent %s)", err, quoteStart(args, 200))
+}
+
+// quoteStart quotes the first n bytes of s (cut on a rune boundary), marking a cut.
+func quoteStart(s string, n int) string {
+	if len(s) <= n {
+		return fmt.Sprintf("%q", s)
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q… (%d bytes in all)", s[:cut], len(s))
+}
+
+// argsForModel is what a call's arguments are sent back to the model as: verbatim when
+// they are an object, else "{}" (some servers refuse a transcript whose arguments do not
+// parse; the call's error result quotes what was sent).
+func argsForModel(args string) string {
+	if checkArgs(args) == nil {
+		return args
+	}
+	return "{}"
+}

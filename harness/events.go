@@ -1,0 +1,164 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+
+	"github.com/jean2/jean2/provider"
+	"github.com/jean2/jean2/store"
+	"github.com/jean2/jean2/tool"
+)
+
+// Event types the harness publishes on a session's log.
+const (
+	EventTurnStarted    = "turn.started"
+	EventMessageCreated = "message.created"
+	EventMessageUpdated = "message.updated"
+	EventPartCreated    = "part.created"
+	EventPartDelta      = "part.delta"
+	EventPartUpdated    = "part.updated"
+	EventToolProgress   = "tool.progress"
+	EventTurnFinished   = "turn.finished"
+	EventRestoreDone    = "restore.done"
+)
+
+// Reasons a turn finished, as turn.finished says them.
+const (
+	ReasonDone        = "done"        // the model answered without calling a tool
+	ReasonStopped     = "stopped"     // Stop
+	ReasonBudget      = "budget"      // the work budget was spent
+	ReasonCeiling     = "ceiling"     // the hard ceiling of rounds was reached
+	ReasonError       = "error"       // the model failed, or the harness could not go on
+	ReasonInterrupted = "interrupted" // the server stopped (shut down, or killed: sealed at the next start)
+)
+
+// TurnStarted is the payload of turn.started.
+type TurnStarted struct {
+	TurnID        string `json:"turnId"`
+	UserMessageID string `json:"userMessageId"`
+}
+
+// MessageEvent is the payload of message.created (parts included) and message.updated
+// (parts omitted).
+type MessageEvent struct {
+	Message messageJSON `json:"message"`
+}
+
+// messageJSON is a store.Message whose parts may be left out of the JSON.
+type messageJSON struct {
+	store.Message
+	Parts []store.Part `json:"parts,omitempty"`
+}
+
+// PartEvent is the payload of part.created and part.updated.
+type PartEvent struct {
+	Part store.Part `json:"part"`
+}
+
+// PartDelta is the payload of part.delta: text appended to a text part.
+type PartDelta struct {
+	MessageID string `json:"messageId"`
+	PartID    string `json:"partId"`
+	Text      string `json:"text"`
+}
+
+// ToolProgress is the payload of tool.progress.
+type ToolProgress struct {
+	MessageID string        `json:"messageId"`
+	PartID    string        `json:"partId"`
+	CallID    string        `json:"callId"`
+	Progress  tool.Progress `json:"progress"`
+}
+
+// TurnFinished is the payload of turn.finished.
+type TurnFinished struct {
+	TurnID string `json:"turnId"`
+	Reason string `json:"reason"`
+	Error  string `json:"error,omitempty"`
+	// MessageID is the message the turn's ledger is filed under; "" when the turn drew no
+	// answer at all.
+	MessageID string         `json:"messageId"`
+	Rounds    int            `json:"rounds"`
+	Changed   Changed        `json:"changed"`
+	Usage     provider.Usage `json:"usage"`
+}
+
+// Changed is what a turn changed: Files is the number of distinct paths with a successful
+// write that reached the disk ("Changed N files"), Paths those paths, Failed the number of
+// changes that failed.
+type Changed struct {
+	Files  int      `json:"files"`
+	Failed int      `json:"failed"`
+	Paths  []string `json:"paths"`
+}
+
+// RestoreDone is the payload of restore.done.
+type RestoreDone struct {
+	MessageID string `json:"messageId"`
+	Report    any    `json:"report"`
+}
+
+// Summarize counts a ledger's changes the way turn.finished reports them.
+func Summarize(changes []tool.Change) Changed {
+	c := Changed{Paths: []string{}}
+	seen := map[string]bool{}
+	for _, ch := range changes {
+		switch {
+		case !ch.OK:
+			c.Failed++
+		case ch.Disk && !seen[ch.Path]:
+			seen[ch.Path] = true
+			c.Paths = append(c.Paths, ch.Path)
+		}
+	}
+	c.Files = len(c.Paths)
+	return c
+}
+
+func newEvent(typ string, payload any) store.NewEvent {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		// Every payload is made of plain values; a failure here is a bug, and a null
+		// payload keeps the log's numbering whole.
+		b = []byte("null")
+	}
+	return store.NewEvent{Type: typ, Payload: b}
+}
+
+func messageCreated(m store.Message) store.NewEvent {
+	parts := m.Parts
+	if parts == nil {
+		parts = []store.Part{}
+	}
+	return newEvent(EventMessageCreated, MessageEvent{Message: messageJSON{Message: m, Parts: parts}})
+}
+
+func messageUpdated(m store.Message) store.NewEvent {
+	return newEvent(EventMessageUpdated, MessageEvent{Message: messageJSON{Message: m}})
+}
+
+func partCreated(p store.Part) store.NewEvent { return newEvent(EventPartCreated, PartEvent{Part: p}) }
+func partUpdated(p store.Part) store.NewEvent { return newEvent(EventPartUpdated, PartEvent{Part: p}) }
+
+// emitter publishes one session's events in the order they are handed over, even when
+// parallel calls hand them over at once. A failure to publish is logged: the data is in the
+// store already, and a client that missed an event reloads the session.
+type emitter struct {
+	pub       Publisher
+	sessionID string
+	log       *slog.Logger
+	mu        sync.Mutex
+}
+
+func (e *emitter) emit(ctx context.Context, evs ...store.NewEvent) {
+	if len(evs) == 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, err := e.pub.Publish(ctx, e.sessionID, evs...); err != nil {
+		e.log.Error("publish events", "session", e.sessionID, "first", evs[0].Type, "count", len(evs), "error", err)
+	}
+}

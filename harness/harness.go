@@ -1,0 +1,294 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/provider"
+	"github.com/jean2/jean2/store"
+	"github.com/jean2/jean2/tool"
+)
+
+// Defaults of Options.
+const (
+	DefaultWorkRounds = 5
+	DefaultMaxRounds  = 25
+)
+
+// ErrBusy is returned when a session already has a turn (or a restore) running.
+var ErrBusy = errors.New("the session is busy with a turn; wait for it to finish or stop it")
+
+// ErrClosed is returned once Close has begun.
+var ErrClosed = errors.New("the harness is closed")
+
+// Publisher numbers, stores and fans out a session's events (*hub.Hub).
+type Publisher interface {
+	Publish(ctx context.Context, sessionID string, evs ...store.NewEvent) ([]store.Event, error)
+}
+
+// AskerSource gives the asker of a session: who answers its tools' asks (*hub.Hub).
+type AskerSource interface {
+	Asker(sessionID string) tool.Asker
+}
+
+// Invoker runs tool calls (*host.Host).
+type Invoker interface {
+	Invoke(ctx context.Context, call host.Call) host.Outcome
+	Registry() *tool.Registry
+}
+
+// Models resolves a session's provider and model names ("" names the default) to a
+// provider and the model to ask for.
+type Models interface {
+	Model(ctx context.Context, providerName, model string) (provider.Provider, string, error)
+}
+
+// Options configure a Harness. Store, Events, Tools and Models are required.
+type Options struct {
+	Store  *store.DB
+	Events Publisher
+	// Askers answer asks; nil leaves every ask refused (no one to ask).
+	Askers AskerSource
+	Tools  Invoker
+	Models Models
+	// Snapshots, when set, snapshots the workspace at each turn's start so that changes made
+	// by anything (a shell command a tool started) join the ledger, and serves Restore.
+	Snapshots Snapshotter
+	// WorkRounds is the work budget: how many rounds that ran work a turn may have
+	// (DefaultWorkRounds when 0). Rounds made only of interactive calls do not count.
+	WorkRounds int
+	// MaxRounds is the hard ceiling of model calls per turn (DefaultMaxRounds when 0).
+	MaxRounds int
+	// System is the system prompt; the workspace folder is added to it.
+	System string
+	// MaxParallel caps read-only calls running at once in one round (default 8).
+	MaxParallel int
+	Logger      *slog.Logger
+}
+
+// Input is what a person sends to start a turn.
+type Input struct {
+	Text   string
+	Images []provider.Image
+}
+
+// TurnInfo names a turn that started.
+type TurnInfo struct {
+	ID            string `json:"id"`
+	SessionID     string `json:"sessionId"`
+	UserMessageID string `json:"userMessageId"`
+}
+
+// Harness runs turns, one at a time per session. Safe for concurrent use.
+type Harness struct {
+	opts Options
+	log  *slog.Logger
+
+	// base is the parent of every turn's context; Close cancels it.
+	base       context.Context
+	cancelBase context.CancelCauseFunc
+	wg         sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool
+	busy   map[string]*turn              // session → its running turn (nil value: a restore holds it)
+	facts  map[string]*tool.SessionFacts // session → its facts, for the harness's life
+}
+
+// errStopped and errClosing are the causes a turn's context is cancelled with; a tool sees
+// them as its abort reason.
+var (
+	errStopped = errors.New("stopped by the user")
+	errClosing = errors.New("the server is shutting down")
+)
+
+// New makes a harness and seals what a killed server left half-written (see Recover).
+func New(ctx context.Context, opts Options) (*Harness, error) {
+	switch {
+	case opts.Store == nil:
+		return nil, errors.New("harness: Options.Store is required")
+	case opts.Events == nil:
+		return nil, errors.New("harness: Options.Events is required")
+	case opts.Tools == nil:
+		return nil, errors.New("harness: Options.Tools is required")
+	case opts.Models == nil:
+		return nil, errors.New("harness: Options.Models is required")
+	case opts.WorkRounds < 0 || opts.MaxRounds < 0 || opts.MaxParallel < 0:
+		return nil, fmt.Errorf("harness: WorkRounds (%d), MaxRounds (%d) and MaxParallel (%d) may not be negative",
+			opts.WorkRounds, opts.MaxRounds, opts.MaxParallel)
+	}
+	if opts.WorkRounds == 0 {
+		opts.WorkRounds = DefaultWorkRounds
+	}
+	if opts.MaxRounds == 0 {
+		opts.MaxRounds = DefaultMaxRounds
+	}
+	if opts.MaxParallel == 0 {
+		opts.MaxParallel = 8
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Harness{opts: opts, log: opts.Logger, busy: map[string]*turn{}, facts: map[string]*tool.SessionFacts{}}
+	h.base, h.cancelBase = context.WithCancelCause(context.Background())
+	if err := h.recover(ctx); err != nil {
+		h.cancelBase(errClosing)
+		return nil, err
+	}
+	return h, nil
+}
+
+// Start persists the user's message and runs a turn on it in the background; Wait or the
+// turn.finished event tell when it ends. ErrBusy when the session has a turn running.
+func (h *Harness) Start(ctx context.Context, sessionID string, in Input) (TurnInfo, error) {
+	if err := checkInput(in); err != nil {
+		return TurnInfo{}, fmt.Errorf("start a turn in session %s: %w", sessionID, err)
+	}
+	if err := h.reserve(sessionID); err != nil {
+		return TurnInfo{}, err
+	}
+	t, err := h.prepare(ctx, sessionID, in)
+	if err != nil {
+		h.release(sessionID, nil)
+		return TurnInfo{}, err
+	}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		h.release(sessionID, nil)
+		// The user's message is stored; the next turn answers it.
+		return TurnInfo{}, ErrClosed
+	}
+	h.busy[sessionID] = t
+	h.wg.Add(1)
+	h.mu.Unlock()
+	go func() {
+		defer h.wg.Done()
+		defer h.release(sessionID, t)
+		t.run()
+	}()
+	return TurnInfo{ID: t.id, SessionID: sessionID, UserMessageID: t.userMsg.ID}, nil
+}
+
+func checkInput(in Input) error {
+	if strings.TrimSpace(in.Text) == "" && len(in.Images) == 0 {
+		return errors.New("the message is empty: send some text or an image")
+	}
+	for i, img := range in.Images {
+		switch img.MediaType {
+		case "image/png", "image/jpeg", "image/gif", "image/webp":
+		default:
+			return fmt.Errorf("image %d: media type %q is not image/png, image/jpeg, image/gif or image/webp", i+1, img.MediaType)
+		}
+		if len(img.Data) == 0 {
+			return fmt.Errorf("image %d (%s) has no data", i+1, img.MediaType)
+		}
+	}
+	return nil
+}
+
+// reserve claims the session for a turn or a restore.
+func (h *Harness) reserve(sessionID string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return ErrClosed
+	}
+	if _, ok := h.busy[sessionID]; ok {
+		return fmt.Errorf("session %s: %w", sessionID, ErrBusy)
+	}
+	h.busy[sessionID] = nil
+	return nil
+}
+
+// release frees the session once its turn (t) or restore (nil) is over.
+func (h *Harness) release(sessionID string, t *turn) {
+	h.mu.Lock()
+	if h.busy[sessionID] == t {
+		delete(h.busy, sessionID)
+	}
+	h.mu.Unlock()
+	if t != nil {
+		close(t.done)
+	}
+}
+
+// sessionFacts returns the session's facts, made on first use and kept for the harness's
+// life, so every turn of a conversation shares them.
+func (h *Harness) sessionFacts(sessionID string) *tool.SessionFacts {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f, ok := h.facts[sessionID]
+	if !ok {
+		f = tool.NewSessionFacts()
+		h.facts[sessionID] = f
+	}
+	return f
+}
+
+// Stop cancels the session's running turn; it reports whether one was running. Calls in
+// flight see their abort signal; the turn ends with reason "stopped".
+func (h *Harness) Stop(sessionID string) bool {
+	h.mu.Lock()
+	t := h.busy[sessionID]
+	h.mu.Unlock()
+	if t == nil {
+		return false
+	}
+	t.cancel(errStopped)
+	return true
+}
+
+// Running reports whether the session has a turn running.
+func (h *Harness) Running(sessionID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.busy[sessionID] != nil
+}
+
+// Wait returns once the session's running turn, if any, has finished (its turn.finished
+// published), or with ctx's error.
+func (h *Harness) Wait(ctx context.Context, sessionID string) error {
+	h.mu.Lock()
+	t := h.busy[sessionID]
+	h.mu.Unlock()
+	if t == nil {
+		return nil
+	}
+	select {
+	case <-t.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the turn of session %s: %w", sessionID, context.Cause(ctx))
+	}
+}
+
+// Close stops every running turn (reason "interrupted") and waits for them to seal, or for
+// ctx to end. Start fails with ErrClosed from then on.
+func (h *Harness) Close(ctx context.Context) error {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.cancelBase(errClosing)
+	done := make(chan struct{})
+	go func() {
+		h.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("close the harness: turns still sealing: %w", context.Cause(ctx))
+	}
+}
+
+// sealTimeout bounds the writes that seal a turn after it was stopped or the server is
+// shutting down.
+const sealTimeout = 15 * time.Second

@@ -1,0 +1,142 @@
+package harness
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/jean2/jean2/provider"
+	"github.com/jean2/jean2/store"
+	"github.com/jean2/jean2/tool"
+)
+
+// sealOrphan is the result an orphan call gets: one whose result never came, because the
+// server or the turn stopped while it was pending or running.
+const sealOrphan = "the call was interrupted before it returned a result: it may not have run, or only in part; check before calling it again"
+
+// sealCall ends a call that will not run (or did not finish) with an error result the
+// model can read.
+func sealCall(p *store.Part, why string) {
+	p.Status = store.StatusError
+	p.Error = why
+	p.Result = string(tool.Result{Error: why}.ModelJSON())
+}
+
+// orphan names a tool-call part of the transcript that has no result.
+type orphan struct{ msg, part int }
+
+// transcript turns a session's messages into what the model is sent, repaired so that each
+// tool call has exactly one result: a call without one is reported in orphans (and given a
+// sealed error result in the request), a second result of a call is dropped, as are
+// results of calls that are not there and a second call with the same id. Answers that
+// broke off are left out; visualizations never go (a part's Result is the model's text).
+// System messages join the system prompt. images are sent with the user message they
+// belong to.
+func transcript(history []store.Message, images map[string][]provider.Image) (msgs []provider.Message, system []string, orphans []orphan) {
+	// Results that arrived apart from their calls, first one per call id.
+	apart := map[string]store.Part{}
+	for _, m := range history {
+		for _, p := range m.Parts {
+			if p.Kind == store.PartToolResult && p.CallID != "" {
+				if _, dup := apart[p.CallID]; !dup {
+					apart[p.CallID] = p
+				}
+			}
+		}
+	}
+	seen := map[string]bool{} // call ids already in the request
+	for mi, m := range history {
+		switch m.Role {
+		case store.RoleSystem:
+			if s := strings.TrimSpace(m.Content); s != "" {
+				system = append(system, s)
+			}
+		case store.RoleUser:
+			if strings.TrimSpace(m.Content) == "" && len(images[m.ID]) == 0 {
+				continue
+			}
+			msgs = append(msgs, provider.Message{Role: provider.RoleUser, Text: m.Content, Images: images[m.ID]})
+		case store.RoleAssistant:
+			if m.Finish == finishDropped {
+				continue
+			}
+			var text strings.Builder
+			var calls []provider.ToolCall
+			var results []provider.Message
+			for pi, p := range m.Parts {
+				switch p.Kind {
+				case store.PartText:
+					text.WriteString(p.Text)
+				case store.PartToolCall:
+					if p.CallID == "" || seen[p.CallID] {
+						continue
+					}
+					seen[p.CallID] = true
+					calls = append(calls, provider.ToolCall{ID: p.CallID, Name: p.ToolName, Args: argsForModel(p.Args)})
+					res, isErr, ok := callResult(p)
+					if !ok {
+						if r, found := apart[p.CallID]; found {
+							res, isErr, ok = r.Result, r.Status == store.StatusError, r.Result != ""
+						}
+					}
+					if !ok {
+						orphans = append(orphans, orphan{mi, pi})
+						res, isErr = string(tool.Result{Error: sealOrphan}.ModelJSON()), true
+					}
+					results = append(results, provider.Message{Role: provider.RoleTool, ToolCallID: p.CallID, Text: res, IsError: isErr})
+				}
+			}
+			if text.Len() == 0 && len(calls) == 0 {
+				continue
+			}
+			msgs = append(msgs, provider.Message{Role: provider.RoleAssistant, Text: text.String(), ToolCalls: calls})
+			msgs = append(msgs, results...)
+		}
+	}
+	return msgs, system, orphans
+}
+
+// callResult is the result a tool-call part holds, if it holds one: a call that ended has
+// its result on the same row.
+func callResult(p store.Part) (text string, isErr, ok bool) {
+	switch p.Status {
+	case store.StatusComplete, store.StatusError:
+	default:
+		return "", false, false
+	}
+	isErr = p.Status == store.StatusError
+	if p.Result != "" {
+		return p.Result, isErr, true
+	}
+	if isErr {
+		why := p.Error
+		if why == "" {
+			why = "the call failed"
+		}
+		return string(tool.Result{Error: why}.ModelJSON()), true, true
+	}
+	return string(tool.Result{Success: true}.ModelJSON()), false, true
+}
+
+// request builds the messages of the next model call from the turn's transcript, sealing
+// (in the store too) the calls found without a result.
+func (t *turn) request(system string) ([]provider.Message, string) {
+	images := map[string][]provider.Image{t.userMsg.ID: t.images}
+	msgs, extra, orphans := transcript(t.history, images)
+	for _, o := range orphans {
+		p := &t.history[o.msg].Parts[o.part]
+		sealCall(p, sealOrphan)
+		if err := t.h.opts.Store.UpdatePart(t.wctx, *p); err != nil {
+			// The request carries the seal either way; the next one seals it again.
+			t.h.log.Error("seal an orphan call", "session", t.sessionID, "call", p.CallID, "part", p.ID, "error", err)
+			continue
+		}
+		t.ev.emit(t.wctx, partUpdated(*p))
+	}
+	if len(extra) > 0 {
+		system = strings.Join(append([]string{system}, extra...), "\n\n")
+	}
+	if len(orphans) > 0 {
+		t.h.log.Warn(fmt.Sprintf("sealed %d orphan calls before the model call", len(orphans)), "session", t.sessionID, "turn", t.id)
+	}
+	return msgs, system
+}
