@@ -1,0 +1,18 @@
+package undo
+
+import (
+	"golang.org/x/sys/unix"
+)
+
+// keyOf is the part of a stat result that changes whenever a file's content, mode or
+// identity does: ctime moves on every write and chmod and cannot be set back by a program.
+func keyOf(st *unix.Stat_t) statKey {
+	return statKey{
+		size:  st.Size,
+		mtime: st.Mtimespec.Nano(),
+		ctime: st.Ctimespec.Nano(),
+		ino:   st.Ino,
+		dev:   uint64(st.Dev),
+		mode:  modeOf(uint32(st.Mode)),
+	}
+}

@@ -1,0 +1,18 @@
+package undo
+
+import (
+	"golang.org/x/sys/unix"
+)
+
+// keyOf is the part of a stat result that changes whenever a file's content, mode or
+// identity does: ctime moves on every write and chmod and cannot be set back by a program.
+func keyOf(st *unix.Stat_t) statKey {
+	return statKey{
+		size:  st.Size,
+		mtime: st.Mtim.Nano(),
+		ctime: st.Ctim.Nano(),
+		ino:   st.Ino,
+		dev:   uint64(st.Dev), //nolint:unconvert // the type of Dev differs between architectures
+		mode:  modeOf(uint32(st.Mode)),
+	}
+}
