@@ -169,7 +169,7 @@ func (h *Hub) ask(ctx context.Context, sessionID string, q tool.Ask) (json.RawMe
 	case r := <-p.result:
 		return r.answer, r.err
 	case <-timer.C:
-		h.resolve(ctx, p, OutcomeTimeout, nil, fmt.Errorf("%s ask %q of tool %s: %w (%s)", q.Type, q.Question, call.Tool, ErrAskTimeout, h.askTimeout))
+		h.resolve(ctx, p, OutcomeTimeout, nil, fmt.Errorf("%s ask %q of tool %s: %w (%s)", q.Type, q.Question, call.Tool, ErrAskTimeout, p.ExpiresAt.Sub(p.CreatedAt)))
 	case <-ctx.Done():
 		h.resolve(ctx, p, OutcomeCancelled, nil, fmt.Errorf("%s ask %q of tool %s: cancelled while waiting for an answer: %w", q.Type, q.Question, call.Tool, context.Cause(ctx)))
 	}
@@ -189,7 +189,7 @@ func (h *Hub) addAsk(sessionID string, call ask.Call, q tool.Ask) (*pendingAsk, 
 	p := &pendingAsk{
 		PendingAsk: PendingAsk{
 			ID: id, SessionID: sessionID, CallID: call.CallID, Tool: call.Tool, Ask: q,
-			CreatedAt: now, ExpiresAt: now.Add(h.askTimeout),
+			CreatedAt: now, ExpiresAt: now.Add(time.Duration(h.askTimeout.Load())),
 		},
 		result: make(chan askResult, 1),
 	}

@@ -327,6 +327,24 @@ func TestAskTimeout(t *testing.T) {
 	if err := f.hub.Answer(ctx, f.sid, p.ID, json.RawMessage(`"prod"`)); !errors.Is(err, ErrNoSuchAsk) {
 		t.Fatalf("answer after the timeout: %v", err)
 	}
+
+	// A changed timeout applies to the next ask.
+	f.hub.SetAskTimeout(time.Hour)
+	got = f.askAsync(ctx, selectAsk())
+	p = pendingOf(t, sub)
+	if d := p.ExpiresAt.Sub(p.CreatedAt); d != time.Hour {
+		t.Fatalf("after SetAskTimeout(1h) the ask expires after %s", d)
+	}
+	f.hub.SetAskTimeout(0)
+	if d := time.Duration(f.hub.askTimeout.Load()); d != DefaultAskTimeout {
+		t.Fatalf("SetAskTimeout(0) set %s", d)
+	}
+	if err := f.hub.Answer(ctx, f.sid, p.ID, json.RawMessage(`"prod"`)); err != nil {
+		t.Fatal(err)
+	}
+	if a := wait(t, got); a.err != nil {
+		t.Fatal(a.err)
+	}
 }
 
 // Cancelling the call's context (the turn's Stop) ends the ask: the tool gets the context's

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jean2/jean2/store"
@@ -58,7 +59,7 @@ type Options struct {
 // person. Safe for concurrent use; Close ends everything it started.
 type Hub struct {
 	store      *store.DB
-	askTimeout time.Duration
+	askTimeout atomic.Int64 // a time.Duration; SetAskTimeout changes it while the hub runs
 	unattended func(sessionID string) tool.Asker
 	log        *slog.Logger
 	subBuffer  int
@@ -95,16 +96,13 @@ func newSession(id string) *session {
 func New(opts Options) *Hub {
 	h := &Hub{
 		store:      opts.Store,
-		askTimeout: opts.AskTimeout,
 		unattended: opts.Unattended,
 		log:        opts.Logger,
 		subBuffer:  opts.SubscriberBuffer,
 		maxAsks:    opts.MaxPendingAsks,
 		sessions:   map[string]*session{},
 	}
-	if h.askTimeout <= 0 {
-		h.askTimeout = DefaultAskTimeout
-	}
+	h.SetAskTimeout(opts.AskTimeout)
 	if h.subBuffer <= 0 {
 		h.subBuffer = DefaultSubscriberBuffer
 	}
@@ -115,6 +113,15 @@ func New(opts Options) *Hub {
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	return h
+}
+
+// SetAskTimeout changes how long asks made from now on wait for a person (0 or less means
+// DefaultAskTimeout); asks already pending keep the expiry they were announced with.
+func (h *Hub) SetAskTimeout(d time.Duration) {
+	if d <= 0 {
+		d = DefaultAskTimeout
+	}
+	h.askTimeout.Store(int64(d))
 }
 
 var errNoStore = errors.New("hub has no store: set Options.Store")
