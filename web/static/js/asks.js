@@ -3,7 +3,7 @@
 // client does not have. Each form calls answer(value) and shows the server's refusal if the
 // answer has the wrong shape (the ask then stays pending).
 
-import { h, replace } from "./dom.js";
+import { h, append, replace } from "./dom.js";
 
 let uid = 0; // only for pairing labels with controls inside one page
 const nextId = (p) => `${p}-${++uid}`;
@@ -74,7 +74,7 @@ function permissionForm(a, send, opts) {
     type: "button", class: duration === suggested ? "primary" : null, dataset: { duration },
     onclick: () => grant(duration),
   }, label);
-  form.append(
+  append(form, [
     h("p", { class: "risk risk-" + (a.risk || "unknown") }, riskWords[a.risk] || "Risk not stated", a.resource ? ` · ${a.resource}` : ""),
     h("p", { class: "question" }, a.question || "A tool asks for permission."),
     a.description ? h("p", { class: "description" }, a.description) : null,
@@ -84,7 +84,7 @@ function permissionForm(a, send, opts) {
       btn("once", "Allow once"),
       btn("session", "Allow for this session"),
       btn("workspace", "Allow for this workspace"),
-      h("button", { type: "button", class: "danger", dataset: { duration: "deny" }, onclick: () => send({ granted: false }, form) }, "Deny")));
+      h("button", { type: "button", class: "danger", dataset: { duration: "deny" }, onclick: () => send({ granted: false }, form) }, "Deny"))]);
   if (opts.autofocus) queueMicrotask(() => form.querySelector("button.primary")?.focus());
   return form;
 }
@@ -92,20 +92,20 @@ function permissionForm(a, send, opts) {
 function confirmForm(a, send) {
   const form = h("form", { onsubmit: (e) => e.preventDefault() });
   const def = a.defaultValue;
-  form.append(
+  append(form, [
     h("p", { class: "question" }, a.question),
     a.description ? h("p", { class: "description" }, a.description) : null,
     h("div", { class: "buttons" },
       h("button", { type: "button", class: def === false ? null : "primary", onclick: () => send(true, form) }, "Yes"),
-      h("button", { type: "button", class: def === false ? "primary" : null, onclick: () => send(false, form) }, "No")));
+      h("button", { type: "button", class: def === false ? "primary" : null, onclick: () => send(false, form) }, "No"))]);
   return form;
 }
 
 function capabilityForm(a, send) {
   const form = h("form", { onsubmit: (e) => { e.preventDefault(); send(null, e.currentTarget); } });
-  form.append(
+  append(form, [
     h("p", null, "The tool asks this client for ", h("code", null, a.capability || "?"), ", which the web client does not provide."),
-    h("div", { class: "buttons" }, h("button", { type: "submit" }, "Decline")));
+    h("div", { class: "buttons" }, h("button", { type: "submit" }, "Decline"))]);
   return form;
 }
 
@@ -132,11 +132,11 @@ function questionForm(a, send) {
       send(value, form);
     },
   });
-  form.append(
+  append(form, [
     a.type === "form" ? [h("p", { class: "question" }, a.question || "Please fill in:"), a.description ? h("p", { class: "description" }, a.description) : null] : null,
     fields.map((f) => f.node),
     error,
-    h("div", { class: "buttons" }, h("button", { type: "submit", class: "primary" }, "Answer")));
+    h("div", { class: "buttons" }, h("button", { type: "submit", class: "primary" }, "Answer"))]);
   return form;
 }
 
