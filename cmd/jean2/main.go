@@ -54,6 +54,7 @@ Usage:
   jean2 tools outdated [--json]             compare installed versions with the index
   jean2 tools approve NAME [--yes]          approve what a tool declares (paths, processes)
   jean2 mcp [--workspace DIR]               serve the tools to an MCP client over stdio
+  jean2 serve [--host H] [--port N]         run the agent server: API, web client, MCP over HTTP
   jean2 doctor [--json]                     check runtimes, the sandbox and jean2's folders
   jean2 version                             print the version
 
@@ -75,6 +76,8 @@ func run(ctx context.Context, e env, args []string) error {
 		return runTools(ctx, e, args[1:])
 	case "mcp":
 		return mcpServe(ctx, e, args[1:])
+	case "serve":
+		return serve(ctx, e, args[1:])
 	case "doctor":
 		return doctor(ctx, e, args[1:])
 	case "version", "--version":

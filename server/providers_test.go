@@ -1,0 +1,85 @@
+package server
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jean2/jean2/provider"
+	"github.com/jean2/jean2/provider/providertest"
+)
+
+func TestProvidersAPIKeepsKeysWriteOnly(t *testing.T) {
+	f := newFixture(t)
+	f.tools = nil
+	f.start()
+	var view providersView
+	f.call("GET", "/api/providers", nil, 200, &view)
+	if view.Default != "openai" || len(view.Providers) != 1 || !view.Providers[0].HasKey || view.Providers[0].Editable {
+		t.Fatalf("providers = %+v", view)
+	}
+
+	// A second fake, configured through the API with its key.
+	other := providertest.NewOpenAI(t)
+	other.Key = "sk-second-secret-4567"
+	put := map[string]any{"default": "local", "providers": []map[string]any{
+		{"name": "local", "kind": "openai", "baseUrl": other.BaseURL(), "apiKey": other.Key, "model": "local-model"},
+	}}
+	body := f.call("PUT", "/api/providers", put, 200, &view)
+	if strings.Contains(string(body), other.Key) {
+		t.Fatal("PUT /api/providers echoed the key")
+	}
+	if view.Default != "local" || len(view.Providers) != 2 {
+		t.Fatalf("providers after PUT = %+v", view)
+	}
+	path := filepath.Join(f.home, provider.FileName)
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: %v, mode %v", path, err, fi.Mode())
+	}
+	_, raw := f.request("GET", "/api/providers", nil, nil)
+	if strings.Contains(string(raw), other.Key) || strings.Contains(string(raw), f.fake.Key) {
+		t.Fatal("GET /api/providers shows a key")
+	}
+
+	// An edit without the key keeps it: a turn reaches the second fake with it.
+	put["providers"].([]map[string]any)[0]["apiKey"] = ""
+	put["providers"].([]map[string]any)[0]["model"] = "local-2"
+	f.call("PUT", "/api/providers", put, 200, &view)
+	var file provider.File
+	data, _ := os.ReadFile(path)
+	if err := json.Unmarshal(data, &file); err != nil || file.Providers[0].APIKey != other.Key || file.Providers[0].Model != "local-2" {
+		t.Fatalf("providers.json after an edit without key: %s", data)
+	}
+	_, ses := f.session()
+	sock := f.dial("/api/sessions/"+ses.ID+"/ws", nil)
+	other.Push(providertest.OpenAIText("local-2", "from local"))
+	f.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "hi"}, 202, nil)
+	fin, _ := sock.until("turn.finished", 30*time.Second)
+	if !strings.Contains(string(fin.Payload), `"done"`) || len(other.Requests()) != 1 || len(f.fake.Requests()) != 0 {
+		t.Fatalf("turn with the new default: %s; requests %d/%d", fin.Payload, len(other.Requests()), len(f.fake.Requests()))
+	}
+
+	// Refused: a key variable tools could see, a bad kind, an unknown default.
+	for _, bad := range []map[string]any{
+		{"providers": []map[string]any{{"name": "x", "kind": "openai", "apiKeyEnv": "MY_KEY"}}},
+		{"providers": []map[string]any{{"name": "x", "kind": "gemini"}}},
+		{"default": "y", "providers": []map[string]any{{"name": "x", "kind": "openai"}}},
+		{"providers": []map[string]any{{"name": "x", "kind": "openai", "apiKey": "k", "clearKey": true}}},
+	} {
+		if code := errorCode(t, f.call("PUT", "/api/providers", bad, 400, nil)); code != codeBadRequest {
+			t.Errorf("PUT %v: %s", bad, code)
+		}
+	}
+	// clearKey drops the stored key.
+	put["providers"].([]map[string]any)[0]["clearKey"] = true
+	f.call("PUT", "/api/providers", put, 200, &view)
+	for _, p := range view.Providers {
+		if p.Name == "local" && p.HasKey {
+			t.Fatalf("clearKey kept the key: %+v", p)
+		}
+	}
+}

@@ -1,0 +1,434 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jean2/jean2/ask"
+	"github.com/jean2/jean2/harness"
+	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/hub"
+	"github.com/jean2/jean2/provider"
+	"github.com/jean2/jean2/store"
+	"github.com/jean2/jean2/tool"
+	"github.com/jean2/jean2/undo"
+)
+
+// DBFile is the database's file name in $JEAN2_HOME.
+const DBFile = "jean2.db"
+
+// Config is what a server is made from. jean2 serve fills it from its flags and the
+// environment; tests fill it by hand.
+type Config struct {
+	// Host configures the tool host: Layout (whose Home is $JEAN2_HOME), the sandbox,
+	// runtimes, tool sources (MCP clients) and ServerEnv (nil: os.Environ()). Open sets
+	// its LLM and Grants, and removes the providers' key variables from ServerEnv.
+	Host host.Options
+	// Getenv reads the environment for provider configuration (nil: os.Getenv).
+	Getenv func(string) string
+	// ProviderOptions are handed to every provider made (nil: the defaults).
+	ProviderOptions *provider.Options
+	// RequireToken makes every API and MCP request carry an API token (a non-loopback
+	// bind). See EnsureToken.
+	RequireToken bool
+	// MCPWorkspace is the folder /mcp calls work in when the client names no workspace
+	// (default: the current folder).
+	MCPWorkspace string
+	// Web serves the client at / (web.Handler); nil serves a page saying it is not built.
+	Web http.Handler
+	// Watch, when set, keeps the tool folders watched (host.Watch) while the server runs.
+	Watch *host.WatchOptions
+	// System is the harness's system prompt ("" for its default).
+	System  string
+	Version string
+	Logger  *slog.Logger
+}
+
+// Server is jean2's agent server. Make it with Open, serve Handler, end with Close.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	db        *store.DB
+	host      *host.Host
+	hub       *hub.Hub
+	harness   *harness.Harness
+	snapshots *undo.Snapshots
+	grants    *ask.Grants
+	providers *Providers
+	settings  *liveSettings
+	mcp       mcpServers
+	handler   http.Handler
+
+	// ctx lives as long as the server: sockets, tool runs and the forwarder end with it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	conns  connTracker
+	bg     sync.WaitGroup // the tools.changed forwarder and the folder watcher
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens $JEAN2_HOME/jean2.db and builds the providers, the tool host, the hub, undo
+// and the harness on it. The harness seals the turns a crash interrupted before Open
+// returns.
+func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
+	home := cfg.Host.Layout.Home
+	if home == "" {
+		return nil, errors.New("open server: Config.Host.Layout has no Home")
+	}
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	if cfg.MCPWorkspace == "" {
+		if cfg.MCPWorkspace, err = os.Getwd(); err != nil {
+			return nil, fmt.Errorf("open server: the current folder (the default MCP workspace): %w", err)
+		}
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	// Whatever fails below, what was made before it is closed again.
+	defer func() {
+		if err != nil {
+			_ = s.Close(context.Background())
+		}
+	}()
+
+	if s.db, err = store.Open(ctx, filepath.Join(home, DBFile)); err != nil {
+		return nil, err
+	}
+	if s.providers, err = LoadProviders(home, cfg.Getenv, cfg.ProviderOptions); err != nil {
+		return nil, fmt.Errorf("open server: %w", err)
+	}
+	if s.settings, err = loadSettings(ctx, s.db); err != nil {
+		return nil, fmt.Errorf("open server: %w", err)
+	}
+	st := s.settings.get()
+
+	s.grants = ask.NewGrants(&ask.GrantsOptions{Store: s.db, Logger: s.log})
+	if err := s.grants.Load(ctx); err != nil {
+		return nil, fmt.Errorf("open server: %w", err)
+	}
+	hostOpts := cfg.Host
+	hostOpts.LLM = s.providers.LLM("", "")
+	hostOpts.Grants = s.grants
+	hostOpts.ServerEnv = withoutKeys(hostOpts.ServerEnv, s.providers.Set().KeyEnvNames())
+	if hostOpts.Logger == nil {
+		hostOpts.Logger = s.log
+	}
+	if s.host, err = host.New(ctx, hostOpts); err != nil {
+		return nil, fmt.Errorf("open server: %w", err)
+	}
+	s.hub = hub.New(hub.Options{
+		Store:      s.db,
+		AskTimeout: time.Duration(st.AskTimeoutSeconds) * time.Second,
+		Unattended: func(string) tool.Asker { return s.settings.policy() },
+		Logger:     s.log,
+	})
+	if s.snapshots, err = undo.New(undo.Options{Dir: filepath.Join(home, "undo"), Logger: s.log}); err != nil {
+		return nil, fmt.Errorf("open server: %w", err)
+	}
+	if s.harness, err = harness.New(ctx, harness.Options{
+		Store: s.db, Events: s.hub, Askers: s.hub, Tools: s.host, Models: s.providers, Snapshots: s.snapshots,
+		WorkRounds: st.WorkRounds, MaxRounds: st.MaxRounds, System: cfg.System, Logger: s.log,
+	}); err != nil {
+		return nil, fmt.Errorf("open server: %w", err)
+	}
+	s.forwardToolChanges()
+	if cfg.Watch != nil {
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			if err := s.host.Watch(s.ctx, *cfg.Watch); err != nil && s.ctx.Err() == nil {
+				s.log.Warn("watching the tool folders stopped; changes are picked up by restarting", "error", err)
+			}
+		}()
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// withoutKeys returns env without the variables named in keys, so the keys providers read
+// never reach a tool (policy.ReservedEnv withholds the well-known names already; a
+// providers.json may name any variable).
+func withoutKeys(env []string, keys []string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(keys, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// forwardToolChanges publishes tools.changed on the server log after each reload that
+// changed the tool list.
+func (s *Server) forwardToolChanges() {
+	ch := make(chan host.ToolsChanged, 16)
+	unsubscribe := s.host.Subscribe(ch)
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		defer unsubscribe()
+		for {
+			select {
+			case ev := <-ch:
+				s.publishServer(s.ctx, "tools.changed", map[string]any{
+					"added": nonNil(ev.Added), "changed": nonNil(ev.Changed), "removed": nonNil(ev.Removed)})
+			case <-s.ctx.Done():
+				return
+			}
+		}
+	}()
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Handler serves the API, /mcp and the web client.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Host is the server's tool host (jean2 serve watches its folders and reloads it when an
+// MCP server's tools change).
+func (s *Server) Host() *host.Host { return s.host }
+
+// Store is the server's database.
+func (s *Server) Store() *store.DB { return s.db }
+
+// Providers is the server's provider set.
+func (s *Server) Providers() *Providers { return s.providers }
+
+// EnsureToken makes an API token when none exists and returns it (shown once: only its
+// hash is kept); "" when one exists already.
+func (s *Server) EnsureToken(ctx context.Context) (string, error) {
+	toks, err := s.db.ListAuthTokens(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(toks) > 0 {
+		return "", nil
+	}
+	return s.NewToken(ctx)
+}
+
+// NewToken makes another API token and returns it; it cannot be read back later.
+func (s *Server) NewToken(ctx context.Context) (string, error) {
+	_, secret, err := s.db.CreateAuthToken(ctx, "jean2 serve")
+	return secret, err
+}
+
+// Close stops running turns (they are sealed as stopped), closes the sockets, the MCP
+// servers, the tool workers and the database. ctx bounds the wait for turns and workers.
+func (s *Server) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		if s.harness != nil {
+			if err := s.harness.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("close harness: %w", err))
+			}
+		}
+		s.cancel()
+		s.conns.closeAndWait()
+		if s.hub != nil {
+			s.hub.Close()
+		}
+		s.bg.Wait()
+		s.mcp.close()
+		if s.snapshots != nil {
+			if err := s.snapshots.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close undo snapshots: %w", err))
+			}
+		}
+		if s.host != nil {
+			if err := s.host.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("close tool host: %w", err))
+			}
+		}
+		if s.db != nil {
+			if err := s.db.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close database: %w", err))
+			}
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// connTracker counts the long-lived connections (WebSockets) so Close can wait for them:
+// http.Server.Shutdown does not wait for hijacked connections.
+type connTracker struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func (c *connTracker) add() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Add(1)
+	return true
+}
+
+func (c *connTracker) done() { c.wg.Done() }
+
+func (c *connTracker) closeAndWait() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.wg.Wait()
+}
+
+// handlerFunc is a route that returns its error for writeErr to answer.
+type handlerFunc func(http.ResponseWriter, *http.Request) error
+
+func (s *Server) h(f handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := f(w, r); err != nil {
+			s.writeErr(w, r, err)
+		}
+	})
+}
+
+// routes is the route table of docs/api.md.
+func (s *Server) routes() http.Handler {
+	// The API has a mux of its own, so a wrong method on an API path is a 405 rather than
+	// a request for the web client's catch-all.
+	api := http.NewServeMux()
+	route := func(pattern string, f handlerFunc) { api.Handle(pattern, s.h(f)) }
+
+	route("GET /api/health", s.health)
+
+	route("GET /api/workspaces", s.listWorkspaces)
+	route("POST /api/workspaces", s.createWorkspace)
+	route("GET /api/workspaces/{id}", s.getWorkspace)
+	route("PATCH /api/workspaces/{id}", s.patchWorkspace)
+	route("DELETE /api/workspaces/{id}", s.deleteWorkspace)
+	route("GET /api/workspaces/{id}/sessions", s.listWorkspaceSessions)
+	route("POST /api/workspaces/{id}/sessions", s.createSession)
+
+	route("GET /api/sessions", s.listAllSessions)
+	route("GET /api/sessions/{id}", s.getSession)
+	route("PATCH /api/sessions/{id}", s.patchSession)
+	route("DELETE /api/sessions/{id}", s.deleteSession)
+	route("GET /api/sessions/{id}/messages", s.listMessages)
+	route("POST /api/sessions/{id}/turns", s.startTurn)
+	route("POST /api/sessions/{id}/stop", s.stopTurn)
+	route("GET /api/sessions/{id}/events", s.listEvents)
+	route("GET /api/sessions/{id}/ws", s.sessionSocket)
+	route("GET /api/sessions/{id}/asks", s.listAsks)
+	route("POST /api/sessions/{id}/asks/{askId}", s.postAnswer)
+	route("GET /api/sessions/{id}/ledgers", s.listLedgers)
+	route("POST /api/sessions/{id}/restore", s.restore)
+
+	route("GET /api/tools", s.listTools)
+	route("GET /api/tools/{name}", s.getTool)
+	route("POST /api/tools/{name}/run", s.runTool)
+
+	route("GET /api/ws", s.serverSocket)
+	route("GET /api/events", s.listServerEvents)
+
+	route("GET /api/grants", s.listGrants)
+	route("DELETE /api/grants/{id}", s.deleteGrant)
+
+	route("GET /api/providers", s.getProviders)
+	route("PUT /api/providers", s.putProviders)
+	route("GET /api/settings", s.getSettings)
+	route("PATCH /api/settings", s.patchSettings)
+
+	mux := http.NewServeMux()
+	mux.Handle("/api/", muxErrorsAsJSON(api))
+	mux.Handle("/mcp", s.h(s.serveMCP))
+	g := &guard{requireToken: s.cfg.RequireToken, db: s.db}
+	mux.Handle("/auth", s.h(func(w http.ResponseWriter, r *http.Request) error { return g.signIn(w, r) }))
+	web := s.cfg.Web
+	if web == nil {
+		web = http.HandlerFunc(notBuilt)
+	}
+	mux.Handle("/", web)
+	return g.wrap(mux, s.writeErr)
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
+	auth := "none"
+	if s.cfg.RequireToken {
+		auth = "token"
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": s.cfg.Version, "auth": auth})
+	return nil
+}
+
+// muxErrorsAsJSON turns the mux's own plain-text 404 and 405 for an API path into the
+// API's JSON errors (keeping the Allow header of a 405).
+func muxErrorsAsJSON(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&jsonStatusWriter{ResponseWriter: w, r: r}, r)
+	})
+}
+
+// jsonStatusWriter rewrites a 404 or 405 answered by the mux itself: the API's handlers
+// set the JSON content type before their status, the mux does not.
+type jsonStatusWriter struct {
+	http.ResponseWriter
+	r       *http.Request
+	swallow bool
+}
+
+func (j *jsonStatusWriter) WriteHeader(code int) {
+	if (code == http.StatusMethodNotAllowed || code == http.StatusNotFound) && j.Header().Get(headerContentType) != contentTypeJSONUTF {
+		j.swallow = true
+		j.Header().Del("X-Content-Type-Options")
+		ae := errorf(code, codeNotFound, "no API route %s %s (docs/api.md lists them)", j.r.Method, j.r.URL.Path)
+		if code == http.StatusMethodNotAllowed {
+			ae = errorf(code, codeMethod, "%s is not allowed on %s (allowed: %s)", j.r.Method, j.r.URL.Path, j.Header().Get("Allow"))
+		}
+		writeJSON(j.ResponseWriter, code, map[string]any{"error": ae})
+		return
+	}
+	j.ResponseWriter.WriteHeader(code)
+}
+
+func (j *jsonStatusWriter) Write(b []byte) (int, error) {
+	if j.swallow {
+		return len(b), nil
+	}
+	return j.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController (and the WebSocket upgrade) reach the connection.
+func (j *jsonStatusWriter) Unwrap() http.ResponseWriter { return j.ResponseWriter }
+
+// notBuilt is / when the binary holds no web client.
+func notBuilt(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/" {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set(headerContentType, "text/html; charset=utf-8")
+	_, _ = fmt.Fprint(w, `<!doctype html><title>jean2</title><p>jean2 is running, but this binary holds no web client. The API is at <code>/api/</code> (docs/api.md).</p>`)
+}

@@ -1,0 +1,233 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/jean2/jean2/store"
+)
+
+// sessionView is a session as the API shows it: the stored fields, whether a turn runs and
+// the last event number (subscribe after it once the messages are loaded).
+type sessionView struct {
+	store.Session
+	Running bool  `json:"running"`
+	LastSeq int64 `json:"lastSeq"`
+}
+
+func (s *Server) viewSession(ctx context.Context, ses store.Session) (sessionView, error) {
+	last, err := s.db.LastEventSeq(ctx, ses.ID)
+	if err != nil {
+		return sessionView{}, err
+	}
+	return sessionView{Session: ses, Running: s.harness.Running(ses.ID), LastSeq: last}, nil
+}
+
+func (s *Server) viewSessions(ctx context.Context, list []store.Session) ([]sessionView, error) {
+	out := make([]sessionView, 0, len(list))
+	for _, ses := range list {
+		v, err := s.viewSession(ctx, ses)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func (s *Server) session(ctx context.Context, id string) (store.Session, error) {
+	ses, err := s.db.Session(ctx, id)
+	return ses, storeErr(err, "session "+id)
+}
+
+func (s *Server) listWorkspaceSessions(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if _, err := s.workspace(r.Context(), id); err != nil {
+		return err
+	}
+	list, err := s.db.ListSessions(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	views, err := s.viewSessions(r.Context(), list)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": views})
+	return nil
+}
+
+func (s *Server) listAllSessions(w http.ResponseWriter, r *http.Request) error {
+	wss, err := s.db.ListWorkspaces(r.Context())
+	if err != nil {
+		return err
+	}
+	var all []store.Session
+	for _, ws := range wss {
+		list, err := s.db.ListSessions(r.Context(), ws.ID)
+		if err != nil {
+			return err
+		}
+		all = append(all, list...)
+	}
+	views, err := s.viewSessions(r.Context(), all)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": views})
+	return nil
+}
+
+type sessionBody struct {
+	Title    *string `json:"title"`
+	Provider *string `json:"provider"`
+	Model    *string `json:"model"`
+}
+
+// apply copies the body's fields onto ses, checking that a named provider is configured.
+func (s *Server) apply(b sessionBody, ses *store.Session) error {
+	if b.Title != nil {
+		ses.Title = strings.TrimSpace(*b.Title)
+	}
+	if b.Provider != nil {
+		name := strings.TrimSpace(*b.Provider)
+		if name != "" {
+			if _, ok := s.providers.Set().Lookup(name); !ok {
+				return badRequest("provider %q is not configured (configured: %s); leave it empty for the default", name, s.providers.names())
+			}
+		}
+		ses.Provider = name
+	}
+	if b.Model != nil {
+		ses.Model = strings.TrimSpace(*b.Model)
+	}
+	if len(ses.Title) > 500 {
+		return badRequest("the title is %d characters; keep it under 500", len(ses.Title))
+	}
+	return nil
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
+	var b sessionBody
+	if err := decodeBody(w, r, &b); err != nil {
+		return err
+	}
+	ws, err := s.workspace(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	ses := store.Session{WorkspaceID: ws.ID}
+	if err := s.apply(b, &ses); err != nil {
+		return err
+	}
+	ses, err = s.db.CreateSession(r.Context(), ses)
+	if err != nil {
+		return storeErr(err, "workspace "+ws.ID)
+	}
+	v, err := s.viewSession(r.Context(), ses)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, v)
+	return nil
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
+	ses, err := s.session(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	v, err := s.viewSession(r.Context(), ses)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
+	var b sessionBody
+	if err := decodeBody(w, r, &b); err != nil {
+		return err
+	}
+	ses, err := s.session(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if err := s.apply(b, &ses); err != nil {
+		return err
+	}
+	if ses, err = s.db.UpdateSession(r.Context(), ses); err != nil {
+		return storeErr(err, "session "+ses.ID)
+	}
+	payload, err := json.Marshal(map[string]any{"session": ses})
+	if err != nil {
+		return err
+	}
+	if _, err := s.hub.Publish(r.Context(), ses.ID, store.NewEvent{Type: "session.updated", Payload: payload}); err != nil {
+		return err
+	}
+	v, err := s.viewSession(r.Context(), ses)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if _, err := s.session(r.Context(), id); err != nil {
+		return err
+	}
+	if s.harness.Running(id) {
+		return errorf(http.StatusConflict, codeBusy, "session %s is running a turn; stop it first (POST /api/sessions/%s/stop)", id, id)
+	}
+	if err := s.db.DeleteSession(r.Context(), id); err != nil {
+		return storeErr(err, "session "+id)
+	}
+	s.forgetSession(r.Context(), id)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// forgetSession drops what outlives a deleted session elsewhere: its grants.
+func (s *Server) forgetSession(ctx context.Context, id string) {
+	if err := s.grants.EndSession(ctx, id); err != nil {
+		s.log.Warn("forget the grants of a deleted session", "session", id, "error", err)
+	}
+}
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if _, err := s.session(r.Context(), id); err != nil {
+		return err
+	}
+	after, err := queryInt(r, "after", 0)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(r, "limit", 0)
+	if err != nil {
+		return err
+	}
+	var msgs []store.Message
+	if after == 0 && limit == 0 {
+		msgs, err = s.db.ListMessages(r.Context(), id)
+	} else {
+		if limit == 0 || limit > 1000 {
+			limit = 1000
+		}
+		msgs, err = s.db.ListMessagesAfter(r.Context(), id, after, int(limit))
+	}
+	if err != nil {
+		return err
+	}
+	if msgs == nil {
+		msgs = []store.Message{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": msgs})
+	return nil
+}

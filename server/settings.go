@@ -1,0 +1,195 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jean2/jean2/ask"
+	"github.com/jean2/jean2/store"
+	"github.com/jean2/jean2/tool"
+)
+
+// settingsKey is the store key the server's settings are kept under.
+const settingsKey = "server"
+
+// Settings are the server's preferences changed through the API (docs/api.md#settings).
+type Settings struct {
+	// AutoApprove is the highest risk the unattended policy grants (once) when no client is
+	// attached to a session: none, low, medium, high or critical.
+	AutoApprove string `json:"autoApprove"`
+	// AskTimeoutSeconds is how long an ask waits for a person.
+	AskTimeoutSeconds int `json:"askTimeoutSeconds"`
+	// WorkRounds is the harness's work budget per turn; MaxRounds its hard ceiling.
+	WorkRounds int `json:"workRounds"`
+	MaxRounds  int `json:"maxRounds"`
+}
+
+// DefaultSettings are the settings of a server nobody configured.
+func DefaultSettings() Settings {
+	return Settings{AutoApprove: "none", AskTimeoutSeconds: 300, WorkRounds: 5, MaxRounds: 25}
+}
+
+// check says what is wrong with st, in terms a person can act on.
+func (st Settings) check() error {
+	if _, err := ask.NewPolicy(st.AutoApprove); err != nil {
+		return err
+	}
+	if st.AskTimeoutSeconds < 5 || st.AskTimeoutSeconds > 7*24*3600 {
+		return fmt.Errorf("askTimeoutSeconds %d must be between 5 and 604800 (a week)", st.AskTimeoutSeconds)
+	}
+	if st.WorkRounds < 1 || st.WorkRounds > 1000 {
+		return fmt.Errorf("workRounds %d must be between 1 and 1000", st.WorkRounds)
+	}
+	if st.MaxRounds < st.WorkRounds || st.MaxRounds > 1000 {
+		return fmt.Errorf("maxRounds %d must be at least workRounds (%d) and at most 1000", st.MaxRounds, st.WorkRounds)
+	}
+	return nil
+}
+
+// settingsStore is what settings need of the database.
+type settingsStore interface {
+	Setting(ctx context.Context, key string) (json.RawMessage, error)
+	PutSetting(ctx context.Context, key string, value json.RawMessage) error
+}
+
+// liveSettings holds the current settings for the code that reads them on every ask.
+type liveSettings struct {
+	db settingsStore
+
+	mu  sync.RWMutex
+	cur Settings
+}
+
+// loadSettings reads the kept settings over the defaults. A kept value that no longer
+// passes the checks (written by another version) falls back to the defaults field by field
+// rather than stopping the server.
+func loadSettings(ctx context.Context, db settingsStore) (*liveSettings, error) {
+	st := DefaultSettings()
+	raw, err := db.Setting(ctx, settingsKey)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		kept := st
+		if json.Unmarshal(raw, &kept) == nil && kept.check() == nil {
+			st = kept
+		}
+	}
+	return &liveSettings{db: db, cur: st}, nil
+}
+
+func (l *liveSettings) get() Settings {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.cur
+}
+
+// policy is the unattended decider of the current settings.
+func (l *liveSettings) policy() tool.Asker {
+	p, err := ask.NewPolicy(l.get().AutoApprove)
+	if err != nil {
+		return ask.Policy{} // checked on the way in; deny if it ever is not
+	}
+	return p
+}
+
+// settingsPatch is PATCH /api/settings: any subset of the fields.
+type settingsPatch struct {
+	AutoApprove       *string `json:"autoApprove"`
+	AskTimeoutSeconds *int    `json:"askTimeoutSeconds"`
+	WorkRounds        *int    `json:"workRounds"`
+	MaxRounds         *int    `json:"maxRounds"`
+}
+
+// update applies p, keeps the result and returns it.
+func (l *liveSettings) update(ctx context.Context, p settingsPatch) (Settings, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.cur
+	if p.AutoApprove != nil {
+		st.AutoApprove = *p.AutoApprove
+		if st.AutoApprove == "" {
+			st.AutoApprove = "none"
+		}
+	}
+	if p.AskTimeoutSeconds != nil {
+		st.AskTimeoutSeconds = *p.AskTimeoutSeconds
+	}
+	if p.WorkRounds != nil {
+		st.WorkRounds = *p.WorkRounds
+	}
+	if p.MaxRounds != nil {
+		st.MaxRounds = *p.MaxRounds
+	}
+	if err := st.check(); err != nil {
+		return l.cur, badRequest("%v", err)
+	}
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return l.cur, err
+	}
+	if err := l.db.PutSetting(ctx, settingsKey, raw); err != nil {
+		return l.cur, err
+	}
+	l.cur = st
+	return st, nil
+}
+
+// askTimeoutSetter and limitsSetter are what the hub and the harness offer, when they do,
+// for settings to apply without a restart.
+type askTimeoutSetter interface{ SetAskTimeout(time.Duration) }
+type limitsSetter interface{ SetLimits(workRounds, maxRounds int) }
+
+// settingsView is the answer of the settings routes.
+type settingsView struct {
+	Settings
+	// RestartRequired lists the settings that apply only from the next start.
+	RestartRequired []string `json:"restartRequired,omitempty"`
+}
+
+func (s *Server) settingsView(st Settings) settingsView {
+	v := settingsView{Settings: st}
+	if _, ok := any(s.hub).(askTimeoutSetter); !ok {
+		v.RestartRequired = append(v.RestartRequired, "askTimeoutSeconds")
+	}
+	if _, ok := any(s.harness).(limitsSetter); !ok {
+		v.RestartRequired = append(v.RestartRequired, "workRounds", "maxRounds")
+	}
+	return v
+}
+
+// applySettings hands st to the parts that can take it live.
+func (s *Server) applySettings(st Settings) {
+	if h, ok := any(s.hub).(askTimeoutSetter); ok {
+		h.SetAskTimeout(time.Duration(st.AskTimeoutSeconds) * time.Second)
+	}
+	if h, ok := any(s.harness).(limitsSetter); ok {
+		h.SetLimits(st.WorkRounds, st.MaxRounds)
+	}
+}
+
+func (s *Server) getSettings(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, s.settingsView(s.settings.get()))
+	return nil
+}
+
+func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) error {
+	var p settingsPatch
+	if err := decodeBody(w, r, &p); err != nil {
+		return err
+	}
+	st, err := s.settings.update(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	s.applySettings(st)
+	s.publishServer(r.Context(), "settings.changed", st)
+	writeJSON(w, http.StatusOK, s.settingsView(st))
+	return nil
+}

@@ -1,0 +1,92 @@
+package server
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jean2/jean2/host"
+)
+
+const envTool = `export const definition = {
+  name: 'env_probe', description: 'Say which variables are set.', env: ['MY_KEY', 'MISSING_KEY', 'OPENAI_API_KEY'],
+  inputSchema: { type: 'object', properties: { n: { type: 'integer' } } },
+};
+export async function execute(input, ctx) {
+  return { success: true, result: { my: ctx.env.get('MY_KEY') ?? null, openai: ctx.env.get('OPENAI_API_KEY') ?? null } };
+}
+`
+
+func TestToolsListedRunAndChangedLive(t *testing.T) {
+	f := newFixture(t)
+	f.tools["env-probe"] = envTool
+	f.cfg.Watch = &host.WatchOptions{Rescan: -1}
+	f.start()
+	ws, _ := f.session()
+
+	var list struct{ Tools []toolView }
+	f.call("GET", "/api/tools", nil, 200, &list)
+	var probe *toolView
+	for i := range list.Tools {
+		if list.Tools[i].Name == "env_probe" {
+			probe = &list.Tools[i]
+		}
+	}
+	if probe == nil || probe.Status == "" || probe.Runtime != "node" || len(probe.InputSchema) == 0 {
+		t.Fatalf("env_probe listed as %+v", probe)
+	}
+	env := map[string]host.EnvStatus{}
+	for _, e := range probe.Env {
+		env[e.Name] = e
+	}
+	if !env["MY_KEY"].Set || env["MISSING_KEY"].Set || !env["OPENAI_API_KEY"].Withheld {
+		t.Errorf("env of env_probe = %+v", probe.Env)
+	}
+	_, raw := f.request("GET", "/api/tools", nil, nil)
+	if strings.Contains(string(raw), "shown") || strings.Contains(string(raw), f.fake.Key) {
+		t.Error("GET /api/tools shows a variable's value")
+	}
+	var one toolView
+	f.call("GET", "/api/tools/env_probe", nil, 200, &one)
+	f.call("GET", "/api/tools/nope", nil, 404, nil)
+
+	// Run: the tool sees its own declared variable, never the provider's key.
+	var out host.Outcome
+	f.call("POST", "/api/tools/env_probe/run", map[string]any{"args": map[string]any{}, "workspaceId": ws.ID}, 200, &out)
+	if !out.Result.Success || !strings.Contains(string(out.Result.Result), `"my":"shown"`) || !strings.Contains(string(out.Result.Result), `"openai":null`) {
+		t.Fatalf("run env_probe = %+v", out)
+	}
+	f.call("POST", "/api/tools/env_probe/run", map[string]any{"args": map[string]any{"n": "x"}, "workspaceId": ws.ID}, 200, &out)
+	if out.Result.Success {
+		t.Errorf("arguments that break the schema ran: %+v", out)
+	}
+	for _, bad := range []map[string]any{{"args": map[string]any{}}, {"args": []int{1}, "workspaceId": ws.ID}, {"args": map[string]any{}, "workspaceId": "ws_nope"}} {
+		status, body := f.request("POST", "/api/tools/env_probe/run", bad, nil)
+		if status != 400 && status != 404 {
+			t.Errorf("run with %v: %d %s", bad, status, body)
+		}
+	}
+
+	// A tool folder appears: tools.changed on the server log, and the list has it.
+	sock := f.dial("/api/ws", nil)
+	dir := filepath.Join(f.cfg.Host.Layout.Tools, "late")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := strings.NewReplacer("write_note", "late_tool").Replace(writeNoteTool)
+	if err := os.WriteFile(filepath.Join(dir, "tool.js"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev, _ := sock.until("tools.changed", 60*time.Second)
+		var ch struct{ Added, Changed, Removed []string }
+		mustJSON(t, ev.Payload, &ch)
+		if slices.Contains(ch.Added, "late_tool") {
+			break
+		}
+	}
+	f.call("GET", "/api/tools/late_tool", nil, 200, &one)
+}

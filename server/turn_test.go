@@ -1,0 +1,147 @@
+package server
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jean2/jean2/provider/providertest"
+	"github.com/jean2/jean2/store"
+)
+
+// A whole turn over the API: the model calls write_note, then answers; a WebSocket client
+// sees every event in order; the messages, the tool part with its visualization and the
+// turn's ledger are there afterwards.
+func TestTurnOverAPIWithEventsOverWebSocket(t *testing.T) {
+	f := newFixture(t).start()
+	_, ses := f.session()
+	f.fake.Push(
+		providertest.NewOpenAIStream("test-model").Text("Writing it.").
+			ToolCall(0, "call_1", "write_note", "").ToolArgs(0, `{"path":"note.txt",`).ToolArgs(0, `"text":"hello"}`).
+			Finish("tool_calls").Usage(10, 5).Done().Reply(),
+		providertest.OpenAIText("test-model", "Done: ", "note.txt written."),
+	)
+	sock := f.dial("/api/sessions/"+ses.ID+"/ws?after=0", nil)
+	if sock.hello.LastSeq != 0 || sock.hello.Running || len(sock.hello.PendingAsks) != 0 {
+		t.Fatalf("hello = %+v", sock.hello)
+	}
+	var started struct{ Turn struct{ ID, SessionID, UserMessageID string } }
+	f.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "write a note"}, 202, &started)
+	if started.Turn.ID == "" || started.Turn.UserMessageID == "" || started.Turn.SessionID != ses.ID {
+		t.Fatalf("turn = %+v", started)
+	}
+	fin, before := sock.until("turn.finished", 60*time.Second)
+	var finished struct {
+		Reason    string
+		MessageID string
+		Changed   struct{ Files, Failed int }
+		Error     string
+	}
+	mustJSON(t, fin.Payload, &finished)
+	if finished.Reason != "done" || finished.Changed.Files != 1 || finished.Changed.Failed != 0 {
+		t.Fatalf("turn.finished = %s (events: %s)", fin.Payload, types(before))
+	}
+	seq := types(before)
+	for _, want := range []string{"turn.started", "message.created", "part.created", "part.delta", "part.updated"} {
+		if !strings.Contains(seq, want) {
+			t.Errorf("events %q lack %s", seq, want)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(f.ws, "note.txt")); err != nil || string(data) != "hello" {
+		t.Fatalf("note.txt = %q, %v", data, err)
+	}
+
+	// The messages as stored: the user's, then the assistant's with the tool call and its
+	// visualization, then the answer.
+	var msgs struct{ Messages []store.Message }
+	f.call("GET", "/api/sessions/"+ses.ID+"/messages", nil, 200, &msgs)
+	if len(msgs.Messages) < 3 || msgs.Messages[0].Role != store.RoleUser || msgs.Messages[0].ID != started.Turn.UserMessageID {
+		t.Fatalf("messages = %+v", msgs.Messages)
+	}
+	var toolPart *store.Part
+	var text strings.Builder
+	for _, m := range msgs.Messages[1:] {
+		for i, p := range m.Parts {
+			if p.Kind == store.PartToolCall && p.ToolName == "write_note" {
+				toolPart = &m.Parts[i]
+			}
+			if p.Kind == store.PartText {
+				text.WriteString(p.Text)
+			}
+		}
+	}
+	if toolPart == nil || toolPart.Status != store.StatusComplete || !strings.Contains(string(toolPart.Visualization), "wrote") {
+		t.Fatalf("tool part = %+v", toolPart)
+	}
+	if !strings.Contains(text.String(), "note.txt written.") {
+		t.Errorf("assistant text = %q", text.String())
+	}
+	// The session's lastSeq is the last event the socket saw.
+	var now sessionView
+	f.call("GET", "/api/sessions/"+ses.ID, nil, 200, &now)
+	if now.LastSeq != fin.Seq || now.Running {
+		t.Errorf("session after the turn = %+v, turn.finished seq %d", now, fin.Seq)
+	}
+	// Polling gives the same log.
+	var polled struct{ Events []store.Event }
+	f.call("GET", "/api/sessions/"+ses.ID+"/events?after=0", nil, 200, &polled)
+	if int64(len(polled.Events)) != fin.Seq || polled.Events[len(polled.Events)-1].Type != "turn.finished" {
+		t.Errorf("polled %d events, last %+v; want %d ending in turn.finished", len(polled.Events), polled.Events[len(polled.Events)-1], fin.Seq)
+	}
+
+	// The ledger: Changed 1 file, with the diff's two sides.
+	var ledgers struct{ Turns []turnChanges }
+	f.call("GET", "/api/sessions/"+ses.ID+"/ledgers", nil, 200, &ledgers)
+	if len(ledgers.Turns) != 1 {
+		t.Fatalf("ledgers = %+v", ledgers)
+	}
+	lt := ledgers.Turns[0]
+	if lt.MessageID != finished.MessageID || lt.Changed.Files != 1 || len(lt.Files) != 1 {
+		t.Fatalf("turn changes = %+v (turn.finished messageId %s)", lt, finished.MessageID)
+	}
+	fc := lt.Files[0]
+	if fc.Path != filepath.Join(f.ws, "note.txt") || fc.Before == nil || fc.Before.Exists || fc.After == nil ||
+		fc.After.Text == nil || *fc.After.Text != "hello" {
+		b, _ := json.Marshal(fc)
+		t.Fatalf("changed file = %s", b)
+	}
+
+	// The model saw the tool's result, not its visualization.
+	reqs := f.fake.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	if body := string(reqs[1].Body); !strings.Contains(body, "wrote") || strings.Contains(body, "markdown") {
+		t.Errorf("second request does not carry the result without the visualization: %s", body)
+	}
+	// A second turn in the same session while none runs works; the model's key never
+	// appears in what the API sends.
+	f.fake.Push(providertest.OpenAIText("test-model", "again"))
+	f.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "again"}, 202, nil)
+	sock.until("turn.finished", 30*time.Second)
+	_, all := f.request("GET", "/api/sessions/"+ses.ID+"/events", nil, nil)
+	if strings.Contains(string(all), f.fake.Key) {
+		t.Error("the provider key appears in the event log")
+	}
+}
+
+// A turn that cannot reach a model is refused before the user's message is stored.
+func TestTurnWithoutProvider(t *testing.T) {
+	f := newFixture(t)
+	f.cfg.Getenv = func(string) string { return "" }
+	f.tools = nil
+	f.start()
+	_, ses := f.session()
+	body := f.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "hi"}, 400, nil)
+	if code := errorCode(t, body); code != codeNoProvider {
+		t.Fatalf("code %s, want no_provider", code)
+	}
+	var msgs struct{ Messages []store.Message }
+	f.call("GET", "/api/sessions/"+ses.ID+"/messages", nil, 200, &msgs)
+	if len(msgs.Messages) != 0 {
+		t.Fatalf("messages stored for a refused turn: %+v", msgs.Messages)
+	}
+}

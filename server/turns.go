@@ -1,0 +1,73 @@
+package server
+
+import (
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/jean2/jean2/harness"
+	"github.com/jean2/jean2/provider"
+)
+
+type imageBody struct {
+	MediaType string `json:"mediaType"`
+	Data      string `json:"data"` // base64
+}
+
+type turnBody struct {
+	Text   string      `json:"text"`
+	Images []imageBody `json:"images"`
+}
+
+func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) error {
+	var b turnBody
+	if err := decodeBody(w, r, &b); err != nil {
+		return err
+	}
+	ses, err := s.session(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	in := harness.Input{Text: b.Text}
+	if strings.TrimSpace(b.Text) == "" && len(b.Images) == 0 {
+		return badRequest("the message is empty: send some text or an image")
+	}
+	for i, img := range b.Images {
+		switch img.MediaType {
+		case "image/png", "image/jpeg", "image/gif", "image/webp":
+		default:
+			return badRequest("images[%d].mediaType %q is not image/png, image/jpeg, image/gif or image/webp", i, img.MediaType)
+		}
+		data, err := base64.StdEncoding.DecodeString(img.Data)
+		if err != nil || len(data) == 0 {
+			return badRequest("images[%d].data must be the image's bytes in base64", i)
+		}
+		in.Images = append(in.Images, provider.Image{MediaType: img.MediaType, Data: data})
+	}
+	// Refuse a turn that cannot reach a model before storing the user's message.
+	if _, _, err := s.providers.Model(r.Context(), ses.Provider, ses.Model); err != nil {
+		return errorf(http.StatusBadRequest, codeNoProvider, "%v", err)
+	}
+	turn, err := s.harness.Start(r.Context(), ses.ID, in)
+	switch {
+	case errors.Is(err, harness.ErrBusy):
+		return errorf(http.StatusConflict, codeBusy, "session %s is running a turn; wait for turn.finished or stop it", ses.ID)
+	case errors.Is(err, harness.ErrClosed):
+		return errorf(http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down")
+	case err != nil:
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"turn": turn})
+	return nil
+}
+
+func (s *Server) stopTurn(w http.ResponseWriter, r *http.Request) error {
+	ses, err := s.session(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"stopped": s.harness.Stop(ses.ID)})
+	return nil
+}
+

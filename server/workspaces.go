@@ -1,0 +1,174 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/jean2/jean2/store"
+)
+
+// storeErr turns a store error into the API's: not found → 404, conflict → 409; anything
+// else stays an internal error.
+func storeErr(err error, what string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return notFound("%s not found", what)
+	case errors.Is(err, store.ErrConflict):
+		return errorf(http.StatusConflict, codeConflict, "%v", err)
+	}
+	return err
+}
+
+// checkFolder says what is wrong with p as a workspace folder or allowed path: it must be
+// absolute and name an existing folder.
+func checkFolder(field, p string) (string, error) {
+	if strings.TrimSpace(p) == "" {
+		return "", badRequest("%s is empty: give an absolute folder path such as /home/me/project", field)
+	}
+	if !filepath.IsAbs(p) {
+		return "", badRequest("%s %q is not absolute: give the full path, such as /home/me/project", field, p)
+	}
+	p = filepath.Clean(p)
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "", badRequest("%s %s: %v", field, p, errors.Unwrap(err))
+	}
+	if !fi.IsDir() {
+		return "", badRequest("%s %s is a file, not a folder", field, p)
+	}
+	return p, nil
+}
+
+func checkFolders(field string, ps []string) ([]string, error) {
+	out := make([]string, 0, len(ps))
+	for i, p := range ps {
+		c, err := checkFolder(fmt.Sprintf("%s[%d]", field, i), p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func (s *Server) listWorkspaces(w http.ResponseWriter, r *http.Request) error {
+	ws, err := s.db.ListWorkspaces(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"workspaces": ws})
+	return nil
+}
+
+type workspaceBody struct {
+	Name         *string   `json:"name"`
+	Path         *string   `json:"path"`
+	AllowedPaths *[]string `json:"allowedPaths"`
+}
+
+func (s *Server) createWorkspace(w http.ResponseWriter, r *http.Request) error {
+	var b workspaceBody
+	if err := decodeBody(w, r, &b); err != nil {
+		return err
+	}
+	if b.Path == nil {
+		return badRequest("give the workspace's folder as path (absolute)")
+	}
+	path, err := checkFolder("path", *b.Path)
+	if err != nil {
+		return err
+	}
+	ws := store.Workspace{Path: path, Name: filepath.Base(path), AllowedPaths: []string{}}
+	if b.Name != nil && strings.TrimSpace(*b.Name) != "" {
+		ws.Name = strings.TrimSpace(*b.Name)
+	}
+	if b.AllowedPaths != nil {
+		if ws.AllowedPaths, err = checkFolders("allowedPaths", *b.AllowedPaths); err != nil {
+			return err
+		}
+	}
+	if _, err := s.db.WorkspaceByPath(r.Context(), path); err == nil {
+		return errorf(http.StatusConflict, codeConflict, "a workspace for %s exists already", path)
+	}
+	ws, err = s.db.CreateWorkspace(r.Context(), ws)
+	if err != nil {
+		return storeErr(err, "workspace")
+	}
+	writeJSON(w, http.StatusCreated, ws)
+	return nil
+}
+
+func (s *Server) workspace(ctx context.Context, id string) (store.Workspace, error) {
+	ws, err := s.db.Workspace(ctx, id)
+	return ws, storeErr(err, "workspace "+id)
+}
+
+func (s *Server) getWorkspace(w http.ResponseWriter, r *http.Request) error {
+	ws, err := s.workspace(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ws)
+	return nil
+}
+
+func (s *Server) patchWorkspace(w http.ResponseWriter, r *http.Request) error {
+	var b workspaceBody
+	if err := decodeBody(w, r, &b); err != nil {
+		return err
+	}
+	ws, err := s.workspace(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if b.Name != nil {
+		ws.Name = strings.TrimSpace(*b.Name)
+	}
+	if b.Path != nil {
+		if ws.Path, err = checkFolder("path", *b.Path); err != nil {
+			return err
+		}
+	}
+	if b.AllowedPaths != nil {
+		if ws.AllowedPaths, err = checkFolders("allowedPaths", *b.AllowedPaths); err != nil {
+			return err
+		}
+	}
+	ws, err = s.db.UpdateWorkspace(r.Context(), ws)
+	if err != nil {
+		return storeErr(err, "workspace")
+	}
+	writeJSON(w, http.StatusOK, ws)
+	return nil
+}
+
+func (s *Server) deleteWorkspace(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if _, err := s.workspace(r.Context(), id); err != nil {
+		return err
+	}
+	sessions, err := s.db.ListSessions(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	for _, ses := range sessions {
+		if s.harness.Running(ses.ID) {
+			return errorf(http.StatusConflict, codeBusy, "session %s of this workspace is running a turn; stop it first", ses.ID)
+		}
+	}
+	if err := s.db.DeleteWorkspace(r.Context(), id); err != nil {
+		return storeErr(err, "workspace "+id)
+	}
+	for _, ses := range sessions {
+		s.forgetSession(r.Context(), ses.ID)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
