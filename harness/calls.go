@@ -32,6 +32,8 @@ func (t *turn) runCalls(msg *store.Message, calls []int, batch []store.NewEvent)
 		}
 	}
 	ws, wsErr := t.workspace()
+	// The snapshot of the workspace must be taken before anything can change it.
+	t.snap.wait()
 	for i := 0; i < len(calls); {
 		// A group: one call, or a run of consecutive read-only calls.
 		j := i + 1

@@ -9,6 +9,7 @@ import (
 	"github.com/jean2/jean2/provider"
 	"github.com/jean2/jean2/store"
 	"github.com/jean2/jean2/tool"
+	"github.com/jean2/jean2/undo"
 )
 
 // Event types the harness publishes on a session's log.
@@ -96,8 +97,8 @@ type Changed struct {
 
 // RestoreDone is the payload of restore.done.
 type RestoreDone struct {
-	MessageID string `json:"messageId"`
-	Report    any    `json:"report"`
+	MessageID string      `json:"messageId"`
+	Report    undo.Report `json:"report"`
 }
 
 // Summarize counts a ledger's changes the way turn.finished reports them.

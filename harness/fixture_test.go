@@ -18,6 +18,7 @@ import (
 	"github.com/jean2/jean2/provider"
 	"github.com/jean2/jean2/provider/providertest"
 	"github.com/jean2/jean2/store"
+	"github.com/jean2/jean2/undo"
 )
 
 // Tools the tests use, as tool.js files written into the host's tools folder.
@@ -39,8 +40,9 @@ export async function execute(input, ctx) {
 	// slow waits to be stopped and writes down the abort reason it saw.
 	"slow": `import fs from 'node:fs';
 export const definition = { name: 'slow', description: 'Wait until stopped.', timeout: 60000,
-  inputSchema: { type: 'object', properties: { marker: { type: 'string' } }, required: ['marker'] } };
+  inputSchema: { type: 'object', properties: { marker: { type: 'string' }, write: { type: 'string' } }, required: ['marker'] } };
 export async function execute(input, ctx) {
+  if (input.write) fs.writeFileSync(input.write, 'written before the wait');
   fs.writeFileSync(input.marker + '.started', 'yes');
   const seen = await new Promise((res) => {
     const t = setTimeout(() => res('timer'), 30000);
@@ -48,6 +50,16 @@ export async function execute(input, ctx) {
   });
   fs.writeFileSync(input.marker, seen);
   return { success: false, error: 'saw ' + seen };
+}
+`,
+	// shell_write changes files the way a shell command would: behind ctx.fs's back.
+	"shell_write": `import fs from 'node:fs';
+export const definition = { name: 'shell_write', description: 'Write files directly.',
+  inputSchema: { type: 'object', properties: { files: { type: 'object', additionalProperties: { type: 'string' } }, remove: { type: 'array', items: { type: 'string' } } }, required: ['files'] } };
+export async function execute(input) {
+  for (const [p, text] of Object.entries(input.files)) fs.writeFileSync(p, text);
+  for (const p of input.remove ?? []) fs.rmSync(p);
+  return { success: true, result: { wrote: Object.keys(input.files).length } };
 }
 `,
 	// ask_user is interactive: it stands for a tool that waits on a person.
@@ -96,6 +108,7 @@ type fixture struct {
 	db      *store.DB
 	hub     *hub.Hub
 	host    *host.Host
+	snaps   *undo.Snapshots
 	srv     *providertest.Server
 	prov    provider.Provider
 	opts    harness.Options
@@ -105,8 +118,9 @@ type fixture struct {
 }
 
 type fixtureOptions struct {
-	flavor providertest.Flavor
-	adjust func(*harness.Options)
+	flavor    providertest.Flavor
+	snapshots bool // undo snapshots in root/undo
+	adjust    func(*harness.Options)
 }
 
 // staticModels resolves every session to one provider.
@@ -189,6 +203,13 @@ func newFixture(t testing.TB, fo fixtureOptions) *fixture {
 	}
 	f.opts = harness.Options{Store: f.db, Events: f.hub, Askers: f.hub, Tools: f.host,
 		Models: staticModels{p: f.prov, model: f.model}, System: "You are a test."}
+	if fo.snapshots {
+		f.snaps, err = undo.New(undo.Options{Dir: filepath.Join(root, "undo")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.opts.Snapshots = f.snaps
+	}
 	if fo.adjust != nil {
 		fo.adjust(&f.opts)
 	}
@@ -209,6 +230,9 @@ func (f *fixture) close() {
 		}
 	}
 	f.hub.Close()
+	if f.snaps != nil {
+		_ = f.snaps.Close()
+	}
 	_ = f.host.Close(ctx)
 	_ = f.db.Close()
 }
@@ -360,4 +384,3 @@ func jsonArgs(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
-

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/jean2/jean2/store"
+	"github.com/jean2/jean2/undo"
 )
 
 // sealCrash is what a message or call a killed server left unfinished is sealed with.
@@ -35,8 +36,35 @@ func (h *Harness) recover(ctx context.Context) error {
 			}
 		}
 	}
+	if err := h.discardLeftovers(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("harness: recover interrupted turns: %w", err)
+	}
+	return nil
+}
+
+// discardLeftovers drops the undo snapshots of turns that are over (their turn.finished is
+// out, or their session is gone) but were never filed nor discarded.
+func (h *Harness) discardLeftovers(ctx context.Context) error {
+	s := h.opts.Snapshots
+	if s == nil {
+		return nil
+	}
+	specs, err := s.Interrupted()
+	if err != nil {
+		return fmt.Errorf("list interrupted snapshots: %w", err)
+	}
+	for _, spec := range specs {
+		ut, err := s.Resume(ctx, spec.ID)
+		if err != nil {
+			h.log.Warn("a leftover turn snapshot could not be resumed to discard it", "turn", spec.ID, "error", err)
+			continue
+		}
+		if err := ut.Discard(); err != nil {
+			h.log.Warn("discard a leftover turn snapshot", "turn", spec.ID, "error", err)
+		}
 	}
 	return nil
 }
@@ -94,7 +122,9 @@ func (h *Harness) recoverSession(ctx context.Context, sessionID string) error {
 }
 
 // sealTurn files the interrupted turn's ledger, if it has an answer to file it under and
-// none is filed yet, and says how the turn finished.
+// none is filed yet, and says how the turn finished. With snapshots, the turn's snapshot is
+// taken up again: what changed on disk since the turn began becomes its ledger (what the
+// turn recorded through ctx.fs was in memory only, but it is on disk too).
 func (h *Harness) sealTurn(ctx context.Context, sessionID string, started TurnStarted, msgs []store.Message) (TurnFinished, error) {
 	fin := TurnFinished{TurnID: started.TurnID, Reason: ReasonInterrupted, Error: sealCrash, Changed: Summarize(nil)}
 	from := len(msgs)
@@ -129,18 +159,65 @@ func (h *Harness) sealTurn(ctx context.Context, sessionID string, started TurnSt
 		target = anyAnswer
 	}
 	fin.MessageID = target
-	if filed != nil {
-		fin.MessageID = filed.MessageID
-		fin.Changed = Summarize(filed.Changes)
+	ut := h.resume(ctx, started.TurnID)
+	if filed != nil || target == "" {
+		// Filed already (the crash came after), or nothing to file it under.
+		discardTurn(h, ut)
+		if filed != nil {
+			fin.MessageID = filed.MessageID
+			fin.Changed = Summarize(filed.Changes)
+		}
 		return fin, nil
 	}
-	if target == "" {
-		return fin, nil
+	if ut != nil {
+		if _, err := ut.Finish(ctx, nil); err != nil {
+			h.log.Error("find the changes of an interrupted turn", "session", sessionID, "turn", started.TurnID, "error", err)
+		} else if l, err := ut.File(ctx, h.opts.Store, target); err != nil {
+			h.log.Error("file the ledger of an interrupted turn", "session", sessionID, "turn", started.TurnID, "error", err)
+		} else {
+			fin.Changed = Summarize(l.Changes)
+			return fin, nil
+		}
+		discardTurn(h, ut)
 	}
 	if _, err := h.opts.Store.FileLedger(ctx, sessionID, target, nil); err != nil && !errors.Is(err, store.ErrConflict) {
 		return fin, err
 	}
 	return fin, nil
+}
+
+// resume takes up the undo snapshot of an interrupted turn, if there is one.
+func (h *Harness) resume(ctx context.Context, turnID string) *undo.Turn {
+	s := h.opts.Snapshots
+	if s == nil || turnID == "" {
+		return nil
+	}
+	specs, err := s.Interrupted()
+	if err != nil {
+		h.log.Warn("list interrupted snapshots", "error", err)
+		return nil
+	}
+	for _, spec := range specs {
+		if spec.ID != turnID {
+			continue
+		}
+		ut, err := s.Resume(ctx, turnID)
+		if err != nil {
+			h.log.Warn("resume the snapshot of an interrupted turn", "turn", turnID, "error", err)
+			return nil
+		}
+		return ut
+	}
+	return nil
+}
+
+func discardTurn(h *Harness, ut *undo.Turn) {
+	if ut == nil {
+		return
+	}
+	if err := ut.Discard(); err != nil {
+		h.log.Warn("discard the snapshot of an interrupted turn", "turn", ut.ID(), "error", err)
+	}
 }
 
 // lastTurn finds the session's last turn.started and whether a turn.finished follows it,

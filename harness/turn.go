@@ -10,6 +10,7 @@ import (
 	"github.com/jean2/jean2/provider"
 	"github.com/jean2/jean2/store"
 	"github.com/jean2/jean2/tool"
+	"github.com/jean2/jean2/undo"
 )
 
 // turn is one running turn: a user's message and the rounds that answer it. Its fields are
@@ -33,6 +34,7 @@ type turn struct {
 	done chan struct{} // closed when the turn is over and turn.finished is out
 
 	ev     *emitter
+	snap   *snapshot // nil without snapshots
 	ledger *tool.Ledger
 	facts  *tool.SessionFacts
 
@@ -79,9 +81,9 @@ func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*tur
 // run plays the turn to its end and announces how it ended.
 func (t *turn) run() {
 	defer t.cancel(nil)
-	snap := t.beginSnapshot()
+	t.snap = t.beginSnapshot()
 	reason, why := t.loop()
-	t.finish(reason, why, snap)
+	t.finish(reason, why)
 }
 
 // loop runs rounds until one ends the turn, and says why it ended.
@@ -163,36 +165,50 @@ func (t *turn) system(ws host.Workspace) string {
 	return b.String()
 }
 
-func (t *turn) beginSnapshot() SnapshotTurn {
+// beginSnapshot starts the turn's undo snapshot beside the first model call; the turn
+// waits for it before its first tool call and at its end.
+func (t *turn) beginSnapshot() *snapshot {
 	s := t.h.opts.Snapshots
 	if s == nil {
 		return nil
 	}
+	snap := &snapshot{done: make(chan struct{})}
 	ws, err := t.workspace()
 	if err != nil {
 		t.h.log.Warn("no snapshot for this turn", "session", t.sessionID, "turn", t.id, "error", err)
-		return nil
+		close(snap.done)
+		return snap
 	}
 	roots := append([]string{ws.Path}, ws.Allowed...)
-	snap, err := s.Begin(t.ctx, roots)
-	if err != nil {
-		// The turn still runs; its ledger then holds what went through ctx.fs only.
-		t.h.log.Warn("no snapshot for this turn: changes made outside ctx.fs will not be restorable",
-			"session", t.sessionID, "turn", t.id, "roots", roots, "error", err)
-		return nil
-	}
+	go func() {
+		defer close(snap.done)
+		ut, err := s.Begin(t.ctx, undo.TurnSpec{ID: t.id, SessionID: t.sessionID, Roots: roots})
+		if err != nil {
+			// The turn still runs; its ledger then holds what went through ctx.fs only.
+			t.h.log.Warn("no snapshot for this turn: changes made other than through ctx.fs will not be on its ledger",
+				"session", t.sessionID, "turn", t.id, "roots", roots, "error", err)
+			return
+		}
+		for _, w := range ut.Warnings() {
+			t.h.log.Warn("snapshot of the turn", "session", t.sessionID, "turn", t.id, "warning", w)
+		}
+		snap.turn = ut
+	}()
 	return snap
 }
 
 // finish files the turn's ledger under its last assistant message and publishes
 // turn.finished.
-func (t *turn) finish(reason, why string, snap SnapshotTurn) {
+func (t *turn) finish(reason, why string) {
+	ut := t.snap.wait()
 	changes := t.ledger.Changes()
-	if snap != nil {
-		all, err := snap.Finish(t.wctx, changes)
+	if ut != nil {
+		all, err := ut.Finish(t.wctx, changes)
 		if err != nil {
 			t.h.log.Error("finish the turn's snapshot: the ledger keeps the changes made through ctx.fs only",
 				"session", t.sessionID, "turn", t.id, "error", err)
+			t.discard(ut)
+			ut = nil
 		} else {
 			changes = all
 		}
@@ -201,12 +217,22 @@ func (t *turn) finish(reason, why string, snap SnapshotTurn) {
 	if target == "" {
 		target = t.lastAny
 	}
-	if target != "" {
-		if _, err := t.h.opts.Store.FileLedger(t.wctx, t.sessionID, target, changes); err != nil {
-			t.h.log.Error("file the turn's ledger", "session", t.sessionID, "turn", t.id, "message", target, "changes", len(changes), "error", err)
+	switch {
+	case target == "":
+		if len(changes) > 0 {
+			t.h.log.Error("the turn changed files but drew no answer to file its ledger under", "session", t.sessionID, "turn", t.id, "changes", len(changes))
 		}
-	} else if len(changes) > 0 {
-		t.h.log.Error("the turn changed files but drew no answer to file its ledger under", "session", t.sessionID, "turn", t.id, "changes", len(changes))
+		t.discard(ut)
+	case ut != nil:
+		if _, err := ut.File(t.wctx, t.h.opts.Store, target); err != nil {
+			t.h.log.Error("file the turn's ledger with its undo record", "session", t.sessionID, "turn", t.id, "message", target, "error", err)
+			t.discard(ut)
+			if !errors.Is(err, store.ErrConflict) {
+				t.fileLedger(target, changes)
+			}
+		}
+	default:
+		t.fileLedger(target, changes)
 	}
 	if reason == ReasonDone {
 		why = ""
@@ -215,4 +241,19 @@ func (t *turn) finish(reason, why string, snap SnapshotTurn) {
 		TurnID: t.id, Reason: reason, Error: why, MessageID: target, Rounds: t.rounds,
 		Changed: Summarize(changes), Usage: t.usage,
 	}))
+}
+
+func (t *turn) fileLedger(target string, changes []tool.Change) {
+	if _, err := t.h.opts.Store.FileLedger(t.wctx, t.sessionID, target, changes); err != nil {
+		t.h.log.Error("file the turn's ledger", "session", t.sessionID, "turn", t.id, "message", target, "changes", len(changes), "error", err)
+	}
+}
+
+func (t *turn) discard(ut *undo.Turn) {
+	if ut == nil {
+		return
+	}
+	if err := ut.Discard(); err != nil {
+		t.h.log.Warn("discard the turn's snapshot", "session", t.sessionID, "turn", t.id, "error", err)
+	}
 }

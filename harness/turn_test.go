@@ -21,7 +21,7 @@ import (
 // is flushed on its own; usage is recorded; the (empty) ledger is filed under the answer.
 func TestTextOnlyTurn(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
-	f.srv.Push(providertest.NewOpenAIStream("gpt-test").Text("Hello").Text(", ").Pause(500 * time.Millisecond).
+	f.srv.Push(providertest.NewOpenAIStream("gpt-test").Text("Hello").Text(", ").Pause(500*time.Millisecond).
 		Text("world").Finish("stop").Usage(21, 3).Done().Reply())
 
 	sub, err := f.hub.Subscribe(context.Background(), f.session.ID, 0)
