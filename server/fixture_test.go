@@ -236,7 +236,9 @@ func (f *fixture) session() (store.Workspace, sessionView) {
 }
 
 // wsURL is the WebSocket URL of path.
-func (f *fixture) wsURL(path string) string { return "ws" + strings.TrimPrefix(f.ts.URL, "http") + path }
+func (f *fixture) wsURL(path string) string {
+	return "ws" + strings.TrimPrefix(f.ts.URL, "http") + path
+}
 
 // socket is a WebSocket client of an event log.
 type socket struct {

@@ -144,7 +144,9 @@ func (l *liveSettings) update(ctx context.Context, p settingsPatch) (Settings, e
 // askTimeoutSetter and limitsSetter are what the hub and the harness offer, when they do,
 // for settings to apply without a restart.
 type askTimeoutSetter interface{ SetAskTimeout(time.Duration) }
-type limitsSetter interface{ SetLimits(workRounds, maxRounds int) }
+type limitsSetter interface {
+	SetLimits(workRounds, maxRounds int)
+}
 
 // settingsView is the answer of the settings routes.
 type settingsView struct {

@@ -28,7 +28,9 @@ func TestTurnOverAPIWithEventsOverWebSocket(t *testing.T) {
 	if sock.hello.LastSeq != 0 || sock.hello.Running || len(sock.hello.PendingAsks) != 0 {
 		t.Fatalf("hello = %+v", sock.hello)
 	}
-	var started struct{ Turn struct{ ID, SessionID, UserMessageID string } }
+	var started struct {
+		Turn struct{ ID, SessionID, UserMessageID string }
+	}
 	f.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "write a note"}, 202, &started)
 	if started.Turn.ID == "" || started.Turn.UserMessageID == "" || started.Turn.SessionID != ses.ID {
 		t.Fatalf("turn = %+v", started)

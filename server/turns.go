@@ -70,4 +70,3 @@ func (s *Server) stopTurn(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, map[string]any{"stopped": s.harness.Stop(ses.ID)})
 	return nil
 }
-
