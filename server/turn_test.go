@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jean2/jean2/provider/providertest"
 	"github.com/jean2/jean2/store"
+	"github.com/jean2/jean2/undo"
 )
 
 // A whole turn over the API: the model calls write_note, then answers; a WebSocket client
@@ -110,6 +112,43 @@ func TestTurnOverAPIWithEventsOverWebSocket(t *testing.T) {
 		b, _ := json.Marshal(fc)
 		t.Fatalf("changed file = %s", b)
 	}
+
+	// Restore to here: the dry run says what would change and changes nothing; a file
+	// changed outside jean2 since is a conflict unless forced.
+	restorePath := "/api/sessions/" + ses.ID + "/restore"
+	note := filepath.Join(f.ws, "note.txt")
+	var dry struct{ Report undo.Report }
+	f.call("POST", restorePath, map[string]any{"messageId": started.Turn.UserMessageID, "dryRun": true}, 200, &dry)
+	if !slices.Contains(dry.Report.Removed, note) || dry.Report.Applied {
+		t.Fatalf("dry run = %+v", dry.Report)
+	}
+	if _, err := os.Stat(note); err != nil {
+		t.Fatalf("the dry run changed the disk: %v", err)
+	}
+	if err := os.WriteFile(note, []byte("edited by hand"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	body := f.call("POST", restorePath, map[string]any{"messageId": started.Turn.UserMessageID}, 409, nil)
+	var refused struct {
+		Error struct {
+			Code    string
+			Details struct{ Report undo.Report }
+		}
+	}
+	mustJSON(t, body, &refused)
+	if refused.Error.Code != codeConflict || len(refused.Error.Details.Report.Conflicts) != 1 || refused.Error.Details.Report.Conflicts[0].Path != note {
+		t.Fatalf("restore over a hand edit = %s", body)
+	}
+	var done struct{ Report undo.Report }
+	f.call("POST", restorePath, map[string]any{"messageId": started.Turn.UserMessageID, "force": true}, 200, &done)
+	if !done.Report.Applied {
+		t.Fatalf("forced restore = %+v", done.Report)
+	}
+	if _, err := os.Stat(note); !os.IsNotExist(err) {
+		t.Fatalf("note.txt after restoring to before the turn: %v", err)
+	}
+	sock.until("restore.done", 10*time.Second)
+	f.call("POST", restorePath, map[string]any{"messageId": "msg_nope"}, 404, nil)
 
 	// The model saw the tool's result, not its visualization.
 	reqs := f.fake.Requests()
