@@ -214,7 +214,9 @@ func TestServeCrashMidTurnLosesNothingAcknowledged(t *testing.T) {
 	s.call("POST", "/api/workspaces", map[string]any{"path": c.ws}, 201, &ws)
 	var ses struct{ ID string }
 	s.call("POST", "/api/workspaces/"+ws.ID+"/sessions", map[string]any{"title": "crash"}, 201, &ses)
-	var started struct{ Turn struct{ ID, UserMessageID string } }
+	var started struct {
+		Turn struct{ ID, UserMessageID string }
+	}
 	s.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "run the slow job"}, 202, &started)
 	// The tool call is running: everything before it was acknowledged.
 	s.waitEvent(ses.ID, 0, "part.updated", `"running"`)
