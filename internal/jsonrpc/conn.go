@@ -163,11 +163,16 @@ func (p *Pending) Abandon() {
 	p.conn.mu.Unlock()
 }
 
-// Start sends a request and returns at once; wait on the Pending for the answer.
+// Start sends a request and returns at once; wait on the Pending for the answer. Params
+// that implement Appender are written straight into the outgoing buffer.
 func (c *Conn) Start(method string, params any) (*Pending, error) {
-	raw, err := marshalValue(params)
-	if err != nil {
-		return nil, fmt.Errorf("jsonrpc: %s: params cannot be serialized: %w", method, err)
+	app, direct := params.(Appender)
+	var raw []byte
+	if !direct {
+		var err error
+		if raw, err = marshalValue(params); err != nil {
+			return nil, fmt.Errorf("jsonrpc: %s: params cannot be serialized: %w", method, err)
+		}
 	}
 	p := &Pending{conn: c, id: c.nextID.Add(1), done: make(chan struct{})}
 	c.mu.Lock()
@@ -179,7 +184,22 @@ func (c *Conn) Start(method string, params any) (*Pending, error) {
 	c.pending[p.id] = p
 	c.waiting.Add(1)
 	c.mu.Unlock()
-	if err := c.write(func(b []byte) []byte { return appendRequest(b, p.id, method, raw) }); err != nil {
+	var appendErr error
+	err := c.write(func(b []byte) []byte {
+		if !direct {
+			return appendRequest(b, p.id, method, raw)
+		}
+		start := len(b)
+		b = appendRequestHead(b, p.id, method)
+		if b, appendErr = app.AppendJSON(b); appendErr != nil {
+			return b[:start]
+		}
+		return append(b, "}\n"...)
+	})
+	if err == nil && appendErr != nil {
+		err = fmt.Errorf("jsonrpc: %s: params cannot be serialized: %w", method, appendErr)
+	}
+	if err != nil {
 		p.Abandon()
 		return nil, err
 	}
@@ -411,6 +431,9 @@ func (c *Conn) readLoop() {
 }
 
 func (c *Conn) dispatch(line []byte) {
+	// The line's buffer is reused by the next read, and what is decoded from it (params,
+	// results) lives on with handlers and callers: one copy serves them all.
+	line = append([]byte(nil), line...)
 	m, k, err := decodeMessage(line)
 	if err != nil {
 		var de *decodeError

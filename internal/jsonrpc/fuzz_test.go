@@ -91,3 +91,46 @@ func jsonEqual(a, b []byte) bool {
 	ya, _ := json.Marshal(y)
 	return bytes.Equal(xa, ya)
 }
+
+// FuzzScanner holds the one-pass scanner to encoding/json: it accepts exactly the documents
+// json.Valid accepts, and the fast message decoder, when it decodes a line at all, decodes
+// it exactly as encoding/json does.
+func FuzzScanner(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"execute","params":{"callId":"a","input":{"n":[1,2.5e-3,-0,true,null]}}}`,
+		`{"jsonrpc":"2.0","id":"x","result":{"success":true,"result":"\u00e9\n"}}`,
+		`{"jsonrpc":"2.0","id":2,"result":null}`,
+		`{"jsonrpc":"2.0","ID":2,"result":1}`,
+		`{"jsonrpc":"2.0","id":2,"result":1,"result":2}`,
+		`{"jsonrpc":"2.0","method":"log","params":null}`,
+		`{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"load"}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"x"}`,
+		`{"j\u0073onrpc":"2.0","id":1,"method":"x"}`,
+		`{"jſonrpc":"2.0","id":1,"method":"x"}`,
+		` { "jsonrpc" : "2.0" , "id" : 1 , "result" : [ ] } `,
+		`{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":"\x"}`, `{"a":"\u12g4"}`, `[1,]`, `{"a":1,}`,
+		"{\"a\":\"\x01\"}", `"\ud800"`, `1e+`, `tru`, `nul`, `{}`, `[]`, ``, ` `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if got, want := ValidValue(data), json.Valid(data); got != want {
+			t.Fatalf("ValidValue(%q) = %v, json.Valid says %v", data, got, want)
+		}
+		isObject := json.Valid(data) && bytes.TrimLeft(data, " \t\r\n")[0] == '{'
+		if got := ObjectFields(data, func([]byte, bool, []byte) bool { return true }); got != isObject {
+			t.Fatalf("ObjectFields(%q) = %v, want %v", data, got, isObject)
+		}
+		m, k, ok := decodeFast(data)
+		if !ok {
+			return
+		}
+		m2, k2, err := decodeSlow(data)
+		if err != nil {
+			t.Fatalf("fast decoder accepted %q, encoding/json refuses it: %v", data, err)
+		}
+		if k != k2 || m.Method != m2.Method || !bytes.Equal(m.ID, m2.ID) || !bytes.Equal(m.Params, m2.Params) || !bytes.Equal(m.Result, m2.Result) || m2.Error != nil {
+			t.Fatalf("%q: fast decoder read %+v (kind %d), encoding/json %+v (kind %d)", data, m, k, m2, k2)
+		}
+	})
+}

@@ -92,8 +92,131 @@ type decodeError struct {
 
 func (e *decodeError) Error() string { return e.Err.Error() }
 
-// decodeMessage parses and classifies one line.
+// decodeMessage parses and classifies one line. The raw fields of the message it returns
+// alias line.
 func decodeMessage(line []byte) (*message, kind, error) {
+	if m, k, ok := decodeFast(line); ok {
+		return m, k, nil
+	}
+	return decodeSlow(line)
+}
+
+// decodeFast reads the common messages in one pass (see scan.go). It gives up (ok false),
+// leaving the line to decodeSlow, on anything unusual: an error member (rare, and its
+// object is decoded by encoding/json anyway), an escaped key or string, a key that
+// encoding/json would match only case-insensitively, a repeated key, a message that is
+// not valid. Whatever it accepts, decodeSlow accepts the same way.
+func decodeFast(line []byte) (*message, kind, bool) {
+	var m message
+	var seen uint8
+	const (
+		sawJSONRPC = 1 << iota
+		sawID
+		sawMethod
+		sawParams
+		sawResult
+	)
+	once := func(bit uint8) bool {
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	}
+	ok := ObjectFields(line, func(key []byte, escaped bool, v []byte) bool {
+		if escaped {
+			return false
+		}
+		switch string(key) {
+		case "jsonrpc":
+			if !once(sawJSONRPC) || string(v) != `"2.0"` {
+				return false
+			}
+			m.JSONRPC = "2.0"
+		case "id":
+			if !once(sawID) {
+				return false
+			}
+			m.ID = v
+		case "method":
+			if !once(sawMethod) || len(v) < 2 || v[0] != '"' {
+				return false
+			}
+			name := v[1 : len(v)-1]
+			for _, c := range name {
+				if c == '\\' || c >= 0x80 {
+					return false // escapes, and bytes encoding/json may replace
+				}
+			}
+			m.Method = string(name)
+		case "params":
+			if !once(sawParams) {
+				return false
+			}
+			m.Params = v
+		case "result":
+			if !once(sawResult) {
+				return false
+			}
+			m.Result = v
+		default:
+			// encoding/json matches field names case-insensitively; leave those to it.
+			return !knownKeyFold(key)
+		}
+		return true
+	})
+	if !ok || seen&sawJSONRPC == 0 {
+		return nil, 0, false
+	}
+	if isNull(m.ID) {
+		m.ID = nil
+	}
+	if m.ID != nil && !validID(m.ID) {
+		return nil, 0, false
+	}
+	switch {
+	case m.Method != "":
+		if m.Result != nil {
+			return nil, 0, false
+		}
+		if m.ID == nil {
+			return &m, kindNotification, true
+		}
+		return &m, kindRequest, true
+	case m.ID != nil && m.Result != nil:
+		return &m, kindResponse, true
+	}
+	return nil, 0, false
+}
+
+// knownKeyFold reports whether encoding/json could match key to a member of message:
+// ignoring ASCII case, or by Unicode folding (ſ is s to it), which any non-ASCII byte
+// leaves to the slow path to judge.
+func knownKeyFold(key []byte) bool {
+	for _, c := range key {
+		if c >= 0x80 {
+			return true
+		}
+	}
+	for _, k := range [...]string{"jsonrpc", "id", "method", "params", "result", "error"} {
+		if len(key) == len(k) && equalFoldASCII(key, k) {
+			return true
+		}
+	}
+	return false
+}
+
+func equalFoldASCII(b []byte, s string) bool {
+	for i := range b {
+		if b[i]|0x20 != s[i]|0x20 {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeSlow parses and classifies one line with encoding/json.
+func decodeSlow(line []byte) (*message, kind, error) {
 	var m message
 	if err := json.Unmarshal(line, &m); err != nil {
 		return nil, 0, &decodeError{ID: salvageID(line), Code: CodeParseError, Err: fmt.Errorf("parse error: %w", err)}
@@ -198,6 +321,15 @@ func truncate(b []byte, n int) string {
 // Envelope builders: the common messages are written by hand into the output buffer, which
 // is cheaper than marshalling a struct and never fails.
 
+// appendRequestHead writes a request up to its params' value.
+func appendRequestHead(buf []byte, id int64, method string) []byte {
+	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+	buf = strconv.AppendInt(buf, id, 10)
+	buf = append(buf, `,"method":`...)
+	buf = appendString(buf, method)
+	return append(buf, `,"params":`...)
+}
+
 func appendRequest(buf []byte, id int64, method string, params []byte) []byte {
 	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
 	buf = strconv.AppendInt(buf, id, 10)
@@ -245,10 +377,11 @@ func appendError(buf []byte, id json.RawMessage, e *Error) []byte {
 	return append(buf, "}}\n"...)
 }
 
-// appendString appends s as a JSON string; plain ASCII, the usual case, is copied as is.
+// appendString appends s as a JSON string exactly as encoding/json writes it; plain ASCII,
+// the usual case, is copied as is.
 func appendString(buf []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 || c == '<' || c == '>' || c == '&' {
 			raw, _ := json.Marshal(s) // cannot fail for a string
 			return append(buf, raw...)
 		}
@@ -287,4 +420,25 @@ func marshalValue(v any) ([]byte, error) {
 	default:
 		return json.Marshal(v)
 	}
+}
+
+// Appender is a value that writes its own JSON: valid, on one line. Conn writes it straight
+// into the outgoing buffer, skipping reflection; the hot messages implement it.
+type Appender interface {
+	AppendJSON(buf []byte) ([]byte, error)
+}
+
+// AppendString appends s as a JSON string, exactly as encoding/json writes it.
+func AppendString(buf []byte, s string) []byte { return appendString(buf, s) }
+
+// AppendRaw appends a raw JSON value after checking it, as encoding/json does with a
+// json.RawMessage (empty is null), removing line breaks so it stays on one line.
+func AppendRaw(buf []byte, raw []byte) ([]byte, error) {
+	if len(raw) == 0 {
+		return append(buf, "null"...), nil
+	}
+	if !ValidValue(raw) {
+		return buf, errors.New("raw JSON value is not valid JSON")
+	}
+	return append(buf, compact(raw)...), nil
 }

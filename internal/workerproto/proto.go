@@ -5,8 +5,11 @@ package workerproto
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"time"
 
+	"github.com/jean2/jean2/internal/jsonrpc"
 	"github.com/jean2/jean2/tool"
 )
 
@@ -119,6 +122,69 @@ type ExecuteParams struct {
 	CallID  string          `json:"callId"`
 	Input   json.RawMessage `json:"input"`
 	Context CallContext     `json:"context"`
+}
+
+// AppendJSON writes the params as encoding/json would (the same members, in the same
+// order, map keys sorted), without reflection: they go out with every call.
+func (p ExecuteParams) AppendJSON(buf []byte) ([]byte, error) {
+	buf = append(buf, `{"callId":`...)
+	buf = jsonrpc.AppendString(buf, p.CallID)
+	buf = append(buf, `,"input":`...)
+	buf, err := jsonrpc.AppendRaw(buf, p.Input)
+	if err != nil {
+		return buf, fmt.Errorf("input: %w", err)
+	}
+	cc := &p.Context
+	buf = append(buf, `,"context":{"sessionId":`...)
+	buf = jsonrpc.AppendString(buf, cc.SessionID)
+	buf = append(buf, `,"workspacePath":`...)
+	buf = jsonrpc.AppendString(buf, cc.WorkspacePath)
+	if cc.WorkspaceID != "" {
+		buf = append(buf, `,"workspaceId":`...)
+		buf = jsonrpc.AppendString(buf, cc.WorkspaceID)
+	}
+	buf = append(buf, `,"allowedPaths":`...)
+	buf = appendStrings(buf, cc.AllowedPaths)
+	buf = append(buf, `,"tempDir":`...)
+	buf = jsonrpc.AppendString(buf, cc.TempDir)
+	buf = append(buf, `,"env":`...)
+	buf = appendStringMap(buf, cc.Env)
+	return append(buf, "}}"...), nil
+}
+
+func appendStrings(buf []byte, ss []string) []byte {
+	if ss == nil {
+		return append(buf, "null"...)
+	}
+	buf = append(buf, '[')
+	for i, s := range ss {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = jsonrpc.AppendString(buf, s)
+	}
+	return append(buf, ']')
+}
+
+func appendStringMap(buf []byte, m map[string]string) []byte {
+	if m == nil {
+		return append(buf, "null"...)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	buf = append(buf, '{')
+	for i, k := range keys {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = jsonrpc.AppendString(buf, k)
+		buf = append(buf, ':')
+		buf = jsonrpc.AppendString(buf, m[k])
+	}
+	return append(buf, '}')
 }
 
 // CancelParams aborts a call's signal.

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -36,6 +37,10 @@ func runHelper(mode string) int {
 		signal.Ignore(syscall.SIGTERM)
 	}
 	var conn *jsonrpc.Conn
+	// lingers makes the helper outlive the end of its input, as a worker that ignores its
+	// host would: the stubborn one always, any once it has closed its protocol output.
+	var lingers atomic.Bool
+	lingers.Store(mode == "stubborn")
 	h := jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
 		switch req.Method {
 		case workerproto.MethodInitialize:
@@ -75,6 +80,7 @@ func runHelper(mode string) int {
 				out.Write([]byte(`{"jsonrpc":"2.0","method":"log","params":{"message":"` + strings.Repeat("x", 4096) + "\"}}\n"))
 				<-make(chan struct{})
 			case "close-out":
+				lingers.Store(true)
 				out.Close()
 				<-make(chan struct{})
 			case "ask":
@@ -97,6 +103,9 @@ func runHelper(mode string) int {
 	})
 	conn = jsonrpc.NewConn(in, out, h, nil)
 	<-conn.Done()
+	for lingers.Load() {
+		time.Sleep(time.Hour)
+	}
 	return 0
 }
 
