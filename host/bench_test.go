@@ -9,9 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,6 +50,49 @@ func benchFixture(b *testing.B, opts ...func(*host.Options)) (*host.Host, string
 	}
 	b.Cleanup(func() { _ = h.Close(context.Background()) })
 	return h, ws
+}
+
+// cpuUse is CPU time spent so far by this process (the host) and by its children that
+// are still running (the workers).
+type cpuUse struct{ host, workers time.Duration }
+
+// cpuTimes reads the CPU time of the host and of its live child processes. On a shared
+// machine calls/s swings with the load of others; CPU time per call does much less, which
+// makes before/after comparisons possible.
+func cpuTimes() cpuUse {
+	var u cpuUse
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		u.host = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	self := os.Getpid()
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range procs {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// Fields after the command (which may hold spaces) start after the last ')'.
+		i := strings.LastIndexByte(string(raw), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(raw[i+1:]))
+		if len(f) < 13 || f[1] != strconv.Itoa(self) {
+			continue
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		u.workers += time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+	}
+	return u
+}
+
+// reportCPU reports the host's and the workers' CPU time per operation since from.
+func reportCPU(b *testing.B, from cpuUse) {
+	now := cpuTimes()
+	b.ReportMetric(float64((now.host-from.host).Microseconds())/float64(b.N), "host-cpu-µs/op")
+	b.ReportMetric(float64((now.workers-from.workers).Microseconds())/float64(b.N), "worker-cpu-µs/op")
 }
 
 func percentile(d []time.Duration, p float64) time.Duration {
@@ -92,6 +137,7 @@ func BenchmarkInvokeThroughput32(b *testing.B) {
 	var failed atomic.Int64
 	n := int64(b.N)
 	b.ResetTimer()
+	cpu0 := cpuTimes()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range 32 {
@@ -107,6 +153,7 @@ func BenchmarkInvokeThroughput32(b *testing.B) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+	reportCPU(b, cpu0)
 	if failed.Load() > 0 {
 		b.Fatalf("%d calls failed", failed.Load())
 	}

@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	jean2 "github.com/jean2/jean2"
+	"github.com/jean2/jean2/internal/jsonrpc"
 	"github.com/jean2/jean2/internal/workerproto"
 	"github.com/jean2/jean2/loader"
 	"github.com/jean2/jean2/policy"
@@ -431,8 +433,12 @@ func (t *folderTool) describeFailure(err error) string {
 }
 
 // parseResult reads what a worker returned as a ToolResult, refusing anything else with a
-// message that says what a ToolResult is. One decoding pass: this is on every call.
+// message that says what a ToolResult is. This is on every call: the common result is read
+// in one pass by parseResultFast, the rest with encoding/json.
 func parseResult(name string, raw json.RawMessage) tool.Result {
+	if res, ok := parseResultFast(raw); ok {
+		return res
+	}
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return tool.Errorf("tool %s returned %s; a ToolResult is an object {success, result?, error?, visualization?}", name, describeJSON(trimmed))
@@ -464,6 +470,93 @@ func parseResult(name string, raw json.RawMessage) tool.Result {
 		return tool.Errorf("tool %s returned a malformed ToolResult: \"summary\" %v", name, err)
 	}
 	return res
+}
+
+// parseResultFast reads a well-formed result in one pass, its raw members aliasing raw. It
+// gives up (ok false) on whatever it does not read exactly as parseResult's encoding/json
+// path would: escaped keys or strings, keys that match a member only ignoring case, repeated
+// members, a missing or non-boolean success, anything invalid.
+func parseResultFast(raw json.RawMessage) (res tool.Result, ok bool) {
+	var seen uint8
+	once := func(bit uint8) bool {
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	}
+	ok = jsonrpc.ObjectFields(raw, func(key []byte, escaped bool, v []byte) bool {
+		if escaped {
+			return false
+		}
+		switch string(key) {
+		case "success":
+			if !once(1) {
+				return false
+			}
+			switch string(v) {
+			case "true":
+				res.Success = true
+			case "false":
+			default:
+				return false
+			}
+		case "result":
+			res.Result = v
+			return once(2)
+		case "data":
+			res.Data = v
+			return once(4)
+		case "visualization":
+			res.Visualization = v
+			return once(8)
+		case "error":
+			s, ok := plainString(v)
+			res.Error = s
+			return ok && once(16)
+		case "summary":
+			s, ok := plainString(v)
+			res.Summary = s
+			return ok && once(32)
+		default:
+			return !resultKeyFold(key)
+		}
+		return true
+	})
+	return res, ok && seen&1 != 0
+}
+
+// plainString reads a JSON string without escapes and of ASCII only (what encoding/json
+// would decode to the same bytes), or null as "".
+func plainString(v []byte) (string, bool) {
+	if string(v) == "null" {
+		return "", true
+	}
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	for _, c := range v[1 : len(v)-1] {
+		if c == '\\' || c >= 0x80 {
+			return "", false
+		}
+	}
+	return string(v[1 : len(v)-1]), true
+}
+
+// resultKeyFold reports whether encoding/json might match key to a ToolResult member
+// (it ignores case, and folds some non-ASCII letters).
+func resultKeyFold(key []byte) bool {
+	for _, k := range [...]string{"success", "result", "data", "error", "summary", "visualization"} {
+		if strings.EqualFold(string(key), k) {
+			return true
+		}
+	}
+	for _, c := range key {
+		if c >= 0x80 {
+			return true
+		}
+	}
+	return false
 }
 
 // optionalString decodes a JSON string that may be absent or null.
