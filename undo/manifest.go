@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/jean2/jean2/internal/fsutil"
 )
@@ -23,16 +24,19 @@ type manifest struct {
 	id      string // hex SHA-256 of the encoding; "" until saved
 	root    string
 	entries []entry
-	index   map[string]int // rel → position, built on first lookup
+	// index maps rel → position, built on first lookup; a manifest is shared by the turns
+	// that began on it, whose diffs may run at once.
+	indexOnce sync.Once
+	index     map[string]int
 }
 
 func (m *manifest) lookup(rel string) (*entry, int) {
-	if m.index == nil {
+	m.indexOnce.Do(func() {
 		m.index = make(map[string]int, len(m.entries))
 		for i := range m.entries {
 			m.index[m.entries[i].rel] = i
 		}
-	}
+	})
 	i, ok := m.index[rel]
 	if !ok {
 		return nil, -1

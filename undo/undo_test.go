@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jean2/jean2/tool"
@@ -52,8 +53,6 @@ func TestShellChangesRestoreExactly(t *testing.T) {
 			printf 'x' > .git/index
 		`)
 	})
-	after := tree(t, e.root)
-
 	got := pathsOf(m.ledger.Changes, ToolOutside)
 	want := []string{"dir", "edit.txt", "del.bin", "emptydir", "link", "mode.sh", "new.txt", "newdir", "newdir/a", "newdir/a/b.txt", "private.txt", "same-size.txt"}
 	for i := range want {
@@ -107,7 +106,6 @@ func TestShellChangesRestoreExactly(t *testing.T) {
 	if err != nil || len(rep.Ledgers) != 0 || len(rep.Restored)+len(rep.Removed)+len(rep.Recreated) != 0 {
 		t.Fatalf("second restore: %+v, %v", rep, err)
 	}
-	_ = after
 }
 
 // scenario runs three turns mixing ctx.fs and shell changes and returns the tree before
@@ -641,4 +639,59 @@ func countFiles(t *testing.T, dir string) int {
 		return err
 	}))
 	return n
+}
+
+// TestConcurrentTurnsAndPrune: turns of two sessions on one folder begin and finish at once
+// while Prune runs; every turn sees its own change (run with -race).
+func TestConcurrentTurnsAndPrune(t *testing.T) {
+	e := newEnv(t, Options{PruneEvery: 1})
+	for i := range 20 {
+		e.write(filepath.Join("src", string(rune('a'+i))), "v0", 0o644)
+	}
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for round := range 3 {
+				turn, err := e.s.Begin(e.ctx, TurnSpec{SessionID: e.session.ID, Roots: []string{e.root}})
+				if err != nil {
+					errs <- err
+					return
+				}
+				own := e.path(filepath.Join("own", string(rune('a'+g))+string(rune('0'+round))))
+				if err := os.MkdirAll(filepath.Dir(own), 0o755); err != nil {
+					errs <- err
+					return
+				}
+				if err := os.WriteFile(own, []byte("x"), 0o644); err != nil {
+					errs <- err
+					return
+				}
+				changes, err := turn.Finish(e.ctx, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !slices.Contains(pathsOf(changes, ""), own) {
+					errs <- errors.New("a turn missed its own change to " + own)
+				}
+				if err := turn.Discard(); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 5 {
+			if _, err := e.s.Prune(e.ctx); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
