@@ -103,25 +103,30 @@ func (r *recordedIndex) stateFor(path string) (*tool.FileState, bool) {
 // diff turns the differences between each root's start and end into ledger changes,
 // placed before the recorded ones, and notes what the turn left at every path of the
 // resulting ledger.
-func (s *Snapshots) diff(ctx context.Context, roots []rootDiff, recorded []tool.Change, now time.Time) ([]tool.Change, []store.UndoState, error) {
+// diffResult is what diff found: the ledger, what the turn left, and what it could not tell.
+type diffResult struct {
+	changes  []tool.Change
+	after    []store.UndoState
+	warnings []string
+}
+
+func (s *Snapshots) diff(ctx context.Context, roots []rootDiff, recorded []tool.Change, now time.Time) (diffResult, error) {
+	var res diffResult
 	rec := indexRecorded(recorded)
 	var found []tool.Change
 	for _, r := range roots {
-		cs, err := s.diffRoot(ctx, r, rec, now)
+		cs, err := s.diffRoot(ctx, r, rec, now, &res.warnings)
 		if err != nil {
-			return nil, nil, err
+			return diffResult{}, err
 		}
 		found = append(found, cs...)
 	}
-	changes := append(found, recorded...)
-	after, err := s.afterStates(roots, changes)
-	if err != nil {
-		return nil, nil, err
-	}
-	return changes, after, nil
+	res.changes = append(found, recorded...)
+	res.after = s.afterStates(roots, res.changes, &res.warnings)
+	return res, nil
 }
 
-func (s *Snapshots) diffRoot(ctx context.Context, r rootDiff, rec *recordedIndex, now time.Time) ([]tool.Change, error) {
+func (s *Snapshots) diffRoot(ctx context.Context, r rootDiff, rec *recordedIndex, now time.Time, warnings *[]string) ([]tool.Change, error) {
 	candidates := map[string]bool{}
 	for i := range r.begin.entries {
 		b := &r.begin.entries[i]
@@ -159,6 +164,15 @@ func (s *Snapshots) diffRoot(ctx context.Context, r rootDiff, rec *recordedIndex
 		path := absPath(r.root, rel)
 		b, _ := r.begin.lookup(rel)
 		a, _ := r.after.lookup(rel)
+		// Where a walk could not look (a path it could not examine, a folder it could not
+		// list), a difference means nothing: claiming a change there could make a restore
+		// remove a file that was there all along.
+		if (b != nil && b.unknown) || (a != nil && a.unknown) || belowUnlisted(r.begin, rel) || belowUnlisted(r.after, rel) {
+			if _, own := rec.first[path]; !own {
+				*warnings = append(*warnings, fmt.Sprintf("%s could not be examined at the turn's start or end: changes to it made other than through ctx.fs are not recorded", path))
+			}
+			continue
+		}
 		recState, covered := rec.stateFor(path)
 		if covered && s.sameAsBegin(recState, r.begin, rel) {
 			// ctx.fs's undo data already puts the turn's start back. A path ctx.fs did not
@@ -384,7 +398,10 @@ func (s *Snapshots) stateOf(m *manifest, i int, top string, budget *int64) (tool
 
 // afterStates notes what stands now at every path of changes that reached the disk: from
 // the end-of-turn walk for paths it covers, else by looking at the path.
-func (s *Snapshots) afterStates(roots []rootDiff, changes []tool.Change) ([]store.UndoState, error) {
+// A path that cannot be examined gets no record; a restore then has nothing to compare it
+// with and falls back on the rules for paths no turn touched, which can only make it
+// stricter.
+func (s *Snapshots) afterStates(roots []rootDiff, changes []tool.Change, warnings *[]string) []store.UndoState {
 	seen := map[string]bool{}
 	var out []store.UndoState
 	for _, c := range changes {
@@ -396,13 +413,14 @@ func (s *Snapshots) afterStates(roots []rootDiff, changes []tool.Change) ([]stor
 		if !ok {
 			var err error
 			if st, err = s.stateNow(c.Path); err != nil {
-				return nil, fmt.Errorf("examine %s: %w", c.Path, err)
+				*warnings = append(*warnings, fmt.Sprintf("%s could not be examined at the turn's end (%v): a restore cannot tell whether it was changed outside jean2 since", c.Path, err))
+				continue
 			}
 		}
 		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b store.UndoState) int { return comparePaths(a.Path, b.Path) })
-	return out, nil
+	return out
 }
 
 func (s *Snapshots) fromWalk(roots []rootDiff, path string) (store.UndoState, bool) {
@@ -412,17 +430,24 @@ func (s *Snapshots) fromWalk(roots []rootDiff, path string) (store.UndoState, bo
 			continue
 		}
 		a, _ := r.after.lookup(rel)
-		if a == nil {
-			// Not recorded by the walk: absent, unless it lies below a directory the walk
-			// could not list, where nothing is known and the path is looked at directly.
-			return store.UndoState{Path: path}, !s.belowUnlisted(r.after, rel)
+		switch {
+		case a == nil && belowUnlisted(r.after, rel):
+			// Below a folder the walk could not list nothing is known: look at the path.
+			return store.UndoState{}, false
+		case a == nil:
+			return store.UndoState{Path: path}, true
+		case a.unknown:
+			return store.UndoState{}, false
 		}
 		return undoStateOf(path, a), true
 	}
 	return store.UndoState{}, false
 }
 
-func (s *Snapshots) belowUnlisted(m *manifest, rel string) bool {
+// belowUnlisted reports whether rel lies below a folder the walk recorded but could not
+// list. Only the nearest recorded ancestor matters: a walk records nothing below a folder
+// it could not list.
+func belowUnlisted(m *manifest, rel string) bool {
 	for i := len(rel) - 1; i >= 0; i-- {
 		if i == 0 || rel[i] == '/' {
 			dir := rel[:i]
@@ -472,12 +497,12 @@ func (s *Snapshots) stateNow(path string) (store.UndoState, error) {
 		}
 		e.target = target
 	case kindFile:
+		// A file that cannot be read (no permission, grew past the limit meanwhile) is
+		// described by its size and time instead, as a file too large to read is.
 		if e.key.size <= s.opts.MaxFileSize {
-			sum, err := hashFile(path, s.opts.MaxFileSize)
-			if err != nil {
-				return store.UndoState{}, err
+			if sum, err := hashFile(path, s.opts.MaxFileSize); err == nil {
+				e.hash, e.hashed = sum, true
 			}
-			e.hash, e.hashed = sum, true
 		}
 	}
 	return undoStateOf(path, &e), nil

@@ -127,6 +127,9 @@ type entry struct {
 	// skipped says a directory holds entries a snapshot does not record (.git,
 	// node_modules…): it cannot be recreated whole from the snapshot.
 	skipped bool
+	// unknown says the path could not even be examined (fstatat failed): its state is not
+	// known, so no change is claimed for it.
+	unknown bool
 }
 
 // sameState reports whether two entries describe the same state of a path: kind, mode and

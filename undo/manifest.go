@@ -60,6 +60,7 @@ const (
 	flagHashed = 1 << iota
 	flagRacy
 	flagSkipped
+	flagUnknown
 )
 
 // encode writes the manifest in a compact binary form: the format's name, the root, then
@@ -82,6 +83,9 @@ func (m *manifest) encode() []byte {
 		}
 		if e.skipped {
 			flags |= flagSkipped
+		}
+		if e.unknown {
+			flags |= flagUnknown
 		}
 		b.WriteByte(byte(e.kind))
 		b.WriteByte(flags)
@@ -145,7 +149,7 @@ func decodeManifest(data []byte) (*manifest, error) {
 		e.key.ctime = r.varint()
 		e.key.ino = r.uvarint()
 		e.key.dev = r.uvarint()
-		e.hashed, e.racy, e.skipped = flags&flagHashed != 0, flags&flagRacy != 0, flags&flagSkipped != 0
+		e.hashed, e.racy, e.skipped, e.unknown = flags&flagHashed != 0, flags&flagRacy != 0, flags&flagSkipped != 0, flags&flagUnknown != 0
 		if e.hashed {
 			copy(e.hash[:], r.take(len(e.hash)))
 		}

@@ -577,7 +577,7 @@ func differs(cur, exp store.UndoState) string {
 			exp.Hash == nil && cur.ModTime != exp.ModTime:
 			return "its content was changed outside jean2 since"
 		case exp.Hash != nil && cur.Hash == nil:
-			return "it grew too large to compare with what jean2 left"
+			return "it can no longer be read to compare with what jean2 left (too large, or no permission)"
 		}
 	case "symlink":
 		if cur.Target != exp.Target {

@@ -265,12 +265,13 @@ func (t *Turn) Finish(ctx context.Context, recorded []tool.Change) ([]tool.Chang
 		}
 		roots = append(roots, rootDiff{root: tr.Root, begin: tr.begin, after: after})
 	}
-	changes, after, err := t.s.diff(ctx, roots, recorded, time.Now())
+	res, err := t.s.diff(ctx, roots, recorded, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("undo: finish turn %s: %w", t.spec.ID, err)
 	}
-	t.finished, t.changes, t.after = true, changes, after
-	return slices.Clone(changes), nil
+	t.finished, t.changes, t.after = true, res.changes, res.after
+	t.warnings = append(t.warnings, res.warnings...)
+	return slices.Clone(res.changes), nil
 }
 
 // File stores what Finish found: the record of what the turn left at each path (for

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jean2/jean2/tool"
 	"github.com/jean2/jean2/toolfs"
@@ -693,5 +694,58 @@ func TestConcurrentTurnsAndPrune(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestKindChangesAndMovesRestore: a file replaced by a folder, a folder by a file, a link by
+// a file, a file by a link, a folder moved elsewhere in the workspace.
+func TestKindChangesAndMovesRestore(t *testing.T) {
+	e := newEnv(t, Options{})
+	e.write("f2d", "was a file", 0o640)
+	e.write("d2f/inner.txt", "inner", 0o600)
+	must(t, os.Symlink("f2d", e.path("l2f")))
+	e.write("f2l", "target soon", 0o644)
+	e.write("moved/a/b.txt", "b", 0o644)
+	before := tree(t, e.root)
+	m := e.turn(func(*toolfs.FS) {
+		e.sh(`rm f2d && mkdir f2d && printf x > f2d/x
+			rm -r d2f && printf file > d2f
+			rm l2f && printf regular > l2f
+			rm f2l && ln -s /etc/hostname f2l
+			mv moved elsewhere`)
+	})
+	if n := tool.Summarize(m.ledger.Changes).Changed; n < 6 {
+		t.Fatalf("only %d paths changed: %+v", n, m.ledger.Changes)
+	}
+	if _, err := e.s.Restore(e.ctx, e.db, e.session.ID, m.user.ID, RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "restored", tree(t, e.root), before)
+}
+
+// TestUnlistedFoldersClaimNothing: below a folder a walk could not list (no permission), a
+// difference between the walks is no change — else a restore could remove files that were
+// there all along.
+func TestUnlistedFoldersClaimNothing(t *testing.T) {
+	e := newEnv(t, Options{})
+	dir := fs.ModeDir | 0o755
+	begin := &manifest{root: e.root, entries: []entry{
+		{rel: "", kind: kindDir, key: statKey{mode: dir}},
+		{rel: "locked", kind: kindDir, key: statKey{mode: dir}, note: "could not be listed: permission denied"},
+		{rel: "odd", kind: kindOther, unknown: true, note: "could not be examined: permission denied"},
+	}}
+	after := &manifest{root: e.root, entries: []entry{
+		{rel: "", kind: kindDir, key: statKey{mode: dir}},
+		{rel: "locked", kind: kindDir, key: statKey{mode: dir}},
+		{rel: "locked/a.txt", kind: kindFile, key: statKey{mode: 0o644, size: 1}, hashed: true},
+		{rel: "odd", kind: kindFile, key: statKey{mode: 0o644, size: 1}, hashed: true},
+	}}
+	res, err := e.s.diff(e.ctx, []rootDiff{{root: e.root, begin: begin, after: after}}, nil, time.Now())
+	must(t, err)
+	if len(res.changes) != 0 {
+		t.Fatalf("changes claimed where nothing was known: %+v", res.changes)
+	}
+	if len(res.warnings) != 2 {
+		t.Fatalf("warnings %v", res.warnings)
 	}
 }

@@ -91,7 +91,7 @@ func (w *walker) walkTop() error {
 // sameEntry compares everything a manifest stores.
 func sameEntry(a, b *entry) bool {
 	return a.rel == b.rel && a.kind == b.kind && a.key == b.key && a.hashed == b.hashed && a.hash == b.hash &&
-		a.racy == b.racy && a.target == b.target && a.note == b.note && a.skipped == b.skipped
+		a.racy == b.racy && a.target == b.target && a.note == b.note && a.skipped == b.skipped && a.unknown == b.unknown
 }
 
 // dir records the entries of the directory open at fd (rel to the root) and closes fd.
@@ -124,7 +124,7 @@ func (w *walker) dir(fd int, rel string) error {
 			if errors.Is(err, unix.ENOENT) {
 				continue // removed while we looked
 			}
-			w.add(entry{rel: child, kind: kindOther, note: fmt.Sprintf("could not be examined: %v", err)})
+			w.add(entry{rel: child, kind: kindOther, unknown: true, note: fmt.Sprintf("could not be examined: %v", err)})
 			continue
 		}
 		if len(w.out) >= w.s.opts.MaxEntries {
