@@ -24,6 +24,11 @@ const MaxMessageBytes = 16 << 20
 // most of the server's cost. Here a line is decoded once, with encoding/json. Batches (a
 // line holding an array, allowed by the 2025-03-26 revision only) are handed to the
 // go-sdk's decoder one message at a time.
+//
+// When Reader or Writer is an *os.File for a pipe or socket in blocking mode (stdin and
+// stdout as an MCP client starts jean2 mcp), the connection reads and writes a non-blocking
+// duplicate that the Go runtime polls, and restores blocking mode when it closes: see
+// pollable. Nothing else may read that Reader or write that Writer meanwhile.
 type StdioTransport struct {
 	Reader io.Reader
 	Writer io.Writer
@@ -31,8 +36,19 @@ type StdioTransport struct {
 
 // Connect starts reading lines; the connection ends when the reader does.
 func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &stdioConn{w: t.Writer, incoming: make(chan lineOrErr), closed: make(chan struct{})}
-	go c.readLines(t.Reader)
+	r, w := t.Reader, t.Writer
+	c := &stdioConn{incoming: make(chan lineOrErr), closed: make(chan struct{}), readerDone: make(chan struct{})}
+	if f, undo := pollable(r); f != nil {
+		r = f
+		c.undo = append(c.undo, undo)
+		c.readerStops = true
+	}
+	if f, undo := pollable(w); f != nil {
+		w = f
+		c.undo = append(c.undo, undo)
+	}
+	c.w = w
+	go c.readLines(r)
 	return c, nil
 }
 
@@ -49,12 +65,17 @@ type stdioConn struct {
 	pending   []jsonrpc.Message // the rest of a batch
 	closeOnce sync.Once
 	closed    chan struct{}
+	undo      []func() // closes the polled duplicates of stdin and stdout
+
+	readerDone  chan struct{} // closed when readLines returns
+	readerStops bool          // closing the polled reader ends readLines, so Close waits for it
 }
 
 // readLines runs until the reader ends or fails. A line that is not valid JSON-RPC is
 // answered by the go-sdk as the error it is (the read fails and the session ends), as with
 // its own transport.
 func (c *stdioConn) readLines(r io.Reader) {
+	defer close(c.readerDone)
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := readLine(br)
@@ -189,10 +210,19 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return err
 }
 
-// Close stops handing out messages. The reader is left to end on its own: a read of stdin
-// cannot be interrupted, and the process ends soon after.
+// Close stops handing out messages. A polled reader is closed, which ends the read waiting
+// on it, and Close waits for the reading goroutine; any other reader is left to end on its
+// own (a blocking read of stdin cannot be interrupted, and the process ends soon after).
 func (c *stdioConn) Close() error {
-	c.closeOnce.Do(func() { close(c.closed) })
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		for _, undo := range c.undo {
+			undo()
+		}
+		if c.readerStops {
+			<-c.readerDone
+		}
+	})
 	return nil
 }
 
