@@ -48,13 +48,38 @@ func New(t testing.TB) *Browser {
 	if info, err := os.Stat(path); err != nil || info.IsDir() {
 		t.Skipf("browser tests need Chromium at %s (not found: %v). Run ./scripts/setup, which installs Debian's chromium package, or set JEAN2_CHROMIUM", path, err)
 	}
+	// A browser that crashes while starting (seen now and then on a loaded machine) is
+	// started again with a fresh profile; three failures in a row fail the test.
+	var (
+		b                      *Browser
+		cancelCtx, cancelAlloc context.CancelFunc
+		err                    error
+	)
+	for attempt := 1; attempt <= 3; attempt++ {
+		b, cancelCtx, cancelAlloc, err = start(path, t.TempDir())
+		if err == nil {
+			break
+		}
+		t.Logf("starting Chromium, attempt %d: %v", attempt, err)
+	}
+	if err != nil {
+		t.Fatalf("start Chromium at %s: %v", path, err)
+	}
+	t.Cleanup(func() {
+		cancelCtx()
+		cancelAlloc()
+	})
+	return b
+}
+
+func start(path, profile string) (*Browser, context.CancelFunc, context.CancelFunc, error) {
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Headless,
 		chromedp.DisableGPU,
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1200, 900),
 		chromedp.Flag("no-sandbox", true), // tests run as root in containers, where Chromium's sandbox cannot start
 		chromedp.Flag("disable-quic", true),
@@ -63,6 +88,7 @@ func New(t testing.TB) *Browser {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-breakpad", true),
 		chromedp.Flag("mute-audio", true),
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -77,13 +103,9 @@ func New(t testing.TB) *Browser {
 	if err != nil {
 		cancelCtx()
 		cancelAlloc()
-		t.Fatalf("start Chromium at %s: %v", path, err)
+		return nil, nil, nil, err
 	}
-	t.Cleanup(func() {
-		cancelCtx()
-		cancelAlloc()
-	})
-	return b
+	return b, cancelCtx, cancelAlloc, nil
 }
 
 func (b *Browser) listen(ev any) {

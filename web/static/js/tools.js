@@ -88,7 +88,7 @@ export class ToolsView {
         t.permissions.childProcess ? "may start processes" : ""].filter(Boolean).join("; ") || "none") : null;
     const runBox = h("div", { class: "run-box" });
     const runDetails = h("details", { class: "run", ontoggle: () => { if (runDetails.open && !runBox.firstChild) this.runForm(t, runBox); } },
-      h("summary", null, "Run ", t.name));
+      h("summary", null, "Run ", t.name), runBox);
     return h("article", { class: `tool status-${t.status}`, id, dataset: { tool: t.name } },
       h("header", null,
         h("h3", null, t.title || t.name),
