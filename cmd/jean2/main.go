@@ -78,6 +78,8 @@ func run(ctx context.Context, e env, args []string) error {
 		return mcpServe(ctx, e, args[1:])
 	case "serve":
 		return serve(ctx, e, args[1:])
+	case "chat":
+		return chat(ctx, e, args[1:])
 	case "doctor":
 		return doctor(ctx, e, args[1:])
 	case "version", "--version":

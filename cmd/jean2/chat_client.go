@@ -1,0 +1,318 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/jean2/jean2/hub"
+	"github.com/jean2/jean2/store"
+)
+
+// maxAPIResponse bounds what the chat reads of one API response (a long session's messages
+// with their visualizations can be large, but not unbounded).
+const maxAPIResponse = 256 << 20
+
+// maxEventFrame bounds one WebSocket frame of the event stream.
+const maxEventFrame = 64 << 20
+
+// apiClient calls the jean2 server's HTTP API (docs/api.md).
+type apiClient struct {
+	base  string // e.g. http://127.0.0.1:8742
+	token string // the API token, for a server that requires one
+	http  *http.Client
+}
+
+func newAPIClient(base, token string) *apiClient {
+	return &apiClient{base: strings.TrimRight(base, "/"), token: token, http: &http.Client{}}
+}
+
+// apiError is an error answer of the API: {"error":{"code","message","details"}}.
+type apiError struct {
+	Status  int
+	Code    string          `json:"code"`
+	Message string          `json:"message"`
+	Details json.RawMessage `json:"details"`
+}
+
+func (e *apiError) Error() string {
+	if e.Message == "" {
+		return fmt.Sprintf("the server answered %d %s", e.Status, http.StatusText(e.Status))
+	}
+	return e.Message
+}
+
+// isAPIError reports whether err is an API error with the code.
+func isAPIError(err error, code string) (*apiError, bool) {
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Code == code {
+		return ae, true
+	}
+	return nil, false
+}
+
+// call sends in (when not nil) as JSON and decodes the answer into out (when not nil).
+func (c *apiClient) call(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", method, path, err)
+		}
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, c.base+path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIResponse))
+	if err != nil {
+		return fmt.Errorf("%s %s: read the answer: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		var wrapped struct {
+			Error apiError `json:"error"`
+		}
+		_ = json.Unmarshal(data, &wrapped)
+		ae := wrapped.Error
+		ae.Status = resp.StatusCode
+		return &ae
+	}
+	if out != nil && resp.StatusCode != http.StatusNoContent {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("%s %s: the answer is not the JSON expected: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// health asks whether a jean2 server answers at the base URL.
+func (c *apiClient) health(ctx context.Context) (chatHealth, error) {
+	var h chatHealth
+	if err := c.call(ctx, http.MethodGet, "/api/health", nil, &h); err != nil {
+		return h, err
+	}
+	if h.Status != "ok" {
+		return h, fmt.Errorf("%s answered /api/health with status %q: is it a jean2 server?", c.base, h.Status)
+	}
+	return h, nil
+}
+
+type chatHealth struct {
+	Status  string `json:"status"`
+	Version string `json:"version"`
+	Auth    string `json:"auth"`
+}
+
+type chatWorkspace struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Path string `json:"path"`
+}
+
+type chatSession struct {
+	ID          string `json:"id"`
+	WorkspaceID string `json:"workspaceId"`
+	Title       string `json:"title"`
+	Provider    string `json:"provider"`
+	Model       string `json:"model"`
+	Running     bool   `json:"running"`
+	LastSeq     int64  `json:"lastSeq"`
+}
+
+// turnChanges is one turn of GET /api/sessions/{id}/ledgers.
+type turnChanges struct {
+	LedgerID   string    `json:"ledgerId"`
+	MessageID  string    `json:"messageId"`
+	MessageSeq int64     `json:"messageSeq"`
+	CreatedAt  time.Time `json:"createdAt"`
+	RestoredAt time.Time `json:"restoredAt"`
+	Changed    struct {
+		Files  int `json:"files"`
+		Failed int `json:"failed"`
+	} `json:"changed"`
+	Files []struct {
+		Path string   `json:"path"`
+		Ops  []string `json:"ops"`
+		OK   bool     `json:"ok"`
+	} `json:"files"`
+}
+
+// restoreReport is the undo package's report, as the API sends it.
+type restoreReport struct {
+	MessageID    string           `json:"messageId"`
+	DryRun       bool             `json:"dryRun"`
+	Forced       bool             `json:"forced"`
+	Applied      bool             `json:"applied"`
+	Restored     []string         `json:"restored"`
+	Recreated    []string         `json:"recreated"`
+	Removed      []string         `json:"removed"`
+	Conflicts    []restoreProblem `json:"conflicts"`
+	Unrestorable []restoreProblem `json:"unrestorable"`
+	Unverified   []string         `json:"unverified"`
+	Errors       []restoreProblem `json:"errors"`
+}
+
+type restoreProblem struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+func (c *apiClient) restore(ctx context.Context, sessionID, messageID string, force, dryRun bool) (restoreReport, error) {
+	var out struct {
+		Report restoreReport `json:"report"`
+	}
+	err := c.call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(sessionID)+"/restore",
+		map[string]any{"messageId": messageID, "force": force, "dryRun": dryRun}, &out)
+	if ae, ok := isAPIError(err, "conflict"); ok {
+		// The refusal's report names the files changed outside jean2.
+		var d struct {
+			Report restoreReport `json:"report"`
+		}
+		if json.Unmarshal(ae.Details, &d) == nil {
+			return d.Report, err
+		}
+	}
+	return out.Report, err
+}
+
+// streamItem is what the event stream hands the chat: an event, the hello frame of a
+// (re)connection, a notice for the person, or the error that ended the stream for good.
+type streamItem struct {
+	event  *store.Event
+	hello  *helloFrame
+	notice string
+	err    error
+}
+
+type helloFrame struct {
+	LastSeq     int64            `json:"lastSeq"`
+	Running     bool             `json:"running"`
+	PendingAsks []hub.PendingAsk `json:"pendingAsks"`
+}
+
+// WebSocket close codes the server uses (docs/api.md).
+const (
+	closeSlowSubscriber websocket.StatusCode = 4008
+)
+
+// streamEvents follows the session's events from after, reconnecting with the last seq
+// received when the connection drops (or the server drops a reader that fell behind), until
+// ctx ends or the server goes away. It closes out when it returns.
+func (c *apiClient) streamEvents(ctx context.Context, sessionID string, after int64, out chan<- streamItem) {
+	defer close(out)
+	send := func(it streamItem) bool {
+		select {
+		case out <- it:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	last := after
+	failures := 0
+	for ctx.Err() == nil {
+		err := c.streamOnce(ctx, sessionID, &last, send)
+		if ctx.Err() != nil {
+			return
+		}
+		status := websocket.CloseStatus(err)
+		switch {
+		case status == closeSlowSubscriber:
+			failures = 0
+			continue // catch up at once from the last seq received
+		case status == websocket.StatusGoingAway:
+			send(streamItem{err: errors.New("the server shut down")})
+			return
+		}
+		var ae *apiError
+		if errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 {
+			send(streamItem{err: fmt.Errorf("the event stream was refused: %w", err)})
+			return
+		}
+		failures++
+		if failures > 8 {
+			send(streamItem{err: fmt.Errorf("lost the connection to the server: %w", err)})
+			return
+		}
+		if failures == 1 && !send(streamItem{notice: "connection to the server lost; reconnecting…"}) {
+			return
+		}
+		select {
+		case <-time.After(time.Duration(1<<min(failures-1, 4)) * 250 * time.Millisecond):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// streamOnce reads one WebSocket connection until it ends; *last follows the events read.
+func (c *apiClient) streamOnce(ctx context.Context, sessionID string, last *int64, send func(streamItem) bool) error {
+	u := c.base + "/api/sessions/" + url.PathEscape(sessionID) + "/ws?after=" + fmt.Sprint(*last)
+	u = "ws" + strings.TrimPrefix(u, "http")
+	header := http.Header{}
+	if c.token != "" {
+		header.Set("Authorization", "Bearer "+c.token)
+	}
+	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: header, HTTPClient: c.http})
+	if err != nil {
+		if resp != nil && resp.StatusCode >= 400 {
+			return &apiError{Status: resp.StatusCode, Message: fmt.Sprintf("the server refused the event stream: %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))}
+		}
+		return err
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(maxEventFrame)
+	for {
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			return err
+		}
+		var head struct {
+			Type string `json:"type"`
+			Seq  *int64 `json:"seq"`
+		}
+		if err := json.Unmarshal(data, &head); err != nil {
+			continue // not JSON: nothing the chat can use
+		}
+		switch {
+		case head.Seq != nil:
+			var ev store.Event
+			if err := json.Unmarshal(data, &ev); err != nil {
+				continue
+			}
+			if ev.Seq <= *last {
+				continue
+			}
+			*last = ev.Seq
+			if !send(streamItem{event: &ev}) {
+				return ctx.Err()
+			}
+		case head.Type == "hello":
+			var h helloFrame
+			if json.Unmarshal(data, &h) == nil && !send(streamItem{hello: &h}) {
+				return ctx.Err()
+			}
+		}
+	}
+}

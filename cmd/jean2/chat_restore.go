@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/jean2/jean2/store"
+)
+
+// errDialogCancelled ends a dialog the person left with Ctrl-C or an empty answer.
+var errDialogCancelled = errors.New("cancelled")
+
+// errChatEnds ends a dialog because the input ended: the chat ends too.
+var errChatEnds = errors.New("the input ended")
+
+// readAnswer shows prompt and waits for a line; Ctrl-C cancels.
+func (u *chatUI) readAnswer(ctx context.Context, lines <-chan inputLine, prompt string) (string, error) {
+	u.lineStart()
+	u.print(prompt)
+	u.col0 = false
+	select {
+	case l, ok := <-lines:
+		u.col0 = true
+		if !ok || l.err != nil {
+			return "", errChatEnds
+		}
+		return strings.TrimSpace(l.text), nil
+	case <-u.intr:
+		return "", errDialogCancelled
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// restoreDialog is /restore: it lists the turns that changed files, asks which one to go
+// back before, shows what would change, and restores, offering to force past files changed
+// outside jean2. It reports whether the chat should end.
+func (u *chatUI) restoreDialog(ctx context.Context, lines <-chan inputLine) bool {
+	err := u.restore(ctx, lines)
+	switch {
+	case errors.Is(err, errChatEnds):
+		return true
+	case errors.Is(err, errDialogCancelled):
+		u.println(u.st.dim("(nothing was restored)"))
+	case err != nil:
+		u.println(u.st.red("Restore failed: " + cleanText(err.Error())))
+	}
+	u.prompt()
+	return false
+}
+
+func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
+	sid := url.PathEscape(u.ses.ID)
+	var led struct {
+		Turns []turnChanges `json:"turns"`
+	}
+	if err := u.api.call(ctx, http.MethodGet, "/api/sessions/"+sid+"/ledgers", nil, &led); err != nil {
+		return fmt.Errorf("list the turns' changes: %w", err)
+	}
+	if len(led.Turns) == 0 {
+		u.println(u.st.dim("No turn of this session has changed a file yet."))
+		return nil
+	}
+	// Each turn is named by the message that started it.
+	var msgs struct {
+		Messages []store.Message `json:"messages"`
+	}
+	if err := u.api.call(ctx, http.MethodGet, "/api/sessions/"+sid+"/messages", nil, &msgs); err != nil {
+		return fmt.Errorf("list the session's messages: %w", err)
+	}
+	asked := func(seq int64) string {
+		text := ""
+		for _, m := range msgs.Messages {
+			if m.Seq >= seq {
+				break
+			}
+			if m.Role == store.RoleUser {
+				text = m.Content
+			}
+		}
+		return text
+	}
+
+	u.println(u.st.bold("Turns that changed files:"))
+	for i, t := range led.Turns {
+		changed := fmt.Sprintf("Changed %d file%s", t.Changed.Files, plural(t.Changed.Files))
+		if t.Changed.Failed > 0 {
+			changed += fmt.Sprintf(" (%d failed)", t.Changed.Failed)
+		}
+		line := fmt.Sprintf("  %d) %s  %s  %s", i+1, t.CreatedAt.Local().Format("Jan 2 15:04"),
+			u.st.bold(strconv.Quote(clip(cleanLine(asked(t.MessageSeq)), 50))), changed)
+		if !t.RestoredAt.IsZero() {
+			line += u.st.dim("  (restored)")
+		}
+		u.println(line)
+		for j, f := range t.Files {
+			if j == 5 {
+				u.println(u.st.dim(fmt.Sprintf("       … and %d more", len(t.Files)-5)))
+				break
+			}
+			u.println(u.st.dim("       " + cleanLine(f.Path)))
+		}
+	}
+	answer, err := u.readAnswer(ctx, lines, fmt.Sprintf("Put files back as they were before which turn? (1-%d, Enter to cancel): ", len(led.Turns)))
+	if err != nil {
+		return err
+	}
+	if answer == "" {
+		return errDialogCancelled
+	}
+	n, err := strconv.Atoi(answer)
+	if err != nil || n < 1 || n > len(led.Turns) {
+		u.println(u.st.dim(fmt.Sprintf("(%q is not a turn number from 1 to %d)", clip(cleanLine(answer), 40), len(led.Turns))))
+		return errDialogCancelled
+	}
+	turn := led.Turns[n-1]
+
+	// What would change, before anything does.
+	preview, err := u.api.restore(ctx, u.ses.ID, turn.MessageID, false, true)
+	_, conflict := isAPIError(err, "conflict")
+	if err != nil && !conflict {
+		return err
+	}
+	later := ""
+	if n < len(led.Turns) {
+		later = " and every later turn"
+	}
+	u.println(fmt.Sprintf("This undoes turn %d%s:", n, later))
+	u.showReport(preview)
+	force := false
+	if len(preview.Conflicts) > 0 {
+		u.println(u.st.yellow("These files were changed outside jean2 since; restoring puts them back all the same, and those changes are lost."))
+		a, err := u.readAnswer(ctx, lines, "Restore anyway? [y/N]: ")
+		if err != nil {
+			return err
+		}
+		if !isYes(a) {
+			return errDialogCancelled
+		}
+		force = true
+	} else {
+		a, err := u.readAnswer(ctx, lines, "Restore? [y/N]: ")
+		if err != nil {
+			return err
+		}
+		if !isYes(a) {
+			return errDialogCancelled
+		}
+	}
+	u.restoredHere = turn.MessageID
+	report, err := u.api.restore(ctx, u.ses.ID, turn.MessageID, force, false)
+	if _, conflict := isAPIError(err, "conflict"); conflict && !force {
+		// Something changed outside jean2 between the preview and now.
+		u.println(u.st.yellow("Files were changed outside jean2 meanwhile:"))
+		u.showReport(report)
+		a, err := u.readAnswer(ctx, lines, "Restore anyway? [y/N]: ")
+		if err != nil {
+			return err
+		}
+		if !isYes(a) {
+			return errDialogCancelled
+		}
+		report, err = u.api.restore(ctx, u.ses.ID, turn.MessageID, true, false)
+		if err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	u.println(u.st.green("Restored."))
+	u.showReport(report)
+	return nil
+}
+
+func isYes(s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+// showReport lists what a restore did, or would do.
+func (u *chatUI) showReport(r restoreReport) {
+	list := func(label string, paths []string, style func(string) string) {
+		for _, p := range paths {
+			u.println("  " + style(fmt.Sprintf("%-10s", label)) + " " + cleanLine(p))
+		}
+	}
+	problems := func(label string, ps []restoreProblem, style func(string) string) {
+		for _, p := range ps {
+			u.println("  " + style(fmt.Sprintf("%-10s", label)) + " " + cleanLine(p.Path) + u.st.dim(" — "+cleanLine(p.Reason)))
+		}
+	}
+	id := func(s string) string { return s }
+	list("restored", r.Restored, id)
+	list("recreated", r.Recreated, u.st.green)
+	list("removed", r.Removed, u.st.red)
+	problems("conflict", r.Conflicts, u.st.yellow)
+	problems("kept", r.Unrestorable, u.st.yellow)
+	problems("failed", r.Errors, u.st.red)
+	if len(r.Restored)+len(r.Recreated)+len(r.Removed)+len(r.Conflicts)+len(r.Unrestorable)+len(r.Errors) == 0 {
+		u.println(u.st.dim("  (no file needs to change)"))
+	}
+}

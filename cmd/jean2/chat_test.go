@@ -1,0 +1,549 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/jean2/jean2/provider/providertest"
+)
+
+// Tool folders of the chat tests: real Node workers.
+const (
+	// chatWriteTool writes a file through ctx.fs and shows the change as a diff.
+	chatWriteTool = `export const definition = {
+  name: 'write_file', description: 'Write text to a file in the workspace.',
+  inputSchema: { type: 'object', properties: { path: { type: 'string' }, text: { type: 'string' } }, required: ['path', 'text'] },
+};
+export async function execute(input, ctx) {
+  const p = ctx.resolvePath(input.path);
+  const old = (await ctx.fs.exists(p)) ? await ctx.fs.readFile(p, 'utf-8') : '';
+  await ctx.fs.writeFile(p, input.text);
+  const changes = [];
+  old.split('\n').filter(Boolean).forEach((l, i) => changes.push({ type: 'removed', content: l, oldLineNumber: i + 1 }));
+  input.text.split('\n').filter(Boolean).forEach((l, i) => changes.push({ type: 'added', content: l, newLineNumber: i + 1 }));
+  const removed = changes.filter(c => c.type === 'removed').length, added = changes.length - removed;
+  return { success: true, result: { wrote: input.path },
+    visualization: { type: 'diff', path: input.path, additions: added, deletions: removed,
+      hunks: [{ oldStart: 1, oldLines: removed, newStart: 1, newLines: added, changes }] } };
+}
+`
+	// chatChooseTool asks which environment and for permission to deploy there.
+	chatChooseTool = `export const definition = {
+  name: 'deploy', description: 'Deploy after asking where.',
+  inputSchema: { type: 'object', properties: {} },
+};
+export async function execute(input, ctx) {
+  const env = await ctx.ask({ type: 'single_select', target: 'human', question: 'Deploy where?',
+    options: [{ label: 'Staging', value: 'staging' }, { label: 'Production', value: 'prod' }] });
+  const ok = await ctx.ask({ type: 'permission', question: 'Deploy to ' + env + ' now?', risk: 'high', resource: 'deploy' });
+  return { success: true, result: { env, ok },
+    visualization: { type: 'table', columns: [{ key: 'env', label: 'Environment' }, { key: 'ok', label: 'Allowed' }], rows: [{ env, ok }] } };
+}
+`
+	// chatWaitTool runs until the turn is stopped.
+	chatWaitTool = `export const definition = {
+  name: 'wait_forever', description: 'Wait until stopped.',
+  inputSchema: { type: 'object', properties: {} },
+};
+export async function execute(input, ctx) {
+  ctx.progress({ message: 'waiting for Stop' });
+  await new Promise((resolve) => {
+    const t = setTimeout(resolve, 120000);
+    ctx.abortSignal.addEventListener('abort', () => { clearTimeout(t); resolve(); });
+  });
+  return { success: false, error: 'stopped while waiting' };
+}
+`
+)
+
+// chatEnv is a jean2 home with the chat's test tools, a workspace folder and a fake OpenAI
+// server the jean2 processes are pointed at.
+type chatEnv struct {
+	t    *testing.T
+	home string
+	ws   string
+	fake *providertest.Server
+}
+
+func newChatEnv(t *testing.T) *chatEnv {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/node"); err != nil {
+		t.Skip("node is not installed at /usr/bin/node")
+	}
+	root := t.TempDir()
+	c := &chatEnv{t: t, home: filepath.Join(root, "home"), ws: filepath.Join(root, "ws")}
+	for name, src := range map[string]string{"write-file": chatWriteTool, "deploy": chatChooseTool, "wait-forever": chatWaitTool} {
+		dir := filepath.Join(c.home, "tools", name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "tool.js"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(c.ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.fake = providertest.NewOpenAI(t)
+	c.fake.Key = "sk-chat-test-0123456789"
+	return c
+}
+
+func (c *chatEnv) env(extra ...string) []string {
+	return append([]string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "JEAN2_HOME=" + c.home, "JEAN2_LOG=error",
+		"JEAN2_NODE=/usr/bin/node", "JEAN2_RUNTIME=node",
+		"OPENAI_API_KEY=" + c.fake.Key, "OPENAI_BASE_URL=" + c.fake.BaseURL(), "OPENAI_MODEL=test-model",
+		"TERM=xterm-256color",
+	}, extra...)
+}
+
+// serve starts `jean2 serve --port 0` and returns its URL; it is stopped when the test ends.
+func (c *chatEnv) serve() string {
+	c.t.Helper()
+	cmd := exec.Command(jean2Bin, "serve", "--port", "0")
+	cmd.Env = c.env()
+	cmd.Dir = c.ws
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	found := make(chan string, 1)
+	var log syncBuffer
+	go func() {
+		re := regexp.MustCompile(`listening on (http://\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			log.Write([]byte(sc.Text() + "\n"))
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	c.t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	select {
+	case u := <-found:
+		return u
+	case <-time.After(60 * time.Second):
+		c.t.Fatalf("jean2 serve did not start; its output:\n%s", log.String())
+		return ""
+	}
+}
+
+// ptyChat is `jean2 chat` on a pseudo-terminal, as a person would run it.
+type ptyChat struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	pty    *os.File
+	screen *syncBuffer
+	mark   int // waitFor looks at the screen after this offset
+	done   chan error
+}
+
+func (c *chatEnv) chat(extraEnv []string, args ...string) *ptyChat {
+	c.t.Helper()
+	cmd := exec.Command(jean2Bin, append([]string{"chat"}, args...)...)
+	cmd.Env = c.env(extraEnv...)
+	cmd.Dir = c.ws
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 160})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	p := &ptyChat{t: c.t, cmd: cmd, pty: f, screen: &syncBuffer{}, done: make(chan error, 1)}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(p.screen, f)
+	}()
+	go func() {
+		err := cmd.Wait()
+		<-copied
+		p.done <- err
+	}()
+	c.t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+		f.Close()
+	})
+	return p
+}
+
+// waitFor waits until s appears on the screen after the last thing waited for.
+func (p *ptyChat) waitFor(s string) {
+	p.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		screen := p.screen.String()
+		if i := strings.Index(screen[p.mark:], s); i >= 0 {
+			p.mark += i + len(s)
+			return
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("waiting for %q; the screen after what was seen already:\n%s", s, screen[p.mark:])
+		}
+		select {
+		case err := <-p.done:
+			p.done <- err
+			if !strings.Contains(p.screen.String()[p.mark:], s) {
+				p.t.Fatalf("jean2 chat ended (%v) before %q appeared; the screen:\n%s", err, s, p.screen.String())
+			}
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (p *ptyChat) send(line string) {
+	p.t.Helper()
+	if _, err := p.pty.Write([]byte(line + "\r")); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// interrupt presses Ctrl-C.
+func (p *ptyChat) interrupt() {
+	p.t.Helper()
+	if _, err := p.pty.Write([]byte{3}); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *ptyChat) wait() error {
+	p.t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return err
+	case <-time.After(30 * time.Second):
+		p.t.Fatalf("jean2 chat did not end; the screen:\n%s", p.screen.String())
+		return nil
+	}
+}
+
+// A whole turn against a real server: the answer streams in, the tool call is drawn with
+// its diff, the turn ends with "Changed 1 file"; the next turn is a second message; /quit
+// leaves.
+func TestChatTurnWithToolCallDrawn(t *testing.T) {
+	c := newChatEnv(t)
+	base := c.serve()
+	c.fake.Push(
+		providertest.NewOpenAIStream("test-model").Text("I will write ").Text("the note.").
+			ToolCall(0, "call_1", "write_file", "").ToolArgs(0, `{"path":"note.txt",`).ToolArgs(0, `"text":"hello\nworld\n"}`).
+			Finish("tool_calls").Usage(10, 5).Done().Reply(),
+		providertest.OpenAIText("test-model", "Done: note.txt ", "is written."),
+		providertest.OpenAIText("test-model", "You are welcome."),
+	)
+	p := c.chat([]string{"NO_COLOR=1"}, "--server", base)
+	p.waitFor("jean2 chat")
+	p.waitFor("> ")
+	p.send("write a note")
+	p.waitFor("I will write the note.")
+	p.waitFor("⏺ write_file")
+	p.waitFor(`{"path":"note.txt","text":"hello\nworld\n"}`)
+	p.waitFor("✓")
+	p.waitFor("note.txt  +2 -0")
+	p.waitFor("@@ -1,0 +1,2 @@")
+	p.waitFor("  1 +hello")
+	p.waitFor("  2 +world")
+	p.waitFor("Done: note.txt is written.")
+	p.waitFor("── done · Changed 1 file")
+	if data, err := os.ReadFile(filepath.Join(c.ws, "note.txt")); err != nil || string(data) != "hello\nworld\n" {
+		t.Fatalf("note.txt = %q, %v", data, err)
+	}
+	p.send("thanks")
+	p.waitFor("You are welcome.")
+	p.waitFor("── done")
+	p.send("/quit")
+	p.waitFor("jean2 chat --session ")
+	if err := p.wait(); err != nil {
+		t.Fatalf("jean2 chat exited with %v; the screen:\n%s", err, p.screen.String())
+	}
+	if os.Getenv("JEAN2_SHOW_SCREEN") != "" {
+		t.Logf("the screen:\n%s", p.screen.String())
+	}
+	if strings.Contains(p.screen.String(), "\x1b[") {
+		t.Errorf("colours with NO_COLOR set:\n%q", p.screen.String())
+	}
+
+	// The model saw the tool's result, not its visualization.
+	reqs := c.fake.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests, want 3", len(reqs))
+	}
+	if body := string(reqs[1].Body); !strings.Contains(body, "wrote") || strings.Contains(body, "hunks") {
+		t.Errorf("the second request should hold the result without the visualization: %s", body)
+	}
+
+	// Going on with the session shows what was said before.
+	sid := regexp.MustCompile(`jean2 chat --session (\S+)`).FindStringSubmatch(p.screen.String())[1]
+	again := c.chat([]string{"NO_COLOR=1"}, "--server", base, "--session", strings.TrimRight(sid, "\r\n"))
+	again.waitFor("> write a note")
+	again.waitFor("⏺ write_file")
+	again.waitFor("You are welcome.")
+	again.waitFor("earlier in this session")
+	again.send("/quit")
+	if err := again.wait(); err != nil {
+		t.Fatalf("resumed chat exited with %v", err)
+	}
+}
+
+// A tool's asks are answered inline: a select, then a permission for the session.
+func TestChatAnswersAsksInline(t *testing.T) {
+	c := newChatEnv(t)
+	base := c.serve()
+	c.fake.Push(
+		providertest.NewOpenAIStream("test-model").ToolCall(0, "call_d", "deploy", `{}`).Finish("tool_calls").Done().Reply(),
+		providertest.OpenAIText("test-model", "Deployed."),
+	)
+	p := c.chat([]string{"NO_COLOR=1"}, "--server", base, "--workspace", c.ws)
+	p.waitFor("> ")
+	p.send("deploy it")
+	p.waitFor("[tool deploy asks]")
+	p.waitFor("Deploy where?")
+	p.waitFor("Choose one")
+	p.send("9") // not an option: asked again
+	p.waitFor("not an option")
+	p.send("2")
+	p.waitFor("Permission requested: Deploy to prod now?")
+	p.waitFor("Risk: high")
+	p.waitFor("Choose 1-4")
+	p.send("2") // allow for the session
+	p.waitFor("Allowed (session)")
+	p.waitFor("Environment  Allowed")
+	p.waitFor("prod         true")
+	p.waitFor("Deployed.")
+	p.waitFor("── done")
+	p.send("/quit")
+	if err := p.wait(); err != nil {
+		t.Fatalf("jean2 chat exited with %v", err)
+	}
+	// The grant was remembered for the session by the server.
+	var grants struct {
+		Grants []struct {
+			Tool     string `json:"tool"`
+			Duration string `json:"duration"`
+		} `json:"grants"`
+	}
+	getJSON(t, base+"/api/grants", &grants)
+	if len(grants.Grants) != 1 || grants.Grants[0].Tool != "deploy" || grants.Grants[0].Duration != "session" {
+		t.Fatalf("grants %+v", grants.Grants)
+	}
+}
+
+func getJSON(t *testing.T, u string, v any) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", u, resp.StatusCode, data)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("GET %s: %v: %s", u, err, data)
+	}
+}
+
+// Ctrl-C stops a running turn (the tool in flight sees its abort signal); a second Ctrl-C
+// within 2 seconds leaves. With no server at the default address, the chat starts its own.
+func TestChatCtrlCStopsTheTurnThenLeaves(t *testing.T) {
+	c := newChatEnv(t)
+	c.fake.Push(
+		providertest.NewOpenAIStream("test-model").Text("Waiting.").ToolCall(0, "call_w", "wait_forever", `{}`).Finish("tool_calls").Done().Reply(),
+	)
+	// Nothing listens on port 1: the chat starts a server of its own.
+	p := c.chat([]string{"NO_COLOR=1", "JEAN2_SERVER=http://127.0.0.1:1"})
+	p.waitFor("started one here at http://127.0.0.1:")
+	p.waitFor("> ")
+	p.send("wait")
+	p.waitFor("⏺ wait_forever")
+	p.waitFor("waiting for Stop")
+	p.interrupt()
+	p.waitFor("Stopping the turn…")
+	p.waitFor("✗ ")
+	p.waitFor("was stopped")
+	p.waitFor("── stopped")
+	time.Sleep(secondInterrupt + 100*time.Millisecond) // a Ctrl-C now is a first one again
+	p.interrupt()
+	p.waitFor("Ctrl-C again within 2 s leaves the chat")
+	p.interrupt()
+	p.waitFor("Bye.")
+	if err := p.wait(); err != nil {
+		t.Fatalf("jean2 chat exited with %v; the screen:\n%s", err, p.screen.String())
+	}
+}
+
+// /restore lists the turns with "Changed N files", shows what would change, refuses silently
+// to force past a file changed outside jean2 until told to, and puts the files back.
+func TestChatRestore(t *testing.T) {
+	c := newChatEnv(t)
+	base := c.serve()
+	if err := os.WriteFile(filepath.Join(c.ws, "a.txt"), []byte("original\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeTurn := func(id, path, text string) providertest.Reply {
+		args, _ := json.Marshal(map[string]string{"path": path, "text": text})
+		return providertest.NewOpenAIStream("test-model").ToolCall(0, id, "write_file", string(args)).Finish("tool_calls").Done().Reply()
+	}
+	c.fake.Push(
+		writeTurn("call_1", "a.txt", "first change\n"), providertest.OpenAIText("test-model", "Changed a."),
+		writeTurn("call_2", "b.txt", "new file\n"), providertest.OpenAIText("test-model", "Made b."),
+	)
+	p := c.chat([]string{"NO_COLOR=1"}, "--server", base)
+	p.waitFor("> ")
+	p.send("change a")
+	p.waitFor("── done · Changed 1 file")
+	p.send("make b")
+	p.waitFor("── done · Changed 1 file")
+
+	// Someone edits b.txt outside jean2.
+	if err := os.WriteFile(filepath.Join(c.ws, "b.txt"), []byte("edited by hand\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.send("/restore")
+	p.waitFor("Turns that changed files:")
+	p.waitFor(`1) `)
+	p.waitFor(`"change a"  Changed 1 file`)
+	p.waitFor(`2) `)
+	p.waitFor(`"make b"  Changed 1 file`)
+	p.waitFor("before which turn?")
+	p.send("1")
+	p.waitFor("This undoes turn 1 and every later turn:")
+	p.waitFor("conflict")
+	p.waitFor("b.txt")
+	p.waitFor("Restore anyway? [y/N]")
+	p.send("n")
+	p.waitFor("(nothing was restored)")
+	if data, _ := os.ReadFile(filepath.Join(c.ws, "a.txt")); string(data) != "first change\n" {
+		t.Fatalf("a.txt changed by a refused restore: %q", data)
+	}
+
+	p.send("/restore")
+	p.waitFor("before which turn?")
+	p.send("1")
+	p.waitFor("Restore anyway? [y/N]")
+	p.send("y")
+	p.waitFor("Restored.")
+	p.send("/quit")
+	if err := p.wait(); err != nil {
+		t.Fatalf("jean2 chat exited with %v", err)
+	}
+	if data, err := os.ReadFile(filepath.Join(c.ws, "a.txt")); err != nil || string(data) != "original\n" {
+		t.Fatalf("a.txt after the restore = %q, %v", data, err)
+	}
+	if _, err := os.Stat(filepath.Join(c.ws, "b.txt")); !os.IsNotExist(err) {
+		t.Fatalf("b.txt, made by turn 2, is still there: %v", err)
+	}
+}
+
+// Every visualization type of REFERENCE §6 is drawn for a terminal: without colour here,
+// with the marks and numbers a person reads.
+func TestDrawVizEveryType(t *testing.T) {
+	cases := []struct {
+		name, viz string
+		want      []string
+	}{
+		{"diff", `{"type":"diff","path":"a.go","additions":1,"deletions":1,"hunks":[{"oldStart":9,"oldLines":2,"newStart":9,"newLines":2,
+			"changes":[{"type":"context","content":"package a"},{"type":"removed","content":"var x = 1"},{"type":"added","content":"var x = 2"}]}]}`,
+			[]string{"a.go  +1 -1", "@@ -9,2 +9,2 @@", " 9  9  package a", "10    -var x = 1", "   10 +var x = 2"}},
+		{"diffs", `{"type":"diffs","items":[{"type":"diff","path":"one.txt","additions":1,"deletions":0,"hunks":[]},{"type":"diff","path":"two.txt","additions":0,"deletions":2,"hunks":[]}]}`,
+			[]string{"one.txt  +1 -0", "two.txt  +0 -2"}},
+		{"code", `{"type":"code","path":"x.py","content":"a = 1\nb = 2\n","language":"python","created":true,"highlightLines":[2]}`,
+			[]string{"x.py  (created, 2 lines, python)", "1 │ a = 1", "2 ▶ b = 2"}},
+		{"file-list", `{"type":"file-list","files":[{"path":"new.txt","action":"created"},{"path":"old.txt","action":"deleted"},{"path":"m.go","line":3,"content":"func m()"}],
+			"groups":[{"label":"Edited","icon":"edit","files":[{"path":"e.txt","action":"modified"}]}],"total":10}`,
+			[]string{"+ new.txt", "- old.txt", "  m.go:3  func m()", "✎ Edited (1)", "  ~ e.txt", "… 10 files in all"}},
+		{"table", `{"type":"table","columns":[{"key":"name","label":"Name"},{"key":"n"}],"rows":[{"name":"alpha","n":1},{"name":"b","n":{"x":true}}],"totalRows":5}`,
+			[]string{"Name   n", "─────  ────────", "alpha  1", `b      {"x":true}`, "2 of 5 rows"}},
+		{"markdown", `{"type":"markdown","content":"# Title\n\nSome **bold** text.\n` + "```" + `\ncode\n` + "```" + `","sourceUrl":"https://example.com"}`,
+			[]string{"# Title", "Some **bold** text.", "code", "source: https://example.com"}},
+		{"shell-output", `{"type":"shell-output","command":"make test","stdout":"ok\n","stderr":"warn\n","exitCode":2}`,
+			[]string{"$ make test", "ok", "warn", "exit code 2"}},
+		{"todo-list", `{"type":"todo-list","items":[{"content":"plan","status":"completed","priority":"high"},{"content":"build","status":"in_progress"},{"content":"ship","status":"pending","priority":"low"},{"content":"skip","status":"cancelled"}]}`,
+			[]string{"[x] plan (high)", "[~] build", "[ ] ship (low)", "[-] skip"}},
+		{"structured-response", `{"type":"structured-response","formatName":"Summary","data":{"ok":true,"items":[1,2]}}`,
+			[]string{"Summary", `"ok": true`, `"items": [`}},
+		{"none", `{"type":"none","message":"nothing to show"}`, []string{"nothing to show"}},
+		{"title and unknown type", `{"type":"sparkles","title":"Shiny"}`, []string{"Shiny", `(a "sparkles" visualization, which the terminal does not draw)`}},
+		{"escape sequences are shown, not run", `{"type":"none","message":"\u001b[2Jcleared"}`, []string{`\u001b[2Jcleared`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var b bytes.Buffer
+			drawViz(&b, chatStyle{}, json.RawMessage(c.viz), "")
+			out := b.String()
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("missing %q in:\n%s", w, out)
+				}
+			}
+			if strings.Contains(out, "\x1b") {
+				t.Errorf("an escape character reached the terminal:\n%q", out)
+			}
+		})
+	}
+
+	// Colour marks additions green and removals red, and only when asked for.
+	var b bytes.Buffer
+	drawViz(&b, chatStyle{color: true}, json.RawMessage(cases[0].viz), "")
+	if !strings.Contains(b.String(), "\x1b[32m+var x = 2\x1b[0m") || !strings.Contains(b.String(), "\x1b[31m-var x = 1\x1b[0m") {
+		t.Errorf("diff colours:\n%q", b.String())
+	}
+	e := env{getenv: func(k string) string { return map[string]string{"NO_COLOR": "1"}[k] }}
+	if chatStyleFor(e, true).color {
+		t.Error("NO_COLOR did not turn colour off")
+	}
+	e.getenv = func(string) string { return "" }
+	if !chatStyleFor(e, true).color || chatStyleFor(e, false).color {
+		t.Error("colour should be on for a terminal only")
+	}
+
+	// A collapsed or huge visualization is cut, saying how much was left out.
+	var lines []string
+	for i := range 1000 {
+		lines = append(lines, fmt.Sprintf("line %d", i))
+	}
+	big, _ := json.Marshal(map[string]any{"type": "code", "path": "big.txt", "content": strings.Join(lines, "\n"), "created": false})
+	b.Reset()
+	drawViz(&b, chatStyle{}, big, "")
+	if !strings.Contains(b.String(), "… 601 more lines") || strings.Contains(b.String(), "line 999") {
+		t.Errorf("a 1000-line visualization was not cut at %d lines:\n%s", vizMaxLines, b.String()[len(b.String())-200:])
+	}
+	b.Reset()
+	drawViz(&b, chatStyle{}, json.RawMessage(`{"type":"none","message":"x"`), "")
+	if !strings.Contains(b.String(), "not a JSON object") {
+		t.Errorf("broken JSON: %q", b.String())
+	}
+}

@@ -1,0 +1,792 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jean2/jean2/ask"
+	"github.com/jean2/jean2/hub"
+	"github.com/jean2/jean2/store"
+	"github.com/jean2/jean2/tool"
+)
+
+// secondInterrupt is how soon a second Ctrl-C must follow the first to leave the chat.
+const secondInterrupt = 2 * time.Second
+
+// chatUI is one terminal conversation. Its run loop is the only goroutine that draws,
+// except the ask prompts, which draw while the loop waits for their answer; both write
+// through out, which serializes them.
+type chatUI struct {
+	e       env
+	st      chatStyle
+	out     *lockedWriter
+	api     *apiClient
+	ses     chatSession
+	ws      chatWorkspace
+	local   bool // the server runs inside this process and ends with it
+	ctx     context.Context
+	intr    chan os.Signal
+	askDone chan askOutcome
+	wg      sync.WaitGroup // ask prompts and API calls started by the loop
+
+	col0 bool // the cursor is at the start of a line
+
+	running  bool
+	own      []string // texts sent from here whose user message is still to come
+	queued   []string // lines typed while a turn ran, sent when it ends
+	titled   bool
+	lastIntr time.Time
+
+	texts     map[string]int  // text part id → bytes of its text shown
+	toolShown map[string]bool // tool_call part id → its call line is shown
+	toolEnded map[string]bool // tool_call part id → its outcome is shown
+	lastText  string          // the text part shown last
+
+	asker     *ask.Terminal
+	askIn     chan string // lines typed while an ask is on screen, for the asker
+	active    *activeAsk
+	askQueue  []hub.PendingAsk
+	asksKnown map[string]bool // asks prompted or resolved already, so none is asked twice
+
+	restoredHere string // message id of the last restore made from here
+}
+
+type activeAsk struct {
+	id     string
+	cancel context.CancelCauseFunc
+}
+
+type askOutcome struct {
+	id  string
+	err error
+}
+
+// lockedWriter serializes writes from the loop and the ask prompts.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func newChatUI(e env, api *apiClient, ses chatSession, ws chatWorkspace, local bool) *chatUI {
+	tty := false
+	if f, ok := e.stdout.(*os.File); ok {
+		tty = isTerminal(f)
+	}
+	return &chatUI{
+		e: e, st: chatStyleFor(e, tty), out: &lockedWriter{w: e.stdout}, api: api, ses: ses, ws: ws, local: local,
+		col0: true, titled: ses.Title != "",
+		texts: map[string]int{}, toolShown: map[string]bool{}, toolEnded: map[string]bool{},
+		askDone: make(chan askOutcome, 1), asksKnown: map[string]bool{},
+	}
+}
+
+// print writes s as is and follows where the cursor ends.
+func (u *chatUI) print(s string) {
+	if s == "" {
+		return
+	}
+	_, _ = io.WriteString(u.out, s)
+	u.col0 = strings.HasSuffix(s, "\n")
+}
+
+// println writes s on a line of its own.
+func (u *chatUI) println(s string) {
+	u.lineStart()
+	u.print(s + "\n")
+}
+
+func (u *chatUI) lineStart() {
+	if !u.col0 {
+		u.print("\n")
+	}
+}
+
+func (u *chatUI) prompt() {
+	if u.running || u.active != nil {
+		return
+	}
+	u.lineStart()
+	u.print(u.st.bold("> "))
+	u.col0 = false
+}
+
+// inputLine is a line the person typed, or the end of input.
+type inputLine struct {
+	text string
+	err  error
+}
+
+// readChatInput reads stdin a line at a time for as long as the process lives: a read of a
+// terminal cannot be interrupted, so this goroutine is the one the chat leaves behind when it
+// returns (the process exits right after).
+func readChatInput(r io.Reader, lines chan<- inputLine) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		s, err := br.ReadString('\n')
+		if s != "" {
+			lines <- inputLine{text: strings.TrimRight(s, "\r\n")}
+		}
+		if err != nil {
+			lines <- inputLine{err: err}
+			close(lines)
+			return
+		}
+	}
+}
+
+func (u *chatUI) run(parent context.Context) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	u.ctx = ctx
+
+	// Ctrl-C belongs to the chat: the first stops the turn, a second within 2 s leaves. The
+	// process's handler (which would end everything at the first) is set aside meanwhile;
+	// SIGTERM still ends the chat through ctx.
+	signal.Reset(os.Interrupt)
+	u.intr = make(chan os.Signal, 4)
+	signal.Notify(u.intr, os.Interrupt)
+	defer signal.Stop(u.intr)
+
+	// Asks read their answers through a pipe the loop feeds while an ask is on screen.
+	pr, pw := io.Pipe()
+	u.asker = ask.NewTerminal(pr, u.out, nil)
+	u.askIn = make(chan string, 64)
+	feederDone := make(chan struct{})
+	go func() {
+		defer close(feederDone)
+		for l := range u.askIn {
+			if _, err := io.WriteString(pw, l+"\n"); err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(u.askIn)
+		_ = pw.Close()
+		<-feederDone
+		_ = u.asker.Close()
+	}()
+
+	lines := make(chan inputLine, 16)
+	go readChatInput(u.e.stdin, lines)
+
+	u.banner()
+	after := u.ses.LastSeq
+	if after > 0 {
+		after = u.showHistory(ctx)
+	}
+	events := make(chan streamItem, 1024)
+	streamCtx, stopStream := context.WithCancel(ctx)
+	streamDone := make(chan struct{})
+	go func() {
+		defer close(streamDone)
+		u.api.streamEvents(streamCtx, u.ses.ID, after, events)
+	}()
+	defer func() {
+		stopStream()
+		for range events { // let the stream goroutine finish its last send
+		}
+		<-streamDone
+	}()
+	defer u.wg.Wait()
+	defer func() {
+		if u.active != nil {
+			u.active.cancel(errors.New("the chat ended"))
+		}
+	}()
+
+	u.prompt()
+	for {
+		select {
+		case <-ctx.Done():
+			u.println(u.st.dim("(ended)"))
+			return nil
+		case it, ok := <-events:
+			if !ok {
+				return nil
+			}
+			if it.err != nil {
+				u.println(u.st.red("jean2 chat: " + it.err.Error()))
+				return it.err
+			}
+			u.handleStreamItem(it)
+		case l, ok := <-lines:
+			if !ok || l.err != nil {
+				if l.err != nil && !errors.Is(l.err, io.EOF) {
+					u.println(u.st.red("jean2 chat: reading the terminal: " + l.err.Error()))
+				}
+				u.leaving()
+				return nil
+			}
+			u.col0 = true // the terminal echoed the person's Enter
+			if quit := u.handleLine(ctx, l.text, lines); quit {
+				u.leaving()
+				return nil
+			}
+		case <-u.intr:
+			if quit := u.interrupt(); quit {
+				u.leaving()
+				return nil
+			}
+		case o := <-u.askDone:
+			u.askEnded(o)
+		}
+	}
+}
+
+func (u *chatUI) banner() {
+	where := u.ws.Path
+	if where == "" {
+		where = u.ws.ID
+	}
+	u.println(u.st.bold("jean2 chat") + u.st.dim(fmt.Sprintf(" · session %s · %s", u.ses.ID, cleanLine(where))))
+	u.println(u.st.dim("Type a message. /restore puts files back, /help lists commands; Ctrl-C stops a turn, twice leaves."))
+}
+
+// leaving says what becomes of a running turn.
+func (u *chatUI) leaving() {
+	switch {
+	case u.running && u.local:
+		u.println(u.st.yellow("Leaving: the turn stops with the chat's server."))
+	case u.running:
+		u.println(u.st.dim(fmt.Sprintf("Leaving; the turn goes on at the server. jean2 chat --session %s comes back to it.", u.ses.ID)))
+	default:
+		u.println(u.st.dim(fmt.Sprintf("Bye. jean2 chat --session %s goes on with this session.", u.ses.ID)))
+	}
+}
+
+// interrupt handles Ctrl-C and reports whether the chat should end.
+func (u *chatUI) interrupt() bool {
+	now := time.Now()
+	if !u.lastIntr.IsZero() && now.Sub(u.lastIntr) < secondInterrupt {
+		return true
+	}
+	u.lastIntr = now
+	if u.running {
+		u.println(u.st.yellow("Stopping the turn…") + u.st.dim(" (Ctrl-C again within 2 s leaves the chat)"))
+		if u.active != nil {
+			u.active.cancel(fmt.Errorf("%w: the turn is being stopped", errAskSettled))
+		}
+		u.stopTurn()
+		return false
+	}
+	u.println(u.st.dim("(Ctrl-C again within 2 s leaves the chat; /quit does too)"))
+	u.prompt()
+	return false
+}
+
+func (u *chatUI) stopTurn() {
+	u.wg.Add(1)
+	go func() {
+		defer u.wg.Done()
+		ctx, cancel := context.WithTimeout(u.ctx, 10*time.Second)
+		defer cancel()
+		var out struct {
+			Stopped bool `json:"stopped"`
+		}
+		if err := u.api.call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/stop", nil, &out); err != nil && u.ctx.Err() == nil {
+			fmt.Fprintf(u.out, "%s\n", u.st.red("jean2 chat: stop the turn: "+err.Error()))
+		}
+	}()
+}
+
+// handleLine acts on a line typed outside an ask prompt, or hands it to the prompt. It
+// reports whether the chat should end.
+func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan inputLine) bool {
+	if u.active != nil {
+		select {
+		case u.askIn <- text:
+		default:
+			u.println(u.st.dim("(that line was dropped: answer the question first)"))
+		}
+		return false
+	}
+	trimmed := strings.TrimSpace(text)
+	switch {
+	case trimmed == "":
+		u.prompt()
+		return false
+	case trimmed == "/quit" || trimmed == "/exit":
+		return true
+	case trimmed == "/help":
+		u.println(chatUsage[strings.Index(chatUsage, "In the chat:"):])
+		u.prompt()
+		return false
+	case trimmed == "/stop":
+		if u.running {
+			u.println(u.st.yellow("Stopping the turn…"))
+			u.stopTurn()
+		} else {
+			u.println(u.st.dim("(no turn is running)"))
+			u.prompt()
+		}
+		return false
+	case trimmed == "/restore":
+		if u.running {
+			u.println(u.st.dim("(a turn is running: restore when it has finished, or stop it first)"))
+			return false
+		}
+		return u.restoreDialog(ctx, lines)
+	case strings.HasPrefix(trimmed, "/") && !strings.Contains(trimmed, " ") && len(trimmed) < 20:
+		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /restore, /stop, /help, /quit; a message starting with / needs a space in it)", cleanLine(trimmed))))
+		u.prompt()
+		return false
+	}
+	if u.running {
+		u.queued = append(u.queued, text)
+		u.println(u.st.dim("(queued: sent when this turn ends)"))
+		return false
+	}
+	u.send(ctx, text)
+	return false
+}
+
+// send starts a turn with text.
+func (u *chatUI) send(ctx context.Context, text string) {
+	var out struct {
+		Turn struct {
+			ID            string `json:"id"`
+			UserMessageID string `json:"userMessageId"`
+		} `json:"turn"`
+	}
+	err := u.api.call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/turns", map[string]any{"text": text}, &out)
+	if _, busy := isAPIError(err, "busy"); busy {
+		u.queued = append(u.queued, text)
+		u.running = true
+		u.println(u.st.dim("(a turn started elsewhere is running: your message is sent when it ends)"))
+		return
+	}
+	if err != nil {
+		u.println(u.st.red("Could not start the turn: " + err.Error()))
+		u.println(u.st.dim("(your message: " + clip(cleanLine(text), 200) + ")"))
+		u.prompt()
+		return
+	}
+	u.running = true
+	u.own = append(u.own, text)
+	if !u.titled {
+		u.titled = true
+		u.wg.Add(1)
+		go func() {
+			defer u.wg.Done()
+			// A title from the first message, so the session can be told apart in lists.
+			_ = u.api.call(u.ctx, http.MethodPatch, "/api/sessions/"+url.PathEscape(u.ses.ID), map[string]any{"title": chatTitle(text)}, nil)
+		}()
+	}
+}
+
+func (u *chatUI) handleStreamItem(it streamItem) {
+	switch {
+	case it.notice != "":
+		u.println(u.st.dim("(" + it.notice + ")"))
+	case it.hello != nil:
+		if it.hello.Running && !u.running {
+			u.running = true
+			u.println(u.st.dim("(a turn is running in this session)"))
+		}
+		for _, p := range it.hello.PendingAsks {
+			u.queueAsk(p)
+		}
+	case it.event != nil:
+		u.handleEvent(*it.event)
+	}
+}
+
+// Payloads of the events the chat draws (the contract's shapes).
+type (
+	messagePayload struct {
+		Message store.Message `json:"message"`
+	}
+	partPayload struct {
+		Part store.Part `json:"part"`
+	}
+	deltaPayload struct {
+		MessageID string `json:"messageId"`
+		PartID    string `json:"partId"`
+		Text      string `json:"text"`
+	}
+	progressPayload struct {
+		PartID   string        `json:"partId"`
+		Progress tool.Progress `json:"progress"`
+	}
+	finishedPayload struct {
+		Reason    string `json:"reason"`
+		Error     string `json:"error"`
+		MessageID string `json:"messageId"`
+		Rounds    int    `json:"rounds"`
+		Changed   struct {
+			Files  int `json:"files"`
+			Failed int `json:"failed"`
+		} `json:"changed"`
+		Usage struct {
+			InputTokens  int64 `json:"inputTokens"`
+			OutputTokens int64 `json:"outputTokens"`
+		} `json:"usage"`
+	}
+	restoreDonePayload struct {
+		MessageID string        `json:"messageId"`
+		Report    restoreReport `json:"report"`
+	}
+)
+
+func (u *chatUI) handleEvent(ev store.Event) {
+	decode := func(v any) bool { return json.Unmarshal(ev.Payload, v) == nil }
+	switch ev.Type {
+	case "turn.started":
+		u.running = true
+	case "message.created":
+		var p messagePayload
+		if !decode(&p) {
+			return
+		}
+		m := p.Message
+		if m.Role == store.RoleUser {
+			if len(u.own) > 0 && u.own[0] == m.Content {
+				u.own = u.own[1:]
+				return
+			}
+			u.println(u.st.cyan("(from another client) ") + u.st.bold("you: ") + cleanText(m.Content))
+			return
+		}
+		for _, part := range m.Parts {
+			u.showPart(part)
+		}
+	case "message.updated":
+		var p messagePayload
+		if decode(&p) && p.Message.Status == store.StatusError && p.Message.Error != "" {
+			u.println(u.st.red("The model failed: " + cleanText(p.Message.Error)))
+		}
+	case "part.created", "part.updated":
+		var p partPayload
+		if decode(&p) {
+			u.showPart(p.Part)
+		}
+	case "part.delta":
+		var p deltaPayload
+		if decode(&p) {
+			u.showText(p.PartID, p.Text)
+		}
+	case "tool.progress":
+		var p progressPayload
+		if decode(&p) {
+			u.showProgress(p.Progress)
+		}
+	case hub.EventAskPending:
+		var p hub.AskPendingPayload
+		if decode(&p) {
+			u.queueAsk(p.Ask)
+		}
+	case hub.EventAskResolved:
+		var p hub.AskResolvedPayload
+		if decode(&p) {
+			u.askResolved(p)
+		}
+	case "turn.finished":
+		var p finishedPayload
+		if decode(&p) {
+			u.turnFinished(p)
+		}
+	case "restore.done":
+		var p restoreDonePayload
+		if decode(&p) && p.MessageID != u.restoredHere {
+			u.println(u.st.cyan("Files were restored from another client:"))
+			u.showReport(p.Report)
+			u.prompt()
+		}
+	}
+}
+
+// showText prints text appended to a text part.
+func (u *chatUI) showText(partID, text string) {
+	if text == "" {
+		return
+	}
+	if u.lastText != partID {
+		u.lineStart()
+		u.lastText = partID
+	}
+	u.print(cleanText(text))
+	u.texts[partID] += len(text)
+}
+
+// showPart shows what is new in a part: text not shown yet, a tool call starting, its
+// outcome.
+func (u *chatUI) showPart(p store.Part) {
+	switch p.Kind {
+	case store.PartText:
+		if shown := u.texts[p.ID]; len(p.Text) > shown {
+			u.showText(p.ID, p.Text[shown:])
+		}
+	case store.PartToolCall, store.PartToolResult:
+		if p.Status == store.StatusPending || p.Status == store.StatusStreaming {
+			return // the arguments are still coming
+		}
+		u.lastText = ""
+		if !u.toolShown[p.ID] {
+			u.toolShown[p.ID] = true
+			u.println(u.st.cyan("⏺ ") + u.st.bold(cleanLine(p.ToolName)) + u.st.dim(argsSummary(p.Args)))
+		}
+		if u.toolEnded[p.ID] || (p.Status != store.StatusComplete && p.Status != store.StatusError) {
+			return
+		}
+		u.toolEnded[p.ID] = true
+		took := ""
+		if p.Duration > 0 {
+			took = " " + p.Duration.Round(time.Millisecond).String()
+		}
+		if p.Status == store.StatusError {
+			u.println("  " + u.st.red("✗ "+cleanText(p.Error)) + u.st.dim(took))
+		} else {
+			u.println("  " + u.st.green("✓") + u.st.dim(took))
+		}
+		u.lineStart()
+		drawViz(u.out, u.st, p.Visualization, "    ")
+		u.col0 = true
+	}
+}
+
+// argsSummary shows a call's arguments on one line.
+func argsSummary(args string) string {
+	args = strings.TrimSpace(args)
+	if args == "" || args == "{}" {
+		return ""
+	}
+	var v any
+	if json.Unmarshal([]byte(args), &v) == nil {
+		if b, err := json.Marshal(v); err == nil {
+			args = string(b)
+		}
+	}
+	return " " + clip(cleanLine(args), 120)
+}
+
+func (u *chatUI) showProgress(p tool.Progress) {
+	msg := cleanLine(p.Message)
+	if p.Total > 0 {
+		msg = strings.TrimSpace(fmt.Sprintf("%s %.0f/%.0f", msg, p.Current, p.Total))
+	}
+	if msg != "" {
+		u.println(u.st.dim("  … " + msg))
+	}
+}
+
+func (u *chatUI) turnFinished(p finishedPayload) {
+	u.running = false
+	u.lastText = ""
+	var parts []string
+	switch p.Reason {
+	case "done":
+		parts = append(parts, u.st.green("done"))
+	case "stopped":
+		parts = append(parts, u.st.yellow("stopped"))
+	case "budget":
+		parts = append(parts, u.st.yellow("paused: the work budget of this turn is spent (say \"go on\" to continue)"))
+	case "ceiling":
+		parts = append(parts, u.st.yellow("ended: the most rounds a turn may take"))
+	case "interrupted":
+		parts = append(parts, u.st.yellow("interrupted (the server stopped)"))
+	case "error":
+		parts = append(parts, u.st.red("failed"))
+	default:
+		parts = append(parts, cleanLine(p.Reason))
+	}
+	if p.Changed.Files > 0 || p.Changed.Failed > 0 {
+		changed := fmt.Sprintf("Changed %d file%s", p.Changed.Files, plural(p.Changed.Files))
+		if p.Changed.Failed > 0 {
+			changed += fmt.Sprintf(" (%d failed)", p.Changed.Failed)
+		}
+		parts = append(parts, changed)
+	}
+	if p.Usage.InputTokens > 0 || p.Usage.OutputTokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d in / %d out tokens", p.Usage.InputTokens, p.Usage.OutputTokens))
+	}
+	u.println(u.st.dim("── ") + strings.Join(parts, u.st.dim(" · ")))
+	if p.Error != "" && p.Reason != "stopped" {
+		u.println(u.st.red(cleanText(p.Error)))
+	}
+	if len(u.queued) > 0 {
+		text := strings.Join(u.queued, "\n")
+		u.queued = nil
+		u.println(u.st.bold("> ") + cleanText(text))
+		u.send(u.ctx, text)
+		return
+	}
+	u.println("")
+	u.prompt()
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// queueAsk puts a pending ask in line to be asked here.
+func (u *chatUI) queueAsk(p hub.PendingAsk) {
+	if u.asksKnown[p.ID] {
+		return
+	}
+	u.asksKnown[p.ID] = true
+	if p.Ask.Type == tool.AskClientCapability {
+		u.println(u.st.dim(fmt.Sprintf("(tool %s asks for the client capability %q, which the terminal does not have; another client may answer)",
+			cleanLine(p.Tool), cleanLine(p.Ask.Capability))))
+		return
+	}
+	u.askQueue = append(u.askQueue, p)
+	u.nextAsk()
+}
+
+// nextAsk puts the next queued ask on screen when none is.
+func (u *chatUI) nextAsk() {
+	if u.active != nil || len(u.askQueue) == 0 {
+		return
+	}
+	p := u.askQueue[0]
+	u.askQueue = u.askQueue[1:]
+	ctx, cancel := context.WithCancelCause(u.ctx)
+	u.active = &activeAsk{id: p.ID, cancel: cancel}
+	u.lastText = ""
+	u.lineStart()
+	// The asker names the tool that asks when the context says which.
+	ctx = ask.ContextWithCall(ctx, ask.Call{Tool: p.Tool, CallID: p.CallID, SessionID: p.SessionID})
+	u.col0 = false // the prompt leaves the cursor after it
+	u.wg.Add(1)
+	go func() {
+		defer u.wg.Done()
+		var answer json.RawMessage
+		var err error
+		if p.Ask.Type == tool.AskPermission {
+			var d ask.Decision
+			if d, err = u.asker.AskPermission(ctx, p.Ask); err == nil {
+				answer, err = json.Marshal(d)
+			}
+		} else {
+			answer, err = u.asker.Ask(ctx, p.Ask)
+		}
+		if err == nil {
+			// Sent even when the ask was withdrawn meanwhile: the server says whether it
+			// still counts.
+			err = u.api.call(u.ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/asks/"+url.PathEscape(p.ID),
+				map[string]any{"answer": answer}, nil)
+		} else if cause := context.Cause(ctx); cause != nil {
+			err = cause
+		}
+		select {
+		case u.askDone <- askOutcome{id: p.ID, err: err}:
+		case <-u.ctx.Done():
+		}
+	}()
+}
+
+func (u *chatUI) askEnded(o askOutcome) {
+	if u.active != nil && u.active.id == o.id {
+		u.active.cancel(nil)
+		u.active = nil
+	}
+	u.col0 = true // the prompt ended its line
+	switch {
+	case o.err == nil:
+	case errors.Is(o.err, errAskSettled):
+		// askResolved said what became of it.
+	default:
+		if _, gone := isAPIError(o.err, "not_found"); gone {
+			u.println(u.st.dim("(that question had been answered elsewhere, or had ended)"))
+		} else if u.ctx.Err() == nil {
+			u.println(u.st.red("The answer was not taken: " + cleanText(o.err.Error())))
+		}
+	}
+	u.nextAsk()
+	if u.active == nil {
+		u.prompt()
+	}
+}
+
+// errAskSettled withdraws a prompt whose ask ended elsewhere.
+var errAskSettled = errors.New("the question was settled elsewhere")
+
+// askResolved withdraws an ask that ended elsewhere (another client answered, it timed out,
+// the turn stopped) and shows what a policy decided.
+func (u *chatUI) askResolved(p hub.AskResolvedPayload) {
+	u.asksKnown[p.AskID] = true
+	for i, q := range u.askQueue {
+		if q.ID == p.AskID {
+			u.askQueue = append(u.askQueue[:i], u.askQueue[i+1:]...)
+			break
+		}
+	}
+	if u.active != nil && u.active.id == p.AskID {
+		why := map[string]string{
+			hub.OutcomeAnswered:  "answered elsewhere",
+			hub.OutcomeTimeout:   "no answer came in time",
+			hub.OutcomeCancelled: "the turn stopped",
+		}[p.Outcome]
+		if why == "" {
+			why = p.Outcome
+		}
+		u.active.cancel(fmt.Errorf("%w: %s", errAskSettled, why))
+	}
+	if p.Outcome == hub.OutcomePolicy && p.Ask != nil {
+		decided := "refused"
+		var d ask.Decision
+		if json.Unmarshal(p.Answer, &d) == nil && d.Granted {
+			decided = "granted"
+		} else if p.Answer != nil && p.Error == "" && p.Ask.Type == tool.AskPermission {
+			decided = "denied"
+		}
+		u.println(u.st.dim(fmt.Sprintf("(no one was attached: the policy %s %s's %q)", decided, cleanLine(p.Tool), cleanLine(p.Ask.Question))))
+	}
+}
+
+// showHistory prints the session's earlier messages and returns the seq to follow events
+// from.
+func (u *chatUI) showHistory(ctx context.Context) int64 {
+	var out struct {
+		Messages []store.Message `json:"messages"`
+		LastSeq  *int64          `json:"lastSeq"`
+	}
+	if err := u.api.call(ctx, http.MethodGet, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/messages", nil, &out); err != nil {
+		u.println(u.st.red("Could not load the session's messages: " + err.Error()))
+		return u.ses.LastSeq
+	}
+	const keep = 40
+	msgs := out.Messages
+	if len(msgs) > keep {
+		u.println(u.st.dim(fmt.Sprintf("(%d earlier messages not shown)", len(msgs)-keep)))
+		msgs = msgs[len(msgs)-keep:]
+	}
+	for _, m := range msgs {
+		if m.Role == store.RoleUser {
+			u.println(u.st.bold("> ") + cleanText(m.Content))
+			continue
+		}
+		for _, p := range m.Parts {
+			u.showPart(p)
+		}
+		u.lineStart()
+	}
+	if len(msgs) > 0 {
+		u.println(u.st.dim("── earlier in this session ──"))
+	}
+	if out.LastSeq != nil {
+		return *out.LastSeq
+	}
+	return u.ses.LastSeq
+}
