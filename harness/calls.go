@@ -13,55 +13,75 @@ import (
 	"github.com/jean2/jean2/tool"
 )
 
-// runCalls runs the calls of one answer (parts of msg, in stream order): one after another,
-// except that consecutive calls of read-only tools run together. Stop is checked before
-// each; the calls it keeps from running are sealed. batch holds the answer's events not
-// yet published; they go out with the first call's. It reports whether every call was of
-// an interactive tool (such a round does not spend the work budget).
-func (t *turn) runCalls(msg *store.Message, calls []int, batch []store.NewEvent) (interactiveOnly bool) {
+// plan splits the calls of an answer (parts, in stream order) into the groups that run
+// one after another: a single call, or a run of consecutive calls of read-only tools, which
+// run together. It reports whether every call is of an interactive tool (such a round does
+// not spend the work budget).
+func (t *turn) plan(parts []store.Part, calls []int) (groups [][]int, interactiveOnly bool) {
 	reg := t.h.opts.Tools.Registry()
-	defs := make([]tool.Definition, len(calls))
-	known := make([]bool, len(calls))
+	readOnly := make([]bool, len(calls))
 	interactiveOnly = true
 	for i, pi := range calls {
-		if tl, ok := reg.Lookup(msg.Parts[pi].ToolName); ok {
-			defs[i], known[i] = tl.Definition(), true
+		tl, ok := reg.Lookup(parts[pi].ToolName)
+		if !ok {
+			interactiveOnly = false
+			continue
 		}
-		if !known[i] || !defs[i].Interactive {
+		def := tl.Definition()
+		readOnly[i] = def.ReadOnly()
+		if !def.Interactive {
 			interactiveOnly = false
 		}
 	}
-	ws, wsErr := t.workspace()
+	for i := 0; i < len(calls); {
+		j := i + 1
+		for readOnly[i] && j < len(calls) && readOnly[j] {
+			j++
+		}
+		groups = append(groups, calls[i:j])
+		i = j
+	}
+	return groups, interactiveOnly
+}
+
+// startCall marks a call running, or seals it when its arguments do not parse (it never
+// runs); it reports whether the call is to run.
+func startCall(p *store.Part) bool {
+	if err := checkArgs(p.Args); err != nil {
+		sealCall(p, err.Error())
+		return false
+	}
+	p.Status = store.StatusRunning
+	return true
+}
+
+// runCalls runs the calls of one answer group after group (see plan). Stop is checked
+// before each group; the calls it keeps from running are sealed. batch holds the answer's
+// events not yet published; they go out with the first group's. A group's calls may have
+// been started already (the answer was stored with them running, to save a write).
+func (t *turn) runCalls(msg *store.Message, groups [][]int, ws host.Workspace, batch []store.NewEvent) {
 	// The snapshot of the workspace must be taken before anything can change it.
 	t.snap.wait()
-	for i := 0; i < len(calls); {
-		// A group: one call, or a run of consecutive read-only calls.
-		j := i + 1
-		if known[i] && defs[i].ReadOnly() {
-			for j < len(calls) && known[j] && defs[j].ReadOnly() {
-				j++
-			}
-		}
+	for gi, group := range groups {
 		if _, why, stop := t.stopped(); stop {
-			t.sealCalls(msg, calls[i:], "interrupted: the turn was "+stopWord(why)+" before this call ran", batch)
-			return interactiveOnly
+			var rest []int
+			for _, g := range groups[gi:] {
+				rest = append(rest, g...)
+			}
+			t.sealCalls(msg, rest, "interrupted: the turn was "+stopWord(why)+" before this call ran", batch)
+			return
 		}
-		group := calls[i:j]
-		if wsErr != nil {
-			t.sealCalls(msg, group, fmt.Sprintf("the call could not run: %v", wsErr), batch)
-			batch = nil
-			i = j
-			continue
-		}
-		// Start the group: each call running (or refused for its arguments), in one write
-		// of events together with what the answer left unpublished.
 		var run []int
 		for _, pi := range group {
 			p := &msg.Parts[pi]
-			if err := checkArgs(p.Args); err != nil {
-				sealCall(p, err.Error())
-			} else {
-				p.Status = store.StatusRunning
+			switch p.Status {
+			case store.StatusRunning:
+				run = append(run, pi)
+				continue
+			case store.StatusError:
+				continue
+			}
+			if startCall(p) {
 				run = append(run, pi)
 			}
 			if err := t.h.opts.Store.UpdatePart(t.wctx, *p); err != nil {
@@ -76,10 +96,8 @@ func (t *turn) runCalls(msg *store.Message, calls []int, batch []store.NewEvent)
 		} else if len(run) > 1 {
 			t.runParallel(msg, run, ws)
 		}
-		i = j
 	}
 	t.ev.emit(t.wctx, batch...)
-	return interactiveOnly
 }
 
 func stopWord(why string) string {

@@ -119,7 +119,8 @@ type fixture struct {
 
 type fixtureOptions struct {
 	flavor    providertest.Flavor
-	snapshots bool // undo snapshots in root/undo
+	snapshots bool   // undo snapshots in root/undo
+	dbDir     string // the database's folder, when not the test's temporary folder
 	adjust    func(*harness.Options)
 }
 
@@ -142,6 +143,14 @@ func newFixture(t testing.TB, fo fixtureOptions) *fixture {
 	f := &fixture{t: t, root: root, ws: filepath.Join(root, "ws"), dbPath: filepath.Join(root, "jean2.db")}
 	if err := os.MkdirAll(f.ws, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if fo.dbDir != "" {
+		dir, err := os.MkdirTemp(fo.dbDir, "jean2-harness-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(dir) })
+		f.dbPath = filepath.Join(dir, "jean2.db")
 	}
 	layout, err := host.LayoutFromEnv(func(k string) string {
 		if k == "JEAN2_HOME" {

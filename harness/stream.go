@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/provider"
 	"github.com/jean2/jean2/store"
 )
@@ -25,18 +26,26 @@ const finishDropped = "dropped"
 // answer is one round's answer as it streams in.
 type answer struct {
 	t   *turn
-	msg store.Message // as stored so far; Parts in stream order
-	// stored is set once msg is in the store: it is made with its first part, so an answer
-	// of one tool call costs one write, not two.
+	ws  host.Workspace // the workspace as this round saw it
+	msg store.Message  // the answer so far; Parts in stream order
+	// stored is set once msg is in the store. It is written first at the first flush
+	// (flushEvery after the answer began) or at its end, with all it holds by then: an
+	// answer that streams within that time costs one write.
 	stored bool
 	// text is the index in msg.Parts of the text part being streamed, -1 when none is open.
 	text int
-	// unsaved is streamed text of the open text part not yet stored nor published.
-	unsaved strings.Builder
+	// full is the open text part's whole text (its Text is set from it when needed:
+	// appending to a string piece by piece would copy it each time); unsaved is its tail
+	// not yet stored nor published (once the answer is stored).
+	full, unsaved strings.Builder
 	// byIndex maps the provider's call index to the call's part.
 	byIndex map[int]int
 	callIDs map[string]bool
 	calls   []int // the parts of the calls, in stream order
+	// groups are the calls as they are to run, and interactiveOnly says whether they are
+	// all interactive (see plan); set when the answer ended well.
+	groups          [][]int
+	interactiveOnly bool
 	// batch holds events not published yet; they go out in one write when the stream ends,
 	// before anything else is published, or flushEvery after the first of them.
 	batch []store.NewEvent
@@ -53,9 +62,9 @@ func (t *turn) answer() (*answer, error) {
 	req := provider.Request{Model: t.model, System: t.system(ws), Tools: t.h.opts.Tools.Registry().ListForLLM()}
 	req.Messages, req.System = t.request(req.System)
 
-	a := &answer{t: t, text: -1, byIndex: map[int]int{}, callIDs: map[string]bool{},
+	a := &answer{t: t, ws: ws, text: -1, byIndex: map[int]int{}, callIDs: map[string]bool{},
 		msg: store.Message{SessionID: t.sessionID, Role: store.RoleAssistant, Status: store.StatusStreaming,
-			Provider: t.session.Provider, Model: t.model}}
+			Provider: t.session.Provider, Model: t.model, Parts: []store.Part{}}}
 	s, err := t.prov.Stream(t.ctx, req)
 	if err != nil {
 		return a.fail(err)
@@ -73,7 +82,7 @@ type streamItem struct {
 }
 
 // read consumes s until its end or an error. Next runs on a goroutine of its own so that
-// text waiting in the buffer is flushed on time even while the model pauses.
+// what waits is flushed on time even while the model pauses.
 func (a *answer) read(s provider.Stream) error {
 	items := make(chan streamItem, 64)
 	quit := make(chan struct{})
@@ -127,7 +136,10 @@ func (a *answer) read(s provider.Stream) error {
 	}
 }
 
-func (a *answer) pending() bool { return a.unsaved.Len() > 0 || len(a.batch) > 0 }
+// pending reports whether something waits to be stored or published.
+func (a *answer) pending() bool {
+	return (!a.stored && len(a.msg.Parts) > 0) || a.unsaved.Len() > 0 || len(a.batch) > 0
+}
 
 // handle takes one event of the answer.
 func (a *answer) handle(ev provider.Event) error {
@@ -137,8 +149,10 @@ func (a *answer) handle(ev provider.Event) error {
 			return nil
 		}
 		if a.text >= 0 && a.text == len(a.msg.Parts)-1 {
-			a.msg.Parts[a.text].Text += ev.Text
-			a.unsaved.WriteString(ev.Text)
+			a.full.WriteString(ev.Text)
+			if a.stored {
+				a.unsaved.WriteString(ev.Text)
+			}
 			return nil
 		}
 		// A new run of text: after a call, or the first.
@@ -147,6 +161,7 @@ func (a *answer) handle(ev provider.Event) error {
 			return err
 		}
 		a.text = idx
+		a.full.WriteString(ev.Text)
 	case provider.EventToolCallStart:
 		if _, dup := a.byIndex[ev.Index]; dup {
 			return nil
@@ -164,7 +179,6 @@ func (a *answer) handle(ev provider.Event) error {
 		}
 		a.byIndex[ev.Index] = idx
 		a.calls = append(a.calls, idx)
-		a.text = -1
 	case provider.EventToolCallArgs:
 		// Arguments stay in memory until the call runs (or is refused): a call that never
 		// ran needs none kept, and this saves a write per call.
@@ -179,35 +193,42 @@ func (a *answer) handle(ev provider.Event) error {
 	return nil
 }
 
-// addPart stores a new part at the end of the answer (the answer itself with its first
-// part) and queues its event; streamed text waiting is flushed first so that events keep
-// their order.
+// addPart adds a part at the end of the answer, closing the open text part; once the
+// answer is stored, the part is stored at once and its event queued after the streamed
+// text that waited, so events keep their order.
 func (a *answer) addPart(p store.Part) (int, error) {
 	if err := a.saveText(); err != nil {
 		return 0, err
 	}
-	st := a.t.h.opts.Store
+	a.syncText()
+	a.text = -1
+	a.full.Reset()
 	if !a.stored {
 		a.msg.Parts = append(a.msg.Parts, p)
-		m, err := st.AppendMessage(a.t.wctx, a.msg)
-		if err != nil {
-			a.msg.Parts = a.msg.Parts[:len(a.msg.Parts)-1]
-			return 0, fmt.Errorf("store the answer: %w", err)
-		}
-		a.stored = true
-		a.msg = m
-		a.t.lastAny = m.ID
-		a.batch = append(a.batch, messageCreated(m))
 		return len(a.msg.Parts) - 1, nil
 	}
 	p.MessageID = a.msg.ID
-	sp, err := st.AppendPart(a.t.wctx, p)
+	sp, err := a.t.h.opts.Store.AppendPart(a.t.wctx, p)
 	if err != nil {
 		return 0, fmt.Errorf("store a part of answer %s: %w", a.msg.ID, err)
 	}
 	a.msg.Parts = append(a.msg.Parts, sp)
 	a.batch = append(a.batch, partCreated(sp))
 	return len(a.msg.Parts) - 1, nil
+}
+
+// create stores the answer with what it holds so far and queues message.created.
+func (a *answer) create() error {
+	a.syncText()
+	m, err := a.t.h.opts.Store.AppendMessage(a.t.wctx, a.msg)
+	if err != nil {
+		return fmt.Errorf("store the answer: %w", err)
+	}
+	a.msg, a.stored = m, true
+	a.unsaved.Reset()
+	a.t.lastAny = m.ID
+	a.batch = append(a.batch, messageCreated(m))
+	return nil
 }
 
 // saveText stores the open text part's unsaved text and queues its delta.
@@ -225,56 +246,76 @@ func (a *answer) saveText() error {
 	return nil
 }
 
+// syncText sets the open text part's Text to all that streamed into it.
+func (a *answer) syncText() {
+	if a.text >= 0 {
+		a.msg.Parts[a.text].Text = a.full.String()
+	}
+}
+
 // flush stores and publishes what waited.
 func (a *answer) flush() error {
-	if err := a.saveText(); err != nil {
+	if !a.stored {
+		if len(a.msg.Parts) == 0 {
+			return nil
+		}
+		if err := a.create(); err != nil {
+			return err
+		}
+	} else if err := a.saveText(); err != nil {
 		return err
 	}
-	a.t.ev.emit(a.t.wctx, a.batch...)
-	a.batch = nil
+	a.publish()
 	return nil
 }
 
 // end completes the answer once the stream ended well: text parts complete, the message
-// complete with its finish reason and usage. The calls stay pending, their arguments in
-// memory, for runCalls; the events stay in the batch for runCalls to publish with the
-// first call's.
+// complete with its finish reason and usage. The calls stay pending (the first group may be
+// running already), their arguments in memory, for runCalls. The events stay in the batch,
+// published with the first calls' or with turn.finished.
 func (a *answer) end() error {
 	t := a.t
-	if !a.stored {
-		// An answer with nothing in it (no text, no call) is still stored: it ends the turn.
-		a.msg.Status = store.StatusComplete
-		m, err := t.h.opts.Store.AppendMessage(t.wctx, a.msg)
-		if err != nil {
-			return fmt.Errorf("store the answer: %w", err)
-		}
-		a.msg, a.stored = m, true
-		t.lastAny, t.lastAnswer = m.ID, m.ID
-		t.addUsage(m)
-		a.batch = append(a.batch, messageCreated(m))
-		a.publish()
-		return nil
-	}
-	if err := a.closeText(store.StatusComplete); err != nil {
-		return err
-	}
 	a.msg.Status = store.StatusComplete
-	a.msg.Content = a.allText()
-	if err := t.h.opts.Store.UpdateMessage(t.wctx, a.msg); err != nil {
-		return fmt.Errorf("complete answer %s: %w", a.msg.ID, err)
+	if len(a.calls) > 0 {
+		a.groups, a.interactiveOnly = t.plan(a.msg.Parts, a.calls)
+	}
+	if !a.stored {
+		// The whole answer in one write (even an empty one: it ends the turn), with its
+		// first calls already running: they start right after.
+		a.syncText()
+		for i := range a.msg.Parts {
+			if p := &a.msg.Parts[i]; p.Kind == store.PartText {
+				p.Status = store.StatusComplete
+			}
+		}
+		if len(a.groups) > 0 {
+			for _, pi := range a.groups[0] {
+				startCall(&a.msg.Parts[pi])
+			}
+		}
+		a.msg.Content = a.allText()
+		if err := a.create(); err != nil {
+			return err
+		}
+	} else {
+		if err := a.closeText(store.StatusComplete); err != nil {
+			return err
+		}
+		a.msg.Content = a.allText()
+		if err := t.h.opts.Store.UpdateMessage(t.wctx, a.msg); err != nil {
+			return fmt.Errorf("complete answer %s: %w", a.msg.ID, err)
+		}
+		a.batch = append(a.batch, messageUpdated(a.msg))
 	}
 	t.lastAnswer = a.msg.ID
 	t.addUsage(a.msg)
-	a.batch = append(a.batch, messageUpdated(a.msg))
-	if len(a.calls) == 0 {
-		a.publish()
-	}
 	return nil
 }
 
-// closeText ends the text parts still streaming with status, their whole text written
-// once (which also stores any unsaved piece).
+// closeText ends the stored text parts still streaming with status, their whole text
+// written once (which also stores any unsaved piece).
 func (a *answer) closeText(status store.Status) error {
+	a.syncText()
 	for i := range a.msg.Parts {
 		p := &a.msg.Parts[i]
 		if p.Kind != store.PartText || p.Status != store.StatusStreaming {
@@ -314,7 +355,7 @@ func (a *answer) publish() {
 func (a *answer) fail(cause error) (*answer, error) {
 	t := a.t
 	_, _, stopped := t.stopped()
-	if stopped && !a.stored {
+	if stopped && !a.stored && len(a.msg.Parts) == 0 {
 		a.publish()
 		return nil, nil
 	}
@@ -335,39 +376,45 @@ func (a *answer) fail(cause error) (*answer, error) {
 		a.msg.Finish = finishDropped
 	}
 	st := t.h.opts.Store
+	var errs []error
 	if !a.stored {
-		m, err := st.AppendMessage(t.wctx, a.msg)
-		if err != nil {
+		// All in one write.
+		a.syncText()
+		for i := range a.msg.Parts {
+			p := &a.msg.Parts[i]
+			if p.Kind == store.PartText {
+				p.Status = textStatus
+			} else {
+				sealCall(p, callWhy)
+			}
+		}
+		a.msg.Content = a.allText()
+		if err := a.create(); err != nil {
 			return nil, fmt.Errorf("%s (and storing that failed: %v)", why, err)
 		}
-		a.msg, a.stored = m, true
-		t.lastAny = m.ID
-		a.batch = append(a.batch, messageCreated(m))
-		a.publish()
-		return a, errors.New(why)
+	} else {
+		if err := a.closeText(textStatus); err != nil {
+			errs = append(errs, err)
+		}
+		for _, i := range a.calls {
+			p := &a.msg.Parts[i]
+			sealCall(p, callWhy)
+			if err := st.UpdatePart(t.wctx, *p); err != nil {
+				errs = append(errs, fmt.Errorf("seal call %s: %w", p.CallID, err))
+			}
+			a.batch = append(a.batch, partUpdated(*p))
+		}
+		a.msg.Content = a.allText()
+		if err := st.UpdateMessage(t.wctx, a.msg); err != nil {
+			errs = append(errs, fmt.Errorf("mark answer %s failed: %w", a.msg.ID, err))
+		}
+		a.batch = append(a.batch, messageUpdated(a.msg))
 	}
+	a.calls = nil
 	if stopped {
 		t.lastAnswer = a.msg.ID // what streamed before the stop stays in the transcript
 	}
-	var errs []error
-	if err := a.closeText(textStatus); err != nil {
-		errs = append(errs, err)
-	}
-	for _, i := range a.calls {
-		p := &a.msg.Parts[i]
-		sealCall(p, callWhy)
-		if err := st.UpdatePart(t.wctx, *p); err != nil {
-			errs = append(errs, fmt.Errorf("seal call %s: %w", p.CallID, err))
-		}
-		a.batch = append(a.batch, partUpdated(*p))
-	}
-	a.calls = nil
-	a.msg.Content = a.allText()
-	if err := st.UpdateMessage(t.wctx, a.msg); err != nil {
-		errs = append(errs, fmt.Errorf("mark answer %s failed: %w", a.msg.ID, err))
-	}
 	t.addUsage(a.msg)
-	a.batch = append(a.batch, messageUpdated(a.msg))
 	a.publish()
 	if err := errors.Join(errs...); err != nil {
 		t.h.log.Error("seal a failed answer", "session", t.sessionID, "message", a.msg.ID, "error", err)

@@ -43,6 +43,7 @@ type turn struct {
 	lastAny       string          // the last assistant message of the turn, dropped or not
 	rounds, works int
 	usage         provider.Usage
+	unpublished   []store.NewEvent // the last answer's events, to go out with turn.finished
 }
 
 // prepare checks that the session can run a turn, stores the user's message and announces
@@ -74,7 +75,8 @@ func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*tur
 	}
 	t.ctx, t.cancel = context.WithCancelCause(h.base)
 	t.wctx = context.WithoutCancel(t.ctx)
-	t.ev.emit(ctx, newEvent(EventTurnStarted, TurnStarted{TurnID: t.id, UserMessageID: user.ID}), messageCreated(user))
+	// The turn goes on whatever becomes of the request that started it.
+	t.ev.emit(context.WithoutCancel(ctx), newEvent(EventTurnStarted, TurnStarted{TurnID: t.id, UserMessageID: user.ID}), messageCreated(user))
 	return t, nil
 }
 
@@ -110,11 +112,13 @@ func (t *turn) loop() (reason, why string) {
 			return ReasonError, err.Error()
 		}
 		msg := &t.history[len(t.history)-1]
-		calls := ans.calls
-		if len(calls) == 0 {
+		if len(ans.calls) == 0 {
+			// Its events go out with turn.finished, in one write.
+			t.unpublished = ans.batch
 			return ReasonDone, ""
 		}
-		if !t.runCalls(msg, calls, ans.batch) {
+		t.runCalls(msg, ans.groups, ans.ws, ans.batch)
+		if !ans.interactiveOnly {
 			t.works++
 		}
 		if r, w, stop := t.stopped(); stop {
@@ -237,10 +241,10 @@ func (t *turn) finish(reason, why string) {
 	if reason == ReasonDone {
 		why = ""
 	}
-	t.ev.emit(t.wctx, newEvent(EventTurnFinished, TurnFinished{
+	t.ev.emit(t.wctx, append(t.unpublished, newEvent(EventTurnFinished, TurnFinished{
 		TurnID: t.id, Reason: reason, Error: why, MessageID: target, Rounds: t.rounds,
 		Changed: Summarize(changes), Usage: t.usage,
-	}))
+	}))...)
 }
 
 func (t *turn) fileLedger(target string, changes []tool.Change) {

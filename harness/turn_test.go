@@ -99,15 +99,15 @@ func TestTextOnlyTurn(t *testing.T) {
 	if streamed != "Hello, world" {
 		t.Fatalf("streamed %q", streamed)
 	}
-	want := []string{"turn.started", "message.created", "message.created", "part.delta", "part.delta", "part.updated", "message.updated", "turn.finished"}
+	want := []string{"turn.started", "message.created", "message.created", "part.delta", "part.updated", "message.updated", "turn.finished"}
 	if !slices.Equal(types, want) {
 		t.Fatalf("events %v, want %v", types, want)
 	}
-	// The pause made the buffered ", " go out on its own, before "world" came.
-	var first harness.PartDelta
-	_ = json.Unmarshal(evs[3].Payload, &first)
-	if first.Text != ", " {
-		t.Fatalf("first delta %q: the waiting text was not flushed during the pause", first.Text)
+	// The pause made what had come go out (stored, then published) before "world" came.
+	var created struct{ Message store.Message }
+	_ = json.Unmarshal(evs[2].Payload, &created)
+	if created.Message.Status != store.StatusStreaming || created.Message.Parts[0].Text != "Hello, " {
+		t.Fatalf("the answer as first flushed: %+v", created.Message)
 	}
 
 	// A live subscriber got the same events in the same order.
@@ -137,7 +137,9 @@ func TestTextOnlyTurn(t *testing.T) {
 func TestToolCallArgsSplitAcrossChunks(t *testing.T) {
 	f := newFixture(t, fixtureOptions{flavor: providertest.Anthropic})
 	f.srv.Push(
-		providertest.NewAnthropicStream("claude-test", 30).Text("Writing.").
+		// The pause lets the answer be stored before the call starts, so the call's part is
+		// added to a stored answer.
+		providertest.NewAnthropicStream("claude-test", 30).Text("Writing.").Pause(300*time.Millisecond).
 			ToolUse("toolu_1", "note", "", `{"pa`, `th": "a.txt", "te`, `xt": "hello"}`).Stop("tool_use", 12).Reply(),
 		providertest.AnthropicText("claude-test", "Done."),
 	)
@@ -371,6 +373,39 @@ func TestStopDuringALongCall(t *testing.T) {
 	}
 	if len(results) != 2 || !strings.Contains(results[0], "call_slow=") || !strings.Contains(results[1], "stopped before this call ran") {
 		t.Fatalf("results sent %q", results)
+	}
+}
+
+// Stop while the answer streams: what streamed stays (the model sees it next time), the
+// call it had begun is sealed as never run, and the turn ends "stopped".
+func TestStopMidAnswerKeepsWhatStreamed(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	f.srv.Push(
+		providertest.NewOpenAIStream("gpt-test").Text("Let me think").ToolCall(0, "call_half", "note", `{"pa`).
+			Pause(20*time.Second).ToolArgs(0, `th":"x"}`).Finish("tool_calls").Done().Reply(),
+		providertest.OpenAIText("gpt-test", "ok"),
+	)
+	info := f.start("think")
+	f.waitEvent(harness.EventMessageCreated, "Let me think")
+	if !f.h.Stop(f.session.ID) {
+		t.Fatal("not running")
+	}
+	fin := f.wait(info)
+	if fin.Reason != harness.ReasonStopped {
+		t.Fatalf("finished %+v", fin)
+	}
+	ans := f.messages()[1]
+	if ans.Status != store.StatusError || ans.Error != "stopped by the user" || ans.Parts[0].Text != "Let me think" ||
+		ans.Parts[0].Status != store.StatusComplete || ans.Parts[1].Status != store.StatusError ||
+		!strings.Contains(ans.Parts[1].Error, "stopped before this call ran") || fin.MessageID != ans.ID {
+		t.Fatalf("answer %+v", ans)
+	}
+	if _, fin := f.turn("go on"); fin.Reason != harness.ReasonDone {
+		t.Fatalf("next turn %+v", fin)
+	}
+	req := f.openaiRequest(1)
+	if n := len(req.Messages); n != 5 || text(req.Messages[2].Content) != "Let me think" || req.Messages[3].ToolCallID != "call_half" {
+		t.Fatalf("request after the stop %+v", req.Messages)
 	}
 }
 
