@@ -171,18 +171,32 @@ func (t *turn) sealCalls(msg *store.Message, parts []int, why string, batch []st
 // checkArgs refuses arguments that are not a JSON object, in words the model can act on.
 func checkArgs(args string) error {
 	trimmed := bytes.TrimSpace([]byte(args))
-	var obj map[string]json.RawMessage
-	err := json.Unmarshal(trimmed, &obj)
-	if err == nil && obj == nil {
-		err = fmt.Errorf("got null")
-	}
-	if err == nil {
-		return nil
-	}
 	if len(trimmed) == 0 {
 		return fmt.Errorf("arguments are not valid JSON: they are empty; send an object matching the schema")
 	}
-	return fmt.Errorf("arguments are not valid JSON: %v; send an object matching the schema (you sent %s)", err, quoteStart(args, 200))
+	if !json.Valid(trimmed) {
+		var v any
+		err := json.Unmarshal(trimmed, &v)
+		return fmt.Errorf("arguments are not valid JSON: %v; send an object matching the schema (you sent %s)", err, quoteStart(args, 200))
+	}
+	if trimmed[0] != '{' {
+		return fmt.Errorf("arguments must be a JSON object, not %s; send an object matching the schema (you sent %s)", jsonKind(trimmed[0]), quoteStart(args, 200))
+	}
+	return nil
+}
+
+func jsonKind(first byte) string {
+	switch first {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 // quoteStart quotes the first n bytes of s (cut on a rune boundary), marking a cut.

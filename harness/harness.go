@@ -162,7 +162,11 @@ func (h *Harness) Start(ctx context.Context, sessionID string, in Input) (TurnIn
 	if h.closed {
 		h.mu.Unlock()
 		h.release(sessionID, nil)
-		// The user's message is stored; the next turn answers it.
+		// The user's message is stored and the turn announced: say it ended. The next
+		// turn answers the message.
+		t.cancel(errClosing)
+		t.ev.emit(t.wctx, newEvent(EventTurnFinished, TurnFinished{TurnID: t.id, Reason: ReasonInterrupted,
+			Error: errClosing.Error(), Changed: Summarize(nil)}))
 		return TurnInfo{}, ErrClosed
 	}
 	h.busy[sessionID] = t
