@@ -513,10 +513,10 @@ export class SessionView {
   }
 
   async restore(turn) {
+    const body = { messageId: turn.userId };
     let report;
     try {
-      const res = await api("POST", `/api/sessions/${enc(this.id)}/restore`, { messageId: turn.userId, dryRun: true });
-      report = res.report || {};
+      report = (await api("POST", `/api/sessions/${enc(this.id)}/restore`, { ...body, dryRun: true })).report || {};
     } catch (err) {
       if (err.code === "conflict" && err.details?.report) report = err.details.report;
       else {
@@ -526,24 +526,35 @@ export class SessionView {
     }
     const lists = reportLists(report);
     const conflicts = report.conflicts || [];
-    if (!lists.length && !conflicts.length) {
+    const unrestorable = report.unrestorable || [];
+    if (!lists.length && !conflicts.length && !unrestorable.length) {
       openDialog("Restore to here", h("p", null, "Nothing would change: the files are already as they were before this turn."));
       return;
     }
+    let okLabel = "Restore";
+    if (conflicts.length && unrestorable.length) okLabel = "Restore, overwriting outside changes and skipping what cannot be put back";
+    else if (conflicts.length) okLabel = "Restore, overwriting outside changes";
+    else if (unrestorable.length) okLabel = "Restore what can be put back";
     const ok = await confirmAction("Restore to here?", [
-      h("p", null, "These files will be put back as they were before this turn:"),
+      h("p", null, "Every file this session changed from this turn on goes back to how it was before the turn:"),
       lists,
-      conflicts.length ? conflictList(conflicts) : null,
-    ], conflicts.length ? "Restore, overwriting those changes" : "Restore", { danger: true, focusCancel: true });
+      problemList("Changed outside jean2 since (these changes would be lost)", conflicts, "conflicts"),
+      problemList("Cannot be put back exactly (left as they are)", unrestorable, "unrestorable"),
+    ], okLabel, { danger: true, focusCancel: true });
     if (!ok) return;
     try {
-      const res = await api("POST", `/api/sessions/${enc(this.id)}/restore`, { messageId: turn.userId, force: conflicts.length > 0 });
-      const done = reportLists(res.report || {});
-      openDialog("Restored", [h("p", { class: "restore-result" }, "The workspace is back as it was before this turn."), done]);
+      const res = await api("POST", `/api/sessions/${enc(this.id)}/restore`, { ...body, force: conflicts.length > 0, partial: unrestorable.length > 0 });
+      const r = res.report || {};
+      openDialog("Restored", [
+        h("p", { class: "restore-result" }, r.applied === false ? "Nothing needed to change." : "The workspace is back as it was before this turn."),
+        reportLists(r),
+        problemList("Failed", r.errors || [], "errors"),
+        problemList("Left as they are", r.unrestorable || [], "unrestorable")]);
     } catch (err) {
-      if (err.code === "conflict") {
-        openDialog("Not restored", [h("p", { class: "error" }, errorText(err)), conflictList(err.details?.report?.conflicts || [])]);
-      } else notify(`Restore failed: ${errorText(err)}`, "error");
+      const rep = err.details?.report || {};
+      openDialog("Not restored", [h("p", { class: "error" }, errorText(err)),
+        problemList("Changed outside jean2 since", rep.conflicts || [], "conflicts"),
+        problemList("Cannot be put back exactly", rep.unrestorable || [], "unrestorable")]);
     }
     this.loadLedgers();
   }
@@ -626,30 +637,28 @@ function fileChangeView(f) {
   return h("section", { class: "file-change" }, head, errs, body);
 }
 
-/** reportLists draws the undo report's path lists, whatever names they carry. */
+const reportWords = {
+  restored: "Put back",
+  recreated: "Made again (deleted since)",
+  removed: "Removed (created since)",
+  unverified: "Not checked for outside changes",
+};
+
+/** reportLists draws the path lists of an undo report (docs/api.md, restore). */
 function reportLists(report) {
   const out = [];
-  for (const [key, val] of Object.entries(report || {})) {
-    if (key === "conflicts" || !Array.isArray(val) || !val.length) continue;
-    out.push(h("section", { class: "report-list" }, h("h3", null, humanize(key), ` (${val.length})`),
-      h("ul", null, val.map((x) => h("li", null, typeof x === "string" ? h("code", null, x) : reportItem(x))))));
+  for (const [key, title] of Object.entries(reportWords)) {
+    const val = report?.[key];
+    if (!Array.isArray(val) || !val.length) continue;
+    out.push(h("section", { class: `report-list report-${key}` }, h("h3", null, title, ` (${val.length})`),
+      h("ul", null, val.map((p) => h("li", null, h("code", null, String(p)))))));
   }
   return out;
 }
 
-function reportItem(x) {
-  if (x && typeof x === "object" && x.path) return [h("code", null, x.path), x.reason || x.action || x.op ? ` — ${x.reason || x.action || x.op}` : ""];
-  return h("code", null, JSON.stringify(x));
-}
-
-function conflictList(conflicts) {
-  if (!conflicts.length) return null;
-  return h("section", { class: "report-list conflicts" },
-    h("h3", null, "Changed outside jean2 since"),
-    h("ul", null, conflicts.map((c) => h("li", null, h("code", null, c.path), c.reason ? ` — ${c.reason}` : ""))));
-}
-
-function humanize(key) {
-  const s = key.replace(/([A-Z])/g, " $1").toLowerCase();
-  return s.charAt(0).toUpperCase() + s.slice(1);
+function problemList(title, problems, cls) {
+  if (!problems || !problems.length) return null;
+  return h("section", { class: `report-list ${cls}` },
+    h("h3", null, title, ` (${problems.length})`),
+    h("ul", null, problems.map((c) => h("li", null, h("code", null, c.path), c.reason ? ` — ${c.reason}` : ""))));
 }

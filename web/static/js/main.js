@@ -3,11 +3,10 @@
 // asks of tool runs) and the keyboard shortcuts.
 
 import { api, enc, EventStream } from "./api.js";
-import { h, replace, clear } from "./dom.js";
+import { h, replace } from "./dom.js";
 import { SessionView } from "./chat.js";
 import { ToolsView } from "./tools.js";
 import { SettingsView, showShortcuts } from "./settings.js";
-import { renderAsk, showPermissionDialog } from "./asks.js";
 import { confirmAction, errorText, notify, openDialog, promptText } from "./ui.js";
 
 class App {
@@ -17,8 +16,6 @@ class App {
     this.sessions = new Map(); // workspaceId → [Session]
     this.view = null;
     this.currentSession = null;
-    this.serverAsks = new Map(); // askId → pending
-    this.serverAskBox = null;
   }
 
   async start() {
@@ -28,12 +25,9 @@ class App {
     await this.loadNav();
     this.serverLog = new EventStream("/api/ws", 0, {
       onHello: (f) => {
-        // Only asks matter from the server log's history; start from now.
-        this.serverLog.after = Math.max(this.serverLog.after, f.lastSeq || 0);
-        const live = new Set((f.pendingAsks || []).map((p) => p.id));
-        for (const id of [...this.serverAsks.keys()]) if (!live.has(id)) this.serverAsks.delete(id);
-        for (const p of f.pendingAsks || []) this.serverAsks.set(p.id, p);
-        this.drawServerAsks();
+        // The log's history does not matter to the page (it loads the current state); only
+        // what happens from now on does.
+        if (this.serverLog) this.serverLog.after = Math.max(this.serverLog.after, f.lastSeq || 0);
       },
       onEvent: (ev) => this.onServerEvent(ev),
     });
@@ -107,7 +101,8 @@ class App {
   }
 
   currentWorkspaceId() {
-    for (const [wid, list] of this.sessions) if (list.some((s) => s.id === this.currentSession)) return wid;
+    const sid = this.lastSessionId();
+    for (const [wid, list] of this.sessions) if (list.some((s) => s.id === sid)) return wid;
     return this.ws[0]?.id || "";
   }
 
@@ -230,6 +225,7 @@ class App {
     let page = "chat";
     if (parts[0] === "s" && parts[1]) {
       this.currentSession = decodeURIComponent(parts[1]);
+      this.lastSession = this.currentSession;
       this.view = new SessionView(this, this.currentSession);
     } else if (parts[0] === "tools") {
       page = "tools";
@@ -265,32 +261,16 @@ class App {
     const p = ev.payload || {};
     if (ev.type === "tools.changed" && this.view instanceof ToolsView) this.view.onToolsChanged(p);
     if ((ev.type === "providers.changed" || ev.type === "settings.changed") && this.view instanceof SettingsView) this.view.onServerEvent(ev);
-    if (ev.type === "ask.pending" && p.ask) {
-      this.serverAsks.set(p.ask.id, p.ask);
-      this.drawServerAsks();
-      if (p.ask.ask?.type === "permission") showPermissionDialog(p.ask, (v) => this.answerServerAsk(p.ask.id, v));
-    }
-    if (ev.type === "ask.resolved") {
-      this.serverAsks.delete(p.askId);
-      this.drawServerAsks();
-    }
   }
 
-  serverAsksInto(box) {
-    this.serverAskBox = box;
-    this.drawServerAsks();
+  /** sessionsOf lists the sessions of a workspace, most recently updated first. */
+  sessionsOf(workspaceId) {
+    return this.sessions.get(workspaceId) || [];
   }
 
-  drawServerAsks() {
-    if (!this.serverAskBox) return;
-    clear(this.serverAskBox);
-    for (const p of this.serverAsks.values()) this.serverAskBox.appendChild(renderAsk(p, (v) => this.answerServerAsk(p.id, v)));
-  }
-
-  async answerServerAsk(id, value) {
-    await api("POST", `/api/asks/${enc(id)}`, { answer: value });
-    this.serverAsks.delete(id);
-    this.drawServerAsks();
+  /** lastSessionId is the session shown last (the tools page runs tools in it by default). */
+  lastSessionId() {
+    return this.currentSession || this.lastSession || "";
   }
 
   // ---- keyboard ---------------------------------------------------------------------------

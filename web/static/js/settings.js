@@ -142,17 +142,20 @@ export class SettingsView {
     }
     const auto = h("select", { id: "set-auto" }, ["none", "low", "medium", "high", "critical"].map((r) =>
       h("option", { value: r, selected: r === s.autoApprove }, r === "none" ? "refuse every permission" : `grant up to ${r} risk (once)`)));
-    const num = (id, v, min) => h("input", { type: "number", id, min, step: 1, value: v ?? "" });
-    const timeout = num("set-timeout", s.askTimeoutSeconds, 1);
-    const work = num("set-work", s.workRounds, 1);
-    const max = num("set-max", s.maxRounds, 1);
+    const num = (id, v, min, max) => h("input", { type: "number", id, min, max, step: 1, value: v ?? "" });
+    const timeout = num("set-timeout", s.askTimeoutSeconds, 5, 604800);
+    const work = num("set-work", s.workRounds, 1, 1000);
+    const max = num("set-max", s.maxRounds, 1, 1000);
+    const restart = (names) => names?.length ? h("p", { class: "muted small restart-note" }, `Applies from the next start of jean2 serve: ${names.join(", ")}.`) : null;
+    const note = h("div", null, restart(s.restartRequired));
     const err = h("p", { class: "error", role: "alert" });
     replace(this.settingsBox, h("form", {
       onsubmit: async (e) => {
         e.preventDefault();
         replace(err);
         try {
-          await api("PATCH", "/api/settings", { autoApprove: auto.value, askTimeoutSeconds: Number(timeout.value), workRounds: Number(work.value), maxRounds: Number(max.value) });
+          const saved = await api("PATCH", "/api/settings", { autoApprove: auto.value, askTimeoutSeconds: Number(timeout.value), workRounds: Number(work.value), maxRounds: Number(max.value) });
+          replace(note, restart(saved?.restartRequired));
           notify("Settings saved.");
         } catch (er) {
           replace(err, errorText(er));
@@ -163,7 +166,7 @@ export class SettingsView {
     h("label", { for: "set-timeout" }, "Seconds an ask waits for an answer"), timeout,
     h("label", { for: "set-work" }, "Work budget (rounds per turn)"), work,
     h("label", { for: "set-max" }, "Round ceiling per turn"), max,
-    err, h("div", { class: "buttons" }, h("button", { type: "submit", class: "primary" }, "Save settings"))));
+    note, err, h("div", { class: "buttons" }, h("button", { type: "submit", class: "primary" }, "Save settings"))));
   }
 
   async loadGrants() {

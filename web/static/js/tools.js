@@ -2,12 +2,13 @@
 // environment variables (set or missing, never their values), and a Run form generated from
 // its inputSchema. It follows the server's log, so a reload of the tools shows at once.
 
-import { api, enc } from "./api.js";
+import { api, enc, EventStream } from "./api.js";
 import { h, replace, formatDuration, prettyJSON } from "./dom.js";
 import { highlight } from "./highlight.js";
 import { renderVisualization } from "./viz.js";
 import { schemaForm } from "./schemaform.js";
 import { errorText } from "./ui.js";
+import { renderAsk } from "./asks.js";
 
 export class ToolsView {
   constructor(app) {
@@ -19,15 +20,15 @@ export class ToolsView {
   async mount(container) {
     this.list = h("div", { class: "tool-list" });
     this.live = h("p", { class: "muted small", role: "status", "aria-live": "polite" });
-    this.askBox = h("div", { class: "loose-asks" });
-    replace(this.el, h("h2", { id: "tools-title" }, "Tools"), this.live, this.askBox, this.list);
+    this.runs = new Set(); // event streams of runs in progress (closed when they end or the page changes)
+    replace(this.el, h("h2", { id: "tools-title" }, "Tools"), this.live, this.list);
     replace(container, this.el);
     await this.refresh();
-    this.app.serverAsksInto(this.askBox);
   }
 
   unmount() {
-    this.app.serverAsksInto(null);
+    for (const s of this.runs) s.close();
+    this.runs.clear();
   }
 
   /** onToolsChanged is called by the app for tools.changed on the server log. */
@@ -115,9 +116,19 @@ export class ToolsView {
     }
     const form = schemaForm(full.inputSchema || { type: "object" });
     const workspaces = this.app.workspaces();
-    const wsSel = h("select", { "aria-label": "Workspace" },
+    const uid = "run-" + t.name.replace(/[^A-Za-z0-9_-]/g, "_");
+    const wsSel = h("select", { id: uid + "-ws" },
       workspaces.map((w) => h("option", { value: w.id, selected: w.id === this.app.currentWorkspaceId() }, `${w.name} (${w.path})`)));
+    const sesSel = h("select", { id: uid + "-session", "aria-describedby": uid + "-session-help" });
+    const fillSessions = () => {
+      const last = this.app.lastSessionId();
+      replace(sesSel, h("option", { value: "" }, "none — the unattended policy answers"),
+        this.app.sessionsOf(wsSel.value).map((s) => h("option", { value: s.id, selected: s.id === last }, s.title || "Untitled session")));
+    };
+    wsSel.addEventListener("change", fillSessions);
+    fillSessions();
     const err = h("p", { class: "error", role: "alert" });
+    const asks = h("div", { class: "run-asks" });
     const out = h("div", { class: "run-output", "aria-live": "polite" });
     const btn = h("button", { type: "submit", class: "primary" }, "Run");
     const f = h("form", {
@@ -135,18 +146,67 @@ export class ToolsView {
         }
         btn.disabled = true;
         replace(out, h("p", { class: "muted" }, "Running…"));
+        const body = { args, workspaceId: wsSel.value };
+        if (sesSel.value) body.sessionId = sesSel.value;
+        const stream = sesSel.value ? await this.followAsks(sesSel.value, asks) : null;
         try {
-          const res = await api("POST", `/api/tools/${enc(t.name)}/run`, { args, workspaceId: wsSel.value });
+          const res = await api("POST", `/api/tools/${enc(t.name)}/run`, body);
           replace(out, outcomeView(res));
         } catch (er) {
           replace(out);
           replace(err, errorText(er));
         } finally {
           btn.disabled = false;
+          if (stream) {
+            stream.close();
+            this.runs.delete(stream);
+          }
+          replace(asks);
         }
       },
-    }, form.node, h("label", null, "Workspace ", wsSel), h("div", { class: "buttons" }, btn), err, out);
+    }, form.node,
+    h("label", { for: uid + "-ws" }, "Workspace"), wsSel,
+    h("label", { for: uid + "-session" }, "Session (answers the tool's questions)"), sesSel,
+    h("p", { class: "help", id: uid + "-session-help" }, "With a session, the tool's questions appear here and in that session; without one, permissions follow Settings and other questions are refused."),
+    h("div", { class: "buttons" }, btn), err, asks, out);
     replace(box, f);
+  }
+
+  /**
+   * followAsks shows the asks of a session while a run waits on them: the run's questions
+   * come to that session's log like a turn's.
+   */
+  async followAsks(sessionId, box) {
+    let after = 0;
+    try {
+      after = (await api("GET", `/api/sessions/${enc(sessionId)}`)).lastSeq || 0;
+    } catch {
+      return null; // the run itself reports what is wrong with the session
+    }
+    const shown = new Map();
+    const answer = async (id, v) => {
+      await api("POST", `/api/sessions/${enc(sessionId)}/asks/${enc(id)}`, { answer: v });
+      shown.get(id)?.remove();
+      shown.delete(id);
+    };
+    const add = (p) => {
+      if (shown.has(p.id)) return;
+      const node = renderAsk(p, (v) => answer(p.id, v));
+      shown.set(p.id, node);
+      box.appendChild(node);
+    };
+    const stream = new EventStream(`/api/sessions/${enc(sessionId)}/ws`, after, {
+      onHello: (f) => (f.pendingAsks || []).forEach(add),
+      onEvent: (ev) => {
+        if (ev.type === "ask.pending" && ev.payload?.ask) add(ev.payload.ask);
+        if (ev.type === "ask.resolved") {
+          shown.get(ev.payload?.askId)?.remove();
+          shown.delete(ev.payload?.askId);
+        }
+      },
+    });
+    this.runs.add(stream);
+    return stream;
   }
 }
 

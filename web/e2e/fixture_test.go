@@ -1,0 +1,354 @@
+// Package e2e_test drives jean2's web client in a real headless Chromium against a real
+// server (package server: SQLite, Node tool workers, the hub, the harness, undo) with the
+// fake OpenAI model server of provider/providertest.
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/provider"
+	"github.com/jean2/jean2/provider/providertest"
+	"github.com/jean2/jean2/server"
+	"github.com/jean2/jean2/web"
+	"github.com/jean2/jean2/web/internal/browsertest"
+)
+
+// Tools the tests write as real folders, run by real Node workers.
+const (
+	// showTool returns the visualization of the type it is asked for; every one carries a
+	// key text the test looks for on the page.
+	showTool = `export const definition = {
+  name: 'show', description: 'Draw a visualization of the given type.',
+  inputSchema: { type: 'object', properties: { type: { type: 'string' } }, required: ['type'] },
+};
+const hunk = (oldText, newText) => ({ oldStart: 1, oldLines: 1, newStart: 1, newLines: 1, changes: [
+  { type: 'removed', content: oldText, oldLineNumber: 1 }, { type: 'added', content: newText, newLineNumber: 1 }] });
+const vizs = {
+  diff: { type: 'diff', path: 'src/diffKey.ts', hunks: [hunk('const diffKeyOld = 1;', 'const diffKeyNew = 2;')], additions: 1, deletions: 1 },
+  diffs: { type: 'diffs', items: [
+    { type: 'diff', path: 'diffsKeyOne.txt', hunks: [hunk('a', 'b')], additions: 1, deletions: 1 },
+    { type: 'diff', path: 'diffsKeyTwo.txt', hunks: [hunk('c', 'd')], additions: 1, deletions: 1 }] },
+  code: { type: 'code', path: 'codeKey.go', content: 'func codeKeyFunction() {}\n', language: 'go', created: true },
+  'file-list': { type: 'file-list', files: [{ path: 'fileListKey.txt', action: 'created' }], total: 1 },
+  table: { type: 'table', columns: [{ key: 'name', label: 'Name' }], rows: [{ name: 'tableKeyCell' }] },
+  markdown: { type: 'markdown', content: '## markdownKeyHeading\n\nsome *text*' },
+  'shell-output': { type: 'shell-output', command: 'echo shellKey', stdout: 'shellKeyStdout', exitCode: 3 },
+  'todo-list': { type: 'todo-list', items: [{ content: 'todoKeyItem', status: 'in_progress', priority: 'high' }] },
+  'structured-response': { type: 'structured-response', formatName: 'KeyFormat', data: { structuredKey: 'structuredKeyValue' } },
+  none: { type: 'none', message: 'noneKeyMessage' },
+};
+export async function execute(input) {
+  return { success: true, result: { shown: input.type }, visualization: vizs[input.type] };
+}
+`
+	// writeNoteTool writes a file through ctx.fs, so the turn changes a file.
+	writeNoteTool = `export const definition = {
+  name: 'write_note', description: 'Write text to a file in the workspace.',
+  inputSchema: { type: 'object', properties: { path: { type: 'string' }, text: { type: 'string' } }, required: ['path', 'text'] },
+};
+export async function execute(input, ctx) {
+  await ctx.fs.writeFile(ctx.resolvePath(input.path), input.text);
+  return { success: true, result: { wrote: input.path } };
+}
+`
+	// askTool asks whatever ask it is given and returns the answer.
+	askTool = `export const definition = {
+  name: 'ask_it', description: 'Ask the user.',
+  inputSchema: { type: 'object', properties: { ask: { type: 'object' } }, required: ['ask'] },
+};
+export async function execute(input, ctx) {
+  const answer = await ctx.ask(input.ask);
+  return { success: true, result: { answer } };
+}
+`
+	// greetTool has a schema with several field kinds for the Run form, and declares one
+	// variable that is set and one that is not.
+	greetTool = `export const definition = {
+  name: 'greet', description: 'Greet someone.',
+  env: ['GREET_STYLE', 'GREET_MISSING'],
+  inputSchema: { type: 'object', required: ['name'], properties: {
+    name: { type: 'string', description: 'who to greet' },
+    times: { type: 'integer', minimum: 1 },
+    loud: { type: 'boolean' },
+    mood: { type: 'string', enum: ['warm', 'cool'] } } },
+};
+export async function execute(input, ctx) {
+  const text = ('Hello, ' + input.name + '! ').repeat(input.times || 1) + '(' + (input.mood || 'plain') + (input.loud ? ', loud' : '') + ')';
+  return { success: true, result: { text }, visualization: { type: 'markdown', content: text } };
+}
+`
+)
+
+// fixture is a jean2 server on a temporary home with a workspace folder, the fake model
+// server and the tool folders above, plus a headless Chromium.
+type fixture struct {
+	t    *testing.T
+	home string
+	ws   string
+	fake *providertest.Server
+	srv  *server.Server
+	ts   *httptest.Server
+	b    *browsertest.Browser
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	b := browsertest.New(t) // skips before any other set-up when Chromium is missing
+	root := t.TempDir()
+	f := &fixture{t: t, home: filepath.Join(root, "home"), ws: filepath.Join(root, "project"), b: b}
+	if err := os.MkdirAll(f.ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.fake = providertest.NewOpenAI(t)
+	layout, err := host.LayoutFromEnv(func(k string) string {
+		if k == "JEAN2_HOME" {
+			return f.home
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := layout.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	for folder, src := range map[string]string{"show": showTool, "write-note": writeNoteTool, "ask-it": askTool, "greet": greetTool} {
+		f.writeTool(layout.Tools, folder, src)
+	}
+	env := map[string]string{"OPENAI_API_KEY": f.fake.Key, "OPENAI_BASE_URL": f.fake.BaseURL(), "OPENAI_MODEL": "test-model"}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	cfg := server.Config{
+		Host: host.Options{
+			Layout: layout, RuntimePreference: "node", NodePath: "/usr/bin/node",
+			ServerEnv:   []string{"PATH=/usr/bin:/bin", "GREET_STYLE=formal"},
+			IdleTimeout: time.Minute, KillGrace: 300 * time.Millisecond,
+		},
+		Getenv:          func(k string) string { return env[k] },
+		ProviderOptions: &provider.Options{Retry: provider.Retry{MaxAttempts: 1}},
+		MCPWorkspace:    f.ws,
+		Web:             web.Handler(),
+		Watch:           &host.WatchOptions{},
+		Version:         "e2e",
+		Logger:          logger,
+	}
+	f.srv, err = server.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ts = httptest.NewServer(f.srv.Handler())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := f.srv.Close(ctx); err != nil {
+			t.Errorf("close server: %v", err)
+		}
+		f.ts.Close()
+		if errs := f.b.Errors(); len(errs) > 0 {
+			t.Errorf("script errors on the page: %s", strings.Join(errs, "\n"))
+		}
+		if err := f.b.CheckLocal(f.ts.URL); err != nil {
+			t.Error(err)
+		}
+	})
+	return f
+}
+
+func (f *fixture) writeTool(toolsDir, folder, src string) {
+	f.t.Helper()
+	dir := filepath.Join(toolsDir, folder)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tool.js"), []byte(src), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// api calls the server directly (setting up, or checking what the page did).
+func (f *fixture) api(method, path string, body any, out any) int {
+	f.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		rd = strings.NewReader(string(data))
+	}
+	req, err := http.NewRequest(method, f.ts.URL+path, rd)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := f.ts.Client().Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if out != nil && len(data) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			f.t.Fatalf("%s %s: decode %s: %v", method, path, data, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+type apiSession struct {
+	ID          string `json:"id"`
+	WorkspaceID string `json:"workspaceId"`
+	Title       string `json:"title"`
+}
+
+// session makes a workspace on the fixture's folder (once) and a session in it.
+func (f *fixture) session(title string) apiSession {
+	f.t.Helper()
+	var list struct {
+		Workspaces []struct{ ID, Path string }
+	}
+	f.api("GET", "/api/workspaces", nil, &list)
+	wsID := ""
+	for _, w := range list.Workspaces {
+		if w.Path == f.ws {
+			wsID = w.ID
+		}
+	}
+	if wsID == "" {
+		var w struct{ ID string }
+		if code := f.api("POST", "/api/workspaces", map[string]any{"path": f.ws}, &w); code != 201 {
+			f.t.Fatalf("create workspace: status %d", code)
+		}
+		wsID = w.ID
+	}
+	var s apiSession
+	if code := f.api("POST", "/api/workspaces/"+wsID+"/sessions", map[string]any{"title": title}, &s); code != 201 {
+		f.t.Fatalf("create session: status %d", code)
+	}
+	return s
+}
+
+// open navigates to a client route and waits for the app to draw.
+func (f *fixture) open(route string) {
+	f.t.Helper()
+	if err := f.b.Do(30*time.Second, chromedp.Navigate(f.ts.URL+"/"+route)); err != nil {
+		f.t.Fatal(err)
+	}
+	f.waitJS("the app's frame", `document.querySelector("#main") !== null`)
+}
+
+// waitJS waits until a script expression is true in the page; on failure it reports what
+// the page shows.
+func (f *fixture) waitJS(what, expr string) {
+	f.t.Helper()
+	script := fmt.Sprintf(`new Promise((resolve) => {
+  const t0 = Date.now();
+  const check = () => {
+    let ok = false;
+    try { ok = !!(%s); } catch (e) {}
+    if (ok) return resolve(true);
+    if (Date.now() - t0 > 30000) return resolve(false);
+    setTimeout(check, 50);
+  };
+  check();
+})`, expr)
+	ok, err := browsertest.Eval[bool](f.b, 40*time.Second, script)
+	if err != nil {
+		f.t.Fatalf("waiting for %s: %v", what, err)
+	}
+	if !ok {
+		text, _ := browsertest.Eval[string](f.b, 5*time.Second, `document.body.innerText.slice(0, 3000)`)
+		f.t.Fatalf("waited for %s (%s); the page shows:\n%s\nscript errors: %v", what, expr, text, f.b.Errors())
+	}
+}
+
+// waitText waits until an element matching sel contains text.
+func (f *fixture) waitText(sel, text string) {
+	f.t.Helper()
+	f.waitJS(fmt.Sprintf("%q in %s", text, sel), fmt.Sprintf(`[...document.querySelectorAll(%s)].some((e) => e.textContent.includes(%s))`, jsString(sel), jsString(text)))
+}
+
+// click clicks the first element matching a CSS selector, as a person would (mouse events
+// at the element's centre, after scrolling it into view).
+func (f *fixture) click(sel string) {
+	f.t.Helper()
+	if err := f.b.Do(20*time.Second, chromedp.Click(chromedp.CSS(sel))); err != nil {
+		f.t.Fatalf("click %s: %v", sel, err)
+	}
+}
+
+// clickText clicks the first button or link under scope whose text is text.
+func (f *fixture) clickText(scope, text string) {
+	f.t.Helper()
+	f.waitJS(fmt.Sprintf("a %q button in %s", text, scope), fmt.Sprintf(`[...document.querySelectorAll(%s)].some((e) => e.textContent.trim() === %s)`, jsString(scope+" button, "+scope+" a"), jsString(text)))
+	mark := fmt.Sprintf(`(() => { const el = [...document.querySelectorAll(%s)].find((e) => e.textContent.trim() === %s); el.setAttribute("data-e2e-target", "1"); return true; })()`,
+		jsString(scope+" button, "+scope+" a"), jsString(text))
+	if _, err := browsertest.Eval[bool](f.b, 5*time.Second, mark); err != nil {
+		f.t.Fatal(err)
+	}
+	f.click(`[data-e2e-target="1"]`)
+	if _, err := browsertest.Eval[bool](f.b, 5*time.Second, `(() => { document.querySelectorAll("[data-e2e-target]").forEach((e) => e.removeAttribute("data-e2e-target")); return true; })()`); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// typeInto focuses a field and types text (a "\n" presses Enter).
+func (f *fixture) typeInto(sel, text string) {
+	f.t.Helper()
+	if err := f.b.Do(20*time.Second, chromedp.SendKeys(chromedp.CSS(sel), text)); err != nil {
+		f.t.Fatalf("type into %s: %v", sel, err)
+	}
+}
+
+func (f *fixture) eval(expr string) string {
+	f.t.Helper()
+	v, err := browsertest.Eval[string](f.b, 10*time.Second, expr)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return v
+}
+
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// toolCalls is a model reply that calls tools, one call per (name, args) pair.
+func toolCalls(calls ...[2]string) providertest.Reply {
+	s := providertest.NewOpenAIStream("test-model")
+	for i, c := range calls {
+		s.ToolCall(i, fmt.Sprintf("call_%d", i+1), c[0], c[1])
+	}
+	return s.Finish("tool_calls").Usage(10, 5).Done().Reply()
+}
+
+// text is a model reply that streams text in pieces.
+func text(pieces ...string) providertest.Reply {
+	s := providertest.NewOpenAIStream("test-model")
+	for _, p := range pieces {
+		s.Text(p)
+	}
+	return s.Finish("stop").Usage(10, 5).Done().Reply()
+}

@@ -1,0 +1,178 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/jean2/jean2/provider/providertest"
+)
+
+// TestWorkspacesAndSessions: create, rename, switch and delete sessions and workspaces
+// through the menu, with the page's dialogs (never the browser's prompt()).
+func TestWorkspacesAndSessions(t *testing.T) {
+	f := newFixture(t)
+	first := f.session("first")
+	f.open("#/s/" + first.ID)
+	f.waitText(".session-title", "first")
+
+	// A second session from the workspace's + button; the page switches to it.
+	f.click(`.workspace button[aria-label^="New session"]`)
+	f.waitJS("the new session", `location.hash.startsWith("#/s/") && !location.hash.endsWith(`+jsString(first.ID)+`)`)
+	second := strings.TrimPrefix(f.eval(`location.hash`), "#/s/")
+
+	// Rename it from the conversation's header.
+	f.click(`.session-head button[aria-label="Rename session"]`)
+	f.eval(`(() => { document.querySelector("dialog[open] input").value = ""; return ""; })()`)
+	f.typeInto("dialog[open] input", "Renamed here\n")
+	f.waitText(".session-title", "Renamed here")
+	f.waitText(".sessions a[aria-current=page]", "Renamed here")
+	var got apiSession
+	f.api("GET", "/api/sessions/"+second, nil, &got)
+	if got.Title != "Renamed here" {
+		t.Errorf("the server has title %q after the rename", got.Title)
+	}
+
+	// Switch by the menu, and back with Alt+↑ / Alt+↓.
+	f.clickText(".sessions", "first")
+	f.waitText(".session-title", "first")
+	if err := f.b.Do(10*time.Second, chromedp.KeyEvent(kb.ArrowDown, chromedp.KeyModifiers(chromedp.ModifierAlt))); err != nil {
+		t.Fatal(err)
+	}
+	f.waitJS("a switch by keyboard", `location.hash !== "#/s/`+first.ID+`"`)
+
+	// Delete the renamed session: a confirmation, then it is gone here and on the server.
+	f.click(`.session[data-session-id="` + second + `"] button[aria-label^="Delete session"]`)
+	f.waitText("dialog[open]", "will be deleted")
+	f.click("dialog[open] button.danger.primary")
+	f.waitJS("the session to leave the menu", `document.querySelector('.session[data-session-id="`+second+`"]') === null`)
+	if code := f.api("GET", "/api/sessions/"+second, nil, nil); code != 404 {
+		t.Errorf("GET the deleted session: status %d, want 404", code)
+	}
+
+	// Rename and delete the workspace.
+	f.click(`.workspace button[aria-label^="Rename workspace"]`)
+	f.eval(`(() => { document.querySelector("dialog[open] input").value = ""; return ""; })()`)
+	f.typeInto("dialog[open] input", "Main project\n")
+	f.waitText(".ws-name", "Main project")
+	f.click(`.workspace button[aria-label^="Delete workspace"]`)
+	f.waitText("dialog[open]", "stay as they are")
+	f.click("dialog[open] button.danger.primary")
+	f.waitText(".sidebar", "No workspace yet")
+	var list struct{ Workspaces []any }
+	f.api("GET", "/api/workspaces", nil, &list)
+	if len(list.Workspaces) != 0 {
+		t.Errorf("%d workspaces left on the server", len(list.Workspaces))
+	}
+}
+
+// TestStop: the Stop button ends a turn whose model is still answering; the turn says it
+// was stopped and the page can send again.
+func TestStop(t *testing.T) {
+	f := newFixture(t)
+	s := f.session("stop")
+	f.fake.Push(providertest.NewOpenAIStream("test-model").Text("Thinking about it").Pause(time.Minute).Text(" never shown").Finish("stop").Done().Reply())
+	f.open("#/s/" + s.ID)
+	f.typeInto("#composer-input", "take your time\n")
+	f.waitText(".message.assistant", "Thinking about it")
+	f.waitJS("the Stop button", `!document.querySelector("#stop").hidden`)
+	f.click("#stop")
+	f.waitText(".turn-end", "Stopped")
+	f.waitJS("Send usable again", `!document.querySelector("#send").disabled && document.querySelector("#stop").hidden`)
+	if strings.Contains(f.eval(`document.body.innerText`), "never shown") {
+		t.Error("text after the stop reached the page")
+	}
+}
+
+// TestSessionModel: the session's provider and model chosen on the page are what the next
+// turn asks the model server for.
+func TestSessionModel(t *testing.T) {
+	f := newFixture(t)
+	s := f.session("model")
+	f.open("#/s/" + s.ID)
+	f.clickText(".session-head", "Model")
+	f.waitJS("the provider list", `document.querySelectorAll("#session-provider option").length >= 2`)
+	name := f.eval(`document.querySelectorAll("#session-provider option")[1].value`)
+	f.eval(`(() => { document.querySelector("#session-provider").value = ` + jsString(name) + `; return ""; })()`)
+	f.typeInto("#session-model", "other-model\n")
+	f.waitText(".session-model", "other-model")
+
+	f.fake.Push(text("ok"))
+	f.typeInto("#composer-input", "hi\n")
+	f.waitText(".message.assistant", "ok")
+	reqs := f.fake.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("no request reached the model server")
+	}
+	var body struct{ Model string }
+	if err := json.Unmarshal(reqs[len(reqs)-1].Body, &body); err != nil || body.Model != "other-model" {
+		t.Errorf("the turn asked for model %q (%v), want other-model", body.Model, err)
+	}
+}
+
+// TestPhoneAndKeyboard: on a phone-sized screen the menu is a drawer (opened by its button,
+// closed by Escape); the page is usable from the keyboard: a skip link first, "/" to the
+// message box, Enter sends, a visible focus ring, "?" lists the shortcuts.
+func TestPhoneAndKeyboard(t *testing.T) {
+	f := newFixture(t)
+	s := f.session("phone")
+	if err := f.b.Do(10*time.Second, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateTouch)); err != nil {
+		t.Fatal(err)
+	}
+	f.open("#/s/" + s.ID)
+	f.waitJS("the composer", `document.querySelector("#composer-input") !== null`)
+	if got := f.eval(`String(document.documentElement.scrollWidth <= window.innerWidth + 1)`); got != "true" {
+		t.Errorf("the page scrolls sideways on a phone: scrollWidth %s, width %s", f.eval(`String(document.documentElement.scrollWidth)`), f.eval(`String(window.innerWidth)`))
+	}
+	f.waitJS("the menu hidden", `getComputedStyle(document.querySelector("#sidebar")).visibility === "hidden"`)
+	f.click(".menu-btn")
+	f.waitJS("the menu open", `getComputedStyle(document.querySelector("#sidebar")).visibility === "visible"`)
+	if err := f.b.Do(10*time.Second, chromedp.KeyEvent(kb.Escape)); err != nil {
+		t.Fatal(err)
+	}
+	f.waitJS("the menu closed by Escape", `!document.body.classList.contains("menu-open") && document.activeElement === document.querySelector(".menu-btn")`)
+
+	// Keyboard: on a freshly loaded page the first Tab reaches the skip link; "/" goes to
+	// the message box; Enter sends.
+	if err := f.b.Do(20*time.Second, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	f.waitJS("the composer", `document.querySelector("#composer-input") !== null`)
+	if err := f.b.Do(10*time.Second, chromedp.KeyEvent(kb.Tab)); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.eval(`document.activeElement.className + " " + document.activeElement.tagName`); !strings.Contains(got, "skip-link") {
+		t.Fatalf("the first Tab focused %q, want the skip link", got)
+	}
+	if got := f.eval(`getComputedStyle(document.activeElement).outlineStyle`); got == "none" {
+		t.Error("the focused skip link has no visible focus ring")
+	}
+	if err := f.b.Do(10*time.Second, chromedp.KeyEvent(kb.Enter)); err != nil {
+		t.Fatal(err)
+	}
+	f.waitJS("main focused", `document.activeElement.id === "main"`)
+	if err := f.b.Do(10*time.Second, chromedp.KeyEvent("/")); err != nil {
+		t.Fatal(err)
+	}
+	f.waitJS("the message box focused", `document.activeElement.id === "composer-input"`)
+	f.fake.Push(text("keyboard works"))
+	if err := f.b.Do(10*time.Second, chromedp.KeyEvent("hello\n")); err != nil {
+		t.Fatal(err)
+	}
+	f.waitText(".message.assistant", "keyboard works")
+
+	// "?" opens the shortcut list; Escape closes it.
+	f.eval(`(() => { document.activeElement.blur(); return ""; })()`)
+	if err := f.b.Do(10*time.Second, chromedp.KeyEvent("?")); err != nil {
+		t.Fatal(err)
+	}
+	f.waitText("dialog[open]", "Stop the running turn")
+	if err := f.b.Do(10*time.Second, chromedp.KeyEvent(kb.Escape)); err != nil {
+		t.Fatal(err)
+	}
+	f.waitJS("the shortcuts closed", `document.querySelector("dialog[open]") === null`)
+}
