@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -103,7 +104,7 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 				u.println(u.st.dim(fmt.Sprintf("       … and %d more", len(t.Files)-5)))
 				break
 			}
-			u.println(u.st.dim("       " + cleanLine(f.Path)))
+			u.println(u.st.dim("       " + u.rel(f.Path)))
 		}
 	}
 	answer, err := u.readAnswer(ctx, lines, fmt.Sprintf("Put files back as they were before which turn? (1-%d, Enter to cancel): ", len(led.Turns)))
@@ -174,6 +175,7 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 	}
 	u.println(u.st.green("Restored."))
 	u.showReport(report)
+	u.println("")
 	return nil
 }
 
@@ -187,24 +189,44 @@ func isYes(s string) bool {
 
 // showReport lists what a restore did, or would do.
 func (u *chatUI) showReport(r restoreReport) {
+	verb := func(done, planned string) string {
+		if r.DryRun {
+			return planned
+		}
+		return done
+	}
 	list := func(label string, paths []string, style func(string) string) {
 		for _, p := range paths {
-			u.println("  " + style(fmt.Sprintf("%-10s", label)) + " " + cleanLine(p))
+			u.println("  " + style(fmt.Sprintf("%-12s", label)) + " " + u.rel(p))
 		}
 	}
 	problems := func(label string, ps []restoreProblem, style func(string) string) {
 		for _, p := range ps {
-			u.println("  " + style(fmt.Sprintf("%-10s", label)) + " " + cleanLine(p.Path) + u.st.dim(" — "+cleanLine(p.Reason)))
+			u.println("  " + style(fmt.Sprintf("%-12s", label)) + " " + u.rel(p.Path) + u.st.dim(" — "+cleanLine(p.Reason)))
 		}
 	}
 	id := func(s string) string { return s }
-	list("restored", r.Restored, id)
-	list("recreated", r.Recreated, u.st.green)
-	list("removed", r.Removed, u.st.red)
-	problems("conflict", r.Conflicts, u.st.yellow)
-	problems("kept", r.Unrestorable, u.st.yellow)
+	list(verb("restored", "restore"), r.Restored, id)
+	list(verb("recreated", "recreate"), r.Recreated, u.st.green)
+	list(verb("removed", "remove"), r.Removed, u.st.red)
+	conflict := "conflict"
+	if r.Forced {
+		conflict = "overwritten"
+	}
+	problems(conflict, r.Conflicts, u.st.yellow)
+	problems(verb("left as is", "cannot undo"), r.Unrestorable, u.st.yellow)
 	problems("failed", r.Errors, u.st.red)
 	if len(r.Restored)+len(r.Recreated)+len(r.Removed)+len(r.Conflicts)+len(r.Unrestorable)+len(r.Errors) == 0 {
 		u.println(u.st.dim("  (no file needs to change)"))
 	}
+}
+
+// rel shows a path relative to the workspace when it lies inside it.
+func (u *chatUI) rel(p string) string {
+	if u.ws.Path != "" {
+		if r, err := filepath.Rel(u.ws.Path, p); err == nil && r != ".." && !strings.HasPrefix(r, "../") {
+			return cleanLine(r)
+		}
+	}
+	return cleanLine(p)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/jean2/jean2/provider/providertest"
+	"github.com/jean2/jean2/store"
 )
 
 // Tool folders of the chat tests: real Node workers.
@@ -54,6 +55,22 @@ export async function execute(input, ctx) {
     visualization: { type: 'table', columns: [{ key: 'env', label: 'Environment' }, { key: 'ok', label: 'Allowed' }], rows: [{ env, ok }] } };
 }
 `
+	// chatSurveyTool asks one of each kind a person answers, and shows the answers.
+	chatSurveyTool = `export const definition = {
+  name: 'survey', description: 'Ask several questions.',
+  inputSchema: { type: 'object', properties: {} },
+};
+export async function execute(input, ctx) {
+  const langs = await ctx.ask({ type: 'multi_select', target: 'human', question: 'Which languages?', min: 1, max: 2,
+    options: [{ label: 'Go', value: 'go' }, { label: 'Rust', value: 'rust' }, { label: 'Zig', value: 'zig' }] });
+  const name = await ctx.ask({ type: 'text', target: 'human', question: 'Project name?', defaultValue: 'jean' });
+  const sure = await ctx.ask({ type: 'confirm', target: 'human', question: 'Start now?' });
+  const form = await ctx.ask({ type: 'form', target: 'human', question: 'Details', questions: [
+    { type: 'text', question: 'Owner?' }, { type: 'confirm', question: 'Public?' }] });
+  const data = { langs, name, sure, form };
+  return { success: true, result: data, visualization: { type: 'structured-response', formatName: 'Survey', data } };
+}
+`
 	// chatWaitTool runs until the turn is stopped.
 	chatWaitTool = `export const definition = {
   name: 'wait_forever', description: 'Wait until stopped.',
@@ -86,7 +103,7 @@ func newChatEnv(t *testing.T) *chatEnv {
 	}
 	root := t.TempDir()
 	c := &chatEnv{t: t, home: filepath.Join(root, "home"), ws: filepath.Join(root, "ws")}
-	for name, src := range map[string]string{"write-file": chatWriteTool, "deploy": chatChooseTool, "wait-forever": chatWaitTool} {
+	for name, src := range map[string]string{"write-file": chatWriteTool, "deploy": chatChooseTool, "survey": chatSurveyTool, "wait-forever": chatWaitTool} {
 		dir := filepath.Join(c.home, "tools", name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -317,16 +334,21 @@ func TestChatTurnWithToolCallDrawn(t *testing.T) {
 	}
 }
 
-// A tool's asks are answered inline: a select, then a permission for the session.
+// A tool's asks are answered inline: a select, a permission for the session, a multi
+// select, a text with a default, a form; a question answered from another client meanwhile
+// is withdrawn from the terminal.
 func TestChatAnswersAsksInline(t *testing.T) {
 	c := newChatEnv(t)
 	base := c.serve()
 	c.fake.Push(
 		providertest.NewOpenAIStream("test-model").ToolCall(0, "call_d", "deploy", `{}`).Finish("tool_calls").Done().Reply(),
 		providertest.OpenAIText("test-model", "Deployed."),
+		providertest.NewOpenAIStream("test-model").ToolCall(0, "call_s", "survey", `{}`).Finish("tool_calls").Done().Reply(),
+		providertest.OpenAIText("test-model", "Thanks for answering."),
 	)
 	p := c.chat([]string{"NO_COLOR=1"}, "--server", base, "--workspace", c.ws)
 	p.waitFor("> ")
+	sid := regexp.MustCompile(`session (ses_\w+)`).FindStringSubmatch(p.screen.String())[1]
 	p.send("deploy it")
 	p.waitFor("[tool deploy asks]")
 	p.waitFor("Deploy where?")
@@ -343,9 +365,52 @@ func TestChatAnswersAsksInline(t *testing.T) {
 	p.waitFor("prod         true")
 	p.waitFor("Deployed.")
 	p.waitFor("── done")
+
+	p.send("survey me")
+	p.waitFor("Which languages?")
+	p.waitFor("choose 1 to 2")
+	p.send("1, Zig")
+	p.waitFor("Project name?")
+	p.waitFor("[jean]")
+	p.send("") // the default
+	p.waitFor("Start now? [y/n]")
+	// Another client answers this one: the terminal's question is withdrawn.
+	var asks struct {
+		Asks []struct {
+			ID string `json:"id"`
+		} `json:"asks"`
+	}
+	getJSON(t, base+"/api/sessions/"+sid+"/asks", &asks)
+	if len(asks.Asks) != 1 {
+		t.Fatalf("pending asks %+v", asks.Asks)
+	}
+	resp, err := http.Post(base+"/api/sessions/"+sid+"/asks/"+asks.Asks[0].ID, "application/json", strings.NewReader(`{"answer":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("answering from another client: %d", resp.StatusCode)
+	}
+	p.waitFor("question withdrawn")
+	p.waitFor("answered in another client")
+	p.waitFor("Form: Details")
+	p.waitFor("(1/2) Owner?")
+	p.send("ann")
+	p.waitFor("(2/2) Public? [y/n]")
+	p.send("n")
+	p.waitFor("Survey")
+	for _, want := range []string{`"go",`, `"zig"`, `"name": "jean"`, `"sure": true`, `"answer": "ann"`, `"answer": false`} {
+		p.waitFor(want)
+	}
+	p.waitFor("Thanks for answering.")
+	p.waitFor("── done")
 	p.send("/quit")
 	if err := p.wait(); err != nil {
 		t.Fatalf("jean2 chat exited with %v", err)
+	}
+	if os.Getenv("JEAN2_SHOW_SCREEN") != "" {
+		t.Logf("the screen:\n%s", p.screen.String())
 	}
 	// The grant was remembered for the session by the server.
 	var grants struct {
@@ -382,6 +447,7 @@ func TestChatCtrlCStopsTheTurnThenLeaves(t *testing.T) {
 	c := newChatEnv(t)
 	c.fake.Push(
 		providertest.NewOpenAIStream("test-model").Text("Waiting.").ToolCall(0, "call_w", "wait_forever", `{}`).Finish("tool_calls").Done().Reply(),
+		providertest.OpenAIText("test-model", "Answering the queued line."),
 	)
 	// Nothing listens on port 1: the chat starts a server of its own.
 	p := c.chat([]string{"NO_COLOR=1", "JEAN2_SERVER=http://127.0.0.1:1"})
@@ -390,11 +456,17 @@ func TestChatCtrlCStopsTheTurnThenLeaves(t *testing.T) {
 	p.send("wait")
 	p.waitFor("⏺ wait_forever")
 	p.waitFor("waiting for Stop")
+	p.send("and then this")
+	p.waitFor("(queued: sent when this turn ends)")
 	p.interrupt()
 	p.waitFor("Stopping the turn…")
 	p.waitFor("✗ ")
 	p.waitFor("was stopped")
 	p.waitFor("── stopped")
+	// The line typed during the turn goes out as the next message.
+	p.waitFor("> and then this")
+	p.waitFor("Answering the queued line.")
+	p.waitFor("── done")
 	time.Sleep(secondInterrupt + 100*time.Millisecond) // a Ctrl-C now is a first one again
 	p.interrupt()
 	p.waitFor("Ctrl-C again within 2 s leaves the chat")
@@ -459,6 +531,9 @@ func TestChatRestore(t *testing.T) {
 	p.send("/quit")
 	if err := p.wait(); err != nil {
 		t.Fatalf("jean2 chat exited with %v", err)
+	}
+	if os.Getenv("JEAN2_SHOW_SCREEN") != "" {
+		t.Logf("the screen:\n%s", p.screen.String())
 	}
 	if data, err := os.ReadFile(filepath.Join(c.ws, "a.txt")); err != nil || string(data) != "original\n" {
 		t.Fatalf("a.txt after the restore = %q, %v", data, err)
@@ -545,5 +620,65 @@ func TestDrawVizEveryType(t *testing.T) {
 	drawViz(&b, chatStyle{}, json.RawMessage(`{"type":"none","message":"x"`), "")
 	if !strings.Contains(b.String(), "not a JSON object") {
 		t.Errorf("broken JSON: %q", b.String())
+	}
+}
+
+// The chat draws the contract's events once each: text from deltas and from the part
+// (without repeating it), a tool call's line once and its outcome once, the user's own
+// message not echoed but another client's shown, a failed model call, the turn's summary.
+func TestChatDrawsEventsOnce(t *testing.T) {
+	var out bytes.Buffer
+	e := env{stdout: &out, getenv: func(string) string { return "" }}
+	u := newChatUI(e, nil, chatSession{ID: "ses_1", Title: "t"}, chatWorkspace{Path: "/ws"}, false)
+	u.own = []string{"hi there"}
+	seq := int64(0)
+	ev := func(typ, payload string) {
+		seq++
+		u.handleEvent(store.Event{SessionID: "ses_1", Seq: seq, Type: typ, Payload: json.RawMessage(payload)})
+	}
+	ev("turn.started", `{"turnId":"t1","userMessageId":"m1"}`)
+	ev("message.created", `{"message":{"id":"m1","role":"user","content":"hi there","parts":[]}}`)
+	ev("message.created", `{"message":{"id":"m2","role":"assistant","content":"","parts":[]}}`)
+	ev("part.created", `{"part":{"id":"p1","messageId":"m2","kind":"text","text":"Hel"}}`)
+	ev("part.delta", `{"messageId":"m2","partId":"p1","text":"lo "}`)
+	ev("part.delta", `{"messageId":"m2","partId":"p1","text":"world\u001b[2J"}`)
+	ev("part.updated", `{"part":{"id":"p1","messageId":"m2","kind":"text","text":"Hello world\u001b[2J","status":"complete"}}`)
+	ev("part.created", `{"part":{"id":"p2","messageId":"m2","kind":"tool_call","toolName":"ls","status":"pending"}}`)
+	ev("part.updated", `{"part":{"id":"p2","messageId":"m2","kind":"tool_call","toolName":"ls","args":"{\"dir\": \".\"}","status":"running"}}`)
+	ev("tool.progress", `{"messageId":"m2","partId":"p2","callId":"c1","progress":{"message":"listing","current":1,"total":3}}`)
+	done := `{"part":{"id":"p2","messageId":"m2","kind":"tool_call","toolName":"ls","args":"{}","status":"complete","duration":1500000000,
+		"visualization":{"type":"file-list","files":[{"path":"a.txt","action":"created"}]}}}`
+	ev("part.updated", done)
+	ev("part.updated", done) // a repeat draws nothing more
+	ev("message.updated", `{"message":{"id":"m3","role":"assistant","status":"error","error":"rate limited"}}`)
+	ev("message.created", `{"message":{"id":"m4","role":"user","content":"from the web","parts":[]}}`)
+	ev("turn.finished", `{"turnId":"t1","reason":"budget","messageId":"m2","rounds":5,"changed":{"files":2,"failed":1},"usage":{"inputTokens":30,"outputTokens":12}}`)
+
+	got := out.String()
+	for _, want := range []string{
+		"Hello world\\u001b[2J\n",
+		`⏺ ls {"dir":"."}`,
+		"  … listing 1/3",
+		"  ✓ 1.5s",
+		"    + a.txt",
+		"The model failed: rate limited",
+		"(from another client) you: from the web",
+		"── paused: the work budget of this turn is spent",
+		"Changed 2 files (1 failed) · 30 in / 12 out tokens",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+	for _, once := range []string{"Hello world", "⏺ ls", "✓", "a.txt"} {
+		if n := strings.Count(got, once); n != 1 {
+			t.Errorf("%q drawn %d times:\n%s", once, n, got)
+		}
+	}
+	if strings.Contains(got, "hi there") {
+		t.Errorf("the user's own message was echoed:\n%s", got)
+	}
+	if strings.Contains(got, "\x1b") || u.running {
+		t.Errorf("escape in the output or still running (%v):\n%q", u.running, got)
 	}
 }

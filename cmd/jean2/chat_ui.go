@@ -282,7 +282,7 @@ func (u *chatUI) interrupt() bool {
 	if u.running {
 		u.println(u.st.yellow("Stopping the turn…") + u.st.dim(" (Ctrl-C again within 2 s leaves the chat)"))
 		if u.active != nil {
-			u.active.cancel(fmt.Errorf("%w: the turn is being stopped", errAskSettled))
+			u.active.cancel(askSettled{"the turn is being stopped"})
 		}
 		u.stopTurn()
 		return false
@@ -719,8 +719,14 @@ func (u *chatUI) askEnded(o askOutcome) {
 	}
 }
 
-// errAskSettled withdraws a prompt whose ask ended elsewhere.
+// errAskSettled marks the withdrawal of a prompt whose ask ended elsewhere.
 var errAskSettled = errors.New("the question was settled elsewhere")
+
+// askSettled says why a prompt was withdrawn; the asker shows it.
+type askSettled struct{ why string }
+
+func (e askSettled) Error() string        { return e.why }
+func (e askSettled) Is(target error) bool { return target == errAskSettled }
 
 // askResolved withdraws an ask that ended elsewhere (another client answered, it timed out,
 // the turn stopped) and shows what a policy decided.
@@ -734,14 +740,14 @@ func (u *chatUI) askResolved(p hub.AskResolvedPayload) {
 	}
 	if u.active != nil && u.active.id == p.AskID {
 		why := map[string]string{
-			hub.OutcomeAnswered:  "answered elsewhere",
+			hub.OutcomeAnswered:  "answered in another client",
 			hub.OutcomeTimeout:   "no answer came in time",
-			hub.OutcomeCancelled: "the turn stopped",
+			hub.OutcomeCancelled: "the call no longer waits for it",
 		}[p.Outcome]
 		if why == "" {
-			why = p.Outcome
+			why = cleanLine(p.Outcome)
 		}
-		u.active.cancel(fmt.Errorf("%w: %s", errAskSettled, why))
+		u.active.cancel(askSettled{why})
 	}
 	if p.Outcome == hub.OutcomePolicy && p.Ask != nil {
 		decided := "refused"
