@@ -7,7 +7,7 @@ import (
 )
 
 // BenchmarkAppendPartText measures one streamed text update (one commit) under the
-// product's synchronous=FULL and under NORMAL for comparison.
+// synchronous=FULL (DurabilityFull) and NORMAL (the default) for comparison.
 func BenchmarkAppendPartText(b *testing.B) {
 	for _, sync := range []string{"FULL", "NORMAL"} {
 		b.Run(sync, func(b *testing.B) {

@@ -441,3 +441,48 @@ func TestAuthTokens(t *testing.T) {
 		t.Fatalf("second delete: %v", err)
 	}
 }
+
+func TestUnfinishedMessagesFindWhatACrashLeft(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	s := mustSession(t, db, mustWorkspace(t, db, "/u").ID)
+	done, err := db.AppendMessage(ctx, Message{SessionID: s.ID, Role: RoleUser, Content: "hi", Status: StatusComplete})
+	if err != nil {
+		t.Fatal(err)
+	}
+	streaming, err := db.AppendMessage(ctx, Message{SessionID: s.ID, Role: RoleAssistant, Status: StatusStreaming})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A complete message whose tool call never finished is unfinished too.
+	withCall, err := db.AppendMessage(ctx, Message{SessionID: s.ID, Role: RoleAssistant, Status: StatusComplete})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call, err := db.AppendPart(ctx, Part{MessageID: withCall.ID, Kind: PartToolCall, ToolName: "t", CallID: "c1", Status: StatusRunning})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.UnfinishedMessages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != streaming.ID || got[1].ID != withCall.ID {
+		t.Fatalf("unfinished = %+v, want the streaming message then the one with a running call (not %s)", got, done.ID)
+	}
+	if len(got[1].Parts) != 1 || got[1].Parts[0].ID != call.ID {
+		t.Fatalf("the running part did not come with its message: %+v", got[1].Parts)
+	}
+	// Sealed, nothing is unfinished.
+	call.Status = StatusError
+	if err := db.UpdatePart(ctx, call); err != nil {
+		t.Fatal(err)
+	}
+	streaming.Status = StatusError
+	if err := db.UpdateMessage(ctx, streaming); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.UnfinishedMessages(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("after sealing: %+v, %v", got, err)
+	}
+}

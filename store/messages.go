@@ -417,3 +417,52 @@ func nullRaw(r json.RawMessage) any {
 	}
 	return string(r)
 }
+
+// unfinishedWhere selects the messages a stopped server left unfinished; the partial indexes
+// of migration 0004 serve both halves.
+const unfinishedWhere = `status = 'streaming' OR id IN
+	(SELECT message_id FROM parts WHERE status IN ('streaming', 'pending', 'running'))`
+
+// UnfinishedMessages returns, with their parts, the messages a server that stopped without
+// finishing its turns left behind: status streaming, or holding a part that is streaming,
+// pending or running. Crash recovery seals them. Ordered by session, then seq.
+func (db *DB) UnfinishedMessages(ctx context.Context) ([]Message, error) {
+	tx, err := db.read.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list unfinished messages: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only: nothing to undo
+	rows, err := tx.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE `+unfinishedWhere+`
+		ORDER BY session_id, seq`)
+	if err != nil {
+		return nil, fmt.Errorf("list unfinished messages: %w", err)
+	}
+	msgs := []Message{}
+	index := map[string]int{}
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("list unfinished messages: %w", err)
+		}
+		index[m.ID] = len(msgs)
+		msgs = append(msgs, m)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list unfinished messages: %w", err)
+	}
+	if len(msgs) == 0 {
+		return msgs, nil
+	}
+	parts, err := partsOf(ctx, tx, `message_id IN (SELECT id FROM messages WHERE `+unfinishedWhere+`)`)
+	if err != nil {
+		return nil, fmt.Errorf("list parts of unfinished messages: %w", err)
+	}
+	for _, p := range parts {
+		if i, ok := index[p.MessageID]; ok {
+			msgs[i].Parts = append(msgs[i].Parts, p)
+		}
+	}
+	return msgs, nil
+}

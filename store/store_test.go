@@ -52,6 +52,30 @@ func mustSession(t testing.TB, db *DB, ws string) Session {
 	return s
 }
 
+func TestDurabilityFullSyncsEveryCommit(t *testing.T) {
+	ctx := context.Background()
+	db, err := OpenWith(ctx, filepath.Join(t.TempDir(), "full.db"), Options{Durability: DurabilityFull})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var syncLevel int
+	if err := db.write.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&syncLevel); err != nil || syncLevel != 2 {
+		t.Fatalf("synchronous=%d (%v), want 2 (FULL)", syncLevel, err)
+	}
+	if _, err := OpenWith(ctx, filepath.Join(t.TempDir(), "x.db"), Options{Durability: "sometimes"}); err == nil || !strings.Contains(err.Error(), "normal, full") {
+		t.Fatalf("a bad durability was not refused in words that help: %v", err)
+	}
+	for in, want := range map[string]Durability{"": DurabilityNormal, "FULL": DurabilityFull, " normal ": DurabilityNormal} {
+		if got, err := ParseDurability(in); err != nil || got != want {
+			t.Fatalf("ParseDurability(%q) = %q, %v", in, got, err)
+		}
+	}
+	if _, err := ParseDurability("paranoid"); err == nil {
+		t.Fatal("ParseDurability accepted paranoid")
+	}
+}
+
 func TestOpenSetsPragmasAndMigratesOnce(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
@@ -66,8 +90,8 @@ func TestOpenSetsPragmasAndMigratesOnce(t *testing.T) {
 	if err := db.write.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&syncLevel); err != nil {
 		t.Fatal(err)
 	}
-	if mode != "wal" || fk != 1 || syncLevel != 2 {
-		t.Fatalf("journal_mode=%s foreign_keys=%d synchronous=%d, want wal 1 2 (FULL)", mode, fk, syncLevel)
+	if mode != "wal" || fk != 1 || syncLevel != 1 {
+		t.Fatalf("journal_mode=%s foreign_keys=%d synchronous=%d, want wal 1 1 (NORMAL)", mode, fk, syncLevel)
 	}
 	// Readers refuse writes.
 	if _, err := db.read.ExecContext(ctx, `INSERT INTO grants (id, tool, duration, granted_at, data) VALUES ('x','t','session',1,'{}')`); err == nil {
