@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,11 +51,12 @@ func TestAskAnsweredOverWebSocketSurvivesReconnect(t *testing.T) {
 		t.Fatalf("reply to a wrong answer = %+v", reply)
 	}
 	second.send(map[string]any{"type": "answer", "askId": p.Ask.ID, "answer": true, "ref": "r2"})
-	ack, _ := second.until("ack", 10*time.Second)
+	// The ack and ask.resolved come in either order (the hub publishes before the ack).
+	got := second.collect(10*time.Second, "ack", "ask.resolved")
+	ack, resolved := got["ack"], got["ask.resolved"]
 	if ack.Ref != "r2" {
 		t.Fatalf("ack = %+v", ack)
 	}
-	resolved, _ := second.until("ask.resolved", 10*time.Second)
 	var res hub.AskResolvedPayload
 	mustJSON(t, resolved.Payload, &res)
 	if res.Outcome != hub.OutcomeAnswered || string(res.Answer) != "true" {
@@ -190,5 +192,39 @@ func TestUnattendedPolicyFromSettings(t *testing.T) {
 	f.call("GET", "/api/settings", nil, 200, &st)
 	if st.AutoApprove != "medium" {
 		t.Fatalf("settings after restart = %+v", st)
+	}
+}
+
+// The ask timeout set through the API applies to the next ask without a restart.
+func TestAskTimeoutSettingAppliesLive(t *testing.T) {
+	f := newFixture(t).start()
+	_, ses := f.session()
+	var st settingsView
+	f.call("PATCH", "/api/settings", map[string]any{"askTimeoutSeconds": 5}, 200, &st)
+	if st.AskTimeoutSeconds != 5 || slices.Contains(st.RestartRequired, "askTimeoutSeconds") {
+		t.Fatalf("settings = %+v", st)
+	}
+	sock := f.dial("/api/sessions/"+ses.ID+"/ws", nil)
+	done := make(chan host.Outcome, 1)
+	go func() {
+		var out host.Outcome
+		_, data := f.request("POST", "/api/tools/confirm_it/run", map[string]any{"args": map[string]any{"question": "anyone?"}, "sessionId": ses.ID}, nil)
+		_ = json.Unmarshal(data, &out)
+		done <- out
+	}()
+	pending, _ := sock.until("ask.pending", 60*time.Second)
+	var p hub.AskPendingPayload
+	mustJSON(t, pending.Payload, &p)
+	if d := p.Ask.ExpiresAt.Sub(p.Ask.CreatedAt); d != 5*time.Second {
+		t.Fatalf("the ask expires after %v, want 5s", d)
+	}
+	resolved, _ := sock.until("ask.resolved", 30*time.Second)
+	var res hub.AskResolvedPayload
+	mustJSON(t, resolved.Payload, &res)
+	if res.Outcome != hub.OutcomeTimeout {
+		t.Fatalf("ask.resolved = %s", resolved.Payload)
+	}
+	if out := <-done; out.Result.Success {
+		t.Fatalf("a timed-out confirm succeeded: %+v", out)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/jean2/jean2/store"
 )
 
@@ -124,5 +126,26 @@ func TestWorkspaceAndSessionCRUD(t *testing.T) {
 	// Without a web client, / says so.
 	if status, body := f.request("GET", "/", nil, nil); status != 200 || !strings.Contains(string(body), "no web client") {
 		t.Errorf("GET / = %d %s", status, body)
+	}
+}
+
+// Close ends the sockets with "going away", so clients know to reconnect later.
+func TestCloseEndsSocketsGoingAway(t *testing.T) {
+	f := newFixture(t)
+	f.tools = nil
+	f.start()
+	_, ses := f.session()
+	sock := f.dial("/api/sessions/"+ses.ID+"/ws", nil)
+	server := f.dial("/api/ws", nil)
+	f.stop()
+	for _, s := range []*socket{sock, server} {
+		select {
+		case <-s.done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a socket stayed open after Close")
+		}
+		if got := websocket.CloseStatus(s.closeBy); got != websocket.StatusGoingAway {
+			t.Errorf("close status %v (%v), want going away", got, s.closeBy)
+		}
 	}
 }

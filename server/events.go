@@ -136,17 +136,20 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, sessionID s
 	if sessionID != "" {
 		hello.Running = s.harness.Running(sessionID)
 	}
-	if err := writeFrame(ctx, c, hello); err != nil {
+	if err := writeFrame(c, hello); err != nil {
 		return nil
 	}
 
+	// Reads have a context of their own: cancelling a read closes the connection at once,
+	// and a server going down should close it with a status instead.
+	readCtx, stopReading := context.WithCancel(context.Background())
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
 		defer cancel()
-		s.readSocket(ctx, c, sessionID)
+		s.readSocket(readCtx, ctx, c, sessionID)
 	}()
-	defer func() { cancel(); <-readDone }()
+	defer func() { stopReading(); <-readDone }()
 
 	ping := time.NewTicker(wsPingEvery)
 	defer ping.Stop()
@@ -157,11 +160,11 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, sessionID s
 				closeForSubscription(c, sub.Err(), s.ctx.Err() != nil)
 				return nil
 			}
-			if err := writeFrame(ctx, c, ev); err != nil {
+			if err := writeFrame(c, ev); err != nil {
 				return nil
 			}
 		case <-ping.C:
-			pctx, pcancel := context.WithTimeout(ctx, wsWriteTimeout)
+			pctx, pcancel := context.WithTimeout(context.Background(), wsWriteTimeout)
 			err := c.Ping(pctx)
 			pcancel()
 			if err != nil {
@@ -188,20 +191,24 @@ func closeForSubscription(c *websocket.Conn, err error, shuttingDown bool) {
 	}
 }
 
-func writeFrame(ctx context.Context, c *websocket.Conn, v any) error {
+// writeFrame sends v as a JSON text frame. The write is bounded by its own timeout, not by
+// the socket's context: a cancelled write tears the connection down without a close
+// frame, and a server going down should close it with "going away" instead.
+func writeFrame(c *websocket.Conn, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
+	wctx, cancel := context.WithTimeout(context.Background(), wsWriteTimeout)
 	defer cancel()
 	return c.Write(wctx, websocket.MessageText, data)
 }
 
-// readSocket handles the client's frames until it goes away.
-func (s *Server) readSocket(ctx context.Context, c *websocket.Conn, sessionID string) {
+// readSocket handles the client's frames until it goes away (or readCtx ends); ctx bounds
+// the work a frame starts and the reply.
+func (s *Server) readSocket(readCtx, ctx context.Context, c *websocket.Conn, sessionID string) {
 	for {
-		typ, data, err := c.Read(ctx)
+		typ, data, err := c.Read(readCtx)
 		if err != nil {
 			return
 		}
@@ -221,7 +228,7 @@ func (s *Server) readSocket(ctx context.Context, c *websocket.Conn, sessionID st
 		if reply.Error != nil {
 			reply.Type = "error"
 		}
-		if err := writeFrame(ctx, c, reply); err != nil {
+		if err := writeFrame(c, reply); err != nil {
 			return
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -358,6 +357,26 @@ func (s *socket) until(typ string, within time.Duration) (event, []event) {
 	}
 }
 
+// collect reads frames until one of each of the types has come, in any order.
+func (s *socket) collect(within time.Duration, want ...string) map[string]event {
+	s.t.Helper()
+	deadline := time.Now().Add(within)
+	got := map[string]event{}
+	for len(got) < len(want) {
+		var ev event
+		data := s.next(time.Until(deadline))
+		mustJSON(s.t, data, &ev)
+		for _, w := range want {
+			if ev.Type == w {
+				if _, dup := got[w]; !dup {
+					got[w] = ev
+				}
+			}
+		}
+	}
+	return got
+}
+
 func types(evs []event) string {
 	var out []string
 	for _, e := range evs {
@@ -372,5 +391,3 @@ func mustJSON(t testing.TB, raw json.RawMessage, v any) {
 		t.Fatalf("decode %s: %v", raw, err)
 	}
 }
-
-var _ = fmt.Sprintf

@@ -90,3 +90,32 @@ func TestToolsListedRunAndChangedLive(t *testing.T) {
 	}
 	f.call("GET", "/api/tools/late_tool", nil, 200, &one)
 }
+
+// A providers.json may read its key from any variable; the server withholds that variable
+// from tools, even one that declares it.
+func TestCustomKeyVariableWithheldFromTools(t *testing.T) {
+	f := newFixture(t)
+	f.tools = map[string]string{"env-probe": strings.NewReplacer("MY_KEY", "CUSTOM_LLM_KEY", "'MY_KEY'", "'CUSTOM_LLM_KEY'").Replace(envTool)}
+	f.cfg.Host.ServerEnv = append(f.cfg.Host.ServerEnv, "CUSTOM_LLM_KEY=custom-secret")
+	base := f.cfg.Getenv
+	f.cfg.Getenv = func(k string) string {
+		if k == "CUSTOM_LLM_KEY" {
+			return "custom-secret"
+		}
+		return base(k)
+	}
+	if err := os.MkdirAll(f.home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"providers":[{"name":"custom","kind":"openai","baseUrl":"` + f.fake.BaseURL() + `","apiKeyEnv":"CUSTOM_LLM_KEY","model":"m"}]}`
+	if err := os.WriteFile(filepath.Join(f.home, "providers.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.start()
+	ws, _ := f.session()
+	var out host.Outcome
+	f.call("POST", "/api/tools/env_probe/run", map[string]any{"workspaceId": ws.ID}, 200, &out)
+	if !out.Result.Success || strings.Contains(string(out.Result.Result), "custom-secret") || !strings.Contains(string(out.Result.Result), `"my":null`) {
+		t.Fatalf("the tool saw the provider's key variable: %+v", out)
+	}
+}
