@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jean2/jean2/hub"
 	"github.com/jean2/jean2/provider/providertest"
 	"github.com/jean2/jean2/store"
 	"github.com/jean2/jean2/undo"
@@ -194,4 +195,54 @@ func TestTurnWithoutProvider(t *testing.T) {
 	if len(msgs.Messages) != 0 {
 		t.Fatalf("messages stored for a refused turn: %+v", msgs.Messages)
 	}
+}
+
+// While a turn runs the session is busy: a second turn, a restore and a delete are
+// refused; Stop (a socket frame here) ends it "stopped", and the ask it waited on is
+// cancelled.
+func TestBusySessionAndStop(t *testing.T) {
+	f := newFixture(t).start()
+	ws, ses := f.session()
+	f.fake.Push(providertest.OpenAIToolCall("test-model", "call_wait", "confirm_it", `{"question":"wait?"}`))
+	sock := f.dial("/api/sessions/"+ses.ID+"/ws", nil)
+	var started struct{ Turn struct{ UserMessageID string } }
+	f.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "wait"}, 202, &started)
+	sock.until("ask.pending", 60*time.Second)
+
+	var view sessionView
+	f.call("GET", "/api/sessions/"+ses.ID, nil, 200, &view)
+	if !view.Running {
+		t.Fatal("the session does not say it runs a turn")
+	}
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{"POST", "/api/sessions/" + ses.ID + "/turns", map[string]any{"text": "again"}},
+		{"POST", "/api/sessions/" + ses.ID + "/restore", map[string]any{"messageId": started.Turn.UserMessageID}},
+		{"DELETE", "/api/sessions/" + ses.ID, nil},
+		{"DELETE", "/api/workspaces/" + ws.ID, nil},
+	} {
+		if code := errorCode(t, f.call(c.method, c.path, c.body, 409, nil)); code != codeBusy {
+			t.Errorf("%s %s while a turn runs: %s", c.method, c.path, code)
+		}
+	}
+	sock.send(map[string]any{"type": "stop", "ref": "s1"})
+	got := sock.collect(30*time.Second, "ack", "ask.resolved", "turn.finished")
+	if got["ack"].Ref != "s1" {
+		t.Errorf("ack = %+v", got["ack"])
+	}
+	var res hub.AskResolvedPayload
+	mustJSON(t, got["ask.resolved"].Payload, &res)
+	var fin struct{ Reason string }
+	mustJSON(t, got["turn.finished"].Payload, &fin)
+	if res.Outcome != hub.OutcomeCancelled || fin.Reason != "stopped" {
+		t.Fatalf("after stop: ask.resolved %s, turn.finished %s", got["ask.resolved"].Payload, got["turn.finished"].Payload)
+	}
+	var stopped struct{ Stopped bool }
+	f.call("POST", "/api/sessions/"+ses.ID+"/stop", nil, 200, &stopped)
+	if stopped.Stopped {
+		t.Error("stop with no turn running says it stopped one")
+	}
+	f.call("DELETE", "/api/sessions/"+ses.ID, nil, 204, nil)
 }
