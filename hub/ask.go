@@ -68,6 +68,10 @@ type pendingAsk struct {
 	PendingAsk
 	session *session
 	result  chan askResult // capacity 1
+	// announced is set once ask.pending is in the log (guarded by session.mu): only then do
+	// Pending and Answer see the ask, so no client can answer it before it is announced and
+	// ask.resolved never precedes ask.pending.
+	announced bool
 }
 
 type askResult struct {
@@ -154,7 +158,11 @@ func (h *Hub) ask(ctx context.Context, sessionID string, q tool.Ask) (json.RawMe
 	}
 	payload, err := json.Marshal(AskPendingPayload{Ask: p.PendingAsk})
 	if err == nil {
-		_, err = h.Publish(ctx, sessionID, store.NewEvent{Type: EventAskPending, Payload: payload})
+		_, err = h.publish(ctx, sessionID, func() {
+			p.session.mu.Lock()
+			p.announced = true
+			p.session.mu.Unlock()
+		}, store.NewEvent{Type: EventAskPending, Payload: payload})
 	}
 	if err != nil {
 		if h.claim(p) {
@@ -328,7 +336,9 @@ func (h *Hub) Pending(sessionID string) []PendingAsk {
 	}
 	s.mu.Lock()
 	for _, p := range s.asks {
-		out = append(out, p.PendingAsk)
+		if p.announced {
+			out = append(out, p.PendingAsk)
+		}
 	}
 	s.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
@@ -349,7 +359,9 @@ func (h *Hub) Answer(ctx context.Context, sessionID, askID string, answer json.R
 	var p *pendingAsk
 	if s != nil {
 		s.mu.Lock()
-		p = s.asks[askID]
+		if q := s.asks[askID]; q != nil && q.announced {
+			p = q
+		}
 		s.mu.Unlock()
 	}
 	if p == nil {

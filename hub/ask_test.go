@@ -541,3 +541,25 @@ func TestHubCloseCancelsAsks(t *testing.T) {
 		t.Fatalf("an ask after Close: %+v, %v", a.decision, a.err)
 	}
 }
+
+// An ask is neither listed nor answerable until ask.pending is in the log, so no answer and
+// no ask.resolved can come before the announcement.
+func TestAskHiddenUntilAnnounced(t *testing.T) {
+	f := newFixture(t, Options{})
+	p, err := f.hub.addAsk(f.sid, deployCall, selectAsk())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list := f.hub.Pending(f.sid); len(list) != 0 {
+		t.Fatalf("an unannounced ask is listed: %+v", list)
+	}
+	if err := f.hub.Answer(context.Background(), f.sid, p.ID, json.RawMessage(`"prod"`)); !errors.Is(err, ErrNoSuchAsk) {
+		t.Fatalf("an unannounced ask was answerable: %v", err)
+	}
+	if !f.hub.resolve(context.Background(), p, OutcomeCancelled, nil, context.Canceled) {
+		t.Fatal("the ask could not be resolved")
+	}
+	if r := <-p.result; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("result %+v", r)
+	}
+}

@@ -161,6 +161,12 @@ func (h *Hub) lookup(sessionID string) *session {
 // subscriber in seq order, without gaps; a subscriber too slow to keep up is ended rather
 // than waited for.
 func (h *Hub) Publish(ctx context.Context, sessionID string, evs ...store.NewEvent) ([]store.Event, error) {
+	return h.publish(ctx, sessionID, nil, evs...)
+}
+
+// publish is Publish, calling committed (when not nil) once the events are stored and
+// before any subscriber can see them.
+func (h *Hub) publish(ctx context.Context, sessionID string, committed func(), evs ...store.NewEvent) ([]store.Event, error) {
 	if h.store == nil {
 		return nil, errNoStore
 	}
@@ -180,6 +186,9 @@ func (h *Hub) Publish(ctx context.Context, sessionID string, evs ...store.NewEve
 	out, err := h.store.AppendEvents(ctx, sessionID, evs...)
 	if err != nil {
 		return nil, err
+	}
+	if committed != nil {
+		committed()
 	}
 	// A subscription registered after this snapshot started its replay after the append
 	// committed, so it reads these events from the store instead.
