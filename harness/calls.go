@@ -74,18 +74,16 @@ func (t *turn) runCalls(msg *store.Message, groups [][]int, ws host.Workspace, b
 		var run []int
 		for _, pi := range group {
 			p := &msg.Parts[pi]
-			switch p.Status {
-			case store.StatusRunning:
-				run = append(run, pi)
-				continue
-			case store.StatusError:
-				continue
+			if p.Status == store.StatusPending {
+				startCall(p)
+				if err := t.h.opts.Store.UpdatePart(t.wctx, *p); err != nil {
+					t.h.log.Error("store a call's start", "session", t.sessionID, "call", p.CallID, "error", err)
+				}
 			}
-			if startCall(p) {
+			// Stored already when the answer was stored with it started; clients still get
+			// the call's own part.updated (running, or the error of its arguments).
+			if p.Status == store.StatusRunning {
 				run = append(run, pi)
-			}
-			if err := t.h.opts.Store.UpdatePart(t.wctx, *p); err != nil {
-				t.h.log.Error("store a call's start", "session", t.sessionID, "call", p.CallID, "error", err)
 			}
 			batch = append(batch, partUpdated(*p))
 		}
