@@ -205,11 +205,14 @@ func (u *chatUI) run(parent context.Context) error {
 		}
 		<-streamDone
 	}()
-	defer u.wg.Wait()
 	defer func() {
+		// Withdraw the question on screen and end the API calls in flight, then wait for
+		// the goroutines that made them.
 		if u.active != nil {
-			u.active.cancel(errors.New("the chat ended"))
+			u.active.cancel(askSettled{"the chat ended"})
 		}
+		cancel()
+		u.wg.Wait()
 	}()
 
 	u.prompt()
