@@ -205,7 +205,9 @@ func TestBusySessionAndStop(t *testing.T) {
 	ws, ses := f.session()
 	f.fake.Push(providertest.OpenAIToolCall("test-model", "call_wait", "confirm_it", `{"question":"wait?"}`))
 	sock := f.dial("/api/sessions/"+ses.ID+"/ws", nil)
-	var started struct{ Turn struct{ UserMessageID string } }
+	var started struct {
+		Turn struct{ UserMessageID string }
+	}
 	f.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "wait"}, 202, &started)
 	sock.until("ask.pending", 60*time.Second)
 
