@@ -178,12 +178,19 @@ type restoreProblem struct {
 	Reason string `json:"reason"`
 }
 
-func (c *apiClient) restore(ctx context.Context, sessionID, messageID string, force, dryRun bool) (restoreReport, error) {
+// restoreOptions are the restore request's switches (docs/api.md).
+type restoreOptions struct {
+	Force   bool `json:"force"`   // put back files changed outside jean2 since
+	Partial bool `json:"partial"` // leave the files that cannot be put back exactly
+	DryRun  bool `json:"dryRun"`  // change nothing; say what would change
+}
+
+func (c *apiClient) restore(ctx context.Context, sessionID, messageID string, o restoreOptions) (restoreReport, error) {
 	var out struct {
 		Report restoreReport `json:"report"`
 	}
 	err := c.call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(sessionID)+"/restore",
-		map[string]any{"messageId": messageID, "force": force, "dryRun": dryRun}, &out)
+		map[string]any{"messageId": messageID, "force": o.Force, "partial": o.Partial, "dryRun": o.DryRun}, &out)
 	if ae, ok := isAPIError(err, "conflict"); ok {
 		// The refusal's report names the files changed outside jean2.
 		var d struct {

@@ -122,9 +122,8 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 	turn := led.Turns[n-1]
 
 	// What would change, before anything does.
-	preview, err := u.api.restore(ctx, u.ses.ID, turn.MessageID, false, true)
-	_, conflict := isAPIError(err, "conflict")
-	if err != nil && !conflict {
+	preview, err := u.api.restore(ctx, u.ses.ID, turn.MessageID, restoreOptions{DryRun: true})
+	if _, refused := isAPIError(err, "conflict"); err != nil && !refused {
 		return err
 	}
 	later := ""
@@ -133,50 +132,54 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 	}
 	u.println(fmt.Sprintf("This undoes turn %d%s:", n, later))
 	u.showReport(preview)
-	force := false
-	if len(preview.Conflicts) > 0 {
-		u.println(u.st.yellow("These files were changed outside jean2 since; restoring puts them back all the same, and those changes are lost."))
-		a, err := u.readAnswer(ctx, lines, "Restore anyway? [y/N]: ")
-		if err != nil {
-			return err
-		}
-		if !isYes(a) {
-			return errDialogCancelled
-		}
-		force = true
-	} else {
-		a, err := u.readAnswer(ctx, lines, "Restore? [y/N]: ")
-		if err != nil {
-			return err
-		}
-		if !isYes(a) {
-			return errDialogCancelled
-		}
+	opts, err := u.confirmRestore(ctx, lines, preview)
+	if err != nil {
+		return err
 	}
 	u.restoredHere = turn.MessageID
-	report, err := u.api.restore(ctx, u.ses.ID, turn.MessageID, force, false)
-	if _, conflict := isAPIError(err, "conflict"); conflict && !force {
+	report, err := u.api.restore(ctx, u.ses.ID, turn.MessageID, opts)
+	if _, refused := isAPIError(err, "conflict"); refused {
 		// Something changed outside jean2 between the preview and now.
-		u.println(u.st.yellow("Files were changed outside jean2 meanwhile:"))
+		u.println(u.st.yellow("Files changed meanwhile:"))
 		u.showReport(report)
-		a, err := u.readAnswer(ctx, lines, "Restore anyway? [y/N]: ")
-		if err != nil {
+		if opts, err = u.confirmRestore(ctx, lines, report); err != nil {
 			return err
 		}
-		if !isYes(a) {
-			return errDialogCancelled
-		}
-		report, err = u.api.restore(ctx, u.ses.ID, turn.MessageID, true, false)
-		if err != nil {
-			return err
-		}
-	} else if err != nil {
+		report, err = u.api.restore(ctx, u.ses.ID, turn.MessageID, opts)
+	}
+	if err != nil {
 		return err
 	}
 	u.println(u.st.green("Restored."))
 	u.showReport(report)
 	u.println("")
 	return nil
+}
+
+// confirmRestore asks whether to go ahead with the restore a report plans, saying what
+// forcing past conflicts or leaving unrestorable files means, and returns the options to
+// restore with.
+func (u *chatUI) confirmRestore(ctx context.Context, lines <-chan inputLine, r restoreReport) (restoreOptions, error) {
+	var o restoreOptions
+	question := "Restore? [y/N]: "
+	if len(r.Conflicts) > 0 {
+		o.Force = true
+		u.println(u.st.yellow("Files marked conflict were changed outside jean2 since; restoring puts them back all the same, and those changes are lost."))
+		question = "Restore anyway? [y/N]: "
+	}
+	if len(r.Unrestorable) > 0 {
+		o.Partial = true
+		u.println(u.st.yellow("Files marked cannot undo cannot be put back exactly; they would be left as they are."))
+		question = "Restore the rest? [y/N]: "
+	}
+	a, err := u.readAnswer(ctx, lines, question)
+	if err != nil {
+		return o, err
+	}
+	if !isYes(a) {
+		return o, errDialogCancelled
+	}
+	return o, nil
 }
 
 func isYes(s string) bool {
