@@ -227,6 +227,18 @@ func TestToolsPage(t *testing.T) {
 	f.waitText(`.tool[data-tool="greet"] .outcome`, "Hello, Ada! Hello, Ada! (warm, loud)")
 	f.waitText(`.tool[data-tool="greet"] .outcome`, "success")
 
+	// A run whose tool asks: the question comes through the chosen session and is answered
+	// on the tools page.
+	f.click(`.tool[data-tool="ask_it"] details.run > summary`)
+	f.waitJS("ask_it's run form", `document.querySelector('.tool[data-tool="ask_it"] .run-box form') !== null`)
+	f.typeInto(`.tool[data-tool="ask_it"] .run-box textarea`, `{"type":"confirm","question":"Run from the tools page?"}`)
+	f.eval(`(() => { const s = document.querySelector('.tool[data-tool="ask_it"] select[id$="-session"]'); s.value = s.options[1].value; return ""; })()`)
+	f.clickText(`.tool[data-tool="ask_it"] .run-box`, "Run")
+	f.waitText(`.tool[data-tool="ask_it"] .run-asks .ask-confirm`, "Run from the tools page?")
+	f.clickText(`.tool[data-tool="ask_it"] .run-asks`, "Yes")
+	f.waitText(`.tool[data-tool="ask_it"] .outcome`, "success")
+	f.waitText(`.tool[data-tool="ask_it"] .outcome`, `"answer": true`)
+
 	// A new tool folder appears on the page without a reload of the page.
 	f.writeTool(filepath.Join(f.home, "tools"), "late", strings.ReplaceAll(greetTool, "'greet'", "'late_tool'"))
 	f.waitJS("the new tool", `document.querySelector('.tool[data-tool="late_tool"]') !== null`)

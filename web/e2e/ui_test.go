@@ -79,6 +79,15 @@ func TestStop(t *testing.T) {
 	f.open("#/s/" + s.ID)
 	f.typeInto("#composer-input", "take your time\n")
 	f.waitText(".message.assistant", "Thinking about it")
+	// A reload while the answer streams shows the text once: the page loads the messages
+	// and follows the events from there without replaying what it loaded.
+	if err := f.b.Do(20*time.Second, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	f.waitText(".message.assistant", "Thinking about it")
+	if n := f.eval(`String(document.querySelector(".message.assistant").textContent.split("Thinking about it").length - 1)`); n != "1" {
+		t.Errorf("after a reload mid-stream the text shows %s times", n)
+	}
 	f.waitJS("the Stop button", `!document.querySelector("#stop").hidden`)
 	f.click("#stop")
 	f.waitText(".turn-end", "Stopped")
@@ -175,4 +184,53 @@ func TestPhoneAndKeyboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitJS("the shortcuts closed", `document.querySelector("dialog[open]") === null`)
+}
+
+// TestSettings: a provider added on the page (its key never shown again), the unattended
+// settings saved, both as the server keeps them.
+func TestSettings(t *testing.T) {
+	f := newFixture(t)
+	f.open("#/settings")
+	f.waitText(".providers", "openai")
+	f.clickText(".settings-view", "Add a provider")
+	f.typeInto("#prov-name", "local")
+	f.eval(`(() => { document.querySelector("#prov-kind").value = "anthropic"; return ""; })()`)
+	f.typeInto("#prov-base", "http://127.0.0.1:9/v1")
+	f.typeInto("#prov-model", "local-model")
+	f.typeInto("#prov-key", "sk-secret-value")
+	f.click("dialog[open] button.primary")
+	f.waitText(`.providers tr[data-provider="local"]`, "key set")
+	f.waitText(`.providers tr[data-provider="local"]`, "local-model")
+	if strings.Contains(f.eval(`document.documentElement.outerHTML`), "sk-secret-value") {
+		t.Error("the page shows the key after saving it")
+	}
+	var providers struct {
+		Providers []struct {
+			Name, Kind, Model string
+			HasKey            bool
+		}
+	}
+	f.api("GET", "/api/providers", nil, &providers)
+	found := false
+	for _, p := range providers.Providers {
+		if p.Name == "local" {
+			found = p.Kind == "anthropic" && p.Model == "local-model" && p.HasKey
+		}
+	}
+	if !found {
+		t.Errorf("the server's providers %+v lack local (anthropic, local-model, with a key)", providers.Providers)
+	}
+
+	f.eval(`(() => { document.querySelector("#set-auto").value = "medium"; return ""; })()`)
+	f.eval(`(() => { document.querySelector("#set-timeout").value = "120"; return ""; })()`)
+	f.clickText(".settings-view", "Save settings")
+	f.waitText("#notices", "Settings saved")
+	var settings struct {
+		AutoApprove       string
+		AskTimeoutSeconds int
+	}
+	f.api("GET", "/api/settings", nil, &settings)
+	if settings.AutoApprove != "medium" || settings.AskTimeoutSeconds != 120 {
+		t.Errorf("settings on the server: %+v, want medium and 120", settings)
+	}
 }

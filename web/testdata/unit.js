@@ -132,7 +132,7 @@ const vizCases = {
     { type: "added", content: "const newName = 2;", newLineNumber: 2 }] }] }, ["src/app.ts", "oldName", "newName"]],
   diffs: [{ type: "diffs", items: [{ type: "diff", path: "one.txt", additions: 1, deletions: 0, hunks: [{ oldStart: 0, oldLines: 0, newStart: 1, newLines: 1, changes: [{ type: "added", content: "first file line", newLineNumber: 1 }] }] },
     { type: "diff", path: "two.txt", additions: 0, deletions: 1, hunks: [{ oldStart: 1, oldLines: 1, newStart: 0, newLines: 0, changes: [{ type: "removed", content: "second file line", oldLineNumber: 1 }] }] }] }, ["one.txt", "two.txt", "first file line", "second file line"]],
-  code: [{ type: "code", path: "hello.py", content: "def hello():\n    return 'hi'\n", created: true, highlightLines: [2] }, ["hello.py", "def hello", "new file"]],
+  code: [{ type: "code", path: "hello.py", content: "def hello():\n    return 'hi'\n", created: true, highlightLines: [2] }, ["hello.py", "def hello", "created"]],
   "file-list": [{ type: "file-list", files: [{ path: "a/created.txt", action: "created" }], groups: [{ label: "Matches", icon: "search", files: [{ path: "b/found.txt", line: 7, content: "needle" }] }], total: 5 }, ["a/created.txt", "Matches", "b/found.txt", "needle", "Showing 2 of 5"]],
   table: [{ type: "table", columns: [{ key: "name", label: "Name" }, { key: "qty" }], rows: [{ name: "apples", qty: 3 }, { name: "pears", qty: { n: 1 } }], totalRows: 10 }, ["Name", "qty", "apples", "pears", '{"n":1}', "Showing 2 of 10"]],
   markdown: [{ type: "markdown", content: "## Report\n\n*all good*", sourceUrl: "https://example.com/r" }, ["Report", "all good", "https://example.com/r"]],

@@ -412,7 +412,7 @@ export class SessionView {
     try {
       await api("POST", `/api/sessions/${enc(this.id)}/turns`, { text });
       // Clear only what was sent; anything typed since stays.
-      if (this.input.value === text) this.input.value = "";
+      if (this.input.value.trim() === text.trim()) this.input.value = "";
       this.setRunning(true);
     } catch (err) {
       this.sendBtn.disabled = this.running;

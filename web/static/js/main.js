@@ -82,12 +82,12 @@ class App {
           h("span", { class: "ws-name", title: w.path }, w.name),
           h("button", { type: "button", class: "icon-btn", "aria-label": `New session in ${w.name}`, title: "New session", onclick: () => this.newSession(w) }, "+"),
           h("button", { type: "button", class: "icon-btn", "aria-label": `Rename workspace ${w.name}`, title: "Rename workspace", onclick: () => this.renameWorkspace(w) }, "✎"),
-          h("button", { type: "button", class: "icon-btn danger", "aria-label": `Delete workspace ${w.name}`, title: "Delete workspace", onclick: () => this.deleteWorkspace(w) }, "🗑")),
+          h("button", { type: "button", class: "icon-btn danger", "aria-label": `Delete workspace ${w.name}`, title: "Delete workspace", onclick: () => this.deleteWorkspace(w) }, "✕")),
         h("div", { class: "ws-path muted small" }, w.path),
         h("ul", { class: "sessions" }, sessions.length ? sessions.map((s) => h("li", { class: "session", dataset: { sessionId: s.id } },
           h("a", { href: `#/s/${enc(s.id)}`, "aria-current": this.currentSession === s.id ? "page" : null }, s.title || "Untitled session", s.running ? h("span", { class: "running-dot", title: "running" }, " ●") : null),
           h("button", { type: "button", class: "icon-btn", "aria-label": `Rename session ${s.title || "Untitled session"}`, title: "Rename", onclick: () => this.renameSession(s) }, "✎"),
-          h("button", { type: "button", class: "icon-btn danger", "aria-label": `Delete session ${s.title || "Untitled session"}`, title: "Delete", onclick: () => this.deleteSession(s) }, "🗑")))
+          h("button", { type: "button", class: "icon-btn danger", "aria-label": `Delete session ${s.title || "Untitled session"}`, title: "Delete", onclick: () => this.deleteSession(s) }, "✕")))
           : h("li", { class: "muted small" }, "No sessions yet.")));
     });
     replace(this.sidebar,

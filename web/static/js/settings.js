@@ -45,7 +45,7 @@ export class SettingsView {
       providers.length ? null : h("option", { value: "" }, "(none configured)"),
       providers.map((p) => h("option", { value: p.name, selected: p.name === res.default }, p.name)));
     const rows = providers.map((p) => h("tr", { dataset: { provider: p.name } },
-      h("td", null, h("strong", null, p.name), p.name === res.default ? h("span", { class: "badge ok" }, " default") : null),
+      h("td", null, h("strong", null, p.name), p.name === res.default ? [" ", h("span", { class: "badge ok" }, "default")] : null),
       h("td", null, p.kind),
       h("td", null, p.model || h("span", { class: "muted" }, "—")),
       h("td", null, h("span", { class: "badge " + (p.hasKey ? "ok" : "fail") }, p.hasKey ? "key set" : "no key"), p.keyEnv ? h("span", { class: "muted small" }, ` from ${p.keyEnv}`) : null),
@@ -65,7 +65,7 @@ export class SettingsView {
 
   /** saveProviders PUTs the saved providers with one entry replaced or added. */
   async saveProviders(res, entry, def) {
-    const saved = (res.providers || []).filter((p) => p.source !== "environment").map((p) => {
+    const saved = (res.providers || []).filter((p) => p.editable).map((p) => {
       const e = { name: p.name, kind: p.kind };
       if (p.baseUrl) e.baseUrl = p.baseUrl;
       if (p.model) e.model = p.model;
@@ -79,8 +79,10 @@ export class SettingsView {
       else saved.push(entry);
     }
     const body = { providers: saved };
+    // The file's default must be one of the file's providers: keep the current default only
+    // when it is; a default chosen explicitly is sent as chosen (the server says if it cannot be).
     if (def !== undefined && def !== "") body.default = def;
-    else if (res.default) body.default = res.default;
+    else if (res.default && saved.some((p) => p.name === res.default)) body.default = res.default;
     try {
       await api("PUT", "/api/providers", body);
       notify("Providers saved.");

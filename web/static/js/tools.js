@@ -93,7 +93,7 @@ export class ToolsView {
     return h("article", { class: `tool status-${t.status}`, id, dataset: { tool: t.name } },
       h("header", null,
         h("h3", null, t.title || t.name),
-        h("span", { class: "badge" }, "v" + (t.version || "?")),
+        h("span", { class: "badge", title: "version" }, /^\d/.test(t.version || "") ? "v" + t.version : t.version || "?"),
         h("span", { class: "badge" }, t.runtime || t.kind || ""),
         h("span", { class: "badge " + (t.status === "ok" ? "ok" : "fail") }, t.status)),
       t.title && t.title !== t.name ? h("p", { class: "small" }, h("code", null, t.name)) : null,

@@ -96,9 +96,8 @@ function renderDiff(v) {
     }
   }
   if (!rows.length) rows.push(h("tr", null, h("td", { colspan: 3, class: "empty" }, "No line changes.")));
-  return h("div", { class: "diff-wrap" },
-    h("div", { class: "diff-head" }, h("span", { class: "path" }, v.path || ""), " ", h("span", { class: "adds" }, `+${v.additions ?? 0}`), " ", h("span", { class: "dels" }, `−${v.deletions ?? 0}`)),
-    h("table", { class: "diff" }, h("tbody", null, rows)));
+  // The path and the counts are in the summary line above.
+  return h("div", { class: "diff-wrap" }, h("table", { class: "diff" }, h("tbody", null, rows)));
 }
 
 function renderDiffs(v) {
@@ -113,15 +112,13 @@ function renderCode(v) {
   const lines = highlightLines(v.content ?? "", lang);
   if (lines.length > 1 && lines[lines.length - 1].length === 0 && String(v.content).endsWith("\n")) lines.pop();
   return h("div", { class: "code-wrap" },
-    h("div", { class: "code-head" }, h("span", { class: "path" }, v.path || ""), " ", h("span", { class: "lang" }, lang),
-      v.created ? [" ", h("span", { class: "badge" }, "new file")] : null,
-      " ", h("span", { class: "muted" }, plural(v.lineCount ?? lines.length, "line"))),
+    h("div", { class: "code-head" }, h("span", { class: "lang" }, lang), " · ", plural(v.lineCount ?? lines.length, "line")),
     h("table", { class: "code-lines" }, h("tbody", null, lines.map((nodes, i) =>
       h("tr", { class: marked.has(i + 1) ? "marked" : null }, h("td", { class: "ln" }, i + 1), h("td", { class: "code" }, nodes))))));
 }
 
 const actionIcons = { created: ["+", "created"], modified: ["✎", "modified"], deleted: ["−", "deleted"] };
-const groupIcons = { edit: "✎", plus: "+", trash: "🗑", search: "🔍" };
+const groupIcons = { edit: "✎", plus: "+", trash: "✕", search: "⌕" };
 
 function fileItem(f) {
   const [glyph, word] = actionIcons[f.action] || ["•", ""];
