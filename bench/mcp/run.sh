@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # MCP benchmark: tools/call round trips per second from one TypeScript SDK client over
 # stdio, to the trivial tool `ping` served by `jean2 mcp` (a TypeScript tool folder run in a
-# worker) and by the official TypeScript SDK's own server. Alternates the two ROUNDS times.
+# worker, confined as jean2 confines workers by default) and by the official TypeScript SDK's
+# own server (the same tool code in-process). Same client, same calls, one at a time unless
+# INFLIGHT says otherwise; the two servers alternate ROUNDS times and a summary (median and
+# range of each) closes the output.
 #   bench/mcp/run.sh                      # CALLS=2000 INFLIGHT=1 ROUNDS=3
+#   ROUNDS=6 bench/mcp/run.sh
 #   INFLIGHT=8 bench/mcp/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,7 +21,13 @@ ln -s "$PWD/.deps/node_modules" "$work/scripts/node_modules"
 export JEAN2_HOME="$work/home" JEAN2_LOG=error
 # One call first, so the tool is bundled and cached before anything is timed.
 "$work/jean2" tools run ping --input '{"n":0}' --workspace "$work/ws" >/dev/null
+# How the workers are confined (jean2 mcp says so on stderr when it starts).
+"$work/jean2" mcp --workspace "$work/ws" </dev/null 2>&1 >/dev/null | sed 's/^/# /'
+echo "# $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) before"
+results="$work/results"
 for round in $(seq "${ROUNDS:-3}"); do
-  printf 'jean2 mcp  %s\n' "$(node "$work/scripts/bench.mjs" "$work/jean2" mcp --workspace "$work/ws")"
-  printf 'ts-sdk     %s\n' "$(node "$work/scripts/bench.mjs" node "$work/scripts/ts-server.mjs")"
+  printf 'jean2-mcp %s\n' "$(node "$work/scripts/bench.mjs" "$work/jean2" mcp --workspace "$work/ws")" | tee -a "$results"
+  printf 'ts-sdk    %s\n' "$(node "$work/scripts/bench.mjs" node "$work/scripts/ts-server.mjs")" | tee -a "$results"
 done
+echo "# load average $(cut -d' ' -f1-3 /proc/loadavg) after"
+node "$work/scripts/summary.mjs" "$results"
