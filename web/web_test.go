@@ -75,6 +75,14 @@ func TestAssetsAreLocalAndComplete(t *testing.T) {
 			return err
 		}
 		text := string(body)
+		if path.Ext(name) == ".js" {
+			// Model and tool text must never be parsed as markup: the client builds nodes.
+			for _, banned := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "new Function", "eval("} {
+				if strings.Contains(text, banned) {
+					t.Errorf("%s uses %s", name, banned)
+				}
+			}
+		}
 		if m := remoteRe.FindString(text); m != "" {
 			t.Errorf("%s loads from another host: %q", name, m)
 		}

@@ -154,6 +154,9 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f.ts = httptest.NewServer(f.srv.Handler())
 	t.Cleanup(func() {
+		if v := f.cspViolations(); v != "" {
+			t.Errorf("the Content-Security-Policy blocked: %s", v)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		if err := f.srv.Close(ctx); err != nil {
@@ -256,6 +259,19 @@ func (f *fixture) open(route string) {
 		f.t.Fatal(err)
 	}
 	f.waitJS("the app's frame", `document.querySelector("#main") !== null`)
+	// Record what the Content-Security-Policy blocks from now on: the client must need nothing
+	// it forbids (no inline script or style markup, nothing from another host).
+	f.eval(`(() => { if (!window.__cspWatch) { window.__cspWatch = true; window.__csp = []; document.addEventListener("securitypolicyviolation", (e) => window.__csp.push(e.violatedDirective + " " + (e.blockedURI || "inline"))); } return ""; })()`)
+}
+
+// cspViolations returns what the page's policy blocked since the last open.
+func (f *fixture) cspViolations() string {
+	f.t.Helper()
+	v, err := browsertest.Eval[string](f.b, 5*time.Second, `(window.__csp || []).join("; ")`)
+	if err != nil {
+		return ""
+	}
+	return v
 }
 
 // waitJS waits until a script expression is true in the page; on failure it reports what

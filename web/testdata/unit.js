@@ -10,6 +10,8 @@ import { h, safeURL, formatDuration } from "/js/dom.js";
 
 const results = [];
 window.__results = results;
+// Anything the page's Content-Security-Policy blocks is a failure: the client must work under it.
+document.addEventListener("securitypolicyviolation", (e) => results.push({ name: "content security policy", ok: false, msg: `${e.violatedDirective} blocked ${e.blockedURI || "inline code"}` }));
 const out = document.getElementById("out");
 
 async function test(name, fn) {
