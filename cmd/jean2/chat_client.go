@@ -82,7 +82,7 @@ func (c *apiClient) call(ctx context.Context, method, path string, in, out any) 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, c.base+path, err)
+		return err // a *url.Error: it names the method and the URL
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIResponse))
