@@ -92,6 +92,7 @@ func TestAskAnsweredByClick(t *testing.T) {
 
 	f.waitText("dialog[open] .ask-permission", "May I deploy to production?")
 	f.waitText("dialog[open] .ask-permission", "High risk")
+	f.waitText(".tool-card .tool-progress", "waiting for you")
 	// Escape closes the dialog; the question stays in the conversation.
 	if err := f.b.Do(10*time.Second, chromedp.KeyEvent(kb.Escape)); err != nil {
 		t.Fatal(err)

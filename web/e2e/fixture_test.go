@@ -65,12 +65,13 @@ export async function execute(input, ctx) {
   return { success: true, result: { wrote: input.path } };
 }
 `
-	// askTool asks whatever ask it is given and returns the answer.
+	// askTool reports progress, asks whatever ask it is given and returns the answer.
 	askTool = `export const definition = {
   name: 'ask_it', description: 'Ask the user.',
   inputSchema: { type: 'object', properties: { ask: { type: 'object' } }, required: ['ask'] },
 };
 export async function execute(input, ctx) {
+  if (ctx.progress) ctx.progress({ message: 'waiting for you', current: 1, total: 2 });
   const answer = await ctx.ask(input.ask);
   return { success: true, result: { answer } };
 }

@@ -195,8 +195,15 @@ export class ToolsView {
       shown.set(p.id, node);
       box.appendChild(node);
     };
+    // The run must start only once this page is attached to the session: with nobody
+    // attached, the server lets the unattended policy answer at once.
+    let attached;
+    const ready = new Promise((resolve) => (attached = resolve));
     const stream = new EventStream(`/api/sessions/${enc(sessionId)}/ws`, after, {
-      onHello: (f) => (f.pendingAsks || []).forEach(add),
+      onHello: (f) => {
+        (f.pendingAsks || []).forEach(add);
+        attached();
+      },
       onEvent: (ev) => {
         if (ev.type === "ask.pending" && ev.payload?.ask) add(ev.payload.ask);
         if (ev.type === "ask.resolved") {
@@ -206,6 +213,7 @@ export class ToolsView {
       },
     });
     this.runs.add(stream);
+    await Promise.race([ready, new Promise((resolve) => setTimeout(resolve, 10000))]);
     return stream;
   }
 }
