@@ -216,19 +216,32 @@ func TestSlowSubscriberDroppedOthersUnaffected(t *testing.T) {
 	waitCaughtUp(t, fast)
 
 	const n = 100
+	// The publisher goes in step with the fast reader (so that one is never behind by more
+	// than an event) and never waits for the slow one: it would hang here if Publish did.
+	read := make(chan struct{})
 	published := make(chan struct{})
 	go func() {
 		defer close(published)
-		for i := range n { // would hang if Publish waited for the slow reader
+		for i := range n {
 			if _, err := f.hub.Publish(ctx, f.sid, numbered(i)); err != nil {
 				t.Error(err)
 				return
 			}
+			select {
+			case <-read:
+			case <-time.After(waitLimit):
+				t.Error("the fast reader stopped reading")
+				return
+			}
 		}
 	}()
-	checkRun(t, "fast", receive(t, fast, n), 1)
+	var fastGot []store.Event
+	for range n {
+		fastGot = append(fastGot, receive(t, fast, 1)...)
+		read <- struct{}{}
+	}
+	checkRun(t, "fast", fastGot, 1)
 	<-published
-
 	got, err := waitEnd(t, slow)
 	if !errors.Is(err, ErrSlowSubscriber) {
 		t.Fatalf("slow subscriber ended with %v, want ErrSlowSubscriber", err)
