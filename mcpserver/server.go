@@ -60,8 +60,14 @@ type Server struct {
 
 	rounds *rounds
 
-	mu     sync.Mutex
-	listed map[string]string // tool name → the JSON listed for it, so a reload sends only changes
+	mu       sync.Mutex
+	listed   map[string]string          // tool name → the JSON listed for it, so a reload sends only changes
+	handlers map[string]mcp.ToolHandler // tool name → its handler, for fast calls (fastcall.go)
+
+	connMu     sync.Mutex
+	conns      map[*fastConn]bool // open connections made by Connect or Run
+	connClosed bool
+	calls      sync.WaitGroup // the goroutines of fast calls, on any connection
 
 	sessMu   sync.Mutex
 	sessions map[*mcp.ServerSession]*session
@@ -108,6 +114,8 @@ func New(h Host, opts Options) (*Server, error) {
 	s := &Server{
 		h: h, opts: opts, log: opts.Logger,
 		listed:   map[string]string{},
+		handlers: map[string]mcp.ToolHandler{},
+		conns:    map[*fastConn]bool{},
 		sessions: map[*mcp.ServerSession]*session{},
 		done:     make(chan struct{}),
 	}
@@ -141,10 +149,69 @@ func New(h Host, opts Options) (*Server, error) {
 // MCP returns the underlying go-sdk server (to connect other transports).
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// Run serves one client on t (mcp.StdioTransport for jean2 mcp) until the client goes away
-// or ctx ends.
+// Connect serves one client on t until the client goes away or the session is closed. Calls
+// of listed tools from clients on classic protocol revisions are answered without the
+// go-sdk's dispatch (fastcall.go); everything else goes through s.MCP().
+func (s *Server) Connect(ctx context.Context, t mcp.Transport) (*mcp.ServerSession, error) {
+	ss, _, err := s.connect(ctx, t)
+	return ss, err
+}
+
+// Run serves one client on t (a StdioTransport for jean2 mcp) until the client goes away
+// or ctx ends, and returns once the session's calls have ended.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
-	return s.mcp.Run(ctx, t)
+	ss, conn, err := s.connect(ctx, t)
+	if err != nil {
+		return err
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		_ = ss.Close()
+		<-ended
+		err = ctx.Err()
+	case err = <-ended:
+	}
+	conn.wait()
+	return err
+}
+
+func (s *Server) connect(ctx context.Context, t mcp.Transport) (*mcp.ServerSession, *fastConn, error) {
+	ft := &fastTransport{inner: t, srv: s}
+	ss, err := s.mcp.Connect(ctx, ft, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	ft.conn.session.Store(ss)
+	return ss, ft.conn, nil
+}
+
+// addConn records an open connection so that Close can end its calls; false once s is
+// closed.
+func (s *Server) addConn(c *fastConn) bool {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	if s.connClosed {
+		return false
+	}
+	s.conns[c] = true
+	return true
+}
+
+// removeConn forgets a closed connection (its calls are cancelled; s.calls still counts
+// them until they end).
+func (s *Server) removeConn(c *fastConn) {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	delete(s.conns, c)
+}
+
+// toolHandler is the handler of a listed tool, nil for a name not listed.
+func (s *Server) toolHandler(name string) mcp.ToolHandler {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.handlers[name]
 }
 
 // HTTPHandler serves MCP over streamable HTTP, one MCP session per client. It does no
@@ -159,12 +226,22 @@ func (s *Server) HTTPHandler() http.Handler {
 	})
 }
 
-// Close stops following the host and cancels the calls parked on a client's input.
+// Close stops following the host, cancels the calls parked on a client's input and the
+// calls of sessions made by Connect or Run, and waits for the latter to end.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.unsubscribe()
 		close(s.done)
 		s.rounds.close()
+		s.connMu.Lock()
+		s.connClosed = true
+		conns := s.conns
+		s.conns = nil
+		s.connMu.Unlock()
+		for c := range conns {
+			c.stop()
+		}
+		s.calls.Wait()
 	})
 	return nil
 }
@@ -191,13 +268,16 @@ func (s *Server) sync() {
 			continue
 		}
 		s.listed[def.Name] = string(key)
-		s.mcp.AddTool(t, s.handler(def))
+		h := s.handler(def)
+		s.handlers[def.Name] = h
+		s.mcp.AddTool(t, h)
 	}
 	var gone []string
 	for name := range s.listed {
 		if !seen[name] {
 			gone = append(gone, name)
 			delete(s.listed, name)
+			delete(s.handlers, name)
 		}
 	}
 	if len(gone) > 0 {

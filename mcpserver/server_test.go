@@ -188,7 +188,7 @@ func (r *rig) connect(version string, opts *mcp.ClientOptions) *mcp.ClientSessio
 	r.t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := r.srv.MCP().Connect(ctx, st, nil)
+	ss, err := r.srv.Connect(ctx, st)
 	if err != nil {
 		r.t.Fatal(err)
 	}

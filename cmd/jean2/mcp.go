@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 
 	"github.com/jean2/jean2/ask"
 	"github.com/jean2/jean2/host"
@@ -24,14 +23,6 @@ are connected and their tools served too.
   --auto-approve RISK  permissions granted without asking when the client cannot answer
                        asks (no elicitation): none (default), low, medium, high, critical
 `
-
-// mcpGCPercent is jean2 mcp's GOGC when the environment sets none. The go-sdk decodes each
-// request's params twice, each time into a fresh 32 KB buffer, so every tools/call leaves
-// ~72 KB of garbage behind; against jean2 mcp's ~1 MB of live heap the default of 100
-// collected every ~30 calls, about 1 ms of CPU each on the one P jean2 keeps (35 µs a call,
-// in the call's way). At 400 a collection comes every ~200 calls, for a heap that peaks
-// ~12 MB higher.
-const mcpGCPercent = 400
 
 // mcpServe runs `jean2 mcp`: the tool registry as an MCP server on stdin/stdout.
 func mcpServe(ctx context.Context, e env, args []string) error {
@@ -65,9 +56,6 @@ func mcpServe(ctx context.Context, e env, args []string) error {
 		return usagef("--workspace %s is not a folder", ws)
 	}
 
-	if e.getenv("GOGC") == "" {
-		debug.SetGCPercent(mcpGCPercent)
-	}
 	h, closeAll, err := openHostWithMCP(ctx, e, ws)
 	if err != nil {
 		return err
