@@ -13,7 +13,10 @@ import (
 )
 
 // Schema is a compiled JSON Schema.
-type Schema struct{ s *jsonschema.Schema }
+type Schema struct {
+	s    *jsonschema.Schema
+	fast *fastSchema // nil when the schema needs the full validator (schema_fast.go)
+}
 
 // CompileSchema compiles a JSON Schema document (draft 2020-12 unless $schema says otherwise).
 // Remote references are not fetched.
@@ -32,7 +35,7 @@ func CompileSchema(doc json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, errors.New(strings.ReplaceAll(err.Error(), url, "schema"))
 	}
-	return &Schema{s: s}, nil
+	return &Schema{s: s, fast: compileFast(doc)}, nil
 }
 
 type noRemoteLoader struct{}
@@ -44,6 +47,9 @@ func (noRemoteLoader) Load(url string) (any, error) {
 // Validate checks a JSON document against the schema. The error lists every violation with
 // its location in the document, so a model can fix its arguments.
 func (s *Schema) Validate(doc json.RawMessage) error {
+	if s.fast != nil && s.fast.acceptsDocument(doc) {
+		return nil
+	}
 	v, err := decodeInstance(doc)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNotJSON, err)
