@@ -109,7 +109,7 @@ func FuzzScanner(f *testing.F) {
 		`{"jſonrpc":"2.0","id":1,"method":"x"}`,
 		` { "jsonrpc" : "2.0" , "id" : 1 , "result" : [ ] } `,
 		`{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":"\x"}`, `{"a":"\u12g4"}`, `[1,]`, `{"a":1,}`,
-		"{\"a\":\"\x01\"}", `"\ud800"`, `1e+`, `tru`, `nul`, `{}`, `[]`, ``, ` `,
+		"{\"a\":\"\x01\"}", `"\ud800"`, `[1,[2,{"a":[]}],"x"]`, ` [ ] `, `[1 2]`, `1e+`, `tru`, `nul`, `{}`, `[]`, ``, ` `,
 	} {
 		f.Add([]byte(s))
 	}
@@ -120,6 +120,10 @@ func FuzzScanner(f *testing.F) {
 		isObject := json.Valid(data) && bytes.TrimLeft(data, " \t\r\n")[0] == '{'
 		if got := ObjectFields(data, func([]byte, bool, []byte) bool { return true }); got != isObject {
 			t.Fatalf("ObjectFields(%q) = %v, want %v", data, got, isObject)
+		}
+		isArray := json.Valid(data) && bytes.TrimLeft(data, " \t\r\n")[0] == '['
+		if got := ArrayElements(data, func([]byte) bool { return true }); got != isArray {
+			t.Fatalf("ArrayElements(%q) = %v, want %v", data, got, isArray)
 		}
 		m, k, ok := decodeFast(data)
 		if !ok {

@@ -94,7 +94,7 @@ func (e *decodeError) Error() string { return e.Err.Error() }
 
 // decodeMessage parses and classifies one line. The raw fields of the message it returns
 // alias line.
-func decodeMessage(line []byte) (*message, kind, error) {
+func decodeMessage(line []byte) (message, kind, error) {
 	if m, k, ok := decodeFast(line); ok {
 		return m, k, nil
 	}
@@ -106,7 +106,7 @@ func decodeMessage(line []byte) (*message, kind, error) {
 // object is decoded by encoding/json anyway), an escaped key or string, a key that
 // encoding/json would match only case-insensitively, a repeated key, a message that is
 // not valid. Whatever it accepts, decodeSlow accepts the same way.
-func decodeFast(line []byte) (*message, kind, bool) {
+func decodeFast(line []byte) (message, kind, bool) {
 	var m message
 	var seen uint8
 	const (
@@ -166,27 +166,27 @@ func decodeFast(line []byte) (*message, kind, bool) {
 		return true
 	})
 	if !ok || seen&sawJSONRPC == 0 {
-		return nil, 0, false
+		return message{}, 0, false
 	}
 	if isNull(m.ID) {
 		m.ID = nil
 	}
 	if m.ID != nil && !validID(m.ID) {
-		return nil, 0, false
+		return message{}, 0, false
 	}
 	switch {
 	case m.Method != "":
 		if m.Result != nil {
-			return nil, 0, false
+			return message{}, 0, false
 		}
 		if m.ID == nil {
-			return &m, kindNotification, true
+			return m, kindNotification, true
 		}
-		return &m, kindRequest, true
+		return m, kindRequest, true
 	case m.ID != nil && m.Result != nil:
-		return &m, kindResponse, true
+		return m, kindResponse, true
 	}
-	return nil, 0, false
+	return message{}, 0, false
 }
 
 // knownKeyFold reports whether encoding/json could match key to a member of message:
@@ -216,41 +216,41 @@ func equalFoldASCII(b []byte, s string) bool {
 }
 
 // decodeSlow parses and classifies one line with encoding/json.
-func decodeSlow(line []byte) (*message, kind, error) {
+func decodeSlow(line []byte) (message, kind, error) {
 	var m message
 	if err := json.Unmarshal(line, &m); err != nil {
-		return nil, 0, &decodeError{ID: salvageID(line), Code: CodeParseError, Err: fmt.Errorf("parse error: %w", err)}
+		return message{}, 0, &decodeError{ID: salvageID(line), Code: CodeParseError, Err: fmt.Errorf("parse error: %w", err)}
 	}
 	if m.JSONRPC != "2.0" {
-		return nil, 0, invalid(m.ID, `"jsonrpc" must be "2.0"`)
+		return message{}, 0, invalid(m.ID, `"jsonrpc" must be "2.0"`)
 	}
 	id := m.ID
 	if isNull(id) {
 		id = nil
 	}
 	if id != nil && !validID(id) {
-		return nil, 0, &decodeError{Code: CodeInvalidRequest, Err: fmt.Errorf("invalid request: id %s is neither a number nor a string", truncate(id, 64))}
+		return message{}, 0, &decodeError{Code: CodeInvalidRequest, Err: fmt.Errorf("invalid request: id %s is neither a number nor a string", truncate(id, 64))}
 	}
 	m.ID = id
 	switch {
 	case m.Method != "":
 		if m.Result != nil || m.Error != nil {
-			return nil, 0, invalid(id, "a message with a method cannot carry a result or an error")
+			return message{}, 0, invalid(id, "a message with a method cannot carry a result or an error")
 		}
 		if id == nil {
-			return &m, kindNotification, nil
+			return m, kindNotification, nil
 		}
-		return &m, kindRequest, nil
+		return m, kindRequest, nil
 	case id != nil:
 		if m.Result == nil && m.Error == nil {
-			return nil, 0, invalid(nil, "a response needs a result or an error")
+			return message{}, 0, invalid(nil, "a response needs a result or an error")
 		}
 		if m.Result != nil && m.Error != nil {
-			return nil, 0, invalid(nil, "a response cannot carry both a result and an error")
+			return message{}, 0, invalid(nil, "a response cannot carry both a result and an error")
 		}
-		return &m, kindResponse, nil
+		return m, kindResponse, nil
 	default:
-		return nil, 0, invalid(nil, "message has neither a method nor an id")
+		return message{}, 0, invalid(nil, "message has neither a method nor an id")
 	}
 }
 

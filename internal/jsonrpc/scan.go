@@ -262,3 +262,35 @@ func scanNumber(data []byte, i int) (int, bool) {
 	}
 	return i, true
 }
+
+// ArrayElements calls elem for each element of the JSON array data, in order, with its raw
+// bytes (aliasing data). It reports false when data is not one valid JSON array or when
+// elem returned false.
+func ArrayElements(data []byte, elem func(value []byte) bool) bool {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return false
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return skipSpace(data, i+1) == len(data)
+	}
+	for {
+		end, ok := scanValue(data, i, 1)
+		if !ok || !elem(data[i:end]) {
+			return false
+		}
+		i = skipSpace(data, end)
+		if i >= len(data) {
+			return false
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case ']':
+			return skipSpace(data, i+1) == len(data)
+		default:
+			return false
+		}
+	}
+}
