@@ -4,13 +4,16 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/jean2/jean2/internal/workerproto"
 )
 
 // call is one Execute in flight.
 type call struct {
 	id      string
 	handler CallHandler
-	worker  *worker // set once dispatched; guarded by pool.mu
+	params  workerproto.ExecuteParams // what is sent; kept here to be sent without a copy
+	worker  *worker                   // set once dispatched; guarded by pool.mu
 	// dispatched is when it went to its worker (since pool.epoch); guarded by pool.mu.
 	dispatched int64
 	ctx        context.Context

@@ -301,6 +301,14 @@ func (p *Pool) acquire(ctx context.Context) (*worker, time.Time, error) {
 // p.mu must be held. Beyond CallsPerWorker calls in flight, their average age must have
 // stayed at ScaleAfter or more for ScaleAfter: a stall of the whole machine (or of the host)
 // ages every call at once for a moment, and a second worker would not help with that.
+//
+// A worker that runs a whole batch of calls before it answers any (a JavaScript worker
+// runs the synchronous part of every call that arrived together) answers them together, so
+// the next calls always find young ones in flight, however long each batch takes. For that
+// the recent duration of its calls counts too, confirmed by the worker's own scheduling:
+// it must have been running, or ready to run, nearly all the time since its calls looked
+// slow (where that can be read). A worker waiting for its next calls, as in a stall of
+// the host, is neither.
 func (p *Pool) saturated(best *worker, now time.Time) bool {
 	if best.load < p.opts.CallsPerWorker {
 		best.slowSince = time.Time{}
@@ -310,14 +318,29 @@ func (p *Pool) saturated(best *worker, now time.Time) bool {
 		return true
 	}
 	avgAge := now.Sub(p.epoch) - time.Duration(best.startSum/int64(best.load))
-	if avgAge < p.opts.ScaleAfter {
+	agedInFlight := avgAge >= p.opts.ScaleAfter
+	slowCalls := time.Duration(best.took) >= p.opts.ScaleAfter
+	if !agedInFlight && !slowCalls {
 		best.slowSince = time.Time{}
 		return false
 	}
 	if best.slowSince.IsZero() {
 		best.slowSince = now
+		best.cpuSince, best.cpuKnown = cpuTime(best.pid)
+		return false
 	}
-	return now.Sub(best.slowSince) >= p.opts.ScaleAfter
+	held := now.Sub(best.slowSince)
+	if held < p.opts.ScaleAfter {
+		return false
+	}
+	if agedInFlight {
+		return true
+	}
+	cpu, ok := cpuTime(best.pid)
+	if !ok || !best.cpuKnown {
+		return false
+	}
+	return cpu-best.cpuSince >= held*9/10
 }
 
 // retire takes a worker out of dispatch; it takes no new calls.
@@ -407,7 +430,8 @@ func (p *Pool) dispatch(ctx context.Context, cl *call, c Call) (_ json.RawMessag
 
 	cl.startClock(c.Timeout)
 	defer cl.stopClock()
-	pending, err := w.conn.Start(workerproto.MethodExecute, workerproto.ExecuteParams{CallID: id, Input: input(c.Input), Context: c.Context})
+	cl.params = workerproto.ExecuteParams{CallID: id, Input: input(c.Input), Context: c.Context}
+	pending, err := w.conn.Start(workerproto.MethodExecute, &cl.params)
 	if err != nil {
 		if errors.Is(err, jsonrpc.ErrClosed) {
 			// The worker went away before the request left: another worker can run it.
@@ -443,6 +467,11 @@ func (p *Pool) release(cl *call) {
 		w.load--
 		w.startSum -= cl.dispatched
 		w.lastUsed = time.Now()
+		// A moving average of how long its calls take, for saturated: calls that arrive
+		// and settle together (a worker runs a whole batch before it answers) are all young
+		// when the next ones come, however long each batch takes.
+		took := int64(w.lastUsed.Sub(p.epoch)) - cl.dispatched
+		w.took += (took - w.took) / 4
 	}
 	cl.worker = nil
 }

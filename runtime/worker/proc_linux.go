@@ -3,11 +3,36 @@
 package worker
 
 import (
+	"bytes"
 	"errors"
+	"os"
+	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
+
+// cpuTime is how long the worker's main thread, where a JavaScript worker runs its tool's
+// code, has had work: the time it ran plus the time it waited to run (the first two fields
+// of /proc/PID/schedstat, in nanoseconds). Waiting counts so that a busy worker on a
+// machine busy with other things still counts as busy.
+func cpuTime(pid int) (time.Duration, bool) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/schedstat")
+	if err != nil {
+		return 0, false
+	}
+	f := bytes.Fields(raw)
+	if len(f) < 2 {
+		return 0, false
+	}
+	ran, err1 := strconv.ParseInt(string(f[0]), 10, 64)
+	waited, err2 := strconv.ParseInt(string(f[1]), 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(ran + waited), true
+}
 
 // waitExit blocks until the process has exited without reaping it, so its process group can
 // still be signalled safely: while the zombie exists its pid (the group id) is not reused.

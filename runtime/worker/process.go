@@ -50,7 +50,10 @@ type worker struct {
 	// Guarded by pool.mu.
 	load      int
 	startSum  int64     // sum of the dispatch times (since pool.epoch) of the calls in flight
+	took      int64     // moving average of its calls' durations (ns)
 	slowSince time.Time // since when its calls in flight have been slow (see saturated)
+	cpuSince  time.Duration
+	cpuKnown  bool // cpuSince is the worker's CPU time at slowSince
 	lastUsed  time.Time
 	retired   bool // no longer takes calls: dying, stopping or dead
 
