@@ -187,8 +187,8 @@ func (h *callHandler) Handle(ctx context.Context, method string, params json.Raw
 			return nil, rpcError(workerproto.CodeDenied, err.Error(), nil)
 		}
 		allowed := c.AllowedPaths
-		if w, ok := c.Workspaces.(*callWorkspace); ok {
-			allowed = w.allowed()
+		if p, ok := c.Workspaces.(*callPowers); ok {
+			allowed = p.allowed()
 		}
 		return workerproto.WorkspaceResult{AllowedPaths: allowed}, nil
 	}

@@ -389,14 +389,15 @@ func (t *folderTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 	// cause.
 	cctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	limits := &callLimits{limits: t.fl.h.sb.limits, tool: t.def.Name, callID: c.CallID, fail: stop}
+	wc := &workerCall{limits: callLimits{limits: t.fl.h.sb.limits, tool: t.def.Name, callID: c.CallID, fail: stop}}
+	wc.handler = callHandler{c: c, limits: &wc.limits}
 	raw, err := pool.Execute(cctx, worker.Call{
 		ID: c.CallID, Input: args, Timeout: t.def.TimeoutDuration(),
 		Context: workerproto.CallContext{
 			SessionID: c.SessionID, WorkspacePath: c.Workspace, WorkspaceID: c.WorkspaceID,
-			AllowedPaths: c.AllowedPaths, TempDir: c.TempDir, Env: c.Env.Map(),
+			AllowedPaths: c.AllowedPaths, TempDir: c.TempDir, Env: callEnv(c),
 		},
-	}, &callHandler{c: c, limits: limits})
+	}, &wc.handler)
 	var limitErr *LimitError
 	if cause := context.Cause(cctx); errors.As(cause, &limitErr) && ctx.Err() == nil {
 		return tool.Result{Error: limitErr.Error()}
@@ -408,6 +409,12 @@ func (t *folderTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 		return tool.Result{Error: err.Error()}
 	}
 	return parseResult(t.def.Name, raw)
+}
+
+// workerCall is what a worker call needs beside its context, in one allocation.
+type workerCall struct {
+	handler callHandler
+	limits  callLimits
 }
 
 // describeFailure names the memory limit when a worker died of it.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,9 +69,13 @@ type Outcome struct {
 }
 
 func newCallID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return "call_" + hex.EncodeToString(b[:])
+	const prefix = "call_"
+	var b [len(prefix) + 16]byte
+	copy(b[:], prefix)
+	var r [8]byte
+	_, _ = rand.Read(r[:])
+	hex.Encode(b[len(prefix):], r[:])
+	return string(b[:])
 }
 
 // Invoke runs one call on the tool version live now and never panics: an unknown or broken
@@ -110,12 +115,13 @@ func (h *Host) Invoke(ctx context.Context, call Call) Outcome {
 	defer v.release()
 	out.ToolVersion = v.entry.Version
 
-	c, done, err := h.callContext(call, v)
+	cs, err := h.callContext(&call, v)
 	if err != nil {
 		return finish(tool.Errorf("%s: %v", call.Tool, err))
 	}
-	defer done()
-	return finish(cat.registry.Execute(ctx, call.Tool, call.Args, c))
+	// The broker forgets the call's once-grants when the call ends.
+	defer cs.powers.close()
+	return finish(cat.registry.Execute(ctx, call.Tool, call.Args, &cs.ctx))
 }
 
 // finishOutcome checks the visualization and makes the model's text, cutting overflow to a
@@ -171,21 +177,39 @@ func sessionOrCall(sessionID, callID string) string {
 	return "call-" + safeName(callID)
 }
 
+// callState is what the host makes for one call, in one allocation: the tool.Context,
+// its logger, and the powers behind its file system, asks and workspace changes.
+type callState struct {
+	ctx     tool.Context
+	logger  slog.Logger
+	logH    callLogHandler
+	powers  callPowers
+	ledger  tool.Ledger       // the call's own, when the caller gave none
+	session tool.SessionFacts // the same
+}
+
+func noProgress(tool.Progress) {}
+
 // callContext builds the context whose powers the host enforces for one call.
-func (h *Host) callContext(call Call, v *version) (*tool.Context, func(), error) {
+func (h *Host) callContext(call *Call, v *version) (*callState, error) {
 	ws := call.Workspace
 	if ws.Path == "" {
-		return nil, nil, fmt.Errorf("the call has no workspace folder")
+		return nil, fmt.Errorf("the call has no workspace folder")
 	}
 	tempDir, err := h.sessionTemp(sessionOrCall(call.SessionID, call.CallID))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	asker := call.Asker
 	if asker == nil {
 		asker = ask.Refuse{}
 	}
-	c := tool.NewContext(tool.Context{
+	cs := &callState{}
+	cs.logH = callLogHandler{inner: callLogInner(h.log.Handler(), *call), tool: v.def.Name, call: call.CallID}
+	cs.logger = *slog.New(&cs.logH)
+	// What tool.NewContext would fill in, filled here so the context lives in cs.
+	c := &cs.ctx
+	*c = tool.Context{
 		CallID:       call.CallID,
 		SessionID:    call.SessionID,
 		WorkspaceID:  ws.ID,
@@ -195,30 +219,156 @@ func (h *Host) callContext(call Call, v *version) (*tool.Context, func(), error)
 		Home:         h.home,
 		Tool:         v.def.Name,
 		ToolVersion:  v.entry.Hash,
-		LLM:          callLLM(h.llm, call),
-		Env:          tool.NewEnv(v.env),
-		Logger:       slog.New(callLogHandler{inner: callLogInner(h.log.Handler(), call), tool: v.def.Name, call: call.CallID}),
+		LLM:          callLLM(h.llm, *call),
+		Env:          v.toolEnv(),
+		Logger:       &cs.logger,
 		Ledger:       call.Ledger,
 		Session:      call.Session,
 		Progress:     call.Progress,
-	})
-	broker := ask.NewBroker(ask.BrokerOptions{
-		Asker: asker, Grants: h.grants,
-		Tool: v.def.Name, ToolVersion: v.entry.Hash,
-		CallID: call.CallID, SessionID: call.SessionID, WorkspaceID: ws.ID,
-		Workspace: ws.Path, Home: h.home,
-	})
-	c.Asker = broker
-	fs := &liveFS{}
-	newFS := func(scope policy.Scope) *toolfs.FS {
-		return toolfs.New(toolfs.Options{Scope: scope, Tool: v.def.Name, CallID: call.CallID, Ledger: c.Ledger, Grants: broker})
+		FS:           &cs.powers,
+		Asker:        &cs.powers,
+		Workspaces:   &cs.powers,
 	}
-	fs.cur.Store(newFS(c.Scope()))
-	c.FS = fs
-	c.Workspaces = &callWorkspace{scope: c.Scope(), tool: v.def.Name, broker: broker, persist: call.Workspaces,
-		apply: func(scope policy.Scope) { fs.cur.Store(newFS(scope)) }}
-	// The broker forgets the call's once-grants when the call ends.
-	return c, broker.Close, nil
+	if c.Ledger == nil {
+		c.Ledger = &cs.ledger // a zero Ledger is what tool.NewLedger makes
+	}
+	if c.Session == nil {
+		c.Session = &cs.session // likewise tool.NewSessionFacts
+	}
+	if c.Progress == nil {
+		c.Progress = noProgress
+	}
+	if c.Home == "" {
+		c.Home, _ = os.UserHomeDir()
+	}
+	cs.powers = callPowers{
+		ctx: c, env: v.env, persist: call.Workspaces, scope: c.Scope(), ledger: c.Ledger,
+		broker: ask.BrokerOptions{
+			Asker: asker, Grants: h.grants,
+			Tool: v.def.Name, ToolVersion: v.entry.Hash,
+			CallID: call.CallID, SessionID: call.SessionID, WorkspaceID: ws.ID,
+			Workspace: ws.Path, Home: h.home,
+		},
+	}
+	return cs, nil
+}
+
+// callPowers are a call's file system, asks and workspace changes. They are built on first
+// use, since most calls never make a request to the host; what they enforce is fixed when
+// the call starts (the scope, the broker's facts), exactly as if they were built then.
+type callPowers struct {
+	ctx     *tool.Context     // the call's context, for telling it apart from a caller's own
+	env     map[string]string // the version's variables, read-only
+	persist tool.WorkspacePaths
+	scope   policy.Scope
+	ledger  *tool.Ledger
+	broker  ask.BrokerOptions
+
+	ready atomic.Bool // built; read without the lock
+	mu    sync.Mutex
+	ended bool // the call is over
+	b     *ask.Broker
+	fs    liveFS
+	ws    callWorkspace
+}
+
+var (
+	_ tool.FS             = (*callPowers)(nil)
+	_ tool.Asker          = (*callPowers)(nil)
+	_ tool.WorkspacePaths = (*callPowers)(nil)
+)
+
+// built builds the powers on first use.
+func (p *callPowers) built() *callPowers {
+	if p.ready.Load() {
+		return p
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ready.Load() {
+		return p
+	}
+	p.b = ask.NewBroker(p.broker)
+	p.fs.cur.Store(p.newFS(p.scope))
+	p.ws = callWorkspace{scope: p.scope, tool: p.broker.Tool, broker: p.b, persist: p.persist,
+		apply: func(scope policy.Scope) { p.fs.cur.Store(p.newFS(scope)) }}
+	if p.ended {
+		// Used after the call ended (a Go tool's stray goroutine): no once-grants outlive it.
+		p.b.Close()
+	}
+	p.ready.Store(true)
+	return p
+}
+
+func (p *callPowers) newFS(scope policy.Scope) *toolfs.FS {
+	return toolfs.New(toolfs.Options{Scope: scope, Tool: p.broker.Tool, CallID: p.broker.CallID, Ledger: p.ledger, Grants: p.b})
+}
+
+// close ends the call: the broker forgets its once-grants. Powers never built hold none.
+func (p *callPowers) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ended = true
+	if p.b != nil {
+		p.b.Close()
+	}
+}
+
+// allowed returns the call's allowed paths now.
+func (p *callPowers) allowed() []string {
+	if !p.ready.Load() {
+		return append([]string{}, p.scope.Allowed...)
+	}
+	return p.ws.allowed()
+}
+
+// callEnv returns the variables to send with a call: the version's own map when c is the
+// host's context for the call (nothing can change it), else a copy of c's.
+func callEnv(c *tool.Context) map[string]string {
+	if p, ok := c.Workspaces.(*callPowers); ok && p.ctx == c {
+		return p.env
+	}
+	return c.Env.Map()
+}
+
+func (p *callPowers) Ask(ctx context.Context, a tool.Ask) (json.RawMessage, error) {
+	return p.built().b.Ask(ctx, a)
+}
+
+func (p *callPowers) AddWorkspacePath(ctx context.Context, path string) error {
+	return p.built().ws.AddWorkspacePath(ctx, path)
+}
+
+func (p *callPowers) RemoveWorkspacePath(ctx context.Context, path string) error {
+	return p.built().ws.RemoveWorkspacePath(ctx, path)
+}
+
+func (p *callPowers) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	return p.built().fs.ReadFile(ctx, path)
+}
+func (p *callPowers) WriteFile(ctx context.Context, path string, d []byte) error {
+	return p.built().fs.WriteFile(ctx, path, d)
+}
+func (p *callPowers) AppendFile(ctx context.Context, path string, d []byte) error {
+	return p.built().fs.AppendFile(ctx, path, d)
+}
+func (p *callPowers) ReadDir(ctx context.Context, path string) ([]tool.DirEntry, error) {
+	return p.built().fs.ReadDir(ctx, path)
+}
+func (p *callPowers) Exists(ctx context.Context, path string) (bool, error) {
+	return p.built().fs.Exists(ctx, path)
+}
+func (p *callPowers) Stat(ctx context.Context, path string) (tool.FileInfo, error) {
+	return p.built().fs.Stat(ctx, path)
+}
+func (p *callPowers) Mkdir(ctx context.Context, path string, r bool) error {
+	return p.built().fs.Mkdir(ctx, path, r)
+}
+func (p *callPowers) Remove(ctx context.Context, path string, r bool) error {
+	return p.built().fs.Remove(ctx, path, r)
+}
+func (p *callPowers) Rename(ctx context.Context, from, to string) error {
+	return p.built().fs.Rename(ctx, from, to)
 }
 
 // liveFS is the call's file system; widening the workspace swaps in one with the new scope
@@ -338,19 +488,19 @@ type callLogHandler struct {
 	tool, call string
 }
 
-func (h callLogHandler) Enabled(ctx context.Context, l slog.Level) bool {
+func (h *callLogHandler) Enabled(ctx context.Context, l slog.Level) bool {
 	return h.inner.Enabled(ctx, l)
 }
 
-func (h callLogHandler) Handle(ctx context.Context, r slog.Record) error {
+func (h *callLogHandler) Handle(ctx context.Context, r slog.Record) error {
 	r.AddAttrs(slog.String("tool", h.tool), slog.String("call", h.call))
 	return h.inner.Handle(ctx, r)
 }
 
-func (h callLogHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return callLogHandler{inner: h.inner.WithAttrs(as), tool: h.tool, call: h.call}
+func (h *callLogHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &callLogHandler{inner: h.inner.WithAttrs(as), tool: h.tool, call: h.call}
 }
 
-func (h callLogHandler) WithGroup(name string) slog.Handler {
-	return callLogHandler{inner: h.inner.WithGroup(name), tool: h.tool, call: h.call}
+func (h *callLogHandler) WithGroup(name string) slog.Handler {
+	return &callLogHandler{inner: h.inner.WithGroup(name), tool: h.tool, call: h.call}
 }

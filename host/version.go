@@ -15,6 +15,9 @@ type version struct {
 	def   tool.Definition
 	tool  tool.Tool
 	env   map[string]string // the declared variables with values, for ctx.env
+
+	envOnce sync.Once
+	ctxEnv  tool.Env // env as ctx.env, made once: every call of the version shares it
 	// source is the ToolSource the tool came from, nil for folder and built-in tools.
 	source ToolSource
 	// stop releases what the version holds (its worker pool); nil for built-in tools.
@@ -28,6 +31,13 @@ type version struct {
 
 func newVersion(e Entry, def tool.Definition, t tool.Tool, stop func(context.Context) error) *version {
 	return &version{entry: e, def: def, tool: t, stop: stop, idle: make(chan struct{})}
+}
+
+// toolEnv is the version's variables as ctx.env. An Env cannot be changed through its
+// methods, so one serves every call.
+func (v *version) toolEnv() tool.Env {
+	v.envOnce.Do(func() { v.ctxEnv = tool.NewEnv(v.env) })
+	return v.ctxEnv
 }
 
 // acquire registers a call; it fails once the version is retired.
