@@ -11,6 +11,7 @@ import (
 	"github.com/jean2/jean2/internal/jsonrpc"
 	"github.com/jean2/jean2/internal/workerproto"
 	"github.com/jean2/jean2/policy"
+	"github.com/jean2/jean2/runtime/worker"
 	"github.com/jean2/jean2/tool"
 	"github.com/jean2/jean2/toolfs"
 )
@@ -22,6 +23,13 @@ type callHandler struct {
 	c *tool.Context
 	// limits counts the call's log volume and pending asks; nil counts nothing.
 	limits *callLimits
+}
+
+// BindStop lets the call's limits stop it (worker.StopBinder).
+func (h *callHandler) BindStop(s worker.Stopper) {
+	if h.limits != nil {
+		h.limits.stop = s
+	}
 }
 
 func decode[T any](params json.RawMessage) (T, error) {

@@ -386,12 +386,10 @@ func (t *folderTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 	}
 	defer done()
 	// A limit the call goes past (log volume, pending asks) stops it with the limit as the
-	// cause.
-	cctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	wc := &workerCall{limits: callLimits{limits: t.fl.h.sb.limits, tool: t.def.Name, callID: c.CallID, fail: stop}}
+	// cause (the pool binds the handler to the call: callHandler.BindStop).
+	wc := &workerCall{limits: callLimits{limits: t.fl.h.sb.limits, tool: t.def.Name, callID: c.CallID}}
 	wc.handler = callHandler{c: c, limits: &wc.limits}
-	raw, err := pool.Execute(cctx, worker.Call{
+	raw, err := pool.Execute(ctx, worker.Call{
 		ID: c.CallID, Input: args, Timeout: t.def.TimeoutDuration(),
 		Context: workerproto.CallContext{
 			SessionID: c.SessionID, WorkspacePath: c.Workspace, WorkspaceID: c.WorkspaceID,
@@ -399,7 +397,7 @@ func (t *folderTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 		},
 	}, &wc.handler)
 	var limitErr *LimitError
-	if cause := context.Cause(cctx); errors.As(cause, &limitErr) && ctx.Err() == nil {
+	if errors.As(err, &limitErr) && ctx.Err() == nil {
 		return tool.Result{Error: limitErr.Error()}
 	}
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/jean2/jean2/runtime/worker"
 )
 
 // Limits cap what one worker or one call may use. A zero field takes its default; a
@@ -81,7 +83,7 @@ type callLimits struct {
 	limits Limits
 	tool   string
 	callID string
-	fail   func(error)
+	stop   worker.Stopper // set when the call starts
 
 	logBytes atomic.Int64
 	logLines atomic.Int64
@@ -92,7 +94,11 @@ type callLimits struct {
 
 func (l *callLimits) exceed(field, what, detail string) error {
 	err := &LimitError{Tool: l.tool, CallID: l.callID, Limit: field, What: what, Detail: detail}
-	l.once.Do(func() { l.fail(err) })
+	l.once.Do(func() {
+		if l.stop != nil {
+			l.stop.Stop(err)
+		}
+	})
 	return err
 }
 

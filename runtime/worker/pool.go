@@ -79,6 +79,18 @@ type CallHandler interface {
 	Handle(ctx context.Context, method string, params json.RawMessage) (any, error)
 }
 
+// A StopBinder is a CallHandler that may stop its own call, when the call goes past a limit
+// the handler counts, say. Execute hands it the call's Stopper before the call starts.
+type StopBinder interface {
+	BindStop(Stopper)
+}
+
+// Stopper stops one call: it fails with a *StoppedError carrying cause, as if the caller's
+// context had ended with that cause (cancel, a grace to settle, then the worker is killed).
+type Stopper interface {
+	Stop(cause error)
+}
+
 // Notifier receives a call's notifications. They are delivered in order, before the
 // call's result, on the connection's read loop: Notify must return quickly.
 type Notifier interface {
@@ -387,9 +399,11 @@ func (p *Pool) Execute(ctx context.Context, c Call, h CallHandler) (json.RawMess
 	if ctx.Err() != nil {
 		return nil, &StoppedError{Tool: p.opts.Name, CallID: id, Cause: context.Cause(ctx)}
 	}
-	cl := &call{id: id, handler: h}
-	cl.ctx, cl.cancel = context.WithCancelCause(ctx)
-	defer cl.cancel(errCallSettled)
+	cl := &call{id: id, handler: h, parent: ctx, halt: make(chan struct{})}
+	defer cl.settle()
+	if b, ok := h.(StopBinder); ok {
+		b.BindStop(cl)
+	}
 
 	p.mu.Lock()
 	if _, dup := p.calls[id]; dup {
@@ -415,6 +429,9 @@ func (p *Pool) Execute(ctx context.Context, c Call, h CallHandler) (json.RawMess
 // dispatch runs the call on one worker. retry reports that the worker did not start it.
 func (p *Pool) dispatch(ctx context.Context, cl *call, c Call) (_ json.RawMessage, retry bool, _ error) {
 	id := cl.id
+	if cause := cl.stoppedBy(); cause != nil {
+		return nil, false, &StoppedError{Tool: p.opts.Name, CallID: id, Cause: cause}
+	}
 	w, dispatched, err := p.acquire(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -443,7 +460,10 @@ func (p *Pool) dispatch(ctx context.Context, cl *call, c Call) (_ json.RawMessag
 	select {
 	case <-pending.Done():
 		return p.settle(w, id, pending)
-	case <-cl.expired:
+	case <-cl.halt:
+		if cause := cl.stoppedBy(); cause != nil {
+			return nil, false, p.abort(w, cl, pending, "it was stopped", &StoppedError{Tool: p.opts.Name, CallID: id, Cause: cause})
+		}
 		return nil, false, p.abort(w, cl, pending, "its timeout", &TimeoutError{Tool: p.opts.Name, CallID: id, Timeout: c.Timeout})
 	case <-ctx.Done():
 		return nil, false, p.abort(w, cl, pending, "it was stopped", &StoppedError{Tool: p.opts.Name, CallID: id, Cause: context.Cause(ctx)})

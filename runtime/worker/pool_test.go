@@ -284,13 +284,13 @@ func TestCallClock(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	c.resumeClock()
 	select {
-	case <-c.expired:
+	case <-c.halt:
 		t.Fatal("expired while one ask still waited")
 	case <-time.After(150 * time.Millisecond):
 	}
 	c.resumeClock()
 	select {
-	case <-c.expired:
+	case <-c.halt:
 	case <-time.After(2 * time.Second):
 		t.Fatal("did not expire after both asks were answered")
 	}
@@ -376,5 +376,38 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10s")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// stoppingHandler stops its own call from inside one of the call's requests, as the host
+// does when a call goes past a limit.
+type stoppingHandler struct {
+	stop   Stopper
+	cause  error
+	gotCtx chan error
+}
+
+func (h *stoppingHandler) BindStop(s Stopper) { h.stop = s }
+
+func (h *stoppingHandler) Handle(ctx context.Context, method string, _ json.RawMessage) (any, error) {
+	h.stop.Stop(h.cause)
+	<-ctx.Done() // the request being served ends with the call
+	h.gotCtx <- context.Cause(ctx)
+	return nil, context.Cause(ctx)
+}
+
+func TestStopBinderStopsTheCall(t *testing.T) {
+	p := helperPool(t, "ok", PoolOptions{KillGrace: 200 * time.Millisecond})
+	h := &stoppingHandler{cause: errors.New("the call went past a limit"), gotCtx: make(chan error, 1)}
+	_, err := run(t, p, "limited", `{"action":"ask","ms":0}`, 10*time.Second, h)
+	var se *StoppedError
+	if !errors.As(err, &se) || !errors.Is(err, h.cause) {
+		t.Fatalf("got %v, want a StoppedError with the handler's cause", err)
+	}
+	if got := <-h.gotCtx; !errors.Is(got, h.cause) {
+		t.Fatalf("the request's context ended with %v", got)
+	}
+	if _, err := run(t, p, "after", `{}`, 0, nil); err != nil {
+		t.Fatalf("next call: %v", err)
 	}
 }

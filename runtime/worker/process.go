@@ -190,7 +190,7 @@ func (w *worker) Handle(_ context.Context, req *jsonrpc.Request) (any, error) {
 		if n, ok := c.handler.(Notifier); ok {
 			n.Notify(req.Method, req.Params)
 		} else {
-			_, _ = c.handler.Handle(c.ctx, req.Method, req.Params)
+			_, _ = c.handler.Handle(c.handlerContext(), req.Method, req.Params)
 		}
 		return nil, nil
 	}
@@ -198,7 +198,7 @@ func (w *worker) Handle(_ context.Context, req *jsonrpc.Request) (any, error) {
 		c.pauseClock()
 		defer c.resumeClock()
 	}
-	res, err := c.handler.Handle(c.ctx, req.Method, req.Params)
+	res, err := c.handler.Handle(c.handlerContext(), req.Method, req.Params)
 	if err != nil {
 		return nil, RPCError(err)
 	}
