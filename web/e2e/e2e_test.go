@@ -65,6 +65,10 @@ func TestWholeTurn(t *testing.T) {
 	if got := f.eval(`document.querySelector('[data-viz-type="diff"] tr.added td.ln.new')?.textContent || ""`); got != "1" {
 		t.Errorf("diff: the added line's number is %q, want 1", got)
 	}
+	// Durations read as the short calls they were (milliseconds or seconds).
+	if got := f.eval(`[...document.querySelectorAll(".tool-card .tool-duration")].map((e) => e.textContent).filter((t) => !/^\d+ ms$|^\d+(\.\d)? s$/.test(t)).join(", ")`); got != "" {
+		t.Errorf("tool durations not in ms or s: %s", got)
+	}
 	// Arguments are on the card.
 	f.waitText(".tool-card .tool-args", `"type"`)
 
@@ -214,6 +218,8 @@ func TestToolsPage(t *testing.T) {
 	if got := f.eval(`[...document.querySelectorAll('.tool[data-tool="greet"] .env tr')].map((r) => r.innerText.replace(/\s+/g, " ").trim()).join("|")`); !strings.Contains(got, "GREET_STYLE set") || !strings.Contains(got, "GREET_MISSING missing") {
 		t.Errorf("env rows %q: want GREET_STYLE set and GREET_MISSING missing", got)
 	}
+	// A folder that does not load is listed with its status and error.
+	f.waitJS("the broken tool", `[...document.querySelectorAll(".tool.status-error .tool-error")].some((e) => e.textContent.length > 10)`)
 	if strings.Contains(f.eval(`document.body.innerText`), "formal") {
 		t.Error("the page shows a variable's value")
 	}

@@ -127,7 +127,8 @@ func newFixture(t *testing.T) *fixture {
 	if err := layout.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	for folder, src := range map[string]string{"show": showTool, "write-note": writeNoteTool, "ask-it": askTool, "greet": greetTool} {
+	// "broken" does not load: the tools page lists it with its error.
+	for folder, src := range map[string]string{"show": showTool, "write-note": writeNoteTool, "ask-it": askTool, "greet": greetTool, "broken": "export const definition = {;\n"} {
 		f.writeTool(layout.Tools, folder, src)
 	}
 	env := map[string]string{"OPENAI_API_KEY": f.fake.Key, "OPENAI_BASE_URL": f.fake.BaseURL(), "OPENAI_MODEL": "test-model"}
@@ -285,12 +286,12 @@ func (f *fixture) waitJS(what, expr string) {
     let ok = false;
     try { ok = !!(%s); } catch (e) {}
     if (ok) return resolve(true);
-    if (Date.now() - t0 > 30000) return resolve(false);
+    if (Date.now() - t0 > 60000) return resolve(false);
     setTimeout(check, 50);
   };
   check();
 })`, expr)
-	ok, err := browsertest.Eval[bool](f.b, 40*time.Second, script)
+	ok, err := browsertest.Eval[bool](f.b, 75*time.Second, script)
 	if err != nil {
 		f.t.Fatalf("waiting for %s: %v", what, err)
 	}

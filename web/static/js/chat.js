@@ -3,7 +3,7 @@
 // It loads the messages, then follows the session's event log over a WebSocket.
 
 import { api, enc, EventStream } from "./api.js";
-import { h, clear, replace, plural, formatDuration, prettyJSON } from "./dom.js";
+import { h, clear, replace, plural, formatDuration, durationMsOf, prettyJSON } from "./dom.js";
 import { highlight } from "./highlight.js";
 import { renderMarkdown } from "./markdown.js";
 import { renderVisualization } from "./viz.js";
@@ -18,6 +18,8 @@ const reasonWords = {
   error: "The turn failed.",
   interrupted: "The turn was interrupted (the server stopped while it ran).",
 };
+
+const utf8 = new TextEncoder();
 
 const statusWords = { pending: "waiting", running: "running", complete: "done", error: "failed", streaming: "writing" };
 
@@ -144,7 +146,7 @@ export class SessionView {
         if (p.part) this.upsertPart(p.part);
         break;
       case "part.delta":
-        this.appendDelta(p.messageId, p.partId, p.text || "");
+        this.appendDelta(p.messageId, p.partId, p.text || "", p.offset);
         break;
       case "tool.progress":
         this.showProgress(p);
@@ -270,10 +272,19 @@ export class SessionView {
     this.drawPart(m, p);
   }
 
-  appendDelta(messageId, partId, text) {
+  appendDelta(messageId, partId, text, offset) {
     const m = this.messages.get(messageId);
     const p = m?.parts.get(partId);
     if (!p) return;
+    if (typeof offset === "number") {
+      // A delta that says where it starts (in UTF-8 bytes) may come again after a reload
+      // (events between reading the session and its messages are sent again): keep only
+      // what the loaded text lacks.
+      const have = utf8.encode(p.text || "");
+      const add = utf8.encode(text);
+      if (offset + add.length <= have.length) return;
+      if (offset < have.length) text = new TextDecoder().decode(add.slice(have.length - offset));
+    }
     p.text = (p.text || "") + text;
     p.part.text = p.text;
     this.queueRender(p);
@@ -317,7 +328,7 @@ export class SessionView {
       h("span", { class: "tool-status-dot", "aria-hidden": "true" }),
       h("code", { class: "tool-name" }, part.toolName || "tool"),
       h("span", { class: "tool-status" }, statusWords[status] || status),
-      part.duration ? h("span", { class: "tool-duration muted" }, formatDuration(part.duration)) : null);
+      durationMsOf(part) ? h("span", { class: "tool-duration muted" }, formatDuration(durationMsOf(part))) : null);
     const args = part.args ? h("details", { class: "tool-args" },
       h("summary", null, "Arguments ", h("span", { class: "muted small args-preview" }, preview(part.args))),
       h("pre", { class: "json" }, highlight(prettyJSON(part.args), "json"))) : null;
@@ -407,15 +418,20 @@ export class SessionView {
       replace(this.composerErr, "Write a message first.");
       return;
     }
+    if (this.running) {
+      replace(this.composerErr, "A turn is running: wait for it to finish, or Stop it (Ctrl+.). Your message stays here.");
+      return;
+    }
     replace(this.composerErr);
-    this.sendBtn.disabled = true;
+    // Running from now: the turn's events may all arrive (turn.finished included) before
+    // the POST's answer, so nothing after the answer may set it again.
+    this.setRunning(true);
     try {
       await api("POST", `/api/sessions/${enc(this.id)}/turns`, { text });
       // Clear only what was sent; anything typed since stays.
       if (this.input.value.trim() === text.trim()) this.input.value = "";
-      this.setRunning(true);
     } catch (err) {
-      this.sendBtn.disabled = this.running;
+      if (err.code !== "busy") this.setRunning(false);
       replace(this.composerErr, errorText(err));
     }
   }

@@ -91,6 +91,17 @@ export function formatDuration(ms) {
   return `${m} m ${String(s).padStart(2, "0")} s`;
 }
 
+/**
+ * durationMsOf reads how long a part or a tool run took, in milliseconds: the API's
+ * "durationMs" when present, else "duration", which the store sends as a Go time.Duration
+ * (nanoseconds). Returns undefined when neither is a number.
+ */
+export function durationMsOf(x) {
+  if (typeof x?.durationMs === "number") return x.durationMs;
+  if (typeof x?.duration === "number") return x.duration / 1e6;
+  return undefined;
+}
+
 /** plural: plural(3, "file") → "3 files". */
 export function plural(n, word, many = word + "s") {
   return `${n} ${n === 1 ? word : many}`;

@@ -3,7 +3,7 @@
 // its inputSchema. It follows the server's log, so a reload of the tools shows at once.
 
 import { api, enc, EventStream } from "./api.js";
-import { h, replace, formatDuration, prettyJSON } from "./dom.js";
+import { h, replace, formatDuration, durationMsOf, prettyJSON } from "./dom.js";
 import { highlight } from "./highlight.js";
 import { renderVisualization } from "./viz.js";
 import { schemaForm } from "./schemaform.js";
@@ -222,7 +222,7 @@ function outcomeView(o) {
   const r = o.result || {};
   return h("div", { class: "outcome " + (r.success ? "ok" : "fail") },
     h("p", null, h("span", { class: "badge " + (r.success ? "ok" : "fail") }, r.success ? "success" : "failed"),
-      o.duration !== undefined ? h("span", { class: "muted small" }, " " + formatDuration(Number(o.duration))) : null,
+      durationMsOf(o) !== undefined ? h("span", { class: "muted small" }, " " + formatDuration(durationMsOf(o))) : null,
       o.toolVersion ? h("span", { class: "muted small" }, " · v" + o.toolVersion) : null),
     r.error ? h("p", { class: "error" }, r.error) : null,
     r.visualization ? renderVisualization(r.visualization) : null,
