@@ -58,7 +58,7 @@ func (s *Server) writeEvents(w http.ResponseWriter, r *http.Request, sessionID s
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": evs})
+	writeJSON(w, http.StatusOK, map[string]any{"events": viewEvents(evs)})
 	return nil
 }
 
@@ -160,7 +160,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, sessionID s
 				closeForSubscription(c, sub.Err(), s.ctx.Err() != nil)
 				return nil
 			}
-			if err := writeFrame(c, ev); err != nil {
+			if err := writeFrame(c, viewEvent(ev)); err != nil {
 				return nil
 			}
 		case <-ping.C:
@@ -315,11 +315,21 @@ func (s *Server) postAnswer(w http.ResponseWriter, r *http.Request) error {
 // publishServer puts an event on the server's own log; a failure is logged, not returned:
 // the change it reports has happened.
 func (s *Server) publishServer(ctx context.Context, typ string, payload any) {
+	s.publish(ctx, "", typ, payload)
+}
+
+// publishOn puts an event on a session's log ("" for the server's) for as long as the
+// server runs, whatever becomes of the request that caused it.
+func (s *Server) publishOn(sessionID, typ string, payload any) {
+	s.publish(s.ctx, sessionID, typ, payload)
+}
+
+func (s *Server) publish(ctx context.Context, sessionID, typ string, payload any) {
 	data, err := json.Marshal(payload)
 	if err == nil {
-		_, err = s.hub.Publish(ctx, "", store.NewEvent{Type: typ, Payload: data})
+		_, err = s.hub.Publish(ctx, sessionID, store.NewEvent{Type: typ, Payload: data})
 	}
 	if err != nil {
-		s.log.Warn("publish on the server log", "type", typ, "error", err)
+		s.log.Warn("publish an event", "session", sessionID, "type", typ, "error", err)
 	}
 }

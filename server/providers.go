@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -27,22 +28,73 @@ type Providers struct {
 	home    string
 	getenv  func(string) string
 	opts    *provider.Options
-	startup []string // key variables withheld from tools when the host started
+	startup []string      // key variables withheld from tools when the host started
+	keep    settingsStore // where a default that providers.json cannot name is kept; nil: nowhere
 
 	mu    sync.RWMutex
 	set   provider.Set
 	built map[string]provider.Provider // made on first use; dropped when the set changes
 }
 
+// defaultProviderKey is the settings key of a default provider chosen through the API that
+// providers.json cannot hold: one configured by the environment (the file's "default" must
+// name one of the file's own providers).
+const defaultProviderKey = "providers.default"
+
 // LoadProviders reads the providers configured for home. getenv is os.Getenv or a stand-in;
 // opts is passed to every provider made (nil: the defaults).
 func LoadProviders(home string, getenv func(string) string, opts *provider.Options) (*Providers, error) {
-	set, err := provider.Load(home, getenv)
+	p := &Providers{home: home, getenv: getenv, opts: opts, built: map[string]provider.Provider{}}
+	set, err := p.load(context.Background())
 	if err != nil {
 		return nil, err
 	}
-	return &Providers{home: home, getenv: getenv, opts: opts, set: set, startup: set.KeyEnvNames(),
-		built: map[string]provider.Provider{}}, nil
+	p.set, p.startup = set, set.KeyEnvNames()
+	return p, nil
+}
+
+// keepDefaultIn makes p keep a default chosen through the API among the environment's
+// providers in db, and applies the one kept there.
+func (p *Providers) keepDefaultIn(ctx context.Context, db settingsStore) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.keep = db
+	set, err := p.load(ctx)
+	if err != nil {
+		return err
+	}
+	p.set = set
+	return nil
+}
+
+// load reads the configured providers; the default is the file's "default", else the one
+// kept through the API (when still configured), else provider.Load's (JEAN2_PROVIDER, else
+// the first).
+func (p *Providers) load(ctx context.Context) (provider.Set, error) {
+	set, err := provider.Load(p.home, p.getenv)
+	if err != nil {
+		return set, err
+	}
+	f, _, err := provider.ReadFile(filepath.Join(p.home, provider.FileName), p.getenv)
+	if err != nil || f.Default != "" || p.keep == nil {
+		return set, nil // provider.Load read the same file: its error would have come first
+	}
+	if kept := p.keptDefault(ctx); kept != "" {
+		if _, ok := set.Lookup(kept); ok {
+			set.Default = kept
+		}
+	}
+	return set, nil
+}
+
+// keptDefault is the default kept through the API, "" for none.
+func (p *Providers) keptDefault(ctx context.Context) string {
+	raw, err := p.keep.Setting(ctx, defaultProviderKey)
+	var name string
+	if err != nil || json.Unmarshal(raw, &name) != nil {
+		return ""
+	}
+	return name
 }
 
 // Set returns the configured providers.
@@ -171,7 +223,7 @@ type providersPut struct {
 
 // Replace makes the providers of providers.json those of req, keeping a stored key for an
 // entry that gives none, writes the file atomically (0600) and switches to the new set.
-func (p *Providers) replace(req providersPut) error {
+func (p *Providers) replace(ctx context.Context, req providersPut) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	path := filepath.Join(p.home, provider.FileName)
@@ -185,7 +237,7 @@ func (p *Providers) replace(req providersPut) error {
 			oldKeys[e.Name] = e.APIKey
 		}
 	}
-	f := provider.File{Default: strings.TrimSpace(req.Default), Providers: []provider.FileEntry{}}
+	f := provider.File{Providers: []provider.FileEntry{}}
 	for i, e := range req.Providers {
 		e.Name = strings.TrimSpace(e.Name)
 		if e.Name == "" {
@@ -211,10 +263,39 @@ func (p *Providers) replace(req providersPut) error {
 		f.Providers = append(f.Providers, provider.FileEntry{Name: e.Name, Kind: e.Kind, BaseURL: strings.TrimSpace(e.BaseURL),
 			APIKey: key, APIKeyEnv: e.APIKeyEnv, Model: strings.TrimSpace(e.Model), MaxTokens: e.MaxTokens})
 	}
+	// The default: the file holds it when it names one of the file's providers; one of
+	// the environment's is kept in the database. Omitted, the default stays where it is.
+	inFile := func(name string) bool {
+		return slices.ContainsFunc(f.Providers, func(e provider.FileEntry) bool { return e.Name == name })
+	}
+	def := strings.TrimSpace(req.Default)
+	kept, keepChanged := "", false
+	switch {
+	case def == "":
+		if inFile(old.Default) {
+			f.Default = old.Default
+		}
+	case inFile(def):
+		f.Default, keepChanged = def, true
+	case p.fromEnvironment(def, f):
+		kept, keepChanged = def, true
+	default:
+		return badRequest("default provider %q is neither one of the providers given nor one configured by the environment (%s)", def, p.envNames(f))
+	}
+	if keepChanged && p.keep == nil {
+		return badRequest("default provider %q is configured by the environment; this server cannot keep it as the default: name it in JEAN2_PROVIDER", def)
+	}
 	if err := provider.WriteFile(p.home, f); err != nil {
 		return badRequest("%v", err)
 	}
-	set, err := provider.Load(p.home, p.getenv)
+	if keepChanged {
+		raw, _ := json.Marshal(kept)
+		if err := p.keep.PutSetting(ctx, defaultProviderKey, raw); err != nil {
+			_ = provider.WriteFile(p.home, old)
+			return fmt.Errorf("keep the default provider %q: %w", def, err)
+		}
+	}
+	set, err := p.load(ctx)
 	if err != nil {
 		// WriteFile checked the entries; a failure here is the environment (JEAN2_PROVIDER).
 		// Put the old file back so the server keeps a configuration that loads.
@@ -224,6 +305,31 @@ func (p *Providers) replace(req providersPut) error {
 	p.set = set
 	p.built = map[string]provider.Provider{}
 	return nil
+}
+
+// fromEnvironment reports whether name is a provider the environment configures and the
+// file f does not override.
+func (p *Providers) fromEnvironment(name string, f provider.File) bool {
+	for _, c := range provider.FromEnv(p.getenv) {
+		if c.Name == name {
+			return !slices.ContainsFunc(f.Providers, func(e provider.FileEntry) bool { return e.Name == name })
+		}
+	}
+	return false
+}
+
+// envNames lists the environment's providers for a message.
+func (p *Providers) envNames(f provider.File) string {
+	var names []string
+	for _, c := range provider.FromEnv(p.getenv) {
+		if p.fromEnvironment(c.Name, f) {
+			names = append(names, c.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "the environment configures none"
+	}
+	return "the environment configures " + strings.Join(names, ", ")
 }
 
 func (s *Server) getProviders(w http.ResponseWriter, r *http.Request) error {
@@ -236,7 +342,7 @@ func (s *Server) putProviders(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	if err := s.providers.replace(req); err != nil {
+	if err := s.providers.replace(r.Context(), req); err != nil {
 		return err
 	}
 	view := s.providers.view()

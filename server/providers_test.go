@@ -83,3 +83,52 @@ func TestProvidersAPIKeepsKeysWriteOnly(t *testing.T) {
 		}
 	}
 }
+
+// The default may be a provider of the environment, which providers.json cannot name: it is
+// kept in the database, survives a restart, and a PUT that omits the default keeps it.
+func TestDefaultProviderFromEnvironment(t *testing.T) {
+	f := newFixture(t)
+	f.tools = nil
+	f.start()
+	other := providertest.NewOpenAI(t)
+	local := map[string]any{"name": "local", "kind": "openai", "baseUrl": other.BaseURL(), "apiKey": "sk-local", "model": "m"}
+	var view providersView
+	f.call("PUT", "/api/providers", map[string]any{"default": "local", "providers": []any{local}}, 200, &view)
+	if view.Default != "local" {
+		t.Fatalf("default = %q, want local", view.Default)
+	}
+	f.call("PUT", "/api/providers", map[string]any{"default": "openai", "providers": []any{local}}, 200, &view)
+	if view.Default != "openai" {
+		t.Fatalf("default after choosing the environment's openai = %q", view.Default)
+	}
+	data, _ := os.ReadFile(filepath.Join(f.home, provider.FileName))
+	var file provider.File
+	if err := json.Unmarshal(data, &file); err != nil || file.Default != "" || len(file.Providers) != 1 {
+		t.Fatalf("providers.json = %s", data)
+	}
+	// Omitted, the default stays.
+	f.call("PUT", "/api/providers", map[string]any{"providers": []any{local}}, 200, &view)
+	if view.Default != "openai" {
+		t.Fatalf("default after a PUT without one = %q", view.Default)
+	}
+	// A name configured nowhere is refused, saying what is.
+	body := f.call("PUT", "/api/providers", map[string]any{"default": "nowhere", "providers": []any{local}}, 400, nil)
+	if !strings.Contains(string(body), "openai") {
+		t.Errorf("refusal does not name the environment's providers: %s", body)
+	}
+	// After a restart the default is the one chosen.
+	f.stop()
+	f.start()
+	f.call("GET", "/api/providers", nil, 200, &view)
+	if view.Default != "openai" {
+		t.Fatalf("default after a restart = %q", view.Default)
+	}
+	// Choosing a file provider again puts it in the file, and it wins.
+	f.call("PUT", "/api/providers", map[string]any{"default": "local", "providers": []any{local}}, 200, &view)
+	f.stop()
+	f.start()
+	f.call("GET", "/api/providers", nil, 200, &view)
+	if view.Default != "local" {
+		t.Fatalf("default after choosing local and a restart = %q", view.Default)
+	}
+}

@@ -27,6 +27,12 @@ func (s *Server) restore(w http.ResponseWriter, r *http.Request) error {
 	if b.MessageID == "" {
 		return badRequest("give messageId: the message to restore the workspace to")
 	}
+	// The session may not be deleted while its files are put back (see gate); a delete
+	// that came first leaves no session, checked next.
+	defer s.gate.enter(sessionKey(ses.ID))()
+	if _, err := s.session(r.Context(), ses.ID); err != nil {
+		return err
+	}
 	msg, err := s.db.Message(r.Context(), b.MessageID)
 	if err != nil || msg.SessionID != ses.ID {
 		return notFound("message %s is not in session %s", b.MessageID, ses.ID)

@@ -47,6 +47,10 @@ type Config struct {
 	Web http.Handler
 	// Watch, when set, keeps the tool folders watched (host.Watch) while the server runs.
 	Watch *host.WatchOptions
+	// Durability is when a commit reaches the disk (store.ParseDurability of
+	// JEAN2_DB_SYNC in jean2 serve): "" or normal survives a crash of the process, full
+	// survives a power cut too at an fsync per commit.
+	Durability store.Durability
 	// System is the harness's system prompt ("" for its default).
 	System  string
 	Version string
@@ -66,6 +70,7 @@ type Server struct {
 	providers *Providers
 	settings  *liveSettings
 	mcp       mcpServers
+	gate      gate // deletes against work starting (gate.go)
 	handler   http.Handler
 
 	// ctx lives as long as the server: sockets, tool runs and the forwarder end with it.
@@ -109,10 +114,13 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}()
 
-	if s.db, err = store.Open(ctx, filepath.Join(home, DBFile)); err != nil {
+	if s.db, err = store.OpenWith(ctx, filepath.Join(home, DBFile), store.Options{Durability: cfg.Durability}); err != nil {
 		return nil, err
 	}
 	if s.providers, err = LoadProviders(home, cfg.Getenv, cfg.ProviderOptions); err != nil {
+		return nil, fmt.Errorf("open server: %w", err)
+	}
+	if err := s.providers.keepDefaultIn(ctx, s.db); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
 	}
 	if s.settings, err = loadSettings(ctx, s.db); err != nil {

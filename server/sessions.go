@@ -182,11 +182,15 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.session(r.Context(), id); err != nil {
 		return err
 	}
-	if s.harness.Running(id) {
-		return errorf(http.StatusConflict, codeBusy, "session %s is running a turn; stop it first (POST /api/sessions/%s/stop)", id, id)
+	// Checked and deleted with no work starting in between (see gate).
+	done := s.gate.deleting()
+	err := s.sessionBusy(id)
+	if err == nil {
+		err = storeErr(s.db.DeleteSession(r.Context(), id), "session "+id)
 	}
-	if err := s.db.DeleteSession(r.Context(), id); err != nil {
-		return storeErr(err, "session "+id)
+	done()
+	if err != nil {
+		return err
 	}
 	s.forgetSession(r.Context(), id)
 	w.WriteHeader(http.StatusNoContent)
@@ -200,6 +204,15 @@ func (s *Server) forgetSession(ctx context.Context, id string) {
 	}
 }
 
+// messagesSnapshotter reads a session's messages and its last event seq in one read
+// transaction (a store that offers it; see listMessages).
+type messagesSnapshotter interface {
+	ListMessagesSnapshot(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]store.Message, int64, error)
+}
+
+// listMessages answers the messages with lastSeq, the event to subscribe after. Read in one
+// transaction with the messages when the store can; else read before them, so no event the
+// messages do not show is missed (one they show may come again on the socket).
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	if _, err := s.session(r.Context(), id); err != nil {
@@ -213,21 +226,23 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if (after != 0 || limit != 0) && (limit == 0 || limit > 1000) {
+		limit = 1000
+	}
 	var msgs []store.Message
-	if after == 0 && limit == 0 {
-		msgs, err = s.db.ListMessages(r.Context(), id)
-	} else {
-		if limit == 0 || limit > 1000 {
-			limit = 1000
-		}
+	var last int64
+	if snap, ok := any(s.db).(messagesSnapshotter); ok {
+		msgs, last, err = snap.ListMessagesSnapshot(r.Context(), id, after, int(limit))
+	} else if last, err = s.db.LastEventSeq(r.Context(), id); err == nil {
 		msgs, err = s.db.ListMessagesAfter(r.Context(), id, after, int(limit))
 	}
 	if err != nil {
 		return err
 	}
-	if msgs == nil {
-		msgs = []store.Message{}
+	views, err := viewMessages(msgs)
+	if err != nil {
+		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"messages": msgs})
+	writeJSON(w, http.StatusOK, map[string]any{"messages": views, "lastSeq": last})
 	return nil
 }

@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
 
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/store"
 	"github.com/jean2/jean2/tool"
 )
 
@@ -73,11 +77,38 @@ type runBody struct {
 	Args        json.RawMessage `json:"args"`
 	WorkspaceID string          `json:"workspaceId"`
 	SessionID   string          `json:"sessionId"`
+	// Ref is the client's own name for the run, repeated in its events so the client
+	// can tell its run from others (at most 128 characters).
+	Ref string `json:"ref"`
+}
+
+// Events of a tool run started through the API, on the log of the session named in the
+// request, else on the server's log.
+const (
+	EventRunProgress = "tool.run.progress" // runProgressPayload
+	EventRunFinished = "tool.run.finished" // runFinishedPayload
+)
+
+type runProgressPayload struct {
+	CallID   string        `json:"callId"`
+	Tool     string        `json:"tool"`
+	Ref      string        `json:"ref,omitempty"`
+	Progress tool.Progress `json:"progress"`
+}
+
+type runFinishedPayload struct {
+	CallID     string `json:"callId"`
+	Tool       string `json:"tool"`
+	Ref        string `json:"ref,omitempty"`
+	Success    bool   `json:"success"`
+	Error      string `json:"error,omitempty"`
+	DurationMs int64  `json:"durationMs"`
 }
 
 // runTool runs one tool call outside a turn (the web client's Run form). With a session,
-// its asks go to the session's clients (the unattended policy when none is attached) and
-// ctx.llm uses the session's model; without one, the unattended policy decides them.
+// its asks go to the session's clients (the unattended policy when none is attached),
+// ctx.llm uses the session's model and its progress goes to the session's log; without
+// one, the unattended policy decides its asks and its progress goes to the server's log.
 func (s *Server) runTool(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
 	var b runBody
@@ -93,7 +124,10 @@ func (s *Server) runTool(w http.ResponseWriter, r *http.Request) error {
 	if !strings.HasPrefix(strings.TrimSpace(string(b.Args)), "{") {
 		return badRequest("args must be a JSON object of the tool's inputSchema")
 	}
-	call := host.Call{Tool: name, Args: b.Args, LLM: s.providers.LLM("", "")}
+	if len(b.Ref) > 128 || !utf8.ValidString(b.Ref) {
+		return badRequest("ref is %d bytes; keep it to 128 characters of UTF-8", len(b.Ref))
+	}
+	call := host.Call{Tool: name, Args: b.Args, CallID: store.NewID("run_"), LLM: s.providers.LLM("", "")}
 	wsID := b.WorkspaceID
 	if b.SessionID != "" {
 		ses, err := s.session(r.Context(), b.SessionID)
@@ -110,6 +144,18 @@ func (s *Server) runTool(w http.ResponseWriter, r *http.Request) error {
 	if wsID == "" {
 		return badRequest("give workspaceId (or sessionId): the call works in a workspace's folder")
 	}
+	// Neither the session nor the workspace may be deleted while the tool runs (see gate);
+	// read after entering, so one deleted just before is not found.
+	keys := []string{workspaceKey(wsID)}
+	if call.SessionID != "" {
+		keys = append(keys, sessionKey(call.SessionID))
+	}
+	defer s.gate.enter(keys...)()
+	if call.SessionID != "" {
+		if _, err := s.session(r.Context(), call.SessionID); err != nil {
+			return err
+		}
+	}
 	ws, err := s.workspace(r.Context(), wsID)
 	if err != nil {
 		return err
@@ -124,7 +170,89 @@ func (s *Server) runTool(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
+	progress := s.streamRunProgress(call.SessionID, runProgressPayload{CallID: call.CallID, Tool: name, Ref: b.Ref})
+	call.Progress = progress.report
 	out := s.host.Invoke(ctx, call)
-	writeJSON(w, http.StatusOK, out)
+	progress.finish(runFinishedPayload{CallID: call.CallID, Tool: name, Ref: b.Ref, Success: out.Result.Success,
+		Error: out.Result.Error, DurationMs: durationMs(out.Duration)})
+	writeJSON(w, http.StatusOK, outcomeView{Outcome: out, DurationMs: durationMs(out.Duration)})
 	return nil
+}
+
+// runProgressEvery is the least time between two progress events of one run: a tool
+// reporting in a tight loop must not turn into a database write per report.
+const runProgressEvery = 100 * time.Millisecond
+
+// maxProgressBytes bounds one progress report put on a log; a larger one loses its data.
+const maxProgressBytes = 64 << 10
+
+// runProgress publishes a tool run's progress: the latest report at most every
+// runProgressEvery, then the run's end. Its goroutine is owned by finish.
+type runProgress struct {
+	s         *Server
+	sessionID string
+	base      runProgressPayload
+
+	latest atomic.Pointer[tool.Progress]
+	kick   chan struct{} // cap 1: a report waits
+	done   chan struct{} // closed by finish
+	exited chan struct{} // closed when the goroutine has published the last report
+}
+
+func (s *Server) streamRunProgress(sessionID string, base runProgressPayload) *runProgress {
+	p := &runProgress{s: s, sessionID: sessionID, base: base,
+		kick: make(chan struct{}, 1), done: make(chan struct{}), exited: make(chan struct{})}
+	go p.run()
+	return p
+}
+
+// report is the call's ctx.progress: it keeps the latest report and never blocks the tool.
+func (p *runProgress) report(pr tool.Progress) {
+	if len(pr.Data) > maxProgressBytes || len(pr.Message) > maxProgressBytes {
+		pr.Data = nil
+		if len(pr.Message) > maxProgressBytes {
+			pr.Message = pr.Message[:maxProgressBytes]
+		}
+	}
+	p.latest.Store(&pr)
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (p *runProgress) run() {
+	defer close(p.exited)
+	for {
+		select {
+		case <-p.kick:
+			p.publishLatest()
+			wait := time.NewTimer(runProgressEvery)
+			select {
+			case <-wait.C:
+			case <-p.done:
+				wait.Stop()
+				p.publishLatest()
+				return
+			}
+		case <-p.done:
+			p.publishLatest()
+			return
+		}
+	}
+}
+
+func (p *runProgress) publishLatest() {
+	if pr := p.latest.Swap(nil); pr != nil {
+		ev := p.base
+		ev.Progress = *pr
+		p.s.publishOn(p.sessionID, EventRunProgress, ev)
+	}
+}
+
+// finish publishes the last report waiting, then the run's end, and stops the goroutine.
+func (p *runProgress) finish(end runFinishedPayload) {
+	close(p.done)
+	<-p.exited
+	p.s.publishOn(p.sessionID, EventRunFinished, end)
 }

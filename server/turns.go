@@ -8,6 +8,7 @@ import (
 
 	"github.com/jean2/jean2/harness"
 	"github.com/jean2/jean2/provider"
+	"github.com/jean2/jean2/store"
 )
 
 type imageBody struct {
@@ -49,8 +50,14 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) error {
 	if _, _, err := s.providers.Model(r.Context(), ses.Provider, ses.Model); err != nil {
 		return errorf(http.StatusBadRequest, codeNoProvider, "%v", err)
 	}
+	// A delete of the session waits until the harness has claimed it (see gate); one that
+	// came first leaves the session gone, and Start says so.
+	started := s.gate.starting()
 	turn, err := s.harness.Start(r.Context(), ses.ID, in)
+	started()
 	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return notFound("session %s not found: it was deleted", ses.ID)
 	case errors.Is(err, harness.ErrBusy):
 		return errorf(http.StatusConflict, codeBusy, "session %s is running a turn; wait for turn.finished or stop it", ses.ID)
 	case errors.Is(err, harness.ErrClosed):

@@ -154,21 +154,42 @@ func (s *Server) deleteWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.workspace(r.Context(), id); err != nil {
 		return err
 	}
-	sessions, err := s.db.ListSessions(r.Context(), id)
+	// Checked and deleted with no work starting in between (see gate); the sessions are
+	// listed inside, so one made meanwhile is seen too.
+	done := s.gate.deleting()
+	sessions, err := s.idleSessions(r.Context(), id)
+	if err == nil {
+		err = storeErr(s.db.DeleteWorkspace(r.Context(), id), "workspace "+id)
+	}
+	done()
 	if err != nil {
 		return err
-	}
-	for _, ses := range sessions {
-		if s.harness.Running(ses.ID) {
-			return errorf(http.StatusConflict, codeBusy, "session %s of this workspace is running a turn; stop it first", ses.ID)
-		}
-	}
-	if err := s.db.DeleteWorkspace(r.Context(), id); err != nil {
-		return storeErr(err, "workspace "+id)
 	}
 	for _, ses := range sessions {
 		s.forgetSession(r.Context(), ses.ID)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// idleSessions lists the workspace's sessions, or says why one of them (or a tool run in
+// the workspace) keeps it from being deleted now. Call it under gate.deleting.
+func (s *Server) idleSessions(ctx context.Context, workspaceID string) ([]store.Session, error) {
+	if s.gate.busy(workspaceKey(workspaceID)) {
+		return nil, errorf(http.StatusConflict, codeBusy, "a tool is running in workspace %s; wait for it to end", workspaceID)
+	}
+	sessions, err := s.db.ListSessions(ctx, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	for _, ses := range sessions {
+		if err := s.sessionBusy(ses.ID); err != nil {
+			var ae *apiError
+			if errors.As(err, &ae) {
+				ae.Message = "this workspace's " + ae.Message
+			}
+			return nil, err
+		}
+	}
+	return sessions, nil
 }

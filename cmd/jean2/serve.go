@@ -12,6 +12,7 @@ import (
 
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/server"
+	"github.com/jean2/jean2/store"
 	"github.com/jean2/jean2/web"
 )
 
@@ -21,7 +22,9 @@ const serveUsage = `Usage:
 Runs the jean2 server in the foreground: the API (docs/api.md), the web client at /, MCP
 over streamable HTTP at /mcp. Data lives in $JEAN2_HOME/jean2.db; providers come from the
 environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, …), $JEAN2_HOME/providers.json or the API.
-Ctrl-C stops running turns and shuts down.
+Ctrl-C stops running turns and shuts down. JEAN2_DB_SYNC=full makes every database commit
+reach the disk before it is acknowledged (survives a power cut; the default, normal,
+survives a crash of jean2 itself). docs/server.md has the details.
 
   --host ADDR   the address to listen on (default 127.0.0.1). Any address other than a
                 loopback one requires an API token: one is made on the first such start
@@ -61,6 +64,10 @@ func serve(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	durability, err := store.ParseDurability(e.getenv("JEAN2_DB_SYNC"))
+	if err != nil {
+		return usagef("JEAN2_DB_SYNC: %v (normal: a crash of jean2 loses nothing; full: a power cut neither, at an fsync per commit)", err)
+	}
 	sb, err := sandboxOptions(e)
 	if err != nil {
 		return err
@@ -99,6 +106,7 @@ func serve(ctx context.Context, e env, args []string) error {
 			Logger: log,
 		},
 		Getenv:       e.getenv,
+		Durability:   durability,
 		RequireToken: requireToken,
 		MCPWorkspace: workingDir(),
 		Web:          web.Handler(),
@@ -130,6 +138,7 @@ func serve(ctx context.Context, e env, args []string) error {
 	}
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(e.stderr, "jean2 serve: tool workers: %s\n", srv.Host().Sandbox().Summary())
+	fmt.Fprintf(e.stderr, "jean2 serve: database %s (JEAN2_DB_SYNC=%s)\n", srv.Store().Path(), durability)
 	if requireToken {
 		if err := printToken(ctx, e, srv, base, *newToken); err != nil {
 			ln.Close()

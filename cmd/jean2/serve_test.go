@@ -149,6 +149,33 @@ func TestServeAnswersHealthAndStopsOnSIGTERM(t *testing.T) {
 	}
 }
 
+// JEAN2_DB_SYNC chooses when a commit reaches the disk: full is used and said; a value
+// that is neither normal nor full stops the start with a message naming the variable.
+func TestServeDBSync(t *testing.T) {
+	c := newCLI(t)
+	_, stderr, code := c.runWith([]string{"JEAN2_DB_SYNC=sometimes"}, "serve", "--port", "0")
+	if code != 2 || !strings.Contains(stderr, "JEAN2_DB_SYNC") || !strings.Contains(stderr, "full") {
+		t.Fatalf("JEAN2_DB_SYNC=sometimes: exit %d, stderr %s", code, stderr)
+	}
+	s := startServe(t, c, []string{"JEAN2_DB_SYNC=FULL"})
+	if !strings.Contains(s.logs.String(), "(JEAN2_DB_SYNC=full)") {
+		t.Errorf("the durability in use is not said:\n%s", s.logs)
+	}
+	s.call("POST", "/api/workspaces", map[string]any{"path": c.ws}, 201, nil)
+	if err := s.kill(syscall.SIGTERM); err != nil {
+		t.Fatalf("stop: %v\n%s", err, s.logs)
+	}
+	s = startServe(t, c, nil)
+	if !strings.Contains(s.logs.String(), "(JEAN2_DB_SYNC=normal)") {
+		t.Errorf("the default durability is not said:\n%s", s.logs)
+	}
+	var list struct{ Workspaces []store.Workspace }
+	s.call("GET", "/api/workspaces", nil, 200, &list)
+	if len(list.Workspaces) != 1 {
+		t.Errorf("the workspace made under full durability: %+v", list.Workspaces)
+	}
+}
+
 func TestServeOnNonLoopbackPrintsTokenOnce(t *testing.T) {
 	c := newCLI(t)
 	s := startServe(t, c, nil, "--host", "0.0.0.0")
