@@ -110,6 +110,19 @@ export class SessionView {
 
   setConnection(status) {
     replace(this.connEl, status === "open" ? "" : status === "retrying" ? "Reconnecting…" : "");
+    if (status === "retrying" && !this.checking) {
+      // A session deleted elsewhere makes every reconnect fail: say so and stop trying.
+      this.checking = true;
+      api("GET", `/api/sessions/${enc(this.id)}`).then(() => {}, (err) => {
+        if (err.status === 404) {
+          this.stream?.close();
+          this.stream = null;
+          replace(this.connEl, "");
+          this.transcript.before(h("p", { class: "error", role: "alert" }, "This session was deleted."));
+          this.sendBtn.disabled = true;
+        }
+      }).finally(() => (this.checking = false));
+    }
   }
 
   setRunning(on) {
