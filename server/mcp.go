@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/jean2/jean2/ask"
@@ -12,21 +13,50 @@ import (
 
 // mcpServers are the MCP servers of /mcp: one per workspace a client names with
 // ?workspace=<id>, and one for the folder jean2 serve started in, each made on first use.
+//
+// Each serves with the workspace's folders and the unattended policy of the settings as
+// they are when a request comes: a server made under other ones is brought up to date
+// (SetWorkspace/SetPolicy, when mcpserver offers them) or replaced. A replaced server's
+// clients get 404 for their session id on their next request and initialize again, as
+// the MCP spec has them do; calls already running finish on the old one (Close ends only
+// the calls parked on a client's input, whose retries would reach the new server).
 type mcpServers struct {
-	mu      sync.Mutex
-	byKey   map[string]http.Handler
-	servers []*mcpserver.Server
-	closed  bool
+	mu     sync.Mutex
+	byKey  map[string]*mcpEntry
+	closed bool
 }
+
+// mcpEntry is one /mcp server and what it was made with.
+type mcpEntry struct {
+	srv     *mcpserver.Server
+	handler http.Handler
+	ws      host.Workspace
+	policy  string // the autoApprove setting
+}
+
+// mcpPolicySetter and mcpWorkspaceSetter are what an mcpserver.Server offers, when it
+// does, to change how it serves without dropping its clients' sessions.
+type mcpPolicySetter interface{ SetPolicy(ask.Policy) }
+type mcpWorkspaceSetter interface{ SetWorkspace(host.Workspace) }
 
 func (m *mcpServers) close() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
-	for _, srv := range m.servers {
-		_ = srv.Close()
+	for _, e := range m.byKey {
+		_ = e.srv.Close()
 	}
-	m.servers, m.byKey = nil, nil
+	m.byKey = nil
+}
+
+// drop closes the server of a workspace that is gone.
+func (m *mcpServers) drop(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.byKey[key]; ok {
+		_ = e.srv.Close()
+		delete(m.byKey, key)
+	}
 }
 
 // serveMCP serves MCP over streamable HTTP. The guard in front has done auth and Origin.
@@ -39,7 +69,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) error {
 		}
 		key, ws = id, host.Workspace{ID: stored.ID, Path: stored.Path, Allowed: stored.AllowedPaths}
 	}
-	h, err := s.mcpHandler(key, ws)
+	h, err := s.mcpHandler(key, ws, s.settings.get().AutoApprove)
 	if err != nil {
 		return err
 	}
@@ -47,31 +77,51 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) mcpHandler(key string, ws host.Workspace) (http.Handler, error) {
+func sameWorkspace(a, b host.Workspace) bool {
+	return a.ID == b.ID && a.Path == b.Path && slices.Equal(a.Allowed, b.Allowed)
+}
+
+// mcpHandler returns the handler serving key with ws and the policy of autoApprove.
+func (s *Server) mcpHandler(key string, ws host.Workspace, autoApprove string) (http.Handler, error) {
 	m := &s.mcp
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return nil, errorf(http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down")
 	}
-	if h, ok := m.byKey[key]; ok {
-		return h, nil
-	}
-	// The policy decides permissions for a client that cannot be asked. It is the setting
-	// when the workspace's MCP server is made; a change applies to servers made later.
-	policy, err := ask.NewPolicy(s.settings.get().AutoApprove)
+	// The policy decides permissions for a client that cannot be asked.
+	policy, err := ask.NewPolicy(autoApprove)
 	if err != nil {
 		policy = ask.Policy{}
+	}
+	if e, ok := m.byKey[key]; ok {
+		if e.policy != autoApprove {
+			if ps, ok := any(e.srv).(mcpPolicySetter); ok {
+				ps.SetPolicy(policy)
+				e.policy = autoApprove
+			}
+		}
+		if !sameWorkspace(e.ws, ws) {
+			if wss, ok := any(e.srv).(mcpWorkspaceSetter); ok {
+				wss.SetWorkspace(ws)
+				e.ws = ws
+			}
+		}
+		if e.policy == autoApprove && sameWorkspace(e.ws, ws) {
+			return e.handler, nil
+		}
+		// It cannot be brought up to date: a new server takes over.
+		delete(m.byKey, key)
+		_ = e.srv.Close()
 	}
 	srv, err := mcpserver.New(s.host, mcpserver.Options{Workspace: ws, Policy: policy, Version: s.cfg.Version, Logger: s.log})
 	if err != nil {
 		return nil, fmt.Errorf("start MCP for workspace %q: %w", ws.Path, err)
 	}
 	if m.byKey == nil {
-		m.byKey = map[string]http.Handler{}
+		m.byKey = map[string]*mcpEntry{}
 	}
-	h := srv.HTTPHandler()
-	m.byKey[key] = h
-	m.servers = append(m.servers, srv)
-	return h, nil
+	e := &mcpEntry{srv: srv, handler: srv.HTTPHandler(), ws: ws, policy: autoApprove}
+	m.byKey[key] = e
+	return e.handler, nil
 }

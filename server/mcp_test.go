@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +85,72 @@ func TestMCPOverStreamableHTTP(t *testing.T) {
 	}
 	if status, _ := f.request("POST", "/mcp?workspace=ws_missing", `{}`, http.Header{"Authorization": {"Bearer " + tok}}); status != 404 {
 		t.Errorf("/mcp of an unknown workspace: %d", status)
+	}
+}
+
+// /mcp?workspace= follows changes: the autoApprove setting decides the permissions of a
+// client that cannot be asked as it is now, and a workspace moved to another folder has
+// its calls work there. A client whose session the change ended connects again (the
+// spec's answer to a 404 on its session).
+func TestMCPFollowsSettingsAndWorkspaceChanges(t *testing.T) {
+	f := newFixture(t).start()
+	ws, _ := f.session()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "server-test", Version: "1"}, nil) // no elicitation
+	endpoint := f.ts.URL + "/mcp?workspace=" + ws.ID
+	connect := func() *mcp.ClientSession {
+		t.Helper()
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatalf("connect to %s: %v", endpoint, err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	// call calls the tool, connecting again once if the session was ended by a change.
+	cs := connect()
+	call := func(name string, args map[string]any) string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			cs = connect()
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		}
+		if err != nil {
+			t.Fatalf("call %s: %v", name, err)
+		}
+		text := ""
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				text += tc.Text
+			}
+		}
+		if res.IsError {
+			return "error: " + text
+		}
+		return text
+	}
+	if got := call("permit_it", map[string]any{"risk": "medium"}); !strings.Contains(got, "denied") {
+		t.Fatalf("permission with autoApprove none: %s", got)
+	}
+	f.call("PATCH", "/api/settings", map[string]any{"autoApprove": "high"}, 200, nil)
+	if got := call("permit_it", map[string]any{"risk": "medium"}); !strings.Contains(got, `"granted":true`) {
+		t.Fatalf("permission after autoApprove high: %s", got)
+	}
+
+	moved := t.TempDir()
+	f.call("PATCH", "/api/workspaces/"+ws.ID, map[string]any{"path": moved}, 200, nil)
+	call("write_note", map[string]any{"path": "where.txt", "text": "moved"})
+	if data, err := os.ReadFile(filepath.Join(moved, "where.txt")); err != nil || string(data) != "moved" {
+		t.Fatalf("where.txt in the workspace's new folder: %q, %v", data, err)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "where.txt")); err == nil {
+		t.Fatal("the call worked in the workspace's old folder")
+	}
+	// A deleted workspace's endpoint is gone.
+	f.call("DELETE", "/api/workspaces/"+ws.ID, nil, 204, nil)
+	if status, _ := f.request("POST", "/mcp?workspace="+ws.ID, `{}`, nil); status != 404 {
+		t.Errorf("/mcp of a deleted workspace: %d", status)
 	}
 }

@@ -168,6 +168,7 @@ func (s *Server) deleteWorkspace(w http.ResponseWriter, r *http.Request) error {
 	for _, ses := range sessions {
 		s.forgetSession(r.Context(), ses.ID)
 	}
+	s.mcp.drop(id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
