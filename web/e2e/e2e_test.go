@@ -242,6 +242,7 @@ func TestToolsPage(t *testing.T) {
 	f.eval(`(() => { const s = document.querySelector('.tool[data-tool="ask_it"] select[id$="-session"]'); s.value = s.options[1].value; return ""; })()`)
 	f.clickText(`.tool[data-tool="ask_it"] .run-box`, "Run")
 	f.waitText(`.tool[data-tool="ask_it"] .run-asks .ask-confirm`, "Run from the tools page?")
+	f.waitText(`.tool[data-tool="ask_it"] .run-progress`, "waiting for you 1 / 2")
 	f.clickText(`.tool[data-tool="ask_it"] .run-asks`, "Yes")
 	f.waitText(`.tool[data-tool="ask_it"] .outcome`, "success")
 	f.waitText(`.tool[data-tool="ask_it"] .outcome`, `"answer": true`)

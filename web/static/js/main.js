@@ -260,6 +260,7 @@ class App {
   onServerEvent(ev) {
     const p = ev.payload || {};
     if (ev.type === "tools.changed" && this.view instanceof ToolsView) this.view.onToolsChanged(p);
+    if (ev.type === "tool.run.progress" && this.view instanceof ToolsView) this.view.onRunProgress(p);
     if ((ev.type === "providers.changed" || ev.type === "settings.changed") && this.view instanceof SettingsView) this.view.onServerEvent(ev);
   }
 

@@ -21,6 +21,7 @@ export class ToolsView {
     this.list = h("div", { class: "tool-list" });
     this.live = h("p", { class: "muted small", role: "status", "aria-live": "polite" });
     this.runs = new Set(); // event streams of runs in progress (closed when they end or the page changes)
+    this.progress = new Map(); // run ref → function showing that run's progress
     replace(this.el, h("h2", { id: "tools-title" }, "Tools"), this.live, this.list);
     replace(container, this.el);
     await this.refresh();
@@ -29,6 +30,11 @@ export class ToolsView {
   unmount() {
     for (const s of this.runs) s.close();
     this.runs.clear();
+  }
+
+  /** onRunProgress shows tool.run.progress of a run started here (from either log). */
+  onRunProgress(p) {
+    if (p?.ref && this.progress.has(p.ref)) this.progress.get(p.ref)(p.progress || {});
   }
 
   /** onToolsChanged is called by the app for tools.changed on the server log. */
@@ -145,9 +151,14 @@ export class ToolsView {
           return;
         }
         btn.disabled = true;
-        replace(out, h("p", { class: "muted" }, "Running…"));
-        const body = { args, workspaceId: wsSel.value };
+        const progress = h("p", { class: "muted run-progress", role: "status" }, "Running…");
+        replace(out, progress);
+        // The ref ties the run's progress events (on the session's log, or the server's) to this form.
+        const ref = `${t.name}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+        const body = { args, workspaceId: wsSel.value, ref };
         if (sesSel.value) body.sessionId = sesSel.value;
+        const onProgress = (pr) => replace(progress, progressText(pr));
+        this.progress.set(ref, onProgress);
         const stream = sesSel.value ? await this.followAsks(sesSel.value, asks) : null;
         try {
           const res = await api("POST", `/api/tools/${enc(t.name)}/run`, body);
@@ -156,6 +167,7 @@ export class ToolsView {
           replace(out);
           replace(err, errorText(er));
         } finally {
+          this.progress.delete(ref);
           btn.disabled = false;
           if (stream) {
             stream.close();
@@ -205,6 +217,7 @@ export class ToolsView {
         attached();
       },
       onEvent: (ev) => {
+        if (ev.type === "tool.run.progress") this.onRunProgress(ev.payload);
         if (ev.type === "ask.pending" && ev.payload?.ask) add(ev.payload.ask);
         if (ev.type === "ask.resolved") {
           shown.get(ev.payload?.askId)?.remove();
@@ -216,6 +229,14 @@ export class ToolsView {
     await Promise.race([ready, new Promise((resolve) => setTimeout(resolve, 10000))]);
     return stream;
   }
+}
+
+function progressText(pr) {
+  const parts = ["Running…"];
+  if (pr.message) parts.push(pr.message);
+  if (pr.total) parts.push(`${pr.current ?? 0} / ${pr.total}`);
+  else if (pr.current) parts.push(String(pr.current));
+  return parts.join(" ");
 }
 
 function outcomeView(o) {
