@@ -22,6 +22,8 @@ const (
 	MethodExecute    = "execute"    // request: ExecuteParams → raw ToolResult as the tool returned it
 	MethodCancel     = "cancel"     // notification: CancelParams
 	MethodShutdown   = "shutdown"   // request: no params → null; the worker exits after answering
+	MethodLoad       = "load"       // request: LoadParams → InitializeResult (another module)
+	MethodUnload     = "unload"     // notification: UnloadParams
 )
 
 // Worker → host methods. Every one carries "callId" in its params (except log lines written
@@ -77,6 +79,21 @@ type InitializeParams struct {
 	Bundle          string `json:"bundle"`  // absolute path of the bundled module
 	ToolDir         string `json:"toolDir"` // the tool's folder
 	Rules           Rules  `json:"rules"`
+	// Module names the module in later execute requests; empty for a worker that loads one
+	// module only.
+	Module string `json:"module,omitempty"`
+}
+
+// LoadParams loads another module (a new version of the tool) into a running worker.
+type LoadParams struct {
+	Module  string `json:"module"`
+	Bundle  string `json:"bundle"`
+	ToolDir string `json:"toolDir"`
+}
+
+// UnloadParams tells a worker that no call will run a module again.
+type UnloadParams struct {
+	Module string `json:"module"`
 }
 
 // InitializeResult describes the loaded tool.
@@ -122,6 +139,7 @@ type ExecuteParams struct {
 	CallID  string          `json:"callId"`
 	Input   json.RawMessage `json:"input"`
 	Context CallContext     `json:"context"`
+	Module  string          `json:"module,omitempty"` // the module to run; empty: the one initialize loaded
 }
 
 // AppendJSON writes the params as encoding/json would (the same members, in the same
@@ -149,7 +167,12 @@ func (p ExecuteParams) AppendJSON(buf []byte) ([]byte, error) {
 	buf = jsonrpc.AppendString(buf, cc.TempDir)
 	buf = append(buf, `,"env":`...)
 	buf = appendStringMap(buf, cc.Env)
-	return append(buf, "}}"...), nil
+	buf = append(buf, '}')
+	if p.Module != "" {
+		buf = append(buf, `,"module":`...)
+		buf = jsonrpc.AppendString(buf, p.Module)
+	}
+	return append(buf, '}'), nil
 }
 
 func appendStrings(buf []byte, ss []string) []byte {

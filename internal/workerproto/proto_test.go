@@ -18,6 +18,7 @@ func TestExecuteParamsAppendJSONMatchesEncodingJSON(t *testing.T) {
 			TempDir: "/tmp/x", Env: map[string]string{"Z": "1", "A": "tab\there", "M": "\xff"},
 		}},
 		{CallID: "c2", Input: json.RawMessage(`[]`), Context: CallContext{AllowedPaths: []string{}, Env: map[string]string{}}},
+		{CallID: "c3", Input: json.RawMessage(`{}`), Module: "m2"},
 	} {
 		want, err := json.Marshal(p)
 		if err != nil {

@@ -1,6 +1,6 @@
 // jean2 tool worker for Node.js ≥ 20 and Bun ≥ 1.1.
 //
-// It loads one bundled tool module and runs its calls. The protocol (docs/protocol.md) is
+// It loads a bundled tool module and runs its calls (and may load later versions of it). The protocol (docs/protocol.md) is
 // JSON-RPC 2.0, one JSON object per line: requests from the host arrive on fd 3, everything
 // this worker sends goes to fd 4. stdout and stderr belong to the tool: the host turns them
 // into log lines, so nothing here ever writes protocol data to them.
@@ -237,6 +237,9 @@ function onRequest(msg) {
     case 'execute':
       execute(msg.id, msg.params);
       return;
+    case 'load':
+      load(msg.id, msg.params);
+      return;
     case 'shutdown':
       shutdown(msg.id);
       return;
@@ -246,6 +249,10 @@ function onRequest(msg) {
 }
 
 function onNotification(msg) {
+  if (msg.method === 'unload') {
+    unload(msg.params);
+    return;
+  }
   if (msg.method === 'cancel') {
     const p = msg.params || {};
     const call = calls.get(p.callId);
@@ -255,15 +262,21 @@ function onNotification(msg) {
 
 // ---------------------------------------------------------------------------------------
 // Loading the tool.
+//
+// A worker loads its tool with initialize and may load more modules of the same tool
+// later (load): a new version of the tool reuses the process. Each module has an id the
+// host chose; execute names the one to run (none: the one initialize loaded). Calls in
+// flight keep the module they started with.
 
-let tool = null; // {execute, shape}
+const modules = new Map(); // module id → {execute, shape, bundle}
+let defaultModule = null;
 let initializing = false;
 let rules = { blocked: [], sensitive: [], home: '', languages: {} };
-let bundlePath = '';
+const loadedBundles = new Set(); // bundles imported in this process, for a fresh instance on a repeat
 
 async function initialize(id, params) {
   if (initializing) {
-    sendError(id, CODE.invalidRequest, 'initialize was already called: a worker loads one tool');
+    sendError(id, CODE.invalidRequest, 'initialize was already called: load more modules with load');
     return;
   }
   initializing = true;
@@ -275,11 +288,6 @@ async function initialize(id, params) {
     sendError(id, CODE.invalidParams, `protocol version ${params.protocolVersion} is not supported: this worker speaks version ${PROTOCOL_VERSION}`);
     return;
   }
-  if (typeof params.bundle !== 'string' || !params.bundle.startsWith('/')) {
-    sendError(id, CODE.invalidParams, 'initialize: bundle must be the absolute path of the bundled module');
-    return;
-  }
-  bundlePath = params.bundle;
   const r = params.rules || {};
   rules = {
     blocked: Array.isArray(r.blocked) ? r.blocked.map(String) : [],
@@ -287,23 +295,59 @@ async function initialize(id, params) {
     home: typeof r.home === 'string' ? r.home : '',
     languages: r.languages && typeof r.languages === 'object' ? r.languages : {},
   };
+  const m = await loadModule(id, params);
+  if (m) defaultModule = m;
+}
 
+// load adds a module to a worker that initialize set up.
+async function load(id, params) {
+  if (!initializing) {
+    sendError(id, CODE.invalidRequest, 'load before initialize: initialize the worker first');
+    return;
+  }
+  if (!params || typeof params !== 'object' || typeof params.module !== 'string' || !params.module) {
+    sendError(id, CODE.invalidParams, 'load needs params {module, bundle}');
+    return;
+  }
+  await loadModule(id, params);
+}
+
+// loadModule imports a bundle, registers it under params.module and answers the request
+// with its definition, or with a load error. It returns the module when it loaded.
+async function loadModule(id, params) {
+  const bundle = params.bundle;
+  if (typeof bundle !== 'string' || !bundle.startsWith('/')) {
+    sendError(id, CODE.invalidParams, 'bundle must be the absolute path of the bundled module');
+    return null;
+  }
+  const moduleID = typeof params.module === 'string' ? params.module : '';
+  if (modules.has(moduleID)) {
+    sendError(id, CODE.invalidParams, `module ${moduleID} is already loaded`);
+    return null;
+  }
+  // The same bundle imported again (a tool edited back to an earlier content) gets a fresh
+  // instance, as a new process would give it, rather than the cached one with its state.
+  // (Bun tells module instances apart by a query on a plain path, not on a file URL.)
+  let url = pathToFileURL(bundle).href;
+  if (loadedBundles.has(bundle)) url = (isBun ? bundle : url) + '?module=' + encodeURIComponent(moduleID);
+  loadedBundles.add(bundle);
   let mod;
   try {
-    mod = await import(pathToFileURL(bundlePath).href);
+    mod = await import(url);
   } catch (err) {
-    const loc = await locateLoadError(err);
+    const loc = await locateLoadError(err, bundle);
     sendError(id, CODE.load, `${errorName(err)}: ${errorMessage(err)}`, loc);
-    return;
+    return null;
   }
   let found;
   try {
     found = findTool(mod);
   } catch (err) {
-    sendError(id, CODE.load, errorMessage(err), { file: bundlePath });
-    return;
+    sendError(id, CODE.load, errorMessage(err), { file: bundle });
+    return null;
   }
-  tool = found;
+  const m = { execute: found.execute, shape: found.shape, bundle };
+  modules.set(moduleID, m);
   sendResult(
     id,
     JSON.stringify({
@@ -312,6 +356,16 @@ async function initialize(id, params) {
       runtime: { name: isBun ? 'bun' : 'node', version: isBun ? globalThis.Bun.version : process.versions.node },
     }),
   );
+  return m;
+}
+
+// unload forgets a module no call will use again; calls still running on it finish.
+function unload(params) {
+  const moduleID = params && typeof params.module === 'string' ? params.module : undefined;
+  if (moduleID === undefined) return;
+  const m = modules.get(moduleID);
+  modules.delete(moduleID);
+  if (m && m === defaultModule) defaultModule = null;
 }
 
 const JX_FIELDS = ['title', 'outputSchema', 'timeout', 'env', 'capabilities', 'interactive', 'strict', 'annotations', 'permissions'];
@@ -375,7 +429,7 @@ function isObject(v) {
 // Where did loading fail? Node maps stacks through the bundle's inline source map itself
 // (--enable-source-maps); Bun does not for plain JavaScript files, so the map is read here.
 
-async function locateLoadError(err) {
+async function locateLoadError(err, bundle) {
   const stack = typeof err?.stack === 'string' ? err.stack : '';
   const data = { stack: stack || `${errorName(err)}: ${errorMessage(err)}` };
   // Bun reports syntax errors as BuildMessages with a position.
@@ -383,18 +437,18 @@ async function locateLoadError(err) {
   for (const m of msgs) {
     const p = m?.position;
     if (p && typeof p.file === 'string' && p.line > 0) {
-      return { ...data, ...mapLocation(p.file, p.line, (p.column ?? 0) + 0) };
+      return { ...data, ...mapLocation(p.file, p.line, (p.column ?? 0) + 0, bundle) };
     }
   }
   for (const frame of stackFrames(stack)) {
-    return { ...data, ...mapLocation(frame.file, frame.line, frame.column) };
+    return { ...data, ...mapLocation(frame.file, frame.line, frame.column, bundle) };
   }
   // Node keeps a syntax error's location out of the stack; `node --check` prints it.
   if (!isBun && errorName(err) === 'SyntaxError') {
-    const loc = await checkSyntax();
-    if (loc) return { ...data, ...mapLocation(loc.file, loc.line, loc.column) };
+    const loc = await checkSyntax(bundle);
+    if (loc) return { ...data, ...mapLocation(loc.file, loc.line, loc.column, bundle) };
   }
-  return { ...data, file: bundlePath };
+  return { ...data, file: bundle };
 }
 
 const FRAME = /^\s*at (?:.*? \()?((?:file:\/\/)?\/[^()]*?):(\d+):(\d+)\)?\s*$/;
@@ -403,7 +457,7 @@ function* stackFrames(stack) {
   for (const line of stack.split('\n')) {
     const m = FRAME.exec(line);
     if (!m) continue;
-    let file = m[1];
+    let file = m[1].replace(/\?[^/]*$/, ''); // the query of a module loaded again
     if (file.startsWith('file://')) {
       try {
         file = fileURLToPath(file);
@@ -416,10 +470,10 @@ function* stackFrames(stack) {
   }
 }
 
-async function checkSyntax() {
+async function checkSyntax(bundle) {
   try {
     const { spawnSync } = await import('node:child_process');
-    const r = spawnSync(process.execPath, ['--check', bundlePath], { env: {}, encoding: 'utf8', timeout: 10000 });
+    const r = spawnSync(process.execPath, ['--check', bundle], { env: {}, encoding: 'utf8', timeout: 10000 });
     const lines = String(r.stderr || '').split('\n');
     const m = /^(\/.*):(\d+)$/.exec(lines[0] || '');
     if (!m) return null;
@@ -431,11 +485,12 @@ async function checkSyntax() {
   }
 }
 
-let sourceMap; // undefined: not read yet; null: none
+const sourceMaps = new Map(); // bundle → its parsed inline source map, or null
 
-function mapLocation(file, line, column) {
-  if (file !== bundlePath) return { file, line, column };
-  if (sourceMap === undefined) sourceMap = readInlineSourceMap(bundlePath);
+function mapLocation(file, line, column, bundle) {
+  if (file !== bundle) return { file, line, column };
+  if (!sourceMaps.has(bundle)) sourceMaps.set(bundle, readInlineSourceMap(bundle));
+  const sourceMap = sourceMaps.get(bundle);
   if (!sourceMap) return { file, line, column };
   const hit = sourceMap.lookup(line, column);
   return hit || { file, line, column };
@@ -558,12 +613,17 @@ class Call {
 }
 
 async function execute(id, params) {
-  if (!tool) {
+  if (!initializing) {
     sendError(id, CODE.invalidRequest, 'execute before initialize: the tool is not loaded');
     return;
   }
   if (!params || typeof params !== 'object' || typeof params.callId !== 'string' || !params.callId) {
     sendError(id, CODE.invalidParams, 'execute needs params {callId, input, context}');
+    return;
+  }
+  const tool = typeof params.module === 'string' ? modules.get(params.module) : defaultModule;
+  if (!tool) {
+    sendError(id, CODE.invalidParams, `execute: module ${JSON.stringify(params.module ?? '')} is not loaded in this worker`);
     return;
   }
   if (crashing || exiting) {

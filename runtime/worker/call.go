@@ -11,6 +11,7 @@ import (
 // call is one Execute in flight.
 type call struct {
 	id      string
+	module  *Module
 	handler CallHandler
 	params  workerproto.ExecuteParams // what is sent; kept here to be sent without a copy
 	worker  *worker                   // set once dispatched; guarded by pool.mu

@@ -55,6 +55,14 @@ type PoolOptions struct {
 	// ones (ExitError.Noted); nil keeps none.
 	NoteStderr func(line string) bool
 	Logger     *slog.Logger
+	// Modules says the workers can load more modules than the one initialize loads (the
+	// JavaScript worker can; docs/protocol.md): AddModule is allowed, and every module is
+	// named in the protocol.
+	Modules bool
+	// MaxModules bounds the modules one worker loads in its life (default 16): a runtime
+	// keeps every module it imported, so a worker that has loaded this many is replaced,
+	// once its calls are done, by a fresh one for the next module.
+	MaxModules int
 }
 
 // Call is one execution of the tool.
@@ -127,21 +135,27 @@ type Pool struct {
 	seq     atomic.Int64
 	started atomic.Int64
 
+	main       *Module // the module of opts.Init
+	nextModule int
+
 	mu       sync.Mutex
 	workers  []*worker // taking calls
 	starting int
 	attempt  *startAttempt // the latest start, for callers that have no worker to go to
 	calls    map[string]*call
 	inflight int
-	info     *workerproto.InitializeResult
-	reaping  bool
+	// recycling holds workers taken out of dispatch because they loaded MaxModules
+	// modules, until their calls are done and they stop.
+	recycling map[*worker]bool
+	reaping   bool
 	closed   bool
 	drained  chan struct{} // closed when inflight drops to 0 after Close
 }
 
 type startAttempt struct {
-	done chan struct{}
-	err  error
+	module *Module // what the worker is initialized with
+	done   chan struct{}
+	err    error
 }
 
 // NewPool makes a pool. It starts nothing until Load or the first Execute.
@@ -176,6 +190,9 @@ func NewPool(l Launcher, opts PoolOptions) *Pool {
 	if opts.Init.ProtocolVersion == 0 {
 		opts.Init.ProtocolVersion = workerproto.Version
 	}
+	if opts.MaxModules <= 0 {
+		opts.MaxModules = 16
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -186,6 +203,7 @@ func NewPool(l Launcher, opts PoolOptions) *Pool {
 		calls: make(map[string]*call),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.main = p.newModule(opts.Init)
 	return p
 }
 
@@ -199,36 +217,16 @@ func (p *Pool) Stats() Stats {
 // Load makes sure one worker runs and returns what it loaded: the definition, the module's
 // shape, the runtime. The worker stays for the calls that follow.
 func (p *Pool) Load(ctx context.Context) (workerproto.InitializeResult, error) {
-	for {
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			return workerproto.InitializeResult{}, fmt.Errorf("tool %s: %w", p.opts.Name, ErrPoolClosed)
-		}
-		if len(p.workers) > 0 && p.info != nil {
-			info := *p.info
-			p.mu.Unlock()
-			return info, nil
-		}
-		att := p.attempt
-		if p.starting == 0 {
-			att = p.startLocked()
-		}
-		p.mu.Unlock()
-		select {
-		case <-att.done:
-			if att.err != nil {
-				return workerproto.InitializeResult{}, att.err
-			}
-		case <-ctx.Done():
-			return workerproto.InitializeResult{}, fmt.Errorf("tool %s: load: %w", p.opts.Name, context.Cause(ctx))
-		}
-	}
+	return p.main.Load(ctx)
 }
 
-// startLocked starts a worker in the background; p.mu must be held.
-func (p *Pool) startLocked() *startAttempt {
-	att := &startAttempt{done: make(chan struct{})}
+// Main is the module the pool was made for (PoolOptions.Init).
+func (p *Pool) Main() *Module { return p.main }
+
+// startLocked starts a worker in the background, initialized with module m; p.mu must be
+// held.
+func (p *Pool) startLocked(m *Module) *startAttempt {
+	att := &startAttempt{module: m, done: make(chan struct{})}
 	p.attempt = att
 	p.starting++
 	if !p.reaping && p.opts.IdleTimeout > 0 {
@@ -239,7 +237,7 @@ func (p *Pool) startLocked() *startAttempt {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		w, info, err := p.spawn(p.ctx)
+		w, info, err := p.spawn(p.ctx, m)
 		if err == nil {
 			p.started.Add(1)
 		}
@@ -252,8 +250,10 @@ func (p *Pool) startLocked() *startAttempt {
 			p.mu.Lock()
 		} else if err == nil {
 			p.workers = append(p.workers, w)
-			if p.info == nil {
-				p.info = &info
+			w.mods[m] = loadedModule(nil)
+			w.modCount = 1
+			if m.info == nil {
+				m.info = &info
 			}
 		}
 		att.err = err
@@ -266,8 +266,11 @@ func (p *Pool) startLocked() *startAttempt {
 	return att
 }
 
-// acquire picks the least-loaded worker for a call, starting workers as the load requires.
-func (p *Pool) acquire(ctx context.Context) (*worker, time.Time, error) {
+// acquire picks the least-loaded worker for a call of module m, starting workers as the
+// load requires. A worker that has loaded MaxModules other modules does not take m: when
+// none other can, those workers are recycled (they finish their calls and stop) and a
+// fresh one starts. forCall counts the call on the worker.
+func (p *Pool) acquire(ctx context.Context, m *Module, forCall bool) (*worker, time.Time, error) {
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -275,10 +278,18 @@ func (p *Pool) acquire(ctx context.Context) (*worker, time.Time, error) {
 			return nil, time.Time{}, fmt.Errorf("tool %s: %w", p.opts.Name, ErrPoolClosed)
 		}
 		var best *worker
+		full := 0
 		for _, w := range p.workers {
+			if w.mods[m] == nil && w.modCount >= p.opts.MaxModules {
+				full++
+				continue
+			}
 			if best == nil || w.load < best.load {
 				best = w
 			}
+		}
+		if best == nil && full > 0 {
+			p.recycleFullLocked(m)
 		}
 		now := time.Now()
 		// With no worker ready, one start is enough to wait for; with workers, another starts
@@ -288,11 +299,13 @@ func (p *Pool) acquire(ctx context.Context) (*worker, time.Time, error) {
 			grow = p.saturated(best, now)
 		}
 		if grow && len(p.workers)+p.starting < p.opts.MaxWorkers {
-			p.startLocked()
+			p.startLocked(m)
 		}
 		if best != nil {
-			best.load++
-			best.startSum += int64(now.Sub(p.epoch))
+			if forCall {
+				best.load++
+				best.startSum += int64(now.Sub(p.epoch))
+			}
 			p.mu.Unlock()
 			return best, now, nil
 		}
@@ -300,9 +313,11 @@ func (p *Pool) acquire(ctx context.Context) (*worker, time.Time, error) {
 		p.mu.Unlock()
 		select {
 		case <-att.done:
-			if att.err != nil {
+			var le *LoadError
+			if att.err != nil && !(att.module != m && errors.As(att.err, &le)) {
 				return nil, time.Time{}, att.err
 			}
+			// Started, or another module failed to load: try again (for this module).
 		case <-ctx.Done():
 			return nil, time.Time{}, ctx.Err()
 		}
@@ -382,11 +397,15 @@ func (p *Pool) lookup(id string, w *worker) *call {
 	return c
 }
 
-// Execute runs one call and returns the tool's result as the worker sent it (the host
-// normalizes it). It fails with *TimeoutError, *StoppedError, *ExitError, *KilledError,
-// *CallError, *LoadError (a worker had to be started and the tool did not load), or an
-// error wrapping ErrPoolClosed.
+// Execute runs one call of the pool's main module and returns the tool's result as the
+// worker sent it (the host normalizes it). It fails with *TimeoutError, *StoppedError,
+// *ExitError, *KilledError, *CallError, *LoadError (a worker had to be started and the tool
+// did not load), or an error wrapping ErrPoolClosed.
 func (p *Pool) Execute(ctx context.Context, c Call, h CallHandler) (json.RawMessage, error) {
+	return p.main.Execute(ctx, c, h)
+}
+
+func (p *Pool) execute(ctx context.Context, m *Module, c Call, h CallHandler) (json.RawMessage, error) {
 	if h == nil {
 		h = CallHandlerFunc(func(context.Context, string, json.RawMessage) (any, error) {
 			return nil, errors.New("this call has no handler for requests to the host")
@@ -399,19 +418,24 @@ func (p *Pool) Execute(ctx context.Context, c Call, h CallHandler) (json.RawMess
 	if ctx.Err() != nil {
 		return nil, &StoppedError{Tool: p.opts.Name, CallID: id, Cause: context.Cause(ctx)}
 	}
-	cl := &call{id: id, handler: h, parent: ctx, halt: make(chan struct{})}
+	cl := &call{id: id, handler: h, module: m, parent: ctx, halt: make(chan struct{})}
 	defer cl.settle()
 	if b, ok := h.(StopBinder); ok {
 		b.BindStop(cl)
 	}
 
 	p.mu.Lock()
+	if m.closed {
+		p.mu.Unlock()
+		return nil, fmt.Errorf("tool %s: %w (its module was closed)", p.opts.Name, ErrPoolClosed)
+	}
 	if _, dup := p.calls[id]; dup {
 		p.mu.Unlock()
 		return nil, fmt.Errorf("tool %s: call %s is already running: call ids must be unique among calls in flight", p.opts.Name, id)
 	}
 	p.calls[id] = cl
 	p.inflight++
+	m.inflight++
 	p.mu.Unlock()
 	defer p.finish(cl)
 
@@ -432,7 +456,7 @@ func (p *Pool) dispatch(ctx context.Context, cl *call, c Call) (_ json.RawMessag
 	if cause := cl.stoppedBy(); cause != nil {
 		return nil, false, &StoppedError{Tool: p.opts.Name, CallID: id, Cause: cause}
 	}
-	w, dispatched, err := p.acquire(ctx)
+	w, dispatched, err := p.acquire(ctx, cl.module, true)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, false, &StoppedError{Tool: p.opts.Name, CallID: id, Cause: context.Cause(ctx)}
@@ -444,10 +468,19 @@ func (p *Pool) dispatch(ctx context.Context, cl *call, c Call) (_ json.RawMessag
 	cl.dispatched = int64(dispatched.Sub(p.epoch))
 	p.mu.Unlock()
 	defer p.release(cl)
+	if err := p.ensureLoaded(ctx, w, cl.module); err != nil {
+		if ctx.Err() != nil {
+			return nil, false, &StoppedError{Tool: p.opts.Name, CallID: id, Cause: context.Cause(ctx)}
+		}
+		if errors.Is(err, errWorkerGone) {
+			return nil, true, nil // another worker can load it
+		}
+		return nil, false, err
+	}
 
 	cl.startClock(c.Timeout)
 	defer cl.stopClock()
-	cl.params = workerproto.ExecuteParams{CallID: id, Input: input(c.Input), Context: c.Context}
+	cl.params = workerproto.ExecuteParams{CallID: id, Input: input(c.Input), Context: c.Context, Module: cl.module.id}
 	pending, err := w.conn.Start(workerproto.MethodExecute, &cl.params)
 	if err != nil {
 		if errors.Is(err, jsonrpc.ErrClosed) {
@@ -492,6 +525,9 @@ func (p *Pool) release(cl *call) {
 		// when the next ones come, however long each batch takes.
 		took := int64(w.lastUsed.Sub(p.epoch)) - cl.dispatched
 		w.took += (took - w.took) / 4
+		if w.recycled && w.load == 0 {
+			p.stopLocked(w)
+		}
 	}
 	cl.worker = nil
 }
@@ -505,6 +541,12 @@ func (p *Pool) finish(cl *call) {
 	if p.inflight == 0 && p.drained != nil {
 		close(p.drained)
 		p.drained = nil
+	}
+	m := cl.module
+	m.inflight--
+	if m.inflight == 0 && m.drained != nil {
+		close(m.drained)
+		m.drained = nil
 	}
 }
 
@@ -637,6 +679,9 @@ func (p *Pool) Close(ctx context.Context) error {
 	p.mu.Lock()
 	all := map[*worker]bool{}
 	for _, w := range p.workers {
+		all[w] = true
+	}
+	for w := range p.recycling {
 		all[w] = true
 	}
 	for _, c := range p.calls {

@@ -55,7 +55,10 @@ type worker struct {
 	cpuSince  time.Duration
 	cpuKnown  bool // cpuSince is the worker's CPU time at slowSince
 	lastUsed  time.Time
-	retired   bool // no longer takes calls: dying, stopping or dead
+	retired   bool                    // no longer takes calls: dying, stopping or dead
+	recycled  bool                    // retired for having loaded MaxModules modules; stops when idle
+	mods      map[*Module]*moduleLoad // the modules it has, or is loading
+	modCount  int                     // modules it has loaded in its life
 
 	mu         sync.Mutex
 	killReason error // why the host killed it, when it did
@@ -66,8 +69,8 @@ type worker struct {
 	exitErr error
 }
 
-// spawn starts a worker process and initializes it.
-func (p *Pool) spawn(ctx context.Context) (*worker, workerproto.InitializeResult, error) {
+// spawn starts a worker process and initializes it with module m.
+func (p *Pool) spawn(ctx context.Context, m *Module) (*worker, workerproto.InitializeResult, error) {
 	var info workerproto.InitializeResult
 	l := p.launcher
 	if l.Path == "" {
@@ -129,6 +132,7 @@ func (p *Pool) spawn(ctx context.Context) (*worker, workerproto.InitializeResult
 		errR:     errR,
 		exited:   make(chan struct{}),
 		lastUsed: time.Now(),
+		mods:     map[*Module]*moduleLoad{},
 	}
 	w.stderr.note = p.opts.NoteStderr
 	w.conn = jsonrpc.NewConn(fromWorkerR, toWorkerW, w, &jsonrpc.Options{MaxLineSize: p.opts.MaxLineSize, Logger: log})
@@ -140,7 +144,7 @@ func (p *Pool) spawn(ctx context.Context) (*worker, workerproto.InitializeResult
 
 	ictx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout)
 	defer cancel()
-	err := w.conn.Call(ictx, workerproto.MethodInitialize, p.opts.Init, &info)
+	err := w.conn.Call(ictx, workerproto.MethodInitialize, m.init, &info)
 	if err == nil {
 		log.Debug("worker ready", "runtime", info.Runtime.Name, "version", info.Runtime.Version)
 		return w, info, nil
