@@ -148,8 +148,8 @@ type Pool struct {
 	// modules, until their calls are done and they stop.
 	recycling map[*worker]bool
 	reaping   bool
-	closed   bool
-	drained  chan struct{} // closed when inflight drops to 0 after Close
+	closed    bool
+	drained   chan struct{} // closed when inflight drops to 0 after Close
 }
 
 type startAttempt struct {
