@@ -55,6 +55,7 @@ Usage:
   jean2 tools approve NAME [--yes]          approve what a tool declares (paths, processes)
   jean2 mcp [--workspace DIR]               serve the tools to an MCP client over stdio
   jean2 serve [--host H] [--port N]         run the agent server: API, web client, MCP over HTTP
+  jean2 chat [--workspace DIR] [--server URL] [--session ID]   talk with the agent in the terminal
   jean2 doctor [--json]                     check runtimes, the sandbox and jean2's folders
   jean2 version                             print the version
 
