@@ -44,17 +44,26 @@ type fastTransport struct {
 }
 
 func (t *fastTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	inner, err := t.inner.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
 	// Calls outlive neither the session nor a cancellation, but not the ctx of Connect
 	// either: the go-sdk's own calls are cancelled only by the client or the session's end.
 	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := &fastConn{inner: inner, srv: t.srv, base: base, cancelAll: cancel, calls: map[jsonrpc.ID]context.CancelFunc{}}
+	c := &fastConn{srv: t.srv, base: base, cancelAll: cancel, calls: map[jsonrpc.ID]context.CancelFunc{}}
+	if st, ok := t.inner.(*StdioTransport); ok {
+		// Fast calls start on the transport's reading goroutine and their answers are
+		// written as encoded here.
+		sc := st.connect(c.take)
+		c.inner, c.taking, c.lines = sc, true, sc
+	} else {
+		inner, err := t.inner.Connect(ctx)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		c.inner = inner
+	}
 	if !t.srv.addConn(c) {
 		cancel()
-		_ = inner.Close()
+		_ = c.inner.Close()
 		return nil, errServerClosed
 	}
 	t.conn = c
@@ -64,6 +73,8 @@ func (t *fastTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 // fastConn is a connection whose Read serves fast calls on the way.
 type fastConn struct {
 	inner   mcp.Connection
+	taking  bool       // inner hands each message to take first (a StdioTransport)
+	lines   lineWriter // inner's raw writer, when it has one
 	srv     *Server
 	session atomic.Pointer[mcp.ServerSession] // set once Connect returns
 
@@ -76,7 +87,13 @@ type fastConn struct {
 	wg     sync.WaitGroup // the fast calls' goroutines
 }
 
-// Read hands the go-sdk every message but the fast calls, which it starts.
+// lineWriter writes one encoded message, newline included (stdioConn.writeLine).
+type lineWriter interface {
+	writeLine(data []byte) error
+}
+
+// Read hands the go-sdk every message but the fast calls, which it starts (unless inner
+// handed them to take already).
 func (c *fastConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.inner.Read(ctx)
@@ -85,20 +102,26 @@ func (c *fastConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.cancelAll()
 			return nil, err
 		}
-		req, ok := msg.(*jsonrpc.Request)
-		if !ok {
+		if c.taking || !c.take(msg) {
 			return msg, nil
 		}
-		switch req.Method {
-		case "tools/call":
-			if c.tryFast(req) {
-				continue
-			}
-		case "notifications/cancelled":
-			c.cancelled(req.Params) // and on to the go-sdk, which cancels its own calls
-		}
-		return msg, nil
 	}
+}
+
+// take starts msg as a fast call and reports true, or notes a cancellation and reports
+// false: every other message is the go-sdk's.
+func (c *fastConn) take(msg jsonrpc.Message) bool {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return false
+	}
+	switch req.Method {
+	case "tools/call":
+		return c.tryFast(req)
+	case "notifications/cancelled":
+		c.cancelled(req.Params) // and on to the go-sdk, which cancels its own calls
+	}
+	return false
 }
 
 // callParams are tools/call params decoded by exact key, as the go-sdk decodes them.
@@ -180,8 +203,27 @@ func (c *fastConn) tryFast(req *jsonrpc.Request) bool {
 	return true
 }
 
-// respond writes the answer to a fast call as the go-sdk would encode it.
+// respond writes the answer to a fast call as the go-sdk would encode it: the result with
+// HTML characters unescaped, in {"jsonrpc":"2.0","id":…,"result":…}.
 func (c *fastConn) respond(id jsonrpc.ID, res *mcp.CallToolResult, err error) {
+	// The client may be gone; then there is no one to tell, so write errors are dropped.
+	if err == nil && c.lines != nil {
+		buf := bytes.NewBufferString(`{"jsonrpc":"2.0","id":`)
+		idJSON, ierr := json.Marshal(id.Raw())
+		if ierr == nil {
+			buf.Write(idJSON)
+			buf.WriteString(`,"result":`)
+			enc := json.NewEncoder(buf) // Encode ends the value with a newline
+			enc.SetEscapeHTML(false)
+			if err = enc.Encode(res); err == nil {
+				line := buf.Bytes()
+				line[len(line)-1] = '}'
+				_ = c.lines.writeLine(append(line, '\n'))
+				return
+			}
+			err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("encoding the result: %v", err)}
+		}
+	}
 	resp := &jsonrpc.Response{ID: id, Error: err}
 	if err == nil {
 		var buf bytes.Buffer
@@ -193,7 +235,6 @@ func (c *fastConn) respond(id jsonrpc.ID, res *mcp.CallToolResult, err error) {
 			resp.Result = bytes.TrimRight(buf.Bytes(), "\n")
 		}
 	}
-	// The client may be gone; then there is no one to tell.
 	_ = c.inner.Write(context.Background(), resp)
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -36,8 +37,15 @@ type StdioTransport struct {
 
 // Connect starts reading lines; the connection ends when the reader does.
 func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
+	return t.connect(nil), nil
+}
+
+// connect starts the connection. take, when given, sees each message as soon as it is
+// decoded, on the reading goroutine, and keeps those it takes from the go-sdk: the fast
+// path's calls start there without two more goroutine hand-offs (fastcall.go).
+func (t *StdioTransport) connect(take func(jsonrpc.Message) bool) *stdioConn {
 	r, w := t.Reader, t.Writer
-	c := &stdioConn{incoming: make(chan lineOrErr), closed: make(chan struct{}), readerDone: make(chan struct{})}
+	c := &stdioConn{incoming: make(chan lineOrErr), closed: make(chan struct{}), readerDone: make(chan struct{}), take: take}
 	if f, undo := pollable(r); f != nil {
 		r = f
 		c.undo = append(c.undo, undo)
@@ -49,7 +57,7 @@ func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 	}
 	c.w = w
 	go c.readLines(r)
-	return c, nil
+	return c
 }
 
 type lineOrErr struct {
@@ -69,6 +77,8 @@ type stdioConn struct {
 
 	readerDone  chan struct{} // closed when readLines returns
 	readerStops bool          // closing the polled reader ends readLines, so Close waits for it
+
+	take func(jsonrpc.Message) bool // see StdioTransport.connect
 }
 
 // readLines runs until the reader ends or fails. A line that is not valid JSON-RPC is
@@ -81,10 +91,15 @@ func (c *stdioConn) readLines(r io.Reader) {
 		line, err := readLine(br)
 		if len(bytes.TrimSpace(line)) > 0 {
 			msgs, derr := decodeLine(line)
-			select {
-			case c.incoming <- lineOrErr{msgs: msgs, err: derr}:
-			case <-c.closed:
-				return
+			if derr == nil && c.take != nil {
+				msgs = slices.DeleteFunc(msgs, c.take)
+			}
+			if len(msgs) > 0 || derr != nil {
+				select {
+				case c.incoming <- lineOrErr{msgs: msgs, err: derr}:
+				case <-c.closed:
+					return
+				}
 			}
 			if derr != nil {
 				return
@@ -198,7 +213,11 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("marshaling message: %w", err)
 	}
-	data = append(data, '\n')
+	return c.writeLine(append(data, '\n'))
+}
+
+// writeLine writes one encoded message, newline included.
+func (c *stdioConn) writeLine(data []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	select {
@@ -206,7 +225,7 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return io.ErrClosedPipe
 	default:
 	}
-	_, err = c.w.Write(data)
+	_, err := c.w.Write(data)
 	return err
 }
 
