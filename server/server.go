@@ -17,6 +17,7 @@ import (
 	"github.com/jean2/jean2/harness"
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/hub"
+	"github.com/jean2/jean2/mcpclient"
 	"github.com/jean2/jean2/provider"
 	"github.com/jean2/jean2/store"
 	"github.com/jean2/jean2/tool"
@@ -45,6 +46,8 @@ type Config struct {
 	MCPWorkspace string
 	// Web serves the client at / (web.Handler); nil serves a page saying it is not built.
 	Web http.Handler
+	// WorkspaceMCP configures the MCP servers of workspaces' .jean2/mcp.json files.
+	WorkspaceMCP WorkspaceMCPOptions
 	// Watch, when set, keeps the tool folders watched (host.Watch) while the server runs.
 	Watch *host.WatchOptions
 	// Durability is when a commit reaches the disk (store.ParseDurability of
@@ -70,7 +73,8 @@ type Server struct {
 	providers *Providers
 	settings  *liveSettings
 	mcp       mcpServers
-	gate      gate // deletes against work starting (gate.go)
+	wsMCP     *workspaceMCP // the MCP servers of workspaces' own mcp.json
+	gate      gate          // deletes against work starting (gate.go)
 	handler   http.Handler
 
 	// ctx lives as long as the server: sockets, tool runs and the forwarder end with it.
@@ -132,7 +136,19 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := s.grants.Load(ctx); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
 	}
+	// The MCP servers of workspaces' own mcp.json start connecting now; their tools join
+	// the host when they are up. Not in a jean2 that an MCP client started as its server:
+	// those servers are the client's business, and could start this jean2 again.
+	wsOpts := cfg.WorkspaceMCP
+	wsOpts.Off = wsOpts.Off || cfg.Getenv(mcpclient.NestedEnv) != ""
+	s.wsMCP = newWorkspaceMCP(wsOpts, mcpclient.Options{
+		Getenv:  withholdKeys(cfg.Getenv, func() []string { return s.providers.Set().KeyEnvNames() }),
+		Version: cfg.Version, Logger: s.log,
+	}, s.log)
+	s.wsMCP.syncFrom(ctx, s.db.ListWorkspaces)
+
 	hostOpts := cfg.Host
+	hostOpts.Sources = append(slices.Clone(cfg.Host.Sources), s.wsMCP)
 	hostOpts.LLM = s.providers.LLM("", "")
 	hostOpts.Grants = s.grants
 	hostOpts.ServerEnv = withoutKeys(hostOpts.ServerEnv, s.providers.Set().KeyEnvNames())
@@ -142,6 +158,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.host, err = host.New(ctx, hostOpts); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
 	}
+	s.wsMCP.setHost(s.host)
 	s.hub = hub.New(hub.Options{
 		Store:      s.db,
 		AskTimeout: time.Duration(st.AskTimeoutSeconds) * time.Second,
@@ -152,12 +169,21 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("open server: %w", err)
 	}
 	if s.harness, err = harness.New(ctx, harness.Options{
-		Store: s.db, Events: s.hub, Askers: s.hub, Tools: s.host, Models: s.providers, Snapshots: s.snapshots,
+		Store: s.db, Events: s.hub, Askers: s.hub, Tools: &scopedTools{Host: s.host, w: s.wsMCP}, Models: s.providers, Snapshots: s.snapshots,
 		WorkRounds: st.WorkRounds, MaxRounds: st.MaxRounds, System: cfg.System, Logger: s.log,
 	}); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
 	}
 	s.forwardToolChanges()
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.wsMCP.run(s.ctx, s.db.ListWorkspaces, func(ctx context.Context) {
+			if err := s.host.Reload(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("reload after a workspace's MCP servers changed", "error", err)
+			}
+		})
+	}()
 	if cfg.Watch != nil {
 		s.bg.Add(1)
 		go func() {
@@ -265,6 +291,9 @@ func (s *Server) Close(ctx context.Context) error {
 		}
 		s.bg.Wait()
 		s.mcp.close()
+		if s.wsMCP != nil {
+			s.wsMCP.close()
+		}
 		if s.snapshots != nil {
 			if err := s.snapshots.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("close undo snapshots: %w", err))

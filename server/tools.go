@@ -36,6 +36,10 @@ type toolView struct {
 	Timeout      int                   `json:"timeout,omitempty"`
 	Capabilities []string              `json:"capabilities,omitempty"`
 	Permissions  *host.PermissionState `json:"permissions,omitempty"`
+	// WorkspaceID and MCPServer name the workspace whose .jean2/mcp.json lists the MCP
+	// server the tool comes from; such a tool runs only in that workspace.
+	WorkspaceID string `json:"workspaceId,omitempty"`
+	MCPServer   string `json:"mcpServer,omitempty"`
 }
 
 func (s *Server) viewTool(e host.Entry) toolView {
@@ -51,14 +55,41 @@ func (s *Server) viewTool(e host.Entry) toolView {
 	if st, ok := s.host.Permissions(e.Name); ok {
 		v.Permissions = &st
 	}
+	if t, ok := s.wsMCP.owner(e.Name); ok {
+		v.WorkspaceID, v.MCPServer = t.workspaceID, t.server
+	}
 	return v
 }
 
+// listTools lists the host's tools, then the MCP servers of workspaces that offer none
+// now (status error, with why). ?workspaceId= leaves out other workspaces' servers and
+// tools: what that workspace's sessions can use.
 func (s *Server) listTools(w http.ResponseWriter, r *http.Request) error {
+	only := r.URL.Query().Get("workspaceId")
+	if only != "" {
+		if _, err := s.workspace(r.Context(), only); err != nil {
+			return err
+		}
+	}
 	entries := s.host.Tools()
 	out := make([]toolView, 0, len(entries))
 	for _, e := range entries {
-		out = append(out, s.viewTool(e))
+		v := s.viewTool(e)
+		if only != "" && v.WorkspaceID != "" && v.WorkspaceID != only {
+			continue
+		}
+		out = append(out, v)
+	}
+	for _, p := range s.wsMCP.listProblems() {
+		if only != "" && p.WorkspaceID != only {
+			continue
+		}
+		v := toolView{Name: p.Source, Kind: "mcp", Runtime: "mcp", Status: host.StatusError, Error: p.Error,
+			Env: []host.EnvStatus{}, WorkspaceID: p.WorkspaceID}
+		if server, ok := strings.CutPrefix(p.Source, "mcp:"); ok {
+			v.MCPServer = server
+		}
+		out = append(out, v)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tools": out})
 	return nil

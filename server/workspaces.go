@@ -101,6 +101,7 @@ func (s *Server) createWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return storeErr(err, "workspace")
 	}
+	s.wsMCP.workspacesChanged()
 	writeJSON(w, http.StatusCreated, ws)
 	return nil
 }
@@ -145,6 +146,7 @@ func (s *Server) patchWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return storeErr(err, "workspace")
 	}
+	s.wsMCP.workspacesChanged()
 	writeJSON(w, http.StatusOK, ws)
 	return nil
 }
@@ -169,6 +171,7 @@ func (s *Server) deleteWorkspace(w http.ResponseWriter, r *http.Request) error {
 		s.forgetSession(r.Context(), ses.ID)
 	}
 	s.mcp.drop(id)
+	s.wsMCP.workspacesChanged()
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -72,8 +72,8 @@ func serve(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	// The MCP servers of $JEAN2_HOME/mcp.json join the tools; a workspace's own mcp.json is
-	// for jean2 mcp and the CLI, which work in one folder.
+	// The MCP servers of $JEAN2_HOME/mcp.json join every workspace's tools; those of each
+	// workspace's own .jean2/mcp.json are the server's (server.WorkspaceMCPOptions).
 	clients, err := startMCPClients(ctx, e, "")
 	if err != nil {
 		return err
