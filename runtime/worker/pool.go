@@ -466,16 +466,20 @@ func (p *Pool) dispatch(ctx context.Context, cl *call, c Call) (_ json.RawMessag
 	p.mu.Lock()
 	cl.worker = w
 	cl.dispatched = int64(dispatched.Sub(p.epoch))
+	ml := w.mods[cl.module]
+	loaded := ml != nil && isDone(ml.done) && ml.err == nil
 	p.mu.Unlock()
 	defer p.release(cl)
-	if err := p.ensureLoaded(ctx, w, cl.module); err != nil {
-		if ctx.Err() != nil {
-			return nil, false, &StoppedError{Tool: p.opts.Name, CallID: id, Cause: context.Cause(ctx)}
+	if !loaded {
+		if err := p.ensureLoaded(ctx, w, cl.module); err != nil {
+			if ctx.Err() != nil {
+				return nil, false, &StoppedError{Tool: p.opts.Name, CallID: id, Cause: context.Cause(ctx)}
+			}
+			if errors.Is(err, errWorkerGone) {
+				return nil, true, nil // another worker can load it
+			}
+			return nil, false, err
 		}
-		if errors.Is(err, errWorkerGone) {
-			return nil, true, nil // another worker can load it
-		}
-		return nil, false, err
 	}
 
 	cl.startClock(c.Timeout)
