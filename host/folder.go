@@ -158,6 +158,26 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 	// again, since its module may behave differently there.
 	if raw, ok := fl.loader.Meta(metaKey); ok && json.Unmarshal(raw, &meta) == nil && meta.Definition.Name != "" && meta.Runtime == res.runtime {
 		ft.def = meta.Definition
+	} else if shared := ft.shareWith(prev, nil); shared != nil {
+		// First sight of this version, and the previous one's workers are started exactly as
+		// a worker learning this one's definition would be: load it into them as another
+		// module, rather than wait for a new process (see sharedPool).
+		mod, err := shared.pool.AddModule(ft.program, ft.dir)
+		if err != nil {
+			_ = shared.release(context.Background())
+			res.err = err
+			return res
+		}
+		info, err := mod.Load(ctx)
+		if err != nil {
+			_ = mod.Close(context.Background())
+			_ = shared.release(context.Background())
+			res.err = err
+			return res
+		}
+		ft.def = info.Definition
+		ft.shared, ft.module = shared, mod
+		fl.storeMeta(f, metaKey, info, res.runtime)
 	} else {
 		// First sight of this version: load the module in a worker to learn its definition.
 		// The worker is kept for the first call when the tool declares no variables (its
@@ -176,14 +196,30 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		}
 		ft.def = info.Definition
 		if len(info.Definition.Env) == 0 && !ft.confined() {
-			ft.pool = probe
+			ft.shared, ft.module = &sharedPool{pool: probe, key: ft.launchKey(nil), refs: 1}, probe.Main()
 		} else {
 			_ = probe.Close(context.Background())
 			cleanup()
 		}
-		raw, _ := json.Marshal(definitionMeta{Definition: info.Definition, Shape: info.Shape, Runtime: res.runtime})
-		if err := fl.loader.StoreMeta(metaKey, raw); err != nil {
-			fl.h.log.Warn("cache definition", "folder", f.Dir, "error", err)
+		fl.storeMeta(f, metaKey, info, res.runtime)
+	}
+	ft.env = fl.toolEnv(ft.def.Env)
+	if ft.shared != nil && ft.shared.key != ft.launchKey(ft.env) {
+		// Its declared variables have values: its workers need them in their environment,
+		// which the workers that learned its definition were started without.
+		_ = ft.module.Close(context.Background())
+		_ = ft.shared.release(context.Background())
+		ft.shared, ft.module = nil, nil
+	}
+	if ft.shared == nil {
+		// The definition came from the cache: its first call may still find the previous
+		// version's workers running.
+		if shared := ft.shareWith(prev, ft.env); shared != nil {
+			if mod, err := shared.pool.AddModule(ft.program, ft.dir); err == nil {
+				ft.shared, ft.module = shared, mod
+			} else {
+				_ = shared.release(context.Background())
+			}
 		}
 	}
 	if err := ft.def.Check(); err != nil {
@@ -191,13 +227,83 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		res.err = fmt.Errorf("%s: %w", f.Entry, err)
 		return res
 	}
-	ft.env = fl.toolEnv(ft.def.Env)
 	def := ft.def
 	e := Entry{Name: def.Name, Folder: f.Dir, Version: res.label, Hash: hash, Kind: kind, Runtime: res.runtime, Status: StatusOK, Definition: &def}
 	v := newVersion(e, def, ft, ft.closePool)
 	v.env = ft.env
 	res.serving, res.fresh = v, v
 	return res
+}
+
+func (fl *folderLoader) storeMeta(f loader.Folder, metaKey string, info workerproto.InitializeResult, runtime string) {
+	raw, _ := json.Marshal(definitionMeta{Definition: info.Definition, Shape: info.Shape, Runtime: runtime})
+	if err := fl.loader.StoreMeta(metaKey, raw); err != nil {
+		fl.h.log.Warn("cache definition", "folder", f.Dir, "error", err)
+	}
+}
+
+// sharedPool is the worker pool of an unconfined JavaScript tool, which the tool's next
+// versions share as long as their workers would be started exactly the same way (runtime,
+// flags, environment, folder, launcher): a new version is loaded into the running workers
+// as another module (worker.Module), so that a saved change does not wait for a new process
+// to start. Calls in flight finish on the module they started on; each version closes its
+// own module when it retires, and the last one out closes the pool. The workers recycle
+// themselves after a number of modules, so memory stays bounded.
+//
+// Versions are the same tool folder, so they share a process only while they are also the
+// same principal in every other respect: no declared variable has a value (a new version's
+// code runs before its declaration is known, and must not see its predecessor's), and no
+// confinement (a confined worker's rules name its bundle).
+type sharedPool struct {
+	pool *worker.Pool
+	key  string // launchKey of its workers
+
+	mu   sync.Mutex
+	refs int // versions using it; 0 once closed
+}
+
+// retain takes a reference; false means the pool is already closed.
+func (s *sharedPool) retain() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refs == 0 {
+		return false
+	}
+	s.refs++
+	return true
+}
+
+// release drops a reference; the last one closes the pool.
+func (s *sharedPool) release(ctx context.Context) error {
+	s.mu.Lock()
+	s.refs--
+	last := s.refs == 0
+	s.mu.Unlock()
+	if !last {
+		return nil
+	}
+	return s.pool.Close(ctx)
+}
+
+// shareWith returns the previous version's pool, retained, when this version may load into
+// its workers: both unconfined JavaScript, and workers of this version (with the variables
+// vars) started exactly as the previous version's were. Nil means this version starts
+// workers of its own.
+func (t *folderTool) shareWith(prev *version, vars map[string]string) *sharedPool {
+	if prev == nil || t.confined() || t.kindName == gotool.KindGo || len(vars) > 0 {
+		return nil
+	}
+	pt, ok := prev.tool.(*folderTool)
+	if !ok || pt.confined() {
+		return nil
+	}
+	pt.mu.Lock()
+	shared := pt.shared
+	pt.mu.Unlock()
+	if shared == nil || shared.key != t.launchKey(vars) || !shared.retain() {
+		return nil
+	}
+	return shared
 }
 
 // probePool makes the pool of the worker that loads a new version to learn its definition.
@@ -253,8 +359,11 @@ type folderTool struct {
 	def            tool.Definition
 	env            map[string]string // declared variables with values
 
-	mu      sync.Mutex
-	pool    *worker.Pool           // unconfined: one pool serves every call
+	mu sync.Mutex
+	// Unconfined: one pool serves every call, perhaps shared with other versions of the
+	// folder, and module is this version's in it.
+	shared  *sharedPool
+	module  *worker.Module
 	pools   map[string]*scopedPool // confined: one pool per scope (workspace, allowed paths, temp)
 	closed  bool
 	reaping sync.WaitGroup // closes of idle pools; closePool waits for them
@@ -275,7 +384,31 @@ func (t *folderTool) confined() bool {
 	return t.mech == sandbox.Landlock || t.mech == sandbox.NodePermissions
 }
 
+// launchKey says how an unconfined worker of this version with the variables toolVars is
+// started: two versions whose keys are equal may share workers.
+func (t *folderTool) launchKey(toolVars map[string]string) string {
+	l := t.launcherFor(toolVars, poolScope{})
+	return l.Kind + "\x00" + l.Path + "\x00" + l.Dir + "\x00\x00" + strings.Join(l.Args, "\x00") + "\x00\x00" + strings.Join(l.Env, "\x00")
+}
+
 func (t *folderTool) newPool(toolVars map[string]string, scope poolScope) *worker.Pool {
+	h := t.fl.h
+	return worker.NewPool(t.launcherFor(toolVars, scope), worker.PoolOptions{
+		Name: t.name, Logger: h.log, MaxWorkers: h.opts.MaxWorkers,
+		IdleTimeout: h.opts.IdleTimeout, KillGrace: h.opts.KillGrace,
+		NoteStderr: outOfMemoryLine,
+		// A confined worker's rules allow its own bundle only; a Go tool is its binary.
+		Modules: !t.confined() && t.kindName != gotool.KindGo,
+		Init: workerproto.InitializeParams{
+			ProtocolVersion: workerproto.Version, Bundle: t.program, ToolDir: t.dir,
+			Rules: workerproto.Rules{Blocked: policy.BlockedRoots(), Sensitive: policy.SensitivePatterns(), Home: h.home, Languages: tool.Languages()},
+		},
+	})
+}
+
+// launcherFor says how to start a worker of this version with the variables toolVars
+// serving scope.
+func (t *folderTool) launcherFor(toolVars map[string]string, scope poolScope) worker.Launcher {
 	h := t.fl.h
 	tempDir := h.layout.Temp
 	if t.confined() && scope.tempDir != "" {
@@ -290,32 +423,24 @@ func (t *folderTool) newPool(toolVars map[string]string, scope poolScope) *worke
 		heapMB = t.memoryMB() * 3 / 4
 	}
 	base := t.launcher(env, nil, heapMB)
-	l := t.sandboxLauncher(base, scope, func(flags []string) worker.Launcher { return t.launcher(env, flags, heapMB) })
-	return worker.NewPool(l, worker.PoolOptions{
-		Name: t.name, Logger: h.log, MaxWorkers: h.opts.MaxWorkers,
-		IdleTimeout: h.opts.IdleTimeout, KillGrace: h.opts.KillGrace,
-		NoteStderr: outOfMemoryLine,
-		Init: workerproto.InitializeParams{
-			ProtocolVersion: workerproto.Version, Bundle: t.program, ToolDir: t.dir,
-			Rules: workerproto.Rules{Blocked: policy.BlockedRoots(), Sensitive: policy.SensitivePatterns(), Home: h.home, Languages: tool.Languages()},
-		},
-	})
+	return t.sandboxLauncher(base, scope, func(flags []string) worker.Launcher { return t.launcher(env, flags, heapMB) })
 }
 
 // workers returns the pool for a call's scope and a func to call when the call is done
 // with it. Unconfined tools have one pool; confined ones one per scope, made on first use
 // and closed once idle for the idle timeout.
-func (t *folderTool) workers(scope poolScope) (*worker.Pool, func(), error) {
+func (t *folderTool) workers(scope poolScope) (*worker.Module, func(), error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return nil, nil, fmt.Errorf("tool %s: %w", t.name, worker.ErrPoolClosed)
 	}
 	if !t.confined() {
-		if t.pool == nil {
-			t.pool = t.newPool(t.env, poolScope{})
+		if t.shared == nil {
+			p := t.newPool(t.env, poolScope{})
+			t.shared, t.module = &sharedPool{pool: p, key: t.launchKey(t.env), refs: 1}, p.Main()
 		}
-		return t.pool, func() {}, nil
+		return t.module, func() {}, nil
 	}
 	now := time.Now()
 	t.reapIdleLocked(now)
@@ -330,7 +455,7 @@ func (t *folderTool) workers(scope poolScope) (*worker.Pool, func(), error) {
 	}
 	sp.active++
 	sp.lastUsed = now
-	return sp.pool, func() {
+	return sp.pool.Main(), func() {
 		t.mu.Lock()
 		sp.active--
 		sp.lastUsed = time.Now()
@@ -360,15 +485,18 @@ func (t *folderTool) reapIdleLocked(now time.Time) {
 func (t *folderTool) closePool(ctx context.Context) error {
 	t.mu.Lock()
 	pools := []*worker.Pool{}
-	if t.pool != nil {
-		pools = append(pools, t.pool)
-	}
 	for _, sp := range t.pools {
 		pools = append(pools, sp.pool)
 	}
-	t.pool, t.pools, t.closed = nil, nil, true
+	shared, module := t.shared, t.module
+	t.shared, t.module, t.pools, t.closed = nil, nil, nil, true
 	t.mu.Unlock()
 	var errs []error
+	if shared != nil {
+		// This version's calls finish on its module; the workers carry on for the versions
+		// that share them.
+		errs = append(errs, module.Close(ctx), shared.release(ctx))
+	}
 	for _, p := range pools {
 		errs = append(errs, p.Close(ctx))
 	}
@@ -380,7 +508,7 @@ func (t *folderTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 	if err := t.checkApproval(); err != nil {
 		return tool.Result{Error: err.Error()}
 	}
-	pool, done, err := t.workers(poolScope{workspace: c.Workspace, allowed: c.AllowedPaths, tempDir: c.TempDir})
+	mod, done, err := t.workers(poolScope{workspace: c.Workspace, allowed: c.AllowedPaths, tempDir: c.TempDir})
 	if err != nil {
 		return tool.Result{Error: err.Error()}
 	}
@@ -389,7 +517,7 @@ func (t *folderTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 	// cause (the pool binds the handler to the call: callHandler.BindStop).
 	wc := &workerCall{limits: callLimits{limits: t.fl.h.sb.limits, tool: t.def.Name, callID: c.CallID}}
 	wc.handler = callHandler{c: c, limits: &wc.limits}
-	raw, err := pool.Execute(ctx, worker.Call{
+	raw, err := mod.Execute(ctx, worker.Call{
 		ID: c.CallID, Input: args, Timeout: t.def.TimeoutDuration(),
 		Context: workerproto.CallContext{
 			SessionID: c.SessionID, WorkspacePath: c.Workspace, WorkspaceID: c.WorkspaceID,
