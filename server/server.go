@@ -46,6 +46,9 @@ type Config struct {
 	MCPWorkspace string
 	// Web serves the client at / (web.Handler); nil serves a page saying it is not built.
 	Web http.Handler
+	// SubscriberBuffer is how many live events a WebSocket client may fall behind before
+	// the server closes it with 4008 (slow subscriber); 0 → hub.DefaultSubscriberBuffer.
+	SubscriberBuffer int
 	// WorkspaceMCP configures the MCP servers of workspaces' .jean2/mcp.json files.
 	WorkspaceMCP WorkspaceMCPOptions
 	// Watch, when set, keeps the tool folders watched (host.Watch) while the server runs.
@@ -160,10 +163,11 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.wsMCP.setHost(s.host)
 	s.hub = hub.New(hub.Options{
-		Store:      s.db,
-		AskTimeout: time.Duration(st.AskTimeoutSeconds) * time.Second,
-		Unattended: func(string) tool.Asker { return s.settings.policy() },
-		Logger:     s.log,
+		Store:            s.db,
+		AskTimeout:       time.Duration(st.AskTimeoutSeconds) * time.Second,
+		Unattended:       func(string) tool.Asker { return s.settings.policy() },
+		SubscriberBuffer: cfg.SubscriberBuffer,
+		Logger:           s.log,
 	})
 	if s.snapshots, err = undo.New(undo.Options{Dir: filepath.Join(home, "undo"), Logger: s.log}); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
