@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -20,7 +22,54 @@ const (
 	// CloseSlowSubscriber closes a socket whose client fell too far behind the live
 	// events; it reconnects with after= the last seq it saw.
 	CloseSlowSubscriber websocket.StatusCode = 4008
+	// CloseSessionDeleted closes the sockets of a session that was deleted (or whose
+	// workspace was); reconnecting gets 404.
+	CloseSessionDeleted websocket.StatusCode = 4004
 )
+
+// sessionSockets are the open sockets of each session, so a delete can close them.
+type sessionSockets struct {
+	mu sync.Mutex
+	by map[string]map[*openSocket]struct{}
+}
+
+// openSocket is one socket of a session: cancel ends it; deleted says it ends because the
+// session was deleted (set before cancel).
+type openSocket struct {
+	cancel  context.CancelFunc
+	deleted atomic.Bool
+}
+
+func (ss *sessionSockets) add(sessionID string, cancel context.CancelFunc) (_ *openSocket, remove func()) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.by == nil {
+		ss.by = map[string]map[*openSocket]struct{}{}
+	}
+	if ss.by[sessionID] == nil {
+		ss.by[sessionID] = map[*openSocket]struct{}{}
+	}
+	o := &openSocket{cancel: cancel}
+	ss.by[sessionID][o] = struct{}{}
+	return o, func() {
+		ss.mu.Lock()
+		defer ss.mu.Unlock()
+		delete(ss.by[sessionID], o)
+		if len(ss.by[sessionID]) == 0 {
+			delete(ss.by, sessionID)
+		}
+	}
+}
+
+// deleted ends the sockets of a session that was deleted.
+func (ss *sessionSockets) deleted(sessionID string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for o := range ss.by[sessionID] {
+		o.deleted.Store(true)
+		o.cancel()
+	}
+}
 
 const (
 	wsWriteTimeout = 10 * time.Second
@@ -119,6 +168,17 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, sessionID s
 	// The socket lives until the client goes, the server closes, or the log cannot be sent.
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
+	open := &openSocket{} // of the server's log: never deleted
+	if sessionID != "" {
+		var remove func()
+		open, remove = s.sockets.add(sessionID, cancel)
+		defer remove()
+		// A delete that came between the check above and now has found no socket to end.
+		if _, err := s.db.Session(ctx, sessionID); err != nil {
+			c.Close(CloseSessionDeleted, "session deleted")
+			return nil
+		}
+	}
 	sub, err := s.hub.Subscribe(ctx, sessionID, after)
 	if err != nil {
 		c.Close(websocket.StatusInternalError, "cannot subscribe to the event log")
@@ -157,7 +217,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, sessionID s
 		select {
 		case ev, ok := <-sub.Events():
 			if !ok {
-				closeForSubscription(c, sub.Err(), s.ctx.Err() != nil)
+				closeForSubscription(c, sub.Err(), s.ctx.Err() != nil, open.deleted.Load())
 				return nil
 			}
 			if err := writeFrame(c, viewEvent(ev)); err != nil {
@@ -171,7 +231,10 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, sessionID s
 				return nil
 			}
 		case <-ctx.Done():
-			if s.ctx.Err() != nil {
+			switch {
+			case open.deleted.Load():
+				c.Close(CloseSessionDeleted, "session deleted")
+			case s.ctx.Err() != nil:
 				c.Close(websocket.StatusGoingAway, "the server is shutting down")
 			}
 			return nil
@@ -180,8 +243,10 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, sessionID s
 }
 
 // closeForSubscription closes c with a status that tells the client what to do.
-func closeForSubscription(c *websocket.Conn, err error, shuttingDown bool) {
+func closeForSubscription(c *websocket.Conn, err error, shuttingDown, deleted bool) {
 	switch {
+	case deleted:
+		c.Close(CloseSessionDeleted, "session deleted")
 	case errors.Is(err, hub.ErrSlowSubscriber):
 		c.Close(CloseSlowSubscriber, "slow subscriber: reconnect with after= the last seq received")
 	case shuttingDown || errors.Is(err, hub.ErrClosed):

@@ -1,11 +1,14 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/jean2/jean2/provider/providertest"
 	"github.com/jean2/jean2/store"
@@ -266,5 +269,46 @@ func TestPartDurationInMillisecondsAndMessagesLastSeq(t *testing.T) {
 				t.Errorf("store.Part decoded from the API: duration %v", p.Duration)
 			}
 		}
+	}
+}
+
+// Deleting a session, or its workspace, closes the session's sockets with 4004; a socket
+// opened afterwards gets 404.
+func TestDeletedSessionSocketsClosed(t *testing.T) {
+	f := newFixture(t)
+	f.tools = nil
+	f.start()
+	ws, first := f.session()
+	_, second := f.session()
+	closedWith := func(s *socket) websocket.StatusCode {
+		t.Helper()
+		select {
+		case <-s.done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the socket stayed open")
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return websocket.CloseStatus(s.closeBy)
+	}
+	a, b := f.dial("/api/sessions/"+first.ID+"/ws", nil), f.dial("/api/sessions/"+second.ID+"/ws", nil)
+	server := f.dial("/api/ws", nil)
+	f.call("DELETE", "/api/sessions/"+first.ID, nil, 204, nil)
+	if got := closedWith(a); got != CloseSessionDeleted {
+		t.Errorf("socket of the deleted session closed with %d, want %d", got, CloseSessionDeleted)
+	}
+	f.call("DELETE", "/api/workspaces/"+ws.ID, nil, 204, nil)
+	if got := closedWith(b); got != CloseSessionDeleted {
+		t.Errorf("socket of a session of the deleted workspace closed with %d, want %d", got, CloseSessionDeleted)
+	}
+	select {
+	case <-server.done:
+		t.Error("the server log's socket closed with the sessions")
+	case <-time.After(100 * time.Millisecond):
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, resp, err := websocket.Dial(ctx, f.wsURL("/api/sessions/"+first.ID+"/ws"), nil); err == nil || resp == nil || resp.StatusCode != 404 {
+		t.Errorf("a socket to the deleted session: %v %v", err, resp)
 	}
 }

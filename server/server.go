@@ -76,8 +76,9 @@ type Server struct {
 	providers *Providers
 	settings  *liveSettings
 	mcp       mcpServers
-	wsMCP     *workspaceMCP // the MCP servers of workspaces' own mcp.json
-	gate      gate          // deletes against work starting (gate.go)
+	wsMCP     *workspaceMCP  // the MCP servers of workspaces' own mcp.json
+	gate      gate           // deletes against work starting (gate.go)
+	sockets   sessionSockets // open sockets by session, closed when it is deleted
 	handler   http.Handler
 
 	// ctx lives as long as the server: sockets, tool runs and the forwarder end with it.

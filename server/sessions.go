@@ -197,8 +197,10 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// forgetSession drops what outlives a deleted session elsewhere: its grants.
+// forgetSession drops what outlives a deleted session elsewhere: its grants and its
+// clients' sockets.
 func (s *Server) forgetSession(ctx context.Context, id string) {
+	s.sockets.deleted(id)
 	if err := s.grants.EndSession(ctx, id); err != nil {
 		s.log.Warn("forget the grants of a deleted session", "session", id, "error", err)
 	}
