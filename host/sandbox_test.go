@@ -433,8 +433,14 @@ func TestSandboxDeclaredPaths(t *testing.T) {
 
 func TestSandboxExhaustMemory(t *testing.T) {
 	sf := newSandboxFixture(t, sandbox.ModeLandlock, "", func(o *host.Options) { o.Limits.MemoryMB = 192 })
+	// Filling 192 MB while the collector fights the cap can take longer than the hostile
+	// tool's 4 s timeout on a loaded machine; the cap, not the timeout, must end the call.
+	sf.addTool("hostile-mem", map[string]string{"package.json": pkgJSON, "tool.js": strings.Replace(hostileSource("hostile-mem", ""), "timeout: 4000", "timeout: 60000", 1)})
+	if err := sf.h.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
-	_, out := sf.try(t, map[string]any{"op": "memory"})
+	out := sf.call("hostile-mem", `{"op":"memory"}`)
 	if out.Result.Success || !strings.Contains(out.Result.Error, "memory limit of 192 MB") || strings.Contains(out.Result.Error, "fatal error: runtime") {
 		t.Fatalf("exhausting memory (the tool must meet the cap, not the launcher): %+v", out.Result)
 	}
