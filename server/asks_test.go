@@ -228,3 +228,59 @@ func TestAskTimeoutSettingAppliesLive(t *testing.T) {
 		t.Fatalf("a timed-out confirm succeeded: %+v", out)
 	}
 }
+
+// workRounds set through the API is the next turn's budget: at once when the harness can
+// take it live (restartRequired does not list it), else from the next start — and the
+// settings answer says which.
+func TestRoundLimitsSetting(t *testing.T) {
+	f := newFixture(t).start()
+	_, ses := f.session()
+	// The model calls write_note when the user has just spoken, and answers once it has
+	// the result.
+	f.fake.Respond(func(r providertest.Request) providertest.Reply {
+		var body struct{ Messages []struct{ Role string } }
+		if err := r.Decode(&body); err == nil && len(body.Messages) > 0 && body.Messages[len(body.Messages)-1].Role == "user" {
+			// A call id of its own each time: the harness drops a repeated one as a duplicate.
+			id := fmt.Sprintf("call_%d", len(body.Messages))
+			return providertest.OpenAIToolCall("test-model", id, "write_note", `{"path":"n.txt","text":"x"}`)
+		}
+		return providertest.OpenAIText("test-model", "written")
+	})
+	// turn runs a turn and returns why it ended and how many model calls it made.
+	turn := func() (string, int) {
+		t.Helper()
+		before := len(f.fake.Requests())
+		sock := f.dial("/api/sessions/"+ses.ID+"/ws?after=0", nil)
+		defer sock.close()
+		var started struct{ Turn struct{ ID string } }
+		f.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "write"}, 202, &started)
+		for {
+			fin, _ := sock.until("turn.finished", 60*time.Second)
+			var p struct{ TurnID, Reason string }
+			mustJSON(t, fin.Payload, &p)
+			if p.TurnID == started.Turn.ID {
+				return p.Reason, len(f.fake.Requests()) - before
+			}
+		}
+	}
+	if reason, calls := turn(); reason != "done" || calls != 2 {
+		t.Fatalf("with the default budget the turn ended %q after %d model calls, want done after 2", reason, calls)
+	}
+	var st settingsView
+	f.call("PATCH", "/api/settings", map[string]any{"workRounds": 1}, 200, &st)
+	live := !slices.Contains(st.RestartRequired, "workRounds")
+	reason, calls := turn()
+	switch {
+	case live && (reason != "budget" || calls != 1):
+		t.Fatalf("workRounds 1 applied live: the turn ended %q after %d model calls, want budget after 1", reason, calls)
+	case !live && (reason != "done" || calls != 2):
+		t.Fatalf("workRounds 1 said to need a restart: the turn ended %q after %d model calls, want done after 2 (the old budget)", reason, calls)
+	}
+	t.Logf("workRounds applied live: %v", live)
+	// After a restart it applies in any case.
+	f.stop()
+	f.start()
+	if reason, calls := turn(); reason != "budget" || calls != 1 {
+		t.Fatalf("workRounds 1 after a restart: the turn ended %q after %d model calls, want budget after 1", reason, calls)
+	}
+}
