@@ -35,8 +35,10 @@ func BenchmarkCallTool(b *testing.B) {
 }
 
 // BenchmarkStdioServer is the server side alone: raw JSON-RPC lines written to the stdio
-// transport and the answers read back, one call at a time, to a tool compiled into the
-// binary (no worker).
+// transport and the answers read back, one call at a time, through Server.Run (so classic
+// tools/call takes the fast path, fastcall.go), to a tool compiled into the binary
+// (whoami) or a JS tool in a Node worker (trivial); transport=go-sdk swaps jean2's
+// StdioTransport for the go-sdk's IOTransport.
 func BenchmarkStdioServer(b *testing.B) {
 	for _, tool := range []string{"whoami", "trivial"} {
 		for _, tr := range []string{"jean2", "go-sdk"} {

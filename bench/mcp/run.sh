@@ -8,12 +8,17 @@
 #   bench/mcp/run.sh                      # CALLS=2000 INFLIGHT=1 ROUNDS=3
 #   ROUNDS=6 bench/mcp/run.sh
 #   INFLIGHT=8 bench/mcp/run.sh
+#   JEAN2_BIN=/tmp/jean2-old bench/mcp/run.sh   # a jean2 built elsewhere (before/after)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ./scripts/setup
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-go build -o "$work/jean2" ./cmd/jean2
+if [ -n "${JEAN2_BIN:-}" ]; then
+  cp "$JEAN2_BIN" "$work/jean2"
+else
+  go build -o "$work/jean2" ./cmd/jean2
+fi
 mkdir -p "$work/home/tools" "$work/ws" "$work/scripts"
 cp -r bench/mcp/tools/ping "$work/home/tools/ping"
 cp bench/mcp/*.mjs "$work/scripts/"
