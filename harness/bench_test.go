@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/jean2/jean2/provider"
 	"github.com/jean2/jean2/provider/providertest"
 	"github.com/jean2/jean2/store"
+	"github.com/jean2/jean2/tool"
 )
 
 // instantModel answers at once, from memory: a call of the trivial tool, then, once it has
@@ -66,36 +68,52 @@ func (s *sliceStream) Next() (provider.Event, error) {
 
 func (s *sliceStream) Close() error { return nil }
 
-// timedTools measures the time spent in the host's Invoke.
+// timedTools measures the time spent in the host's Invoke; with instant set, calls do not
+// reach the host: they succeed at once, in process, so what is left is the harness's own
+// cost with nothing else of the machine's in it.
 type timedTools struct {
 	*host.Host
+	instant      bool
 	nanos, calls atomic.Int64
 }
 
 func (t *timedTools) Invoke(ctx context.Context, c host.Call) host.Outcome {
 	start := time.Now()
-	out := t.Host.Invoke(ctx, c)
+	var out host.Outcome
+	if t.instant {
+		out = host.Outcome{CallID: c.CallID, Tool: c.Tool, Result: tool.Result{Success: true, Result: json.RawMessage(`{"ok":true}`)},
+			ModelText: `{"success":true,"result":{"ok":true}}`}
+	} else {
+		out = t.Host.Invoke(ctx, c)
+	}
 	t.nanos.Add(int64(time.Since(start)))
 	t.calls.Add(1)
 	return out
 }
 
-// BenchmarkHarnessRound is one turn of two rounds (a call of a trivial JS tool through a
-// real worker, then a text answer) with a zero-latency in-memory model, in a fresh session
-// each time. It reports the wall time per round, the tool's time per call (host.Invoke),
-// and the harness's overhead per round: the rest, store writes and event publishing
-// included. "disk" keeps the database in the test's temporary folder (synchronous=FULL:
-// each commit waits for the disk); "tmpfs" in /dev/shm, where a sync costs nothing, which
-// separates the harness's own work from the disk's.
+// BenchmarkHarnessRound is one turn of two rounds (a call of a trivial tool, then a text
+// answer) with a zero-latency in-memory model, each turn in a fresh session (made before
+// the clock starts). It reports the wall time per round, the tool's time per call
+// (Invoke), and the harness's overhead per round: the rest, store writes and event
+// publishing included, and the CPU of this process per round.
+//
+//   - disk: a real JS tool through a real worker, the database in the test's temporary
+//     folder;
+//   - tmpfs: the same with the database in /dev/shm, where a sync costs nothing;
+//   - inproc: the database on disk, the tool answering at once in process (no worker), so
+//     CPU per round is the harness's alone (with the store and the hub);
+//   - disk-batch, inproc-batch: the same with a BatchPublisher, one commit per flush.
 func BenchmarkHarnessRound(b *testing.B) {
-	run := func(b *testing.B, dbDir string) {
-		var tools *timedTools
+	run := func(b *testing.B, dbDir string, instant, batch bool) {
 		model := &instantModel{}
 		f := newFixture(b, fixtureOptions{dbDir: dbDir, adjust: func(o *harness.Options) {
 			o.Models = staticModels{p: model, model: "instant"}
 		}})
-		tools = &timedTools{Host: f.host}
+		tools := &timedTools{Host: f.host, instant: instant}
 		f.opts.Tools = tools
+		if batch {
+			f.opts.Events = batchPublisher{Hub: f.hub, db: f.db}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_ = f.h.Close(ctx)
 		cancel()
@@ -103,28 +121,36 @@ func BenchmarkHarnessRound(b *testing.B) {
 		if f.h, err = harness.New(context.Background(), f.opts); err != nil {
 			b.Fatal(err)
 		}
-		turn := func() {
-			s, err := f.db.CreateSession(context.Background(), store.Session{WorkspaceID: f.session.WorkspaceID})
-			if err != nil {
+		sessions := func(n int) []string {
+			ids := make([]string, n)
+			for i := range ids {
+				s, err := f.db.CreateSession(context.Background(), store.Session{WorkspaceID: f.session.WorkspaceID})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ids[i] = s.ID
+			}
+			return ids
+		}
+		turn := func(sessionID string) {
+			if _, err := f.h.Start(context.Background(), sessionID, harness.Input{Text: "go"}); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := f.h.Start(context.Background(), s.ID, harness.Input{Text: "go"}); err != nil {
-				b.Fatal(err)
-			}
-			if err := f.h.Wait(context.Background(), s.ID); err != nil {
+			if err := f.h.Wait(context.Background(), sessionID); err != nil {
 				b.Fatal(err)
 			}
 		}
-		for range 20 { // warm the worker, the JIT and the database
-			turn()
+		for _, id := range sessions(20) { // warm the worker, the JIT and the database
+			turn(id)
 		}
+		ids := sessions(b.N)
 		tools.nanos.Store(0)
 		tools.calls.Store(0)
 		cpu0 := processCPU(b)
 		start := time.Now()
 		b.ResetTimer()
-		for range b.N {
-			turn()
+		for i := range b.N {
+			turn(ids[i])
 		}
 		b.StopTimer()
 		elapsed := time.Since(start)
@@ -141,13 +167,18 @@ func BenchmarkHarnessRound(b *testing.B) {
 		// Node worker, a child process) per round: what the machine's load does not inflate.
 		b.ReportMetric(float64(cpu.Microseconds())/rounds/1000, "cpu-ms/round")
 	}
-	b.Run("disk", func(b *testing.B) { run(b, "") })
+	b.Run("disk", func(b *testing.B) { run(b, "", false, false) })
 	b.Run("tmpfs", func(b *testing.B) {
 		if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() {
 			b.Skip("no /dev/shm")
 		}
-		run(b, "/dev/shm")
+		run(b, "/dev/shm", false, false)
 	})
+	b.Run("inproc", func(b *testing.B) { run(b, "", true, false) })
+	// With a publisher that stores a flush's writes and events in one transaction (what
+	// hub.PublishWith is to do; see batchPublisher).
+	b.Run("disk-batch", func(b *testing.B) { run(b, "", false, true) })
+	b.Run("inproc-batch", func(b *testing.B) { run(b, "", true, true) })
 }
 
 // Benchmark100SessionsStreaming starts a turn in each of 100 sessions at once; each answer

@@ -56,10 +56,11 @@ func startCall(p *store.Part) bool {
 }
 
 // runCalls runs the calls of one answer group after group (see plan). Stop is checked
-// before each group; the calls it keeps from running are sealed. batch holds the answer's
-// events not yet published; they go out with the first group's. A group's calls may have
-// been started already (the answer was stored with them running, to save a write).
-func (t *turn) runCalls(msg *store.Message, groups [][]int, ws host.Workspace, batch []store.NewEvent) {
+// before each group; the calls it keeps from running are sealed. pend holds the answer's
+// writes not yet committed; they are committed with the first group's start. A group's
+// calls may have been started already (the answer was stored with them running, to save
+// a write). It fails only when the calls' start could not be stored: they do not run then.
+func (t *turn) runCalls(msg *store.Message, groups [][]int, ws host.Workspace, pend ops) error {
 	// The snapshot of the workspace must be taken before anything can change it.
 	t.snap.wait()
 	for gi, group := range groups {
@@ -68,34 +69,41 @@ func (t *turn) runCalls(msg *store.Message, groups [][]int, ws host.Workspace, b
 			for _, g := range groups[gi:] {
 				rest = append(rest, g...)
 			}
-			t.sealCalls(msg, rest, "interrupted: the turn was "+stopWord(why)+" before this call ran", batch)
-			return
+			t.sealCalls(msg, rest, "interrupted: the turn was "+stopWord(why)+" before this call ran", append(t.takeCarry(), pend...))
+			return nil
 		}
 		var run []int
 		for _, pi := range group {
 			p := &msg.Parts[pi]
 			if p.Status == store.StatusPending {
 				startCall(p)
-				if err := t.h.opts.Store.UpdatePart(t.wctx, *p); err != nil {
-					t.h.log.Error("store a call's start", "session", t.sessionID, "call", p.CallID, "error", err)
-				}
+				pend.add(updatePartOp(*p, "store the start of call "+p.CallID))
+			} else {
+				// Stored already when the answer was stored with it started; clients
+				// still get the call's own part.updated (running, or the error of its
+				// arguments).
+				pend.events(partUpdated(*p))
 			}
-			// Stored already when the answer was stored with it started; clients still get
-			// the call's own part.updated (running, or the error of its arguments).
 			if p.Status == store.StatusRunning {
 				run = append(run, pi)
 			}
-			batch = append(batch, partUpdated(*p))
 		}
-		t.ev.emit(t.wctx, batch...)
-		batch = nil
+		// With the previous group's outcomes.
+		if err := t.ev.commit(t.wctx, append(t.takeCarry(), pend...)); err != nil {
+			return fmt.Errorf("could not store the start of the calls, so they did not run: %w", err)
+		}
+		pend = nil
 		if len(run) == 1 {
 			t.runCall(msg, run[0], ws)
 		} else if len(run) > 1 {
 			t.runParallel(msg, run, ws)
 		}
 	}
-	t.ev.emit(t.wctx, batch...)
+	// The last group's outcomes stay in t.carry, for the next answer's first flush.
+	if err := t.ev.commit(t.wctx, pend); err != nil {
+		return fmt.Errorf("store the answer: %w", err)
+	}
+	return nil
 }
 
 func stopWord(why string) string {
@@ -137,7 +145,8 @@ func (t *turn) runCall(msg *store.Message, pi int, ws host.Workspace) {
 		Progress: func(pr tool.Progress) {
 			t.ev.emit(t.wctx, newEvent(EventToolProgress, ToolProgress{MessageID: msgID, PartID: partID, CallID: callID, Progress: pr}))
 		},
-		LLM: provider.ForTools(t.prov, t.model),
+		Workspaces: &workspacePaths{t: t, workspaceID: ws.ID, callID: callID},
+		LLM:        provider.ForTools(t.prov, t.model),
 	})
 	p.Result = out.ModelText
 	p.Visualization = out.Result.Visualization
@@ -147,23 +156,20 @@ func (t *turn) runCall(msg *store.Message, pi int, ws host.Workspace) {
 	} else {
 		p.Status, p.Error = store.StatusError, out.Result.Error
 	}
-	if err := t.h.opts.Store.UpdatePart(t.wctx, *p); err != nil {
-		t.h.log.Error("store a call's outcome", "session", t.sessionID, "call", callID, "error", err)
-	}
-	t.ev.emit(t.wctx, partUpdated(*p))
+	// Committed with the turn's next write, at the latest flushEvery into the next answer.
+	t.carryOn(updatePartOp(*p, "store the outcome of call "+callID))
 }
 
-// sealCalls ends calls that will not run, with why, in one write of events.
-func (t *turn) sealCalls(msg *store.Message, parts []int, why string, batch []store.NewEvent) {
+// sealCalls ends calls that will not run, with why, in one commit with pend.
+func (t *turn) sealCalls(msg *store.Message, parts []int, why string, pend ops) {
 	for _, pi := range parts {
 		p := &msg.Parts[pi]
 		sealCall(p, why)
-		if err := t.h.opts.Store.UpdatePart(t.wctx, *p); err != nil {
-			t.h.log.Error("seal a call", "session", t.sessionID, "call", p.CallID, "error", err)
-		}
-		batch = append(batch, partUpdated(*p))
+		pend.add(updatePartOp(*p, "seal call "+p.CallID))
 	}
-	t.ev.emit(t.wctx, batch...)
+	if err := t.ev.commit(t.wctx, pend); err != nil {
+		t.h.log.Error("seal calls that will not run", "session", t.sessionID, "calls", len(parts), "error", err)
+	}
 }
 
 // checkArgs refuses arguments that are not a JSON object, in words the model can act on.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jean2/jean2/provider"
 	"github.com/jean2/jean2/store"
@@ -143,16 +144,49 @@ func messageUpdated(m store.Message) store.NewEvent {
 func partCreated(p store.Part) store.NewEvent { return newEvent(EventPartCreated, PartEvent{Part: p}) }
 func partUpdated(p store.Part) store.NewEvent { return newEvent(EventPartUpdated, PartEvent{Part: p}) }
 
-// emitter publishes one session's events in the order they are handed over, even when
-// parallel calls hand them over at once. A failure to publish is logged: the data is in the
-// store already, and a client that missed an event reloads the session.
+// BatchPublisher is a Publisher that also stores writes together with the events that
+// announce them, in one transaction: the write runs inside it, and the events it returns
+// are appended to the session's log before the commit and fanned out after it, like
+// Publish. When write fails nothing is stored or sent. (*hub.Hub once it has PublishWith.)
+type BatchPublisher interface {
+	Publisher
+	PublishWith(ctx context.Context, sessionID string, write func(*store.Tx) ([]store.NewEvent, error)) ([]store.Event, error)
+}
+
+// op is one write of the harness and the events that tell clients about it, built from
+// what was stored. An op may run twice (see emitter.commit), so it only sets what it
+// stores, never appends to state outside the transaction.
+type op func(ctx context.Context, tx *store.Tx) ([]store.NewEvent, error)
+
+// ops are writes waiting to be stored together, in order.
+type ops []op
+
+// events adds an op that only announces.
+func (o *ops) events(evs ...store.NewEvent) {
+	if len(evs) == 0 {
+		return
+	}
+	*o = append(*o, func(context.Context, *store.Tx) ([]store.NewEvent, error) { return evs, nil })
+}
+
+func (o *ops) add(f op) { *o = append(*o, f) }
+
+// emitter stores and publishes one session's writes and events in the order they are
+// handed over, even when parallel calls hand them over at once. Everything a client is
+// told is committed first: a write and its events commit in one transaction when the
+// publisher can (BatchPublisher), else the writes commit before the events are published.
 type emitter struct {
+	db        *store.DB
 	pub       Publisher
 	sessionID string
 	log       *slog.Logger
 	mu        sync.Mutex
+	// failed is set once a commit failed: the store may not hold what memory does.
+	failed atomic.Bool
 }
 
+// emit publishes events that announce no write. A failure is logged: a client that missed
+// an event reloads the session.
 func (e *emitter) emit(ctx context.Context, evs ...store.NewEvent) {
 	if len(evs) == 0 {
 		return
@@ -162,4 +196,58 @@ func (e *emitter) emit(ctx context.Context, evs ...store.NewEvent) {
 	if _, err := e.pub.Publish(ctx, e.sessionID, evs...); err != nil {
 		e.log.Error("publish events", "session", e.sessionID, "first", evs[0].Type, "count", len(evs), "error", err)
 	}
+}
+
+// commit stores the writes of o and publishes their events, all in one transaction when
+// the publisher allows it. It returns the error of a write that failed (then nothing of o
+// is stored, nor published); a failure to publish what was stored is only logged.
+func (e *emitter) commit(ctx context.Context, o ops) error {
+	if len(o) == 0 {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var writeErr error
+	write := func(tx *store.Tx) ([]store.NewEvent, error) {
+		var evs []store.NewEvent
+		for _, f := range o {
+			more, err := f(ctx, tx)
+			if err != nil {
+				writeErr = err
+				return nil, err
+			}
+			evs = append(evs, more...)
+		}
+		return evs, nil
+	}
+	if bp, ok := e.pub.(BatchPublisher); ok {
+		_, err := bp.PublishWith(ctx, e.sessionID, write)
+		switch {
+		case err == nil:
+			return nil
+		case writeErr != nil:
+			e.failed.Store(true)
+			return writeErr
+		}
+		// The publisher failed, not a write (it is closing, say): store the writes on
+		// their own below; what cannot be published is logged.
+		e.log.Warn("store and publish in one transaction failed; storing, then publishing apart",
+			"session", e.sessionID, "error", err)
+	}
+	var evs []store.NewEvent
+	err := e.db.Batch(ctx, func(tx *store.Tx) error {
+		var err error
+		evs, err = write(tx)
+		return err
+	})
+	if err != nil {
+		e.failed.Store(true)
+		return err
+	}
+	if len(evs) > 0 {
+		if _, err := e.pub.Publish(ctx, e.sessionID, evs...); err != nil {
+			e.log.Error("publish events", "session", e.sessionID, "first", evs[0].Type, "count", len(evs), "error", err)
+		}
+	}
+	return nil
 }

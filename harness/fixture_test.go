@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,8 +120,9 @@ type fixture struct {
 
 type fixtureOptions struct {
 	flavor    providertest.Flavor
-	snapshots bool   // undo snapshots in root/undo
-	dbDir     string // the database's folder, when not the test's temporary folder
+	snapshots bool              // undo snapshots in root/undo
+	dbDir     string            // the database's folder, when not the test's temporary folder
+	tools     map[string]string // more tools, beside testTools
 	adjust    func(*harness.Options)
 }
 
@@ -164,7 +166,9 @@ func newFixture(t testing.TB, fo fixtureOptions) *fixture {
 	if err := layout.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	for name, src := range testTools {
+	all := maps.Clone(testTools)
+	maps.Copy(all, fo.tools)
+	for name, src := range all {
 		dir := filepath.Join(layout.Tools, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -393,3 +397,36 @@ func jsonArgs(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// batchPublisher is a harness.BatchPublisher over a hub that cannot store writes with its
+// events itself: PublishWith stores the writes and the events in one transaction, as
+// hub.PublishWith is to, but hands nothing to the hub's live subscribers (the tests and
+// benchmarks using it read the events from the store). refuse makes PublishWith fail
+// before writing, as a closed hub does.
+type batchPublisher struct {
+	*hub.Hub
+	db     *store.DB
+	refuse error
+	calls  *atomic.Int64
+}
+
+func (b batchPublisher) PublishWith(ctx context.Context, sessionID string, write func(*store.Tx) ([]store.NewEvent, error)) ([]store.Event, error) {
+	if b.calls != nil {
+		b.calls.Add(1)
+	}
+	if b.refuse != nil {
+		return nil, b.refuse
+	}
+	var out []store.Event
+	err := b.db.Batch(ctx, func(tx *store.Tx) error {
+		evs, err := write(tx)
+		if err != nil {
+			return err
+		}
+		out, err = tx.AppendEvents(ctx, sessionID, evs...)
+		return err
+	})
+	return out, err
+}
+
+var _ harness.BatchPublisher = batchPublisher{}

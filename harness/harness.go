@@ -99,6 +99,8 @@ type Harness struct {
 	closed bool
 	busy   map[string]*turn              // session → its running turn (nil value: a restore holds it)
 	facts  map[string]*tool.SessionFacts // session → its facts, for the harness's life
+
+	hist histories // transcripts kept between turns
 }
 
 // errStopped and errClosing are the causes a turn's context is cancelled with; a tool sees
@@ -165,8 +167,10 @@ func (h *Harness) Start(ctx context.Context, sessionID string, in Input) (TurnIn
 		// The user's message is stored and the turn announced: say it ended. The next
 		// turn answers the message.
 		t.cancel(errClosing)
-		t.ev.emit(t.wctx, newEvent(EventTurnFinished, TurnFinished{TurnID: t.id, Reason: ReasonInterrupted,
-			Error: errClosing.Error(), Changed: Summarize(nil)}))
+		if err := t.ev.commit(t.wctx, ops{t.closeTurn(TurnFinished{TurnID: t.id, Reason: ReasonInterrupted,
+			Error: errClosing.Error(), Changed: Summarize(nil)})}); err != nil {
+			h.log.Error("end a turn refused by Close", "session", sessionID, "turn", t.id, "error", err)
+		}
 		return TurnInfo{}, ErrClosed
 	}
 	h.busy[sessionID] = t
@@ -180,21 +184,40 @@ func (h *Harness) Start(ctx context.Context, sessionID string, in Input) (TurnIn
 	return TurnInfo{ID: t.id, SessionID: sessionID, UserMessageID: t.userMsg.ID}, nil
 }
 
+// ErrBadInput is wrapped by Start's errors about the message itself (empty, or an image it
+// cannot take); nothing is stored then.
+var ErrBadInput = errors.New("the message cannot be sent")
+
+// Limits of a message's images, beside store.MaxImageBytes per image.
+const (
+	MaxImages          = 10
+	MaxImageTotalBytes = 20 << 20
+)
+
 func checkInput(in Input) error {
 	if strings.TrimSpace(in.Text) == "" && len(in.Images) == 0 {
-		return errors.New("the message is empty: send some text or an image")
+		return fmt.Errorf("%w: it is empty: send some text or an image", ErrBadInput)
 	}
+	if len(in.Images) > MaxImages {
+		return fmt.Errorf("%w: it has %d images; send at most %d", ErrBadInput, len(in.Images), MaxImages)
+	}
+	total := 0
 	for i, img := range in.Images {
-		switch img.MediaType {
-		case "image/png", "image/jpeg", "image/gif", "image/webp":
-		default:
-			return fmt.Errorf("image %d: media type %q is not image/png, image/jpeg, image/gif or image/webp", i+1, img.MediaType)
+		if err := store.CheckImage(img.MediaType, img.Data); err != nil {
+			return fmt.Errorf("%w: image %d: %w", ErrBadInput, i+1, err)
 		}
-		if len(img.Data) == 0 {
-			return fmt.Errorf("image %d (%s) has no data", i+1, img.MediaType)
-		}
+		total += len(img.Data)
+	}
+	if total > MaxImageTotalBytes {
+		return fmt.Errorf("%w: its images are %d bytes in all, more than the %d MiB a message may carry; send fewer or smaller ones",
+			ErrBadInput, total, MaxImageTotalBytes>>20)
 	}
 	return nil
+}
+
+// emitter returns what stores and publishes the session's writes and events.
+func (h *Harness) emitter(sessionID string) *emitter {
+	return &emitter{db: h.opts.Store, pub: h.opts.Events, sessionID: sessionID, log: h.log}
 }
 
 // reserve claims the session for a turn or a restore.

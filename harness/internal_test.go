@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jean2/jean2/provider"
 	"github.com/jean2/jean2/store"
 )
 
@@ -48,10 +47,9 @@ func TestTranscript(t *testing.T) {
 		{ID: "a2", Role: store.RoleAssistant, Finish: finishDropped, Parts: []store.Part{{Kind: store.PartText, Text: "broken"}, call("c9", "pending", "")}},
 		{ID: "a3", Role: store.RoleAssistant, Parts: []store.Part{}},
 		{ID: "u2", Role: store.RoleUser, Content: ""},
-		{ID: "u3", Role: store.RoleUser, Content: "", Parts: nil},
+		{ID: "u3", Role: store.RoleUser, Content: "", Parts: []store.Part{{Kind: store.PartImage, MediaType: "image/png", Data: []byte{1}}}},
 	}
-	images := map[string][]provider.Image{"u3": {{MediaType: "image/png", Data: []byte{1}}}}
-	msgs, system, orphans := transcript(history, images)
+	msgs, system, orphans := transcript(history)
 	if len(system) != 1 || system[0] != "be kind" {
 		t.Fatalf("system %q", system)
 	}

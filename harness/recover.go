@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -13,27 +12,45 @@ import (
 // sealCrash is what a message or call a killed server left unfinished is sealed with.
 const sealCrash = "interrupted: the server stopped during this turn"
 
-// recover seals what a killed server left half-written in every session: messages still
-// streaming, text parts still streaming, calls pending or running. A session whose last turn
-// never said it finished gets its turn.finished (reason "interrupted"), and its ledger filed
-// (empty: what the turn recorded was in memory) unless one was filed already. Running it
-// again finds nothing to do.
+// recover seals what a killed server left half-written: messages still streaming, text
+// parts still streaming, calls pending or running (store.DB.UnfinishedMessages). A turn that
+// never said it finished (store.DB.OpenTurns) gets its turn.finished (reason
+// "interrupted"), and its ledger filed (empty: what the turn recorded was in memory) unless
+// one was filed already. Each session's seals and events are one commit; running it again
+// finds nothing to do. It reads only what is unfinished, however large the database.
 func (h *Harness) recover(ctx context.Context) error {
-	wss, err := h.opts.Store.ListWorkspaces(ctx)
+	unfinished, err := h.opts.Store.UnfinishedMessages(ctx)
 	if err != nil {
 		return fmt.Errorf("harness: recover interrupted turns: %w", err)
 	}
-	var errs []error
-	for _, ws := range wss {
-		sessions, err := h.opts.Store.ListSessions(ctx, ws.ID)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+	open, err := h.opts.Store.OpenTurns(ctx)
+	if err != nil {
+		return fmt.Errorf("harness: recover interrupted turns: %w", err)
+	}
+	var order []string // sessions in the order found
+	msgs := map[string][]store.Message{}
+	turns := map[string]store.OpenTurn{}
+	for _, m := range unfinished {
+		if _, seen := msgs[m.SessionID]; !seen {
+			order = append(order, m.SessionID)
 		}
-		for _, s := range sessions {
-			if err := h.recoverSession(ctx, s.ID); err != nil {
-				errs = append(errs, err)
-			}
+		msgs[m.SessionID] = append(msgs[m.SessionID], m)
+	}
+	for _, t := range open {
+		if _, seen := msgs[t.SessionID]; !seen {
+			order = append(order, t.SessionID)
+			msgs[t.SessionID] = nil
+		}
+		turns[t.SessionID] = t
+	}
+	var errs []error
+	for _, sessionID := range order {
+		var turn *store.OpenTurn
+		if t, ok := turns[sessionID]; ok {
+			turn = &t
+		}
+		if err := h.recoverSession(ctx, sessionID, msgs[sessionID], turn); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := h.discardLeftovers(ctx); err != nil {
@@ -69,15 +86,11 @@ func (h *Harness) discardLeftovers(ctx context.Context) error {
 	return nil
 }
 
-func (h *Harness) recoverSession(ctx context.Context, sessionID string) error {
-	st := h.opts.Store
-	msgs, err := st.ListMessages(ctx, sessionID)
-	if err != nil {
-		return err
-	}
-	var evs []store.NewEvent
-	for mi := range msgs {
-		m := &msgs[mi]
+// recoverSession seals a session's unfinished messages and its open turn, if any.
+func (h *Harness) recoverSession(ctx context.Context, sessionID string, unfinished []store.Message, turn *store.OpenTurn) error {
+	var seals ops
+	for mi := range unfinished {
+		m := &unfinished[mi]
 		for pi := range m.Parts {
 			p := &m.Parts[pi]
 			switch {
@@ -88,55 +101,69 @@ func (h *Harness) recoverSession(ctx context.Context, sessionID string) error {
 			default:
 				continue
 			}
-			if err := st.UpdatePart(ctx, *p); err != nil {
-				return fmt.Errorf("session %s: seal part %s: %w", sessionID, p.ID, err)
-			}
-			evs = append(evs, partUpdated(*p))
+			seals.add(updatePartOp(*p, "seal part "+p.ID))
 		}
 		if m.Status == store.StatusStreaming {
 			m.Status, m.Error = store.StatusError, sealCrash
-			if err := st.UpdateMessage(ctx, *m); err != nil {
-				return fmt.Errorf("session %s: seal message %s: %w", sessionID, m.ID, err)
-			}
-			evs = append(evs, messageUpdated(*m))
+			sm := *m
+			sm.Parts = nil
+			seals.add(func(ctx context.Context, tx *store.Tx) ([]store.NewEvent, error) {
+				if err := tx.UpdateMessage(ctx, sm); err != nil {
+					return nil, fmt.Errorf("seal message %s: %w", sm.ID, err)
+				}
+				return []store.NewEvent{messageUpdated(sm)}, nil
+			})
 		}
 	}
-	started, open, err := h.lastTurn(ctx, sessionID)
-	if err != nil {
-		return fmt.Errorf("session %s: %w", sessionID, err)
-	}
-	if open {
-		fin, err := h.sealTurn(ctx, sessionID, started, msgs)
+	turnID := ""
+	if turn != nil {
+		turnID = turn.TurnID
+		fin, ledger, err := h.sealTurn(ctx, *turn)
 		if err != nil {
-			return fmt.Errorf("session %s: turn %s: %w", sessionID, started.TurnID, err)
+			return fmt.Errorf("session %s: turn %s: %w", sessionID, turn.TurnID, err)
 		}
-		evs = append(evs, newEvent(EventTurnFinished, fin))
-	}
-	if len(evs) > 0 {
-		if _, err := h.opts.Events.Publish(ctx, sessionID, evs...); err != nil {
-			return fmt.Errorf("session %s: publish what was sealed: %w", sessionID, err)
+		if ledger != nil {
+			seals.add(ledger)
 		}
-		h.log.Info("sealed a turn the server's stop interrupted", "session", sessionID, "turn", started.TurnID, "events", len(evs))
+		seals.add(func(ctx context.Context, tx *store.Tx) ([]store.NewEvent, error) {
+			if err := tx.CloseTurn(ctx, sessionID, turn.TurnID); err != nil {
+				return nil, err
+			}
+			return []store.NewEvent{newEvent(EventTurnFinished, fin)}, nil
+		})
 	}
+	if len(seals) == 0 {
+		return nil
+	}
+	if err := h.emitter(sessionID).commit(ctx, seals); err != nil {
+		return fmt.Errorf("session %s: seal what the server's stop interrupted: %w", sessionID, err)
+	}
+	h.log.Info("sealed what the server's stop interrupted", "session", sessionID, "turn", turnID, "messages", len(unfinished))
 	return nil
 }
 
-// sealTurn files the interrupted turn's ledger, if it has an answer to file it under and
-// none is filed yet, and says how the turn finished. With snapshots, the turn's snapshot is
-// taken up again: what changed on disk since the turn began becomes its ledger (what the
-// turn recorded through ctx.fs was in memory only, but it is on disk too).
-func (h *Harness) sealTurn(ctx context.Context, sessionID string, started TurnStarted, msgs []store.Message) (TurnFinished, error) {
+// sealTurn says how an interrupted turn finished and gives the write of its ledger, if it
+// has an answer to file it under and none is filed yet. With snapshots, the turn's snapshot
+// is taken up again: what changed on disk since the turn began becomes its ledger (what the
+// turn recorded through ctx.fs was in memory only, but it is on disk too), filed here.
+func (h *Harness) sealTurn(ctx context.Context, started store.OpenTurn) (TurnFinished, op, error) {
 	fin := TurnFinished{TurnID: started.TurnID, Reason: ReasonInterrupted, Error: sealCrash, Changed: Summarize(nil)}
-	from := len(msgs)
-	for i, m := range msgs {
-		if m.ID == started.UserMessageID {
-			from = i + 1
-			break
+	// The turn's messages: those after its user's message.
+	var msgs []store.Message
+	if started.UserMessageID != "" {
+		user, err := h.opts.Store.Message(ctx, started.UserMessageID)
+		switch {
+		case err == nil:
+			if msgs, err = h.opts.Store.ListMessagesAfter(ctx, started.SessionID, user.Seq, 0); err != nil {
+				return fin, nil, err
+			}
+		case !errors.Is(err, store.ErrNotFound):
+			return fin, nil, err
 		}
 	}
 	var filed *store.Ledger
 	var target, anyAnswer string
-	for _, m := range msgs[from:] {
+	for _, m := range msgs {
 		if m.Role != store.RoleAssistant {
 			continue
 		}
@@ -152,7 +179,7 @@ func (h *Harness) sealTurn(ctx context.Context, sessionID string, started TurnSt
 		case err == nil:
 			filed = &l
 		case !errors.Is(err, store.ErrNotFound):
-			return fin, err
+			return fin, nil, err
 		}
 	}
 	if target == "" {
@@ -167,23 +194,26 @@ func (h *Harness) sealTurn(ctx context.Context, sessionID string, started TurnSt
 			fin.MessageID = filed.MessageID
 			fin.Changed = Summarize(filed.Changes)
 		}
-		return fin, nil
+		return fin, nil, nil
 	}
 	if ut != nil {
 		if _, err := ut.Finish(ctx, nil); err != nil {
-			h.log.Error("find the changes of an interrupted turn", "session", sessionID, "turn", started.TurnID, "error", err)
+			h.log.Error("find the changes of an interrupted turn", "session", started.SessionID, "turn", started.TurnID, "error", err)
 		} else if l, err := ut.File(ctx, h.opts.Store, target); err != nil {
-			h.log.Error("file the ledger of an interrupted turn", "session", sessionID, "turn", started.TurnID, "error", err)
+			h.log.Error("file the ledger of an interrupted turn", "session", started.SessionID, "turn", started.TurnID, "error", err)
 		} else {
 			fin.Changed = Summarize(l.Changes)
-			return fin, nil
+			return fin, nil, nil
 		}
 		discardTurn(h, ut)
 	}
-	if _, err := h.opts.Store.FileLedger(ctx, sessionID, target, nil); err != nil && !errors.Is(err, store.ErrConflict) {
-		return fin, err
-	}
-	return fin, nil
+	sessionID := started.SessionID
+	return fin, func(ctx context.Context, tx *store.Tx) ([]store.NewEvent, error) {
+		if _, err := tx.FileLedger(ctx, sessionID, target, nil); err != nil {
+			return nil, fmt.Errorf("file the ledger of turn %s: %w", started.TurnID, err)
+		}
+		return nil, nil
+	}, nil
 }
 
 // resume takes up the undo snapshot of an interrupted turn, if there is one.
@@ -218,37 +248,4 @@ func discardTurn(h *Harness, ut *undo.Turn) {
 	if err := ut.Discard(); err != nil {
 		h.log.Warn("discard the snapshot of an interrupted turn", "turn", ut.ID(), "error", err)
 	}
-}
-
-// lastTurn finds the session's last turn.started and whether a turn.finished follows it,
-// reading the event log backwards in growing windows.
-func (h *Harness) lastTurn(ctx context.Context, sessionID string) (TurnStarted, bool, error) {
-	last, err := h.opts.Store.LastEventSeq(ctx, sessionID)
-	if err != nil {
-		return TurnStarted{}, false, err
-	}
-	finished := false
-	window := int64(256)
-	for end := last; end > 0; {
-		from := max(0, end-window)
-		evs, err := h.opts.Store.EventsAfter(ctx, sessionID, from, int(end-from))
-		if err != nil {
-			return TurnStarted{}, false, err
-		}
-		for i := len(evs) - 1; i >= 0; i-- {
-			switch evs[i].Type {
-			case EventTurnFinished:
-				finished = true
-			case EventTurnStarted:
-				var ts TurnStarted
-				if err := json.Unmarshal(evs[i].Payload, &ts); err != nil {
-					return TurnStarted{}, false, fmt.Errorf("event %d (turn.started): %w", evs[i].Seq, err)
-				}
-				return ts, !finished, nil
-			}
-		}
-		end = from
-		window *= 2
-	}
-	return TurnStarted{}, false, nil
 }

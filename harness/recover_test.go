@@ -197,8 +197,15 @@ func TestCrashMidAnswerIsSealedAtTheNextStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What the harness stores when a turn starts: the turn's open record and turn.started.
 	started, _ := json.Marshal(harness.TurnStarted{TurnID: "turn_crashed", UserMessageID: user.ID})
-	if _, err := f.hub.Publish(ctx, f.session.ID, store.NewEvent{Type: harness.EventTurnStarted, Payload: started}); err != nil {
+	if err := f.db.Batch(ctx, func(tx *store.Tx) error {
+		if err := tx.OpenTurn(ctx, store.OpenTurn{SessionID: f.session.ID, TurnID: "turn_crashed", UserMessageID: user.ID}); err != nil {
+			return err
+		}
+		_, err := tx.AppendEvents(ctx, f.session.ID, store.NewEvent{Type: harness.EventTurnStarted, Payload: started})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	ans, err := f.db.AppendMessage(ctx, store.Message{SessionID: f.session.ID, Role: store.RoleAssistant, Status: store.StatusStreaming,

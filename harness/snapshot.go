@@ -40,8 +40,7 @@ func (h *Harness) Restore(ctx context.Context, sessionID, messageID string, opts
 		return report, fmt.Errorf("restore session %s to message %s: %w", sessionID, messageID, err)
 	}
 	if !opts.DryRun {
-		ev := &emitter{pub: h.opts.Events, sessionID: sessionID, log: h.log}
-		ev.emit(context.WithoutCancel(ctx), newEvent(EventRestoreDone, RestoreDone{MessageID: messageID, Report: report}))
+		h.emitter(sessionID).emit(context.WithoutCancel(ctx), newEvent(EventRestoreDone, RestoreDone{MessageID: messageID, Report: report}))
 	}
 	return report, nil
 }

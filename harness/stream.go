@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,71 +47,108 @@ type answer struct {
 	// all interactive (see plan); set when the answer ended well.
 	groups          [][]int
 	interactiveOnly bool
-	// batch holds events not published yet; they go out in one write when the stream ends,
-	// before anything else is published, or flushEvery after the first of them.
-	batch []store.NewEvent
+	// pend holds the writes not stored yet and their events: committed together, in one
+	// transaction, flushEvery after the first of them, or with what follows the answer (its
+	// first calls' start, or the turn's end).
+	pend ops
 }
 
 // answer sends the transcript to the model and streams its answer into the store. It
-// returns the answer (nil only when nothing was stored) with its events possibly not yet
-// published (ans.batch), and an error when the model failed or the turn was stopped.
+// returns the answer (nil only when nothing was stored), with its last writes possibly not
+// yet committed (ans.pend) when it ended well, and an error when the model failed, the turn
+// was stopped or the store failed (then everything it had is committed).
 func (t *turn) answer() (*answer, error) {
 	ws, err := t.workspace()
 	if err != nil {
 		return nil, err
 	}
 	req := provider.Request{Model: t.model, System: t.system(ws), Tools: t.h.opts.Tools.Registry().ListForLLM()}
-	req.Messages, req.System = t.request(req.System)
+	var seals ops
+	req.Messages, req.System, seals = t.request(req.System)
 
 	a := &answer{t: t, ws: ws, text: -1, byIndex: map[int]int{}, callIDs: map[string]bool{},
 		msg: store.Message{SessionID: t.sessionID, Role: store.RoleAssistant, Status: store.StatusStreaming,
-			Provider: t.session.Provider, Model: t.model, Parts: []store.Part{}}}
-	s, err := t.prov.Stream(t.ctx, req)
-	if err != nil {
+			Provider: t.session.Provider, Model: t.model, Parts: []store.Part{}},
+		// The last calls' outcomes and the seals of orphans go with the answer's first
+		// flush, or at its end.
+		pend: append(t.takeCarry(), seals...)}
+	if err := a.read(req); err != nil {
 		return a.fail(err)
 	}
-	if err := a.read(s); err != nil {
-		return a.fail(err)
-	}
-	return a, a.end()
+	a.end()
+	return a, nil
 }
 
-// streamItem is one result of Stream.Next, handed from the reading goroutine.
+// streamItem is one result of Stream.Next (or of Stream), handed from the reading
+// goroutine.
 type streamItem struct {
 	ev  provider.Event
 	err error
 }
 
-// read consumes s until its end or an error. Next runs on a goroutine of its own so that
-// what waits is flushed on time even while the model pauses.
-func (a *answer) read(s provider.Stream) error {
+// read asks the model and consumes its answer until the end or an error. The request and
+// Next run on a goroutine of their own so that what waits is flushed on time even while
+// the model has not begun (writes carried from before the answer) or pauses.
+func (a *answer) read(req provider.Request) error {
 	items := make(chan streamItem, 64)
 	quit := make(chan struct{})
+	var (
+		mu     sync.Mutex
+		s      provider.Stream // set once the model answers
+		closed bool
+	)
+	closeStream := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		closed = true
+		if s != nil {
+			_ = s.Close() // unblocks a Next waiting on the connection
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for {
-			ev, err := s.Next()
+		st, err := a.t.prov.Stream(a.t.ctx, req)
+		if err == nil {
+			mu.Lock()
+			if closed {
+				_ = st.Close()
+				err = errors.New("the answer was abandoned")
+			}
+			s = st
+			mu.Unlock()
+		}
+		for err == nil {
+			var ev provider.Event
+			ev, err = st.Next()
 			select {
 			case items <- streamItem{ev, err}:
 			case <-quit:
 				return
 			}
-			if err != nil {
-				return
+		}
+		if s == nil {
+			select {
+			case items <- streamItem{err: err}:
+			case <-quit:
 			}
 		}
 	}()
 	defer func() {
 		close(quit)
-		_ = s.Close() // unblocks a Next waiting on the connection
+		closeStream()
 		wg.Wait()
 	}()
 
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	armed := false
+	if a.pending() {
+		// Writes carried from before the answer are not kept waiting on the model.
+		timer.Reset(flushEvery)
+		armed = true
+	}
 	for {
 		select {
 		case it := <-items:
@@ -120,9 +158,7 @@ func (a *answer) read(s provider.Stream) error {
 			if it.err != nil {
 				return it.err
 			}
-			if err := a.handle(it.ev); err != nil {
-				return err
-			}
+			a.handle(it.ev)
 			if !armed && a.pending() {
 				timer.Reset(flushEvery)
 				armed = true
@@ -138,33 +174,29 @@ func (a *answer) read(s provider.Stream) error {
 
 // pending reports whether something waits to be stored or published.
 func (a *answer) pending() bool {
-	return (!a.stored && len(a.msg.Parts) > 0) || a.unsaved.Len() > 0 || len(a.batch) > 0
+	return (!a.stored && len(a.msg.Parts) > 0) || a.unsaved.Len() > 0 || len(a.pend) > 0
 }
 
 // handle takes one event of the answer.
-func (a *answer) handle(ev provider.Event) error {
+func (a *answer) handle(ev provider.Event) {
 	switch ev.Kind {
 	case provider.EventText:
 		if ev.Text == "" {
-			return nil
+			return
 		}
 		if a.text >= 0 && a.text == len(a.msg.Parts)-1 {
 			a.full.WriteString(ev.Text)
 			if a.stored {
 				a.unsaved.WriteString(ev.Text)
 			}
-			return nil
+			return
 		}
 		// A new run of text: after a call, or the first.
-		idx, err := a.addPart(store.Part{Kind: store.PartText, Status: store.StatusStreaming, Text: ev.Text})
-		if err != nil {
-			return err
-		}
-		a.text = idx
+		a.text = a.addPart(store.Part{Kind: store.PartText, Status: store.StatusStreaming, Text: ev.Text})
 		a.full.WriteString(ev.Text)
 	case provider.EventToolCallStart:
 		if _, dup := a.byIndex[ev.Index]; dup {
-			return nil
+			return
 		}
 		id := ev.ID
 		if id == "" || a.callIDs[id] {
@@ -173,10 +205,7 @@ func (a *answer) handle(ev provider.Event) error {
 			id = newCallID()
 		}
 		a.callIDs[id] = true
-		idx, err := a.addPart(store.Part{Kind: store.PartToolCall, Status: store.StatusPending, ToolName: ev.Name, CallID: id})
-		if err != nil {
-			return err
-		}
+		idx := a.addPart(store.Part{Kind: store.PartToolCall, Status: store.StatusPending, ToolName: ev.Name, CallID: id})
 		a.byIndex[ev.Index] = idx
 		a.calls = append(a.calls, idx)
 	case provider.EventToolCallArgs:
@@ -190,60 +219,78 @@ func (a *answer) handle(ev provider.Event) error {
 	case provider.EventFinish:
 		a.msg.Finish = string(ev.Finish)
 	}
-	return nil
 }
 
-// addPart adds a part at the end of the answer, closing the open text part; once the
-// answer is stored, the part is stored at once and its event queued after the streamed
-// text that waited, so events keep their order.
-func (a *answer) addPart(p store.Part) (int, error) {
-	if err := a.saveText(); err != nil {
-		return 0, err
-	}
+// addPart adds a part at the end of the answer, closing the open text part, and returns
+// its index. Its id is made here, so that later writes can name it before it is stored;
+// once the answer is stored (or queued to be), the part's own write is queued after the
+// streamed text that waited, so writes and events keep their order.
+func (a *answer) addPart(p store.Part) int {
+	a.saveText()
 	a.syncText()
 	a.text = -1
 	a.full.Reset()
-	if !a.stored {
-		a.msg.Parts = append(a.msg.Parts, p)
-		return len(a.msg.Parts) - 1, nil
-	}
+	p.ID = store.NewID("prt_")
 	p.MessageID = a.msg.ID
-	sp, err := a.t.h.opts.Store.AppendPart(a.t.wctx, p)
-	if err != nil {
-		return 0, fmt.Errorf("store a part of answer %s: %w", a.msg.ID, err)
+	a.msg.Parts = append(a.msg.Parts, p)
+	idx := len(a.msg.Parts) - 1
+	if a.stored {
+		a.pend.add(func(ctx context.Context, tx *store.Tx) ([]store.NewEvent, error) {
+			sp, err := tx.AppendPart(ctx, p)
+			if err != nil {
+				return nil, fmt.Errorf("store a part of answer %s: %w", a.msg.ID, err)
+			}
+			a.storedPart(idx, sp)
+			return []store.NewEvent{partCreated(sp)}, nil
+		})
 	}
-	a.msg.Parts = append(a.msg.Parts, sp)
-	a.batch = append(a.batch, partCreated(sp))
-	return len(a.msg.Parts) - 1, nil
+	return idx
 }
 
-// create stores the answer with what it holds so far and queues message.created.
-func (a *answer) create() error {
+// storedPart copies what the store set on a part (its seq and times) to the answer's.
+func (a *answer) storedPart(idx int, sp store.Part) {
+	p := &a.msg.Parts[idx]
+	p.Seq, p.CreatedAt, p.UpdatedAt = sp.Seq, sp.CreatedAt, sp.UpdatedAt
+}
+
+// create queues the write of the answer with what it holds so far, and message.created.
+func (a *answer) create() {
 	a.syncText()
-	m, err := a.t.h.opts.Store.AppendMessage(a.t.wctx, a.msg)
-	if err != nil {
-		return fmt.Errorf("store the answer: %w", err)
+	a.msg.ID = store.NewID("msg_")
+	for i := range a.msg.Parts {
+		a.msg.Parts[i].MessageID = a.msg.ID
 	}
-	a.msg, a.stored = m, true
+	m := a.msg
+	m.Parts = slices.Clone(a.msg.Parts)
+	a.stored = true
 	a.unsaved.Reset()
 	a.t.lastAny = m.ID
-	a.batch = append(a.batch, messageCreated(m))
-	return nil
+	a.pend.add(func(ctx context.Context, tx *store.Tx) ([]store.NewEvent, error) {
+		sm, err := tx.AppendMessage(ctx, m)
+		if err != nil {
+			return nil, fmt.Errorf("store the answer: %w", err)
+		}
+		a.msg.Seq, a.msg.CreatedAt, a.msg.UpdatedAt = sm.Seq, sm.CreatedAt, sm.UpdatedAt
+		for i, sp := range sm.Parts {
+			a.storedPart(i, sp)
+		}
+		return []store.NewEvent{messageCreated(sm)}, nil
+	})
 }
 
-// saveText stores the open text part's unsaved text and queues its delta.
-func (a *answer) saveText() error {
+// saveText queues the open text part's unsaved text and its delta.
+func (a *answer) saveText() {
 	if a.unsaved.Len() == 0 {
-		return nil
+		return
 	}
-	p := a.msg.Parts[a.text]
-	delta := a.unsaved.String()
-	if err := a.t.h.opts.Store.AppendPartText(a.t.wctx, p.ID, delta); err != nil {
-		return fmt.Errorf("store streamed text of answer %s: %w", a.msg.ID, err)
-	}
+	msgID, partID, delta := a.msg.ID, a.msg.Parts[a.text].ID, a.unsaved.String()
 	a.unsaved.Reset()
-	a.batch = append(a.batch, newEvent(EventPartDelta, PartDelta{MessageID: a.msg.ID, PartID: p.ID, Text: delta}))
-	return nil
+	a.pend.add(func(ctx context.Context, tx *store.Tx) ([]store.NewEvent, error) {
+		if err := tx.AppendPartText(ctx, partID, delta); err != nil {
+			return nil, fmt.Errorf("store streamed text of answer %s: %w", msgID, err)
+		}
+		return []store.NewEvent{newEvent(EventPartDelta, PartDelta{MessageID: msgID, PartID: partID, Text: delta})}, nil
+	})
 }
 
 // syncText sets the open text part's Text to all that streamed into it.
@@ -253,27 +300,30 @@ func (a *answer) syncText() {
 	}
 }
 
-// flush stores and publishes what waited.
+// flush stores and publishes what waited, in one transaction: the answer so far, once it
+// has something, and what was carried into it.
 func (a *answer) flush() error {
-	if !a.stored {
-		if len(a.msg.Parts) == 0 {
-			return nil
-		}
-		if err := a.create(); err != nil {
-			return err
-		}
-	} else if err := a.saveText(); err != nil {
-		return err
+	switch {
+	case a.stored:
+		a.saveText()
+	case len(a.msg.Parts) > 0:
+		a.create()
 	}
-	a.publish()
-	return nil
+	return a.commit()
+}
+
+// commit stores and publishes the answer's queued writes.
+func (a *answer) commit() error {
+	o := a.pend
+	a.pend = nil
+	return a.t.ev.commit(a.t.wctx, o)
 }
 
 // end completes the answer once the stream ended well: text parts complete, the message
 // complete with its finish reason and usage. The calls stay pending (the first group may be
-// running already), their arguments in memory, for runCalls. The events stay in the batch,
-// published with the first calls' or with turn.finished.
-func (a *answer) end() error {
+// started already), their arguments in memory, for runCalls. The writes stay queued, to be
+// committed with the first calls' start or with the turn's end.
+func (a *answer) end() {
 	t := a.t
 	a.msg.Status = store.StatusComplete
 	if len(a.calls) > 0 {
@@ -281,7 +331,7 @@ func (a *answer) end() error {
 	}
 	if !a.stored {
 		// The whole answer in one write (even an empty one: it ends the turn), with its
-		// first calls already running: they start right after.
+		// first calls already started: they run right after.
 		a.syncText()
 		for i := range a.msg.Parts {
 			if p := &a.msg.Parts[i]; p.Kind == store.PartText {
@@ -294,44 +344,56 @@ func (a *answer) end() error {
 			}
 		}
 		a.msg.Content = a.allText()
-		if err := a.create(); err != nil {
-			return err
-		}
+		a.create()
 	} else {
-		if err := a.closeText(store.StatusComplete); err != nil {
-			return err
-		}
+		a.closeText(store.StatusComplete)
 		a.msg.Content = a.allText()
-		if err := t.h.opts.Store.UpdateMessage(t.wctx, a.msg); err != nil {
-			return fmt.Errorf("complete answer %s: %w", a.msg.ID, err)
-		}
-		a.batch = append(a.batch, messageUpdated(a.msg))
+		a.queueMessageUpdate()
 	}
 	t.lastAnswer = a.msg.ID
 	t.addUsage(a.msg)
-	return nil
+}
+
+// queueMessageUpdate queues the write of the message's state now, and message.updated.
+func (a *answer) queueMessageUpdate() {
+	m := a.msg
+	m.Parts = nil
+	a.pend.add(func(ctx context.Context, tx *store.Tx) ([]store.NewEvent, error) {
+		if err := tx.UpdateMessage(ctx, m); err != nil {
+			return nil, fmt.Errorf("store the end of answer %s: %w", m.ID, err)
+		}
+		return []store.NewEvent{messageUpdated(m)}, nil
+	})
 }
 
 // closeText ends the stored text parts still streaming with status, their whole text
 // written once (which also stores any unsaved piece).
-func (a *answer) closeText(status store.Status) error {
+func (a *answer) closeText(status store.Status) {
 	a.syncText()
 	for i := range a.msg.Parts {
 		p := &a.msg.Parts[i]
 		if p.Kind != store.PartText || p.Status != store.StatusStreaming {
 			continue
 		}
+		var delta []store.NewEvent
 		if i == a.text && a.unsaved.Len() > 0 {
-			a.batch = append(a.batch, newEvent(EventPartDelta, PartDelta{MessageID: a.msg.ID, PartID: p.ID, Text: a.unsaved.String()}))
+			delta = append(delta, newEvent(EventPartDelta, PartDelta{MessageID: a.msg.ID, PartID: p.ID, Text: a.unsaved.String()}))
 			a.unsaved.Reset()
 		}
 		p.Status = status
-		if err := a.t.h.opts.Store.UpdatePart(a.t.wctx, *p); err != nil {
-			return fmt.Errorf("complete text of answer %s: %w", a.msg.ID, err)
-		}
-		a.batch = append(a.batch, partUpdated(*p))
+		a.pend.add(updatePartOp(*p, "complete text of answer "+a.msg.ID, delta...))
 	}
-	return nil
+}
+
+// updatePartOp is the write of a part's state and its part.updated, after the events
+// given (a delta the write also stores).
+func updatePartOp(p store.Part, what string, before ...store.NewEvent) op {
+	return func(ctx context.Context, tx *store.Tx) ([]store.NewEvent, error) {
+		if err := tx.UpdatePart(ctx, p); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		return append(before, partUpdated(p)), nil
+	}
 }
 
 func (a *answer) allText() string {
@@ -344,19 +406,17 @@ func (a *answer) allText() string {
 	return b.String()
 }
 
-func (a *answer) publish() {
-	a.t.ev.emit(a.t.wctx, a.batch...)
-	a.batch = nil
-}
-
-// fail ends an answer that did not come whole. A stop keeps what streamed (the model sees
-// its text next time, and its calls sealed as never run); a failure of the model drops the
-// answer: it stays for people, marked, and never reaches the model.
+// fail ends an answer that did not come whole, and commits all it has. A stop keeps what
+// streamed (the model sees its text next time, and its calls sealed as never run); a
+// failure of the model drops the answer: it stays for people, marked, and never reaches the
+// model.
 func (a *answer) fail(cause error) (*answer, error) {
 	t := a.t
 	_, _, stopped := t.stopped()
 	if stopped && !a.stored && len(a.msg.Parts) == 0 {
-		a.publish()
+		if err := a.commit(); err != nil { // what was carried into the answer
+			t.h.log.Error("store the last calls' outcomes", "session", t.sessionID, "error", err)
+		}
 		return nil, nil
 	}
 	why := fmt.Sprintf("the model's answer failed: %v", cause)
@@ -375,8 +435,6 @@ func (a *answer) fail(cause error) (*answer, error) {
 	if !stopped {
 		a.msg.Finish = finishDropped
 	}
-	st := t.h.opts.Store
-	var errs []error
 	if !a.stored {
 		// All in one write.
 		a.syncText()
@@ -389,35 +447,25 @@ func (a *answer) fail(cause error) (*answer, error) {
 			}
 		}
 		a.msg.Content = a.allText()
-		if err := a.create(); err != nil {
-			return nil, fmt.Errorf("%s (and storing that failed: %v)", why, err)
-		}
+		a.create()
 	} else {
-		if err := a.closeText(textStatus); err != nil {
-			errs = append(errs, err)
-		}
+		a.closeText(textStatus)
 		for _, i := range a.calls {
 			p := &a.msg.Parts[i]
 			sealCall(p, callWhy)
-			if err := st.UpdatePart(t.wctx, *p); err != nil {
-				errs = append(errs, fmt.Errorf("seal call %s: %w", p.CallID, err))
-			}
-			a.batch = append(a.batch, partUpdated(*p))
+			a.pend.add(updatePartOp(*p, "seal call "+p.CallID))
 		}
 		a.msg.Content = a.allText()
-		if err := st.UpdateMessage(t.wctx, a.msg); err != nil {
-			errs = append(errs, fmt.Errorf("mark answer %s failed: %w", a.msg.ID, err))
-		}
-		a.batch = append(a.batch, messageUpdated(a.msg))
+		a.queueMessageUpdate()
 	}
 	a.calls = nil
 	if stopped {
 		t.lastAnswer = a.msg.ID // what streamed before the stop stays in the transcript
 	}
 	t.addUsage(a.msg)
-	a.publish()
-	if err := errors.Join(errs...); err != nil {
+	if err := a.commit(); err != nil {
 		t.h.log.Error("seal a failed answer", "session", t.sessionID, "message", a.msg.ID, "error", err)
+		return a, fmt.Errorf("%s (and storing that failed: %v)", why, err)
 	}
 	return a, errors.New(why)
 }

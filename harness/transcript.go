@@ -29,9 +29,8 @@ type orphan struct{ msg, part int }
 // sealed error result in the request), a second result of a call is dropped, as are
 // results of calls that are not there and a second call with the same id. Answers that
 // broke off are left out; visualizations never go (a part's Result is the model's text).
-// System messages join the system prompt. images are sent with the user message they
-// belong to.
-func transcript(history []store.Message, images map[string][]provider.Image) (msgs []provider.Message, system []string, orphans []orphan) {
+// System messages join the system prompt. A user message's image parts go with it.
+func transcript(history []store.Message) (msgs []provider.Message, system []string, orphans []orphan) {
 	// Results that arrived apart from their calls, first one per call id.
 	apart := map[string]store.Part{}
 	for _, m := range history {
@@ -51,10 +50,16 @@ func transcript(history []store.Message, images map[string][]provider.Image) (ms
 				system = append(system, s)
 			}
 		case store.RoleUser:
-			if strings.TrimSpace(m.Content) == "" && len(images[m.ID]) == 0 {
+			var images []provider.Image
+			for _, p := range m.Parts {
+				if p.Kind == store.PartImage {
+					images = append(images, provider.Image{MediaType: p.MediaType, Data: p.Data})
+				}
+			}
+			if strings.TrimSpace(m.Content) == "" && len(images) == 0 {
 				continue
 			}
-			msgs = append(msgs, provider.Message{Role: provider.RoleUser, Text: m.Content, Images: images[m.ID]})
+			msgs = append(msgs, provider.Message{Role: provider.RoleUser, Text: m.Content, Images: images})
 		case store.RoleAssistant:
 			if m.Finish == finishDropped {
 				continue
@@ -118,19 +123,14 @@ func callResult(p store.Part) (text string, isErr, ok bool) {
 }
 
 // request builds the messages of the next model call from the turn's transcript, sealing
-// (in the store too) the calls found without a result.
-func (t *turn) request(system string) ([]provider.Message, string) {
-	images := map[string][]provider.Image{t.userMsg.ID: t.images}
-	msgs, extra, orphans := transcript(t.history, images)
+// the calls found without a result; the seals' writes, returned, go with the answer's first.
+func (t *turn) request(system string) ([]provider.Message, string, ops) {
+	msgs, extra, orphans := transcript(t.history)
+	var seals ops
 	for _, o := range orphans {
 		p := &t.history[o.msg].Parts[o.part]
 		sealCall(p, sealOrphan)
-		if err := t.h.opts.Store.UpdatePart(t.wctx, *p); err != nil {
-			// The request carries the seal either way; the next one seals it again.
-			t.h.log.Error("seal an orphan call", "session", t.sessionID, "call", p.CallID, "part", p.ID, "error", err)
-			continue
-		}
-		t.ev.emit(t.wctx, partUpdated(*p))
+		seals.add(updatePartOp(*p, "seal orphan call "+p.CallID))
 	}
 	if len(extra) > 0 {
 		system = strings.Join(append([]string{system}, extra...), "\n\n")
@@ -138,5 +138,5 @@ func (t *turn) request(system string) ([]provider.Message, string) {
 	if len(orphans) > 0 {
 		t.h.log.Warn(fmt.Sprintf("sealed %d orphan calls before the model call", len(orphans)), "session", t.sessionID, "turn", t.id)
 	}
-	return msgs, system
+	return msgs, system, seals
 }

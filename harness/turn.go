@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/provider"
@@ -23,7 +25,6 @@ type turn struct {
 	prov      provider.Provider
 	model     string
 	userMsg   store.Message
-	images    []provider.Image // the user message's, sent with it during this turn
 
 	// ctx is cancelled by Stop (errStopped) or Close (errClosing); calls link to it.
 	ctx    context.Context
@@ -43,18 +44,43 @@ type turn struct {
 	lastAny       string          // the last assistant message of the turn, dropped or not
 	rounds, works int
 	usage         provider.Usage
-	unpublished   []store.NewEvent // the last answer's events, to go out with turn.finished
+	pend          ops            // the last answer's writes, committed with turn.finished
+	pendMsg       *store.Message // and that answer, to join the history once stored
+
+	// ws is the workspace as the turn's start read it, for its first round (later rounds
+	// read it again).
+	ws *host.Workspace
+
+	// carry holds the writes of calls' outcomes, committed with the next write of the
+	// turn (the next group's start, the next answer's first flush, the turn's end): the
+	// next model call needs no commit to wait for. Parallel calls add to it at once.
+	carryMu sync.Mutex
+	carry   ops
 }
 
-// prepare checks that the session can run a turn, stores the user's message and announces
-// the turn. Nothing is stored when the session's model cannot be resolved.
+// carryOn queues a write to be committed with the turn's next one.
+func (t *turn) carryOn(o op) {
+	t.carryMu.Lock()
+	t.carry = append(t.carry, o)
+	t.carryMu.Unlock()
+}
+
+// takeCarry returns the queued writes, to commit, and forgets them.
+func (t *turn) takeCarry() ops {
+	t.carryMu.Lock()
+	defer t.carryMu.Unlock()
+	o := t.carry
+	t.carry = nil
+	return o
+}
+
+// prepare checks that the session can run a turn, stores the user's message (its images
+// as parts) and announces the turn, in one transaction. Nothing is stored when the
+// session's model cannot be resolved.
 func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*turn, error) {
-	sess, err := h.opts.Store.Session(ctx, sessionID)
+	sess, ws, err := h.opts.Store.SessionWorkspace(ctx, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("start a turn: %w", err)
-	}
-	if _, err := h.opts.Store.Workspace(ctx, sess.WorkspaceID); err != nil {
-		return nil, fmt.Errorf("start a turn in session %s: its workspace: %w", sessionID, err)
 	}
 	prov, model, err := h.opts.Models.Model(ctx, sess.Provider, sess.Model)
 	if err != nil {
@@ -63,20 +89,35 @@ func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*tur
 	if prov == nil {
 		return nil, fmt.Errorf("start a turn in session %s: no provider named %q is configured", sessionID, sess.Provider)
 	}
-	user, err := h.opts.Store.AppendMessage(ctx, store.Message{SessionID: sessionID, Role: store.RoleUser, Content: in.Text, Status: store.StatusComplete})
+	t := &turn{
+		h: h, id: store.NewID("turn_"), sessionID: sessionID, session: sess, prov: prov, model: model,
+		done:   make(chan struct{}),
+		ws:     &host.Workspace{ID: ws.ID, Path: ws.Path, Allowed: ws.AllowedPaths},
+		ev:     h.emitter(sessionID),
+		ledger: tool.NewLedger(), facts: h.sessionFacts(sessionID),
+	}
+	user := store.Message{ID: store.NewID("msg_"), SessionID: sessionID, Role: store.RoleUser, Content: in.Text, Status: store.StatusComplete}
+	for _, img := range in.Images {
+		user.Parts = append(user.Parts, store.Part{Kind: store.PartImage, Status: store.StatusComplete, MediaType: img.MediaType, Data: img.Data})
+	}
+	// The turn goes on whatever becomes of the request that started it, but its message
+	// is stored only while the request waits for it.
+	err = t.ev.commit(ctx, ops{func(ctx context.Context, tx *store.Tx) ([]store.NewEvent, error) {
+		m, err := tx.AppendMessage(ctx, user)
+		if err != nil {
+			return nil, err
+		}
+		if err := tx.OpenTurn(ctx, store.OpenTurn{SessionID: sessionID, TurnID: t.id, UserMessageID: m.ID}); err != nil {
+			return nil, err
+		}
+		t.userMsg = m
+		return []store.NewEvent{newEvent(EventTurnStarted, TurnStarted{TurnID: t.id, UserMessageID: m.ID}), messageCreated(m)}, nil
+	}})
 	if err != nil {
 		return nil, fmt.Errorf("start a turn in session %s: %w", sessionID, err)
 	}
-	t := &turn{
-		h: h, id: store.NewID("turn_"), sessionID: sessionID, session: sess, prov: prov, model: model,
-		userMsg: user, images: in.Images, done: make(chan struct{}),
-		ev:     &emitter{pub: h.opts.Events, sessionID: sessionID, log: h.log},
-		ledger: tool.NewLedger(), facts: h.sessionFacts(sessionID),
-	}
 	t.ctx, t.cancel = context.WithCancelCause(h.base)
 	t.wctx = context.WithoutCancel(t.ctx)
-	// The turn goes on whatever becomes of the request that started it.
-	t.ev.emit(context.WithoutCancel(ctx), newEvent(EventTurnStarted, TurnStarted{TurnID: t.id, UserMessageID: user.ID}), messageCreated(user))
 	return t, nil
 }
 
@@ -91,33 +132,41 @@ func (t *turn) run() {
 // loop runs rounds until one ends the turn, and says why it ended.
 func (t *turn) loop() (reason, why string) {
 	opts := &t.h.opts
-	history, err := opts.Store.ListMessages(t.wctx, t.sessionID)
-	if err != nil {
-		return ReasonError, fmt.Sprintf("could not read the transcript: %v", err)
+	if err := t.loadHistory(); err != nil {
+		return ReasonError, err.Error()
 	}
-	t.history = history
 	for {
 		if r, w, stop := t.stopped(); stop {
 			return r, w
 		}
 		t.rounds++
 		ans, err := t.answer()
-		if ans != nil {
-			t.history = append(t.history, ans.msg)
-		}
-		if r, w, stop := t.stopped(); stop {
-			return r, w
-		}
-		if err != nil {
+		if ans == nil || err != nil {
+			// What the answer had is committed.
+			if ans != nil {
+				t.history = append(t.history, ans.msg)
+			}
+			if r, w, stop := t.stopped(); stop {
+				return r, w
+			}
+			if err == nil {
+				err = errors.New("the model gave no answer")
+			}
 			return ReasonError, err.Error()
 		}
-		msg := &t.history[len(t.history)-1]
 		if len(ans.calls) == 0 {
-			// Its events go out with turn.finished, in one write.
-			t.unpublished = ans.batch
+			// Its writes and events go out with turn.finished, in one commit.
+			t.pend, t.pendMsg = ans.pend, &ans.msg
+			if r, w, stop := t.stopped(); stop {
+				return r, w
+			}
 			return ReasonDone, ""
 		}
-		t.runCalls(msg, ans.groups, ans.ws, ans.batch)
+		// With its writes, the first calls' start is committed; a Stop seals the calls.
+		if err := t.runCalls(&ans.msg, ans.groups, ans.ws, ans.pend); err != nil {
+			return ReasonError, err.Error()
+		}
+		t.history = append(t.history, ans.msg)
 		if !ans.interactiveOnly {
 			t.works++
 		}
@@ -145,9 +194,14 @@ func (t *turn) stopped() (reason, why string, stop bool) {
 	return ReasonStopped, cause.Error(), true
 }
 
-// workspace reads the session's workspace as a call is to see it: re-read each round, so a
-// change made meanwhile (an allowed path added) counts from the next round on.
+// workspace reads the session's workspace as a call is to see it: re-read each round (the
+// first takes what the turn's start read), so a change made meanwhile (an allowed path
+// added) counts from the next round on.
 func (t *turn) workspace() (host.Workspace, error) {
+	if w := t.ws; w != nil {
+		t.ws = nil
+		return *w, nil
+	}
 	ws, err := t.h.opts.Store.Workspace(t.wctx, t.session.WorkspaceID)
 	if err != nil {
 		return host.Workspace{}, fmt.Errorf("the workspace of session %s: %w", t.sessionID, err)
@@ -177,7 +231,13 @@ func (t *turn) beginSnapshot() *snapshot {
 		return nil
 	}
 	snap := &snapshot{done: make(chan struct{})}
-	ws, err := t.workspace()
+	var ws host.Workspace
+	var err error
+	if t.ws != nil {
+		ws = *t.ws // the first round takes it too
+	} else {
+		ws, err = t.workspace()
+	}
 	if err != nil {
 		t.h.log.Warn("no snapshot for this turn", "session", t.sessionID, "turn", t.id, "error", err)
 		close(snap.done)
@@ -202,7 +262,7 @@ func (t *turn) beginSnapshot() *snapshot {
 }
 
 // finish files the turn's ledger under its last assistant message and publishes
-// turn.finished.
+// turn.finished, committed with the last answer's writes.
 func (t *turn) finish(reason, why string) {
 	ut := t.snap.wait()
 	changes := t.ledger.Changes()
@@ -221,6 +281,9 @@ func (t *turn) finish(reason, why string) {
 	if target == "" {
 		target = t.lastAny
 	}
+	pend := append(t.takeCarry(), t.pend...)
+	t.pend = nil
+	var ledger op
 	switch {
 	case target == "":
 		if len(changes) > 0 {
@@ -228,28 +291,66 @@ func (t *turn) finish(reason, why string) {
 		}
 		t.discard(ut)
 	case ut != nil:
+		// Undo files under a stored message, in writes of its own.
+		if err := t.ev.commit(t.wctx, pend); err != nil {
+			t.h.log.Error("store the turn's last answer", "session", t.sessionID, "turn", t.id, "error", err)
+		}
+		pend = nil
 		if _, err := ut.File(t.wctx, t.h.opts.Store, target); err != nil {
 			t.h.log.Error("file the turn's ledger with its undo record", "session", t.sessionID, "turn", t.id, "message", target, "error", err)
 			t.discard(ut)
 			if !errors.Is(err, store.ErrConflict) {
-				t.fileLedger(target, changes)
+				ledger = t.fileLedger(target, changes)
 			}
 		}
 	default:
-		t.fileLedger(target, changes)
+		ledger = t.fileLedger(target, changes)
 	}
 	if reason == ReasonDone {
 		why = ""
 	}
-	t.ev.emit(t.wctx, append(t.unpublished, newEvent(EventTurnFinished, TurnFinished{
+	end := t.closeTurn(TurnFinished{
 		TurnID: t.id, Reason: reason, Error: why, MessageID: target, Rounds: t.rounds,
 		Changed: Summarize(changes), Usage: t.usage,
-	}))...)
+	})
+	all := append(slices.Clone(pend), end)
+	if ledger != nil {
+		all = append(slices.Clone(pend), ledger, end)
+	}
+	if err := t.ev.commit(t.wctx, all); err != nil {
+		t.h.log.Error("store the end of the turn", "session", t.sessionID, "turn", t.id, "error", err)
+		if ledger != nil {
+			// Whatever kept the ledger from being filed, the answer and turn.finished
+			// still go out.
+			if err := t.ev.commit(t.wctx, append(pend, end)); err != nil {
+				t.h.log.Error("store the end of the turn without its ledger", "session", t.sessionID, "turn", t.id, "error", err)
+			}
+		}
+	}
+	if t.pendMsg != nil {
+		t.history = append(t.history, *t.pendMsg)
+	}
+	t.keepHistory()
 }
 
-func (t *turn) fileLedger(target string, changes []tool.Change) {
-	if _, err := t.h.opts.Store.FileLedger(t.wctx, t.sessionID, target, changes); err != nil {
-		t.h.log.Error("file the turn's ledger", "session", t.sessionID, "turn", t.id, "message", target, "changes", len(changes), "error", err)
+// closeTurn is the write that ends the turn: its open-turn record goes (crash recovery
+// looks no further), and turn.finished is announced.
+func (t *turn) closeTurn(fin TurnFinished) op {
+	return func(ctx context.Context, tx *store.Tx) ([]store.NewEvent, error) {
+		if err := tx.CloseTurn(ctx, t.sessionID, t.id); err != nil {
+			return nil, err
+		}
+		return []store.NewEvent{newEvent(EventTurnFinished, fin)}, nil
+	}
+}
+
+// fileLedger is the write of the turn's ledger under target.
+func (t *turn) fileLedger(target string, changes []tool.Change) op {
+	return func(ctx context.Context, tx *store.Tx) ([]store.NewEvent, error) {
+		if _, err := tx.FileLedger(ctx, t.sessionID, target, changes); err != nil {
+			return nil, fmt.Errorf("file the turn's ledger (%d changes): %w", len(changes), err)
+		}
+		return nil, nil
 	}
 }
 

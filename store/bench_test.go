@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -65,5 +67,91 @@ func BenchmarkListMessages(b *testing.B) {
 		if msgs, err := db.ListMessages(ctx, s.ID); err != nil || len(msgs) != 200 {
 			b.Fatal(len(msgs), err)
 		}
+	}
+}
+
+// BenchmarkTurnWrites is what the harness stores for a turn of two rounds (a tool call,
+// then a text answer), in the three batches it commits them in: the user's message with
+// turn.started; the first answer with its call started; the call's outcome, the second
+// answer, the ledger and turn.finished. One op is one turn, in a fresh session each time
+// (made before the clock starts).
+func BenchmarkTurnWrites(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	if d := os.Getenv("JEAN2_BENCH_DB_DIR"); d != "" {
+		dir = d
+	}
+	db, err := Open(ctx, filepath.Join(dir, "turns.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	defer os.Remove(filepath.Join(dir, "turns.db"))
+	ws := mustWorkspace(b, db, "/p")
+	ev := func(typ, payload string) NewEvent { return NewEvent{Type: typ, Payload: json.RawMessage(payload)} }
+	turn := func(sessionID string) {
+		var user Message
+		err := db.Batch(ctx, func(tx *Tx) error {
+			var err error
+			if user, err = tx.AppendMessage(ctx, Message{ID: NewID("msg_"), SessionID: sessionID, Role: RoleUser, Content: "go"}); err != nil {
+				return err
+			}
+			if err := tx.OpenTurn(ctx, OpenTurn{SessionID: sessionID, TurnID: "turn_1", UserMessageID: user.ID}); err != nil {
+				return err
+			}
+			_, err = tx.AppendEvents(ctx, sessionID, ev("turn.started", `{"turnId":"turn_1"}`), ev("message.created", `{"message":{"id":"x","content":"go"}}`))
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		call := Part{ID: NewID("prt_"), Kind: PartToolCall, Status: StatusRunning, ToolName: "trivial", CallID: "call_1", Args: `{"n":1}`}
+		err = db.Batch(ctx, func(tx *Tx) error {
+			m, err := tx.AppendMessage(ctx, Message{ID: NewID("msg_"), SessionID: sessionID, Role: RoleAssistant, Status: StatusComplete,
+				Finish: "tool_calls", TokensIn: 10, TokensOut: 5, Parts: []Part{call}})
+			if err != nil {
+				return err
+			}
+			call = m.Parts[0]
+			_, err = tx.AppendEvents(ctx, sessionID, ev("message.created", `{"message":{"id":"y"}}`), ev("part.updated", `{"part":{"id":"z","status":"running"}}`))
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		err = db.Batch(ctx, func(tx *Tx) error {
+			call.Status, call.Result = StatusComplete, `{"success":true,"result":{"ok":true}}`
+			if err := tx.UpdatePart(ctx, call); err != nil {
+				return err
+			}
+			m, err := tx.AppendMessage(ctx, Message{ID: NewID("msg_"), SessionID: sessionID, Role: RoleAssistant, Status: StatusComplete,
+				Content: "ok", Finish: "stop", Parts: []Part{{ID: NewID("prt_"), Kind: PartText, Text: "ok"}}})
+			if err != nil {
+				return err
+			}
+			if _, err := tx.FileLedger(ctx, sessionID, m.ID, nil); err != nil {
+				return err
+			}
+			if err := tx.CloseTurn(ctx, sessionID, "turn_1"); err != nil {
+				return err
+			}
+			_, err = tx.AppendEvents(ctx, sessionID, ev("part.updated", `{"part":{"id":"z","status":"complete"}}`),
+				ev("message.created", `{"message":{"id":"w","content":"ok"}}`), ev("turn.finished", `{"turnId":"turn_1","reason":"done"}`))
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	sessions := make([]string, b.N+20)
+	for i := range sessions {
+		sessions[i] = mustSession(b, db, ws.ID).ID
+	}
+	for _, s := range sessions[b.N:] {
+		turn(s) // warm the caches
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		turn(sessions[i])
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -26,8 +27,26 @@ type NewEvent struct {
 
 // AppendEvents adds events to a session's log in one transaction and returns them with
 // their sequence numbers. Batch the events of a burst into one call: each call is one
-// commit.
+// commit (or append them in a Batch with the writes they announce).
 func (db *DB) AppendEvents(ctx context.Context, sessionID string, events ...NewEvent) ([]Event, error) {
+	if len(events) == 0 {
+		return []Event{}, nil
+	}
+	var out []Event
+	err := db.batch(ctx, func(tx *Tx) error {
+		var err error
+		out, err = tx.AppendEvents(ctx, sessionID, events...)
+		return err
+	})
+	if err != nil {
+		return nil, wrapBatch(err, "append events to session %q", sessionID)
+	}
+	return out, nil
+}
+
+// AppendEvents is DB.AppendEvents within the batch: the events are numbered and stored
+// with the batch's other writes, and exist only if it commits.
+func (tx *Tx) AppendEvents(ctx context.Context, sessionID string, events ...NewEvent) ([]Event, error) {
 	out := make([]Event, 0, len(events))
 	for i, e := range events {
 		if e.Type == "" {
@@ -45,30 +64,28 @@ func (db *DB) AppendEvents(ctx context.Context, sessionID string, events ...NewE
 		return out, nil
 	}
 	t := now()
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		var last int64
-		err := tx.QueryRowContext(ctx, `INSERT INTO event_seqs (session_id, last_seq) VALUES (?, ?)
-			ON CONFLICT (session_id) DO UPDATE SET last_seq = last_seq + excluded.last_seq
-			RETURNING last_seq`, sessionID, len(out)).Scan(&last)
-		if err != nil {
-			return err
-		}
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (session_id, seq, type, payload, created_at) VALUES (?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		first := last - int64(len(out)) + 1
-		for i := range out {
-			out[i].Seq, out[i].CreatedAt = first+int64(i), toTime(t)
-			if _, err := stmt.ExecContext(ctx, sessionID, out[i].Seq, out[i].Type, string(out[i].Payload), t); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	var last int64
+	err := tx.stmt(ctx, stmtBumpSessionEventSeq).QueryRowContext(ctx, len(out), sessionID).Scan(&last)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = tx.stmt(ctx, stmtBumpEventSeq).QueryRowContext(ctx, sessionID, len(out)).Scan(&last)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("append events to session %q: %w", sessionID, err)
+	}
+	first := last - int64(len(out)) + 1
+	for i := range out {
+		out[i].Seq, out[i].CreatedAt = first+int64(i), toTime(t)
+	}
+	args := make([]any, 0, 5*min(len(out), maxEventRows))
+	for start := 0; start < len(out); start += maxEventRows {
+		chunk := out[start:min(start+maxEventRows, len(out))]
+		args = args[:0]
+		for _, e := range chunk {
+			args = append(args, sessionID, e.Seq, e.Type, string(e.Payload), t)
+		}
+		if _, err := tx.insertEvents(ctx, len(chunk)).ExecContext(ctx, args...); err != nil {
+			return nil, fmt.Errorf("append events %d to %d (%s…) to session %q: %w", start+1, start+len(chunk), chunk[0].Type, sessionID, err)
+		}
 	}
 	return out, nil
 }
@@ -106,7 +123,8 @@ func (db *DB) EventsAfter(ctx context.Context, sessionID string, afterSeq int64,
 // LastEventSeq is the Seq of the last event appended to a session's log (0 when none).
 func (db *DB) LastEventSeq(ctx context.Context, sessionID string) (int64, error) {
 	var last int64
-	err := db.read.QueryRowContext(ctx, `SELECT COALESCE((SELECT last_seq FROM event_seqs WHERE session_id = ?), 0)`, sessionID).Scan(&last)
+	err := db.read.QueryRowContext(ctx, `SELECT COALESCE((SELECT last_event_seq FROM sessions WHERE id = ?1),
+		(SELECT last_seq FROM event_seqs WHERE session_id = ?1), 0)`, sessionID).Scan(&last)
 	if err != nil {
 		return 0, fmt.Errorf("last event of session %q: %w", sessionID, err)
 	}
@@ -116,7 +134,7 @@ func (db *DB) LastEventSeq(ctx context.Context, sessionID string) (int64, error)
 // PruneEvents removes a session's events with Seq up to throughSeq and returns how many
 // went. Later events keep their numbers.
 func (db *DB) PruneEvents(ctx context.Context, sessionID string, throughSeq int64) (int64, error) {
-	res, err := db.write.ExecContext(ctx, `DELETE FROM events WHERE session_id = ? AND seq <= ?`, sessionID, throughSeq)
+	res, err := db.execWrite(ctx, `DELETE FROM events WHERE session_id = ? AND seq <= ?`, sessionID, throughSeq)
 	if err == nil {
 		var n int64
 		if n, err = res.RowsAffected(); err == nil {

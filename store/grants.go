@@ -44,7 +44,7 @@ func (db *DB) SaveGrant(ctx context.Context, g ask.Grant) error {
 	if err != nil {
 		return fmt.Errorf("save grant %s: %w", g.ID, err)
 	}
-	_, err = db.write.ExecContext(ctx, `INSERT INTO grants (id, tool, duration, session_id, workspace_id, granted_at, data)
+	_, err = db.execWrite(ctx, `INSERT INTO grants (id, tool, duration, session_id, workspace_id, granted_at, data)
 		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET tool = excluded.tool, duration = excluded.duration, session_id = excluded.session_id,
 			workspace_id = excluded.workspace_id, granted_at = excluded.granted_at, data = excluded.data`,
@@ -58,7 +58,7 @@ func (db *DB) SaveGrant(ctx context.Context, g ask.Grant) error {
 // DeleteGrant removes the stored grant with id (ask.Store). Deleting a grant that is not
 // stored is not an error: the point is that it is gone.
 func (db *DB) DeleteGrant(ctx context.Context, id string) error {
-	if _, err := db.write.ExecContext(ctx, `DELETE FROM grants WHERE id = ?`, id); err != nil {
+	if _, err := db.execWrite(ctx, `DELETE FROM grants WHERE id = ?`, id); err != nil {
 		return fmt.Errorf("delete grant %s: %w", id, err)
 	}
 	return nil

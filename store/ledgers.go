@@ -28,54 +28,66 @@ type Ledger struct {
 // The message must belong to sessionID; a message holds at most one ledger (ErrConflict).
 // Change times are kept to the millisecond.
 func (db *DB) FileLedger(ctx context.Context, sessionID, messageID string, changes []tool.Change) (Ledger, error) {
+	var l Ledger
+	err := db.batch(ctx, func(tx *Tx) error {
+		var err error
+		l, err = tx.FileLedger(ctx, sessionID, messageID, changes)
+		return err
+	})
+	if err != nil {
+		return Ledger{}, wrapBatch(err, "file ledger of session %s under message %s", sessionID, messageID)
+	}
+	return l, nil
+}
+
+// FileLedger is DB.FileLedger within the batch.
+func (tx *Tx) FileLedger(ctx context.Context, sessionID, messageID string, changes []tool.Change) (Ledger, error) {
 	l := Ledger{ID: NewID("led_"), SessionID: sessionID, MessageID: messageID, Changes: changes}
 	if l.Changes == nil {
 		l.Changes = []tool.Change{}
 	}
 	t := now()
 	l.CreatedAt = toTime(t)
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		var owner string
-		err := tx.QueryRowContext(ctx, `SELECT session_id, seq FROM messages WHERE id = ?`, messageID).Scan(&owner, &l.MessageSeq)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("message %s: %w", messageID, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		if owner != sessionID {
-			return fmt.Errorf("message %s belongs to session %s, not %s", messageID, owner, sessionID)
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO ledgers (id, session_id, message_id, created_at) VALUES (?, ?, ?, ?)`,
-			l.ID, sessionID, messageID, t)
-		if isUnique(err) {
-			return fmt.Errorf("message %s already has a ledger: %w", messageID, ErrConflict)
-		}
-		if err != nil {
-			return err
-		}
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO ledger_changes (ledger_id, seq, path, tool, call_id, op, disk, ok, error, at, before_state, before_data)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for i, c := range changes {
-			state, data, err := encodeState(c.Before)
-			if err != nil {
-				return fmt.Errorf("change %d (%s): %w", i+1, c.Path, err)
-			}
-			if _, err := stmt.ExecContext(ctx, l.ID, i+1, c.Path, c.Tool, c.CallID, c.Op, c.Disk, c.OK, c.Error,
-				fromTime(c.At), state, data); err != nil {
-				return fmt.Errorf("change %d (%s): %w", i+1, c.Path, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := tx.fileLedger(ctx, &l, t); err != nil {
 		return Ledger{}, fmt.Errorf("file ledger of session %s under message %s: %w", sessionID, messageID, err)
 	}
 	return l, nil
+}
+
+func (tx *Tx) fileLedger(ctx context.Context, l *Ledger, t int64) error {
+	var owner string
+	err := tx.stmt(ctx, stmtMessageOwner).QueryRowContext(ctx, l.MessageID).Scan(&owner, &l.MessageSeq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("message %s: %w", l.MessageID, ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if owner != l.SessionID {
+		return fmt.Errorf("message %s belongs to session %s, not %s", l.MessageID, owner, l.SessionID)
+	}
+	_, err = tx.stmt(ctx, stmtInsertLedger).ExecContext(ctx, l.ID, l.SessionID, l.MessageID, t)
+	if isUnique(err) {
+		return fmt.Errorf("message %s already has a ledger: %w", l.MessageID, ErrConflict)
+	}
+	if err != nil {
+		return err
+	}
+	if len(l.Changes) == 0 {
+		return nil
+	}
+	insert := tx.stmt(ctx, stmtInsertLedgerChange)
+	for i, c := range l.Changes {
+		state, data, err := encodeState(c.Before)
+		if err != nil {
+			return fmt.Errorf("change %d (%s): %w", i+1, c.Path, err)
+		}
+		if _, err := insert.ExecContext(ctx, l.ID, i+1, c.Path, c.Tool, c.CallID, c.Op, c.Disk, c.OK, c.Error,
+			fromTime(c.At), state, data); err != nil {
+			return fmt.Errorf("change %d (%s): %w", i+1, c.Path, err)
+		}
+	}
+	return nil
 }
 
 const ledgerColumns = `l.id, l.session_id, l.message_id, m.seq, l.created_at, l.restored_at`

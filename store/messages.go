@@ -37,11 +37,13 @@ type PartKind string
 
 // Part kinds. A tool_call part holds the model's call (name, call id, arguments) and,
 // once the call has run, its outcome on the same row. A tool_result part holds an outcome
-// that arrives on its own, apart from its call.
+// that arrives on its own, apart from its call. An image part holds an image a person sent
+// with a message: its media type and bytes (see CheckImage).
 const (
 	PartText       PartKind = "text"
 	PartToolCall   PartKind = "tool_call"
 	PartToolResult PartKind = "tool_result"
+	PartImage      PartKind = "image"
 )
 
 // Message is one message of a session with its parts in order.
@@ -82,8 +84,12 @@ type Part struct {
 	Status        Status          `json:"status"`
 	Duration      time.Duration   `json:"duration"` // stored in milliseconds
 	Error         string          `json:"error,omitempty"`
-	CreatedAt     time.Time       `json:"createdAt"`
-	UpdatedAt     time.Time       `json:"updatedAt"`
+	// MediaType and Data are an image part's: image/png, image/jpeg, image/gif or
+	// image/webp, and the image's bytes (base64 in JSON).
+	MediaType string    `json:"mediaType,omitempty"`
+	Data      []byte    `json:"data,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 func checkMessage(m *Message) error {
@@ -106,8 +112,15 @@ func checkMessage(m *Message) error {
 func checkPart(p *Part) error {
 	switch p.Kind {
 	case PartText, PartToolCall, PartToolResult:
+		if p.MediaType != "" || len(p.Data) > 0 {
+			return fmt.Errorf("a %s part holds no media type nor data: only image parts do", p.Kind)
+		}
+	case PartImage:
+		if err := CheckImage(p.MediaType, p.Data); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("part kind %q is not one of text, tool_call, tool_result", p.Kind)
+		return fmt.Errorf("part kind %q is not one of text, tool_call, tool_result, image", p.Kind)
 	}
 	if p.Status == "" {
 		p.Status = StatusComplete
@@ -127,6 +140,20 @@ func checkPart(p *Part) error {
 // m has none, the next Seq, timestamps, an empty Status taken as complete. m.Parts, if any,
 // are added with it in the same transaction. The session's UpdatedAt moves to now.
 func (db *DB) AppendMessage(ctx context.Context, m Message) (Message, error) {
+	var out Message
+	err := db.batch(ctx, func(tx *Tx) error {
+		var err error
+		out, err = tx.AppendMessage(ctx, m)
+		return err
+	})
+	if err != nil {
+		return Message{}, wrapBatch(err, "append message %s to session %s", out.ID, m.SessionID)
+	}
+	return out, nil
+}
+
+// AppendMessage is DB.AppendMessage within the batch.
+func (tx *Tx) AppendMessage(ctx context.Context, m Message) (Message, error) {
 	if err := checkMessage(&m); err != nil {
 		return Message{}, fmt.Errorf("append message to session %s: %w", m.SessionID, err)
 	}
@@ -138,35 +165,7 @@ func (db *DB) AppendMessage(ctx context.Context, m Message) (Message, error) {
 	if m.ID == "" {
 		m.ID = NewID("msg_")
 	}
-	t := now()
-	m.CreatedAt, m.UpdatedAt = toTime(t), toTime(t)
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, t, m.SessionID)
-		if err := affected(res, err); err != nil {
-			return fmt.Errorf("session %s: %w", m.SessionID, err)
-		}
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?`, m.SessionID).Scan(&m.Seq); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO messages (id, session_id, seq, role, content, status, provider, model, finish, error, tokens_in, tokens_out, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			m.ID, m.SessionID, m.Seq, m.Role, m.Content, m.Status, m.Provider, m.Model, m.Finish, m.Error, m.TokensIn, m.TokensOut, t, t)
-		if isUnique(err) {
-			return fmt.Errorf("the id is taken: %w", ErrConflict)
-		}
-		if err != nil {
-			return err
-		}
-		for i := range m.Parts {
-			p := &m.Parts[i]
-			p.MessageID = m.ID
-			if err := insertPart(ctx, tx, p, t); err != nil {
-				return fmt.Errorf("part %d: %w", i+1, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := tx.appendMessage(ctx, &m); err != nil {
 		return Message{}, fmt.Errorf("append message %s to session %s: %w", m.ID, m.SessionID, err)
 	}
 	if m.Parts == nil {
@@ -175,19 +174,57 @@ func (db *DB) AppendMessage(ctx context.Context, m Message) (Message, error) {
 	return m, nil
 }
 
+func (tx *Tx) appendMessage(ctx context.Context, m *Message) error {
+	t := now()
+	m.CreatedAt, m.UpdatedAt = toTime(t), toTime(t)
+	res, err := tx.stmt(ctx, stmtTouchSession).ExecContext(ctx, t, m.SessionID)
+	if err := affected(res, err); err != nil {
+		return fmt.Errorf("session %s: %w", m.SessionID, err)
+	}
+	err = tx.stmt(ctx, stmtInsertMessage).QueryRowContext(ctx,
+		m.ID, m.SessionID, m.Role, m.Content, m.Status, m.Provider, m.Model, m.Finish, m.Error, m.TokensIn, m.TokensOut, t).Scan(&m.Seq)
+	if isUnique(err) {
+		return fmt.Errorf("the id is taken: %w", ErrConflict)
+	}
+	if err != nil {
+		return err
+	}
+	// The message is new: its parts are numbered from 1 without asking the database.
+	for i := range m.Parts {
+		p := &m.Parts[i]
+		p.MessageID, p.Seq = m.ID, int64(i+1)
+		if err := tx.insertPart(ctx, p, t, false); err != nil {
+			return fmt.Errorf("part %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
 // UpdateMessage saves the parts of m that change as it streams and ends: content, status,
 // provider, model, finish, error and token counts. Parts are saved on their own.
 func (db *DB) UpdateMessage(ctx context.Context, m Message) error {
 	if err := checkMessage(&m); err != nil {
 		return fmt.Errorf("update message %s: %w", m.ID, err)
 	}
-	err := affected(db.write.ExecContext(ctx, `UPDATE messages SET content = ?, status = ?, provider = ?, model = ?, finish = ?, error = ?,
-		tokens_in = ?, tokens_out = ?, updated_at = ? WHERE id = ?`,
-		m.Content, m.Status, m.Provider, m.Model, m.Finish, m.Error, m.TokensIn, m.TokensOut, now(), m.ID))
-	if err != nil {
+	if err := affected(db.execStmt(ctx, stmtUpdateMessage, updateMessageArgs(m)...)); err != nil {
 		return fmt.Errorf("update message %s: %w", m.ID, err)
 	}
 	return nil
+}
+
+// UpdateMessage is DB.UpdateMessage within the batch.
+func (tx *Tx) UpdateMessage(ctx context.Context, m Message) error {
+	if err := checkMessage(&m); err != nil {
+		return fmt.Errorf("update message %s: %w", m.ID, err)
+	}
+	if err := affected(tx.stmt(ctx, stmtUpdateMessage).ExecContext(ctx, updateMessageArgs(m)...)); err != nil {
+		return fmt.Errorf("update message %s: %w", m.ID, err)
+	}
+	return nil
+}
+
+func updateMessageArgs(m Message) []any {
+	return []any{m.Content, m.Status, m.Provider, m.Model, m.Finish, m.Error, m.TokensIn, m.TokensOut, now(), m.ID}
 }
 
 const messageColumns = `id, session_id, seq, role, content, status, provider, model, finish, error, tokens_in, tokens_out, created_at, updated_at`
@@ -239,8 +276,7 @@ func (db *DB) ListMessagesAfter(ctx context.Context, sessionID string, afterSeq 
 		return nil, fmt.Errorf("list messages of session %s: %w", sessionID, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only: nothing to undo
-	rows, err := tx.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE session_id = ? AND seq > ?
-		ORDER BY seq LIMIT ?`, sessionID, afterSeq, limit)
+	rows, err := tx.StmtContext(ctx, db.stmts.read[stmtListMessages]).QueryContext(ctx, sessionID, afterSeq, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list messages of session %s: %w", sessionID, err)
 	}
@@ -264,8 +300,11 @@ func (db *DB) ListMessagesAfter(ctx context.Context, sessionID string, afterSeq 
 	}
 	// One query for the parts of all the messages listed, not one per message.
 	first, last := msgs[0].Seq, msgs[len(msgs)-1].Seq
-	parts, err := partsOf(ctx, tx, `message_id IN (SELECT id FROM messages WHERE session_id = ? AND seq BETWEEN ? AND ?)`,
-		sessionID, first, last)
+	prows, err := tx.StmtContext(ctx, db.stmts.read[stmtListParts]).QueryContext(ctx, sessionID, first, last)
+	var parts []Part
+	if err == nil {
+		parts, err = scanParts(prows)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list parts of session %s: %w", sessionID, err)
 	}
@@ -281,7 +320,7 @@ func (db *DB) ListMessagesAfter(ctx context.Context, sessionID string, afterSeq 
 // the ledgers filed under them), as when a conversation is cut back to an earlier point.
 // It returns how many messages went.
 func (db *DB) DeleteMessagesFrom(ctx context.Context, sessionID string, seq int64) (int64, error) {
-	res, err := db.write.ExecContext(ctx, `DELETE FROM messages WHERE session_id = ? AND seq >= ?`, sessionID, seq)
+	res, err := db.execWrite(ctx, `DELETE FROM messages WHERE session_id = ? AND seq >= ?`, sessionID, seq)
 	if err != nil {
 		return 0, fmt.Errorf("delete messages of session %s from %d: %w", sessionID, seq, err)
 	}
@@ -295,29 +334,45 @@ func (db *DB) DeleteMessagesFrom(ctx context.Context, sessionID string, seq int6
 // AppendPart adds p at the end of its message and returns it as stored: a fresh ID when p
 // has none, the next Seq, timestamps, an empty Status taken as complete.
 func (db *DB) AppendPart(ctx context.Context, p Part) (Part, error) {
+	var out Part
+	err := db.batch(ctx, func(tx *Tx) error {
+		var err error
+		out, err = tx.AppendPart(ctx, p)
+		return err
+	})
+	if err != nil {
+		return Part{}, wrapBatch(err, "append part %s to message %s", out.ID, p.MessageID)
+	}
+	return out, nil
+}
+
+// AppendPart is DB.AppendPart within the batch.
+func (tx *Tx) AppendPart(ctx context.Context, p Part) (Part, error) {
 	if err := checkPart(&p); err != nil {
 		return Part{}, fmt.Errorf("append part to message %s: %w", p.MessageID, err)
 	}
-	t := now()
-	err := db.tx(ctx, func(tx *sql.Tx) error { return insertPart(ctx, tx, &p, t) })
-	if err != nil {
+	if err := tx.insertPart(ctx, &p, now(), true); err != nil {
 		return Part{}, fmt.Errorf("append part %s to message %s: %w", p.ID, p.MessageID, err)
 	}
 	return p, nil
 }
 
-func insertPart(ctx context.Context, tx *sql.Tx, p *Part, t int64) error {
+// insertPart stores p; with nextSeq its seq is the next of its message, else p.Seq as set.
+func (tx *Tx) insertPart(ctx context.Context, p *Part, t int64, nextSeq bool) error {
 	if p.ID == "" {
 		p.ID = NewID("prt_")
 	}
 	p.CreatedAt, p.UpdatedAt = toTime(t), toTime(t)
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM parts WHERE message_id = ?`, p.MessageID).Scan(&p.Seq); err != nil {
-		return err
+	var err error
+	if nextSeq {
+		err = tx.stmt(ctx, stmtInsertPartNextSeq).QueryRowContext(ctx,
+			p.ID, p.MessageID, p.Kind, p.Text, p.ToolName, p.CallID, nullString(p.Args), nullString(p.Result),
+			nullRaw(p.Visualization), p.Status, p.Duration.Milliseconds(), p.Error, p.MediaType, nullBytes(p.Data), t).Scan(&p.Seq)
+	} else {
+		_, err = tx.stmt(ctx, stmtInsertPart).ExecContext(ctx,
+			p.ID, p.MessageID, p.Seq, p.Kind, p.Text, p.ToolName, p.CallID, nullString(p.Args), nullString(p.Result),
+			nullRaw(p.Visualization), p.Status, p.Duration.Milliseconds(), p.Error, p.MediaType, nullBytes(p.Data), t, t)
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO parts (id, message_id, seq, kind, text, tool_name, call_id, args, result, visualization, status, duration_ms, error, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		p.ID, p.MessageID, p.Seq, p.Kind, p.Text, p.ToolName, p.CallID, nullString(p.Args), nullString(p.Result),
-		nullRaw(p.Visualization), p.Status, p.Duration.Milliseconds(), p.Error, t, t)
 	switch {
 	case isForeignKey(err):
 		return fmt.Errorf("message %s: %w", p.MessageID, ErrNotFound)
@@ -328,27 +383,47 @@ func insertPart(ctx context.Context, tx *sql.Tx, p *Part, t int64) error {
 }
 
 // UpdatePart saves what changes on a part as it streams and runs: text, tool name, call
-// id, arguments, result, visualization, status, duration and error.
+// id, arguments, result, visualization, status, duration and error. An image part's media
+// type and bytes never change.
 func (db *DB) UpdatePart(ctx context.Context, p Part) error {
 	if err := checkPart(&p); err != nil {
 		return fmt.Errorf("update part %s: %w", p.ID, err)
 	}
-	err := affected(db.write.ExecContext(ctx, `UPDATE parts SET text = ?, tool_name = ?, call_id = ?, args = ?, result = ?, visualization = ?,
-		status = ?, duration_ms = ?, error = ?, updated_at = ? WHERE id = ?`,
-		p.Text, p.ToolName, p.CallID, nullString(p.Args), nullString(p.Result), nullRaw(p.Visualization),
-		p.Status, p.Duration.Milliseconds(), p.Error, now(), p.ID))
-	if err != nil {
+	if err := affected(db.execStmt(ctx, stmtUpdatePart, updatePartArgs(p)...)); err != nil {
 		return fmt.Errorf("update part %s: %w", p.ID, err)
 	}
 	return nil
 }
 
+// UpdatePart is DB.UpdatePart within the batch.
+func (tx *Tx) UpdatePart(ctx context.Context, p Part) error {
+	if err := checkPart(&p); err != nil {
+		return fmt.Errorf("update part %s: %w", p.ID, err)
+	}
+	if err := affected(tx.stmt(ctx, stmtUpdatePart).ExecContext(ctx, updatePartArgs(p)...)); err != nil {
+		return fmt.Errorf("update part %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+func updatePartArgs(p Part) []any {
+	return []any{p.Text, p.ToolName, p.CallID, nullString(p.Args), nullString(p.Result), nullRaw(p.Visualization),
+		p.Status, p.Duration.Milliseconds(), p.Error, now(), p.ID}
+}
+
 // AppendPartText adds delta to the end of a streaming part's text without reading it
-// back. Each call is one commit (one WAL sync): a caller streaming tokens should gather
-// them and call this a few times a second, not once per token.
+// back. Each call is one commit: a caller streaming tokens should gather them and call
+// this a few times a second, not once per token (or write them in a Batch with the rest).
 func (db *DB) AppendPartText(ctx context.Context, id, delta string) error {
-	err := affected(db.write.ExecContext(ctx, `UPDATE parts SET text = text || ?, updated_at = ? WHERE id = ?`, delta, now(), id))
-	if err != nil {
+	if err := affected(db.execStmt(ctx, stmtAppendPartText, delta, now(), id)); err != nil {
+		return fmt.Errorf("append text to part %s: %w", id, err)
+	}
+	return nil
+}
+
+// AppendPartText is DB.AppendPartText within the batch.
+func (tx *Tx) AppendPartText(ctx context.Context, id, delta string) error {
+	if err := affected(tx.stmt(ctx, stmtAppendPartText).ExecContext(ctx, delta, now(), id)); err != nil {
 		return fmt.Errorf("append text to part %s: %w", id, err)
 	}
 	return nil
@@ -356,7 +431,7 @@ func (db *DB) AppendPartText(ctx context.Context, id, delta string) error {
 
 // UpdatePartText replaces a part's text.
 func (db *DB) UpdatePartText(ctx context.Context, id, text string) error {
-	err := affected(db.write.ExecContext(ctx, `UPDATE parts SET text = ?, updated_at = ? WHERE id = ?`, text, now(), id))
+	err := affected(db.execWrite(ctx, `UPDATE parts SET text = ?, updated_at = ? WHERE id = ?`, text, now(), id))
 	if err != nil {
 		return fmt.Errorf("update text of part %s: %w", id, err)
 	}
@@ -375,14 +450,24 @@ func (db *DB) Part(ctx context.Context, id string) (Part, error) {
 	return parts[0], nil
 }
 
+// partsQuery selects the parts matching where, ordered by message and seq.
+func partsQuery(where string) string {
+	return `SELECT p.id, p.message_id, p.seq, p.kind, p.text, p.tool_name, p.call_id, p.args, p.result,
+		p.visualization, p.status, p.duration_ms, p.error, p.created_at, p.updated_at, p.media_type, p.data
+		FROM parts p WHERE ` + where + ` ORDER BY p.message_id, p.seq`
+}
+
 // partsOf returns the parts matching where, ordered by message and seq.
 func partsOf(ctx context.Context, q querier, where string, args ...any) ([]Part, error) {
-	rows, err := q.QueryContext(ctx, `SELECT p.id, p.message_id, p.seq, p.kind, p.text, p.tool_name, p.call_id, p.args, p.result,
-		p.visualization, p.status, p.duration_ms, p.error, p.created_at, p.updated_at
-		FROM parts p WHERE `+where+` ORDER BY p.message_id, p.seq`, args...)
+	rows, err := q.QueryContext(ctx, partsQuery(where), args...)
 	if err != nil {
 		return nil, err
 	}
+	return scanParts(rows)
+}
+
+// scanParts reads the rows of a partsQuery and closes them.
+func scanParts(rows *sql.Rows) ([]Part, error) {
 	defer rows.Close()
 	out := []Part{}
 	for rows.Next() {
@@ -390,7 +475,7 @@ func partsOf(ctx context.Context, q querier, where string, args ...any) ([]Part,
 		var args, result, vis sql.NullString
 		var dur, created, updated int64
 		if err := rows.Scan(&p.ID, &p.MessageID, &p.Seq, &p.Kind, &p.Text, &p.ToolName, &p.CallID, &args, &result,
-			&vis, &p.Status, &dur, &p.Error, &created, &updated); err != nil {
+			&vis, &p.Status, &dur, &p.Error, &created, &updated, &p.MediaType, &p.Data); err != nil {
 			return nil, err
 		}
 		p.Args, p.Result = args.String, result.String
@@ -409,6 +494,13 @@ func nullString(s string) any {
 		return nil
 	}
 	return s
+}
+
+func nullBytes(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }
 
 func nullRaw(r json.RawMessage) any {

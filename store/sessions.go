@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -28,7 +29,7 @@ func (db *DB) CreateSession(ctx context.Context, s Session) (Session, error) {
 	}
 	t := now()
 	s.CreatedAt, s.UpdatedAt = toTime(t), toTime(t)
-	_, err := db.write.ExecContext(ctx, `INSERT INTO sessions (id, workspace_id, title, provider, model, created_at, updated_at)
+	_, err := db.execWrite(ctx, `INSERT INTO sessions (id, workspace_id, title, provider, model, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, s.ID, s.WorkspaceID, s.Title, s.Provider, s.Model, t, t)
 	switch {
 	case isForeignKey(err):
@@ -55,7 +56,7 @@ func scanSession(row interface{ Scan(...any) error }) (Session, error) {
 
 // Session returns the session with id.
 func (db *DB) Session(ctx context.Context, id string) (Session, error) {
-	s, err := scanSession(db.read.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
+	s, err := scanSession(db.stmts.read[stmtReadSession].QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = ErrNotFound
 	}
@@ -63,6 +64,31 @@ func (db *DB) Session(ctx context.Context, id string) (Session, error) {
 		return Session{}, fmt.Errorf("get session %s: %w", id, err)
 	}
 	return s, nil
+}
+
+// SessionWorkspace returns the session with id and its workspace, read together.
+func (db *DB) SessionWorkspace(ctx context.Context, id string) (Session, Workspace, error) {
+	var s Session
+	var w Workspace
+	var sCreated, sUpdated, wCreated, wUpdated int64
+	var allowed string
+	err := db.stmts.read[stmtReadSessionWorkspace].QueryRowContext(ctx, id).Scan(&s.ID, &s.WorkspaceID, &s.Title, &s.Provider, &s.Model,
+		&sCreated, &sUpdated, &w.ID, &w.Name, &w.Path, &allowed, &wCreated, &wUpdated)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(allowed), &w.AllowedPaths)
+	}
+	if err != nil {
+		return Session{}, Workspace{}, fmt.Errorf("get session %s and its workspace: %w", id, err)
+	}
+	if w.AllowedPaths == nil {
+		w.AllowedPaths = []string{}
+	}
+	s.CreatedAt, s.UpdatedAt = toTime(sCreated), toTime(sUpdated)
+	w.CreatedAt, w.UpdatedAt = toTime(wCreated), toTime(wUpdated)
+	return s, w, nil
 }
 
 // ListSessions returns the sessions of a workspace, most recently updated first. An
@@ -91,7 +117,7 @@ func (db *DB) ListSessions(ctx context.Context, workspaceID string) ([]Session, 
 // UpdateSession saves s's title, provider and model and returns the session as stored,
 // with UpdatedAt set to now. A session does not move between workspaces.
 func (db *DB) UpdateSession(ctx context.Context, s Session) (Session, error) {
-	err := affected(db.write.ExecContext(ctx, `UPDATE sessions SET title = ?, provider = ?, model = ?, updated_at = ? WHERE id = ?`,
+	err := affected(db.execWrite(ctx, `UPDATE sessions SET title = ?, provider = ?, model = ?, updated_at = ? WHERE id = ?`,
 		s.Title, s.Provider, s.Model, now(), s.ID))
 	if err != nil {
 		return Session{}, fmt.Errorf("update session %s: %w", s.ID, err)

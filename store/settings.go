@@ -31,7 +31,7 @@ func (db *DB) PutSetting(ctx context.Context, key string, value json.RawMessage)
 	if !json.Valid(value) {
 		return fmt.Errorf("put setting %q: the value is not valid JSON", key)
 	}
-	if _, err := db.write.ExecContext(ctx,
+	if _, err := db.execWrite(ctx,
 		`INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
 		 ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
 		key, string(value), now()); err != nil {

@@ -58,6 +58,8 @@ type DB struct {
 	path  string
 	write *sql.DB // one connection: every write goes through it, in order
 	read  *sql.DB // readers, query-only
+	stmts prepared
+	ckpt  *checkpointer // checkpoints the log behind the writer's back (checkpoint.go)
 }
 
 // Durability says when a commit reaches the disk (see the package comment).
@@ -127,7 +129,9 @@ func open(ctx context.Context, path string, o options) (*DB, error) {
 	uri := (&url.URL{Scheme: "file", Path: abs}).String()
 	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)" +
 		"&_pragma=synchronous(" + o.synchronous + ")"
-	write, err := sql.Open("sqlite", uri+"?"+common+"&_txlock=immediate")
+	// The writer leaves checkpoints to the checkpointer.
+	write, err := sql.Open("sqlite", uri+"?"+common+"&_txlock=immediate&_pragma=wal_autocheckpoint(0)"+
+		"&_pragma=journal_size_limit("+strconv.Itoa(walSizeLimit)+")")
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", abs, err)
 	}
@@ -162,6 +166,18 @@ func open(ctx context.Context, path string, o options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open database %s: %w", abs, err)
 	}
+	if err := db.prepare(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	}
+	ckpt, err := sql.Open("sqlite", uri+"?"+common)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	}
+	ckpt.SetMaxOpenConns(1)
+	ckpt.SetMaxIdleConns(1)
+	db.ckpt = newCheckpointer(ckpt, write)
 	return db, nil
 }
 
@@ -189,6 +205,11 @@ func (db *DB) Path() string { return db.path }
 // connection closes.
 func (db *DB) Close() error {
 	var errs []error
+	if db.ckpt != nil {
+		db.ckpt.close()
+		errs = append(errs, db.ckpt.conn.Close())
+	}
+	db.stmts.close()
 	if db.read != nil {
 		errs = append(errs, db.read.Close())
 	}
@@ -310,14 +331,46 @@ func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
+	done := false
+	defer func() {
+		if !done {
+			_ = tx.Rollback() // fn failed or panicked: free the one writer connection
+		}
+	}()
 	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
 		return err
 	}
+	done = true
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	db.committed()
 	return nil
+}
+
+// execWrite runs one write statement on the writer, committed on its own.
+func (db *DB) execWrite(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	res, err := db.write.ExecContext(ctx, query, args...)
+	if err == nil {
+		db.committed()
+	}
+	return res, err
+}
+
+// execStmt runs one prepared write statement, committed on its own.
+func (db *DB) execStmt(ctx context.Context, id stmtID, args ...any) (sql.Result, error) {
+	res, err := db.stmts.write[id].ExecContext(ctx, args...)
+	if err == nil {
+		db.committed()
+	}
+	return res, err
+}
+
+// committed counts a commit for the checkpointer.
+func (db *DB) committed() {
+	if db.ckpt != nil {
+		db.ckpt.committed()
+	}
 }
 
 // now is the current time in the database's unit, Unix milliseconds.

@@ -42,7 +42,7 @@ func (db *DB) CreateAuthToken(ctx context.Context, name string) (AuthToken, stri
 	hash := sha256.Sum256([]byte(secret))
 	t := now()
 	tok := AuthToken{ID: NewID("tok_"), Name: name, CreatedAt: toTime(t)}
-	if _, err := db.write.ExecContext(ctx, `INSERT INTO auth_tokens (id, name, hash, created_at) VALUES (?, ?, ?, ?)`,
+	if _, err := db.execWrite(ctx, `INSERT INTO auth_tokens (id, name, hash, created_at) VALUES (?, ?, ?, ?)`,
 		tok.ID, name, hash[:], t); err != nil {
 		return AuthToken{}, "", fmt.Errorf("create auth token %s: %w", tok.ID, err)
 	}
@@ -69,7 +69,7 @@ func (db *DB) VerifyAuthToken(ctx context.Context, secret string) (AuthToken, er
 	}
 	tok.CreatedAt, tok.LastUsedAt = toTime(created), nullTime(used)
 	if t := time.Now(); t.Sub(tok.LastUsedAt) >= usedGranularity {
-		if _, err := db.write.ExecContext(ctx, `UPDATE auth_tokens SET last_used_at = ? WHERE id = ?`, t.UnixMilli(), tok.ID); err != nil {
+		if _, err := db.execWrite(ctx, `UPDATE auth_tokens SET last_used_at = ? WHERE id = ?`, t.UnixMilli(), tok.ID); err != nil {
 			return AuthToken{}, fmt.Errorf("verify auth token %s: record use: %w", tok.ID, err)
 		}
 		tok.LastUsedAt = toTime(t.UnixMilli())
@@ -103,7 +103,7 @@ func (db *DB) ListAuthTokens(ctx context.Context) ([]AuthToken, error) {
 
 // DeleteAuthToken revokes the token with id.
 func (db *DB) DeleteAuthToken(ctx context.Context, id string) error {
-	if err := affected(db.write.ExecContext(ctx, `DELETE FROM auth_tokens WHERE id = ?`, id)); err != nil {
+	if err := affected(db.execWrite(ctx, `DELETE FROM auth_tokens WHERE id = ?`, id)); err != nil {
 		return fmt.Errorf("delete auth token %s: %w", id, err)
 	}
 	return nil

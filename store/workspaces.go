@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -52,7 +53,7 @@ func (db *DB) CreateWorkspace(ctx context.Context, w Workspace) (Workspace, erro
 	}
 	t := now()
 	w.CreatedAt, w.UpdatedAt = toTime(t), toTime(t)
-	_, err = db.write.ExecContext(ctx, `INSERT INTO workspaces (id, name, path, allowed_paths, created_at, updated_at)
+	_, err = db.execWrite(ctx, `INSERT INTO workspaces (id, name, path, allowed_paths, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?)`, w.ID, w.Name, w.Path, string(allowed), t, t)
 	if isUnique(err) {
 		return Workspace{}, fmt.Errorf("create workspace %s: a workspace with id %s or path %s already exists: %w", w.ID, w.ID, w.Path, ErrConflict)
@@ -84,7 +85,7 @@ func scanWorkspace(row interface{ Scan(...any) error }) (Workspace, error) {
 
 // Workspace returns the workspace with id.
 func (db *DB) Workspace(ctx context.Context, id string) (Workspace, error) {
-	w, err := scanWorkspace(db.read.QueryRowContext(ctx, `SELECT `+workspaceColumns+` FROM workspaces WHERE id = ?`, id))
+	w, err := scanWorkspace(db.stmts.read[stmtReadWorkspace].QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = ErrNotFound
 	}
@@ -137,7 +138,7 @@ func (db *DB) UpdateWorkspace(ctx context.Context, w Workspace) (Workspace, erro
 	if err != nil {
 		return Workspace{}, fmt.Errorf("update workspace %s: %w", w.ID, err)
 	}
-	err = affected(db.write.ExecContext(ctx, `UPDATE workspaces SET name = ?, path = ?, allowed_paths = ?, updated_at = ? WHERE id = ?`,
+	err = affected(db.execWrite(ctx, `UPDATE workspaces SET name = ?, path = ?, allowed_paths = ?, updated_at = ? WHERE id = ?`,
 		w.Name, w.Path, string(allowed), now(), w.ID))
 	if isUnique(err) {
 		return Workspace{}, fmt.Errorf("update workspace %s: another workspace is at %s: %w", w.ID, w.Path, ErrConflict)
@@ -163,4 +164,79 @@ func (db *DB) DeleteWorkspace(ctx context.Context, id string) error {
 		return fmt.Errorf("delete workspace %s: %w", id, err)
 	}
 	return nil
+}
+
+// AddAllowedPath adds an absolute path to the workspace's allowed paths for good and
+// returns the workspace as stored, and whether it changed (not when the path is there
+// already, or is the workspace's folder).
+func (db *DB) AddAllowedPath(ctx context.Context, workspaceID, path string) (Workspace, bool, error) {
+	return db.changeAllowedPath(ctx, workspaceID, path, true)
+}
+
+// RemoveAllowedPath removes a path from the workspace's allowed paths and returns the
+// workspace as stored, and whether it changed (not when the path was not there).
+func (db *DB) RemoveAllowedPath(ctx context.Context, workspaceID, path string) (Workspace, bool, error) {
+	return db.changeAllowedPath(ctx, workspaceID, path, false)
+}
+
+func (db *DB) changeAllowedPath(ctx context.Context, workspaceID, path string, add bool) (Workspace, bool, error) {
+	var w Workspace
+	var changed bool
+	err := db.batch(ctx, func(tx *Tx) error {
+		var err error
+		w, changed, err = tx.changeAllowedPath(ctx, workspaceID, path, add)
+		return err
+	})
+	return w, changed, err
+}
+
+// AddAllowedPath is DB.AddAllowedPath within the batch: read and changed in one
+// transaction, so changes made at once by several callers are all kept.
+func (tx *Tx) AddAllowedPath(ctx context.Context, workspaceID, path string) (Workspace, bool, error) {
+	return tx.changeAllowedPath(ctx, workspaceID, path, true)
+}
+
+// RemoveAllowedPath is DB.RemoveAllowedPath within the batch.
+func (tx *Tx) RemoveAllowedPath(ctx context.Context, workspaceID, path string) (Workspace, bool, error) {
+	return tx.changeAllowedPath(ctx, workspaceID, path, false)
+}
+
+func (tx *Tx) changeAllowedPath(ctx context.Context, workspaceID, path string, add bool) (Workspace, bool, error) {
+	verb := "remove"
+	if add {
+		verb = "add"
+	}
+	fail := func(err error) (Workspace, bool, error) {
+		return Workspace{}, false, fmt.Errorf("%s allowed path %s of workspace %s: %w", verb, path, workspaceID, err)
+	}
+	if path == "" || !filepath.IsAbs(path) {
+		return fail(fmt.Errorf("%q is not an absolute path", path))
+	}
+	path = filepath.Clean(path)
+	w, err := scanWorkspace(tx.tx.QueryRowContext(ctx, `SELECT `+workspaceColumns+` FROM workspaces WHERE id = ?`, workspaceID))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return fail(err)
+	}
+	i := slices.Index(w.AllowedPaths, path)
+	switch {
+	case add && (i >= 0 || path == w.Path), !add && i < 0:
+		return w, false, nil
+	case add:
+		w.AllowedPaths = append(w.AllowedPaths, path)
+	default:
+		w.AllowedPaths = slices.Delete(w.AllowedPaths, i, i+1)
+	}
+	allowed, err := json.Marshal(w.AllowedPaths)
+	if err != nil {
+		return fail(err)
+	}
+	t := now()
+	if _, err := tx.tx.ExecContext(ctx, `UPDATE workspaces SET allowed_paths = ?, updated_at = ? WHERE id = ?`, string(allowed), t, workspaceID); err != nil {
+		return fail(err)
+	}
+	w.UpdatedAt = toTime(t)
+	return w, true, nil
 }
