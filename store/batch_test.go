@@ -316,3 +316,25 @@ func TestCheckpointerKeepsTheLogSmall(t *testing.T) {
 		t.Fatalf("the writer checkpoints itself every %d pages (%v)", walPages, err)
 	}
 }
+
+// A part's JSON carries its duration in milliseconds beside the nanoseconds, and decodes
+// back to the same part.
+func TestPartJSONCarriesDurationMs(t *testing.T) {
+	p := Part{ID: "prt_1", Kind: PartToolCall, Status: StatusComplete, Duration: 62*time.Millisecond + 600*time.Microsecond,
+		Visualization: json.RawMessage(`{"type":"none"}`)}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"durationMs":63`) || !strings.Contains(string(b), `"duration":62600000`) || !strings.Contains(string(b), `"visualization":{"type":"none"}`) {
+		t.Fatalf("%s", b)
+	}
+	var back Part
+	if err := json.Unmarshal(b, &back); err != nil || back.Duration != p.Duration || back.ID != p.ID || string(back.Visualization) != `{"type":"none"}` {
+		t.Fatalf("%+v, %v", back, err)
+	}
+	m, _ := json.Marshal(Message{ID: "m", Parts: []Part{p}})
+	if !strings.Contains(string(m), `"durationMs":63`) {
+		t.Fatalf("message %s", m)
+	}
+}

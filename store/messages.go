@@ -92,6 +92,17 @@ type Part struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
+// MarshalJSON writes the part with "durationMs", its duration in whole milliseconds
+// (rounded), beside "duration" (nanoseconds, as time.Duration marshals): clients want
+// milliseconds, and Go clients decoding a Part read "duration".
+func (p Part) MarshalJSON() ([]byte, error) {
+	type plain Part // without this method
+	return json.Marshal(struct {
+		plain
+		DurationMs int64 `json:"durationMs"`
+	}{plain(p), p.Duration.Round(time.Millisecond).Milliseconds()})
+}
+
 func checkMessage(m *Message) error {
 	switch m.Role {
 	case RoleUser, RoleAssistant, RoleSystem:
