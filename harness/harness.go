@@ -101,6 +101,32 @@ type Harness struct {
 	facts  map[string]*tool.SessionFacts // session → its facts, for the harness's life
 
 	hist histories // transcripts kept between turns
+
+	// workRounds and maxRounds are the limits of turns started from now on (SetLimits);
+	// guarded by mu.
+	workRounds, maxRounds int
+}
+
+// SetLimits changes the work budget and the ceiling of rounds of the turns started from now
+// on (a turn running keeps the limits it started with). 0 or less means DefaultWorkRounds,
+// DefaultMaxRounds.
+func (h *Harness) SetLimits(workRounds, maxRounds int) {
+	if workRounds <= 0 {
+		workRounds = DefaultWorkRounds
+	}
+	if maxRounds <= 0 {
+		maxRounds = DefaultMaxRounds
+	}
+	h.mu.Lock()
+	h.workRounds, h.maxRounds = workRounds, maxRounds
+	h.mu.Unlock()
+}
+
+// limits returns the limits of a turn starting now.
+func (h *Harness) limits() (workRounds, maxRounds int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.workRounds, h.maxRounds
 }
 
 // errStopped and errClosing are the causes a turn's context is cancelled with; a tool sees
@@ -137,7 +163,8 @@ func New(ctx context.Context, opts Options) (*Harness, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Harness{opts: opts, log: opts.Logger, busy: map[string]*turn{}, facts: map[string]*tool.SessionFacts{}}
+	h := &Harness{opts: opts, log: opts.Logger, busy: map[string]*turn{}, facts: map[string]*tool.SessionFacts{},
+		workRounds: opts.WorkRounds, maxRounds: opts.MaxRounds}
 	h.base, h.cancelBase = context.WithCancelCause(context.Background())
 	if err := h.recover(ctx); err != nil {
 		h.cancelBase(errClosing)

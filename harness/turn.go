@@ -43,6 +43,8 @@ type turn struct {
 	lastAnswer    string          // the last assistant message of the turn that was not dropped
 	lastAny       string          // the last assistant message of the turn, dropped or not
 	rounds, works int
+	// workRounds and maxRounds are the turn's limits, fixed when it started.
+	workRounds, maxRounds int
 	usage         provider.Usage
 	pend          ops            // the last answer's writes, committed with turn.finished
 	pendMsg       *store.Message // and that answer, to join the history once stored
@@ -96,6 +98,7 @@ func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*tur
 		ev:     h.emitter(sessionID),
 		ledger: tool.NewLedger(), facts: h.sessionFacts(sessionID),
 	}
+	t.workRounds, t.maxRounds = h.limits()
 	user := store.Message{ID: store.NewID("msg_"), SessionID: sessionID, Role: store.RoleUser, Content: in.Text, Status: store.StatusComplete}
 	for _, img := range in.Images {
 		user.Parts = append(user.Parts, store.Part{Kind: store.PartImage, Status: store.StatusComplete, MediaType: img.MediaType, Data: img.Data})
@@ -131,7 +134,6 @@ func (t *turn) run() {
 
 // loop runs rounds until one ends the turn, and says why it ended.
 func (t *turn) loop() (reason, why string) {
-	opts := &t.h.opts
 	if err := t.loadHistory(); err != nil {
 		return ReasonError, err.Error()
 	}
@@ -173,11 +175,11 @@ func (t *turn) loop() (reason, why string) {
 		if r, w, stop := t.stopped(); stop {
 			return r, w
 		}
-		if t.works >= opts.WorkRounds {
-			return ReasonBudget, fmt.Sprintf("the turn used its work budget of %d rounds; send a message to let it go on", opts.WorkRounds)
+		if t.works >= t.workRounds {
+			return ReasonBudget, fmt.Sprintf("the turn used its work budget of %d rounds; send a message to let it go on", t.workRounds)
 		}
-		if t.rounds >= opts.MaxRounds {
-			return ReasonCeiling, fmt.Sprintf("the turn reached the ceiling of %d rounds; send a message to let it go on", opts.MaxRounds)
+		if t.rounds >= t.maxRounds {
+			return ReasonCeiling, fmt.Sprintf("the turn reached the ceiling of %d rounds; send a message to let it go on", t.maxRounds)
 		}
 	}
 }

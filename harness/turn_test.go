@@ -309,6 +309,25 @@ func TestInteractiveRoundsDoNotSpendTheBudget(t *testing.T) {
 	}
 }
 
+// SetLimits applies to the turns started after it: a budget of one round, then the
+// defaults again.
+func TestSetLimitsAppliesToLaterTurns(t *testing.T) {
+	f := newFixture(t, fixtureOptions{adjust: func(o *harness.Options) { o.WorkRounds = 3 }})
+	scriptCalls(f, &seqIDs{}, "trivial")
+	f.h.SetLimits(1, 0)
+	if _, fin := f.turn("loop"); fin.Reason != harness.ReasonBudget || fin.Rounds != 1 || !strings.Contains(fin.Error, "budget of 1 rounds") {
+		t.Fatalf("finished %+v", fin)
+	}
+	f.h.SetLimits(2, 1)
+	if _, fin := f.turn("loop"); fin.Reason != harness.ReasonCeiling || fin.Rounds != 1 {
+		t.Fatalf("finished %+v", fin)
+	}
+	f.h.SetLimits(0, 0) // the defaults: 5 rounds of work
+	if _, fin := f.turn("loop"); fin.Reason != harness.ReasonBudget || fin.Rounds != harness.DefaultWorkRounds {
+		t.Fatalf("finished %+v", fin)
+	}
+}
+
 // The ceiling ends a turn whose rounds never spend the budget.
 func TestCeilingEndsTheTurn(t *testing.T) {
 	f := newFixture(t, fixtureOptions{adjust: func(o *harness.Options) { o.MaxRounds = 3 }})
