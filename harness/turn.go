@@ -45,9 +45,9 @@ type turn struct {
 	rounds, works int
 	// workRounds and maxRounds are the turn's limits, fixed when it started.
 	workRounds, maxRounds int
-	usage         provider.Usage
-	pend          ops            // the last answer's writes, committed with turn.finished
-	pendMsg       *store.Message // and that answer, to join the history once stored
+	usage                 provider.Usage
+	pend                  ops            // the last answer's writes, committed with turn.finished
+	pendMsg               *store.Message // and that answer, to join the history once stored
 
 	// ws is the workspace as the turn's start read it, for its first round (later rounds
 	// read it again).
