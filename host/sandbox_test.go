@@ -37,7 +37,7 @@ export const definition = {
   name: 'NAME',
   description: 'tries what it should not',
   inputSchema: { type: 'object', properties: { op: { type: 'string' } }, required: ['op'] },
-  timeout: 4000,
+  timeout: 30000,
   PERMISSIONS
 };
 
@@ -435,7 +435,7 @@ func TestSandboxExhaustMemory(t *testing.T) {
 	sf := newSandboxFixture(t, sandbox.ModeLandlock, "", func(o *host.Options) { o.Limits.MemoryMB = 192 })
 	// Filling 192 MB while the collector fights the cap can take longer than the hostile
 	// tool's 4 s timeout on a loaded machine; the cap, not the timeout, must end the call.
-	sf.addTool("hostile-mem", map[string]string{"package.json": pkgJSON, "tool.js": strings.Replace(hostileSource("hostile-mem", ""), "timeout: 4000", "timeout: 60000", 1)})
+	sf.addTool("hostile-mem", map[string]string{"package.json": pkgJSON, "tool.js": strings.Replace(hostileSource("hostile-mem", ""), "timeout: 30000", "timeout: 60000", 1)})
 	if err := sf.h.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -484,8 +484,14 @@ func TestSandboxForkMany(t *testing.T) {
 
 func TestSandboxSpinForever(t *testing.T) {
 	sf := newSandboxFixture(t, sandbox.ModeLandlock, "")
-	_, out := sf.try(t, map[string]any{"op": "spin"})
-	if out.Result.Success || out.Result.Error != "Tool execution timed out after 4000ms" {
+	// The hostile tool's own timeout is long so that slow work on a loaded machine is not cut
+	// short; spinning gets a tool with a short one.
+	sf.addTool("hostile-spin", map[string]string{"package.json": pkgJSON, "tool.js": strings.Replace(hostileSource("hostile-spin", ""), "timeout: 30000", "timeout: 2000", 1)})
+	if err := sf.h.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out := sf.call("hostile-spin", `{"op":"spin"}`)
+	if out.Result.Success || out.Result.Error != "Tool execution timed out after 2000ms" {
 		t.Fatalf("spinning: %+v", out.Result)
 	}
 	sf.unaffected(t)
@@ -524,7 +530,7 @@ func TestSandboxMalformedProtocol(t *testing.T) {
 	sf.unaffected(t)
 	// Pushing 64 MiB through a pipe takes a few seconds under the race detector: this one
 	// gets a longer timeout.
-	sf.addTool("hostile-slow", map[string]string{"package.json": pkgJSON, "tool.js": strings.Replace(hostileSource("hostile-slow", ""), "timeout: 4000", "timeout: 60000", 1)})
+	sf.addTool("hostile-slow", map[string]string{"package.json": pkgJSON, "tool.js": strings.Replace(hostileSource("hostile-slow", ""), "timeout: 30000", "timeout: 60000", 1)})
 	if err := sf.h.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
