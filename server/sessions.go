@@ -214,7 +214,8 @@ type messagesSnapshotter interface {
 
 // listMessages answers the messages with lastSeq, the event to subscribe after. Read in one
 // transaction with the messages when the store can; else read before them, so no event the
-// messages do not show is missed (one they show may come again on the socket).
+// messages do not show is missed (one they show may come again on the socket). Parts carry
+// durationMs (store.Part's JSON).
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	if _, err := s.session(r.Context(), id); err != nil {
@@ -241,10 +242,9 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	views, err := viewMessages(msgs)
-	if err != nil {
-		return err
+	if msgs == nil {
+		msgs = []store.Message{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"messages": views, "lastSeq": last})
+	writeJSON(w, http.StatusOK, map[string]any{"messages": msgs, "lastSeq": last})
 	return nil
 }

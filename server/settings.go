@@ -141,43 +141,15 @@ func (l *liveSettings) update(ctx context.Context, p settingsPatch) (Settings, e
 	return st, nil
 }
 
-// askTimeoutSetter and limitsSetter are what the hub and the harness offer, when they do,
-// for settings to apply without a restart.
-type askTimeoutSetter interface{ SetAskTimeout(time.Duration) }
-type limitsSetter interface {
-	SetLimits(workRounds, maxRounds int)
-}
-
-// settingsView is the answer of the settings routes.
-type settingsView struct {
-	Settings
-	// RestartRequired lists the settings that apply only from the next start.
-	RestartRequired []string `json:"restartRequired,omitempty"`
-}
-
-func (s *Server) settingsView(st Settings) settingsView {
-	v := settingsView{Settings: st}
-	if _, ok := any(s.hub).(askTimeoutSetter); !ok {
-		v.RestartRequired = append(v.RestartRequired, "askTimeoutSeconds")
-	}
-	if _, ok := any(s.harness).(limitsSetter); !ok {
-		v.RestartRequired = append(v.RestartRequired, "workRounds", "maxRounds")
-	}
-	return v
-}
-
-// applySettings hands st to the parts that can take it live.
+// applySettings hands st to the parts that use it: asks made and turns started from now on
+// follow it (autoApprove is read at each unattended decision).
 func (s *Server) applySettings(st Settings) {
-	if h, ok := any(s.hub).(askTimeoutSetter); ok {
-		h.SetAskTimeout(time.Duration(st.AskTimeoutSeconds) * time.Second)
-	}
-	if h, ok := any(s.harness).(limitsSetter); ok {
-		h.SetLimits(st.WorkRounds, st.MaxRounds)
-	}
+	s.hub.SetAskTimeout(time.Duration(st.AskTimeoutSeconds) * time.Second)
+	s.harness.SetLimits(st.WorkRounds, st.MaxRounds)
 }
 
 func (s *Server) getSettings(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, s.settingsView(s.settings.get()))
+	writeJSON(w, http.StatusOK, s.settings.get())
 	return nil
 }
 
@@ -192,6 +164,6 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.applySettings(st)
 	s.publishServer(r.Context(), "settings.changed", st)
-	writeJSON(w, http.StatusOK, s.settingsView(st))
+	writeJSON(w, http.StatusOK, st)
 	return nil
 }

@@ -10,11 +10,12 @@ import (
 	"github.com/jean2/jean2/store"
 )
 
-// Durations on the wire. A part's and a tool run's "duration" is what the store and the
-// host marshal: a Go time.Duration, in nanoseconds. Clients want milliseconds, so every
-// part and outcome the API sends also carries "durationMs" (whole milliseconds, rounded).
-// "duration" stays as it is for the clients that read nanoseconds (jean2 chat decodes
-// store.Part).
+// Durations on the wire. A part's and a tool run's "duration" is a Go time.Duration, in
+// nanoseconds. Clients want milliseconds, so every part and outcome the API sends also
+// carries "durationMs" (whole milliseconds, rounded). "duration" stays as it is for the
+// clients that read nanoseconds (jean2 chat decodes store.Part). store.Part marshals
+// durationMs itself; events stored before it did get it added on the way out (viewEvent),
+// and host.Outcome gets it from outcomeView.
 
 // durationMs is d in whole milliseconds, rounded.
 func durationMs(d time.Duration) int64 {
@@ -59,27 +60,6 @@ func withPartsDurationMs(parts json.RawMessage) json.RawMessage {
 		return parts
 	}
 	return out
-}
-
-// messageView is a message as the API sends it: its parts carry durationMs.
-type messageView struct {
-	store.Message
-	Parts []json.RawMessage `json:"parts"` // shadows Message.Parts
-}
-
-func viewMessages(msgs []store.Message) ([]messageView, error) {
-	out := make([]messageView, len(msgs))
-	for i, m := range msgs {
-		out[i] = messageView{Message: m, Parts: make([]json.RawMessage, len(m.Parts))}
-		for j, p := range m.Parts {
-			raw, err := json.Marshal(p)
-			if err != nil {
-				return nil, err
-			}
-			out[i].Parts[j] = withDurationMs(raw)
-		}
-	}
-	return out, nil
 }
 
 // outcomeView is a tool run's outcome as the API sends it.
