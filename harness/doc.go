@@ -17,9 +17,14 @@
 // anything else changed on disk) is filed under the turn's last assistant message, which is
 // what "Changed N files" and "Restore to here" read.
 //
-// Crash safety: everything a client was told is in the store first. New seals what a killed
-// server left half-written (messages still streaming, calls pending or running), so the
-// session goes on.
+// Crash safety: everything a client was told is in the store first. A turn's writes are
+// grouped into few commits, each carrying the events that announce it (one transaction with
+// a BatchPublisher): the user's message with turn.started; each flush of an answer (50 ms
+// after something first waited, or at its end); each group of calls' start; the turn's end.
+// A call's outcome goes with the next of these. New seals what a killed server left
+// half-written (messages still streaming, calls pending or running, turns still open), so
+// the session goes on.
 //
 // Events (payloads in events.go) are published through a Publisher, the hub in the server.
+// docs/harness.md tells the whole story.
 package harness

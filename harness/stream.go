@@ -90,7 +90,9 @@ type streamItem struct {
 // Next run on a goroutine of their own so that what waits is flushed on time even while
 // the model has not begun (writes carried from before the answer) or pauses.
 func (a *answer) read(req provider.Request) error {
-	items := make(chan streamItem, 64)
+	// A few items of slack: the reader waits while a flush is being written, which is
+	// what a flush costs the stream anyway.
+	items := make(chan streamItem, 8)
 	quit := make(chan struct{})
 	var (
 		mu     sync.Mutex
