@@ -16,6 +16,29 @@ type Tx struct {
 	// on first use.
 	stmts  [numWriteStmts]*sql.Stmt
 	events [maxEventRows]*sql.Stmt
+	// touched holds the sessions whose updated_at is to move (to the time given) because a
+	// message was added: done with the batch's event numbering for the session, or before
+	// the commit.
+	touched map[string]int64
+}
+
+// touch makes the session's updated_at move to t (at least) with this batch.
+func (tx *Tx) touch(sessionID string, t int64) {
+	if tx.touched == nil {
+		tx.touched = map[string]int64{}
+	}
+	tx.touched[sessionID] = max(tx.touched[sessionID], t)
+}
+
+// flushTouches moves the updated_at of the sessions touched and not numbered yet.
+func (tx *Tx) flushTouches(ctx context.Context) error {
+	for id, t := range tx.touched {
+		if _, err := tx.stmt(ctx, stmtTouchSession).ExecContext(ctx, t, id); err != nil {
+			return fmt.Errorf("move the time of session %s: %w", id, err)
+		}
+	}
+	tx.touched = nil
+	return nil
 }
 
 // Batch runs fn in one write transaction and commits what it wrote when fn returns nil;
@@ -43,7 +66,11 @@ func (db *DB) batch(ctx context.Context, fn func(*Tx) error) (err error) {
 			_ = stx.Rollback()
 		}
 	}()
-	if err := fn(&Tx{db: db, tx: stx}); err != nil {
+	tx := &Tx{db: db, tx: stx}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.flushTouches(ctx); err != nil {
 		return err
 	}
 	done = true

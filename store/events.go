@@ -65,7 +65,10 @@ func (tx *Tx) AppendEvents(ctx context.Context, sessionID string, events ...NewE
 	}
 	t := now()
 	var last int64
-	err := tx.stmt(ctx, stmtBumpSessionEventSeq).QueryRowContext(ctx, len(out), sessionID).Scan(&last)
+	err := tx.stmt(ctx, stmtBumpSessionEventSeq).QueryRowContext(ctx, len(out), tx.touched[sessionID], sessionID).Scan(&last)
+	if err == nil {
+		delete(tx.touched, sessionID)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		err = tx.stmt(ctx, stmtBumpEventSeq).QueryRowContext(ctx, sessionID, len(out)).Scan(&last)
 	}

@@ -188,18 +188,19 @@ func (tx *Tx) AppendMessage(ctx context.Context, m Message) (Message, error) {
 func (tx *Tx) appendMessage(ctx context.Context, m *Message) error {
 	t := now()
 	m.CreatedAt, m.UpdatedAt = toTime(t), toTime(t)
-	res, err := tx.stmt(ctx, stmtTouchSession).ExecContext(ctx, t, m.SessionID)
-	if err := affected(res, err); err != nil {
-		return fmt.Errorf("session %s: %w", m.SessionID, err)
-	}
-	err = tx.stmt(ctx, stmtInsertMessage).QueryRowContext(ctx,
+	err := tx.stmt(ctx, stmtInsertMessage).QueryRowContext(ctx,
 		m.ID, m.SessionID, m.Role, m.Content, m.Status, m.Provider, m.Model, m.Finish, m.Error, m.TokensIn, m.TokensOut, t).Scan(&m.Seq)
-	if isUnique(err) {
+	switch {
+	case isForeignKey(err):
+		return fmt.Errorf("session %s: %w", m.SessionID, ErrNotFound)
+	case isUnique(err):
 		return fmt.Errorf("the id is taken: %w", ErrConflict)
-	}
-	if err != nil {
+	case err != nil:
 		return err
 	}
+	// The session's updated_at moves with the batch's event numbering, or at its commit:
+	// one write of the session's row instead of two.
+	tx.touch(m.SessionID, t)
 	// The message is new: its parts are numbered from 1 without asking the database.
 	for i := range m.Parts {
 		p := &m.Parts[i]

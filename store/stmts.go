@@ -44,7 +44,7 @@ const (
 )
 
 var writeStmtText = [numWriteStmts]string{
-	stmtTouchSession: `UPDATE sessions SET updated_at = ? WHERE id = ?`,
+	stmtTouchSession: `UPDATE sessions SET updated_at = MAX(updated_at, ?) WHERE id = ?`,
 	// The message's seq is the next of its session, found in the same statement.
 	stmtInsertMessage: `INSERT INTO messages (id, session_id, seq, role, content, status, provider, model, finish, error, tokens_in, tokens_out, created_at, updated_at)
 		VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?2), ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12)
@@ -63,7 +63,9 @@ var writeStmtText = [numWriteStmts]string{
 	stmtAppendPartText: `UPDATE parts SET text = text || ?, updated_at = ? WHERE id = ?`,
 	// A session's log is numbered in its row (written by the batch's message anyway); a
 	// log without a session row (the server's, "") in event_seqs.
-	stmtBumpSessionEventSeq: `UPDATE sessions SET last_event_seq = last_event_seq + ? WHERE id = ? RETURNING last_event_seq`,
+	// (updated_at moves too when the batch added a message: 0 leaves it.)
+	stmtBumpSessionEventSeq: `UPDATE sessions SET last_event_seq = last_event_seq + ?, updated_at = MAX(updated_at, ?)
+		WHERE id = ? RETURNING last_event_seq`,
 	stmtBumpEventSeq: `INSERT INTO event_seqs (session_id, last_seq) VALUES (?, ?)
 		ON CONFLICT (session_id) DO UPDATE SET last_seq = last_seq + excluded.last_seq
 		RETURNING last_seq`,
