@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,9 @@ const (
 	checkpointAfter = 128
 	// restartAfterPages of log (4 MiB of 4 KiB pages) make the log start over.
 	restartAfterPages = 1000
+	// restartWaitMillis is how long a RESTART checkpoint may wait for readers, holding
+	// writes meanwhile.
+	restartWaitMillis = 100
 	// walSizeLimit is what the log file is cut back to when it starts over after growing
 	// past it (journal_size_limit).
 	walSizeLimit = 16 << 20
@@ -94,8 +98,21 @@ func (c *checkpointer) checkpoint() error {
 		return nil
 	}
 	// On the writer's own connection: it runs between two writes, never starved by them
-	// (from another connection it waits for a pause in writing that may not come).
-	_, err := c.writer.ExecContext(ctx, `PRAGMA wal_checkpoint(RESTART)`)
+	// (from another connection it waits for a pause in writing that may not come). It
+	// also waits for readers still on the log's old pages; writes wait meanwhile, so only
+	// briefly: a RESTART that cannot finish soon is left to the next round.
+	conn, err := c.writer.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA busy_timeout = `+strconv.Itoa(restartWaitMillis)); err != nil {
+		return err
+	}
+	_, err = conn.ExecContext(ctx, `PRAGMA wal_checkpoint(RESTART)`)
+	if _, e := conn.ExecContext(ctx, `PRAGMA busy_timeout = `+strconv.Itoa(busyTimeoutMillis)); e != nil && err == nil {
+		err = e
+	}
 	return err
 }
 

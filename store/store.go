@@ -127,7 +127,7 @@ func open(ctx context.Context, path string, o options) (*DB, error) {
 	}
 	// A file: URI keeps a path with '?' or '#' in it from being read as parameters.
 	uri := (&url.URL{Scheme: "file", Path: abs}).String()
-	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)" +
+	common := "_pragma=busy_timeout(" + strconv.Itoa(busyTimeoutMillis) + ")&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)" +
 		"&_pragma=synchronous(" + o.synchronous + ")"
 	// The writer leaves checkpoints to the checkpointer.
 	write, err := sql.Open("sqlite", uri+"?"+common+"&_txlock=immediate&_pragma=wal_autocheckpoint(0)"+
@@ -372,6 +372,10 @@ func (db *DB) committed() {
 		db.ckpt.committed()
 	}
 }
+
+// busyTimeoutMillis is how long a statement waits for a lock another connection (or
+// process) holds.
+const busyTimeoutMillis = 10000
 
 // now is the current time in the database's unit, Unix milliseconds.
 func now() int64 { return time.Now().UnixMilli() }
