@@ -162,7 +162,9 @@ func (h *Hub) ask(ctx context.Context, sessionID string, q tool.Ask) (json.RawMe
 			p.session.mu.Lock()
 			p.announced = true
 			p.session.mu.Unlock()
-		}, store.NewEvent{Type: EventAskPending, Payload: payload})
+		}, func() ([]store.Event, error) {
+			return h.store.AppendEvents(ctx, sessionID, store.NewEvent{Type: EventAskPending, Payload: payload})
+		})
 	}
 	if err != nil {
 		if h.claim(p) {

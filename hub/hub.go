@@ -161,34 +161,78 @@ func (h *Hub) lookup(sessionID string) *session {
 // subscriber in seq order, without gaps; a subscriber too slow to keep up is ended rather
 // than waited for.
 func (h *Hub) Publish(ctx context.Context, sessionID string, evs ...store.NewEvent) ([]store.Event, error) {
-	return h.publish(ctx, sessionID, nil, evs...)
+	if len(evs) == 0 {
+		if err := h.usable(sessionID); err != nil {
+			return nil, err
+		}
+		return []store.Event{}, nil
+	}
+	return h.publish(ctx, sessionID, nil, func() ([]store.Event, error) {
+		return h.store.AppendEvents(ctx, sessionID, evs...)
+	})
 }
 
-// publish is Publish, calling committed (when not nil) once the events are stored and
-// before any subscriber can see them.
-func (h *Hub) publish(ctx context.Context, sessionID string, committed func(), evs ...store.NewEvent) ([]store.Event, error) {
+// PublishWith runs write in one store transaction together with the append of the events
+// it returns, then fans them out like Publish (under the same per-session lock, so live
+// order is seq order). A turn's writes and the events that announce them so cost one
+// commit, and no client can hear of a write that was not stored. When write or the append
+// fails, nothing is stored or sent and the error is returned; a closed hub returns
+// ErrClosed without running write.
+func (h *Hub) PublishWith(ctx context.Context, sessionID string, write func(*store.Tx) ([]store.NewEvent, error)) ([]store.Event, error) {
+	return h.publish(ctx, sessionID, nil, func() ([]store.Event, error) {
+		var out []store.Event
+		err := h.store.Batch(ctx, func(tx *store.Tx) error {
+			evs, err := write(tx)
+			if err != nil || len(evs) == 0 {
+				return err
+			}
+			out, err = tx.AppendEvents(ctx, sessionID, evs...)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = []store.Event{}
+		}
+		return out, nil
+	})
+}
+
+// usable says why nothing can be published now, or nil.
+func (h *Hub) usable(sessionID string) error {
 	if h.store == nil {
-		return nil, errNoStore
+		return errNoStore
 	}
 	h.mu.Lock()
 	closed := h.closed
 	h.mu.Unlock()
 	if closed {
-		return nil, fmt.Errorf("publish to session %q: %w", sessionID, ErrClosed)
+		return fmt.Errorf("publish to session %q: %w", sessionID, ErrClosed)
 	}
-	if len(evs) == 0 {
-		return []store.Event{}, nil
+	return nil
+}
+
+// publish stores events with appendEvents under the session's publish lock, calls
+// committed (when not nil) once they are stored and before any subscriber can see them,
+// then fans them out.
+func (h *Hub) publish(ctx context.Context, sessionID string, committed func(), appendEvents func() ([]store.Event, error)) ([]store.Event, error) {
+	if err := h.usable(sessionID); err != nil {
+		return nil, err
 	}
 	s := h.acquire(sessionID)
 	defer h.release(s)
 	s.pub.Lock()
 	defer s.pub.Unlock()
-	out, err := h.store.AppendEvents(ctx, sessionID, evs...)
+	out, err := appendEvents()
 	if err != nil {
 		return nil, err
 	}
 	if committed != nil {
 		committed()
+	}
+	if len(out) == 0 {
+		return out, nil
 	}
 	// A subscription registered after this snapshot started its replay after the append
 	// committed, so it reads these events from the store instead.

@@ -477,3 +477,66 @@ func TestNoStore(t *testing.T) {
 		t.Fatalf("Subscribe: %v", err)
 	}
 }
+
+func TestPublishWithCommitsWritesAndEventsTogether(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	db, sid, h := f.db, f.sid, f.hub
+	sub, err := h.Subscribe(ctx, sid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	var msg store.Message
+	out, err := h.PublishWith(ctx, sid, func(tx *store.Tx) ([]store.NewEvent, error) {
+		m, err := tx.AppendMessage(ctx, store.Message{SessionID: sid, Role: store.RoleUser, Content: "hello", Status: store.StatusComplete})
+		if err != nil {
+			return nil, err
+		}
+		msg = m
+		return []store.NewEvent{{Type: "message.created", Payload: json.RawMessage(`{"id":"` + m.ID + `"}`)}}, nil
+	})
+	if err != nil || len(out) != 1 {
+		t.Fatalf("PublishWith: %v, %d events", err, len(out))
+	}
+	select {
+	case ev := <-sub.Events():
+		if ev.Seq != out[0].Seq || ev.Type != "message.created" {
+			t.Fatalf("subscriber got %+v, want %+v", ev, out[0])
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the subscriber never heard of the write")
+	}
+	if got, err := db.Message(ctx, msg.ID); err != nil || got.Content != "hello" {
+		t.Fatalf("the write was not stored: %+v, %v", got, err)
+	}
+	// A failing write stores nothing and sends nothing.
+	boom := errors.New("boom")
+	if _, err := h.PublishWith(ctx, sid, func(tx *store.Tx) ([]store.NewEvent, error) {
+		if _, err := tx.AppendMessage(ctx, store.Message{SessionID: sid, Role: store.RoleUser, Content: "lost", Status: store.StatusComplete}); err != nil {
+			return nil, err
+		}
+		return nil, boom
+	}); !errors.Is(err, boom) {
+		t.Fatalf("a failing write: %v", err)
+	}
+	msgs, err := db.ListMessages(ctx, sid)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("after a failed batch there are %d messages (%v), want 1", len(msgs), err)
+	}
+	if last, err := db.LastEventSeq(ctx, sid); err != nil || last != out[0].Seq {
+		t.Fatalf("after a failed batch the last event is %d (%v), want %d", last, err, out[0].Seq)
+	}
+	select {
+	case ev := <-sub.Events():
+		t.Fatalf("a failed batch sent %+v", ev)
+	case <-time.After(100 * time.Millisecond):
+	}
+	h.Close()
+	if _, err := h.PublishWith(ctx, sid, func(*store.Tx) ([]store.NewEvent, error) {
+		t.Fatal("a closed hub ran the write")
+		return nil, nil
+	}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed hub: %v", err)
+	}
+}
