@@ -50,15 +50,8 @@ func chat(ctx context.Context, e env, args []string) error {
 	workspaceFlag := fs.String("workspace", "", "the folder the agent works in")
 	serverFlag := fs.String("server", "", "the jean2 server's URL")
 	sessionFlag := fs.String("session", "", "an earlier session to go on with")
-	if err := fs.Parse(args); err != nil {
-		if err.Error() == "flag: help requested" {
-			fmt.Fprint(e.stdout, chatUsage)
-			return nil
-		}
-		return usagef("%v\n\n%s", err, chatUsage)
-	}
-	if fs.NArg() > 0 {
-		return usagef("chat takes no arguments, got %q; type your message once the chat starts\n\n%s", fs.Args(), chatUsage)
+	if help, err := parseFlags(fs, e, args, chatUsage, "; type your message once the chat starts"); help || err != nil {
+		return err
 	}
 
 	base, explicit := *serverFlag, true

@@ -29,15 +29,8 @@ func mcpServe(ctx context.Context, e env, args []string) error {
 	fs := newFlags("mcp", e)
 	workspace := fs.String("workspace", "", "the workspace folder")
 	autoApprove := fs.String("auto-approve", "none", "risk granted without asking when the client cannot answer")
-	if err := fs.Parse(args); err != nil {
-		if err.Error() == "flag: help requested" {
-			fmt.Fprint(e.stdout, mcpUsage)
-			return nil
-		}
-		return usagef("%v\n\n%s", err, mcpUsage)
-	}
-	if fs.NArg() > 0 {
-		return usagef("mcp takes no arguments, got %q\n\n%s", fs.Args(), mcpUsage)
+	if help, err := parseFlags(fs, e, args, mcpUsage, ""); help || err != nil {
+		return err
 	}
 	policy, err := ask.NewPolicy(*autoApprove)
 	if err != nil {

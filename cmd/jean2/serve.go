@@ -42,15 +42,8 @@ func serve(ctx context.Context, e env, args []string) error {
 	hostFlag := fs.String("host", "127.0.0.1", "the address to listen on")
 	port := fs.Int("port", 8742, "the port")
 	newToken := fs.Bool("new-token", false, "make another API token")
-	if err := fs.Parse(args); err != nil {
-		if err.Error() == "flag: help requested" {
-			fmt.Fprint(e.stdout, serveUsage)
-			return nil
-		}
-		return usagef("%v\n\n%s", err, serveUsage)
-	}
-	if fs.NArg() > 0 {
-		return usagef("serve takes no arguments, got %q\n\n%s", fs.Args(), serveUsage)
+	if help, err := parseFlags(fs, e, args, serveUsage, ""); help || err != nil {
+		return err
 	}
 	if *port < 0 || *port > 65535 {
 		return usagef("--port %d is not a port number (0 to 65535)", *port)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -67,6 +68,22 @@ func newFlags(name string, e env) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	return fs
+}
+
+// parseFlags parses the flags of a subcommand that takes no positional arguments. help is
+// true when --help was asked for: the usage is printed and the command has nothing left to do.
+func parseFlags(fs *flag.FlagSet, e env, args []string, usage, noArgs string) (help bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(e.stdout, usage)
+			return true, nil
+		}
+		return false, usagef("%v\n\n%s", err, usage)
+	}
+	if fs.NArg() > 0 {
+		return false, usagef("%s takes no arguments, got %q%s\n\n%s", fs.Name(), fs.Args(), noArgs, usage)
+	}
+	return false, nil
 }
 
 // parseInterspersed parses flags that may come before or after positional arguments.
