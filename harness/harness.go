@@ -43,6 +43,21 @@ type Invoker interface {
 	Registry() *tool.Registry
 }
 
+// WorkspaceTools is an Invoker that can narrow the tools offered to a workspace's sessions
+// (the server leaves out the tools of other workspaces' MCP servers). The harness offers a
+// model RegistryFor(the session's workspace) when its Invoker has it, Registry() otherwise.
+type WorkspaceTools interface {
+	RegistryFor(workspaceID string) *tool.Registry
+}
+
+// offered is the registry whose tools a session of the workspace is offered.
+func (h *Harness) offered(workspaceID string) *tool.Registry {
+	if wt, ok := h.opts.Tools.(WorkspaceTools); ok {
+		return wt.RegistryFor(workspaceID)
+	}
+	return h.opts.Tools.Registry()
+}
+
 // Models resolves a session's provider and model names ("" names the default) to a
 // provider and the model to ask for.
 type Models interface {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jean2/jean2/ask"
 	"github.com/jean2/jean2/harness"
+	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/hub"
 	"github.com/jean2/jean2/provider"
 	"github.com/jean2/jean2/provider/providertest"
@@ -332,5 +333,48 @@ func TestCrashBetweenRoundsFinishesTheTurn(t *testing.T) {
 	}
 	if _, err := f.db.LedgerForMessage(ctx, ans.ID); err != nil {
 		t.Fatalf("ledger: %v", err)
+	}
+}
+
+// scoped is an Invoker that offers a workspace's sessions only some of the host's tools.
+type scoped struct {
+	*host.Host
+	only      string
+	workspace string
+	asked     []string
+}
+
+func (s *scoped) RegistryFor(workspaceID string) *tool.Registry {
+	s.asked = append(s.asked, workspaceID)
+	reg := tool.NewRegistry()
+	if t, ok := s.Host.Registry().Lookup(s.only); ok {
+		if err := reg.Register(t); err != nil {
+			panic(err)
+		}
+	}
+	return reg
+}
+
+// A model is offered the tools its Invoker gives the session's workspace, when the Invoker
+// can narrow them (the server leaves out other workspaces' MCP tools).
+func TestModelIsOfferedTheWorkspacesTools(t *testing.T) {
+	var sc *scoped
+	f := newFixture(t, fixtureOptions{adjust: func(o *harness.Options) {
+		sc = &scoped{Host: o.Tools.(*host.Host), only: "trivial"}
+		o.Tools = sc
+	}})
+	if len(f.host.Registry().List()) < 2 {
+		t.Fatalf("the fixture has %d tools; the test needs more than the one offered", len(f.host.Registry().List()))
+	}
+	f.srv.Push(providertest.OpenAIText("gpt-test", "Hi."))
+	if _, fin := f.turn("hello"); fin.Reason != harness.ReasonDone {
+		t.Fatalf("finished %+v", fin)
+	}
+	req := f.openaiRequest(0)
+	if len(req.Tools) != 1 || req.Tools[0].Function.Name != "trivial" {
+		t.Fatalf("offered %+v, want only trivial", req.Tools)
+	}
+	if len(sc.asked) == 0 || sc.asked[0] != f.session.WorkspaceID {
+		t.Fatalf("RegistryFor asked for %v, want the session's workspace %s", sc.asked, f.session.WorkspaceID)
 	}
 }

@@ -62,7 +62,7 @@ func (t *turn) answer() (*answer, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := provider.Request{Model: t.model, System: t.system(ws), Tools: t.h.opts.Tools.Registry().ListForLLM()}
+	req := provider.Request{Model: t.model, System: t.system(ws), Tools: t.h.offered(ws.ID).ListForLLM()}
 	var seals ops
 	req.Messages, req.System, seals = t.request(req.System)
 

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jean2/jean2/harness"
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/mcpclient"
 	"github.com/jean2/jean2/policy"
@@ -476,3 +477,6 @@ func (s *scopedTools) RegistryFor(workspaceID string) *tool.Registry {
 	s.cache[workspaceID] = scopedRegistry{base: base, reg: reg, foreign: key}
 	return reg
 }
+
+// The harness narrows a session's offered tools through this; say at build time that it can.
+var _ harness.WorkspaceTools = (*scopedTools)(nil)
