@@ -158,12 +158,22 @@ func (h *Hub) ask(ctx context.Context, sessionID string, q tool.Ask) (json.RawMe
 	}
 	payload, err := json.Marshal(AskPendingPayload{Ask: p.PendingAsk})
 	if err == nil {
-		_, err = h.publish(ctx, sessionID, func() {
+		announce := func(v bool) {
 			p.session.mu.Lock()
-			p.announced = true
+			p.announced = v
 			p.session.mu.Unlock()
-		}, func() ([]store.Event, error) {
-			return h.store.AppendEvents(ctx, sessionID, store.NewEvent{Type: EventAskPending, Payload: payload})
+		}
+		_, err = h.publish(ctx, sessionID, func() ([]store.Event, error) {
+			// Listed and answerable from before the commit: a client that subscribed a moment
+			// ago may read ask.pending from the store (its replay) as soon as it is committed,
+			// and must find the ask. ask.resolved still follows ask.pending in the log, since
+			// it is published under the session's publish lock, which this append holds.
+			announce(true)
+			out, err := h.store.AppendEvents(ctx, sessionID, store.NewEvent{Type: EventAskPending, Payload: payload})
+			if err != nil {
+				announce(false)
+			}
+			return out, err
 		})
 	}
 	if err != nil {

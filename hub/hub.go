@@ -167,7 +167,7 @@ func (h *Hub) Publish(ctx context.Context, sessionID string, evs ...store.NewEve
 		}
 		return []store.Event{}, nil
 	}
-	return h.publish(ctx, sessionID, nil, func() ([]store.Event, error) {
+	return h.publish(ctx, sessionID, func() ([]store.Event, error) {
 		return h.store.AppendEvents(ctx, sessionID, evs...)
 	})
 }
@@ -179,7 +179,7 @@ func (h *Hub) Publish(ctx context.Context, sessionID string, evs ...store.NewEve
 // fails, nothing is stored or sent and the error is returned; a closed hub returns
 // ErrClosed without running write.
 func (h *Hub) PublishWith(ctx context.Context, sessionID string, write func(*store.Tx) ([]store.NewEvent, error)) ([]store.Event, error) {
-	return h.publish(ctx, sessionID, nil, func() ([]store.Event, error) {
+	return h.publish(ctx, sessionID, func() ([]store.Event, error) {
 		var out []store.Event
 		err := h.store.Batch(ctx, func(tx *store.Tx) error {
 			evs, err := write(tx)
@@ -213,10 +213,9 @@ func (h *Hub) usable(sessionID string) error {
 	return nil
 }
 
-// publish stores events with appendEvents under the session's publish lock, calls
-// committed (when not nil) once they are stored and before any subscriber can see them,
-// then fans them out.
-func (h *Hub) publish(ctx context.Context, sessionID string, committed func(), appendEvents func() ([]store.Event, error)) ([]store.Event, error) {
+// publish stores events with appendEvents under the session's publish lock, then fans them
+// out.
+func (h *Hub) publish(ctx context.Context, sessionID string, appendEvents func() ([]store.Event, error)) ([]store.Event, error) {
 	if err := h.usable(sessionID); err != nil {
 		return nil, err
 	}
@@ -227,9 +226,6 @@ func (h *Hub) publish(ctx context.Context, sessionID string, committed func(), a
 	out, err := appendEvents()
 	if err != nil {
 		return nil, err
-	}
-	if committed != nil {
-		committed()
 	}
 	if len(out) == 0 {
 		return out, nil
