@@ -288,23 +288,8 @@ func (db *DB) ListMessagesAfter(ctx context.Context, sessionID string, afterSeq 
 		return nil, fmt.Errorf("list messages of session %s: %w", sessionID, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only: nothing to undo
-	rows, err := tx.StmtContext(ctx, db.stmts.read[stmtListMessages]).QueryContext(ctx, sessionID, afterSeq, limit)
+	msgs, err := scanMessages(tx.StmtContext(ctx, db.stmts.read[stmtListMessages]).QueryContext(ctx, sessionID, afterSeq, limit))
 	if err != nil {
-		return nil, fmt.Errorf("list messages of session %s: %w", sessionID, err)
-	}
-	msgs := []Message{}
-	index := map[string]int{}
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("list messages of session %s: %w", sessionID, err)
-		}
-		index[m.ID] = len(msgs)
-		msgs = append(msgs, m)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list messages of session %s: %w", sessionID, err)
 	}
 	if len(msgs) == 0 {
@@ -320,12 +305,39 @@ func (db *DB) ListMessagesAfter(ctx context.Context, sessionID string, afterSeq 
 	if err != nil {
 		return nil, fmt.Errorf("list parts of session %s: %w", sessionID, err)
 	}
+	attachParts(msgs, parts)
+	return msgs, nil
+}
+
+// scanMessages reads the messages a query returned (messageColumns), closing its rows.
+func scanMessages(rows *sql.Rows, err error) ([]Message, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	msgs := []Message{}
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, rows.Err()
+}
+
+// attachParts gives each message its parts (in the order given); parts of other messages
+// are ignored.
+func attachParts(msgs []Message, parts []Part) {
+	index := make(map[string]int, len(msgs))
+	for i, m := range msgs {
+		index[m.ID] = i
+	}
 	for _, p := range parts {
 		if i, ok := index[p.MessageID]; ok {
 			msgs[i].Parts = append(msgs[i].Parts, p)
 		}
 	}
-	return msgs, nil
 }
 
 // DeleteMessagesFrom removes the messages of a session from seq on (with their parts and
@@ -536,24 +548,9 @@ func (db *DB) UnfinishedMessages(ctx context.Context) ([]Message, error) {
 		return nil, fmt.Errorf("list unfinished messages: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only: nothing to undo
-	rows, err := tx.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE `+unfinishedWhere+`
-		ORDER BY session_id, seq`)
+	msgs, err := scanMessages(tx.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE `+unfinishedWhere+`
+		ORDER BY session_id, seq`))
 	if err != nil {
-		return nil, fmt.Errorf("list unfinished messages: %w", err)
-	}
-	msgs := []Message{}
-	index := map[string]int{}
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("list unfinished messages: %w", err)
-		}
-		index[m.ID] = len(msgs)
-		msgs = append(msgs, m)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list unfinished messages: %w", err)
 	}
 	if len(msgs) == 0 {
@@ -563,10 +560,6 @@ func (db *DB) UnfinishedMessages(ctx context.Context) ([]Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list parts of unfinished messages: %w", err)
 	}
-	for _, p := range parts {
-		if i, ok := index[p.MessageID]; ok {
-			msgs[i].Parts = append(msgs[i].Parts, p)
-		}
-	}
+	attachParts(msgs, parts)
 	return msgs, nil
 }
