@@ -269,7 +269,7 @@ func (h *Harness) reserve(sessionID string) error {
 	if h.closed {
 		return ErrClosed
 	}
-	if _, ok := h.busy[sessionID]; ok {
+	if t, ok := h.busy[sessionID]; ok && (t == nil || !t.ended.Load()) {
 		return fmt.Errorf("session %s: %w", sessionID, ErrBusy)
 	}
 	h.busy[sessionID] = nil
@@ -307,18 +307,20 @@ func (h *Harness) Stop(sessionID string) bool {
 	h.mu.Lock()
 	t := h.busy[sessionID]
 	h.mu.Unlock()
-	if t == nil {
+	if t == nil || t.ended.Load() {
 		return false
 	}
 	t.cancel(errStopped)
 	return true
 }
 
-// Running reports whether the session has a turn running.
+// Running reports whether the session has a turn running. A turn whose turn.finished is
+// stored is not running any more, though its goroutine may still be tidying up.
 func (h *Harness) Running(sessionID string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.busy[sessionID] != nil
+	t := h.busy[sessionID]
+	return t != nil && !t.ended.Load()
 }
 
 // Wait returns once the session's running turn, if any, has finished (its turn.finished

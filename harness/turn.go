@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/provider"
@@ -33,6 +34,9 @@ type turn struct {
 	// seals what it left.
 	wctx context.Context
 	done chan struct{} // closed when the turn is over and turn.finished is out
+	// ended is set in the write that stores turn.finished, before the event goes out:
+	// a client that sees turn.finished finds the session free for its next turn.
+	ended atomic.Bool
 
 	ev     *emitter
 	snap   *snapshot // nil without snapshots
@@ -342,6 +346,7 @@ func (t *turn) closeTurn(fin TurnFinished) op {
 		if err := tx.CloseTurn(ctx, t.sessionID, t.id); err != nil {
 			return nil, err
 		}
+		t.ended.Store(true)
 		return []store.NewEvent{newEvent(EventTurnFinished, fin)}, nil
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -638,5 +639,41 @@ func TestBusyAndClose(t *testing.T) {
 	}
 	if n := len(f.messages()); n != 2 {
 		t.Fatalf("%d messages: a refused start stored something", n)
+	}
+}
+
+// A subscriber that sees turn.finished finds the session free: Running says no, Stop has
+// nothing to stop and the next turn starts at once (a client sends its next message on
+// turn.finished; it used to be refused as busy while the turn's goroutine tidied up).
+func TestTurnFinishedFreesTheSession(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	for range 20 {
+		f.srv.Push(providertest.NewOpenAIStream("gpt-test").Text("ok").Finish("stop").Usage(1, 1).Done().Reply())
+	}
+	sub, err := f.hub.Subscribe(context.Background(), f.session.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	timeout := time.After(60 * time.Second)
+	for i := range 20 {
+		if _, err := f.h.Start(context.Background(), f.session.ID, harness.Input{Text: fmt.Sprintf("turn %d", i)}); err != nil {
+			t.Fatalf("turn %d started right after the previous turn.finished: %v", i, err)
+		}
+	wait:
+		for {
+			select {
+			case e := <-sub.Events():
+				if e.Type != harness.EventTurnFinished {
+					continue
+				}
+				if f.h.Running(f.session.ID) || f.h.Stop(f.session.ID) {
+					t.Fatalf("turn %d: the session still runs a turn after its turn.finished", i)
+				}
+				break wait
+			case <-timeout:
+				t.Fatalf("turn %d did not finish", i)
+			}
+		}
 	}
 }

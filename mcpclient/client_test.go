@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -96,14 +98,23 @@ type peer struct {
 	down    atomic.Bool // answer 503 (a server that is not up yet)
 	auth    atomic.Value
 	aborted chan error
+	// progressSeen is closed by the test when its progress callback ran: add waits for it
+	// before answering, so the test shows progress reaching the caller while the call is
+	// still running (the Go SDK hands notifications to a goroutine of their own, so one
+	// sent just before a result can otherwise be handled after the call returned).
+	progressSeen chan struct{}
 }
 
 func newPeer(t *testing.T) *peer {
-	p := &peer{srv: mcp.NewServer(&mcp.Implementation{Name: "peer", Version: "1"}, nil), aborted: make(chan error, 4)}
+	p := &peer{srv: mcp.NewServer(&mcp.Implementation{Name: "peer", Version: "1"}, nil), aborted: make(chan error, 4), progressSeen: make(chan struct{})}
 	mcp.AddTool(p.srv, &mcp.Tool{Name: "add", Title: "Add", Description: "Add.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, req *mcp.CallToolRequest, in struct{ A, B int }) (*mcp.CallToolResult, struct{ Sum int }, error) {
 			if tok := req.Params.GetProgressToken(); tok != nil {
 				_ = req.Session.NotifyProgress(context.Background(), &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2, Message: "half"})
+				select {
+				case <-p.progressSeen:
+				case <-time.After(5 * time.Second):
+				}
 			}
 			return nil, struct{ Sum int }{in.A + in.B}, nil
 		})
@@ -211,13 +222,25 @@ func TestServerLifecycle(t *testing.T) {
 		t.Fatalf("description %q", hi.Definition().Description)
 	}
 
-	var reports []tool.Progress
-	c := tool.NewContext(tool.Context{Progress: func(p tool.Progress) { reports = append(reports, p) }})
+	var (
+		reportsMu sync.Mutex
+		reports   []tool.Progress
+	)
+	c := tool.NewContext(tool.Context{Progress: func(pr tool.Progress) {
+		reportsMu.Lock()
+		defer reportsMu.Unlock()
+		if reports = append(reports, pr); len(reports) == 1 {
+			close(p.progressSeen)
+		}
+	}})
 	if r := run(t, add, `{"A":2,"B":3}`, c); !r.Success || string(r.Result) != `{"Sum":5}` {
 		t.Fatalf("add %+v", r)
 	}
-	if len(reports) != 1 || reports[0].Message != "half" || reports[0].Total != 2 {
-		t.Fatalf("progress %+v", reports)
+	reportsMu.Lock()
+	got := slices.Clone(reports)
+	reportsMu.Unlock()
+	if len(got) != 1 || got[0].Message != "half" || got[0].Total != 2 {
+		t.Fatalf("progress %+v", got)
 	}
 	if r := run(t, hi, `{}`, nil); !r.Success || string(r.Result) != `"hi\nthere"` {
 		t.Fatalf("hi %+v", r)
