@@ -20,7 +20,7 @@ func TestSDKFilesAreTheSDKPackagesWithoutTests(t *testing.T) {
 			t.Errorf("test file %s is in the SDK module", f)
 		}
 	}
-	for _, want := range []string{"go.mod", "go.sum", "tool/serve.go", "tool/context.go", "policy/paths.go", "internal/jsonrpc/conn.go", "internal/workerproto/proto.go"} {
+	for _, want := range []string{"go.mod", "go.sum", "tool/serve.go", "tool/context.go", "policy/paths.go", "internal/jsonrpc/conn.go", "internal/workerproto/proto.go", "internal/rawio/rawio.go"} {
 		if !has[want] {
 			t.Errorf("%s is missing from the SDK module (have %v)", want, files)
 		}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/jean2/jean2/internal/rawio"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -55,8 +56,8 @@ func (t *StdioTransport) connect(take func(jsonrpc.Message) bool) *stdioConn {
 		w = f
 		c.undo = append(c.undo, undo)
 	}
-	c.w = w
-	go c.readLines(r)
+	c.w = rawio.Writer(w)
+	go c.readLines(rawio.Reader(r))
 	return c
 }
 

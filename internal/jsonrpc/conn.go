@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/jean2/jean2/internal/rawio"
 )
 
 // ErrClosed is (wrapped in) the error of every call that could not finish because the
@@ -76,6 +78,7 @@ type Conn struct {
 	writing bool            // a write is in progress (caller's or the writer goroutine's)
 	spare   []byte          // the caller-side write buffer, reused
 	raw     syscall.RawConn // w as a pollable file, for non-blocking writes; nil otherwise
+	rawW    io.Writer       // w, written raw when it is a pollable file (internal/rawio)
 
 	writerDone chan struct{}
 	done       chan struct{}
@@ -98,17 +101,14 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts *Options) *Conn {
 	}
 	c := &Conn{
 		r: r, w: w, handler: h, log: o.Logger,
-		lines:      newLineReader(r, o.MaxLineSize),
+		lines:      newLineReader(rawio.Reader(r), o.MaxLineSize),
 		pending:    make(map[int64]*Pending),
 		writerDone: make(chan struct{}),
 		done:       make(chan struct{}),
 	}
 	c.wcond = sync.NewCond(&c.wmu)
-	if sc, ok := w.(syscall.Conn); ok {
-		if rc, err := sc.SyscallConn(); err == nil {
-			c.raw = rc
-		}
-	}
+	c.raw = rawio.Conn(w)
+	c.rawW = rawio.Writer(w)
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	go c.writeLoop()
 	go c.readLoop()
@@ -320,7 +320,7 @@ func (c *Conn) write(build func([]byte) []byte) error {
 	c.wbuf = c.spare[:0]
 	c.wmu.Unlock()
 
-	n, err := tryWrite(c.raw, out)
+	n, err := rawio.TryWrite(c.raw, out)
 
 	c.wmu.Lock()
 	c.writing = false
@@ -340,38 +340,6 @@ func (c *Conn) write(build func([]byte) []byte) error {
 	}
 	c.wmu.Unlock()
 	return nil
-}
-
-// tryWrite makes one non-blocking write attempt on a pollable file.
-func tryWrite(rc syscall.RawConn, b []byte) (int, error) {
-	var n int
-	var werr error
-	err := rc.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			m, err := syscall.Write(int(fd), b[n:])
-			if m > 0 {
-				n += m
-			}
-			if err == syscall.EINTR {
-				continue
-			}
-			if err == syscall.EAGAIN {
-				return true // full: leave the rest to the writer goroutine
-			}
-			if err != nil {
-				werr = err
-				return true
-			}
-			if m == 0 {
-				return true
-			}
-		}
-		return true
-	})
-	if err != nil {
-		return n, err
-	}
-	return n, werr
 }
 
 // writeLoop writes whatever has queued up since its last write in one system call, so
@@ -404,7 +372,7 @@ func (c *Conn) writeLoop() {
 		out, c.wbuf = c.wbuf, out[:0]
 		c.wmu.Unlock()
 
-		_, err := c.w.Write(out)
+		_, err := c.rawW.Write(out)
 
 		c.wmu.Lock()
 		c.writing = false

@@ -1,0 +1,139 @@
+package rawio
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+)
+
+func pipe(t *testing.T) (*os.File, *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe() // non-blocking and polled on unix
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(); _ = w.Close() })
+	return r, w
+}
+
+func skipWithoutRaw(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" || runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
+		t.Skip("no raw I/O on " + runtime.GOOS)
+	}
+}
+
+// Over a pipe, what the writer writes (more than the pipe holds, so it waits for room) the
+// reader reads whole, waiting for data, and then sees EOF.
+func TestPipeRoundTrip(t *testing.T) {
+	skipWithoutRaw(t)
+	r, w := pipe(t)
+	rr, ww := Reader(r), Writer(w)
+	if _, ok := rr.(*reader); !ok {
+		t.Fatalf("a polled pipe is read through %T, want the raw reader", rr)
+	}
+	if _, ok := ww.(*writer); !ok {
+		t.Fatalf("a polled pipe is written through %T, want the raw writer", ww)
+	}
+	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB, far above a pipe's 64 KiB
+	errc := make(chan error, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond) // the reader waits first
+		n, err := ww.Write(want)
+		if err == nil && n != len(want) {
+			err = io.ErrShortWrite
+		}
+		errc <- errors.Join(err, w.Close())
+	}()
+	got, err := io.ReadAll(rr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes, want the %d written", len(got), len(want))
+	}
+	if n, err := rr.Read(make([]byte, 8)); n != 0 || err != io.EOF {
+		t.Fatalf("after the end: %d, %v; want 0, EOF", n, err)
+	}
+}
+
+// Closing the file ends a read that waits on it, as it does for os.File's own Read.
+func TestCloseEndsAWaitingRead(t *testing.T) {
+	skipWithoutRaw(t)
+	r, _ := pipe(t)
+	rr := Reader(r)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := rr.Read(make([]byte, 16))
+		errc <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if !errors.Is(err, os.ErrClosed) {
+			t.Fatalf("read ended with %v, want os.ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("closing the file did not end the read")
+	}
+}
+
+// TryWrite writes what fits and stops at a full pipe without waiting or failing.
+func TestTryWriteStopsWhenFull(t *testing.T) {
+	skipWithoutRaw(t)
+	r, w := pipe(t)
+	rc := Conn(w)
+	if rc == nil {
+		t.Fatal("no raw connection for a polled pipe")
+	}
+	big := make([]byte, 4<<20)
+	n, err := TryWrite(rc, big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n <= 0 || n >= len(big) {
+		t.Fatalf("wrote %d of %d bytes into a pipe nobody reads; want a part", n, len(big))
+	}
+	// Once drained, the pipe takes more.
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(Reader(r), buf); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := TryWrite(rc, []byte("more")); m != 4 || err != nil {
+		t.Fatalf("after draining: %d, %v", m, err)
+	}
+	// A write to a pipe whose reader is gone fails with the error, not silently.
+	_ = r.Close()
+	if _, err := TryWrite(rc, []byte("x")); err == nil {
+		t.Fatal("a write to a pipe with no reader succeeded")
+	}
+}
+
+// What is not a polled file is handed back as it is: a raw read of a blocking descriptor
+// would hold a processor the runtime thinks runs Go code.
+func TestNotPolledIsLeftAlone(t *testing.T) {
+	var buf bytes.Buffer
+	if Reader(&buf) != io.Reader(&buf) || Writer(&buf) != io.Writer(&buf) || Conn(&buf) != nil {
+		t.Fatal("a bytes.Buffer was wrapped")
+	}
+	skipWithoutRaw(t)
+	r, w := pipe(t)
+	rc, err := r.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	setBlocking(t, rc)
+	if got := Reader(r); got != io.Reader(r) {
+		t.Fatalf("a blocking pipe is read through %T", got)
+	}
+	_ = w
+}
