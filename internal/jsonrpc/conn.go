@@ -414,6 +414,13 @@ func (c *Conn) readLoop() {
 		more := c.lines.br.Buffered() > 0
 		if c.dispatch(line) {
 			answered++
+			if !more && answered == 1 && c.waiting.Load() == 0 {
+				// The only caller, just woken, goes first: the read this loop would do
+				// next almost always finds nothing and parks, and done first it delays
+				// the answer (bench/mcp: ~9 µs p50 with the MCP side's yield). With
+				// more calls in flight the yield would only cost (-8% calls/s at 32).
+				runtime.Gosched()
+			}
 		}
 		if !more {
 			// The end of what one read brought. Answers that came together wake their callers
