@@ -88,20 +88,17 @@ func (w *writer) Write(p []byte) (int, error) {
 	var n int
 	var werr error
 	err := w.rc.Write(func(fd uintptr) bool {
-		for n < len(p) {
-			m, errno := write(fd, p[n:])
-			switch errno {
-			case 0:
-				n += m
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false // full: the poller waits for room
-			default:
-				werr = errno
-				return true
-			}
+		m, errno := writeSome(fd, p[n:])
+		n += m
+		switch errno {
+		case 0:
+			return true
+		case syscall.EAGAIN:
+			return false // full: the poller waits for room
+		default:
+			werr = errno
+			return true
 		}
-		return true
 	})
 	if err != nil {
 		return n, fileError(err, func() error { _, err := w.f.Write(nil); return err })
@@ -129,21 +126,10 @@ func TryWrite(rc syscall.RawConn, b []byte) (int, error) {
 	var n int
 	var werr error
 	err := rc.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			m, errno := write(fd, b[n:])
-			switch errno {
-			case 0:
-				if m == 0 {
-					return true
-				}
-				n += m
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return true // full: the caller decides who waits
-			default:
-				werr = errno
-				return true
-			}
+		m, errno := writeSome(fd, b)
+		n = m
+		if errno != 0 && errno != syscall.EAGAIN { // EAGAIN: full, the caller decides who waits
+			werr = errno
 		}
 		return true
 	})
@@ -151,6 +137,25 @@ func TryWrite(rc syscall.RawConn, b []byte) (int, error) {
 		return n, err
 	}
 	return n, werr
+}
+
+// writeSome writes p to fd until all of it is written, the descriptor is full (EAGAIN; a
+// write that takes nothing counts as full too) or a write fails.
+func writeSome(fd uintptr, p []byte) (int, syscall.Errno) {
+	n := 0
+	for n < len(p) {
+		m, errno := write(fd, p[n:])
+		switch {
+		case errno == syscall.EINTR:
+			continue
+		case errno != 0:
+			return n, errno
+		case m == 0:
+			return n, syscall.EAGAIN
+		}
+		n += m
+	}
+	return n, 0
 }
 
 // polled returns x's raw connection when x is an *os.File in non-blocking mode (os then
