@@ -304,10 +304,8 @@ func (h *Harness) sessionFacts(sessionID string) *tool.SessionFacts {
 // Stop cancels the session's running turn; it reports whether one was running. Calls in
 // flight see their abort signal; the turn ends with reason "stopped".
 func (h *Harness) Stop(sessionID string) bool {
-	h.mu.Lock()
-	t := h.busy[sessionID]
-	h.mu.Unlock()
-	if t == nil || t.ended.Load() {
+	t := h.running(sessionID)
+	if t == nil {
 		return false
 	}
 	t.cancel(errStopped)
@@ -316,11 +314,18 @@ func (h *Harness) Stop(sessionID string) bool {
 
 // Running reports whether the session has a turn running. A turn whose turn.finished is
 // stored is not running any more, though its goroutine may still be tidying up.
-func (h *Harness) Running(sessionID string) bool {
+func (h *Harness) Running(sessionID string) bool { return h.running(sessionID) != nil }
+
+// running returns the session's turn while it runs: not a reservation (nil) nor a turn
+// whose turn.finished is stored.
+func (h *Harness) running(sessionID string) *turn {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	t := h.busy[sessionID]
-	return t != nil && !t.ended.Load()
+	h.mu.Unlock()
+	if t == nil || t.ended.Load() {
+		return nil
+	}
+	return t
 }
 
 // Wait returns once the session's running turn, if any, has finished (its turn.finished
