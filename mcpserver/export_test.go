@@ -3,6 +3,8 @@ package mcpserver
 import (
 	"fmt"
 	"sort"
+
+	"github.com/jean2/jean2/internal/rawio"
 )
 
 // FastCallsRunning lists the request ids of the fast calls running on s's connections, so
@@ -20,4 +22,18 @@ func FastCallsRunning(s *Server) []string {
 	}
 	sort.Strings(ids)
 	return ids
+}
+
+// StdioPolls sums the empty reads that polled again (rawio.Polls) on s's stdio connections,
+// so tests can tell that a session polled for the client's next message.
+func StdioPolls(s *Server) int64 {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	var n int64
+	for c := range s.conns {
+		if sc, ok := c.inner.(*stdioConn); ok {
+			n += rawio.Polls(sc.rr)
+		}
+	}
+	return n
 }

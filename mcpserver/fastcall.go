@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,6 +40,14 @@ import (
 
 var errServerClosed = errors.New("mcp server: closed")
 
+// DefaultNextCallPoll is how long a stdio session polls for the client's next message after
+// the answer to its only call in flight, before it sleeps (internal/rawio.Expect). A client
+// calling tools back to back (bench/mcp) sends it within that time, and then jean2 is not
+// asleep when it comes: on a virtual machine, waking a CPU that went idle costs tens of
+// microseconds, a sizeable part of a quick call. A client that takes longer costs this much
+// CPU per call, spent yielding to anything else that wants the CPU.
+const DefaultNextCallPoll = 200 * time.Microsecond
+
 // fastTransport wraps a transport so that its connection serves fast calls.
 type fastTransport struct {
 	inner mcp.Transport
@@ -53,7 +64,7 @@ func (t *fastTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		// Fast calls start on the transport's reading goroutine and their answers are
 		// written as encoded here.
 		sc := st.connect(c.take)
-		c.inner, c.taking, c.lines = sc, true, sc
+		c.inner, c.taking, c.lines, c.expect = sc, true, sc, sc.expectMessage
 	} else {
 		inner, err := t.inner.Connect(ctx)
 		if err != nil {
@@ -74,8 +85,9 @@ func (t *fastTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 // fastConn is a connection whose Read serves fast calls on the way.
 type fastConn struct {
 	inner   mcp.Connection
-	taking  bool       // inner hands each message to take first (a StdioTransport)
-	lines   lineWriter // inner's raw writer, when it has one
+	taking  bool                // inner hands each message to take first (a StdioTransport)
+	lines   lineWriter          // inner's raw writer, when it has one
+	expect  func(time.Duration) // stdioConn.expectMessage, when inner is one
 	srv     *Server
 	session atomic.Pointer[mcp.ServerSession] // set once Connect returns
 
@@ -192,6 +204,7 @@ func (c *fastConn) tryFast(req *jsonrpc.Request) bool {
 		res, err := h(ctx, &mcp.CallToolRequest{Session: ss, Params: params})
 		c.mu.Lock()
 		delete(c.calls, req.ID)
+		idle := len(c.calls) == 0
 		c.mu.Unlock()
 		cancel()
 		if err == nil && res == nil {
@@ -201,6 +214,10 @@ func (c *fastConn) tryFast(req *jsonrpc.Request) bool {
 			res.Content = []mcp.Content{} // as the go-sdk: [] rather than null
 		}
 		c.respond(req.ID, res, err)
+		if idle && c.expect != nil && c.srv.opts.NextCallPoll > 0 {
+			// A client that calls tools one after another sends its next call soon.
+			c.expect(c.srv.opts.NextCallPoll)
+		}
 	}()
 	if alone {
 		// Let the call run up to its first wait (the request written to the tool's
@@ -291,3 +308,8 @@ func (c *fastConn) stop() {
 func (c *fastConn) wait() { c.wg.Wait() }
 
 func (c *fastConn) SessionID() string { return c.inner.SessionID() }
+
+var clientPoll = func() time.Duration {
+	n, _ := strconv.Atoi(os.Getenv("JEAN2_CPOLL"))
+	return time.Duration(n) * time.Microsecond
+}()

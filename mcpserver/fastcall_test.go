@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -28,6 +30,12 @@ func dialWire(t *testing.T, r *rig, fast bool) *wire {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
+	return dialWireOver(t, r, fast, inR, inW, outR, outW)
+}
+
+// dialWireOver is dialWire over the given pipes: the session reads inR and writes outW.
+func dialWireOver(t *testing.T, r *rig, fast bool, inR io.Reader, inW io.WriteCloser, outR io.Reader, outW io.WriteCloser) *wire {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	tr := &mcpserver.StdioTransport{Reader: inR, Writer: outW}
 	done := make(chan struct{})
@@ -244,4 +252,45 @@ func TestNewestRevisionSkipsFastPath(t *testing.T) {
 	}
 	cancel()
 	<-r.aborted
+}
+
+// Over OS pipes (as a client starts jean2 mcp), a session that answered its only call polls
+// stdin for the next one, and serves it; with NextCallPoll negative it never polls.
+func TestStdioPollsForTheNextCall(t *testing.T) {
+	for _, poll := range []time.Duration{-1, time.Hour} {
+		t.Run(poll.String(), func(t *testing.T) {
+			r := newRig(t, func(r *rig) { r.opts.NextCallPoll = poll })
+			inR, inW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			outR, outW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = inR.Close(); _ = outR.Close() })
+			w := dialWireOver(t, r, true, inR, inW, outR, outW)
+			if polls := mcpserver.StdioPolls(r.srv); polls != 0 {
+				t.Fatalf("polled %d times before any call", polls)
+			}
+			for i := range 2 {
+				id := fmt.Sprint("c", i)
+				w.send(`{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"greet","arguments":{"name":"ann"}}}`)
+				if resp := w.response(id); !strings.Contains(resp, "hello ann") {
+					t.Fatalf("call %s: %s", id, resp)
+				}
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for poll > 0 && mcpserver.StdioPolls(r.srv) == 0 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			polls := mcpserver.StdioPolls(r.srv)
+			if poll > 0 && polls == 0 {
+				t.Fatal("the session slept right after answering its only call")
+			}
+			if poll < 0 && polls != 0 {
+				t.Fatalf("polled %d times with NextCallPoll off", polls)
+			}
+		})
+	}
 }

@@ -46,6 +46,10 @@ type Options struct {
 	InputTimeout time.Duration
 	// Version is the version jean2 reports to clients ("dev" when empty).
 	Version string
+	// NextCallPoll is how long a stdio session polls for the client's next message after
+	// answering its only call in flight, before it sleeps (DefaultNextCallPoll when zero;
+	// negative: never). See DefaultNextCallPoll.
+	NextCallPoll time.Duration
 	// Logger receives the server's own diagnostics (not tool logs); nil discards them.
 	Logger *slog.Logger
 }
@@ -107,6 +111,9 @@ func New(h Host, opts Options) (*Server, error) {
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
+	}
+	if opts.NextCallPoll == 0 {
+		opts.NextCallPoll = DefaultNextCallPoll
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -10,6 +10,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/jean2/jean2/internal/rawio"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -57,7 +58,8 @@ func (t *StdioTransport) connect(take func(jsonrpc.Message) bool) *stdioConn {
 		c.undo = append(c.undo, undo)
 	}
 	c.w = rawio.Writer(w)
-	go c.readLines(rawio.Reader(r))
+	c.rr = rawio.Reader(r)
+	go c.readLines(c.rr)
 	return c
 }
 
@@ -80,7 +82,11 @@ type stdioConn struct {
 	readerStops bool          // closing the polled reader ends readLines, so Close waits for it
 
 	take func(jsonrpc.Message) bool // see StdioTransport.connect
+	rr   io.Reader                  // what readLines reads (rawio.Reader of the input)
 }
+
+// expectMessage tells the reader a message is due within about d (rawio.Expect).
+func (c *stdioConn) expectMessage(d time.Duration) { rawio.Expect(c.rr, d) }
 
 // readLines runs until the reader ends or fails. A line that is not valid JSON-RPC is
 // answered by the go-sdk as the error it is (the read fails and the session ends), as with

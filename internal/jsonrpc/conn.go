@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/jean2/jean2/internal/rawio"
 )
@@ -49,6 +50,11 @@ type Options struct {
 	// Logger receives what the connection cannot tell the peer (malformed lines without an
 	// id, responses nobody waits for). Default: discard.
 	Logger *slog.Logger
+	// AnswerPoll is how long the reader polls for the answer to a request that is alone in
+	// flight before it sleeps until the answer comes (rawio.Expect): for a peer that
+	// usually answers within that time, a round trip then saves a wake-up. Zero never
+	// polls; so does a reader that is not a pollable file.
+	AnswerPoll time.Duration
 }
 
 // Conn is one JSON-RPC connection. Close it when done; it also ends by itself when the
@@ -59,6 +65,8 @@ type Conn struct {
 	handler Handler
 	log     *slog.Logger
 	lines   *lineReader
+	rawR    io.Reader     // what lines reads from (rawio.Reader of r)
+	poll    time.Duration // Options.AnswerPoll
 
 	ctx    context.Context // handlers' context, cancelled when the connection ends
 	cancel context.CancelCauseFunc
@@ -99,9 +107,11 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts *Options) *Conn {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	rawR := rawio.Reader(r)
 	c := &Conn{
 		r: r, w: w, handler: h, log: o.Logger,
-		lines:      newLineReader(rawio.Reader(r), o.MaxLineSize),
+		rawR: rawR, poll: o.AnswerPoll,
+		lines:      newLineReader(rawR, o.MaxLineSize),
 		pending:    make(map[int64]*Pending),
 		writerDone: make(chan struct{}),
 		done:       make(chan struct{}),
@@ -204,6 +214,9 @@ func (c *Conn) Start(method string, params any) (*Pending, error) {
 	if err != nil {
 		p.Abandon()
 		return nil, err
+	}
+	if c.poll > 0 && c.waiting.Load() == 1 {
+		rawio.Expect(c.rawR, c.poll)
 	}
 	return p, nil
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jean2/jean2/internal/rawio"
 )
 
 // pipePair connects two Conns with OS pipes, as the host and a worker are connected.
@@ -362,5 +364,41 @@ func BenchmarkRoundTrip(b *testing.B) {
 		if err := a.Call(ctx, "execute", params, &out); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// With AnswerPoll, the reader polls for the answer to a lone request instead of sleeping,
+// and stops once the answer is in; without it, it never polls.
+func TestAnswerPoll(t *testing.T) {
+	for _, poll := range []time.Duration{0, 10 * time.Second} {
+		t.Run(fmt.Sprint(poll), func(t *testing.T) {
+			p := newRawPeer(t, nil, &Options{AnswerPoll: poll})
+			pending, err := p.conn.Start("ping", map[string]int{"n": 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := p.recv(t)
+			time.Sleep(20 * time.Millisecond) // the peer takes its time
+			p.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"result":"pong"}`, req["id"]))
+			select {
+			case <-pending.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("no answer")
+			}
+			if res, err := pending.Result(); err != nil || string(res) != `"pong"` {
+				t.Fatalf("answer %s, %v", res, err)
+			}
+			polls := rawio.Polls(p.conn.rawR)
+			if poll == 0 && polls != 0 {
+				t.Fatalf("polled %d times with AnswerPoll 0", polls)
+			}
+			if poll > 0 && polls == 0 {
+				t.Fatal("the reader slept through a lone request's wait")
+			}
+			time.Sleep(50 * time.Millisecond)
+			if after := rawio.Polls(p.conn.rawR); after != polls {
+				t.Fatalf("the reader polled %d more times after the answer came", after-polls)
+			}
+		})
 	}
 }

@@ -13,16 +13,19 @@
 package rawio
 
 import (
+	"errors"
 	"io"
 	"os"
+	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // Reader returns a reader of r that reads raw when r is an *os.File the runtime polls (a
 // pipe or socket in non-blocking mode), and r itself otherwise.
 func Reader(r io.Reader) io.Reader {
 	if rc := polled(r); rc != nil {
-		return &reader{f: r.(*os.File), rc: rc}
+		return &reader{f: r.(*os.File), rc: rc, start: time.Now()}
 	}
 	return r
 }
@@ -40,8 +43,14 @@ func Writer(w io.Writer) io.Writer {
 func Conn(x any) syscall.RawConn { return polled(x) }
 
 type reader struct {
-	f  *os.File
-	rc syscall.RawConn
+	f     *os.File
+	rc    syscall.RawConn
+	start time.Time // the origin of pollUntil, on the monotonic clock
+
+	// Set by Expect: until pollUntil (ns since start) an empty read polls again rather than
+	// parking.
+	pollUntil atomic.Int64
+	polls     atomic.Int64 // empty reads that polled again (Polls)
 }
 
 func (r *reader) Read(p []byte) (int, error) {
@@ -50,25 +59,55 @@ func (r *reader) Read(p []byte) (int, error) {
 	}
 	var n int
 	var rerr error
-	err := r.rc.Read(func(fd uintptr) bool {
+	got := false // a read returned data, EOF or an error
+	try := func(fd uintptr) {
 		for {
 			m, errno := read(fd, p)
 			switch errno {
 			case 0:
-				n = m
-				return true
+				n, got = m, true
 			case syscall.EINTR:
 				continue
 			case syscall.EAGAIN:
-				return false // nothing yet: the poller waits for the descriptor
 			default:
-				rerr = errno
-				return true
+				rerr, got = errno, true
+			}
+			return
+		}
+	}
+	for {
+		if until := r.pollUntil.Load(); until != 0 {
+			if int64(time.Since(r.start)) < until {
+				// Expect's time lasts: try without the poller (Control notices a Close).
+				if err := r.rc.Control(try); err != nil {
+					return 0, fileError(err, func() error { _, err := r.f.Read(nil); return err })
+				}
+				if got {
+					// What was expected came (or something before it): poll no longer,
+					// unless Expect was called again meanwhile.
+					r.pollUntil.CompareAndSwap(until, 0)
+					break
+				}
+				r.polls.Add(1)
+				yield()
+				continue
+			}
+			r.pollUntil.CompareAndSwap(until, 0)
+		}
+		err := r.rc.Read(func(fd uintptr) bool {
+			try(fd)
+			return got // else nothing yet: the poller waits for the descriptor
+		})
+		if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+			// Only Expect sets a read deadline (in the past): it woke this wait to poll.
+			if err := r.f.SetReadDeadline(time.Time{}); err == nil {
+				continue
 			}
 		}
-	})
-	if err != nil {
-		return n, fileError(err, func() error { _, err := r.f.Read(nil); return err })
+		if err != nil {
+			return n, fileError(err, func() error { _, err := r.f.Read(nil); return err })
+		}
+		break
 	}
 	if rerr != nil {
 		return n, &os.PathError{Op: "read", Path: r.f.Name(), Err: rerr}
@@ -77,6 +116,31 @@ func (r *reader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// Expect tells a reader made by Reader that data is due within about d: until then a read
+// that finds nothing tries again, yielding the CPU between tries, instead of parking in the
+// runtime's poller, and a read parked already is woken to do so. It reports whether r is
+// such a reader; for any other reader it does nothing.
+//
+// Why: a process that parks is woken by the kernel when the data comes, and on a virtual
+// machine waking a CPU that went idle costs tens of microseconds (the hypervisor must run it
+// again), where a process that is still running simply reads. For a request whose answer
+// is expected in a fraction of a millisecond (a tool worker's answer to a quick call) that
+// wake-up is a large part of the round trip. The budget bounds the CPU spent when the
+// answer takes longer; the yields give the CPU to whatever else is ready to run on it,
+// the peer included.
+//
+// Expect uses the file's read deadline to wake a parked read, so the owner of the file must
+// not set read deadlines of its own.
+func Expect(r io.Reader, d time.Duration) bool {
+	rr, ok := r.(*reader)
+	if !ok || d <= 0 {
+		return false
+	}
+	rr.pollUntil.Store(int64(time.Since(rr.start) + d))
+	_ = rr.f.SetReadDeadline(time.Unix(1, 0)) // fails only once the file is closed
+	return true
 }
 
 type writer struct {
@@ -176,4 +240,13 @@ func polled(x any) syscall.RawConn {
 		return nil
 	}
 	return rc
+}
+
+// Polls reports how many times reads of r found nothing and tried again under Expect (0 for
+// a reader Reader did not make): a diagnostic, and how tests see that polling happened.
+func Polls(r io.Reader) int64 {
+	if rr, ok := r.(*reader); ok {
+		return rr.polls.Load()
+	}
+	return 0
 }

@@ -137,3 +137,91 @@ func TestNotPolledIsLeftAlone(t *testing.T) {
 	}
 	_ = w
 }
+
+// Expect wakes a read parked in the poller and makes it poll until data comes, which it
+// returns; once the budget is spent a read parks again, and the deadline Expect used to
+// wake it never shows as an error.
+func TestExpectPollsForData(t *testing.T) {
+	skipWithoutRaw(t)
+	r, w := pipe(t)
+	rr := Reader(r)
+	raw := rr.(*reader)
+	type result struct {
+		s   string
+		err error
+	}
+	read := func() <-chan result {
+		c := make(chan result, 1)
+		go func() {
+			buf := make([]byte, 64)
+			n, err := rr.Read(buf)
+			c <- result{string(buf[:n]), err}
+		}()
+		return c
+	}
+	expectRead := func(c <-chan result, want string) {
+		t.Helper()
+		select {
+		case got := <-c:
+			if got.err != nil || got.s != want {
+				t.Fatalf("read %q, %v; want %q", got.s, got.err, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no read of %q", want)
+		}
+	}
+
+	// A read parked before Expect is woken, polls, and gets what is written meanwhile.
+	c := read()
+	time.Sleep(20 * time.Millisecond) // parked by now
+	if !Expect(rr, 10*time.Second) {
+		t.Fatal("Expect did not take a raw reader")
+	}
+	for raw.polls.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := w.Write([]byte("answer")); err != nil {
+		t.Fatal(err)
+	}
+	expectRead(c, "answer")
+	if raw.pollUntil.Load() != 0 {
+		t.Fatal("the reader still polls after what it expected came")
+	}
+
+	// A budget spent: the read parks (it stops polling) and still gets data later.
+	Expect(rr, 5*time.Millisecond)
+	c = read()
+	time.Sleep(50 * time.Millisecond)
+	before := raw.polls.Load()
+	time.Sleep(50 * time.Millisecond)
+	if after := raw.polls.Load(); after != before {
+		t.Fatalf("the read polled %d times after its budget", after-before)
+	}
+	if _, err := w.Write([]byte("late")); err != nil {
+		t.Fatal(err)
+	}
+	expectRead(c, "late")
+
+	// Closing the file ends a read that polls, long before its budget.
+	Expect(rr, time.Hour)
+	c = read()
+	for raw.polls.Load() == before {
+		time.Sleep(time.Millisecond)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-c:
+		if !errors.Is(got.err, os.ErrClosed) {
+			t.Fatalf("the polling read ended with %q, %v; want os.ErrClosed", got.s, got.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("closing the file did not end the polling read")
+	}
+
+	// Expect on anything but a raw reader does nothing.
+	if Expect(bytes.NewReader(nil), time.Second) {
+		t.Fatal("Expect took a bytes.Reader")
+	}
+}

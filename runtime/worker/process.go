@@ -135,7 +135,9 @@ func (p *Pool) spawn(ctx context.Context, m *Module) (*worker, workerproto.Initi
 		mods:     map[*Module]*moduleLoad{},
 	}
 	w.stderr.note = p.opts.NoteStderr
-	w.conn = jsonrpc.NewConn(fromWorkerR, toWorkerW, w, &jsonrpc.Options{MaxLineSize: p.opts.MaxLineSize, Logger: log})
+	w.conn = jsonrpc.NewConn(fromWorkerR, toWorkerW, w, &jsonrpc.Options{
+		MaxLineSize: p.opts.MaxLineSize, Logger: log, AnswerPoll: max(p.opts.AnswerPoll, 0),
+	})
 	w.outputs.Add(2)
 	go func() { defer w.outputs.Done(); w.stdout.run(outR) }()
 	go func() { defer w.outputs.Done(); w.stderr.run(errR) }()
