@@ -215,8 +215,16 @@ func (c *Conn) Start(method string, params any) (*Pending, error) {
 		p.Abandon()
 		return nil, err
 	}
-	if c.poll > 0 && c.waiting.Load() == 1 {
-		rawio.Expect(c.rawR, c.poll)
+	if c.poll > 0 {
+		// Poll only for a lone request's answer: with more in flight, or right after a
+		// read that brought several answers (whose callers are sending again), the reader
+		// will have answers to read, and a poll would hold a CPU that the peer and the
+		// other callers need.
+		if c.waiting.Load() == 1 && !c.burst.Load() {
+			rawio.Expect(c.rawR, c.poll)
+		} else {
+			rawio.Expect(c.rawR, 0)
+		}
 	}
 	return p, nil
 }

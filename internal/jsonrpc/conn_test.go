@@ -402,3 +402,39 @@ func TestAnswerPoll(t *testing.T) {
 		})
 	}
 }
+
+// A second request in flight ends the poll for the first one's answer: the reader will have
+// answers to read, and polling would hold a CPU the peer and the callers need.
+func TestAnswerPollStopsWithMoreInFlight(t *testing.T) {
+	p := newRawPeer(t, nil, &Options{AnswerPoll: 10 * time.Second})
+	first, err := p.conn.Start("a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqA := p.recv(t)
+	deadline := time.Now().Add(5 * time.Second)
+	for rawio.Polls(p.conn.rawR) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if rawio.Polls(p.conn.rawR) == 0 {
+		t.Fatal("no poll for a lone request's answer")
+	}
+	second, err := p.conn.Start("b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqB := p.recv(t)
+	time.Sleep(20 * time.Millisecond) // a poll in progress sees the end of its time
+	before := rawio.Polls(p.conn.rawR)
+	time.Sleep(50 * time.Millisecond)
+	if after := rawio.Polls(p.conn.rawR); after != before {
+		t.Fatalf("polled %d more times with two requests in flight", after-before)
+	}
+	p.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"result":1}`, reqA["id"]))
+	p.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"result":2}`, reqB["id"]))
+	for i, pend := range []*Pending{first, second} {
+		if res, err := pend.Result(); err != nil || string(res) != fmt.Sprint(i+1) {
+			t.Fatalf("answer %d: %s, %v", i+1, res, err)
+		}
+	}
+}

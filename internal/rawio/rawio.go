@@ -16,6 +16,8 @@ import (
 	"errors"
 	"io"
 	"os"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -25,7 +27,7 @@ import (
 // pipe or socket in non-blocking mode), and r itself otherwise.
 func Reader(r io.Reader) io.Reader {
 	if rc := polled(r); rc != nil {
-		return &reader{f: r.(*os.File), rc: rc, start: time.Now()}
+		return newReader(r.(*os.File), rc)
 	}
 	return r
 }
@@ -51,53 +53,78 @@ type reader struct {
 	// parking.
 	pollUntil atomic.Int64
 	polls     atomic.Int64 // empty reads that polled again (Polls)
+
+	// One read's state, and the callbacks that fill it, made once rather than per read
+	// (closures passed to RawConn escape, and a read is on every message's path).
+	mu      sync.Mutex
+	op      readOp
+	control func(fd uintptr)      // op.try, for RawConn.Control
+	wait    func(fd uintptr) bool // op.try, reporting whether it is done, for RawConn.Read
+}
+
+type readOp struct {
+	p     []byte
+	n     int
+	errno syscall.Errno
+	got   bool // a read returned data, EOF or an error
+}
+
+// try reads once (again on EINTR); EAGAIN leaves got false.
+func (op *readOp) try(fd uintptr) {
+	for {
+		m, errno := read(fd, op.p)
+		switch errno {
+		case 0:
+			op.n, op.got = m, true
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+		default:
+			op.errno, op.got = errno, true
+		}
+		return
+	}
+}
+
+func newReader(f *os.File, rc syscall.RawConn) *reader {
+	r := &reader{f: f, rc: rc, start: time.Now()}
+	r.control = r.op.try
+	r.wait = func(fd uintptr) bool {
+		r.op.try(fd)
+		return r.op.got // else nothing yet: the poller waits for the descriptor
+	}
+	return r
 }
 
 func (r *reader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	var rerr error
-	got := false // a read returned data, EOF or an error
-	try := func(fd uintptr) {
-		for {
-			m, errno := read(fd, p)
-			switch errno {
-			case 0:
-				n, got = m, true
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-			default:
-				rerr, got = errno, true
-			}
-			return
-		}
-	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.op = readOp{p: p}
+	defer func() { r.op.p = nil }()
 	for {
 		if until := r.pollUntil.Load(); until != 0 {
 			if int64(time.Since(r.start)) < until {
 				// Expect's time lasts: try without the poller (Control notices a Close).
-				if err := r.rc.Control(try); err != nil {
+				if err := r.rc.Control(r.control); err != nil {
 					return 0, fileError(err, func() error { _, err := r.f.Read(nil); return err })
 				}
-				if got {
+				if r.op.got {
 					// What was expected came (or something before it): poll no longer,
 					// unless Expect was called again meanwhile.
 					r.pollUntil.CompareAndSwap(until, 0)
 					break
 				}
 				r.polls.Add(1)
-				yield()
+				yield()           // to other threads on this CPU, the peer's among them
+				runtime.Gosched() // and to this process's goroutines: with one processor they would wait
 				continue
 			}
 			r.pollUntil.CompareAndSwap(until, 0)
 		}
-		err := r.rc.Read(func(fd uintptr) bool {
-			try(fd)
-			return got // else nothing yet: the poller waits for the descriptor
-		})
+		err := r.rc.Read(r.wait)
 		if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 			// Only Expect sets a read deadline (in the past): it woke this wait to poll.
 			if err := r.f.SetReadDeadline(time.Time{}); err == nil {
@@ -105,17 +132,17 @@ func (r *reader) Read(p []byte) (int, error) {
 			}
 		}
 		if err != nil {
-			return n, fileError(err, func() error { _, err := r.f.Read(nil); return err })
+			return r.op.n, fileError(err, func() error { _, err := r.f.Read(nil); return err })
 		}
 		break
 	}
-	if rerr != nil {
-		return n, &os.PathError{Op: "read", Path: r.f.Name(), Err: rerr}
+	if r.op.errno != 0 {
+		return r.op.n, &os.PathError{Op: "read", Path: r.f.Name(), Err: r.op.errno}
 	}
-	if n == 0 {
+	if r.op.n == 0 {
 		return 0, io.EOF
 	}
-	return n, nil
+	return r.op.n, nil
 }
 
 // Expect tells a reader made by Reader that data is due within about d: until then a read
@@ -131,12 +158,18 @@ func (r *reader) Read(p []byte) (int, error) {
 // answer takes longer; the yields give the CPU to whatever else is ready to run on it,
 // the peer included.
 //
+// Expect with d ≤ 0 ends the polling: a read polling now parks.
+//
 // Expect uses the file's read deadline to wake a parked read, so the owner of the file must
 // not set read deadlines of its own.
 func Expect(r io.Reader, d time.Duration) bool {
 	rr, ok := r.(*reader)
-	if !ok || d <= 0 {
+	if !ok {
 		return false
+	}
+	if d <= 0 {
+		rr.pollUntil.Store(0) // a read polling now stops and parks
+		return true
 	}
 	rr.pollUntil.Store(int64(time.Since(rr.start) + d))
 	_ = rr.f.SetReadDeadline(time.Unix(1, 0)) // fails only once the file is closed
