@@ -9,4 +9,3 @@ import "syscall"
 func read(uintptr, []byte) (int, syscall.Errno)  { return 0, syscall.EINVAL }
 func write(uintptr, []byte) (int, syscall.Errno) { return 0, syscall.EINVAL }
 func isNonblocking(uintptr) bool                 { return false }
-func yield()                                     {}
