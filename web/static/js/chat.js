@@ -90,11 +90,26 @@ export class SessionView {
         }
       },
     });
+    this.attachments = []; // [{mediaType, data (base64), name, el}] sent with the next message
+    this.attachList = h("div", { class: "composer-attachments", "aria-label": "Attached images" });
+    this.fileInput = h("input", {
+      type: "file", id: "attach-input", accept: IMAGE_TYPES.join(","), multiple: true, hidden: true,
+      onchange: () => { this.attachFiles([...this.fileInput.files]); this.fileInput.value = ""; },
+    });
+    const attachBtn = h("button", { type: "button", class: "link", id: "attach", title: "Attach images (or paste them)", onclick: () => this.fileInput.click() }, "Attach image");
+    this.input.addEventListener("paste", (e) => {
+      const files = [...(e.clipboardData?.files || [])].filter((f) => f.type.startsWith("image/"));
+      if (files.length) {
+        e.preventDefault();
+        this.attachFiles(files);
+      }
+    });
     this.sendBtn = h("button", { type: "submit", class: "primary", id: "send" }, "Send");
     this.stopBtn = h("button", { type: "button", class: "danger", id: "stop", hidden: true, onclick: () => this.stop(), "aria-keyshortcuts": "Control+." }, "Stop");
     this.composerErr = h("p", { class: "error", role: "alert" });
     const composer = h("form", { class: "composer", onsubmit: (e) => { e.preventDefault(); this.send(); } },
-      this.input, h("div", { class: "composer-actions" }, this.statusEl, this.stopBtn, this.sendBtn), this.composerErr);
+      this.input, this.attachList,
+      h("div", { class: "composer-actions" }, this.fileInput, attachBtn, this.statusEl, this.stopBtn, this.sendBtn), this.composerErr);
     replace(this.el,
       h("header", { class: "session-head" }, this.titleEl,
         h("button", { type: "button", class: "icon-btn", "aria-label": "Rename session", title: "Rename", onclick: () => this.rename() }, "✎"),
@@ -233,7 +248,8 @@ export class SessionView {
     }
     m.msg = { ...m.msg, ...msg };
     const parts = msg.parts || [];
-    if (msg.role === "user" && !parts.length && msg.content) {
+    // A user's text is the message's content; its parts, if any, are images.
+    if (msg.role === "user" && msg.content && !parts.some((p) => p.kind === "text")) {
       this.upsertPart({ id: msg.id + "-content", messageId: msg.id, seq: 0, kind: "text", text: msg.content, status: "complete" });
     }
     for (const p of parts) this.upsertPart(p);
@@ -326,6 +342,11 @@ export class SessionView {
       p.el.className = "part part-text";
       if (m.msg.role === "user") replace(p.el, h("div", { class: "user-text" }, p.text));
       else replace(p.el, renderMarkdown(p.text));
+      return;
+    }
+    if (part.kind === "image") {
+      p.el.className = "part part-image";
+      replace(p.el, imageElement(part.mediaType, part.data, "Attached image"));
       return;
     }
     this.drawToolCard(p);
@@ -427,7 +448,8 @@ export class SessionView {
 
   async send() {
     const text = this.input.value;
-    if (!text.trim()) {
+    const images = this.attachments.slice();
+    if (!text.trim() && !images.length) {
       replace(this.composerErr, "Write a message first.");
       return;
     }
@@ -440,13 +462,48 @@ export class SessionView {
     // the POST's answer, so nothing after the answer may set it again.
     this.setRunning(true);
     try {
-      await api("POST", `/api/sessions/${enc(this.id)}/turns`, { text });
-      // Clear only what was sent; anything typed since stays.
+      const body = { text };
+      if (images.length) body.images = images.map(({ mediaType, data }) => ({ mediaType, data }));
+      await api("POST", `/api/sessions/${enc(this.id)}/turns`, body);
+      // Clear only what was sent; anything typed or attached since stays.
       if (this.input.value.trim() === text.trim()) this.input.value = "";
+      for (const img of images) this.removeAttachment(img);
     } catch (err) {
       if (err.code !== "busy") this.setRunning(false);
       replace(this.composerErr, errorText(err));
     }
+  }
+
+  async attachFiles(files) {
+    for (const file of files) {
+      if (!IMAGE_TYPES.includes(file.type)) {
+        replace(this.composerErr, `${file.name || "That file"} is not a PNG, JPEG, GIF or WebP image, so it was not attached.`);
+        continue;
+      }
+      if (file.size > MAX_IMAGE_BYTES) {
+        replace(this.composerErr, `${file.name || "The image"} is ${(file.size / 1048576).toFixed(1)} MiB; an image may be at most ${MAX_IMAGE_BYTES / 1048576} MiB, so it was not attached.`);
+        continue;
+      }
+      let data;
+      try {
+        data = base64Of(new Uint8Array(await file.arrayBuffer()));
+      } catch (err) {
+        replace(this.composerErr, `${file.name || "The image"} could not be read: ${errorText(err)}`);
+        continue;
+      }
+      const img = { mediaType: file.type, data, name: file.name || "pasted image" };
+      img.el = h("figure", { class: "attachment" },
+        imageElement(img.mediaType, img.data, img.name),
+        h("figcaption", { class: "small muted" }, img.name),
+        h("button", { type: "button", class: "icon-btn", "aria-label": `Remove ${img.name}`, title: "Remove", onclick: () => this.removeAttachment(img) }, "×"));
+      this.attachments.push(img);
+      this.attachList.appendChild(img.el);
+    }
+  }
+
+  removeAttachment(img) {
+    this.attachments = this.attachments.filter((a) => a !== img);
+    img.el.remove();
   }
 
   async stop() {
@@ -640,6 +697,28 @@ export class SessionView {
     if (!sc) return;
     if (sc.scrollHeight - sc.scrollTop - sc.clientHeight < 200) sc.scrollTop = sc.scrollHeight;
   }
+}
+
+// The images a message may carry, and their size limit: the server's (store.CheckImage).
+const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+const MAX_IMAGE_BYTES = 5 << 20;
+
+// imageElement draws an image part from its bytes (base64); anything else is said, not drawn.
+function imageElement(mediaType, data, alt) {
+  if (!IMAGE_TYPES.includes(mediaType) || typeof data !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(data)) {
+    return h("p", { class: "muted small" }, `[an image that cannot be shown: ${mediaType || "no media type"}]`);
+  }
+  const img = h("img", { class: "attached-image", alt });
+  // Set here, not through h (whose src allows http, https and relative URLs only): a data URL
+  // of a checked image type and base64 bytes can only be that image.
+  img.src = `data:${mediaType};base64,${data}`;
+  return img;
+}
+
+function base64Of(bytes) {
+  let s = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(s);
 }
 
 function preview(args) {
