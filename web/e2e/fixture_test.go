@@ -65,6 +65,17 @@ export async function execute(input, ctx) {
   return { success: true, result: { wrote: input.path } };
 }
 `
+	// widenTool adds a folder to the workspace, then takes it away again when asked to.
+	widenTool = `export const definition = {
+  name: 'widen', description: 'Allow or disallow a folder.',
+  inputSchema: { type: 'object', properties: { path: { type: 'string' }, remove: { type: 'boolean' } }, required: ['path'] },
+};
+export async function execute(input, ctx) {
+  if (input.remove) await ctx.removeWorkspacePath(input.path);
+  else await ctx.addWorkspacePath(input.path);
+  return { success: true, result: { allowed: ctx.allowedPaths } };
+}
+`
 	// askTool reports progress, asks whatever ask it is given and returns the answer.
 	askTool = `export const definition = {
   name: 'ask_it', description: 'Ask the user.',
@@ -128,7 +139,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	// "broken" does not load: the tools page lists it with its error.
-	for folder, src := range map[string]string{"show": showTool, "write-note": writeNoteTool, "ask-it": askTool, "greet": greetTool, "broken": "export const definition = {;\n"} {
+	for folder, src := range map[string]string{"show": showTool, "write-note": writeNoteTool, "ask-it": askTool, "greet": greetTool, "widen": widenTool, "broken": "export const definition = {;\n"} {
 		f.writeTool(layout.Tools, folder, src)
 	}
 	env := map[string]string{"OPENAI_API_KEY": f.fake.Key, "OPENAI_BASE_URL": f.fake.BaseURL(), "OPENAI_MODEL": "test-model"}

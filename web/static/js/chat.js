@@ -191,6 +191,9 @@ export class SessionView {
       case "restore.done":
         this.loadLedgers();
         break;
+      case "workspace.updated":
+        this.workspaceUpdated(p);
+        break;
       case "session.updated":
         if (p.session) {
           this.session = { ...this.session, ...p.session };
@@ -370,15 +373,30 @@ export class SessionView {
     p.askSlot = p.askSlot || h("div", { class: "ask-slot" });
     const viz = part.visualization ? renderVisualization(part.visualization) : null;
     const err = part.error ? h("p", { class: "error tool-error" }, part.error) : null;
+    const notes = (p.workspaceNotes || []).map((t) => h("p", { class: "tool-workspace-note small" }, t));
     const result = part.result ? h("details", { class: "tool-result" }, h("summary", null, "Result sent to the model"),
       h("pre", { class: "json" }, highlight(prettyJSON(part.result), "json"))) : null;
     if (status === "complete" || status === "error") clear(p.progressEl);
     // Keep the open/closed state of details the person toggled.
     const open = new Set([...p.el.querySelectorAll("details[open]")].map((d) => d.className));
-    replace(p.el, head, args, p.progressEl, p.askSlot, viz, err, result);
+    replace(p.el, head, args, p.progressEl, p.askSlot, notes, viz, err, result);
     for (const d of p.el.querySelectorAll("details.tool-args, details.tool-result")) if (open.has(d.className)) d.open = true;
     // Asks that arrived before their card.
     for (const a of this.asks.values()) if (a.pending.callId && a.pending.callId === part.callId && !p.askSlot.contains(a.inline)) this.placeAsk(a);
+  }
+
+  // workspaceUpdated says, on the card of the call that did it, that a tool widened or
+  // narrowed the workspace for good (ctx.addWorkspacePath / removeWorkspacePath).
+  workspaceUpdated(ev) {
+    const what = ev.added ? `The workspace now also allows ${ev.added}` : ev.removed ? `The workspace no longer allows ${ev.removed}` : "";
+    if (!what) return;
+    const card = this.cardFor(ev.callId);
+    if (!card) {
+      notify(what + ".", "info");
+      return;
+    }
+    (card.workspaceNotes ||= []).push(what);
+    this.drawToolCard(card);
   }
 
   showProgress(ev) {

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -74,4 +75,26 @@ func TestImagesInTheConversation(t *testing.T) {
 	f.waitText(".message.assistant", "A red dot.")
 	f.waitText(".message.user", "What is this?")
 	f.waitJS("the image drawn from the store", drawn)
+}
+
+// TestWorkspaceWidened: a tool that adds a folder to the workspace (after the person
+// allows it) and one that removes it again each say so on their call's card.
+func TestWorkspaceWidened(t *testing.T) {
+	f := newFixture(t)
+	s := f.session("widen")
+	other := t.TempDir()
+	f.fake.Push(
+		toolCalls([2]string{"widen", fmt.Sprintf(`{"path":%q}`, other)}),
+		toolCalls([2]string{"widen", fmt.Sprintf(`{"path":%q,"remove":true}`, other)}),
+		text("Done."))
+	f.open("#/s/" + s.ID)
+	f.typeInto("#composer-input", "widen and narrow\n")
+	f.waitText("dialog[open] .ask-permission", other)
+	f.click(`dialog[open] button[data-duration="once"]`)
+	f.waitText(".tool-card", "The workspace now also allows "+other)
+	f.waitText(".tool-card", "The workspace no longer allows "+other)
+	f.waitText(".message.assistant", "Done.")
+	if got := f.eval(`String(document.querySelectorAll(".tool-card .tool-workspace-note").length)`); got != "2" {
+		t.Errorf("%s workspace notes on the cards, want 2 (one per call)", got)
+	}
 }
