@@ -129,10 +129,16 @@ func newEvent(typ string, payload any) store.NewEvent {
 	return store.NewEvent{Type: typ, Payload: b}
 }
 
+// messageCreated is the event of a new message with its parts. An image part goes without
+// its bytes, which the event log would otherwise hold a second time beside the message:
+// clients read them from GET /api/sessions/{id}/parts/{partId}/image (or the messages).
 func messageCreated(m store.Message) store.NewEvent {
-	parts := m.Parts
-	if parts == nil {
-		parts = []store.Part{}
+	parts := make([]store.Part, len(m.Parts))
+	copy(parts, m.Parts)
+	for i := range parts {
+		if parts[i].Kind == store.PartImage {
+			parts[i].Data = nil
+		}
 	}
 	return newEvent(EventMessageCreated, MessageEvent{Message: messageJSON{Message: m, Parts: parts}})
 }

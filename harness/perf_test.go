@@ -147,6 +147,32 @@ func TestImagesAreKeptAndSentOnLaterTurns(t *testing.T) {
 	if n := sent(0); n != 1 {
 		t.Fatalf("the image went %d times with its own turn", n)
 	}
+	// The event log names the image part without its bytes (they stay with the message).
+	events, err := f.db.EventsAfter(context.Background(), f.session.ID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b64 := base64.StdEncoding.EncodeToString(img.Data)
+	imageParts := 0
+	for _, ev := range events {
+		if strings.Contains(string(ev.Payload), b64) {
+			t.Fatalf("event %s holds the image's bytes a second time", ev.Type)
+		}
+		if ev.Type == harness.EventMessageCreated {
+			var p harness.MessageEvent
+			if err := json.Unmarshal(ev.Payload, &p); err != nil {
+				t.Fatal(err)
+			}
+			for _, part := range p.Message.Parts {
+				if part.Kind == store.PartImage && part.MediaType == "image/png" && part.ID == user.Parts[0].ID {
+					imageParts++
+				}
+			}
+		}
+	}
+	if imageParts != 1 {
+		t.Fatalf("message.created named the image part %d times, want 1", imageParts)
+	}
 	if _, fin := f.turn("And now?"); fin.Reason != harness.ReasonDone {
 		t.Fatalf("finished %+v", fin)
 	}

@@ -379,6 +379,7 @@ func (s *Server) routes() http.Handler {
 	route("PATCH /api/sessions/{id}", s.patchSession)
 	route("DELETE /api/sessions/{id}", s.deleteSession)
 	route("GET /api/sessions/{id}/messages", s.listMessages)
+	route("GET /api/sessions/{id}/parts/{partId}/image", s.partImage)
 	route("POST /api/sessions/{id}/turns", s.startTurn)
 	route("POST /api/sessions/{id}/stop", s.stopTurn)
 	route("GET /api/sessions/{id}/events", s.listEvents)

@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/jean2/jean2/store"
@@ -246,5 +248,39 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
 		msgs = []store.Message{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"messages": msgs, "lastSeq": last})
+	return nil
+}
+
+// partImage answers an image part's bytes with its media type: how a client that learnt of
+// the part from message.created (which leaves the bytes out) draws it.
+func (s *Server) partImage(w http.ResponseWriter, r *http.Request) error {
+	id, partID := r.PathValue("id"), r.PathValue("partId")
+	if _, err := s.session(r.Context(), id); err != nil {
+		return err
+	}
+	part, err := s.db.Part(r.Context(), partID)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("part %s not found", partID)
+	}
+	if err != nil {
+		return err
+	}
+	msg, err := s.db.Message(r.Context(), part.MessageID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && msg.SessionID != id) {
+		return notFound("part %s is not in session %s", partID, id)
+	}
+	if err != nil {
+		return err
+	}
+	if part.Kind != store.PartImage {
+		return notFound("part %s is a %s part, not an image", partID, part.Kind)
+	}
+	w.Header().Set("Content-Type", part.MediaType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(part.Data)))
+	// A part's image never changes.
+	w.Header().Set("Cache-Control", "private, max-age=31536000, immutable")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(part.Data)
 	return nil
 }

@@ -1,7 +1,11 @@
 package server
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -247,4 +251,57 @@ func TestBusySessionAndStop(t *testing.T) {
 		t.Error("stop with no turn running says it stopped one")
 	}
 	f.call("DELETE", "/api/sessions/"+ses.ID, nil, 204, nil)
+}
+
+// An image sent with a turn is answered, bytes and media type, by the part's image route;
+// a part of another session, a part that is not an image and an unknown part are 404.
+func TestPartImage(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	_, ses := f.session()
+	_, other := f.session()
+	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{9}, 64)...)
+	f.fake.Push(providertest.OpenAIText("test-model", "A picture."))
+	f.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{
+		"text": "look", "images": []map[string]string{{"mediaType": "image/png", "data": base64.StdEncoding.EncodeToString(png)}},
+	}, 202, nil)
+	var msgs struct{ Messages []store.Message }
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.call("GET", "/api/sessions/"+ses.ID+"/messages", nil, 200, &msgs)
+		if len(msgs.Messages) == 2 && msgs.Messages[1].Status == store.StatusComplete {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the turn did not finish: %+v", msgs.Messages)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	user, answer := msgs.Messages[0], msgs.Messages[1]
+	if len(user.Parts) != 1 || user.Parts[0].Kind != store.PartImage || len(answer.Parts) == 0 {
+		t.Fatalf("messages %+v", msgs.Messages)
+	}
+	image := "/api/sessions/" + ses.ID + "/parts/" + user.Parts[0].ID + "/image"
+	req, err := http.NewRequest("GET", f.ts.URL+image, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := f.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/png" || !bytes.Equal(got, png) {
+		t.Fatalf("image: status %d, type %q, %d bytes (want 200, image/png, the %d sent)", resp.StatusCode, resp.Header.Get("Content-Type"), len(got), len(png))
+	}
+	for _, path := range []string{
+		"/api/sessions/" + other.ID + "/parts/" + user.Parts[0].ID + "/image",
+		"/api/sessions/" + ses.ID + "/parts/" + answer.Parts[0].ID + "/image",
+		"/api/sessions/" + ses.ID + "/parts/part_nope/image",
+	} {
+		if code := errorCode(t, f.call("GET", path, nil, 404, nil)); code != "not_found" {
+			t.Errorf("%s: code %s, want not_found", path, code)
+		}
+	}
 }

@@ -349,7 +349,10 @@ export class SessionView {
     }
     if (part.kind === "image") {
       p.el.className = "part part-image";
-      replace(p.el, imageElement(part.mediaType, part.data, "Attached image"));
+      // message.created leaves an image's bytes out; the server answers them by the part's id.
+      const img = part.data ? imageElement(part.mediaType, part.data, "Attached image")
+        : h("img", { class: "attached-image", alt: "Attached image", src: `/api/sessions/${enc(this.id)}/parts/${enc(part.id)}/image` });
+      replace(p.el, img);
       return;
     }
     this.drawToolCard(p);
