@@ -656,7 +656,7 @@ func TestChatDrawsEventsOnce(t *testing.T) {
 	ev("part.updated", done)
 	ev("part.updated", done) // a repeat draws nothing more
 	ev("message.updated", `{"message":{"id":"m3","role":"assistant","status":"error","error":"rate limited"}}`)
-	ev("message.created", `{"message":{"id":"m4","role":"user","content":"from the web","parts":[]}}`)
+	ev("message.created", `{"message":{"id":"m4","role":"user","content":"from the web","parts":[{"id":"i1","kind":"image","mediaType":"image/png"},{"id":"i2","kind":"image","mediaType":"image/gif"}]}}`)
 	ev("turn.finished", `{"turnId":"t1","reason":"budget","messageId":"m2","rounds":5,"changed":{"files":2,"failed":1},"usage":{"inputTokens":30,"outputTokens":12}}`)
 
 	got := out.String()
@@ -667,7 +667,7 @@ func TestChatDrawsEventsOnce(t *testing.T) {
 		"  ✓ 1.5s",
 		"    + a.txt",
 		"The model failed: rate limited",
-		"(from another client) you: from the web",
+		"(from another client) you: from the web [2 images]",
 		"── paused: the work budget of this turn is spent",
 		"Changed 2 files (1 failed) · 30 in / 12 out tokens",
 	} {

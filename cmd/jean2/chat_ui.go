@@ -465,7 +465,7 @@ func (u *chatUI) handleEvent(ev store.Event) {
 				u.own = u.own[1:]
 				return
 			}
-			u.println(u.st.cyan("(from another client) ") + u.st.bold("you: ") + cleanText(m.Content))
+			u.println(u.st.cyan("(from another client) ") + u.st.bold("you: ") + cleanText(m.Content) + u.st.dim(imagesNote(m.Parts)))
 			return
 		}
 		for _, part := range m.Parts {
@@ -563,6 +563,23 @@ func (u *chatUI) showPart(p store.Part) {
 		drawViz(u.out, u.st, p.Visualization, "    ")
 		u.col0 = true
 	}
+}
+
+// imagesNote says how many images a user's message carries (a terminal does not draw them).
+func imagesNote(parts []store.Part) string {
+	n := 0
+	for _, p := range parts {
+		if p.Kind == store.PartImage {
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return " [1 image]"
+	}
+	return fmt.Sprintf(" [%d images]", n)
 }
 
 // argsSummary shows a call's arguments on one line.
@@ -783,7 +800,7 @@ func (u *chatUI) showHistory(ctx context.Context) int64 {
 	}
 	for _, m := range msgs {
 		if m.Role == store.RoleUser {
-			u.println(u.st.bold("> ") + cleanText(m.Content))
+			u.println(u.st.bold("> ") + cleanText(m.Content) + u.st.dim(imagesNote(m.Parts)))
 			continue
 		}
 		for _, p := range m.Parts {
