@@ -55,10 +55,11 @@ func (s *Server) hostCall(req *mcp.CallToolRequest, def tool.Definition, ch *cha
 		args = json.RawMessage(`{}`)
 	}
 	caps := clientCaps(req.Session)
+	now := s.serving.Load()
 	call := host.Call{
 		Tool: def.Name, Args: args, SessionID: sess.id, Session: sess.facts,
-		Workspace:  s.opts.Workspace,
-		Asker:      &elicitAsker{peer: p, canElicit: caps.Elicitation != nil, policy: s.opts.Policy},
+		Workspace:  now.workspace,
+		Asker:      &elicitAsker{peer: p, canElicit: caps.Elicitation != nil, policy: now.policy},
 		Progress:   ch.progress,
 		LogHandler: &logHandler{ch: ch, logger: def.Name},
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jean2/jean2/ask"
@@ -62,7 +63,8 @@ type Server struct {
 	log  *slog.Logger
 	mcp  *mcp.Server
 
-	rounds *rounds
+	rounds  *rounds
+	serving atomic.Pointer[serving] // the workspace and policy calls run with now
 
 	mu       sync.Mutex
 	listed   map[string]string          // tool name → the JSON listed for it, so a reload sends only changes
@@ -88,6 +90,54 @@ type session struct {
 	facts *tool.SessionFacts
 }
 
+// serving is what calls run with, changed as a whole by SetWorkspace and SetPolicy.
+type serving struct {
+	workspace host.Workspace
+	policy    ask.Policy
+}
+
+// checkWorkspace makes ws's folder absolute and checks that it is a folder.
+func checkWorkspace(ws host.Workspace) (host.Workspace, error) {
+	abs, err := filepath.Abs(ws.Path)
+	if err != nil {
+		return ws, fmt.Errorf("mcp server: workspace %s: %w", ws.Path, err)
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return ws, fmt.Errorf("mcp server: workspace %s is not a folder", abs)
+	}
+	ws.Path = abs
+	return ws, nil
+}
+
+// SetWorkspace makes calls from now on work in ws (calls running keep theirs), for every
+// client connected: a workspace moved or given more folders does not end their sessions.
+// It fails, changing nothing, when ws's folder is not a folder.
+func (s *Server) SetWorkspace(ws host.Workspace) error {
+	ws, err := checkWorkspace(ws)
+	if err != nil {
+		return err
+	}
+	for {
+		old := s.serving.Load()
+		next := &serving{workspace: ws, policy: old.policy}
+		if s.serving.CompareAndSwap(old, next) {
+			return nil
+		}
+	}
+}
+
+// SetPolicy makes p decide, from now on, the permission asks of clients that cannot answer
+// them.
+func (s *Server) SetPolicy(p ask.Policy) {
+	for {
+		old := s.serving.Load()
+		next := &serving{workspace: old.workspace, policy: p}
+		if s.serving.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
 // New makes a server that lists h's serving tools and follows its reloads, sending
 // notifications/tools/list_changed when the list changes.
 func New(h Host, opts Options) (*Server, error) {
@@ -98,14 +148,11 @@ func New(h Host, opts Options) (*Server, error) {
 		}
 		opts.Workspace.Path = wd
 	}
-	abs, err := filepath.Abs(opts.Workspace.Path)
+	ws, err := checkWorkspace(opts.Workspace)
 	if err != nil {
-		return nil, fmt.Errorf("mcp server: workspace %s: %w", opts.Workspace.Path, err)
+		return nil, err
 	}
-	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("mcp server: workspace %s is not a folder", abs)
-	}
-	opts.Workspace.Path = abs
+	opts.Workspace = ws
 	if opts.InputTimeout <= 0 {
 		opts.InputTimeout = DefaultInputTimeout
 	}
@@ -126,6 +173,7 @@ func New(h Host, opts Options) (*Server, error) {
 		sessions: map[*mcp.ServerSession]*session{},
 		done:     make(chan struct{}),
 	}
+	s.serving.Store(&serving{workspace: opts.Workspace, policy: opts.Policy})
 	s.rounds = newRounds(opts.InputTimeout)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "jean2", Title: "jean2 tool host", Version: opts.Version}, &mcp.ServerOptions{
 		Logger: sdkLogger(opts.Logger),

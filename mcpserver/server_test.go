@@ -609,3 +609,23 @@ func TestParkedCallTimesOut(t *testing.T) {
 		t.Fatalf("late retry: %v", err)
 	}
 }
+
+// SetWorkspace moves the calls of a connected session to another folder; a folder that is
+// not one is refused and changes nothing.
+func TestSetWorkspace(t *testing.T) {
+	r := newRig(t)
+	cs := r.connect(classic, nil)
+	moved := t.TempDir()
+	if err := r.srv.SetWorkspace(host.Workspace{Path: moved}); err != nil {
+		t.Fatal(err)
+	}
+	if got := text(call(t, cs, "whoami", nil)); !strings.Contains(got, `"workspace":"`+moved+`"`) {
+		t.Fatalf("after SetWorkspace, whoami in the same session: %s", got)
+	}
+	if err := r.srv.SetWorkspace(host.Workspace{Path: filepath.Join(moved, "missing")}); err == nil {
+		t.Fatal("a workspace folder that does not exist was taken")
+	}
+	if got := text(call(t, cs, "whoami", nil)); !strings.Contains(got, `"workspace":"`+moved+`"`) {
+		t.Fatalf("after a refused SetWorkspace: %s", got)
+	}
+}

@@ -16,10 +16,11 @@ import (
 //
 // Each serves with the workspace's folders and the unattended policy of the settings as
 // they are when a request comes: a server made under other ones is brought up to date
-// (SetWorkspace/SetPolicy, when mcpserver offers them) or replaced. A replaced server's
-// clients get 404 for their session id on their next request and initialize again, as
-// the MCP spec has them do; calls already running finish on the old one (Close ends only
-// the calls parked on a client's input, whose retries would reach the new server).
+// (SetWorkspace, SetPolicy), so its clients' sessions go on; calls already running keep
+// what they started with. Only a server that cannot be (its workspace's new folder is not
+// a folder) is replaced: its clients get 404 for their session id on their next request
+// and initialize again, as the MCP spec has them do (Close ends only the calls parked on a
+// client's input, whose retries would reach the new server).
 type mcpServers struct {
 	mu     sync.Mutex
 	byKey  map[string]*mcpEntry
@@ -34,10 +35,10 @@ type mcpEntry struct {
 	policy  string // the autoApprove setting
 }
 
-// mcpPolicySetter and mcpWorkspaceSetter are what an mcpserver.Server offers, when it
-// does, to change how it serves without dropping its clients' sessions.
+// mcpPolicySetter and mcpWorkspaceSetter are what an mcpserver.Server offers to change how
+// it serves without dropping its clients' sessions.
 type mcpPolicySetter interface{ SetPolicy(ask.Policy) }
-type mcpWorkspaceSetter interface{ SetWorkspace(host.Workspace) }
+type mcpWorkspaceSetter interface{ SetWorkspace(host.Workspace) error }
 
 func (m *mcpServers) close() {
 	m.mu.Lock()
@@ -102,8 +103,7 @@ func (s *Server) mcpHandler(key string, ws host.Workspace, autoApprove string) (
 			}
 		}
 		if !sameWorkspace(e.ws, ws) {
-			if wss, ok := any(e.srv).(mcpWorkspaceSetter); ok {
-				wss.SetWorkspace(ws)
+			if wss, ok := any(e.srv).(mcpWorkspaceSetter); ok && wss.SetWorkspace(ws) == nil {
 				e.ws = ws
 			}
 		}

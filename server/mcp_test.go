@@ -90,8 +90,7 @@ func TestMCPOverStreamableHTTP(t *testing.T) {
 
 // /mcp?workspace= follows changes: the autoApprove setting decides the permissions of a
 // client that cannot be asked as it is now, and a workspace moved to another folder has
-// its calls work there. A client whose session the change ended connects again (the
-// spec's answer to a 404 on its session).
+// its calls work there, all in the client's one session (no change ends it).
 func TestMCPFollowsSettingsAndWorkspaceChanges(t *testing.T) {
 	f := newFixture(t).start()
 	ws, _ := f.session()
@@ -108,17 +107,12 @@ func TestMCPFollowsSettingsAndWorkspaceChanges(t *testing.T) {
 		t.Cleanup(func() { cs.Close() })
 		return cs
 	}
-	// call calls the tool, connecting again once if the session was ended by a change.
 	cs := connect()
 	call := func(name string, args map[string]any) string {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 		if err != nil {
-			cs = connect()
-			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-		}
-		if err != nil {
-			t.Fatalf("call %s: %v", name, err)
+			t.Fatalf("call %s in the session connected first: %v", name, err)
 		}
 		text := ""
 		for _, c := range res.Content {
