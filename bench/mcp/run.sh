@@ -29,6 +29,12 @@ export JEAN2_HOME="$work/home" JEAN2_LOG=error
 # How the workers are confined (jean2 mcp says so on stderr when it starts).
 "$work/jean2" mcp --workspace "$work/ws" </dev/null 2>&1 >/dev/null | sed 's/^/# /'
 echo "# $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) before"
+# Whether an idle CPU halts at once matters more than anything jean2 does (docs/performance.md,
+# session 4): say how this machine idles.
+if [ -r /sys/devices/system/cpu/cpuidle/current_driver ]; then
+  poll=$(cat /sys/module/haltpoll/parameters/guest_halt_poll_ns 2>/dev/null || echo "n/a")
+  echo "# cpuidle driver $(cat /sys/devices/system/cpu/cpuidle/current_driver), guest_halt_poll_ns $poll"
+fi
 results="$work/results"
 for round in $(seq "${ROUNDS:-3}"); do
   printf 'jean2-mcp %s\n' "$(node "$work/scripts/bench.mjs" "$work/jean2" mcp --workspace "$work/ws")" | tee -a "$results"
