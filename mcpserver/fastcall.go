@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,7 +43,7 @@ var errServerClosed = errors.New("mcp server: closed")
 // calling tools back to back (bench/mcp) sends it within that time, and then jean2 is not
 // asleep when it comes: on a virtual machine, waking a CPU that went idle costs tens of
 // microseconds, a sizeable part of a quick call. A client that takes longer costs this much
-// CPU per call, spent yielding to anything else that wants the CPU.
+// CPU per call (the poll lets jean2's other goroutines run meanwhile).
 const DefaultNextCallPoll = 200 * time.Microsecond
 
 // fastTransport wraps a transport so that its connection serves fast calls.
@@ -308,8 +306,3 @@ func (c *fastConn) stop() {
 func (c *fastConn) wait() { c.wg.Wait() }
 
 func (c *fastConn) SessionID() string { return c.inner.SessionID() }
-
-var clientPoll = func() time.Duration {
-	n, _ := strconv.Atoi(os.Getenv("JEAN2_CPOLL"))
-	return time.Duration(n) * time.Microsecond
-}()

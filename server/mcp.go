@@ -35,11 +35,6 @@ type mcpEntry struct {
 	policy  string // the autoApprove setting
 }
 
-// mcpPolicySetter and mcpWorkspaceSetter are what an mcpserver.Server offers to change how
-// it serves without dropping its clients' sessions.
-type mcpPolicySetter interface{ SetPolicy(ask.Policy) }
-type mcpWorkspaceSetter interface{ SetWorkspace(host.Workspace) error }
-
 func (m *mcpServers) close() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -97,15 +92,11 @@ func (s *Server) mcpHandler(key string, ws host.Workspace, autoApprove string) (
 	}
 	if e, ok := m.byKey[key]; ok {
 		if e.policy != autoApprove {
-			if ps, ok := any(e.srv).(mcpPolicySetter); ok {
-				ps.SetPolicy(policy)
-				e.policy = autoApprove
-			}
+			e.srv.SetPolicy(policy)
+			e.policy = autoApprove
 		}
-		if !sameWorkspace(e.ws, ws) {
-			if wss, ok := any(e.srv).(mcpWorkspaceSetter); ok && wss.SetWorkspace(ws) == nil {
-				e.ws = ws
-			}
+		if !sameWorkspace(e.ws, ws) && e.srv.SetWorkspace(ws) == nil {
+			e.ws = ws
 		}
 		if e.policy == autoApprove && sameWorkspace(e.ws, ws) {
 			return e.handler, nil
