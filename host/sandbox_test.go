@@ -665,7 +665,7 @@ export async function execute() { return { success: true, result: leaked }; }
 		t.Fatal(err)
 	}
 	e := sf.entry("importer")
-	if e.Status != host.StatusError || !strings.Contains(e.Error, "may not be imported") {
+	if e.Status != host.StatusError || !strings.Contains(e.Error, "is outside the tool folder") {
 		t.Fatalf("entry %+v", e)
 	}
 	if out := sf.call("importer", `{}`); out.Result.Success || strings.Contains(out.ModelText, secretValue) {
