@@ -168,6 +168,14 @@ func importAttacks() map[string]importAttack {
 			around:  map[string]string{"outside/secret.map": `{"version": 3, "sources": ["` + outsideSecret + `"], "names": [], "mappings": "AAAA"}`},
 			wantMsg: "secret.map\" (named in tool.js) " + outsideMsg,
 		},
+		"parent-package-json": {
+			// esbuild does read package.json files of parent folders (for "type",
+			// "imports", a package's own name): what they resolve to is checked all the same.
+			in:       "ws/tools",
+			files:    map[string]string{"tool.ts": "import s from '#s';\nexport const leak = s;\n"},
+			around:   map[string]string{"ws/package.json": `{"imports": {"#s": "./s.txt"}}`, "ws/s.txt": outsideSecret},
+			wantFile: "tool.ts", wantLine: 1, wantImport: "#s",
+		},
 		"css-url": {
 			files:    map[string]string{"tool.ts": "import './style.css';\nexport const x = 1;\n", "style.css": "body { background: url('OUT/secret.txt'); }\n"},
 			wantFile: "style.css", wantLine: 1, wantImport: "OUT/secret.txt",
