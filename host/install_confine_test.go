@@ -46,13 +46,14 @@ export async function execute() { return { success: true, result: env }; }
 }
 
 // hostilePostinstall is the install script of a local package: it reads a file outside the
-// tool folder and ~/.npmrc, leaves a daemon in a session of its own, starts 300 processes
+// tool folder and ~/.npmrc, allocates 3 GB, leaves a daemon in a session of its own, starts 300 processes
 // (a session of its own: detached is setsid) and writes what it got to report.json beside
 // itself (in the tool's node_modules).
 const hostilePostinstall = `const fs = require('fs');
 const cp = require('child_process');
 const read = (p) => { try { return fs.readFileSync(p, 'utf8'); } catch (e) { return 'DENIED ' + e.code; } };
 const r = { outside: read(OUTSIDE), npmrc: read(NPMRC), pids: [], failed: 0 };
+try { r.bigAlloc = String(Buffer.alloc(3 * 1024 * 1024 * 1024).length); } catch (e) { r.bigAlloc = 'DENIED ' + e.name; }
 try {
   const d = cp.spawn('sleep', ['987'], { detached: true, stdio: 'ignore' });
   d.on('error', () => {});
@@ -75,6 +76,8 @@ type installReport struct {
 	Pids    []int  `json:"pids"`
 	Failed  int    `json:"failed"`
 	Daemon  int    `json:"daemon"`
+	// BigAlloc is what allocating 3 GB got: its length, or DENIED.
+	BigAlloc string `json:"bigAlloc"`
 }
 
 // installAttackFixture is a Landlock host whose user has a ~/.npmrc with a token and a
@@ -140,7 +143,7 @@ func (f *installAttackFixture) report(t *testing.T, name string) (installReport,
 	if err := json.Unmarshal(raw, &r); err != nil {
 		t.Fatalf("%v: %s", err, raw)
 	}
-	t.Logf("the install script got: outside %q, npmrc %q, %d processes started (%d failed), daemon %d", r.Outside, r.NPMRC, len(r.Pids), r.Failed, r.Daemon)
+	t.Logf("the install script got: outside %q, npmrc %q, %d processes started (%d failed), daemon %d, 3 GB allocation %q", r.Outside, r.NPMRC, len(r.Pids), r.Failed, r.Daemon, r.BigAlloc)
 	return r, true
 }
 
@@ -196,6 +199,9 @@ func TestSandboxInstallScriptsNeedApprovalAndAreConfined(t *testing.T) {
 	}
 	if len(r.Pids) >= 300 || len(r.Pids) > host.DefaultMaxTasks {
 		t.Errorf("the install script started %d processes; the task limit is %d", len(r.Pids), host.DefaultMaxTasks)
+	}
+	if !strings.HasPrefix(r.BigAlloc, "DENIED") {
+		t.Errorf("the install script allocated 3 GB (%s); the install memory cap is %d MB", r.BigAlloc, host.InstallMemoryMB)
 	}
 	if r.Daemon <= 0 {
 		t.Errorf("the install script could not start its daemon")
