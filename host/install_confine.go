@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jean2/jean2/loader"
+	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/sandbox"
 )
 
@@ -20,6 +21,16 @@ const InstallMemoryMB = 2048
 // the workers' task limit and a memory cap for everything the install starts.
 func (h *Host) installSpec(cmd *exec.Cmd, readable, writable []string) (sandbox.Spec, error) {
 	st := h.sb.status
+	// The loader names the tool's folder first and then its local dependencies, which it
+	// has checked lie in the folder; anything else would be a read grant beyond it.
+	if len(readable) > 0 {
+		folder := policy.Real(readable[0])
+		for _, r := range readable[1:] {
+			if !policy.Within(policy.Real(r), folder) {
+				return sandbox.Spec{}, fmt.Errorf("the installer would read %s, outside the tool folder %s", r, readable[0])
+			}
+		}
+	}
 	var roots []string
 	for _, bin := range []string{cmd.Path, lookPathIn("node", envValue(cmd.Env, "PATH"))} {
 		if bin == "" {
