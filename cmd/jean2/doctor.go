@@ -143,6 +143,17 @@ func doctor(ctx context.Context, e env, args []string) error {
 		} else {
 			add("task limit", checkWarn, "no pids cgroup (%v): RLIMIT_NPROC caps the tasks of the whole user instead", err)
 		}
+		if m, err := sandbox.NewMemory(nil); err == nil {
+			add("memory limit", checkOK, "a memory cgroup per worker under %s (shared memory counts)", filepath.Dir(m.Dir()))
+			_ = m.Close()
+		} else {
+			add("memory limit", checkWarn, "no memory cgroup (%v): RLIMIT_DATA caps private memory only, not shared memory (memfd)", err)
+		}
+		if err := capabilityCheck(ctx, st.Launcher); err != nil {
+			add("privileges", checkFail, "%v", err)
+		} else {
+			add("privileges", checkOK, "workers start with no capability (bounding set empty, securebits locked) and no_new_privs")
+		}
 	}
 	rep.Sandbox = st
 	add("worker places", checkOK, "workers may write only the call's workspace, its allowed paths and the session's folder under %s", filepath.Join(layout.Temp, "sessions"))
@@ -273,4 +284,31 @@ func orUnknown(s string, err error) string {
 		return "path unknown"
 	}
 	return s
+}
+
+// capabilityCheck starts cat through the launcher and reads its capability sets: all must be
+// empty (the bounding set too when jean2 runs as root, who could empty it).
+func capabilityCheck(ctx context.Context, launcher string) error {
+	cat, err := exec.LookPath("cat")
+	if err != nil {
+		return nil // nothing to start; the launcher's own tests cover it
+	}
+	path, argv, err := sandbox.Command(launcher, sandbox.Spec{}, cat, []string{"/proc/self/status"})
+	if err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, path, argv...).Output()
+	if err != nil {
+		return fmt.Errorf("start a program through the launcher: %w", err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		if k == "CapBnd" && os.Getuid() != 0 {
+			continue
+		}
+		if strings.HasPrefix(k, "Cap") && strings.Trim(strings.TrimSpace(v), "0") != "" {
+			return fmt.Errorf("a worker would start with capabilities (%s %s)", k, strings.TrimSpace(v))
+		}
+	}
+	return nil
 }
