@@ -283,6 +283,52 @@ func TestSandboxRootPowersNode(t *testing.T) {
 	sf.unaffected(t)
 }
 
+// Programs a Node worker starts (childProcess approved) gain nothing at exec either: uid 0
+// without SECBIT_NOROOT would get every capability back there.
+//
+// Before: chown took the other user's file, cat read it, hostname renamed the machine.
+func TestSandboxRootPowersChildProcess(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("the host must run as root for root's powers to be at stake")
+	}
+	sf := newSandboxFixture(t, sandbox.ModeLandlock, "{ childProcess: true }")
+	if _, err := sf.h.ApprovePermissions("hostile"); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(sf.ws, "others.txt")
+	write(t, other, "private to uid 12345")
+	if err := os.Chown(other, 12345, 12345); err != nil {
+		t.Fatal(err)
+	}
+	name, _ := os.Hostname()
+	for _, c := range []struct {
+		path string
+		args []string
+		want string
+	}{
+		{"/usr/bin/chown", []string{"0:0", other}, "Operation not permitted"},
+		{"/usr/bin/cat", []string{other}, "Permission denied"},
+		{"/usr/bin/hostname", []string{name}, "root"}, // "you must be root to change the host name"
+	} {
+		if _, err := os.Stat(c.path); err != nil {
+			t.Logf("no %s here", c.path)
+			continue
+		}
+		r, out := sf.try(t, map[string]any{"op": "spawn", "path": c.path, "args": c.args})
+		if !out.Result.Success {
+			t.Fatalf("%s: the call failed: %s", c.path, out.Result.Error)
+		}
+		if r.OK || !strings.Contains(r.Stderr, c.want) {
+			t.Errorf("%s %v: got %+v, want the kernel to refuse (%s)", c.path, c.args, r, c.want)
+		}
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(other, &st); err != nil || st.Uid != 12345 {
+		t.Errorf("the other user's file changed owner: %+v %v", st.Uid, err)
+	}
+	sf.unaffected(t)
+}
+
 // Shared memory is not private writable memory: RLIMIT_DATA does not count a memfd mapped
 // MAP_SHARED, which before the memory cgroup let a worker fill 1 GB past a 192 MB cap.
 func TestSandboxSharedMemoryCap(t *testing.T) {
