@@ -341,8 +341,8 @@ func TestSandboxSharedMemoryCap(t *testing.T) {
 		t.Fatalf("64 MB of shared memory under a 192 MB cap: %+v %s", r, out.Result.Error)
 	}
 	r, out = sf.rootTry(t, map[string]any{"op": "memfd", "mb": 1024})
-	if out.Result.Success && r.Error == "" {
-		t.Fatalf("1024 MB of shared memory under a 192 MB cap: %s", r.Value)
+	if out.Result.Success || !strings.Contains(out.Result.Error, "memory limit of 192 MB") || !strings.Contains(out.Result.Error, "memory cgroup") {
+		t.Fatalf("1024 MB of shared memory under a 192 MB cap: %+v %s", r, out.Result.Error)
 	}
 	t.Logf("1024 MB of shared memory: %s %s", r.Error, firstLine(out.Result.Error))
 	sf.unaffected(t)

@@ -175,6 +175,14 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, with
 	if sb.pids != nil || sb.memory != nil {
 		l.Exited = sb.release
 	}
+	if spec.MemoryCgroup != "" {
+		l.ExitNote = func(pid int) string {
+			if sb.memory.OutOfMemory(pid) {
+				return fmt.Sprintf("the kernel killed it: out of memory in its memory cgroup (%d MiB, shared memory included)", spec.MemoryMaxMB)
+			}
+			return ""
+		}
+	}
 	return l
 }
 
