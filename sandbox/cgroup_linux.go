@@ -18,7 +18,7 @@ import (
 )
 
 // A host's cgroups: in each hierarchy that carries a controller it uses (pids, memory), a
-// folder of its own, jean2-<pid>-t<start>-<random>, beside the host's own group; in it every
+// folder of its own, jean2-<pid>-t<start>-n<pid namespace>-<random>, beside the host's own group; in it every
 // worker gets a group w-<worker pid>, made by the launcher, which moves itself (so the worker
 // and everything the worker starts) into it. The host ends what is left in a worker's group
 // when the worker exits, and on start ends what hosts that died (kill -9, a crash) left in
@@ -43,7 +43,7 @@ func makeHostGroup(controller, limitFile string) (hostGroup, error) {
 		sweepStale(base)
 		var b [6]byte
 		_, _ = rand.Read(b[:])
-		name := fmt.Sprintf("jean2-%d-t%d-%s", os.Getpid(), processStart(os.Getpid()), hex.EncodeToString(b[:]))
+		name := fmt.Sprintf("jean2-%d-t%d-n%d-%s", os.Getpid(), processStart(os.Getpid()), pidNamespace(), hex.EncodeToString(b[:]))
 		dir := filepath.Join(base, name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			problems = append(problems, err.Error())
@@ -129,9 +129,10 @@ func sweepStale(base string) {
 	}
 }
 
-// staleHostFolder reports whether a folder jean2-<pid>[-t<start>]-<random> belongs to a host
-// that no longer runs: no process has that pid, or the one that has it started at another
-// time (the pid was reused).
+// staleHostFolder reports whether a folder jean2-<pid>[-t<start>-n<pid namespace>]-<random>
+// belongs to a host that no longer runs: no process has that pid, or the one that has it
+// started at another time (the pid was reused). A folder made in another pid namespace
+// (whose pids mean nothing here) is left alone.
 func staleHostFolder(name string) bool {
 	rest, ok := strings.CutPrefix(name, "jean2-")
 	if !ok {
@@ -142,16 +143,33 @@ func staleHostFolder(name string) bool {
 	if err != nil || pid <= 0 {
 		return false
 	}
+	var start, ns uint64
+	for _, p := range parts[1 : len(parts)-1] {
+		switch {
+		case strings.HasPrefix(p, "t"):
+			start, _ = strconv.ParseUint(p[1:], 10, 64)
+		case strings.HasPrefix(p, "n"):
+			ns, _ = strconv.ParseUint(p[1:], 10, 64)
+		}
+	}
+	if ns != 0 && ns != pidNamespace() {
+		return false
+	}
 	if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
 		return true
 	}
-	if len(parts) == 3 && strings.HasPrefix(parts[1], "t") {
-		start, err := strconv.ParseUint(parts[1][1:], 10, 64)
-		if now := processStart(pid); err == nil && now != 0 && now != start {
-			return true
-		}
+	now := processStart(pid)
+	return start != 0 && now != 0 && now != start
+}
+
+// pidNamespace identifies this process's pid namespace (the inode of /proc/self/ns/pid);
+// 0 when it cannot be read.
+func pidNamespace() uint64 {
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/self/ns/pid", &st); err != nil {
+		return 0
 	}
-	return false
+	return st.Ino
 }
 
 // processStart is when a process started, in clock ticks since boot (field 22 of

@@ -209,7 +209,13 @@ func TestSweepStaleEndsWhatDeadHostsLeft(t *testing.T) {
 	}
 	dead := filepath.Join(base, fmt.Sprintf("jean2-%d-t1-0badc0ffee00", gone.Process.Pid))
 	// This process's pid with another start time: the pid was reused by a live process.
-	reused := filepath.Join(base, fmt.Sprintf("jean2-%d-t1-0badc0ffee01", os.Getpid()))
+	reused := filepath.Join(base, fmt.Sprintf("jean2-%d-t1-n%d-0badc0ffee01", os.Getpid(), pidNamespace()))
+	// A dead pid of another pid namespace means nothing here: that host may well run.
+	elsewhere := filepath.Join(base, fmt.Sprintf("jean2-%d-t1-n%d-0badc0ffee02", gone.Process.Pid, pidNamespace()+1))
+	if err := os.Mkdir(elsewhere, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(elsewhere)
 	var orphans []*exec.Cmd
 	for _, dir := range []string{dead, reused} {
 		if err := os.Mkdir(dir, 0o755); err != nil {
@@ -250,7 +256,9 @@ func TestSweepStaleEndsWhatDeadHostsLeft(t *testing.T) {
 			t.Errorf("the dead host's folder %s is still there: %v", dir, err)
 		}
 	}
-	if _, err := os.Stat(pids.Dir()); err != nil {
-		t.Fatalf("the sweep removed a live host's folder: %v", err)
+	for _, dir := range []string{pids.Dir(), elsewhere} {
+		if _, err := os.Stat(dir); err != nil {
+			t.Fatalf("the sweep removed a live host's folder: %v", err)
+		}
 	}
 }
