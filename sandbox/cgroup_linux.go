@@ -18,11 +18,12 @@ import (
 )
 
 // A host's cgroups: in each hierarchy that carries a controller it uses (pids, memory), a
-// folder of its own, jean2-<pid>-t<start>-n<pid namespace>-<random>, beside the host's own group; in it every
-// worker gets a group w-<worker pid>, made by the launcher, which moves itself (so the worker
-// and everything the worker starts) into it. The host ends what is left in a worker's group
-// when the worker exits, and on start ends what hosts that died (kill -9, a crash) left in
-// theirs: no process a tool started outlives its host for longer than that.
+// folder of its own, jean2-<pid>-t<start>-n<pid namespace>-<random>, beside the host's own
+// group; in it every worker gets a group w-<worker pid>, made by the launcher, which moves
+// itself (so the worker and everything the worker starts) into it. The host ends what is
+// left in a worker's group when the worker exits, and on start ends what hosts that died
+// (kill -9, a crash) left in theirs: no process a tool started outlives its host for longer
+// than that.
 
 // hostGroup is a host's folder in one hierarchy.
 type hostGroup struct {
