@@ -34,6 +34,7 @@ type Input struct {
 	Op   string ` + "`json:\"op\"`" + `
 	Path string ` + "`json:\"path,omitempty\"`" + `
 	MB   int    ` + "`json:\"mb,omitempty\"`" + `
+	Data string ` + "`json:\"data,omitempty\"`" + `
 }
 
 type Output struct {
@@ -106,6 +107,13 @@ func run(ctx context.Context, c *tool.Context, in Input) (Output, error) {
 			return fail(err)
 		}
 		return Output{Value: string(data)}, nil
+	case "write":
+		if err := os.WriteFile(in.Path, []byte(in.Data), 0o644); err != nil {
+			return fail(err)
+		}
+		return Output{Value: "written"}, nil
+	case "pid":
+		return Output{Value: fmt.Sprint(os.Getpid())}, nil
 	case "setuid":
 		// Become another user (what a root worker with CAP_SETUID could do to reach files
 		// of that user).
@@ -345,6 +353,32 @@ func TestSandboxSharedMemoryCap(t *testing.T) {
 		t.Fatalf("1024 MB of shared memory under a 192 MB cap: %+v %s", r, out.Result.Error)
 	}
 	t.Logf("1024 MB of shared memory: %s %s", r.Error, firstLine(out.Result.Error))
+
+	// The worker keeps uid 0, which owns the cgroup files: Landlock is what keeps it from
+	// raising its own limit or leaving its group.
+	r, out = sf.rootTry(t, map[string]any{"op": "pid"})
+	if !out.Result.Success || r.Value == "" {
+		t.Fatalf("pid: %+v %s", r, out.Result.Error)
+	}
+	dir := strings.TrimPrefix(sf.h.Sandbox().Memory, "cgroup ")
+	tried := 0
+	for _, c := range []struct{ path, data string }{
+		{filepath.Join(dir, "w-"+r.Value, "memory.limit_in_bytes"), "-1"},
+		{filepath.Join(dir, "w-"+r.Value, "memory.max"), "max"},
+		{filepath.Join(filepath.Dir(dir), "cgroup.procs"), r.Value},
+	} {
+		if _, err := os.Stat(c.path); err != nil {
+			continue
+		}
+		tried++
+		r, out := sf.rootTry(t, map[string]any{"op": "write", "path": c.path, "data": c.data})
+		if !out.Result.Success || !strings.Contains(r.Error, "permission denied") {
+			t.Errorf("writing %s: %+v %s", c.path, r, out.Result.Error)
+		}
+	}
+	if tried < 2 {
+		t.Fatalf("the worker's memory group under %s was not found", dir)
+	}
 	sf.unaffected(t)
 }
 
