@@ -1,6 +1,7 @@
 package host
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -34,7 +35,8 @@ type SandboxOptions struct {
 // cgroups go, who approved what, and what no worker may touch.
 type hostSandbox struct {
 	status    sandbox.Status
-	pids      *sandbox.Pids // nil when tasks are not capped by a cgroup
+	pids      *sandbox.Pids   // nil when tasks are not capped by a cgroup
+	memory    *sandbox.Memory // nil when memory is capped by RLIMIT_DATA alone
 	approvals *sandbox.Approvals
 	protected []string
 	limits    Limits
@@ -58,6 +60,9 @@ func newHostSandbox(opts Options, home string) *hostSandbox {
 		sb.approvals = sandbox.OpenApprovals(filepath.Join(opts.Layout.Home, "approvals.json"))
 	}
 	sb.protected = append([]string{opts.Layout.Home, opts.Layout.Tools}, sandbox.CredentialPaths(home)...)
+	// What an earlier host that was killed left running (a tool's daemon, a detached child)
+	// ends now, before this host starts anything.
+	sandbox.SweepStale()
 	if launcher != "" && mode != sandbox.ModeOff && sb.limits.MaxTasks > 0 {
 		if p, err := sandbox.NewPids(); err == nil {
 			sb.pids = p
@@ -66,14 +71,42 @@ func newHostSandbox(opts Options, home string) *hostSandbox {
 			sb.status.Pids = "rlimit (RLIMIT_NPROC; ignored for root): " + err.Error()
 		}
 	}
+	if launcher != "" && mode != sandbox.ModeOff && sb.limits.MemoryMB > 0 {
+		if m, err := sandbox.NewMemory(sb.pids); err == nil {
+			sb.memory = m
+			sb.status.Memory = "cgroup " + m.Dir()
+		} else {
+			sb.status.Memory = "RLIMIT_DATA only (shared memory is not capped): " + err.Error()
+		}
+	}
 	return sb
 }
 
 func (sb *hostSandbox) close() error {
-	if sb.pids == nil {
-		return nil
+	var errs []error
+	if sb.memory != nil {
+		errs = append(errs, sb.memory.Close())
 	}
-	return sb.pids.Close()
+	if sb.pids != nil {
+		errs = append(errs, sb.pids.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// memoryHeadroomMB is what a worker's memory cgroup allows beyond its MemoryMB: the
+// runtime's code and the kernel's memory for the process, so that a heap that grows meets
+// RLIMIT_DATA (a clean out-of-memory error) before the cgroup (a kill), while shared memory,
+// which RLIMIT_DATA does not count, still meets the cgroup.
+const memoryHeadroomMB = 64
+
+// release ends what is left of a worker in its cgroups.
+func (sb *hostSandbox) release(pid int) {
+	if sb.memory != nil {
+		sb.memory.Release(pid)
+	}
+	if sb.pids != nil {
+		sb.pids.Release(pid)
+	}
 }
 
 // Sandbox reports the protection this host gives its workers.
@@ -116,7 +149,13 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, with
 	if sb.status.Launcher == "" {
 		return base
 	}
-	spec := sandbox.Spec{Landlock: t.mech == sandbox.Landlock, DataMB: t.memoryMB()}
+	spec := sandbox.Spec{Landlock: t.mech == sandbox.Landlock, DataMB: t.memoryMB(), ExtraFDs: 2}
+	if sb.limits.MaxFileMB > 0 {
+		spec.FileMB = sb.limits.MaxFileMB
+	}
+	if sb.memory != nil && spec.DataMB > 0 {
+		spec.MemoryCgroup, spec.MemoryMaxMB = sb.memory.Dir(), spec.DataMB+memoryHeadroomMB
+	}
 	if spec.Landlock {
 		spec.Rules = rules
 		spec.NoFork = !t.childProcess() && sandbox.CanDenyProcesses()
@@ -134,8 +173,16 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, with
 	}
 	l := base
 	l.Path, l.Args = path, args
-	if sb.pids != nil {
-		l.Exited = sb.pids.Release
+	if sb.pids != nil || sb.memory != nil {
+		l.Exited = sb.release
+	}
+	if spec.MemoryCgroup != "" {
+		l.ExitNote = func(pid int) string {
+			if sb.memory.OutOfMemory(pid) {
+				return fmt.Sprintf("the kernel killed it: out of memory in its memory cgroup (%d MiB, shared memory included)", spec.MemoryMaxMB)
+			}
+			return ""
+		}
 	}
 	return l
 }
