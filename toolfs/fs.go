@@ -248,7 +248,8 @@ func (f *FS) check(op, p string, access int, follow bool) (target, *Error) {
 }
 
 // guard refuses a path in a protected place, a change in a read-only one, and a tree change
-// of a folder that holds either.
+// of a folder that holds either. The session's temporary folder is open though it lies in
+// jean2's home (which, for a call working from ~, is also the workspace's .jean2).
 func (f *FS) guard(path string, access int) error {
 	g := f.places()
 	inTemp := g.tempDir != "" && policy.Within(path, g.tempDir)
@@ -264,7 +265,7 @@ func (f *FS) guard(path string, access int) error {
 		return nil
 	}
 	for _, r := range g.readOnly {
-		if policy.Within(path, r) {
+		if policy.Within(path, r) && !inTemp {
 			return fmt.Errorf("%w (%s is read-only)", ErrReadOnly, r)
 		}
 		if access == treeAccess && policy.Within(r, path) {
