@@ -152,13 +152,34 @@ func (f *FS) rootOf(real string) string {
 	return best
 }
 
+// grantTop returns the highest folder holding real that a grant covers, or "": the top of
+// the grant real falls under, when that grant is for a folder.
+func (f *FS) grantTop(real string) string {
+	if f.opts.Grants == nil {
+		return ""
+	}
+	top := ""
+	for dir := real; ; dir = filepath.Dir(dir) {
+		if !f.opts.Grants.Covers(dir, false) {
+			return top
+		}
+		top = dir
+		if dir == filepath.Dir(dir) {
+			return top
+		}
+	}
+}
+
 // openReal opens real, a checked real path, from the descriptor of the scope root that holds
-// it (RESOLVE_BENEATH, no symlinks); a path outside every root (a granted one, or a root
-// itself seen from its parent) is opened from / with no symlink allowed on the way, so it
-// is exactly the checked path or nothing.
+// it (RESOLVE_BENEATH, no symlinks), or, outside every root, of the granted folder that holds
+// it. What neither holds (a root itself seen from its parent, a granted file's folder) is
+// opened from / with no symlink allowed on the way: exactly the checked path or nothing.
 func (f *FS) openReal(real string, flags int, mode uint32) (int, error) {
 	root := f.rootOf(real)
 	if root == "" {
+		root = f.grantTop(real)
+	}
+	if root == "" || root == real {
 		return openAt(unix.AT_FDCWD, real, flags, mode)
 	}
 	rfd, err := openAt(unix.AT_FDCWD, root, oDirRef, 0)

@@ -265,3 +265,51 @@ func TestSwappedFolderRace(t *testing.T) {
 		})
 	}
 }
+
+// TestSwappedFolderRaceGranted is the race for a folder outside the scope that a permission
+// granted: the grant's folder is the root the operations are resolved beneath.
+func TestSwappedFolderRaceGranted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("races each operation 10,000 times")
+	}
+	ops := map[string]func(r *raceWorld, i int) bool{
+		"readFile": func(r *raceWorld, _ int) bool {
+			data, _ := r.f.ReadFile(ctx, filepath.Join(r.sub, "f.txt"))
+			return string(data) == secretContent
+		},
+		"writeFile": func(r *raceWorld, i int) bool {
+			_ = r.f.WriteFile(ctx, filepath.Join(r.sub, fmt.Sprintf("wd%d/x.txt", i)), []byte("w"))
+			return false
+		},
+		"rm-recursive": func(r *raceWorld, i int) bool {
+			_ = r.f.Remove(ctx, filepath.Join(r.sub, fmt.Sprintf("rr%d", i)), true)
+			return false
+		},
+	}
+	for _, name := range []string{"readFile", "writeFile", "rm-recursive"} {
+		t.Run(name, func(t *testing.T) {
+			r := newRaceWorld(t)
+			// The workspace is elsewhere; r.ws is reached through a grant for the folder.
+			r.f = New(Options{
+				Scope:  policy.Scope{Workspace: filepath.Join(r.base, "elsewhere"), Home: filepath.Join(r.base, "home")},
+				Grants: GrantsFunc(func(p string, _ bool) bool { return policy.Within(p, r.ws) }),
+				Ledger: r.ledger,
+			})
+			if name == "rm-recursive" {
+				for i := range raceIterations {
+					r.both(t, fmt.Sprintf("rr%d", i), true)
+				}
+			}
+			before := snapshotTree(t, r.secret)
+			seen := 0
+			r.swapping(t, func(i int) {
+				if ops[name](r, i) {
+					seen++
+				}
+			})
+			if changed := secretChanges(before, snapshotTree(t, r.secret)); seen+changed > 0 {
+				t.Errorf("%s escaped the granted folder: %d results read from outside, %d outside paths changed", name, seen, changed)
+			}
+		})
+	}
+}
