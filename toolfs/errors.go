@@ -23,6 +23,8 @@ var (
 	// ErrReadOnly: the path is, or lies in, a place ctx.fs may read but not change (a
 	// workspace's .jean2 folder, whose settings jean2 acts on), or is a folder that holds one.
 	ErrReadOnly = errors.New("read-only to tools: a workspace's .jean2 folder holds settings jean2 acts on and only the user changes it")
+	// ErrWriteBudget: a write would pass what one call may write through ctx.fs.
+	ErrWriteBudget = errors.New("write budget spent")
 	// ErrTooLarge: a read went past the configured size cap.
 	ErrTooLarge = errors.New("file too large")
 	// ErrNotRegular: the path is a device, a named pipe or a socket, which ctx.fs does not read or write.
@@ -120,6 +122,8 @@ func codeOf(err error) string {
 			return "ENXIO"
 		case syscall.EAGAIN:
 			return "EAGAIN"
+		case syscall.EDQUOT:
+			return "EDQUOT"
 		}
 	}
 	switch {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -23,6 +24,7 @@ import (
 const (
 	DefaultMaxReadBytes     = 256 << 20 // ReadFile refuses larger files
 	DefaultMaxSnapshotBytes = 64 << 20  // undo data kept per snapshot before it is marked incomplete
+	DefaultMaxWriteBytes    = 1 << 30   // bytes one call may write through writeFile and appendFile
 )
 
 // Ledger operation names (tool.Change.Op).
@@ -69,6 +71,10 @@ type Options struct {
 	ReadOnly []string
 	// MaxReadBytes caps ReadFile (default DefaultMaxReadBytes).
 	MaxReadBytes int64
+	// MaxWriteBytes caps what one call writes through writeFile and appendFile, all files
+	// together (default DefaultMaxWriteBytes), so a tool cannot fill the disk through the
+	// host. A write that would pass it is refused whole, with EDQUOT.
+	MaxWriteBytes int64
 	// MaxSnapshotBytes caps the undo data of one snapshot: file contents plus a small
 	// per-entry overhead (default DefaultMaxSnapshotBytes). Past it the snapshot is kept
 	// without content and marked Incomplete, and Restore refuses it.
@@ -85,9 +91,10 @@ type FS struct {
 	// path element.
 	placesOnce sync.Once
 	roots      []string
-	tempDir    string   // the session's temporary folder, real; "" when none
-	protected  []string // as given (cleaned) and real
-	readOnly   []string // as given (cleaned) and real
+	tempDir    string       // the session's temporary folder, real; "" when none
+	protected  []string     // as given (cleaned) and real
+	readOnly   []string     // as given (cleaned) and real
+	written    atomic.Int64 // bytes reserved by writes so far, against MaxWriteBytes
 }
 
 var _ tool.FS = (*FS)(nil)
@@ -106,6 +113,9 @@ func New(opts Options) *FS {
 	}
 	if o.MaxSnapshotBytes <= 0 {
 		o.MaxSnapshotBytes = DefaultMaxSnapshotBytes
+	}
+	if o.MaxWriteBytes <= 0 {
+		o.MaxWriteBytes = DefaultMaxWriteBytes
 	}
 	return &FS{opts: o}
 }
@@ -434,6 +444,9 @@ func (f *FS) write(ctx context.Context, op, ledgerOp, p string, data []byte, tru
 	if err := aborted(ctx, t); err != nil {
 		return f.refused(ledgerOp, t, err)
 	}
+	if err := f.reserve(t, int64(len(data))); err != nil {
+		return f.refused(ledgerOp, t, err)
+	}
 	var dirfd int
 	if truncate {
 		fd, err := f.makeDirs(ctx, t, filepath.Dir(t.real))
@@ -494,6 +507,17 @@ func (f *FS) write(ctx context.Context, op, ledgerOp, p string, data []byte, tru
 	}
 	f.record(ledgerOp, t.real, before, true, nil)
 	return nil
+}
+
+// reserve counts n bytes against the call's write budget, or refuses them all. Bytes of a
+// write that fails later stay counted: the budget bounds what a call may try to put on disk.
+func (f *FS) reserve(t target, n int64) *Error {
+	if f.written.Add(n) <= f.opts.MaxWriteBytes {
+		return nil
+	}
+	f.written.Add(-n)
+	return &Error{Op: t.op, Path: t.given, Resolved: t.real, Code: "EDQUOT", Denied: true,
+		Err: fmt.Errorf("%w: %d more bytes would pass the call's limit of %d bytes written through ctx.fs (%d written so far)", ErrWriteBudget, n, f.opts.MaxWriteBytes, f.written.Load())}
 }
 
 // snapshotFile is the before-state of a write target, name in dirfd: absent, or a regular

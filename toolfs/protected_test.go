@@ -207,3 +207,24 @@ func TestProtectedRecordedAsRefused(t *testing.T) {
 		t.Fatalf("ledger = %+v, want one refused change", changes)
 	}
 }
+
+// TestWriteBudget: one call writes at most MaxWriteBytes through ctx.fs, all files together.
+func TestWriteBudget(t *testing.T) {
+	w := newWorld(t)
+	f := w.fs(func(o *Options) { o.MaxWriteBytes = 10 })
+	mustDo(t, f.WriteFile(ctx, "a.txt", []byte("123456")))
+	mustDo(t, f.AppendFile(ctx, "a.txt", []byte("7890")))
+	err := f.WriteFile(ctx, "b.txt", []byte("x"))
+	e := wantCode(t, err, "EDQUOT")
+	if !e.Denied || !errors.Is(err, ErrWriteBudget) {
+		t.Fatalf("past the budget: %v", err)
+	}
+	notExist(t, w.in("b.txt"))
+	wantCode(t, f.AppendFile(ctx, "a.txt", []byte("x")), "EDQUOT")
+	if got := readTestFile(t, w.in("a.txt")); got != "1234567890" {
+		t.Fatalf("a.txt = %q", got)
+	}
+	if def := w.fs(); def.opts.MaxWriteBytes != DefaultMaxWriteBytes {
+		t.Fatalf("default budget %d", def.opts.MaxWriteBytes)
+	}
+}
