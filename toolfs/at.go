@@ -25,6 +25,12 @@ type fileStat struct {
 	btime time.Time // the creation time, or mtime where the file system does not keep one
 }
 
+// dirEntry is one name in a directory and its type bits.
+type dirEntry struct {
+	name string
+	typ  fs.FileMode
+}
+
 func (s fileStat) isDir() bool     { return s.mode.IsDir() }
 func (s fileStat) isRegular() bool { return s.mode.IsRegular() }
 func (s fileStat) isLink() bool    { return s.mode&fs.ModeSymlink != 0 }

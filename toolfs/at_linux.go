@@ -1,6 +1,8 @@
 package toolfs
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"io/fs"
 	"time"
@@ -68,19 +70,74 @@ func statAt(dirfd int, name string) (fileStat, error) {
 
 // readNames lists a directory opened for reading, without "." and "..".
 func readNames(fd int, path string) ([]string, error) {
+	entries, err := readEntries(fd, path)
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.name
+	}
+	return names, err
+}
+
+// readEntries lists a directory opened for reading, without "." and "..", with each entry's
+// type; where the file system does not give it (DT_UNKNOWN), it is asked of the entry's name
+// in fd, never by path.
+func readEntries(fd int, path string) ([]dirEntry, error) {
 	buf := make([]byte, 8192)
-	var names []string
+	var out []dirEntry
 	for {
 		var n int
 		err := retryEINTR(func() (err error) { n, err = unix.Getdents(fd, buf); return err })
 		if err != nil {
-			return names, &fs.PathError{Op: "getdents", Path: path, Err: err}
+			return out, &fs.PathError{Op: "getdents", Path: path, Err: err}
 		}
 		if n <= 0 {
-			return names, nil
+			return out, nil
 		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+		// struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name.
+		for off := 0; off+19 <= n; {
+			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
+			if reclen < 19 || off+reclen > n {
+				return out, &fs.PathError{Op: "getdents", Path: path, Err: unix.EIO}
+			}
+			name := buf[off+19 : off+reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			typ := buf[off+18]
+			off += reclen
+			if s := string(name); s != "." && s != ".." {
+				e := dirEntry{name: s, typ: dtMode(typ)}
+				if typ == unix.DT_UNKNOWN {
+					if st, err := statAt(fd, s); err == nil {
+						e.typ = st.mode.Type()
+					} else if errors.Is(err, unix.ENOENT) {
+						continue // removed meanwhile
+					}
+				}
+				out = append(out, e)
+			}
+		}
 	}
+}
+
+func dtMode(t uint8) fs.FileMode {
+	switch t {
+	case unix.DT_REG:
+		return 0
+	case unix.DT_DIR:
+		return fs.ModeDir
+	case unix.DT_LNK:
+		return fs.ModeSymlink
+	case unix.DT_FIFO:
+		return fs.ModeNamedPipe
+	case unix.DT_SOCK:
+		return fs.ModeSocket
+	case unix.DT_CHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.DT_BLK:
+		return fs.ModeDevice
+	}
+	return fs.ModeIrregular
 }
 
 // renameAt renames with renameat2; noReplace fails with EEXIST rather than replace what

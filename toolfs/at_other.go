@@ -42,6 +42,21 @@ func readNames(fd int, path string) ([]string, error) {
 	return d.Readdirnames(-1)
 }
 
+// readEntries lists a directory opened for reading, with each entry's type asked of its name
+// in fd.
+func readEntries(fd int, path string) ([]dirEntry, error) {
+	names, err := readNames(fd, path)
+	out := make([]dirEntry, 0, len(names))
+	for _, n := range names {
+		st, serr := statAt(fd, n)
+		if serr != nil {
+			continue // removed meanwhile, or not to be examined: not listed
+		}
+		out = append(out, dirEntry{name: n, typ: st.mode.Type()})
+	}
+	return out, err
+}
+
 // renameAt renames with renameat; without renameat2, noReplace is checked just before,
 // which is not atomic.
 func renameAt(fromDir int, from string, toDir int, to string, noReplace bool) error {

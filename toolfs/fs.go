@@ -818,16 +818,15 @@ func (f *FS) ReadDir(ctx context.Context, p string) ([]tool.DirEntry, error) {
 	if err != nil {
 		return nil, t.fail(pathErr("open", t.real, err))
 	}
-	d := os.NewFile(uintptr(fd), t.real)
-	defer d.Close()
-	entries, err := d.ReadDir(-1)
+	defer unix.Close(fd)
+	entries, err := readEntries(fd, t.real)
 	if err != nil {
 		return nil, t.fail(err)
 	}
-	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	slices.SortFunc(entries, func(a, b dirEntry) int { return strings.Compare(a.name, b.name) })
 	out := make([]tool.DirEntry, len(entries))
 	for i, e := range entries {
-		out[i] = tool.DirEntry{Name: e.Name(), IsDirectory: e.Type().IsDir(), IsFile: e.Type().IsRegular()}
+		out[i] = tool.DirEntry{Name: e.name, IsDirectory: e.typ.IsDir(), IsFile: e.typ.IsRegular()}
 	}
 	return out, nil
 }

@@ -625,3 +625,20 @@ func TestNoWorkspace(t *testing.T) {
 	_, err := f.ReadFile(ctx, "relative.txt")
 	wantDenied(t, err, "EINVAL")
 }
+
+// TestReadDirMany lists a folder whose entries take many getdents buffers.
+func TestReadDirMany(t *testing.T) {
+	w := newWorld(t)
+	f := w.fs()
+	const n = 3000
+	for i := range n {
+		writeTestFile(t, w.in(fmt.Sprintf("many/file-with-a-longish-name-%04d.txt", i)), "", 0o644)
+	}
+	entries, err := f.ReadDir(ctx, "many")
+	mustDo(t, err)
+	if len(entries) != n || entries[0].Name != "file-with-a-longish-name-0000.txt" || entries[n-1].Name != fmt.Sprintf("file-with-a-longish-name-%04d.txt", n-1) || !entries[n-1].IsFile {
+		t.Fatalf("ReadDir listed %d entries (%v … %v)", len(entries), entries[0], entries[len(entries)-1])
+	}
+	mustDo(t, f.Remove(ctx, "many", true))
+	notExist(t, w.in("many"))
+}
