@@ -133,27 +133,26 @@ func openAtName(dirfd int, name string, flags int, mode uint32) (int, error) {
 // removeAllAt removes name in dirfd and, when it is a directory, everything below it,
 // walking by descriptor: each directory is opened with O_NOFOLLOW from its parent's
 // descriptor, so a folder swapped for a link while the tree is removed is unlinked as a
-// link, never followed.
+// link, never followed. Entries that keep appearing, or a name that keeps changing kind,
+// end it after a few rounds with an error.
 func removeAllAt(dirfd int, name, path string) error {
-	err := retryEINTR(func() error { return unix.Unlinkat(dirfd, name, 0) })
-	if err == nil || errors.Is(err, unix.ENOENT) {
-		return nil
-	}
-	if !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM) {
-		return &fs.PathError{Op: "unlinkat", Path: path, Err: err}
-	}
-	// A directory. Entries may appear while it is emptied; give up after a few rounds.
+	const rounds = 10
 	for round := 0; ; round++ {
+		uerr := retryEINTR(func() error { return unix.Unlinkat(dirfd, name, 0) })
+		if uerr == nil || errors.Is(uerr, unix.ENOENT) {
+			return nil
+		}
+		if !errors.Is(uerr, unix.EISDIR) && !errors.Is(uerr, unix.EPERM) {
+			return &fs.PathError{Op: "unlinkat", Path: path, Err: uerr}
+		}
 		fd, err := openAtName(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 		switch {
 		case errors.Is(err, unix.ENOENT):
 			return nil
-		case errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
-			// Swapped for a file or a link meanwhile: unlink that instead.
-			if round < 10 {
-				return removeAllAt(dirfd, name, path)
-			}
-			return &fs.PathError{Op: "openat", Path: path, Err: err}
+		case (errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)) && errors.Is(uerr, unix.EISDIR) && round < rounds:
+			continue // swapped for a file or a link meanwhile: unlink that instead
+		case errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP):
+			return &fs.PathError{Op: "unlinkat", Path: path, Err: uerr}
 		case err != nil:
 			return &fs.PathError{Op: "openat", Path: path, Err: err}
 		}
@@ -175,8 +174,8 @@ func removeAllAt(dirfd int, name, path string) error {
 		switch {
 		case err == nil, errors.Is(err, unix.ENOENT):
 			return nil
-		case (errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST)) && round < 10:
-			continue
+		case (errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTDIR)) && round < rounds:
+			continue // filled, or swapped, meanwhile
 		}
 		return &fs.PathError{Op: "unlinkat", Path: path, Err: err}
 	}
