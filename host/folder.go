@@ -85,18 +85,29 @@ func (fl *folderLoader) dotEnv() map[string]string {
 	return vals
 }
 
-// toolEnv is the declared variables that have a value (from .env, then the server).
+// toolEnv is the declared variables that have a value (from .env, then the server), less
+// the withheld ones: a key variable providers.json names is withheld from .env as well.
 func (fl *folderLoader) toolEnv(declared []string) map[string]string {
 	vars := policy.ToolEnv(declared, fl.dotEnv(), fl.h.opts.ServerEnv)
 	for k := range vars {
-		if policy.ReservedEnv(k) {
+		if fl.withheld(k) {
 			delete(vars, k)
 		}
 	}
 	return vars
 }
 
-func (fl *folderLoader) withheld(name string) bool { return policy.ReservedEnv(name) }
+func (fl *folderLoader) withheld(name string) bool {
+	if policy.ReservedEnv(name) {
+		return true
+	}
+	for _, w := range fl.h.opts.WithheldEnv {
+		if w == name {
+			return true
+		}
+	}
+	return false
+}
 
 func (fl *folderLoader) load(ctx context.Context, f loader.Folder, prev *version) folderResult {
 	res := fl.loadFresh(ctx, f, prev)
