@@ -53,7 +53,7 @@ func TestPolicyNeverGrantsSensitiveOrProtectedUnattended(t *testing.T) {
 			Paths: []string{jean2Home}},
 		"credential folder": {Type: tool.AskPermission, Question: "Read cloud config?", Risk: "low", Resource: "file",
 			Paths: []string{"~/.aws/config"}},
-		"no path at all": {Type: tool.AskPermission, Question: "Read a file?", Risk: "low", Resource: "file"},
+		"no path at all":   {Type: tool.AskPermission, Question: "Read a file?", Risk: "low", Resource: "file"},
 		"sensitive marker": tool.CreateFilePermissionAsk(tool.FilePermission{Path: "notes.txt", Operation: "read", Risk: "low", IsSensitiveFile: true}),
 	}
 	for _, level := range []string{"high", "critical"} {
