@@ -408,6 +408,8 @@ func (t *folderTool) newPool(toolVars map[string]string, scope poolScope) *worke
 		Name: t.name, Logger: h.log, MaxWorkers: h.opts.MaxWorkers,
 		IdleTimeout: h.opts.IdleTimeout, KillGrace: h.opts.KillGrace,
 		NoteStderr: outOfMemoryLine,
+		// An answer over the result limit is refused by its length, unread (resultLineLimit).
+		MaxResponseSize: resultLineLimit(h.sb.limits),
 		// A confined worker's rules allow its own bundle only; a Go tool is its binary.
 		Modules: !t.confined() && t.kindName != gotool.KindGo,
 		Init: workerproto.InitializeParams{
@@ -538,6 +540,10 @@ func (t *folderTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 	var limitErr *LimitError
 	if errors.As(err, &limitErr) && ctx.Err() == nil {
 		return tool.Result{Error: limitErr.Error()}
+	}
+	var big *jsonrpc.ResponseTooLongError
+	if errors.As(err, &big) {
+		return tool.Result{Error: resultTooLong(t.fl.h.sb.limits, t.def.Name, c.CallID, big).Error()}
 	}
 	if err != nil {
 		return tool.Result{Error: t.describeFailure(err)}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/jean2/jean2/internal/jsonrpc"
 	"github.com/jean2/jean2/runtime/worker"
 )
 
@@ -142,6 +143,30 @@ func checkResultSize(limits Limits, toolName, callID string, n int) error {
 		return &LimitError{Tool: toolName, CallID: callID, Limit: "MaxResultBytes", What: fmt.Sprintf("the result size limit of %d bytes", max), Detail: fmt.Sprintf("the result was %d bytes of JSON; write large output to a file in ctx.fs.tempDir and return its path", n)}
 	}
 	return nil
+}
+
+// resultEnvelope is what a worker's answer line holds beside the result itself:
+// {"jsonrpc":"2.0","id":N,"result":…}, with room to spare.
+const resultEnvelope = 4 << 10
+
+// resultLineLimit is the longest answer line a worker may send: the result limit and the
+// envelope. A longer line is refused by its length before it is decoded, and only that
+// much of it is ever held (jsonrpc.Options.MaxResponseSize); 0 when results are unlimited.
+func resultLineLimit(limits Limits) int {
+	if limits.MaxResultBytes <= 0 {
+		return 0
+	}
+	return limits.MaxResultBytes + resultEnvelope
+}
+
+// resultTooLong is the limit error of a call whose answer was refused unread.
+func resultTooLong(limits Limits, toolName, callID string, big *jsonrpc.ResponseTooLongError) error {
+	detail := fmt.Sprintf("the worker's answer was more than %d bytes and was refused unread", big.Limit)
+	if big.Known {
+		detail = fmt.Sprintf("the worker's answer was %d bytes and was refused unread", big.Size)
+	}
+	return &LimitError{Tool: toolName, CallID: callID, Limit: "MaxResultBytes", What: fmt.Sprintf("the result size limit of %d bytes", limits.MaxResultBytes),
+		Detail: detail + "; write large output to a file in ctx.fs.tempDir and return its path"}
 }
 
 // checkVisualizationSize refuses a visualization whose JSON is over the limit.

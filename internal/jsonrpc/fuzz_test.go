@@ -27,7 +27,7 @@ func FuzzReadMessage(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const limit = 64
-		lr := newLineReader(bytes.NewReader(data), limit)
+		lr := newLineReader(bytes.NewReader(data), limit, 0)
 		for {
 			line, err := lr.next()
 			if err != nil {
