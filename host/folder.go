@@ -214,6 +214,8 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		}
 		fl.storeMeta(f, metaKey, info, res.runtime)
 	}
+	// A memory cap above the host's is declared, and approved, like a permission.
+	ft.def.Permissions = declareLimits(ft.def.Permissions, ft.ownMemoryMB, fl.h.sb.limits)
 	ft.env = fl.toolEnv(ft.def.Env)
 	if ft.shared != nil && ft.shared.key != ft.launchKey(ft.env) {
 		// Its declared variables have values: its workers need them in their environment,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jean2/jean2/internal/jsonrpc"
 	"github.com/jean2/jean2/runtime/worker"
+	"github.com/jean2/jean2/tool"
 )
 
 // Limits cap what one worker or one call may use. A zero field takes its default; a
@@ -17,7 +18,10 @@ type Limits struct {
 	// MemoryMB caps each worker's memory (default 512): the private writable memory of the
 	// process (RLIMIT_DATA, set by the sandbox launcher) and, for Node, the JavaScript heap
 	// (--max-old-space-size, three quarters of it, so a runaway heap fails cleanly first). A
-	// tool may set its own with package.json "jean2": {"memoryMB": N}.
+	// tool may set its own with package.json "jean2": {"memoryMB": N}: a lower one applies
+	// at once, a higher one is part of its declaration and applies only once a person
+	// approved it (`jean2 tools approve`); until then its calls are refused with the approval
+	// message.
 	MemoryMB int
 	// MaxTasks caps the processes and threads of one worker and everything it starts
 	// (default 256), through a pids cgroup where the host may make one, else RLIMIT_NPROC.
@@ -59,6 +63,27 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxLogLines, DefaultMaxLogLines)
 	def(&l.MaxPendingAsks, DefaultMaxPendingAsks)
 	return l
+}
+
+// declareLimits returns the declaration p with the limits a tool raises above the host's
+// folded in, so that they are approved like the permissions (sandbox.Approvals keys an
+// approval by tool, version and the declaration's digest): today the memory cap of
+// package.json, when above the host's MemoryMB. Whatever the definition itself says of
+// MemoryMB is replaced. p is not modified; nil when nothing is declared.
+func declareLimits(p *tool.Permissions, ownMemoryMB int, limits Limits) *tool.Permissions {
+	raised := 0
+	if ownMemoryMB > 0 && limits.MemoryMB > 0 && ownMemoryMB > limits.MemoryMB {
+		raised = ownMemoryMB
+	}
+	if p == nil && raised == 0 {
+		return nil
+	}
+	var out tool.Permissions
+	if p != nil {
+		out = *p
+	}
+	out.MemoryMB = raised
+	return &out
 }
 
 // LimitError says which limit a call went past.

@@ -1,9 +1,14 @@
 package host_test
 
 import (
+	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/sandbox"
 )
 
 // The attack of issue #12 point 11d: a worker answers with a 60 MiB result. The host must
@@ -35,5 +40,59 @@ func TestLimitHugeResultIsRefusedUnread(t *testing.T) {
 	}
 	if out := f.call("huge", `{"small":true}`); !out.Result.Success {
 		t.Fatalf("a call after the refused one: %+v", out.Result)
+	}
+}
+
+// greedyTool reports the data size limit its worker runs under (RLIMIT_DATA, which the
+// launcher sets from the tool's memory cap).
+const greedyTool = `import fs from 'node:fs';
+export const definition = { name: 'NAME', description: 'reports its limits', inputSchema: { type: 'object', properties: {} } };
+export async function execute() {
+  const line = fs.readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max data size'));
+  return { success: true, result: { dataBytes: Number(line.split(/\s+/)[3]) } };
+}
+`
+
+func greedy(name string, memoryMB int) map[string]string {
+	return map[string]string{
+		"package.json": fmt.Sprintf(`{"name":%q,"version":"1.0.0","private":true,"type":"module","jean2":{"memoryMB":%d}}`, name, memoryMB),
+		"tool.js":      strings.Replace(greedyTool, "'NAME'", "'"+name+"'", 1),
+	}
+}
+
+// The attack of issue #12 point 11c: a tool raises its own memory cap to 64 GiB in its
+// package.json and nobody approved it. A cap above the host's is a declaration like a
+// permission: until a person approves it for this version, calls are refused with the
+// approval message; once approved, the worker runs with it. A cap at or below the host's
+// needs no approval.
+func TestLimitRaisedMemoryNeedsApproval(t *testing.T) {
+	sf := newSandboxFixture(t, sandbox.ModeLandlock, "")
+	sf.addTool("greedy", greedy("greedy", 65536))
+	sf.addTool("modest", greedy("modest", 256))
+	if err := sf.h.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	type limits struct {
+		DataBytes int64 `json:"dataBytes"`
+	}
+	out := sf.call("greedy", `{}`)
+	if out.Result.Success {
+		t.Fatalf("a tool that raised its own memory cap to 65536 MB ran unapproved with %s", out.Result.Result)
+	}
+	if !strings.Contains(out.Result.Error, "memory up to 65536 MB") || !strings.Contains(out.Result.Error, "jean2 tools approve greedy") {
+		t.Fatalf("refusal: %s", out.Result.Error)
+	}
+	st, _ := sf.h.Permissions("greedy")
+	if !st.NeedsApproval() || st.MemoryMB != host.DefaultMemoryMB {
+		t.Fatalf("permission state before approval: %+v", st)
+	}
+	if _, err := sf.h.ApprovePermissions("greedy"); err != nil {
+		t.Fatal(err)
+	}
+	if got := result[limits](t, sf.call("greedy", `{}`)); got.DataBytes != 65536<<20 {
+		t.Fatalf("approved: data limit %d", got.DataBytes)
+	}
+	if got := result[limits](t, sf.call("modest", `{}`)); got.DataBytes != 256<<20 {
+		t.Fatalf("a lower cap: data limit %d", got.DataBytes)
 	}
 }
