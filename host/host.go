@@ -78,6 +78,8 @@ type Host struct {
 	temps    sync.Map   // session id → its temporary folder, once created
 	reloadMu sync.Mutex // one reload at a time
 
+	tempQuota sessionTempQuota // sessions whose temporary folder is over Limits.SessionTempMB
+
 	subMu sync.Mutex
 	subs  map[int]chan<- ToolsChanged
 	next  int

@@ -121,7 +121,14 @@ func (h *Host) Invoke(ctx context.Context, call Call) Outcome {
 	}
 	// The broker forgets the call's once-grants when the call ends.
 	defer cs.powers.close()
-	return finish(cat.registry.Execute(ctx, call.Tool, call.Args, &cs.ctx))
+	if err := h.checkSessionTemp(call.Tool, call.CallID, cs.ctx.TempDir); err != nil {
+		return finish(tool.Result{Error: err.Error()})
+	}
+	out = finish(cat.registry.Execute(ctx, call.Tool, call.Args, &cs.ctx))
+	// Measured after the call (and its overflow file): past the quota, the session's next
+	// calls are refused.
+	_ = h.measureSessionTemp(cs.ctx.TempDir)
+	return out
 }
 
 // finishOutcome checks the visualization and makes the model's text, cutting overflow to a

@@ -1,10 +1,14 @@
 package host
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/jean2/jean2/internal/jsonrpc"
 	"github.com/jean2/jean2/runtime/worker"
@@ -36,6 +40,12 @@ type Limits struct {
 	MaxLogLines int
 	// MaxPendingAsks caps the asks of one call waiting for an answer at once (default 8).
 	MaxPendingAsks int
+	// SessionTempMB caps what one session's temporary folder (ctx.fs.tempDir) holds, in
+	// MiB (default 1024). The host measures the folder after each call of the session; past
+	// the quota, the session's next calls are refused with a message naming it until files
+	// are removed from the folder. A call is not stopped while it writes: the quota holds
+	// between calls (a single call is bounded by the per-file and per-call limits).
+	SessionTempMB int
 }
 
 // Default limits.
@@ -47,6 +57,7 @@ const (
 	DefaultMaxLogBytes           = 1 << 20
 	DefaultMaxLogLines           = 10_000
 	DefaultMaxPendingAsks        = 8
+	DefaultSessionTempMB         = 1024
 )
 
 func (l Limits) withDefaults() Limits {
@@ -62,6 +73,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxLogBytes, DefaultMaxLogBytes)
 	def(&l.MaxLogLines, DefaultMaxLogLines)
 	def(&l.MaxPendingAsks, DefaultMaxPendingAsks)
+	def(&l.SessionTempMB, DefaultSessionTempMB)
 	return l
 }
 
@@ -84,6 +96,86 @@ func declareLimits(p *tool.Permissions, ownMemoryMB int, limits Limits) *tool.Pe
 	}
 	out.MemoryMB = raised
 	return &out
+}
+
+// tempEntryMin is what each file, folder or link in a session's temporary folder counts
+// for at least: an empty file costs an inode and the walk that measures it, so a flood of
+// them reaches the quota too (262,144 entries in the default 1 GiB).
+const tempEntryMin = 4 << 10
+
+// tempUsage is what dir holds: for each entry below it (links not followed), the largest
+// of its size, its allocated blocks and tempEntryMin. It stops counting once past stop.
+func tempUsage(dir string, stop int64) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed while measured
+			}
+			return err
+		}
+		if p == dir {
+			return nil
+		}
+		n := int64(tempEntryMin)
+		if fi, err := d.Info(); err == nil {
+			n = max(n, fi.Size())
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				n = max(n, st.Blocks*512)
+			}
+		}
+		total += n
+		if total > stop {
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return total, err
+}
+
+// sessionTempQuota is the sessions whose temporary folder was found over the quota.
+type sessionTempQuota struct {
+	over sync.Map // folder → struct{}
+}
+
+// checkSessionTemp refuses a call of a session whose temporary folder was over the quota
+// after an earlier call and still is.
+func (h *Host) checkSessionTemp(toolName, callID, dir string) error {
+	if _, over := h.tempQuota.over.Load(dir); !over {
+		return nil
+	}
+	if err := h.measureSessionTemp(dir); err != nil {
+		var le *LimitError
+		if errors.As(err, &le) {
+			le.Tool, le.CallID = toolName, callID
+		}
+		return err
+	}
+	return nil
+}
+
+// measureSessionTemp measures the session's temporary folder after a call and remembers
+// whether it is over the quota; the error says so.
+func (h *Host) measureSessionTemp(dir string) error {
+	quota := int64(h.sb.limits.SessionTempMB) << 20
+	if quota <= 0 || dir == "" {
+		return nil
+	}
+	used, err := tempUsage(dir, quota)
+	if err != nil {
+		// Unmeasurable (permissions changed under it): say so in the log, refuse nothing.
+		h.log.Warn("session temp folder not measured", "dir", dir, "error", err)
+		return nil
+	}
+	if used <= quota {
+		h.tempQuota.over.Delete(dir)
+		return nil
+	}
+	if _, was := h.tempQuota.over.LoadOrStore(dir, struct{}{}); !was {
+		h.log.Warn("session temp folder over its quota: the session's calls are refused until files are removed", "dir", dir, "quota_mb", h.sb.limits.SessionTempMB)
+	}
+	return &LimitError{Limit: "SessionTempMB", What: fmt.Sprintf("the session's temporary folder quota of %d MB", h.sb.limits.SessionTempMB),
+		Detail: fmt.Sprintf("%s holds more than that; the session's calls are refused until files are removed from it (ctx.fs.tempDir) or the session ends", dir)}
 }
 
 // LimitError says which limit a call went past.

@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -94,5 +95,65 @@ func TestLimitRaisedMemoryNeedsApproval(t *testing.T) {
 	}
 	if got := result[limits](t, sf.call("modest", `{}`)); got.DataBytes != 256<<20 {
 		t.Fatalf("a lower cap: data limit %d", got.DataBytes)
+	}
+}
+
+// fillTool writes input.mb MiB into a new file of the session's temporary folder, with the
+// runtime's own file API (a confined worker may write there directly), and reports how
+// much the folder holds.
+const fillTool = `import fs from 'node:fs';
+import path from 'node:path';
+export const definition = { name: 'fill', description: 'fills the temp folder', inputSchema: { type: 'object', properties: { mb: { type: 'number' } } } };
+export async function execute(input, ctx) {
+  const name = path.join(ctx.fs.tempDir, 'junk-' + Date.now() + '-' + Math.random());
+  fs.writeFileSync(name, Buffer.alloc(input.mb * 1024 * 1024, 120));
+  let total = 0;
+  for (const f of fs.readdirSync(ctx.fs.tempDir)) total += fs.statSync(path.join(ctx.fs.tempDir, f)).size;
+  return { success: true, result: { total } };
+}
+`
+
+// The attack of issue #12 point 11e: a tool fills its session's temporary folder call
+// after call. Past the quota (Limits.SessionTempMB) the session's further calls fail with a
+// message naming it, until files are removed; other sessions are not affected.
+func TestLimitSessionTempQuota(t *testing.T) {
+	f := newFixture(t)
+	f.opts.Limits.SessionTempMB = 8
+	f.addTool("fill", map[string]string{"package.json": pkgJSON, "tool.js": fillTool})
+	f.start()
+	var refused host.Outcome
+	var wrote int64
+	for i := 0; i < 6; i++ {
+		out := f.call("fill", `{"mb":3}`)
+		if !out.Result.Success {
+			refused = out
+			break
+		}
+		wrote += 3
+	}
+	t.Logf("the session wrote %d MiB before a call was refused", wrote)
+	if refused.Result.Success || !strings.Contains(refused.Result.Error, "SessionTempMB") || !strings.Contains(refused.Result.Error, "quota of 8 MB") {
+		t.Fatalf("after %d MiB in an 8 MB quota: %+v", wrote, refused.Result)
+	}
+	if wrote > 8+3 {
+		t.Fatalf("the session wrote %d MiB past a quota of 8 MB", wrote)
+	}
+	// Another session has its own folder.
+	if out := f.call("fill", `{"mb":1}`, func(c *host.Call) { c.SessionID = "s2" }); !out.Result.Success {
+		t.Fatalf("another session: %+v", out.Result)
+	}
+	// Emptied, the session works again.
+	dir, err := f.layout.SessionTemp("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out := f.call("fill", `{"mb":1}`); !out.Result.Success {
+		t.Fatalf("after emptying the folder: %+v", out.Result)
 	}
 }
