@@ -482,6 +482,14 @@ func (c *Conn) dispatch(line []byte) bool {
 	}
 	switch k {
 	case kindResponse:
+		if max := c.lines.maxResp; max > 0 && len(line) > max {
+			// Its beginning passed it off as a request (a duplicate "method" further on):
+			// held to the answer limit all the same.
+			if id, err := strconv.ParseInt(string(m.ID), 10, 64); err == nil {
+				c.refused(&ResponseTooLongError{ID: id, Known: true, Limit: max, Size: int64(len(line))})
+			}
+			return false
+		}
 		c.deliver(&m)
 		return true
 	case kindNotification:

@@ -73,19 +73,27 @@ type lineKind struct {
 }
 
 // classify reads the members at the beginning of a line, as far as they are complete, to
-// tell a request or a notification (a "method" member) from an answer ("result" or
-// "error") and to find the id an answer carries before its result. Keys are matched as the
+// tell a request or a notification from an answer and to find the id an answer carries
+// before its result. A line is a request when a "method" member with a non-empty string
+// comes first of "method", "result" and "error", and no later complete member names one
+// of them again (the decoder takes the last of duplicate keys). Keys are matched as the
 // decoder matches them (ASCII case ignored); a line it cannot read (an escaped or non-ASCII
-// key, a value cut by the end of data) is not a request, and its id is unknown.
+// key, a malformed member) is not a request, and its id is unknown. What a line that is
+// called a request turns out to be past its beginning is checked again once it is decoded
+// (Conn.dispatch).
 func classify(data []byte) (k lineKind) {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return k
 	}
 	i = skipSpace(data, i+1)
+	method := false
 	for i < len(data) && data[i] == '"' {
 		kEnd, escaped, ok := scanString(data, i)
-		if !ok || escaped {
+		if !ok {
+			break // the key runs past what was read
+		}
+		if escaped {
 			return lineKind{}
 		}
 		key := data[i+1 : kEnd-1]
@@ -95,32 +103,53 @@ func classify(data []byte) (k lineKind) {
 			}
 		}
 		i = skipSpace(data, kEnd)
-		if i >= len(data) || data[i] != ':' {
+		if i >= len(data) {
+			break
+		}
+		if data[i] != ':' {
 			return lineKind{}
 		}
 		i = skipSpace(data, i+1)
-		switch {
-		case equalFoldASCII(key, "method") && len(key) == len("method"):
-			return lineKind{request: true}
-		case (equalFoldASCII(key, "result") && len(key) == len("result")) || (equalFoldASCII(key, "error") && len(key) == len("error")):
-			return k
-		}
 		vEnd, ok := scanValue(data, i, 1)
-		if !ok {
-			return lineKind{}
-		}
-		if len(key) == len("id") && equalFoldASCII(key, "id") {
+		switch {
+		case isKey(key, "result"), isKey(key, "error"):
+			if method {
+				return lineKind{}
+			}
+			return k
+		case isKey(key, "method"):
+			if method || !ok || vEnd-i < 3 || data[i] != '"' {
+				return lineKind{}
+			}
+			method = true
+		case !ok:
+			// A value that runs past what was read (a request's large params).
+			return lineKind{request: method, id: k.id, known: k.known && !method}
+		case isKey(key, "id"):
 			// A later "id" wins in the decoder too.
 			n, err := strconv.ParseInt(string(data[i:vEnd]), 10, 64)
 			k.id, k.known = n, err == nil
 		}
 		i = skipSpace(data, vEnd)
-		if i >= len(data) || data[i] != ',' {
+		if i >= len(data) {
+			break
+		}
+		if data[i] != ',' {
+			switch {
+			case data[i] == '}' && method:
+				return lineKind{request: true}
+			case data[i] == '}':
+				return k
+			}
 			return lineKind{}
 		}
 		i = skipSpace(data, i+1)
 	}
-	return lineKind{}
+	if method {
+		return lineKind{request: true}
+	}
+	// The beginning ended between members: not a request, and its id, if it came, holds.
+	return k
 }
 
 // next returns the next non-blank line. The slice is valid until the following call.
@@ -196,6 +225,12 @@ func (lr *lineReader) readLine() ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// isKey reports whether key matches name as the decoder matches member names (ASCII case
+// ignored).
+func isKey(key []byte, name string) bool {
+	return len(key) == len(name) && equalFoldASCII(key, name)
 }
 
 // grow makes room for n more bytes in buf, doubling (append grows large slices by a quarter,

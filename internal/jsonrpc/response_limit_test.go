@@ -123,3 +123,19 @@ func jsonNumber(v any) string {
 	n, _ := v.(float64)
 	return strconv.FormatInt(int64(n), 10)
 }
+
+// A line whose beginning passes for a request but whose later duplicate "method" makes it
+// an answer is held to the answer limit once decoded.
+func TestResponseLimitSeesThroughADuplicateMethod(t *testing.T) {
+	p := newRawPeer(t, nil, &Options{MaxResponseSize: 1 << 10})
+	pend, err := p.conn.Start("x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := p.recv(t)
+	p.send(t, `{"jsonrpc":"2.0","id":`+jsonNumber(req["id"])+`,"method":"x","params":"`+strings.Repeat("p", 100<<10)+`","method":"","result":"ok"}`)
+	var big *ResponseTooLongError
+	if _, err := pend.Result(); !errors.As(err, &big) || !big.Known {
+		t.Fatalf("error %v", err)
+	}
+}
