@@ -124,7 +124,12 @@ func (h *Host) Invoke(ctx context.Context, call Call) Outcome {
 	if err := h.checkSessionTemp(call.Tool, call.CallID, cs.ctx.TempDir); err != nil {
 		return finish(tool.Result{Error: err.Error()})
 	}
-	out = finish(cat.registry.Execute(ctx, call.Tool, call.Args, &cs.ctx))
+	ctx, stopCall := context.WithCancelCause(ctx)
+	defer stopCall(nil)
+	stopWatch := h.watchSessionTemp(stopCall, call.Tool, call.CallID, cs.ctx.TempDir)
+	res := cat.registry.Execute(ctx, call.Tool, call.Args, &cs.ctx)
+	stopWatch()
+	out = finish(res)
 	// Measured after the call (and its overflow file): past the quota, the session's next
 	// calls are refused.
 	_ = h.measureSessionTemp(cs.ctx.TempDir)

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/jean2/jean2/internal/jsonrpc"
 	"github.com/jean2/jean2/runtime/worker"
@@ -41,10 +43,11 @@ type Limits struct {
 	// MaxPendingAsks caps the asks of one call waiting for an answer at once (default 8).
 	MaxPendingAsks int
 	// SessionTempMB caps what one session's temporary folder (ctx.fs.tempDir) holds, in
-	// MiB (default 1024). The host measures the folder after each call of the session; past
-	// the quota, the session's next calls are refused with a message naming it until files
-	// are removed from the folder. A call is not stopped while it writes: the quota holds
-	// between calls (a single call is bounded by the per-file and per-call limits).
+	// MiB (default 1024). The host measures the folder every 250 ms while a call runs and
+	// after it: a call that takes the folder past the quota is stopped, and the session's
+	// next calls are refused with a message naming it until files are removed from the
+	// folder. Between two measurements a call may write more (as fast as the disk takes
+	// it, within the per-file limit of the launcher).
 	SessionTempMB int
 }
 
@@ -176,6 +179,46 @@ func (h *Host) measureSessionTemp(dir string) error {
 	}
 	return &LimitError{Limit: "SessionTempMB", What: fmt.Sprintf("the session's temporary folder quota of %d MB", h.sb.limits.SessionTempMB),
 		Detail: fmt.Sprintf("%s holds more than that; the session's calls are refused until files are removed from it (ctx.fs.tempDir) or the session ends", dir)}
+}
+
+// tempPollInterval is how often the session's temporary folder is measured while a call
+// runs: a call that ends sooner is measured once, after it.
+const tempPollInterval = 250 * time.Millisecond
+
+// watchSessionTemp measures the session's temporary folder every tempPollInterval while
+// a call runs, and stops the call (cancel, with the LimitError as the cause) once the
+// folder is over the quota. A call that ends within the interval costs one timer. stop
+// ends the watch.
+func (h *Host) watchSessionTemp(cancel context.CancelCauseFunc, toolName, callID, dir string) (stop func()) {
+	if h.sb.limits.SessionTempMB <= 0 || dir == "" {
+		return func() {}
+	}
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	mu.Lock()
+	defer mu.Unlock()
+	t = time.AfterFunc(tempPollInterval, func() {
+		if err := h.measureSessionTemp(dir); err != nil {
+			var le *LimitError
+			if errors.As(err, &le) {
+				le.Tool, le.CallID = toolName, callID
+			}
+			cancel(err)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			t.Reset(tempPollInterval)
+		}
+	})
+	return func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+	}
 }
 
 // LimitError says which limit a call went past.

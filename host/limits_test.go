@@ -199,3 +199,31 @@ func TestLimitUnattendedPolicyDeniesSecretsWhateverTheLabel(t *testing.T) {
 		t.Fatalf("an unattended policy granted a secret: %s", out.Result.Result)
 	}
 }
+
+// A single call that keeps writing into the session's temporary folder is stopped once the
+// folder is over the quota, not only refused on the next call.
+func TestLimitSessionTempQuotaStopsAWritingCall(t *testing.T) {
+	f := newFixture(t)
+	f.opts.Limits.SessionTempMB = 8
+	f.addTool("flood", jsTool("flood", "timeout: 60000,", `
+  const fs = await import('node:fs');
+  for (let i = 0; i < 200; i++) {
+    fs.writeFileSync(ctx.fs.tempDir + '/flood-' + i, Buffer.alloc(1024 * 1024, 120));
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { success: true, result: 'wrote 200 MiB' };`))
+	f.start()
+	out := f.call("flood", `{}`)
+	if out.Result.Success || !strings.Contains(out.Result.Error, "quota of 8 MB") {
+		t.Fatalf("a call writing 200 MiB into an 8 MB quota: %+v", out.Result)
+	}
+	dir, err := f.layout.SessionTemp("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	t.Logf("stopped after %d files of 1 MiB: %s", len(entries), out.Result.Error)
+	if len(entries) >= 200 {
+		t.Fatalf("the call wrote all %d files", len(entries))
+	}
+}
