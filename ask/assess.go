@@ -86,7 +86,8 @@ func Assess(c Call, a tool.Ask) Assessment {
 			personOnly("it names a sensitive path " + p)
 		case protectedPath(c.Protected, p, real):
 			personOnly("it names a protected path " + p)
-		case policy.IsBlocked(p):
+		case policy.Scope{Workspace: c.Workspace, Home: c.Home}.Blocked(p):
+			// (As toolfs judges it: a workspace below /root unblocks what lies inside it.)
 			personOnly("it names a blocked system path " + p)
 		}
 		inside := ws != "" && policy.Within(real, ws)
