@@ -10,8 +10,8 @@ import (
 )
 
 // A session with no client attached, under the most permissive autoApprove: a tool that
-// labels its asks for secret files "low" is denied (issue #12 point 11b), and the resolution
-// recorded is the denial; an ordinary read in the workspace is still granted.
+// labels its asks for secret files "low" is denied (issue #12 point 11b); an ordinary read
+// in the workspace is still granted.
 // (The test name must not hold a sensitive word such as "secrets": t.TempDir puts it in
 // the workspace path, and policy.IsSensitive judges whole paths.)
 func TestUnattendedPolicyDeniesProtectedPathsWhateverTheLabel(t *testing.T) {
