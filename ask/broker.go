@@ -41,6 +41,9 @@ type BrokerOptions struct {
 	WorkspaceID string // when empty, Workspace names the workspace for workspace grants
 	Workspace   string // absolute workspace path; relative ask paths resolve against it
 	Home        string // what "~" means in ask paths
+	// Protected are paths only a person may grant (jean2's home, credential folders); see
+	// Assess.
+	Protected []string
 }
 
 // NewBroker returns the broker of one call. A call without a CallID (a detached run) gets a
@@ -49,6 +52,7 @@ func NewBroker(opts BrokerOptions) *Broker {
 	b := &Broker{asker: opts.Asker, grants: opts.Grants, call: Call{
 		Tool: opts.Tool, ToolVersion: opts.ToolVersion, CallID: opts.CallID, SessionID: opts.SessionID,
 		WorkspaceID: opts.WorkspaceID, Workspace: opts.Workspace, Home: opts.Home,
+		Protected: opts.Protected,
 	}}
 	if b.asker == nil {
 		b.asker = Refuse{}
@@ -104,6 +108,9 @@ func (b *Broker) Ask(ctx context.Context, a tool.Ask) (json.RawMessage, error) {
 }
 
 func (b *Broker) permission(ctx context.Context, a tool.Ask) (bool, error) {
+	// The host's risk, not the tool's label, is what grants are recorded and looked up
+	// with and what a person is shown (a tool cannot call ~/.env "low").
+	a.Risk = Assess(b.call, a).Risk
 	if _, ok := b.grants.Lookup(b.call, a); ok {
 		if a.Resource == "file" && len(a.Paths) == 0 && len(a.Patterns) == 0 {
 			// A file permission that names no path covers file access only inside the call

@@ -324,7 +324,9 @@ func TestPolicy(t *testing.T) {
 			t.Errorf("risk %q: %+v, %v", risk, d, err)
 		}
 	}
-	if v, err := p.Ask(ctx, fileAsk("/x", "read", "low")); err != nil || string(v) != "true" {
+	// A file read the host judges low: inside the call's workspace (see TestAssessRaisesRisk).
+	wsCtx := ContextWithCall(ctx, Call{Workspace: "/x"})
+	if v, err := p.Ask(wsCtx, fileAsk("/x/a.txt", "read", "low")); err != nil || string(v) != "true" {
 		t.Fatalf("Ask = %s, %v", v, err)
 	}
 	if _, err := p.Ask(ctx, askBranch); !errors.Is(err, tool.ErrNoOneToAsk) || !strings.Contains(err.Error(), `text ask "Branch name?"`) {

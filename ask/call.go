@@ -17,6 +17,9 @@ type Call struct {
 	WorkspaceID string // when empty, the workspace path stands in for it
 	Workspace   string // absolute workspace path; relative ask paths resolve against it
 	Home        string // what "~" means in ask paths
+	// Protected are paths no unattended policy grants, nor anything in them (jean2's home,
+	// credential folders); see Assess.
+	Protected []string
 }
 
 // workspaceKey names the workspace a workspace-duration grant belongs to. A workspace without

@@ -52,8 +52,12 @@ func rank(risk string) int {
 
 // Policy decides permission asks for unattended runs: it grants, for the one call, every
 // permission whose risk is at most its level and denies the rest (a denial is an answer,
-// false, not an error). Every other ask fails as with Refuse. The zero Policy denies every
-// permission.
+// false, not an error). The risk is the host's (Assess, with the call facts of the
+// context), never lower than what the ask touches whatever the tool labels it, and an ask
+// only a person may grant (a sensitive or protected path, a file permission without a path)
+// is denied at every level. Every other ask fails as with Refuse. The zero Policy denies
+// every permission. This is the one place unattended permissions are decided: the hub's
+// sessions without a client and MCP clients without elicitation both come here.
 type Policy struct {
 	autoApprove string
 }
@@ -87,14 +91,17 @@ func (p Policy) Ask(ctx context.Context, a tool.Ask) (json.RawMessage, error) {
 	return json.Marshal(d.Granted)
 }
 
-// AskPermission grants for this call only when the ask's risk is within the policy's level.
-// Nothing longer is granted: the policy is cheap to ask again, and a grant it made must not
-// outlive a change of policy.
-func (p Policy) AskPermission(_ context.Context, a tool.Ask) (Decision, error) {
+// AskPermission grants for this call only when the ask's risk, as Assess judges it with the
+// call facts ctx carries (ContextWithCall), is within the policy's level and the ask is not
+// one only a person may grant. Nothing longer is granted: the policy is cheap to ask again,
+// and a grant it made must not outlive a change of policy.
+func (p Policy) AskPermission(ctx context.Context, a tool.Ask) (Decision, error) {
 	if a.Type != tool.AskPermission {
 		return Decision{}, fmt.Errorf("AskPermission needs a permission ask, not %q", a.Type)
 	}
-	if p.autoApprove != "" && rank(a.Risk) <= rank(p.autoApprove) {
+	c, _ := CallFrom(ctx)
+	as := Assess(c, a)
+	if p.autoApprove != "" && !as.PersonOnly && rank(as.Risk) <= rank(p.autoApprove) {
 		return Decision{Granted: true, Duration: tool.DurationOnce}, nil
 	}
 	return Decision{}, nil

@@ -85,18 +85,29 @@ func (fl *folderLoader) dotEnv() map[string]string {
 	return vals
 }
 
-// toolEnv is the declared variables that have a value (from .env, then the server).
+// toolEnv is the declared variables that have a value (from .env, then the server), less
+// the withheld ones: a key variable providers.json names is withheld from .env as well.
 func (fl *folderLoader) toolEnv(declared []string) map[string]string {
 	vars := policy.ToolEnv(declared, fl.dotEnv(), fl.h.opts.ServerEnv)
 	for k := range vars {
-		if policy.ReservedEnv(k) {
+		if fl.withheld(k) {
 			delete(vars, k)
 		}
 	}
 	return vars
 }
 
-func (fl *folderLoader) withheld(name string) bool { return policy.ReservedEnv(name) }
+func (fl *folderLoader) withheld(name string) bool {
+	if policy.ReservedEnv(name) {
+		return true
+	}
+	for _, w := range fl.h.opts.WithheldEnv {
+		if w == name {
+			return true
+		}
+	}
+	return false
+}
 
 func (fl *folderLoader) load(ctx context.Context, f loader.Folder, prev *version) folderResult {
 	res := fl.loadFresh(ctx, f, prev)
@@ -203,6 +214,8 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		}
 		fl.storeMeta(f, metaKey, info, res.runtime)
 	}
+	// A memory cap above the host's is declared, and approved, like a permission.
+	ft.def.Permissions = declareLimits(ft.def.Permissions, ft.ownMemoryMB, fl.h.sb.limits)
 	ft.env = fl.toolEnv(ft.def.Env)
 	if ft.shared != nil && ft.shared.key != ft.launchKey(ft.env) {
 		// Its declared variables have values: its workers need them in their environment,
@@ -398,6 +411,8 @@ func (t *folderTool) newPool(toolVars map[string]string, scope poolScope) *worke
 		Name: t.name, Logger: h.log, MaxWorkers: h.opts.MaxWorkers,
 		IdleTimeout: h.opts.IdleTimeout, KillGrace: h.opts.KillGrace,
 		NoteStderr: outOfMemoryLine,
+		// An answer over the result limit is refused by its length, unread (resultLineLimit).
+		MaxResponseSize: resultLineLimit(h.sb.limits),
 		// A confined worker's rules allow its own bundle only; a Go tool is its binary.
 		Modules: !t.confined() && t.kindName != gotool.KindGo,
 		Init: workerproto.InitializeParams{
@@ -528,6 +543,10 @@ func (t *folderTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 	var limitErr *LimitError
 	if errors.As(err, &limitErr) && ctx.Err() == nil {
 		return tool.Result{Error: limitErr.Error()}
+	}
+	var big *jsonrpc.ResponseTooLongError
+	if errors.As(err, &big) {
+		return tool.Result{Error: resultTooLong(t.fl.h.sb.limits, t.def.Name, c.CallID, big).Error()}
 	}
 	if err != nil {
 		return tool.Result{Error: t.describeFailure(err)}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/jean2/jean2/ask"
 	"github.com/jean2/jean2/llm"
 	"github.com/jean2/jean2/loader"
+	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/sandbox"
 	"github.com/jean2/jean2/tool"
 )
@@ -39,6 +41,11 @@ type Options struct {
 	// ServerEnv is the server's environment, the second source of declared variables'
 	// values after $JEAN2_HOME/.env. Nil means os.Environ().
 	ServerEnv []string
+	// WithheldEnv names more variables that no tool receives, even one that declares them,
+	// beside policy.ReservedEnv's. New adds the key variables $JEAN2_HOME/providers.json
+	// names (policy.ProviderKeyNames), so every command that makes a host withholds them,
+	// and removes them all from ServerEnv.
+	WithheldEnv []string
 	// LLM serves ctx.llm; nil says that no provider is configured.
 	LLM tool.LLM
 	// Grants remembers permissions; nil keeps them in memory for the host's life.
@@ -71,6 +78,8 @@ type Host struct {
 	temps    sync.Map   // session id → its temporary folder, once created
 	reloadMu sync.Mutex // one reload at a time
 
+	tempQuota sessionTempQuota // sessions whose temporary folder is over Limits.SessionTempMB
+
 	subMu sync.Mutex
 	subs  map[int]chan<- ToolsChanged
 	next  int
@@ -100,6 +109,12 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	if opts.ServerEnv == nil {
 		opts.ServerEnv = os.Environ()
 	}
+	keys, err := policy.ProviderKeyNames(opts.Layout.Home)
+	if err != nil {
+		return nil, err
+	}
+	opts.WithheldEnv = append(slices.Clone(opts.WithheldEnv), keys...)
+	opts.ServerEnv = policy.WithoutEnv(opts.ServerEnv, opts.WithheldEnv)
 	if opts.LLM == nil {
 		opts.LLM = llm.Unconfigured{}
 	}

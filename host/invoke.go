@@ -121,7 +121,19 @@ func (h *Host) Invoke(ctx context.Context, call Call) Outcome {
 	}
 	// The broker forgets the call's once-grants when the call ends.
 	defer cs.powers.close()
-	return finish(cat.registry.Execute(ctx, call.Tool, call.Args, &cs.ctx))
+	if err := h.checkSessionTemp(call.Tool, call.CallID, cs.ctx.TempDir); err != nil {
+		return finish(tool.Result{Error: err.Error()})
+	}
+	ctx, stopCall := context.WithCancelCause(ctx)
+	defer stopCall(nil)
+	stopWatch := h.watchSessionTemp(stopCall, call.Tool, call.CallID, cs.ctx.TempDir)
+	res := cat.registry.Execute(ctx, call.Tool, call.Args, &cs.ctx)
+	stopWatch()
+	out = finish(res)
+	// Measured after the call (and its overflow file): past the quota, the session's next
+	// calls are refused.
+	_ = h.measureSessionTemp(cs.ctx.TempDir)
+	return out
 }
 
 // finishOutcome checks the visualization and makes the model's text, cutting overflow to a
@@ -248,7 +260,7 @@ func (h *Host) callContext(call *Call, v *version) (*callState, error) {
 			Asker: asker, Grants: h.grants,
 			Tool: v.def.Name, ToolVersion: v.entry.Hash,
 			CallID: call.CallID, SessionID: call.SessionID, WorkspaceID: ws.ID,
-			Workspace: ws.Path, Home: h.home,
+			Workspace: ws.Path, Home: h.home, Protected: h.sb.protected,
 		},
 	}
 	return cs, nil

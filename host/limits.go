@@ -1,12 +1,20 @@
 package host
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
+	"github.com/jean2/jean2/internal/jsonrpc"
 	"github.com/jean2/jean2/runtime/worker"
+	"github.com/jean2/jean2/tool"
 )
 
 // Limits cap what one worker or one call may use. A zero field takes its default; a
@@ -16,7 +24,10 @@ type Limits struct {
 	// MemoryMB caps each worker's memory (default 512): the private writable memory of the
 	// process (RLIMIT_DATA, set by the sandbox launcher) and, for Node, the JavaScript heap
 	// (--max-old-space-size, three quarters of it, so a runaway heap fails cleanly first). A
-	// tool may set its own with package.json "jean2": {"memoryMB": N}.
+	// tool may set its own with package.json "jean2": {"memoryMB": N}: a lower one applies
+	// at once, a higher one is part of its declaration and applies only once a person
+	// approved it (`jean2 tools approve`); until then its calls are refused with the approval
+	// message.
 	MemoryMB int
 	// MaxTasks caps the processes and threads of one worker and everything it starts
 	// (default 256), through a pids cgroup where the host may make one, else RLIMIT_NPROC.
@@ -34,6 +45,13 @@ type Limits struct {
 	MaxLogLines int
 	// MaxPendingAsks caps the asks of one call waiting for an answer at once (default 8).
 	MaxPendingAsks int
+	// SessionTempMB caps what one session's temporary folder (ctx.fs.tempDir) holds, in
+	// MiB (default 1024). The host measures the folder every 250 ms while a call runs and
+	// after it: a call that takes the folder past the quota is stopped, and the session's
+	// next calls are refused with a message naming it until files are removed from the
+	// folder. Between two measurements a call may write more (as fast as the disk takes
+	// it, within the per-file limit of the launcher).
+	SessionTempMB int
 }
 
 // Default limits.
@@ -46,6 +64,7 @@ const (
 	DefaultMaxLogBytes           = 1 << 20
 	DefaultMaxLogLines           = 10_000
 	DefaultMaxPendingAsks        = 8
+	DefaultSessionTempMB         = 1024
 )
 
 func (l Limits) withDefaults() Limits {
@@ -62,7 +81,149 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxLogBytes, DefaultMaxLogBytes)
 	def(&l.MaxLogLines, DefaultMaxLogLines)
 	def(&l.MaxPendingAsks, DefaultMaxPendingAsks)
+	def(&l.SessionTempMB, DefaultSessionTempMB)
 	return l
+}
+
+// declareLimits returns the declaration p with the limits a tool raises above the host's
+// folded in, so that they are approved like the permissions (sandbox.Approvals keys an
+// approval by tool, version and the declaration's digest): today the memory cap of
+// package.json, when above the host's MemoryMB. Whatever the definition itself says of
+// MemoryMB is replaced. p is not modified; nil when nothing is declared.
+func declareLimits(p *tool.Permissions, ownMemoryMB int, limits Limits) *tool.Permissions {
+	raised := 0
+	if ownMemoryMB > 0 && limits.MemoryMB > 0 && ownMemoryMB > limits.MemoryMB {
+		raised = ownMemoryMB
+	}
+	if p == nil && raised == 0 {
+		return nil
+	}
+	var out tool.Permissions
+	if p != nil {
+		out = *p
+	}
+	out.MemoryMB = raised
+	return &out
+}
+
+// tempEntryMin is what each file, folder or link in a session's temporary folder counts
+// for at least: an empty file costs an inode and the walk that measures it, so a flood of
+// them reaches the quota too (262,144 entries in the default 1 GiB).
+const tempEntryMin = 4 << 10
+
+// tempUsage is what dir holds: for each entry below it (links not followed), the largest
+// of its size, its allocated blocks and tempEntryMin. It stops counting once past stop.
+func tempUsage(dir string, stop int64) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed while measured
+			}
+			return err
+		}
+		if p == dir {
+			return nil
+		}
+		n := int64(tempEntryMin)
+		if fi, err := d.Info(); err == nil {
+			n = max(n, fi.Size())
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				n = max(n, st.Blocks*512)
+			}
+		}
+		total += n
+		if total > stop {
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return total, err
+}
+
+// sessionTempQuota is the sessions whose temporary folder was found over the quota.
+type sessionTempQuota struct {
+	over sync.Map // folder → struct{}
+}
+
+// checkSessionTemp refuses a call of a session whose temporary folder was over the quota
+// after an earlier call and still is.
+func (h *Host) checkSessionTemp(toolName, callID, dir string) error {
+	if _, over := h.tempQuota.over.Load(dir); !over {
+		return nil
+	}
+	if err := h.measureSessionTemp(dir); err != nil {
+		var le *LimitError
+		if errors.As(err, &le) {
+			le.Tool, le.CallID = toolName, callID
+		}
+		return err
+	}
+	return nil
+}
+
+// measureSessionTemp measures the session's temporary folder after a call and remembers
+// whether it is over the quota; the error says so.
+func (h *Host) measureSessionTemp(dir string) error {
+	quota := int64(h.sb.limits.SessionTempMB) << 20
+	if quota <= 0 || dir == "" {
+		return nil
+	}
+	used, err := tempUsage(dir, quota)
+	if err != nil {
+		// Unmeasurable (permissions changed under it): say so in the log, refuse nothing.
+		h.log.Warn("session temp folder not measured", "dir", dir, "error", err)
+		return nil
+	}
+	if used <= quota {
+		h.tempQuota.over.Delete(dir)
+		return nil
+	}
+	if _, was := h.tempQuota.over.LoadOrStore(dir, struct{}{}); !was {
+		h.log.Warn("session temp folder over its quota: the session's calls are refused until files are removed", "dir", dir, "quota_mb", h.sb.limits.SessionTempMB)
+	}
+	return &LimitError{Limit: "SessionTempMB", What: fmt.Sprintf("the session's temporary folder quota of %d MB", h.sb.limits.SessionTempMB),
+		Detail: fmt.Sprintf("%s holds more than that; the session's calls are refused until files are removed from it (ctx.fs.tempDir) or the session ends", dir)}
+}
+
+// tempPollInterval is how often the session's temporary folder is measured while a call
+// runs: a call that ends sooner is measured once, after it.
+const tempPollInterval = 250 * time.Millisecond
+
+// watchSessionTemp measures the session's temporary folder every tempPollInterval while
+// a call runs, and stops the call (cancel, with the LimitError as the cause) once the
+// folder is over the quota. A call that ends within the interval costs one timer. stop
+// ends the watch.
+func (h *Host) watchSessionTemp(cancel context.CancelCauseFunc, toolName, callID, dir string) (stop func()) {
+	if h.sb.limits.SessionTempMB <= 0 || dir == "" {
+		return func() {}
+	}
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	mu.Lock()
+	defer mu.Unlock()
+	t = time.AfterFunc(tempPollInterval, func() {
+		if err := h.measureSessionTemp(dir); err != nil {
+			var le *LimitError
+			if errors.As(err, &le) {
+				le.Tool, le.CallID = toolName, callID
+			}
+			cancel(err)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			t.Reset(tempPollInterval)
+		}
+	})
+	return func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+	}
 }
 
 // LimitError says which limit a call went past.
@@ -147,6 +308,30 @@ func checkResultSize(limits Limits, toolName, callID string, n int) error {
 		return &LimitError{Tool: toolName, CallID: callID, Limit: "MaxResultBytes", What: fmt.Sprintf("the result size limit of %d bytes", max), Detail: fmt.Sprintf("the result was %d bytes of JSON; write large output to a file in ctx.fs.tempDir and return its path", n)}
 	}
 	return nil
+}
+
+// resultEnvelope is what a worker's answer line holds beside the result itself:
+// {"jsonrpc":"2.0","id":N,"result":…}, with room to spare.
+const resultEnvelope = 4 << 10
+
+// resultLineLimit is the longest answer line a worker may send: the result limit and the
+// envelope. A longer line is refused by its length before it is decoded, and only that
+// much of it is ever held (jsonrpc.Options.MaxResponseSize); 0 when results are unlimited.
+func resultLineLimit(limits Limits) int {
+	if limits.MaxResultBytes <= 0 {
+		return 0
+	}
+	return limits.MaxResultBytes + resultEnvelope
+}
+
+// resultTooLong is the limit error of a call whose answer was refused unread.
+func resultTooLong(limits Limits, toolName, callID string, big *jsonrpc.ResponseTooLongError) error {
+	detail := fmt.Sprintf("the worker's answer was more than %d bytes and was refused unread", big.Limit)
+	if big.Known {
+		detail = fmt.Sprintf("the worker's answer was %d bytes and was refused unread", big.Size)
+	}
+	return &LimitError{Tool: toolName, CallID: callID, Limit: "MaxResultBytes", What: fmt.Sprintf("the result size limit of %d bytes", limits.MaxResultBytes),
+		Detail: detail + "; write large output to a file in ctx.fs.tempDir and return its path"}
 }
 
 // checkVisualizationSize refuses a visualization whose JSON is over the limit.

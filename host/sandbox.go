@@ -240,10 +240,18 @@ func (t *folderTool) childProcess() bool {
 	return p != nil && p.ChildProcess
 }
 
-// memoryMB is the tool's memory cap: its own, else the host's; 0 for none.
+// memoryMB is the tool's memory cap: its own, else the host's; 0 for none. Its own above
+// the host's counts only once approved (declareLimits): before that, the host's (a worker
+// learning the definition runs with it too).
 func (t *folderTool) memoryMB() int {
-	if t.ownMemoryMB > 0 {
-		return t.ownMemoryMB
+	if own := t.ownMemoryMB; own > 0 {
+		host := t.fl.h.sb.limits.MemoryMB
+		if host <= 0 || own <= host {
+			return own
+		}
+		if p := t.approvedPermissions(); p != nil && p.MemoryMB == own {
+			return own
+		}
 	}
 	if m := t.fl.h.sb.limits.MemoryMB; m > 0 {
 		return m

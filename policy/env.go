@@ -2,9 +2,14 @@ package policy
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -206,6 +211,74 @@ func ReservedEnv(name string) bool {
 	}
 	for _, k := range runtimeControl {
 		if upper == k {
+			return true
+		}
+	}
+	return false
+}
+
+// ProvidersFile is the provider configuration in $JEAN2_HOME (provider.FileName).
+const ProvidersFile = "providers.json"
+
+// apiKeyEnvField finds "apiKeyEnv": "NAME" in a providers.json that does not parse, so a
+// broken file still has its key variables withheld.
+var apiKeyEnvField = regexp.MustCompile(`"apiKeyEnv"\s*:\s*"([^"\\]*)"`)
+
+// ProviderKeyNames returns the variables providers.json names as a provider's key
+// (apiKeyEnv), sorted and without duplicates. A providers.json may name any variable
+// (MY_PROVIDER_KEY), which ReservedEnv cannot know; every host withholds these too, whatever
+// command made it (serve, tools run, tools list, mcp). The file is read leniently: a missing
+// file names nothing; a malformed one still gives up every "apiKeyEnv": "NAME" written in
+// it; only a file that cannot be read is an error, since its names cannot be known.
+func ProviderKeyNames(home string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(home, ProvidersFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s to withhold its key variables from tools: %w", ProvidersFile, err)
+	}
+	seen := map[string]bool{}
+	var f struct {
+		Providers []struct {
+			APIKeyEnv string `json:"apiKeyEnv"`
+		} `json:"providers"`
+	}
+	if json.Unmarshal(data, &f) == nil {
+		for _, p := range f.Providers {
+			seen[p.APIKeyEnv] = true
+		}
+	}
+	for _, m := range apiKeyEnvField.FindAllSubmatch(data, -1) {
+		seen[string(m[1])] = true
+	}
+	delete(seen, "")
+	out := make([]string, 0, len(seen))
+	for name := range seen {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// WithoutEnv returns env (KEY=VALUE entries) without the entries named in names.
+func WithoutEnv(env []string, names []string) []string {
+	if len(names) == 0 {
+		return env
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !containsName(names, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func containsName(names []string, name string) bool {
+	for _, n := range names {
+		if n == name {
 			return true
 		}
 	}

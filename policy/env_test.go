@@ -3,7 +3,9 @@ package policy
 import (
 	"errors"
 	"maps"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -201,5 +203,30 @@ func TestWorkerEnvRealProcess(t *testing.T) {
 	}
 	if strings.Contains(string(out), "secret") || strings.Contains(string(out), "SERVER_ONLY") {
 		t.Errorf("server environment leaked: %s", out)
+	}
+}
+
+// ProviderKeyNames finds every apiKeyEnv of providers.json, in a well-formed file and in
+// one that does not parse (its names must be withheld all the same).
+func TestProviderKeyNames(t *testing.T) {
+	home := t.TempDir()
+	if names, err := ProviderKeyNames(home); err != nil || names != nil {
+		t.Fatalf("no file: %v %v", names, err)
+	}
+	write := func(s string) {
+		if err := os.WriteFile(filepath.Join(home, ProvidersFile), []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"providers":[{"name":"a","apiKeyEnv":"MY_KEY"},{"name":"b","apiKeyEnv":"OTHER_KEY"},{"name":"c","apiKey":"x"},{"name":"d","apiKeyEnv":"MY_KEY"}]}`)
+	if names, err := ProviderKeyNames(home); err != nil || strings.Join(names, ",") != "MY_KEY,OTHER_KEY" {
+		t.Fatalf("well-formed: %v %v", names, err)
+	}
+	write(`{"providers":[{"name":"a", "apiKeyEnv" : "BROKEN_FILE_KEY"}, oops`)
+	if names, err := ProviderKeyNames(home); err != nil || strings.Join(names, ",") != "BROKEN_FILE_KEY" {
+		t.Fatalf("malformed: %v %v", names, err)
+	}
+	if got := WithoutEnv([]string{"A=1", "MY_KEY=s", "B=2"}, []string{"MY_KEY"}); strings.Join(got, " ") != "A=1 B=2" {
+		t.Fatalf("WithoutEnv: %v", got)
 	}
 }

@@ -74,14 +74,14 @@ func PermissionsDigest(p tool.Permissions) string {
 	write := slices.Clone(p.Write)
 	slices.Sort(read)
 	slices.Sort(write)
-	b, _ := json.Marshal(tool.Permissions{Read: read, Write: write, ChildProcess: p.ChildProcess})
+	b, _ := json.Marshal(tool.Permissions{Read: read, Write: write, ChildProcess: p.ChildProcess, MemoryMB: p.MemoryMB})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
 }
 
 // Declares reports whether a definition asks for anything beyond its context.
 func Declares(p *tool.Permissions) bool {
-	return p != nil && (len(p.Read) > 0 || len(p.Write) > 0 || p.ChildProcess)
+	return p != nil && (len(p.Read) > 0 || len(p.Write) > 0 || p.ChildProcess || p.MemoryMB > 0)
 }
 
 // Approved reports whether this version's declaration was approved. The file is read again
@@ -261,6 +261,9 @@ func DescribePermissions(p *tool.Permissions) string {
 	}
 	if p.ChildProcess {
 		parts = append(parts, "start processes")
+	}
+	if p.MemoryMB > 0 {
+		parts = append(parts, fmt.Sprintf("memory up to %d MB", p.MemoryMB))
 	}
 	return strings.Join(parts, "; ")
 }

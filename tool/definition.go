@@ -44,6 +44,10 @@ type Permissions struct {
 	Read         []string `json:"read,omitempty"`
 	Write        []string `json:"write,omitempty"`
 	ChildProcess bool     `json:"childProcess,omitempty"`
+	// MemoryMB is a memory cap above the host's that the tool's package.json asks for
+	// ("jean2": {"memoryMB": N}); the host sets it from there, never from the definition,
+	// so that a raised cap is approved like the rest of the declaration.
+	MemoryMB int `json:"memoryMB,omitempty"`
 }
 
 // TimeoutDuration is the call timeout the definition asks for.

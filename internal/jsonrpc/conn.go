@@ -47,6 +47,12 @@ type Options struct {
 	// MaxLineSize bounds one incoming message; a longer line ends the connection with a
 	// *LineTooLongError. Default DefaultMaxLineSize.
 	MaxLineSize int
+	// MaxResponseSize, when set below MaxLineSize, bounds one incoming answer (a line whose
+	// beginning does not show a "method" member): a longer one is refused by its length,
+	// before it is decoded and without being held whole, as a *ResponseTooLongError — the
+	// error of the request it answers when its id comes before its result, else the end of
+	// the connection. Requests and notifications keep MaxLineSize.
+	MaxResponseSize int
 	// Logger receives what the connection cannot tell the peer (malformed lines without an
 	// id, responses nobody waits for). Default: discard.
 	Logger *slog.Logger
@@ -111,7 +117,7 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts *Options) *Conn {
 	c := &Conn{
 		r: r, w: w, handler: h, log: o.Logger,
 		rawR: rawR, poll: o.AnswerPoll,
-		lines:      newLineReader(rawR, o.MaxLineSize),
+		lines:      newLineReader(rawR, o.MaxLineSize, o.MaxResponseSize),
 		pending:    make(map[int64]*Pending),
 		writerDone: make(chan struct{}),
 		done:       make(chan struct{}),
@@ -419,10 +425,15 @@ func (c *Conn) readLoop() {
 	answered := 0 // answers delivered since the last read that emptied the buffer
 	for {
 		line, err := c.lines.next()
+		var big *ResponseTooLongError
+		if errors.As(err, &big) && big.Known {
+			c.refused(big)
+			continue
+		}
 		if err != nil {
 			var tooLong *LineTooLongError
 			switch {
-			case errors.As(err, &tooLong):
+			case errors.As(err, &tooLong), big != nil:
 				c.log.Error("jsonrpc: closing connection", "err", err)
 			case errors.Is(err, io.EOF):
 				err = fmt.Errorf("jsonrpc: peer closed the connection: %w", err)
@@ -471,6 +482,14 @@ func (c *Conn) dispatch(line []byte) bool {
 	}
 	switch k {
 	case kindResponse:
+		if max := c.lines.maxResp; max > 0 && len(line) > max {
+			// Its beginning passed it off as a request (a duplicate "method" further on):
+			// held to the answer limit all the same.
+			if id, err := strconv.ParseInt(string(m.ID), 10, 64); err == nil {
+				c.refused(&ResponseTooLongError{ID: id, Known: true, Limit: max, Size: int64(len(line))})
+			}
+			return false
+		}
 		c.deliver(&m)
 		return true
 	case kindNotification:
@@ -484,6 +503,23 @@ func (c *Conn) dispatch(line []byte) bool {
 		go c.serve(req)
 	}
 	return false
+}
+
+// refused fails the request whose answer was too long to read; the connection goes on.
+func (c *Conn) refused(big *ResponseTooLongError) {
+	c.mu.Lock()
+	p := c.pending[big.ID]
+	if p != nil {
+		delete(c.pending, big.ID)
+		c.waiting.Add(-1)
+	}
+	c.mu.Unlock()
+	if p == nil {
+		c.log.Warn("jsonrpc: dropped an oversized answer nobody waits for", "err", big)
+		return
+	}
+	p.err = big
+	close(p.done)
 }
 
 func (c *Conn) deliver(m *message) {

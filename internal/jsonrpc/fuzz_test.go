@@ -27,7 +27,7 @@ func FuzzReadMessage(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const limit = 64
-		lr := newLineReader(bytes.NewReader(data), limit)
+		lr := newLineReader(bytes.NewReader(data), limit, 0)
 		for {
 			line, err := lr.next()
 			if err != nil {
@@ -135,6 +135,50 @@ func FuzzScanner(f *testing.F) {
 		}
 		if k != k2 || m.Method != m2.Method || !bytes.Equal(m.ID, m2.ID) || !bytes.Equal(m.Params, m2.Params) || !bytes.Equal(m.Result, m2.Result) || m2.Error != nil {
 			t.Fatalf("%q: fast decoder read %+v (kind %d), encoding/json %+v (kind %d)", data, m, k, m2, k2)
+		}
+	})
+}
+
+// FuzzAnswerLimit: with an answer limit below the line limit, no line longer than the
+// answer limit ever comes out of the framing as something that decodes to an answer, and
+// the framing fails only with its own errors.
+func FuzzAnswerLimit(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}` + "\n",
+		`{"jsonrpc":"2.0","result":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx","id":1}` + "\n",
+		`{"jsonrpc":"2.0","id":1,"method":"fs.write","params":"xxxxxxxxxxxxxxxxxx"}` + "\n",
+		`{"Method":"x","ID":2,"RESULT":"yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"}` + "\n",
+		`{"jsonrpc":"2.0","i\u0064":1,"result":"zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"}` + "\n",
+		`{"id":1,"id":"a","error":{"code":1,"message":"mmmmmmmmmmmmmmmmmmmmmmmmmm"}}` + "\n",
+		`{"id":1,"method":"x","method":"","result":"zzzzzzzzzzzzzzzzzzzzzzzzzzzz"}` + "\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const limit, answer = 96, 32
+		lr := newLineReader(bytes.NewReader(data), limit, answer)
+		for {
+			line, err := lr.next()
+			var big *ResponseTooLongError
+			if errors.As(err, &big) {
+				if big.Known {
+					continue // read past; the next line follows
+				}
+				return
+			}
+			if err != nil {
+				var tooLong *LineTooLongError
+				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.As(err, &tooLong) {
+					t.Fatalf("unexpected framing error %v", err)
+				}
+				return
+			}
+			if len(line) <= answer {
+				continue
+			}
+			if _, k, err := decodeMessage(line); err == nil && k == kindResponse {
+				t.Fatalf("an answer of %d bytes passed the %d-byte answer limit: %q", len(line), answer, line)
+			}
 		}
 	})
 }

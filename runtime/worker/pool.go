@@ -48,6 +48,10 @@ type PoolOptions struct {
 	StopTimeout time.Duration
 	// MaxLineSize bounds one protocol message (default jsonrpc.DefaultMaxLineSize).
 	MaxLineSize int
+	// MaxResponseSize bounds a worker's answer (jsonrpc.Options.MaxResponseSize): a longer
+	// one is refused unread and its call fails with a *jsonrpc.ResponseTooLongError. Zero:
+	// MaxLineSize.
+	MaxResponseSize int
 	// AnswerPoll is how long the host polls a worker's pipe for the answer to a call that
 	// is alone in flight on that worker before it sleeps (jsonrpc.Options.AnswerPoll;
 	// default 250µs, negative: never). A quick tool answers within it, and the round trip
@@ -580,6 +584,11 @@ func (p *Pool) settle(w *worker, id string, pending *jsonrpc.Pending) (_ json.Ra
 			}
 		}
 		return nil, false, &CallError{Tool: p.opts.Name, CallID: id, Err: rpcErr}
+	}
+	var big *jsonrpc.ResponseTooLongError
+	if errors.As(err, &big) && big.Known {
+		// Refused by its length, the worker still serving: the call's own failure.
+		return nil, false, fmt.Errorf("tool %s: call %s: %w", p.opts.Name, id, big)
 	}
 	return nil, false, p.workerFailed(w, id, err)
 }

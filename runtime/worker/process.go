@@ -140,7 +140,7 @@ func (p *Pool) spawn(ctx context.Context, m *Module) (*worker, workerproto.Initi
 	}
 	w.stderr.note = p.opts.NoteStderr
 	w.conn = jsonrpc.NewConn(fromWorkerR, toWorkerW, w, &jsonrpc.Options{
-		MaxLineSize: p.opts.MaxLineSize, Logger: log, AnswerPoll: max(p.opts.AnswerPoll, 0),
+		MaxLineSize: p.opts.MaxLineSize, MaxResponseSize: p.opts.MaxResponseSize, Logger: log, AnswerPoll: max(p.opts.AnswerPoll, 0),
 	})
 	w.outputs.Add(2)
 	go func() { defer w.outputs.Done(); w.stdout.run(outR) }()

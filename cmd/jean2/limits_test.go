@@ -1,0 +1,36 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A tool that raises its own memory cap above the host's is listed as needing approval, is
+// refused until approved, shows the raised cap when approved, then runs.
+func TestToolsApproveRaisedMemory(t *testing.T) {
+	c := newCLI(t)
+	dir := filepath.Join(c.home, "tools", "greedy")
+	_ = os.MkdirAll(dir, 0o755)
+	_ = os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"greedy","version":"1.0.0","type":"module","jean2":{"memoryMB":65536}}`), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "tool.js"), []byte(`export const definition = { name: 'greedy', description: 'x', inputSchema: { type: 'object', properties: {} } };
+export async function execute() { return { success: true, result: 'ran' }; }
+`), 0o644)
+	out, stderr, code := c.run("", "tools", "list")
+	if code != 0 || !strings.Contains(out, "needs approval") || !strings.Contains(out, "memory up to 65536 MB") {
+		t.Fatalf("list: exit %d\n%s\n%s", code, out, stderr)
+	}
+	out, _, code = c.run("", "tools", "run", "greedy")
+	if code != 1 || !strings.Contains(out, "have not been approved") || !strings.Contains(out, "memory up to 65536 MB") {
+		t.Fatalf("run before approval: exit %d %s", code, out)
+	}
+	out, stderr, code = c.run("", "tools", "approve", "greedy", "--yes")
+	if code != 0 || !strings.Contains(out, "use up to 65536 MB of memory per worker") {
+		t.Fatalf("approve: exit %d\n%s\n%s", code, out, stderr)
+	}
+	out, stderr, code = c.run("", "tools", "run", "greedy")
+	if code != 0 || !strings.Contains(out, `"ran"`) {
+		t.Fatalf("run after approval: exit %d\n%s\n%s", code, out, stderr)
+	}
+}
