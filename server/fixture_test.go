@@ -69,6 +69,7 @@ type fixture struct {
 	srv   *Server
 	ts    *httptest.Server
 	tools map[string]string // folder → tool.js, written before start
+	token string            // the API token requests carry
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -131,7 +132,15 @@ func (f *fixture) start() *fixture {
 	f.srv = srv
 	f.ts = httptest.NewServer(srv.Handler())
 	f.t.Cleanup(f.stop)
+	if f.token, err = srv.NewToken(context.Background()); err != nil {
+		f.t.Fatal(err)
+	}
 	return f
+}
+
+// authHeader is the header that carries the fixture's token.
+func (f *fixture) authHeader() http.Header {
+	return http.Header{"Authorization": {"Bearer " + f.token}}
 }
 
 func (f *fixture) stop() {

@@ -24,6 +24,7 @@ const (
 	codeMethod         = "method_not_allowed"
 	codeBusy           = "busy"
 	codeConflict       = "conflict"
+	codeConfirmKey     = "confirm_key"
 	codeTooLarge       = "too_large"
 	codeInvalidAnswer  = "invalid_answer"
 	codeInternal       = "internal"

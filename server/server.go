@@ -41,6 +41,12 @@ type Config struct {
 	// RequireToken makes every API and MCP request carry an API token (a non-loopback
 	// bind). See EnsureToken.
 	RequireToken bool
+	// AllowedHosts are the names, besides localhost and IP addresses, that requests may
+	// give as their Host (jean2 serve --allowed-host): any other is refused (DNS rebinding).
+	AllowedHosts []string
+	// UserHome is the user's home folder, whose credential folders no workspace may be
+	// (default: os.UserHomeDir()).
+	UserHome string
 	// MCPWorkspace is the folder /mcp calls work in when the client names no workspace
 	// (default: the current folder).
 	MCPWorkspace string
