@@ -20,6 +20,7 @@ const (
 	codeNoProvider     = "no_provider"
 	codeUnauthorized   = "unauthorized"
 	codeForbiddenOrig  = "forbidden_origin"
+	codeForbiddenHost  = "forbidden_host"
 	codeNotFound       = "not_found"
 	codeMethod         = "method_not_allowed"
 	codeBusy           = "busy"

@@ -115,6 +115,8 @@ type fixture struct {
 	srv  *server.Server
 	ts   *httptest.Server
 	b    *browsertest.Browser
+	// signedIn is whether the browser has the server's cookie; open signs it in first.
+	signedIn bool
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -215,6 +217,7 @@ func (f *fixture) api(method, path string, body any, out any) int {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	req.Header.Set("Authorization", "Bearer "+f.srv.Token())
 	resp, err := f.ts.Client().Do(req)
 	if err != nil {
 		f.t.Fatal(err)
@@ -265,9 +268,28 @@ func (f *fixture) session(title string) apiSession {
 	return s
 }
 
-// open navigates to a client route and waits for the app to draw.
+// signIn opens a one-time sign-in address in the browser, as a person does with the one
+// jean2 serve prints: the server sets its cookie and sends the browser to the client.
+func (f *fixture) signIn() {
+	f.t.Helper()
+	addr, err := f.srv.SignInURL(f.ts.URL)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.b.Do(30*time.Second, chromedp.Navigate(addr)); err != nil {
+		f.t.Fatal(err)
+	}
+	f.waitJS("the app after signing in", `document.querySelector(".topbar") !== null`)
+	f.signedIn = true
+}
+
+// open navigates to a client route and waits for the app to draw, signing the browser in
+// first.
 func (f *fixture) open(route string) {
 	f.t.Helper()
+	if !f.signedIn {
+		f.signIn()
+	}
 	if err := f.b.Do(30*time.Second, chromedp.Navigate(f.ts.URL+"/"+route)); err != nil {
 		f.t.Fatal(err)
 	}

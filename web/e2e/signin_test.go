@@ -1,0 +1,119 @@
+package e2e_test
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// shot saves a screenshot of the page to $JEAN2_E2E_SHOTS/name.png when that is set (to look
+// at what a person sees); otherwise it does nothing.
+func (f *fixture) shot(name string) {
+	f.t.Helper()
+	dir := os.Getenv("JEAN2_E2E_SHOTS")
+	if dir == "" {
+		return
+	}
+	ctx := f.b.Ctx
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		f.t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		f.t.Error(err)
+	}
+}
+
+// TestSignIn: a browser without the server's cookie gets a page saying how to sign in; a
+// used sign-in address says so; a fresh one signs in, and the page cannot read the token.
+func TestSignIn(t *testing.T) {
+	f := newFixture(t)
+	if err := f.b.Do(30*time.Second, chromedp.Navigate(f.ts.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	f.waitText("h1", "Sign in to jean2")
+	f.waitText(".signin", "jean2 signin")
+	f.shot("signin")
+	if f.eval(`document.querySelector(".topbar") ? "frame" : ""`) != "" {
+		t.Error("the app's frame is drawn for a browser that is not signed in")
+	}
+
+	// A sign-in address that was used already (here by another client) says so.
+	used, err := f.srv.SignInURL(f.ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Get(used)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if err := f.b.Do(30*time.Second, chromedp.Navigate(used)); err != nil {
+		t.Fatal(err)
+	}
+	f.waitText(".signin .error", "used already")
+	f.shot("signin-used")
+
+	f.signIn()
+	f.open("#/")
+	if c := f.eval(`document.cookie`); strings.Contains(c, "jean2_") {
+		t.Errorf("the page's script can read the token: %q", c)
+	}
+	if strings.Contains(f.eval(`location.href`), "code=") {
+		t.Errorf("the sign-in code stays in the address bar: %s", f.eval(`location.href`))
+	}
+}
+
+// TestProviderKeyMoveNeedsConfirmation: moving a provider with a stored key to another
+// address asks the person first; cancelled, nothing changes; confirmed, it is saved.
+func TestProviderKeyMoveNeedsConfirmation(t *testing.T) {
+	f := newFixture(t)
+	put := map[string]any{"providers": []map[string]any{{"name": "local", "kind": "openai", "baseUrl": "http://127.0.0.1:9/v1", "apiKey": "sk-local-secret", "model": "m"}}}
+	if code := f.api("PUT", "/api/providers", put, nil); code != 200 {
+		t.Fatalf("PUT providers: %d", code)
+	}
+	base := func() string {
+		var view struct {
+			Providers []struct{ Name, BaseURL string }
+		}
+		f.api("GET", "/api/providers", nil, &view)
+		for _, p := range view.Providers {
+			if p.Name == "local" {
+				return p.BaseURL
+			}
+		}
+		return ""
+	}
+	f.open("#/settings")
+	for _, confirm := range []bool{false, true} {
+		f.waitText(`.providers tr[data-provider="local"]`, "key set")
+		f.click(`.providers tr[data-provider="local"] button`)
+		f.eval(`(() => { document.querySelector("#prov-base").value = ""; return ""; })()`)
+		f.typeInto("#prov-base", "http://127.0.0.1:10/v1")
+		f.click("dialog[open] button.primary")
+		// The confirmation opens over the provider's dialog.
+		f.waitText("dialog[open]:last-of-type", "Send an API key to a new address?")
+		f.waitText("dialog[open]:last-of-type", "http://127.0.0.1:10/v1")
+		if !confirm {
+			f.shot("provider-confirm")
+			f.clickText("dialog[open]:last-of-type", "Cancel")
+			f.waitText("dialog[open] .error", "Not saved")
+			if got := base(); got != "http://127.0.0.1:9/v1" {
+				t.Errorf("after Cancel the server's base URL is %q", got)
+			}
+			f.clickText("dialog[open]", "Cancel")
+			continue
+		}
+		f.clickText("dialog[open]:last-of-type", "Send the key there")
+		f.waitText("#notices", "Providers saved")
+		if got := base(); got != "http://127.0.0.1:10/v1" {
+			t.Errorf("after confirming the server's base URL is %q", got)
+		}
+	}
+}
