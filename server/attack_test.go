@@ -323,8 +323,13 @@ func TestAttackWorkspaceOnProtectedFolders(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A link that leads there is judged by where it leads.
+	link := filepath.Join(f.root, "innocent")
+	if err := os.Symlink(filepath.Join(userHome, ".ssh"), link); err != nil {
+		t.Fatal(err)
+	}
 	f.start()
-	for _, path := range []string{filepath.Join(userHome, ".ssh"), filepath.Join(userHome, ".aws"), f.home,
+	for _, path := range []string{filepath.Join(userHome, ".ssh"), filepath.Join(userHome, ".aws"), link, f.home,
 		filepath.Join(f.home, "tools"), filepath.Join(f.home, "cache"), "/"} {
 		status, body := f.raw("POST", "/api/workspaces", "", map[string]any{"path": path}, f.authHeader())
 		t.Logf("POST /api/workspaces %s: %d %s", path, status, body)

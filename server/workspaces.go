@@ -69,7 +69,11 @@ func (s *Server) checkPlace(field, p string) (clean, warning string, err error) 
 		}
 	}
 	if home := s.cfg.UserHome; home != "" && policy.Within(policy.Real(home), real) {
-		warning = fmt.Sprintf("%s %s holds your home folder %s: tools that run here can read and change all your files except jean2's own and the credential folders (~/.ssh, ~/.aws, …). A project's own folder is safer.", field, clean, home)
+		what := "is your home folder"
+		if policy.Real(home) != real {
+			what = "holds your home folder " + home
+		}
+		warning = fmt.Sprintf("%s %s %s: tools that run here can read and change all your files except jean2's own and the credential folders (~/.ssh, ~/.aws, …). A project's own folder is safer.", field, clean, what)
 	}
 	return clean, warning, nil
 }

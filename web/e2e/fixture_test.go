@@ -158,6 +158,7 @@ func newFixture(t *testing.T) *fixture {
 		Getenv:          func(k string) string { return env[k] },
 		ProviderOptions: &provider.Options{Retry: provider.Retry{MaxAttempts: 1}},
 		MCPWorkspace:    f.ws,
+		UserHome:        root, // a workspace on it gets the home folder's warning
 		Web:             web.Handler(),
 		Watch:           &host.WatchOptions{},
 		Version:         "e2e",

@@ -117,3 +117,22 @@ func TestProviderKeyMoveNeedsConfirmation(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkspaceWarnings: a workspace on a credential folder is refused with the server's
+// reason in the dialog; one that holds the home folder is made, and its warning stays on
+// the page until dismissed.
+func TestWorkspaceWarnings(t *testing.T) {
+	f := newFixture(t)
+	home := filepath.Dir(f.ws) // the fixture's UserHome
+	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f.open("#/")
+	f.click("#new-workspace")
+	f.typeInto("#ws-path", filepath.Join(home, ".ssh")+"\n")
+	f.waitText("dialog[open] .error", "tools must never reach")
+	f.eval(`(() => { document.querySelector("#ws-path").value = ""; return ""; })()`)
+	f.typeInto("#ws-path", home+"\n")
+	f.waitText("#notices .notice.error", "is your home folder")
+	f.shot("workspace-warning")
+}
