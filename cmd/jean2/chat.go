@@ -104,7 +104,7 @@ func chat(ctx context.Context, e env, args []string) error {
 		}
 		defer local.close()
 		api = newAPIClient(local.base, local.token)
-		fmt.Fprintf(e.stderr, "jean2 chat: no server at %s; started one here at %s (web client: %s/) until the chat ends\n", base, local.base, local.base)
+		fmt.Fprintf(e.stderr, "jean2 chat: no server at %s; started one here at %s until the chat ends (web client: %s)\n", base, local.base, local.signIn)
 	} else if api.token == "" {
 		return fmt.Errorf("the jean2 server at %s needs its API token, and there is none here: set JEAN2_TOKEN, or run jean2 chat where $JEAN2_HOME is the server's (its token file is $JEAN2_HOME/%s)", base, server.TokenFile)
 	}
@@ -202,9 +202,10 @@ func workspaceFor(ctx context.Context, api *apiClient, dir string) (chatWorkspac
 
 // localServer is a jean2 server run inside the chat's process, on a free loopback port.
 type localServer struct {
-	base  string
-	token string
-	close func()
+	base   string
+	token  string
+	signIn string // a one-time address that signs a browser in to it
+	close  func()
 }
 
 // localServerWait bounds the wait for the local server's turns and workers to stop.
@@ -278,9 +279,15 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*localServe
 		defer close(served)
 		_ = hs.Serve(ln)
 	}()
+	base := "http://" + ln.Addr().String()
+	signIn, err := srv.SignInURL(base)
+	if err != nil {
+		signIn = base + "/ (jean2 signin --server " + base + " signs a browser in)"
+	}
 	return &localServer{
-		base:  "http://" + ln.Addr().String(),
-		token: srv.Token(),
+		base:   base,
+		token:  srv.Token(),
+		signIn: signIn,
 		close: func() {
 			cctx, cancel := context.WithTimeout(context.Background(), localServerWait)
 			defer cancel()
