@@ -185,9 +185,14 @@ func (g *guard) wrap(next http.Handler, writeErr func(http.ResponseWriter, *http
 					"Use http://127.0.0.1 or http://localhost, or start jean2 serve with --allowed-host %s if that name is yours", r.Host, hostOnly(r.Host)))
 			return
 		}
-		if (mutating(r.Method) || isUpgrade(r)) && !sameOrigin(r) {
+		// Reads too, on every route behind the token: a page on another port of this
+		// machine (one a tool serves, say) is same-site, so the browser sends it the
+		// SameSite=Strict cookie; CORS keeps the answer from it, but the server should not
+		// act for it at all.
+		if (mutating(r.Method) || isUpgrade(r) || !open(r.URL.Path)) && !sameOrigin(r) {
 			writeErr(w, r, errorf(http.StatusForbidden, codeForbiddenOrig,
-				"a request that changes something must come from this server's own pages (Origin %q, Host %q)", r.Header.Get("Origin"), r.Host))
+				"the API answers only this server's own pages and programs (Origin %q, Sec-Fetch-Site %q, Host %q)",
+				r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site"), r.Host))
 			return
 		}
 		if !open(r.URL.Path) {

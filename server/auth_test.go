@@ -228,9 +228,18 @@ func TestCrossSiteRequestsRefused(t *testing.T) {
 	if status, _ := f.request("POST", "/api/workspaces", map[string]any{"path": f.ws}, http.Header{"Origin": {"null"}}); status != 403 {
 		t.Errorf("Origin null: %d", status)
 	}
-	// Reading is allowed (the browser keeps the answer from the other site anyway).
-	if status, _ := f.request("GET", "/api/workspaces", nil, evil); status != 200 {
-		t.Errorf("cross-site GET: %d", status)
+	// Reading is refused too, from another site and from another port of this machine (the
+	// same site, which gets the cookie); the client's own page is not.
+	for _, h := range []http.Header{evil, {"Sec-Fetch-Site": {"same-site"}}, {"Sec-Fetch-Site": {"cross-site"}}} {
+		if status, body := f.request("GET", "/api/workspaces", nil, h); status != 403 || errorCode(t, body) != codeForbiddenOrig {
+			t.Errorf("GET with %v: %d %s", h, status, body)
+		}
+	}
+	if status, _ := f.raw("GET", "/", "", nil, http.Header{"Sec-Fetch-Site": {"cross-site"}}); status != 200 {
+		t.Errorf("the client's page from a link on another site: %d", status)
+	}
+	if status, _ := f.request("GET", "/api/workspaces", nil, http.Header{"Sec-Fetch-Site": {"none"}}); status != 200 {
+		t.Errorf("GET typed in the address bar: %d", status)
 	}
 	// The server's own pages pass.
 	same := http.Header{"Origin": {f.ts.URL}, "Sec-Fetch-Site": {"same-origin"}}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,7 +118,54 @@ type fixture struct {
 	b    *browsertest.Browser
 	// signedIn is whether the browser has the server's cookie; open signs it in first.
 	signedIn bool
+	seen     seenRequests
+	// otherSite is set by a test that opens a page of another origin on purpose.
+	otherSite bool
 }
+
+// seenRequest is a request the server answered: what the browser sent and the status.
+type seenRequest struct {
+	Path, SecFetchSite, Origin string
+	Cookie                     bool // it carried the sign-in cookie
+	Status                     int
+}
+
+// seenRequests records what reached the server, so a test can tell what the browser sent
+// (a page's script sees only what the browser lets it).
+type seenRequests struct {
+	mu   sync.Mutex
+	list []seenRequest
+}
+
+func (s *seenRequests) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		_, err := r.Cookie(server.TokenCookie)
+		s.mu.Lock()
+		s.list = append(s.list, seenRequest{Path: r.URL.Path, SecFetchSite: r.Header.Get("Sec-Fetch-Site"), Origin: r.Header.Get("Origin"), Cookie: err == nil, Status: rec.status})
+		s.mu.Unlock()
+	})
+}
+
+func (s *seenRequests) get() []seenRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]seenRequest(nil), s.list...)
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets the WebSocket upgrade reach the connection.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
@@ -168,7 +216,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.ts = httptest.NewServer(f.srv.Handler())
+	f.ts = httptest.NewServer(f.seen.wrap(f.srv.Handler()))
 	t.Cleanup(func() {
 		if v := f.cspViolations(); v != "" {
 			t.Errorf("the Content-Security-Policy blocked: %s", v)
@@ -182,7 +230,7 @@ func newFixture(t *testing.T) *fixture {
 		if errs := f.b.Errors(); len(errs) > 0 {
 			t.Errorf("script errors on the page: %s", strings.Join(errs, "\n"))
 		}
-		if err := f.b.CheckLocal(f.ts.URL); err != nil {
+		if err := f.b.CheckLocal(f.ts.URL); err != nil && !f.otherSite {
 			t.Error(err)
 		}
 	})

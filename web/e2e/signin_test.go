@@ -1,7 +1,9 @@
 package e2e_test
 
 import (
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,4 +137,60 @@ func TestWorkspaceWarnings(t *testing.T) {
 	f.typeInto("#ws-path", home+"\n")
 	f.waitText("#notices .notice.error", "is your home folder")
 	f.shot("workspace-warning")
+}
+
+// attackerPage is a page served on another loopback port, as a tool that listens there
+// could serve it to a person ("open http://127.0.0.1:…/ to see the report"). It is
+// same-site with the server, so the browser sends it the sign-in cookie; it tries to read
+// the API, change it, and open the server log's WebSocket.
+const attackerPage = `<!doctype html><title>report</title><script>
+const api = API;
+const out = {};
+Promise.all([
+  fetch(api + "/api/settings", { mode: "no-cors", credentials: "include" }).then((r) => { out.get = r.type; }, () => { out.get = "error"; }),
+  fetch(api + "/api/workspaces", { method: "POST", mode: "no-cors", credentials: "include", headers: { "Content-Type": "text/plain" }, body: JSON.stringify({ path: WS }) }).then((r) => { out.post = r.type; }, () => { out.post = "error"; }),
+  new Promise((res) => { const ws = new WebSocket(api.replace("http", "ws") + "/api/ws"); ws.onopen = () => { out.ws = "open"; res(); }; ws.onerror = () => { out.ws = "refused"; res(); }; }),
+]).then(() => { document.title = "done " + JSON.stringify(out); });
+</script>`
+
+// TestSameSitePageOnAnotherPort: the signed-in browser opens a page of another port on
+// 127.0.0.1. Its requests reach the server with the cookie (same site), and the server
+// answers none of them: not a read, not a change, not a socket.
+func TestSameSitePageOnAnotherPort(t *testing.T) {
+	f := newFixture(t)
+	f.open("#/")
+	f.otherSite = true
+	page := strings.NewReplacer("API", jsString(f.ts.URL), "WS", jsString(f.ws)).Replace(attackerPage)
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, page)
+	}))
+	defer evil.Close()
+	if err := f.b.Do(30*time.Second, chromedp.Navigate(evil.URL)); err != nil {
+		t.Fatal(err)
+	}
+	f.waitJS("the attacker's page to finish", `document.title.startsWith("done")`)
+	t.Logf("the page saw: %s", f.eval(`document.title`))
+	var tried int
+	for _, r := range f.seen.get() {
+		if r.Origin != evil.URL && r.SecFetchSite != "same-site" {
+			continue
+		}
+		tried++
+		t.Logf("from the other port: %s, Sec-Fetch-Site %q, Origin %q, cookie %v → %d", r.Path, r.SecFetchSite, r.Origin, r.Cookie, r.Status)
+		if !r.Cookie {
+			t.Errorf("%s came without the cookie: the test does not show what it means to", r.Path)
+		}
+		if r.Status < 400 {
+			t.Errorf("the server answered %s from another port with %d", r.Path, r.Status)
+		}
+	}
+	if tried < 3 {
+		t.Errorf("only %d of the page's 3 requests reached the server: %+v", tried, f.seen.get())
+	}
+	var list struct{ Workspaces []struct{ Path string } }
+	f.api("GET", "/api/workspaces", nil, &list)
+	if len(list.Workspaces) != 0 {
+		t.Errorf("the page made a workspace: %+v", list.Workspaces)
+	}
 }
