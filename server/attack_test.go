@@ -367,6 +367,14 @@ func TestAttackWorkspaceOnProtectedFolders(t *testing.T) {
 	if status, body := f.raw("POST", "/api/workspaces", "", map[string]any{"path": filepath.Join(userHome, "projects")}, f.authHeader()); status != 201 || strings.Contains(string(body), "warning") {
 		t.Errorf("workspace inside the user's home: %d %s", status, body)
 	}
+	// jean2's home outside the user's (JEAN2_HOME=/opt/jean2): a folder holding it is made
+	// with a warning naming it.
+	status, body = f.raw("POST", "/api/workspaces", "", map[string]any{"path": filepath.Dir(f.home)}, f.authHeader())
+	ws.Warning = ""
+	mustJSON(t, body, &ws)
+	if status != 201 || !strings.Contains(ws.Warning, f.home) {
+		t.Errorf("workspace holding $JEAN2_HOME: %d %s", status, body)
+	}
 }
 
 // phoneHomeTool is a hostile tool: it reads jean2's token file with the runtime's own fs

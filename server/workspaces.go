@@ -68,12 +68,25 @@ func (s *Server) checkPlace(field, p string) (clean, warning string, err error) 
 			return "", "", badRequest("%s %s is at or inside %s, which tools must never reach (jean2's own folder, the tools folder or a credential folder): give the folder of a project", field, clean, x)
 		}
 	}
-	if home := s.cfg.UserHome; home != "" && policy.Within(policy.Real(home), real) {
+	home := s.cfg.UserHome
+	holdsHome := home != "" && policy.Within(policy.Real(home), real)
+	if holdsHome {
 		what := "is your home folder"
 		if policy.Real(home) != real {
 			what = "holds your home folder " + home
 		}
 		warning = fmt.Sprintf("%s %s %s: tools that run here can read and change all your files except jean2's own and the credential folders (~/.ssh, ~/.aws, …). A project's own folder is safer.", field, clean, what)
+	}
+	// jean2's own folders elsewhere (JEAN2_HOME=/opt/jean2): kept from tools, but say so.
+	for _, x := range s.protectedFolders() {
+		if policy.Within(policy.Real(x), real) && !(holdsHome && policy.Within(policy.Real(x), policy.Real(home))) {
+			if warning == "" {
+				warning = fmt.Sprintf("%s %s holds %s, which tools are kept out of; everything else in it is open to them. A project's own folder is safer.", field, clean, x)
+			} else {
+				warning += fmt.Sprintf(" It also holds %s, which tools are kept out of.", x)
+			}
+			break
+		}
 	}
 	return clean, warning, nil
 }
