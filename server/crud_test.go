@@ -20,7 +20,7 @@ func TestWorkspaceAndSessionCRUD(t *testing.T) {
 
 	var health map[string]string
 	f.call("GET", "/api/health", nil, 200, &health)
-	if health["status"] != "ok" || health["auth"] != "none" || health["version"] != "test" {
+	if health["status"] != "ok" || len(health) != 1 {
 		t.Fatalf("health = %v", health)
 	}
 

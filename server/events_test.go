@@ -36,7 +36,7 @@ func TestSlowSubscriberClosedWith4008(t *testing.T) {
 	httpc := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, f.wsURL("/api/sessions/"+ses.ID+"/ws?after=0"), &websocket.DialOptions{HTTPClient: httpc})
+	c, _, err := websocket.Dial(ctx, f.wsURL("/api/sessions/"+ses.ID+"/ws?after=0"), &websocket.DialOptions{HTTPClient: httpc, HTTPHeader: f.authHeader()})
 	if err != nil {
 		t.Fatal(err)
 	}

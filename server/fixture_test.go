@@ -69,6 +69,7 @@ type fixture struct {
 	srv   *Server
 	ts    *httptest.Server
 	tools map[string]string // folder → tool.js, written before start
+	token string            // the API token requests carry
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -131,7 +132,27 @@ func (f *fixture) start() *fixture {
 	f.srv = srv
 	f.ts = httptest.NewServer(srv.Handler())
 	f.t.Cleanup(f.stop)
+	f.token = srv.Token()
 	return f
+}
+
+// authHeader is the header that carries the fixture's token.
+func (f *fixture) authHeader() http.Header {
+	return http.Header{"Authorization": {"Bearer " + f.token}}
+}
+
+// withToken is header with the fixture's token added, unless it carries a token or a
+// cookie of its own.
+func (f *fixture) withToken(header http.Header) http.Header {
+	if header.Get("Authorization") != "" || header.Get("Cookie") != "" {
+		return header
+	}
+	out := header.Clone()
+	if out == nil {
+		out = http.Header{}
+	}
+	out.Set("Authorization", "Bearer "+f.token)
+	return out
 }
 
 func (f *fixture) stop() {
@@ -170,7 +191,7 @@ func (f *fixture) request(method, path string, body any, header http.Header) (in
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	for k, v := range header {
+	for k, v := range f.withToken(header) {
 		req.Header[k] = v
 	}
 	resp, err := f.ts.Client().Do(req)
@@ -256,7 +277,7 @@ func (f *fixture) dial(path string, header http.Header) *socket {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, resp, err := websocket.Dial(ctx, f.wsURL(path), &websocket.DialOptions{HTTPHeader: header})
+	c, resp, err := websocket.Dial(ctx, f.wsURL(path), &websocket.DialOptions{HTTPHeader: f.withToken(header)})
 	if err != nil {
 		status := 0
 		if resp != nil {

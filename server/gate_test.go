@@ -308,7 +308,7 @@ func TestDeletedSessionSocketsClosed(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, resp, err := websocket.Dial(ctx, f.wsURL("/api/sessions/"+first.ID+"/ws"), nil); err == nil || resp == nil || resp.StatusCode != 404 {
+	if _, resp, err := websocket.Dial(ctx, f.wsURL("/api/sessions/"+first.ID+"/ws"), &websocket.DialOptions{HTTPHeader: f.authHeader()}); err == nil || resp == nil || resp.StatusCode != 404 {
 		t.Errorf("a socket to the deleted session: %v %v", err, resp)
 	}
 }

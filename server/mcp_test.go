@@ -30,7 +30,6 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // API's token rule; ?workspace= picks the workspace calls work in.
 func TestMCPOverStreamableHTTP(t *testing.T) {
 	f := newFixture(t)
-	f.cfg.RequireToken = true
 	f.start()
 	tok, err := f.srv.NewToken(context.Background())
 	if err != nil {
@@ -100,7 +99,8 @@ func TestMCPFollowsSettingsAndWorkspaceChanges(t *testing.T) {
 	endpoint := f.ts.URL + "/mcp?workspace=" + ws.ID
 	connect := func() *mcp.ClientSession {
 		t.Helper()
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
+		httpc := &http.Client{Transport: bearerTransport{token: f.token, next: http.DefaultTransport}}
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: httpc, MaxRetries: -1}, nil)
 		if err != nil {
 			t.Fatalf("connect to %s: %v", endpoint, err)
 		}

@@ -214,6 +214,33 @@ type providerEntry struct {
 	Model     string        `json:"model,omitempty"`
 	MaxTokens int           `json:"maxTokens,omitempty"`
 	ClearKey  bool          `json:"clearKey,omitempty"`
+	// ConfirmKeyTo is a person's consent that a key this entry does not give itself (its
+	// apiKeyEnv, or the key stored under its name) goes to this base URL, which it was not
+	// sent to before. It must name the entry's base URL (the kind's usual one when baseUrl
+	// is empty); the web client sends it only after its dialog (docs/api.md#providers).
+	ConfirmKeyTo string `json:"confirmKeyTo,omitempty"`
+}
+
+// keyConfirm is an entry whose key would go to a base URL it did not go to before.
+type keyConfirm struct {
+	Provider string `json:"provider"`
+	BaseURL  string `json:"baseUrl"`
+	KeyFrom  string `json:"keyFrom"` // the variable's name, or "stored"
+}
+
+// effectiveBase is where a provider's requests go: its base URL, else its kind's usual one,
+// without a trailing slash.
+func effectiveBase(kind provider.Kind, base string) string {
+	base = strings.TrimSpace(base)
+	if base == "" {
+		switch kind {
+		case provider.KindOpenAI:
+			base = provider.OpenAIBaseURL
+		case provider.KindAnthropic:
+			base = provider.AnthropicBaseURL
+		}
+	}
+	return strings.TrimRight(base, "/")
 }
 
 type providersPut struct {
@@ -232,11 +259,23 @@ func (p *Providers) replace(ctx context.Context, req providersPut) error {
 		return badRequest("the current %s cannot be read, so its keys cannot be kept; fix or remove it first: %v", path, err)
 	}
 	oldKeys := map[string]string{}
+	oldBase := map[string]string{} // a stored key's provider → where the key went
 	for _, e := range old.Providers {
 		if e.APIKey != "" {
 			oldKeys[e.Name] = e.APIKey
+			oldBase[e.Name] = effectiveBase(e.Kind, e.BaseURL)
 		}
 	}
+	// Where each key variable's value goes now. A key that an entry does not give itself
+	// may go only there, unless a person confirms the new place: else anyone who can make
+	// this request could send the environment's or a stored key to a server of theirs.
+	envBases := map[string][]string{}
+	for _, c := range p.set.Providers {
+		if c.APIKeyEnv != "" {
+			envBases[c.APIKeyEnv] = append(envBases[c.APIKeyEnv], effectiveBase(c.Kind, c.BaseURL))
+		}
+	}
+	var unconfirmed []keyConfirm
 	f := provider.File{Providers: []provider.FileEntry{}}
 	for i, e := range req.Providers {
 		e.Name = strings.TrimSpace(e.Name)
@@ -260,8 +299,37 @@ func (p *Providers) replace(ctx context.Context, req providersPut) error {
 		if key == "" && e.APIKeyEnv == "" && !e.ClearKey {
 			key = oldKeys[e.Name]
 		}
+		base := effectiveBase(e.Kind, e.BaseURL)
+		from := ""
+		switch {
+		case e.APIKey != "": // given with the request: it goes where the request says
+		case e.APIKeyEnv != "":
+			if !slices.Contains(envBases[e.APIKeyEnv], base) {
+				from = e.APIKeyEnv
+			}
+		case key != "":
+			if oldBase[e.Name] != base {
+				from = "stored"
+			}
+		}
+		if from != "" && strings.TrimRight(strings.TrimSpace(e.ConfirmKeyTo), "/") != base {
+			unconfirmed = append(unconfirmed, keyConfirm{Provider: e.Name, BaseURL: base, KeyFrom: from})
+		}
 		f.Providers = append(f.Providers, provider.FileEntry{Name: e.Name, Kind: e.Kind, BaseURL: strings.TrimSpace(e.BaseURL),
 			APIKey: key, APIKeyEnv: e.APIKeyEnv, Model: strings.TrimSpace(e.Model), MaxTokens: e.MaxTokens})
+	}
+	if len(unconfirmed) > 0 {
+		var parts []string
+		for _, u := range unconfirmed {
+			what := "the key stored for it"
+			if u.KeyFrom != "stored" {
+				what = "the key in " + u.KeyFrom
+			}
+			parts = append(parts, fmt.Sprintf("provider %s would send %s to %s, where it did not go before", u.Provider, what, u.BaseURL))
+		}
+		return &apiError{Status: http.StatusConflict, Code: codeConfirmKey,
+			Message: strings.Join(parts, "; ") + ". A person must confirm this: send the same request with \"confirmKeyTo\" set to that base URL in the entry, or give the key itself as apiKey",
+			Details: map[string]any{"confirm": unconfirmed}}
 	}
 	// The default: the file holds it when it names one of the file's providers; one of
 	// the environment's is kept in the database. Omitted, the default stays where it is.

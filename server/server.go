@@ -27,6 +27,10 @@ import (
 // DBFile is the database's file name in $JEAN2_HOME.
 const DBFile = "jean2.db"
 
+// tokenEnv is the variable a client may hold the API token in: never handed on to a tool
+// or an MCP server the server starts.
+const tokenEnv = "JEAN2_TOKEN"
+
 // Config is what a server is made from. jean2 serve fills it from its flags and the
 // environment; tests fill it by hand.
 type Config struct {
@@ -38,9 +42,12 @@ type Config struct {
 	Getenv func(string) string
 	// ProviderOptions are handed to every provider made (nil: the defaults).
 	ProviderOptions *provider.Options
-	// RequireToken makes every API and MCP request carry an API token (a non-loopback
-	// bind). See EnsureToken.
-	RequireToken bool
+	// AllowedHosts are the names, besides localhost and IP addresses, that requests may
+	// give as their Host (jean2 serve --allowed-host): any other is refused (DNS rebinding).
+	AllowedHosts []string
+	// UserHome is the user's home folder, whose credential folders no workspace may be
+	// (default: os.UserHomeDir()).
+	UserHome string
 	// MCPWorkspace is the folder /mcp calls work in when the client names no workspace
 	// (default: the current folder).
 	MCPWorkspace string
@@ -79,6 +86,7 @@ type Server struct {
 	wsMCP     *workspaceMCP  // the MCP servers of workspaces' own mcp.json
 	gate      gate           // deletes against work starting (gate.go)
 	sockets   sessionSockets // open sockets by session, closed when it is deleted
+	guard     *guard         // the Host allow-list, origin check and token (auth.go)
 	handler   http.Handler
 
 	// ctx lives as long as the server: sockets, tool runs and the forwarder end with it.
@@ -122,8 +130,20 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}()
 
+	if cfg.UserHome == "" {
+		// Only the credential folders' check needs it: without a home there are none.
+		cfg.UserHome, _ = os.UserHomeDir()
+		s.cfg.UserHome = cfg.UserHome
+	}
 	if s.db, err = store.OpenWith(ctx, filepath.Join(home, DBFile), store.Options{Durability: cfg.Durability}); err != nil {
 		return nil, err
+	}
+	// Every request but the client's assets, /auth and the health check carries this
+	// token (or one of the database's), whatever address the server is bound to. The
+	// store made home, if it was missing.
+	token, err := EnsureTokenFile(home)
+	if err != nil {
+		return nil, fmt.Errorf("open server: %w", err)
 	}
 	if s.providers, err = LoadProviders(home, cfg.Getenv, cfg.ProviderOptions); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
@@ -146,7 +166,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	wsOpts := cfg.WorkspaceMCP
 	wsOpts.Off = wsOpts.Off || cfg.Getenv(mcpclient.NestedEnv) != ""
 	s.wsMCP = newWorkspaceMCP(wsOpts, mcpclient.Options{
-		Getenv:  withholdKeys(cfg.Getenv, func() []string { return s.providers.Set().KeyEnvNames() }),
+		Getenv:  withholdKeys(cfg.Getenv, func() []string { return append(s.providers.Set().KeyEnvNames(), tokenEnv) }),
 		Version: cfg.Version, Logger: s.log,
 	}, s.log)
 	s.wsMCP.syncFrom(ctx, s.db.ListWorkspaces)
@@ -155,7 +175,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	hostOpts.Sources = append(slices.Clone(cfg.Host.Sources), s.wsMCP)
 	hostOpts.LLM = s.providers.LLM("", "")
 	hostOpts.Grants = s.grants
-	hostOpts.ServerEnv = withoutKeys(hostOpts.ServerEnv, s.providers.Set().KeyEnvNames())
+	hostOpts.ServerEnv = withoutKeys(hostOpts.ServerEnv, append(s.providers.Set().KeyEnvNames(), tokenEnv))
 	if hostOpts.Logger == nil {
 		hostOpts.Logger = s.log
 	}
@@ -198,6 +218,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 			}
 		}()
 	}
+	s.guard = newGuard(token, s.db, cfg.AllowedHosts)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -260,20 +281,11 @@ func (s *Server) Store() *store.DB { return s.db }
 // Providers is the server's provider set.
 func (s *Server) Providers() *Providers { return s.providers }
 
-// EnsureToken makes an API token when none exists and returns it (shown once: only its
-// hash is kept); "" when one exists already.
-func (s *Server) EnsureToken(ctx context.Context) (string, error) {
-	toks, err := s.db.ListAuthTokens(ctx)
-	if err != nil {
-		return "", err
-	}
-	if len(toks) > 0 {
-		return "", nil
-	}
-	return s.NewToken(ctx)
-}
+// Token is the local API token, kept in $JEAN2_HOME/token.
+func (s *Server) Token() string { return s.guard.token }
 
-// NewToken makes another API token and returns it; it cannot be read back later.
+// NewToken makes another API token, kept in the database for a client on another machine
+// (jean2 serve --new-token), and returns it; it cannot be read back later.
 func (s *Server) NewToken(ctx context.Context) (string, error) {
 	_, secret, err := s.db.CreateAuthToken(ctx, "jean2 serve")
 	return secret, err
@@ -365,6 +377,7 @@ func (s *Server) routes() http.Handler {
 	route := func(pattern string, f handlerFunc) { api.Handle(pattern, s.h(f)) }
 
 	route("GET /api/health", s.health)
+	route("POST /api/auth/codes", s.postSignIn)
 
 	route("GET /api/workspaces", s.listWorkspaces)
 	route("POST /api/workspaces", s.createWorkspace)
@@ -407,22 +420,18 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", muxErrorsAsJSON(api))
 	mux.Handle("/mcp", s.h(s.serveMCP))
-	g := &guard{requireToken: s.cfg.RequireToken, db: s.db}
-	mux.Handle("/auth", s.h(func(w http.ResponseWriter, r *http.Request) error { return g.signIn(w, r) }))
+	mux.Handle("/auth", s.h(s.guard.signIn))
 	web := s.cfg.Web
 	if web == nil {
 		web = http.HandlerFunc(notBuilt)
 	}
 	mux.Handle("/", web)
-	return g.wrap(mux, s.writeErr)
+	return s.guard.wrap(mux, s.writeErr)
 }
 
+// health answers without a token, so it says nothing but that a jean2 server is there.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
-	auth := "none"
-	if s.cfg.RequireToken {
-		auth = "token"
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": s.cfg.Version, "auth": auth})
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 	return nil
 }
 

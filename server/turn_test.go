@@ -286,6 +286,7 @@ func TestPartImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header = f.authHeader()
 	resp, err := f.ts.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)

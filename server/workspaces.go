@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/jean2/jean2/policy"
+	"github.com/jean2/jean2/sandbox"
 	"github.com/jean2/jean2/store"
 )
 
@@ -46,16 +48,76 @@ func checkFolder(field, p string) (string, error) {
 	return p, nil
 }
 
-func checkFolders(field string, ps []string) ([]string, error) {
+// checkPlace is checkFolder, and refuses a folder tools must never be handed: the root, or
+// one at or inside jean2's home, the tools folder or a credential folder of the user's
+// (~/.ssh, ~/.aws, …). A workspace there would give every tool's file access (ctx.fs, the
+// worker's own) what the sandbox keeps from tools, and $JEAN2_HOME holds the API token.
+// Links are resolved first, so a link to ~/.ssh is refused too. A folder that holds the
+// user's home is allowed with a warning: the protected folders inside stay closed, but
+// everything else of the user's is open to tools.
+func (s *Server) checkPlace(field, p string) (clean, warning string, err error) {
+	if clean, err = checkFolder(field, p); err != nil {
+		return "", "", err
+	}
+	real := policy.Real(clean)
+	if real == "/" {
+		return "", "", badRequest("%s %s is the whole file system: give the folder of a project", field, clean)
+	}
+	for _, x := range s.protectedFolders() {
+		if policy.Within(real, policy.Real(x)) {
+			return "", "", badRequest("%s %s is at or inside %s, which tools must never reach (jean2's own folder, the tools folder or a credential folder): give the folder of a project", field, clean, x)
+		}
+	}
+	home := s.cfg.UserHome
+	holdsHome := home != "" && policy.Within(policy.Real(home), real)
+	if holdsHome {
+		what := "is your home folder"
+		if policy.Real(home) != real {
+			what = "holds your home folder " + home
+		}
+		warning = fmt.Sprintf("%s %s %s: tools that run here can read and change all your files except jean2's own and the credential folders (~/.ssh, ~/.aws, …). A project's own folder is safer.", field, clean, what)
+	}
+	// jean2's own folders elsewhere (JEAN2_HOME=/opt/jean2): kept from tools, but say so.
+	for _, x := range s.protectedFolders() {
+		if policy.Within(policy.Real(x), real) && !(holdsHome && policy.Within(policy.Real(x), policy.Real(home))) {
+			if warning == "" {
+				warning = fmt.Sprintf("%s %s holds %s, which tools are kept out of; everything else in it is open to them. A project's own folder is safer.", field, clean, x)
+			} else {
+				warning += fmt.Sprintf(" It also holds %s, which tools are kept out of.", x)
+			}
+			break
+		}
+	}
+	return clean, warning, nil
+}
+
+// protectedFolders are the folders no workspace or allowed path may be at or inside.
+func (s *Server) protectedFolders() []string {
+	l := s.cfg.Host.Layout
+	return append([]string{l.Home, l.Tools}, sandbox.CredentialPaths(s.cfg.UserHome)...)
+}
+
+func (s *Server) checkPlaces(field string, ps []string) ([]string, []string, error) {
 	out := make([]string, 0, len(ps))
+	var warnings []string
 	for i, p := range ps {
-		c, err := checkFolder(fmt.Sprintf("%s[%d]", field, i), p)
+		c, w, err := s.checkPlace(fmt.Sprintf("%s[%d]", field, i), p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, c)
+		if w != "" {
+			warnings = append(warnings, w)
+		}
 	}
-	return out, nil
+	return out, warnings, nil
+}
+
+// workspaceView is a workspace as POST and PATCH answer it: with a warning for the person
+// when its folders reach further than a project.
+type workspaceView struct {
+	store.Workspace
+	Warning string `json:"warning,omitempty"`
 }
 
 func (s *Server) listWorkspaces(w http.ResponseWriter, r *http.Request) error {
@@ -81,18 +143,24 @@ func (s *Server) createWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if b.Path == nil {
 		return badRequest("give the workspace's folder as path (absolute)")
 	}
-	path, err := checkFolder("path", *b.Path)
+	path, warning, err := s.checkPlace("path", *b.Path)
 	if err != nil {
 		return err
+	}
+	warnings := []string{}
+	if warning != "" {
+		warnings = append(warnings, warning)
 	}
 	ws := store.Workspace{Path: path, Name: filepath.Base(path), AllowedPaths: []string{}}
 	if b.Name != nil && strings.TrimSpace(*b.Name) != "" {
 		ws.Name = strings.TrimSpace(*b.Name)
 	}
 	if b.AllowedPaths != nil {
-		if ws.AllowedPaths, err = checkFolders("allowedPaths", *b.AllowedPaths); err != nil {
+		var more []string
+		if ws.AllowedPaths, more, err = s.checkPlaces("allowedPaths", *b.AllowedPaths); err != nil {
 			return err
 		}
+		warnings = append(warnings, more...)
 	}
 	if _, err := s.db.WorkspaceByPath(r.Context(), path); err == nil {
 		return errorf(http.StatusConflict, codeConflict, "a workspace for %s exists already", path)
@@ -102,7 +170,7 @@ func (s *Server) createWorkspace(w http.ResponseWriter, r *http.Request) error {
 		return storeErr(err, "workspace")
 	}
 	s.wsMCP.workspacesChanged()
-	writeJSON(w, http.StatusCreated, ws)
+	writeJSON(w, http.StatusCreated, workspaceView{Workspace: ws, Warning: strings.Join(warnings, " ")})
 	return nil
 }
 
@@ -132,22 +200,29 @@ func (s *Server) patchWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if b.Name != nil {
 		ws.Name = strings.TrimSpace(*b.Name)
 	}
+	var warnings []string
 	if b.Path != nil {
-		if ws.Path, err = checkFolder("path", *b.Path); err != nil {
+		var warning string
+		if ws.Path, warning, err = s.checkPlace("path", *b.Path); err != nil {
 			return err
+		}
+		if warning != "" {
+			warnings = append(warnings, warning)
 		}
 	}
 	if b.AllowedPaths != nil {
-		if ws.AllowedPaths, err = checkFolders("allowedPaths", *b.AllowedPaths); err != nil {
+		var more []string
+		if ws.AllowedPaths, more, err = s.checkPlaces("allowedPaths", *b.AllowedPaths); err != nil {
 			return err
 		}
+		warnings = append(warnings, more...)
 	}
 	ws, err = s.db.UpdateWorkspace(r.Context(), ws)
 	if err != nil {
 		return storeErr(err, "workspace")
 	}
 	s.wsMCP.workspacesChanged()
-	writeJSON(w, http.StatusOK, ws)
+	writeJSON(w, http.StatusOK, workspaceView{Workspace: ws, Warning: strings.Join(warnings, " ")})
 	return nil
 }
 

@@ -39,7 +39,8 @@ In the chat:
   /quit      leave (as Ctrl-D, or Ctrl-C twice within 2 seconds)
   Ctrl-C     stop the running turn; a second Ctrl-C within 2 seconds leaves
 
-A server that requires a token (one not on a loopback address) reads it from $JEAN2_TOKEN.
+The server's API token is read from $JEAN2_TOKEN, else from $JEAN2_HOME/token (which
+jean2 serve writes at its first start).
 `
 
 const defaultChatServer = "http://127.0.0.1:8742"
@@ -80,10 +81,14 @@ func chat(ctx context.Context, e env, args []string) error {
 		workspace = abs
 	}
 
-	api := newAPIClient(base, e.getenv("JEAN2_TOKEN"))
+	token, err := clientToken(e)
+	if err != nil {
+		return err
+	}
+	api := newAPIClient(base, token)
 	var local *localServer
 	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	h, err := api.health(hctx)
+	_, err = api.health(hctx)
 	cancel()
 	if err != nil {
 		var ae *apiError
@@ -98,10 +103,10 @@ func chat(ctx context.Context, e env, args []string) error {
 			return fmt.Errorf("no jean2 server answers at %s, and starting one here failed: %w", base, err)
 		}
 		defer local.close()
-		api = newAPIClient(local.base, "")
-		fmt.Fprintf(e.stderr, "jean2 chat: no server at %s; started one here at %s (web client: %s/) until the chat ends\n", base, local.base, local.base)
-	} else if h.Auth == "token" && api.token == "" {
-		return fmt.Errorf("the jean2 server at %s requires an API token: set JEAN2_TOKEN to the token jean2 serve printed (jean2 serve --new-token makes another)", base)
+		api = newAPIClient(local.base, local.token)
+		fmt.Fprintf(e.stderr, "jean2 chat: no server at %s; started one here at %s until the chat ends (web client: %s)\n", base, local.base, local.signIn)
+	} else if api.token == "" {
+		return fmt.Errorf("the jean2 server at %s needs its API token, and there is none here: set JEAN2_TOKEN, or run jean2 chat where $JEAN2_HOME is the server's (its token file is $JEAN2_HOME/%s)", base, server.TokenFile)
 	}
 
 	ses, ws, err := chatSessionFor(ctx, api, workspace, *sessionFlag)
@@ -197,8 +202,10 @@ func workspaceFor(ctx context.Context, api *apiClient, dir string) (chatWorkspac
 
 // localServer is a jean2 server run inside the chat's process, on a free loopback port.
 type localServer struct {
-	base  string
-	close func()
+	base   string
+	token  string
+	signIn string // a one-time address that signs a browser in to it
+	close  func()
 }
 
 // localServerWait bounds the wait for the local server's turns and workers to stop.
@@ -272,8 +279,15 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*localServe
 		defer close(served)
 		_ = hs.Serve(ln)
 	}()
+	base := "http://" + ln.Addr().String()
+	signIn, err := srv.SignInURL(base)
+	if err != nil {
+		signIn = base + "/ (jean2 signin --server " + base + " signs a browser in)"
+	}
 	return &localServer{
-		base: "http://" + ln.Addr().String(),
+		base:   base,
+		token:  srv.Token(),
+		signIn: signIn,
 		close: func() {
 			cctx, cancel := context.WithTimeout(context.Background(), localServerWait)
 			defer cancel()

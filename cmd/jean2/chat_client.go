@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,7 +15,9 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/hub"
+	"github.com/jean2/jean2/server"
 	"github.com/jean2/jean2/store"
 )
 
@@ -119,9 +122,24 @@ func (c *apiClient) health(ctx context.Context) (chatHealth, error) {
 }
 
 type chatHealth struct {
-	Status  string `json:"status"`
-	Version string `json:"version"`
-	Auth    string `json:"auth"`
+	Status string `json:"status"`
+}
+
+// clientToken is the API token a client of a jean2 server sends: $JEAN2_TOKEN, else the
+// local token jean2 serve wrote to $JEAN2_HOME/token; "" when neither is there.
+func clientToken(e env) (string, error) {
+	if tok := strings.TrimSpace(e.getenv("JEAN2_TOKEN")); tok != "" {
+		return tok, nil
+	}
+	layout, err := host.LayoutFromEnv(e.getenv)
+	if err != nil {
+		return "", err
+	}
+	tok, err := server.ReadTokenFile(layout.Home)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	return tok, err
 }
 
 type chatWorkspace struct {

@@ -19,6 +19,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/jean2/jean2/provider/providertest"
+	"github.com/jean2/jean2/server"
 	"github.com/jean2/jean2/store"
 )
 
@@ -380,11 +381,14 @@ func TestChatAnswersAsksInline(t *testing.T) {
 			ID string `json:"id"`
 		} `json:"asks"`
 	}
-	getJSON(t, base+"/api/sessions/"+sid+"/asks", &asks)
+	getJSON(t, c.token(), base+"/api/sessions/"+sid+"/asks", &asks)
 	if len(asks.Asks) != 1 {
 		t.Fatalf("pending asks %+v", asks.Asks)
 	}
-	resp, err := http.Post(base+"/api/sessions/"+sid+"/asks/"+asks.Asks[0].ID, "application/json", strings.NewReader(`{"answer":true}`))
+	req, _ := http.NewRequest("POST", base+"/api/sessions/"+sid+"/asks/"+asks.Asks[0].ID, strings.NewReader(`{"answer":true}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.token())
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,15 +423,27 @@ func TestChatAnswersAsksInline(t *testing.T) {
 			Duration string `json:"duration"`
 		} `json:"grants"`
 	}
-	getJSON(t, base+"/api/grants", &grants)
+	getJSON(t, c.token(), base+"/api/grants", &grants)
 	if len(grants.Grants) != 1 || grants.Grants[0].Tool != "deploy" || grants.Grants[0].Duration != "session" {
 		t.Fatalf("grants %+v", grants.Grants)
 	}
 }
 
-func getJSON(t *testing.T, u string, v any) {
+// token is the API token the chat's server wrote to its home.
+func (c *chatEnv) token() string {
+	c.t.Helper()
+	tok, err := server.ReadTokenFile(c.home)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return tok
+}
+
+func getJSON(t *testing.T, token, u string, v any) {
 	t.Helper()
-	resp, err := http.Get(u)
+	req, _ := http.NewRequest("GET", u, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,6 +55,7 @@ Usage:
   jean2 tools approve NAME [--yes]          approve what a tool declares (paths, processes)
   jean2 mcp [--workspace DIR]               serve the tools to an MCP client over stdio
   jean2 serve [--host H] [--port N]         run the agent server: API, web client, MCP over HTTP
+  jean2 signin [--open]                     print a one-time address that signs a browser in
   jean2 chat [--workspace DIR] [--server URL] [--session ID]   talk with the agent in the terminal
   jean2 doctor [--json]                     check runtimes, the sandbox and jean2's folders
   jean2 version                             print the version
@@ -64,6 +65,7 @@ Environment:
   JEAN2_TOOLS_PATH  the tools folder (default $JEAN2_HOME/tools)
   JEAN2_RUNTIME     node or bun (default: node when installed, else bun)
   JEAN2_SANDBOX     auto, landlock, node or off (default auto; see docs/security.md)
+  JEAN2_TOKEN       the server's API token for chat and signin (default: $JEAN2_HOME/token)
   JEAN2_TOOL_REGISTRY_URL  the tool index for install/update/outdated
 `
 
@@ -81,6 +83,8 @@ func run(ctx context.Context, e env, args []string) error {
 		return serve(ctx, e, args[1:])
 	case "chat":
 		return chat(ctx, e, args[1:])
+	case "signin":
+		return signin(ctx, e, args[1:])
 	case "doctor":
 		return doctor(ctx, e, args[1:])
 	case "version", "--version":

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,7 +19,7 @@ import (
 )
 
 const serveUsage = `Usage:
-  jean2 serve [--host 127.0.0.1] [--port 8742] [--new-token]
+  jean2 serve [--host 127.0.0.1] [--port 8742] [--allowed-host NAME]... [--new-token]
 
 Runs the jean2 server in the foreground: the API (docs/api.md), the web client at /, MCP
 over streamable HTTP at /mcp. Data lives in $JEAN2_HOME/jean2.db; providers come from the
@@ -26,11 +28,19 @@ Ctrl-C stops running turns and shuts down. JEAN2_DB_SYNC=full makes every databa
 reach the disk before it is acknowledged (survives a power cut; the default, normal,
 survives a crash of jean2 itself). docs/server.md has the details.
 
-  --host ADDR   the address to listen on (default 127.0.0.1). Any address other than a
-                loopback one requires an API token: one is made on the first such start
-                and printed once
-  --port N      the port (default 8742; 0 picks a free one)
-  --new-token   make another API token and print it
+Every API, WebSocket and /mcp request carries the API token, on any address: the first
+start writes it to $JEAN2_HOME/token (mode 0600), which jean2 chat and jean2 signin read.
+A browser signs in once at the one-time address printed at start (or by jean2 signin) and
+keeps the token in an HttpOnly cookie. Requests whose Host is not localhost, an IP address
+or an allowed name are refused (DNS rebinding).
+
+  --host ADDR          the address to listen on (default 127.0.0.1)
+  --port N             the port (default 8742; 0 picks a free one)
+  --allowed-host NAME  a name besides localhost and IP addresses that browsers may reach
+                       the server by (repeat it, or separate names with commas; also
+                       JEAN2_ALLOWED_HOSTS). The --host name is allowed already
+  --new-token          make another API token for a client on another machine and print it
+                       once (only its hash is kept)
 `
 
 // serveShutdownWait bounds the wait for running turns and tool workers to stop.
@@ -42,6 +52,8 @@ func serve(ctx context.Context, e env, args []string) error {
 	hostFlag := fs.String("host", "127.0.0.1", "the address to listen on")
 	port := fs.Int("port", 8742, "the port")
 	newToken := fs.Bool("new-token", false, "make another API token")
+	var allowed hostList
+	fs.Var(&allowed, "allowed-host", "a name browsers may reach the server by")
 	if help, err := parseFlags(fs, e, args, serveUsage, ""); help || err != nil {
 		return err
 	}
@@ -51,7 +63,10 @@ func serve(ctx context.Context, e env, args []string) error {
 	if *hostFlag == "" {
 		return usagef("--host is empty: give an address such as 127.0.0.1 or 0.0.0.0")
 	}
-	requireToken := !server.IsLoopback(*hostFlag)
+	_ = allowed.Set(e.getenv("JEAN2_ALLOWED_HOSTS"))
+	if net.ParseIP(strings.Trim(*hostFlag, "[]")) == nil {
+		allowed = append(allowed, *hostFlag) // bound by name: that name is the server's
+	}
 
 	layout, err := host.LayoutFromEnv(e.getenv)
 	if err != nil {
@@ -100,7 +115,7 @@ func serve(ctx context.Context, e env, args []string) error {
 		},
 		Getenv:       e.getenv,
 		Durability:   durability,
-		RequireToken: requireToken,
+		AllowedHosts: allowed,
 		MCPWorkspace: workingDir(),
 		Web:          web.Handler(),
 		Watch:        &host.WatchOptions{},
@@ -132,18 +147,21 @@ func serve(ctx context.Context, e env, args []string) error {
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(e.stderr, "jean2 serve: tool workers: %s\n", srv.Host().Sandbox().Summary())
 	fmt.Fprintf(e.stderr, "jean2 serve: database %s (JEAN2_DB_SYNC=%s)\n", srv.Store().Path(), durability)
-	if requireToken {
-		if err := printToken(ctx, e, srv, base, *newToken); err != nil {
-			ln.Close()
-			return err
-		}
-	} else if *newToken {
-		if err := printToken(ctx, e, srv, base, true); err != nil {
+	if *newToken {
+		if err := printToken(ctx, e, srv, base); err != nil {
 			ln.Close()
 			return err
 		}
 	}
-	fmt.Fprintf(e.stderr, "jean2 serve: listening on %s (API %s/api/, MCP %s/mcp)\n", base, base, base)
+	signIn, err := srv.SignInURL(browserBase(ln.Addr()))
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	fmt.Fprintf(e.stderr, "jean2 serve: open in your browser to sign in (once, within an hour; jean2 signin prints another):\n  %s\n", signIn)
+	// The last line of the start: scripts wait for it.
+	fmt.Fprintf(e.stderr, "jean2 serve: listening on %s (API %s/api/, MCP %s/mcp; API token in %s)\n",
+		base, base, base, filepath.Join(layout.Home, server.TokenFile))
 
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
 	served := make(chan error, 1)
@@ -171,24 +189,41 @@ func serve(ctx context.Context, e env, args []string) error {
 	return closeErr
 }
 
-// printToken makes a token when a token-protected server has none (or when asked) and
-// prints it once: only its hash is kept.
-func printToken(ctx context.Context, e env, srv *server.Server, base string, fresh bool) error {
-	var tok string
-	var err error
-	if fresh {
-		tok, err = srv.NewToken(ctx)
-	} else {
-		tok, err = srv.EnsureToken(ctx)
-	}
+// printToken makes another API token (for a client on another machine) and prints it
+// once: only its hash is kept.
+func printToken(ctx context.Context, e env, srv *server.Server, base string) error {
+	tok, err := srv.NewToken(ctx)
 	if err != nil {
 		return fmt.Errorf("make an API token: %w", err)
 	}
-	if tok == "" {
-		fmt.Fprintln(e.stderr, "jean2 serve: API calls need the token printed when it was made (jean2 serve --new-token makes another)")
-		return nil
+	fmt.Fprintf(e.stderr, "jean2 serve: another API token (shown once; only its hash is kept):\n  %s\n"+
+		"  send it as Authorization: Bearer <token> (JEAN2_TOKEN for jean2 chat), or open %s/auth?token=<token> once in a browser\n", tok, base)
+	return nil
+}
+
+// browserBase is the address a person opens: a wildcard bind (0.0.0.0, ::) is reached on
+// this machine at 127.0.0.1.
+func browserBase(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
 	}
-	fmt.Fprintf(e.stderr, "jean2 serve: API token (shown once; only its hash is kept):\n  %s\n"+
-		"  send it as Authorization: Bearer <token>, or open %s/auth?token=%s once in a browser\n", tok, base, tok)
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// hostList is a repeatable flag of names, each value possibly a comma-separated list.
+type hostList []string
+
+func (h *hostList) String() string { return strings.Join(*h, ",") }
+
+func (h *hostList) Set(v string) error {
+	for _, name := range strings.Split(v, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			*h = append(*h, name)
+		}
+	}
 	return nil
 }

@@ -17,16 +17,18 @@ import (
 	"time"
 
 	"github.com/jean2/jean2/provider/providertest"
+	"github.com/jean2/jean2/server"
 	"github.com/jean2/jean2/store"
 )
 
 // served is a running `jean2 serve`.
 type served struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	base string
-	logs *bytes.Buffer
-	done chan error
+	t     *testing.T
+	cmd   *exec.Cmd
+	base  string
+	token string      // $JEAN2_HOME/token, which every request carries
+	logs  *syncBuffer // stderr, written while the test reads it
+	done  chan error
 }
 
 var listeningLine = regexp.MustCompile(`listening on (http://\S+)`)
@@ -44,14 +46,14 @@ func startServe(t *testing.T, c *cli, extraEnv []string, args ...string) *served
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &served{t: t, cmd: cmd, logs: &bytes.Buffer{}, done: make(chan error, 1)}
+	s := &served{t: t, cmd: cmd, logs: &syncBuffer{}, done: make(chan error, 1)}
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sent := false
 		for sc.Scan() {
 			line := sc.Text()
-			s.logs.WriteString(line + "\n")
+			s.logs.Write([]byte(line + "\n"))
 			if m := listeningLine.FindStringSubmatch(line); m != nil && !sent {
 				found <- m[1]
 				sent = true
@@ -67,6 +69,11 @@ func startServe(t *testing.T, c *cli, extraEnv []string, args ...string) *served
 	case <-time.After(60 * time.Second):
 		t.Fatalf("jean2 serve did not listen within a minute:\n%s", s.logs)
 	}
+	tok, err := server.ReadTokenFile(c.home)
+	if err != nil {
+		t.Fatalf("jean2 serve listens, but its token: %v", err)
+	}
+	s.token = tok
 	return s
 }
 
@@ -98,6 +105,7 @@ func (s *served) call(method, path string, body any, want int, out any) {
 		s.t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+s.token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		s.t.Fatalf("%s %s: %v\n%s", method, path, err, s.logs)
@@ -138,7 +146,7 @@ func TestServeAnswersHealthAndStopsOnSIGTERM(t *testing.T) {
 	s := startServe(t, c, nil)
 	var health map[string]string
 	s.call("GET", "/api/health", nil, 200, &health)
-	if health["status"] != "ok" || health["auth"] != "none" {
+	if health["status"] != "ok" || len(health) != 1 {
 		t.Fatalf("health = %v", health)
 	}
 	if err := s.kill(syscall.SIGTERM); err != nil {
@@ -176,36 +184,89 @@ func TestServeDBSync(t *testing.T) {
 	}
 }
 
-func TestServeOnNonLoopbackPrintsTokenOnce(t *testing.T) {
+// jean2 serve on any address: the token file is made 0600 and every API call needs it;
+// the printed one-time address signs a browser in; jean2 signin prints another; --new-token
+// prints a token for another machine; Host names are checked (DNS rebinding).
+func TestServeSignInAndTokens(t *testing.T) {
 	c := newCLI(t)
-	s := startServe(t, c, nil, "--host", "0.0.0.0")
-	tok := regexp.MustCompile(`jean2_[A-Za-z0-9_-]{20,}`).FindString(s.logs.String())
-	if tok == "" {
-		t.Fatalf("no token printed:\n%s", s.logs)
+	s := startServe(t, c, []string{"JEAN2_ALLOWED_HOSTS=box.example"}, "--host", "0.0.0.0", "--allowed-host", "jean2.lan,other.lan", "--new-token")
+	fi, err := os.Stat(filepath.Join(c.home, server.TokenFile))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v %v", fi, err)
+	}
+	if strings.Contains(s.logs.String(), s.token) {
+		t.Errorf("jean2 serve printed the token of $JEAN2_HOME/token:\n%s", s.logs)
+	}
+	other := regexp.MustCompile(`jean2_[A-Za-z0-9_-]{20,}`).FindString(s.logs.String())
+	if other == "" {
+		t.Fatalf("--new-token printed no token:\n%s", s.logs)
+	}
+	signIn := regexp.MustCompile(`http://127\.0\.0\.1:\d+/auth\?code=\S+`).FindString(s.logs.String())
+	if signIn == "" {
+		t.Fatalf("no sign-in address printed:\n%s", s.logs)
 	}
 	base := strings.Replace(s.base, "0.0.0.0", "127.0.0.1", 1)
-	for _, c := range []struct {
-		auth string
-		want int
-	}{{"", 401}, {"Bearer " + tok, 200}} {
-		req, _ := http.NewRequest("GET", base+"/api/workspaces", nil)
-		if c.auth != "" {
-			req.Header.Set("Authorization", c.auth)
+	get := func(url, host string, header ...string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("GET", url, nil)
+		if host != "" {
+			req.Host = host
 		}
-		resp, err := http.DefaultClient.Do(req)
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != c.want {
-			t.Errorf("auth %q: %d, want %d", c.auth, resp.StatusCode, c.want)
+		return resp
+	}
+	port := base[strings.LastIndex(base, ":"):]
+	for _, tc := range []struct {
+		host, auth string
+		want       int
+	}{
+		{"", "", 401}, {"", "Bearer " + s.token, 200}, {"", "Bearer " + other, 200}, {"", "Bearer jean2_wrong", 401},
+		{"jean2.lan" + port, "Bearer " + s.token, 200}, {"other.lan" + port, "Bearer " + s.token, 200},
+		{"box.example" + port, "Bearer " + s.token, 200}, {"rebind.example" + port, "Bearer " + s.token, 403},
+	} {
+		if resp := get(base+"/api/workspaces", tc.host, "Authorization", tc.auth); resp.StatusCode != tc.want {
+			t.Errorf("Host %q, Authorization %q: %d, want %d", tc.host, tc.auth, resp.StatusCode, tc.want)
 		}
 	}
+	signedIn := func(addr string) bool {
+		t.Helper()
+		resp := get(addr, "")
+		for _, ck := range resp.Cookies() {
+			if ck.Name == server.TokenCookie && resp.StatusCode == http.StatusSeeOther {
+				return get(base+"/api/workspaces", "", "Cookie", ck.String()).StatusCode == 200
+			}
+		}
+		return false
+	}
+	if !signedIn(signIn) {
+		t.Errorf("the printed address %s did not sign in", signIn)
+	}
+	if signedIn(signIn) {
+		t.Errorf("the printed address %s signed in twice", signIn)
+	}
+	// jean2 signin reads the token file and prints a new address.
+	out, stderr, code := c.runWith([]string{"JEAN2_SERVER=" + base}, "signin")
+	addr := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(addr, base+"/auth?code=") || !signedIn(addr) {
+		t.Errorf("jean2 signin: exit %d, %q, %s", code, out, stderr)
+	}
+	// Without the token file, it says what is missing.
+	_, stderr, code = c.runWith([]string{"JEAN2_SERVER=" + base, "JEAN2_HOME=" + t.TempDir()}, "signin")
+	if code == 0 || !strings.Contains(stderr, "token") {
+		t.Errorf("jean2 signin without a token: exit %d, %s", code, stderr)
+	}
+	// A restart keeps the token: a browser's cookie and jean2 chat go on working.
 	s.kill(syscall.SIGTERM)
-	// The second start prints no token: only its hash was kept.
-	again := startServe(t, c, nil, "--host", "0.0.0.0")
-	if strings.Contains(again.logs.String(), tok) || regexp.MustCompile(`jean2_[A-Za-z0-9_-]{20,}`).MatchString(again.logs.String()) {
-		t.Fatalf("a token was printed again:\n%s", again.logs)
+	again := startServe(t, c, nil)
+	if again.token != s.token {
+		t.Errorf("the token changed at a restart")
 	}
 }
 

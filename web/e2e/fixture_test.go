@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,7 +116,56 @@ type fixture struct {
 	srv  *server.Server
 	ts   *httptest.Server
 	b    *browsertest.Browser
+	// signedIn is whether the browser has the server's cookie; open signs it in first.
+	signedIn bool
+	seen     seenRequests
+	// otherSite is set by a test that opens a page of another origin on purpose.
+	otherSite bool
 }
+
+// seenRequest is a request the server answered: what the browser sent and the status.
+type seenRequest struct {
+	Path, SecFetchSite, Origin string
+	Cookie                     bool // it carried the sign-in cookie
+	Status                     int
+}
+
+// seenRequests records what reached the server, so a test can tell what the browser sent
+// (a page's script sees only what the browser lets it).
+type seenRequests struct {
+	mu   sync.Mutex
+	list []seenRequest
+}
+
+func (s *seenRequests) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		_, err := r.Cookie(server.TokenCookie)
+		s.mu.Lock()
+		s.list = append(s.list, seenRequest{Path: r.URL.Path, SecFetchSite: r.Header.Get("Sec-Fetch-Site"), Origin: r.Header.Get("Origin"), Cookie: err == nil, Status: rec.status})
+		s.mu.Unlock()
+	})
+}
+
+func (s *seenRequests) get() []seenRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]seenRequest(nil), s.list...)
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets the WebSocket upgrade reach the connection.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
@@ -156,6 +206,7 @@ func newFixture(t *testing.T) *fixture {
 		Getenv:          func(k string) string { return env[k] },
 		ProviderOptions: &provider.Options{Retry: provider.Retry{MaxAttempts: 1}},
 		MCPWorkspace:    f.ws,
+		UserHome:        root, // a workspace on it gets the home folder's warning
 		Web:             web.Handler(),
 		Watch:           &host.WatchOptions{},
 		Version:         "e2e",
@@ -165,7 +216,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.ts = httptest.NewServer(f.srv.Handler())
+	f.ts = httptest.NewServer(f.seen.wrap(f.srv.Handler()))
 	t.Cleanup(func() {
 		if v := f.cspViolations(); v != "" {
 			t.Errorf("the Content-Security-Policy blocked: %s", v)
@@ -179,7 +230,7 @@ func newFixture(t *testing.T) *fixture {
 		if errs := f.b.Errors(); len(errs) > 0 {
 			t.Errorf("script errors on the page: %s", strings.Join(errs, "\n"))
 		}
-		if err := f.b.CheckLocal(f.ts.URL); err != nil {
+		if err := f.b.CheckLocal(f.ts.URL); err != nil && !f.otherSite {
 			t.Error(err)
 		}
 	})
@@ -215,6 +266,7 @@ func (f *fixture) api(method, path string, body any, out any) int {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	req.Header.Set("Authorization", "Bearer "+f.srv.Token())
 	resp, err := f.ts.Client().Do(req)
 	if err != nil {
 		f.t.Fatal(err)
@@ -265,9 +317,28 @@ func (f *fixture) session(title string) apiSession {
 	return s
 }
 
-// open navigates to a client route and waits for the app to draw.
+// signIn opens a one-time sign-in address in the browser, as a person does with the one
+// jean2 serve prints: the server sets its cookie and sends the browser to the client.
+func (f *fixture) signIn() {
+	f.t.Helper()
+	addr, err := f.srv.SignInURL(f.ts.URL)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.b.Do(30*time.Second, chromedp.Navigate(addr)); err != nil {
+		f.t.Fatal(err)
+	}
+	f.waitJS("the app after signing in", `document.querySelector(".topbar") !== null`)
+	f.signedIn = true
+}
+
+// open navigates to a client route and waits for the app to draw, signing the browser in
+// first.
 func (f *fixture) open(route string) {
 	f.t.Helper()
+	if !f.signedIn {
+		f.signIn()
+	}
 	if err := f.b.Do(30*time.Second, chromedp.Navigate(f.ts.URL+"/"+route)); err != nil {
 		f.t.Fatal(err)
 	}

@@ -11,6 +11,16 @@ export class ApiError extends Error {
   }
 }
 
+let unauthorized = null;
+
+/**
+ * onUnauthorized sets what runs when the server answers 401: this browser is not signed in
+ * (or its cookie was dropped), and the page shows how to sign in.
+ */
+export function onUnauthorized(fn) {
+  unauthorized = fn;
+}
+
 /** api calls the server and returns its JSON (null for 204); failures throw ApiError. */
 export async function api(method, path, body) {
   const init = { method, headers: { Accept: "application/json" }, credentials: "same-origin" };
@@ -35,6 +45,7 @@ export async function api(method, path, body) {
       throw new ApiError(res.status, "bad_response", `The server sent something that is not JSON for ${method} ${path}.`);
     }
   }
+  if (res.status === 401 && unauthorized) unauthorized();
   if (!res.ok) {
     const e = (data && data.error) || {};
     throw new ApiError(res.status, e.code, e.message || `${method} ${path} failed with status ${res.status}`, e.details);

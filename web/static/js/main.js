@@ -2,7 +2,7 @@
 // router (#/s/<session>, #/tools, #/settings), the server's own event log (tool reloads,
 // asks of tool runs) and the keyboard shortcuts.
 
-import { api, enc, EventStream } from "./api.js";
+import { api, enc, EventStream, onUnauthorized } from "./api.js";
 import { h, replace } from "./dom.js";
 import { SessionView } from "./chat.js";
 import { ToolsView } from "./tools.js";
@@ -19,6 +19,13 @@ class App {
   }
 
   async start() {
+    onUnauthorized(() => this.showSignIn());
+    try {
+      await api("GET", "/api/settings");
+    } catch (err) {
+      if (err.status === 401) return; // the sign-in page is shown
+    }
+    if (this.signedOut) return;
     this.buildFrame();
     window.addEventListener("hashchange", () => this.route());
     document.addEventListener("keydown", (e) => this.onKey(e));
@@ -32,6 +39,29 @@ class App {
       onEvent: (ev) => this.onServerEvent(ev),
     });
     this.route();
+  }
+
+  /**
+   * showSignIn replaces the page with how to sign in: the server answers nothing without its
+   * token, which a browser gets once from a one-time address (docs/api.md#auth).
+   */
+  showSignIn() {
+    if (this.signedOut) return;
+    this.signedOut = true;
+    this.serverLog?.close?.();
+    const failed = location.hash === "#signin-failed";
+    const code = (text) => h("code", null, text);
+    document.title = "Sign in — jean2";
+    replace(this.root, h("main", { class: "signin", id: "main" },
+      h("h1", null, "Sign in to jean2"),
+      failed ? h("p", { class: "error", role: "alert" }, "That sign-in address was used already or is older than an hour. Get a new one as below.") : null,
+      h("p", null, "This jean2 server answers only browsers and programs that hold its token. This browser does not have it yet (or its sign-in expired)."),
+      h("ol", null,
+        h("li", null, "Open the sign-in address that ", code("jean2 serve"), " printed when it started (", code("http://…/auth?code=…"), "). It works once, within an hour."),
+        h("li", null, "Or run ", code("jean2 signin"), " on the machine where the server runs: it prints a new address (", code("jean2 signin --open"), " opens it in the browser)."),
+        h("li", null, "From another machine: ", code("jean2 serve --new-token"), " prints a token; open ", code("/auth?token=<token>"), " on this server once.")),
+      h("p", { class: "muted small" }, "The browser then keeps the token in a cookie that pages of other sites cannot use, for 90 days."),
+      h("p", null, h("button", { type: "button", class: "primary", onclick: () => { location.hash = ""; location.reload(); } }, "I signed in — try again"))));
   }
 
   buildFrame() {
@@ -142,6 +172,7 @@ class App {
         try {
           const w = await api("POST", "/api/workspaces", body);
           d.close();
+          if (w.warning) notify(w.warning, "error");
           await this.loadNav();
           await this.newSession(w);
         } catch (er) {

@@ -84,7 +84,26 @@ export class SettingsView {
     if (def !== undefined && def !== "") body.default = def;
     else if (res.default && saved.some((p) => p.name === res.default)) body.default = res.default;
     try {
-      await api("PUT", "/api/providers", body);
+      try {
+        await api("PUT", "/api/providers", body);
+      } catch (err) {
+        // A key the entry does not give itself would go to a new address: only a person
+        // may allow that, so the server asks, and this dialog is where the person answers.
+        const ask = err.code === "confirm_key" ? err.details?.confirm || [] : [];
+        if (!ask.length) throw err;
+        const ok = await confirmAction("Send an API key to a new address?", h("div", null,
+          ask.map((c) => h("p", null, `Provider ${c.provider} would send `,
+            c.keyFrom === "stored" ? "its stored API key" : h("span", null, "the API key in ", h("code", null, c.keyFrom)),
+            " to ", h("code", null, c.baseUrl), ", where that key was not sent before.")),
+          h("p", null, "Whoever runs that address receives the key. Allow it only if you set that address yourself.")),
+        "Send the key there", { danger: true, focusCancel: true });
+        if (!ok) return "Not saved: the key was not allowed to go to the new address. Give the key for it, or keep the old address.";
+        for (const c of ask) {
+          const e = body.providers.find((p) => p.name === c.provider);
+          if (e) e.confirmKeyTo = c.baseUrl;
+        }
+        await api("PUT", "/api/providers", body);
+      }
       notify("Providers saved.");
       await this.loadProviders();
       return null;
