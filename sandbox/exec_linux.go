@@ -21,6 +21,9 @@ func enter(spec Spec, program string, args []string) error {
 	// Landlock holds the thread that restricts itself; the exec must happen on that thread.
 	// It is never unlocked: the process image is replaced or the launcher exits.
 	runtime.LockOSThread()
+	if err := enterNetwork(spec); err != nil {
+		return err
+	}
 
 	if spec.PidsCgroup != "" {
 		if err := joinPidsCgroup(spec.PidsCgroup, spec.PidsMax); err != nil {

@@ -75,6 +75,11 @@ type Spec struct {
 	// the childProcess permission no program can be started, not even through the runtime's
 	// dynamic loader (see nofork_linux.go).
 	NoFork bool `json:"noFork,omitempty"`
+
+	// Network isolation (netns_linux.go). NetNS is a network namespace file the launcher
+	// joins before anything else (a NetNS's Path): the worker and what it starts then have
+	// no network but that namespace's loopback, where the host's egress proxy listens.
+	NetNS string `json:"netns,omitempty"`
 }
 
 // Check reports the first thing wrong with a spec.
@@ -92,6 +97,9 @@ func (s Spec) Check() error {
 	}
 	if s.PidsCgroup != "" && (!filepath.IsAbs(s.PidsCgroup) || s.PidsMax == 0) {
 		return fmt.Errorf("sandbox pids cgroup %q: give an absolute folder and a pidsMax", s.PidsCgroup)
+	}
+	if s.NetNS != "" && (!filepath.IsAbs(s.NetNS) || filepath.Clean(s.NetNS) != s.NetNS) {
+		return fmt.Errorf("sandbox network namespace %q: the path must be absolute and clean", s.NetNS)
 	}
 	return nil
 }
