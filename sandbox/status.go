@@ -19,6 +19,10 @@ const (
 	ModeNode Mode = "node"
 	// ModeOff confines nothing (the context's powers are still enforced by the host).
 	ModeOff Mode = "off"
+	// ModeRequire is ModeLandlock that also requires network isolation (a network
+	// namespace per worker pool, egress only through the host's proxy): a worker that
+	// cannot have both does not start.
+	ModeRequire Mode = "require"
 )
 
 // ParseMode reads a mode as people write it (JEAN2_SANDBOX); "" is ModeAuto.
@@ -26,10 +30,10 @@ func ParseMode(s string) (Mode, error) {
 	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
 	case "":
 		return ModeAuto, nil
-	case ModeAuto, ModeLandlock, ModeNode, ModeOff:
+	case ModeAuto, ModeLandlock, ModeNode, ModeOff, ModeRequire:
 		return m, nil
 	}
-	return "", fmt.Errorf("sandbox mode %q is not known: use auto, landlock, node or off", s)
+	return "", fmt.Errorf("sandbox mode %q is not known: use auto, landlock, require, node or off", s)
 }
 
 // Mechanism is what confines one worker.
@@ -51,6 +55,11 @@ type Status struct {
 	Launcher string `json:"launcher,omitempty"`
 	// Pids says what caps the tasks of a worker: "cgroup <folder>", "rlimit" or "none".
 	Pids string `json:"pids"`
+
+	// NetNS is true when workers get a network namespace of their own (through the
+	// launcher), whose only way out is the host's egress proxy; NetNSError says why not.
+	NetNS      bool   `json:"netns"`
+	NetNSError string `json:"netnsError,omitempty"`
 }
 
 // Probe reports what the kernel offers.
@@ -61,7 +70,27 @@ func Probe(mode Mode, launcher string) Status {
 	if err != nil {
 		st.LandlockError = err.Error()
 	}
+	switch {
+	case mode == ModeOff:
+		st.NetNSError = "sandbox mode off"
+	case launcher == "":
+		st.NetNSError = "no launcher is configured (the jean2 binary moves workers into their namespace)"
+	default:
+		if err := NetNSAvailable(); err != nil {
+			st.NetNSError = err.Error()
+		} else {
+			st.NetNS = true
+		}
+	}
 	return st
+}
+
+// Network says in one line what holds the network of confined workers.
+func (st Status) Network() string {
+	if st.NetNS {
+		return "no network of their own (a network namespace per worker pool); egress only through the host's proxy, to the hosts a tool declares and a person approved"
+	}
+	return "not isolated (" + st.NetNSError + "): workers can connect anywhere this user can"
 }
 
 // Choose picks the mechanism for a worker of runtime kind ("node", "bun", "go"). An error
@@ -74,6 +103,14 @@ func (st Status) Choose(kind string) (Mechanism, error) {
 	case ModeLandlock:
 		if !landlock {
 			return "", fmt.Errorf("the sandbox mode is landlock but %s", st.whyNoLandlock())
+		}
+		return Landlock, nil
+	case ModeRequire:
+		if !landlock {
+			return "", fmt.Errorf("the sandbox mode is require but %s", st.whyNoLandlock())
+		}
+		if !st.NetNS {
+			return "", fmt.Errorf("the sandbox mode is require but workers cannot be isolated from the network: %s", st.NetNSError)
 		}
 		return Landlock, nil
 	case ModeNode:
@@ -109,7 +146,7 @@ func (st Status) Summary() string {
 	case err != nil:
 		return "none: " + err.Error()
 	case node == Landlock:
-		return fmt.Sprintf("Landlock ABI %d for every worker", st.LandlockABI)
+		return fmt.Sprintf("Landlock ABI %d for every worker; network: %s", st.LandlockABI, st.Network())
 	case node == NodePermissions && other == Unconfined:
 		why := "sandbox mode " + string(st.Mode)
 		if st.Mode == ModeAuto {
