@@ -43,7 +43,7 @@ export async function execute(input, ctx) {
   switch (input.op) {
     case 'connect':
       return done(await new Promise((resolve) => {
-        const s = net.connect({ host: input.host, port: input.port });
+        const s = net.connect(input.path ? { path: input.path } : { host: input.host, port: input.port });
         let data = '';
         s.setTimeout(5000, () => { s.destroy(); resolve({ ok: false, code: 'TIMEOUT', message: 'no answer' }); });
         s.on('connect', () => s.write('GET / HTTP/1.0\r\nHost: x\r\n\r\n'));
@@ -338,4 +338,38 @@ func TestNetworkBunWorker(t *testing.T) {
 	noNetwork(t, "Bun fetch of the API port", r)
 	h, p := hostPort(t, nf.api)
 	noNetwork(t, "Bun net.connect to the API port", nf.try(t, "netdeny", map[string]any{"op": "connect", "host": h, "port": p}))
+}
+
+// TestNetworkUnixSockets: a pathname UNIX socket is not part of any network namespace; a
+// worker that can resolve its path connects to it unless something else stops it (docker's
+// socket, an ssh agent, another program's control socket). The socket here lies outside
+// the tool's rules (beside the workspace).
+func TestNetworkUnixSockets(t *testing.T) {
+	nf := newNetFixture(t, sandbox.ModeLandlock)
+	dir, err := os.MkdirTemp("", "jean2-sock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "agent.sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			buf := make([]byte, 512)
+			_, _ = c.Read(buf)
+			io.WriteString(c, "HTTP/1.0 200 OK\r\n\r\n"+targetBody)
+			c.Close()
+		}
+	}()
+	for _, name := range []string{"netdeny", "netallow"} {
+		noNetwork(t, name+" connect to "+path, nf.try(t, name, map[string]any{"op": "connect", "path": path}))
+	}
 }

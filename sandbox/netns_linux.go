@@ -181,10 +181,15 @@ func joinNetNS(path string) error {
 }
 
 // enterNetwork is the launcher's first step: join the worker's network namespace, when the
-// spec names one (before Landlock closes /proc).
+// spec names one (before Landlock closes /proc, and while the launcher still has the
+// capability setns needs), and refuse the worker UNIX sockets, the way around a namespace
+// (unixsock_linux.go).
 func enterNetwork(spec Spec) error {
 	if spec.NetNS == "" {
 		return nil
 	}
-	return joinNetNS(spec.NetNS)
+	if err := joinNetNS(spec.NetNS); err != nil {
+		return err
+	}
+	return denyUnixSockets()
 }
