@@ -88,9 +88,9 @@ func Probe(mode Mode, launcher string) Status {
 // Network says in one line what holds the network of confined workers.
 func (st Status) Network() string {
 	if st.NetNS {
-		return "no network of their own (a network namespace per worker pool); egress only through the host's proxy, to the hosts a tool declares and a person approved"
+		return "no network of their own (a network namespace per worker pool, no UNIX sockets); egress only through the host's proxy, to the hosts a tool declares and a person approved"
 	}
-	return "not isolated (" + st.NetNSError + "): workers can connect anywhere this user can"
+	return "not isolated from the network (" + st.NetNSError + "): workers can connect anywhere this user can"
 }
 
 // Choose picks the mechanism for a worker of runtime kind ("node", "bun", "go"). An error
@@ -146,7 +146,11 @@ func (st Status) Summary() string {
 	case err != nil:
 		return "none: " + err.Error()
 	case node == Landlock:
-		return fmt.Sprintf("Landlock ABI %d for every worker; network: %s", st.LandlockABI, st.Network())
+		net := "no network but the egress proxy"
+		if !st.NetNS {
+			net = "network not isolated (" + st.NetNSError + ")"
+		}
+		return fmt.Sprintf("Landlock ABI %d for every worker; %s", st.LandlockABI, net)
 	case node == NodePermissions && other == Unconfined:
 		why := "sandbox mode " + string(st.Mode)
 		if st.Mode == ModeAuto {

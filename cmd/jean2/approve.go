@@ -59,6 +59,9 @@ func toolsApprove(ctx context.Context, e env, args []string) error {
 	if st.Declared.ChildProcess {
 		fmt.Fprintln(e.stdout, "  start processes (they run under the same rules and see only its clean environment)")
 	}
+	for _, n := range st.Declared.Network {
+		fmt.Fprintf(e.stdout, "  connect  %s\n", n)
+	}
 	fmt.Fprintf(e.stdout, "Protection of its workers: %s. jean2's own folder and credential folders stay closed whatever it declares.\n", st.Mechanism)
 	if st.Approved {
 		fmt.Fprintln(e.stdout, "This version is already approved.")

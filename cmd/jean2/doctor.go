@@ -144,6 +144,16 @@ func doctor(ctx context.Context, e env, args []string) error {
 			add("task limit", checkWarn, "no pids cgroup (%v): RLIMIT_NPROC caps the tasks of the whole user instead", err)
 		}
 	}
+	if st.Mode != sandbox.ModeOff && nodeMech != sandbox.Unconfined {
+		switch {
+		case st.NetNS:
+			add("network", checkOK, "confined workers have %s", st.Network())
+		case st.Mode == sandbox.ModeRequire:
+			add("network", checkFail, "workers cannot be isolated from the network (%s), and the sandbox mode is require", st.NetNSError)
+		default:
+			add("network", checkWarn, "confined workers are %s; JEAN2_SANDBOX=require refuses to run tools then", strings.TrimPrefix(st.Network(), "not "))
+		}
+	}
 	rep.Sandbox = st
 	add("worker places", checkOK, "workers may write only the call's workspace, its allowed paths and the session's folder under %s", filepath.Join(layout.Temp, "sessions"))
 	return finishDoctor(e, rep, *asJSON)
