@@ -373,3 +373,56 @@ func TestNetworkUnixSockets(t *testing.T) {
 		noNetwork(t, name+" connect to "+path, nf.try(t, name, map[string]any{"op": "connect", "path": path}))
 	}
 }
+
+const fetchTool = `export const definition = {
+  name: 'fetcher', description: 'fetches', timeout: 30000,
+  inputSchema: { type: 'object', properties: { url: { type: 'string' } }, required: ['url'] },
+  PERMISSIONS
+};
+export async function execute(input, ctx) {
+  const res = await ctx.fetch(input.url);
+  return { success: true, result: (await res.text()).length };
+}
+`
+
+// BenchmarkNetworkFetch is one call that does a ctx.fetch of a loopback server: direct with
+// the sandbox off, through the egress proxy (CONNECT tunnel, kept alive by the fetch's
+// connection pool) under Landlock with the address declared and approved.
+//
+//	go test ./host -run XXX -bench NetworkFetch -benchtime 2000x
+func BenchmarkNetworkFetch(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, strings.Repeat("x", 1024))
+	}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	for _, mode := range []sandbox.Mode{sandbox.ModeOff, sandbox.ModeLandlock} {
+		b.Run(string(mode), func(b *testing.B) {
+			if abi, err := sandbox.LandlockABI(); mode == sandbox.ModeLandlock && abi < 1 {
+				b.Skipf("no Landlock: %v", err)
+			}
+			h, ws := benchFixture(b, func(o *host.Options) {
+				o.Sandbox = host.SandboxOptions{Mode: mode, Launcher: os.Args[0]}
+				dir := filepath.Join(o.Layout.Tools, "fetcher")
+				_ = os.MkdirAll(dir, 0o755)
+				src := strings.Replace(fetchTool, "PERMISSIONS", `permissions: { network: ["127.0.0.1:`+port+`"] }`, 1)
+				_ = os.WriteFile(filepath.Join(dir, "tool.js"), []byte(src), 0o644)
+			})
+			if _, err := h.ApprovePermissions("fetcher"); err != nil {
+				b.Fatal(err)
+			}
+			call := host.Call{Tool: "fetcher", Args: json.RawMessage(`{"url":"` + srv.URL + `/"}`), SessionID: "bench", Workspace: host.Workspace{Path: ws}}
+			for range 50 {
+				if out := h.Invoke(context.Background(), call); !out.Result.Success || string(out.Result.Result) != "1024" {
+					b.Fatalf("%+v", out.Result)
+				}
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if out := h.Invoke(context.Background(), call); !out.Result.Success {
+					b.Fatal(out.Result.Error)
+				}
+			}
+		})
+	}
+}

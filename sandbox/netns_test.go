@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -79,5 +80,52 @@ func BenchmarkNewNetNS(b *testing.B) {
 			b.Fatal(err)
 		}
 		ns.Close()
+	}
+}
+
+// BenchmarkLaunchNetNS is BenchmarkLaunch's landlock case with the worker moved into a
+// network namespace (made once, as a pool does) and refused UNIX sockets: what isolation
+// from the network adds to each worker start.
+//
+//	go test ./sandbox -run XXX -bench 'Launch' -benchtime 100x
+func BenchmarkLaunchNetNS(b *testing.B) {
+	needNetNS(b)
+	needLandlock(b)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		b.Skip("no node")
+	}
+	truePath, _ := exec.LookPath("true")
+	dir := b.TempDir()
+	ns, err := NewNetNS(ProxyPort)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ns.Close()
+	for _, prog := range []struct {
+		name string
+		path string
+		args []string
+	}{{"true", truePath, nil}, {"node", node, []string{"-e", "0"}}} {
+		plan := Plan{Program: prog.path, RuntimeRoot: RuntimeRoot(prog.path, ""), ReadOnly: []string{dir}, ReadWrite: []string{dir}}
+		for _, netns := range []string{"", ns.Path()} {
+			name := prog.name + "/landlock"
+			if netns != "" {
+				name += "+netns"
+			}
+			b.Run(name, func(b *testing.B) {
+				path, args, err := Command(os.Args[0], Spec{Landlock: true, Rules: plan.Rules(), DataMB: 512, NetNS: netns}, prog.path, prog.args)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					cmd := exec.Command(path, args...)
+					cmd.Env = []string{"PATH=/usr/bin:/bin"}
+					if out, err := cmd.CombinedOutput(); err != nil {
+						b.Fatalf("%v: %s", err, out)
+					}
+				}
+			})
+		}
 	}
 }
