@@ -413,7 +413,7 @@ func (t *folderTool) newPool(toolVars map[string]string, scope poolScope, probin
 	h := t.fl.h
 	var wn *workerNet
 	var netErr error
-	if t.confined() && h.sb.status.NetNS && h.sb.status.Launcher != "" {
+	if t.confined() && (h.sb.status.NetNS || h.sb.status.NetLandlock) && h.sb.status.Launcher != "" {
 		wn, netErr = t.newWorkerNet(probing)
 	}
 	l := t.launcherFor(toolVars, scope, wn)
@@ -444,7 +444,7 @@ func (t *folderTool) launcherFor(toolVars map[string]string, scope poolScope, wn
 	}
 	env := policy.WorkerEnv(policy.BaseEnv{RuntimeDir: t.runtimeDir, Home: h.home, TempDir: tempDir, TZ: serverVar(h.opts.ServerEnv, "TZ")}, toolVars)
 	if wn != nil {
-		env = append(env, proxyEnv()...) // last, so a tool's own variables cannot override them
+		env = append(env, wn.env()...) // last, so a tool's own variables cannot override them
 	}
 	heapMB := 0
 	if h.sb.status.Mode != sandbox.ModeOff {

@@ -426,3 +426,31 @@ func BenchmarkNetworkFetch(b *testing.B) {
 		})
 	}
 }
+
+// TestNetworkLandlockFallback: where no network namespace can be had (here: turned off),
+// Landlock's TCP rules hold a worker to its proxy's port: raw connections to the machine's
+// services are refused, the declared address is reached through the proxy and the
+// undeclared one refused with words, and UNIX sockets stay closed.
+func TestNetworkLandlockFallback(t *testing.T) {
+	if !sandbox.LandlockNetwork() {
+		t.Skip("Landlock has no network rules here (ABI < 4)")
+	}
+	nf := newNetFixture(t, sandbox.ModeLandlock, func(o *host.Options) { o.Sandbox.NoNetNS = true })
+	if st := nf.h.Sandbox(); st.NetNS || !st.NetLandlock || !strings.Contains(st.Summary(), "Landlock TCP rules") {
+		t.Fatalf("status %+v: %s", st, st.Summary())
+	}
+	for _, s := range []*httptest.Server{nf.target, nf.api} {
+		h, p := hostPort(t, s)
+		noNetwork(t, "net.connect under the fallback", nf.try(t, "netdeny", map[string]any{"op": "connect", "host": h, "port": p}))
+		r := nf.try(t, "netdeny", map[string]any{"op": "fetch", "url": s.URL + "/"})
+		noNetwork(t, "fetch under the fallback", r)
+		if !strings.Contains(r.Message, "does not declare") {
+			t.Fatalf("the refusal does not say why: %s", r.Message)
+		}
+		r = nf.try(t, "netdeny", map[string]any{"op": "spawn", "path": nodeBinary(t), "args": []string{"-e", nodeConnectScript(t, s)}})
+		noNetwork(t, "node -e net.connect under the fallback", r)
+	}
+	if r := nf.try(t, "netallow", map[string]any{"op": "ctxFetch", "url": nf.target.URL + "/"}); !r.OK || !strings.Contains(string(r.Value), targetBody) {
+		t.Fatalf("ctx.fetch of a declared address under the fallback: %+v", r)
+	}
+}

@@ -3,6 +3,7 @@ package host
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,10 @@ type SandboxOptions struct {
 	// Approvals records approved permission declarations; nil uses
 	// $JEAN2_HOME/approvals.json.
 	Approvals *sandbox.Approvals
+	// NoNetNS does without network namespaces even where they can be had: workers are then
+	// held to their proxy by Landlock's TCP rules, where the kernel has them (tests of the
+	// fallback).
+	NoNetNS bool
 }
 
 // hostSandbox is what the host knows of the sandbox: what the machine offers, where worker
@@ -58,6 +63,10 @@ func newHostSandbox(opts Options, home string) *hostSandbox {
 	}
 	if sb.approvals == nil {
 		sb.approvals = sandbox.OpenApprovals(filepath.Join(opts.Layout.Home, "approvals.json"))
+	}
+	if opts.Sandbox.NoNetNS && sb.status.NetNS {
+		sb.status.NetNS, sb.status.NetNSError = false, "turned off by the host's options"
+		sb.status.NetLandlock = sandbox.LandlockNetwork()
 	}
 	sb.protected = append([]string{opts.Layout.Home, opts.Layout.Tools}, sandbox.CredentialPaths(home)...)
 	if launcher != "" && mode != sandbox.ModeOff && sb.limits.MaxTasks > 0 {
@@ -119,8 +128,10 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 		return base
 	}
 	spec := sandbox.Spec{Landlock: t.mech == sandbox.Landlock, DataMB: t.memoryMB()}
-	if wn != nil {
+	if wn != nil && wn.ns != nil {
 		spec.NetNS = wn.ns.Path()
+	} else if wn != nil {
+		spec.ProxyPort = wn.port
 	}
 	if spec.Landlock {
 		spec.Rules = rules
@@ -367,9 +378,12 @@ func (h *Host) confidential(path string) bool {
 }
 
 // workerNet is the network of one pool's workers: a namespace with nothing but its own
-// loopback, where the tool's egress proxy listens (HTTP(S)_PROXY of the workers).
+// loopback, where the tool's egress proxy listens (HTTP(S)_PROXY of the workers); or, where
+// no namespace can be had, a proxy on the host's 127.0.0.1 whose port is the only one
+// Landlock lets the workers connect to.
 type workerNet struct {
-	ns    *sandbox.NetNS
+	ns    *sandbox.NetNS // nil in the fallback
+	port  int            // the proxy's port in the workers' view
 	proxy *egress.Proxy
 }
 
@@ -377,38 +391,48 @@ type workerNet struct {
 // approved for this version, read again at every connection (a revoked approval holds at
 // once); a probing pool's allows nothing.
 func (t *folderTool) newWorkerNet(probing bool) (*workerNet, error) {
-	ns, err := sandbox.NewNetNS(sandbox.ProxyPort)
-	if err != nil {
-		return nil, fmt.Errorf("tool %s: isolate its workers from the network: %w", t.name, err)
-	}
-	p := &egress.Proxy{Tool: t.name, Log: t.fl.h.log}
+	wn := &workerNet{proxy: &egress.Proxy{Tool: t.name, Log: t.fl.h.log}}
 	if !probing {
-		p.Tool = t.def.Name
-		p.Allowed = func() []string {
+		wn.proxy.Tool = t.def.Name
+		wn.proxy.Allowed = func() []string {
 			if perms := t.approvedPermissions(); perms != nil {
 				return perms.Network
 			}
 			return nil
 		}
 	}
-	go func() { _ = p.Serve(ns.Listener) }()
-	return &workerNet{ns: ns, proxy: p}, nil
+	var ln net.Listener
+	if t.fl.h.sb.status.NetNS {
+		ns, err := sandbox.NewNetNS(sandbox.ProxyPort)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: isolate its workers from the network: %w", t.name, err)
+		}
+		wn.ns, wn.port, ln = ns, sandbox.ProxyPort, ns.Listener
+	} else {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: egress proxy: %w", t.name, err)
+		}
+		ln, wn.port = l, l.Addr().(*net.TCPAddr).Port
+	}
+	go func() { _ = wn.proxy.Serve(ln) }()
+	return wn, nil
 }
 
 func (wn *workerNet) close() {
 	if wn == nil {
 		return
 	}
-	_ = wn.proxy.Close()
+	_ = wn.proxy.Close() // closes the listener
 	_ = wn.ns.Close()
 }
 
-// proxyEnv leads a worker's HTTP clients to its proxy: curl, Bun's fetch, Go's net/http,
-// pip and most others read these; worker.mjs makes Node's fetch use JEAN2_EGRESS_PROXY.
-// There is no NO_PROXY (the environment is clean): every destination goes through the
-// proxy, the only way out.
-func proxyEnv() []string {
-	addr := "127.0.0.1:" + strconv.Itoa(sandbox.ProxyPort)
+// env leads a worker's HTTP clients to its proxy: curl, Bun's fetch, Go's net/http, pip and
+// most others read these; worker.mjs makes Node's fetch use JEAN2_EGRESS_PROXY. There is no
+// NO_PROXY (the environment is clean): every destination goes through the proxy, the only
+// way out.
+func (wn *workerNet) env() []string {
+	addr := "127.0.0.1:" + strconv.Itoa(wn.port)
 	url := "http://" + addr
 	return []string{
 		"HTTP_PROXY=" + url, "HTTPS_PROXY=" + url, "ALL_PROXY=" + url,

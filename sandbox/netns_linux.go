@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -185,11 +186,62 @@ func joinNetNS(path string) error {
 // capability setns needs), and refuse the worker UNIX sockets, the way around a namespace
 // (unixsock_linux.go).
 func enterNetwork(spec Spec) error {
-	if spec.NetNS == "" {
+	switch {
+	case spec.NetNS != "":
+		if err := joinNetNS(spec.NetNS); err != nil {
+			return err
+		}
+	case spec.ProxyPort > 0:
+		if err := restrictTCP(spec.ProxyPort); err != nil {
+			return fmt.Errorf("hold the worker to its proxy's port: %w", err)
+		}
+	default:
 		return nil
 	}
-	if err := joinNetNS(spec.NetNS); err != nil {
+	return denyUnixSockets()
+}
+
+// Landlock's network rules (ABI 4), which x/sys/unix does not define.
+const landlockRuleNetPort = 2
+
+type landlockNetPortAttr struct {
+	allowedAccess uint64
+	port          uint64
+}
+
+// restrictTCP adds a Landlock layer that lets the calling thread (and what it executes)
+// connect over TCP to port only, and bind no TCP port. It is the fallback where no network
+// namespace can be had: weaker, since the rule is a port and not an address (port on any
+// machine is reachable), and UDP is not governed at all.
+func restrictTCP(port int) error {
+	abi, err := LandlockABI()
+	if err != nil {
 		return err
 	}
-	return denyUnixSockets()
+	if abi < 4 {
+		return fmt.Errorf("Landlock ABI %d has no network rules (4 or later needed)", abi)
+	}
+	attr := struct{ fs, net uint64 }{net: unix.LANDLOCK_ACCESS_NET_CONNECT_TCP | unix.LANDLOCK_ACCESS_NET_BIND_TCP}
+	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
+	if errno != 0 {
+		return fmt.Errorf("landlock_create_ruleset (network): %w", errno)
+	}
+	defer unix.Close(int(fd))
+	rule := landlockNetPortAttr{allowedAccess: unix.LANDLOCK_ACCESS_NET_CONNECT_TCP, port: uint64(port)}
+	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, fd, landlockRuleNetPort, uintptr(unsafe.Pointer(&rule)), 0, 0, 0); errno != 0 {
+		return fmt.Errorf("landlock_add_rule (TCP port %d): %w", port, errno)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
+		return fmt.Errorf("landlock_restrict_self (network): %w", errno)
+	}
+	return nil
+}
+
+// LandlockNetwork reports whether the fallback (restrictTCP) is available.
+func LandlockNetwork() bool {
+	abi, _ := LandlockABI()
+	return abi >= 4
 }

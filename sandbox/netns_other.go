@@ -25,3 +25,6 @@ func (n *NetNS) Close() error { return nil }
 func NetNSAvailable() error { return errNoNetNS }
 
 func joinNetNS(string) error { return errNoNetNS }
+
+// LandlockNetwork reports that there is no Landlock outside Linux.
+func LandlockNetwork() bool { return false }

@@ -80,6 +80,10 @@ type Spec struct {
 	// joins before anything else (a NetNS's Path): the worker and what it starts then have
 	// no network but that namespace's loopback, where the host's egress proxy listens.
 	NetNS string `json:"netns,omitempty"`
+	// ProxyPort, where no namespace can be had, is the one TCP port the worker may connect
+	// to (its egress proxy on the host's 127.0.0.1), by Landlock's network rules (ABI 4);
+	// it may bind none. Weaker: the rule names a port, not an address, and UDP stays open.
+	ProxyPort int `json:"proxyPort,omitempty"`
 }
 
 // Check reports the first thing wrong with a spec.
@@ -97,6 +101,9 @@ func (s Spec) Check() error {
 	}
 	if s.PidsCgroup != "" && (!filepath.IsAbs(s.PidsCgroup) || s.PidsMax == 0) {
 		return fmt.Errorf("sandbox pids cgroup %q: give an absolute folder and a pidsMax", s.PidsCgroup)
+	}
+	if s.ProxyPort < 0 || s.ProxyPort > 65535 {
+		return fmt.Errorf("sandbox proxy port %d is not a port", s.ProxyPort)
 	}
 	if s.NetNS != "" && (!filepath.IsAbs(s.NetNS) || filepath.Clean(s.NetNS) != s.NetNS) {
 		return fmt.Errorf("sandbox network namespace %q: the path must be absolute and clean", s.NetNS)

@@ -60,6 +60,9 @@ type Status struct {
 	// launcher), whose only way out is the host's egress proxy; NetNSError says why not.
 	NetNS      bool   `json:"netns"`
 	NetNSError string `json:"netnsError,omitempty"`
+	// NetLandlock, without NetNS, is the fallback: Landlock (ABI 4) lets workers connect
+	// over TCP to their proxy's port only (any address of that port, and UDP, stay open).
+	NetLandlock bool `json:"netLandlock,omitempty"`
 }
 
 // Probe reports what the kernel offers.
@@ -78,6 +81,7 @@ func Probe(mode Mode, launcher string) Status {
 	default:
 		if err := NetNSAvailable(); err != nil {
 			st.NetNSError = err.Error()
+			st.NetLandlock = LandlockNetwork()
 		} else {
 			st.NetNS = true
 		}
@@ -89,6 +93,9 @@ func Probe(mode Mode, launcher string) Status {
 func (st Status) Network() string {
 	if st.NetNS {
 		return "no network of their own (a network namespace per worker pool, no UNIX sockets); egress only through the host's proxy, to the hosts a tool declares and a person approved"
+	}
+	if st.NetLandlock {
+		return "held by Landlock to their egress proxy's TCP port (no network namespace: " + st.NetNSError + "); weaker: that port number on any machine, and UDP, stay reachable"
 	}
 	return "not isolated from the network (" + st.NetNSError + "): workers can connect anywhere this user can"
 }
@@ -147,7 +154,10 @@ func (st Status) Summary() string {
 		return "none: " + err.Error()
 	case node == Landlock:
 		net := "no network but the egress proxy"
-		if !st.NetNS {
+		switch {
+		case st.NetLandlock && !st.NetNS:
+			net = "network only through the egress proxy's port (Landlock TCP rules; UDP open; no namespace: " + st.NetNSError + ")"
+		case !st.NetNS:
 			net = "network not isolated (" + st.NetNSError + ")"
 		}
 		return fmt.Sprintf("Landlock ABI %d for every worker; %s", st.LandlockABI, net)

@@ -151,7 +151,7 @@ func doctor(ctx context.Context, e env, args []string) error {
 		case st.Mode == sandbox.ModeRequire:
 			add("network", checkFail, "workers cannot be isolated from the network (%s), and the sandbox mode is require", st.NetNSError)
 		default:
-			add("network", checkWarn, "confined workers are %s; JEAN2_SANDBOX=require refuses to run tools then", strings.TrimPrefix(st.Network(), "not "))
+			add("network", checkWarn, "confined workers: %s; JEAN2_SANDBOX=require refuses to run tools then", st.Network())
 		}
 	}
 	rep.Sandbox = st
