@@ -209,6 +209,20 @@ func TestNetworkFetchDeclared(t *testing.T) {
 		r = nf.try(t, "netallow", map[string]any{"op": op, "url": fmt.Sprintf("http://localhost:%d/", nf.targetPort)})
 		noNetwork(t, "netallow "+op+" of localhost", r)
 	}
+	// A tool that declares localhost:port reaches it by that name (the proxy resolves
+	// localhost itself, to 127.0.0.1 and ::1), and not the API port.
+	nf.addTool("netlocal", map[string]string{"package.json": pkgJSON, "tool.js": netToolSource("netlocal", fmt.Sprintf(`{ network: ["localhost:%d"] }`, nf.targetPort))})
+	if err := nf.h.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nf.h.ApprovePermissions("netlocal"); err != nil {
+		t.Fatal(err)
+	}
+	if r := nf.try(t, "netlocal", map[string]any{"op": "fetch", "url": fmt.Sprintf("http://localhost:%d/", nf.targetPort)}); !r.OK || !strings.Contains(string(r.Value), targetBody) {
+		t.Fatalf("fetch of a declared localhost: %+v", r)
+	}
+	_, apiPort := hostPort(t, nf.api)
+	noNetwork(t, "netlocal fetch of the API port", nf.try(t, "netlocal", map[string]any{"op": "fetch", "url": fmt.Sprintf("http://localhost:%d/", apiPort)}))
 }
 
 // TestNetworkChildProcess: programs a tool starts have no network either: curl (through the

@@ -125,8 +125,9 @@ func (p *Proxy) Close() error {
 	return err
 }
 
-// Check decides a connection to host:port and returns the address to connect to.
-func (p *Proxy) Check(ctx context.Context, host string, port int) (netip.AddrPort, error) {
+// Check decides a connection to host:port and returns the addresses it may connect to, in
+// the resolver's order (a name's disallowed addresses are left out).
+func (p *Proxy) Check(ctx context.Context, host string, port int) ([]netip.AddrPort, error) {
 	p.init()
 	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
 	target := net.JoinHostPort(host, strconv.Itoa(port))
@@ -136,7 +137,7 @@ func (p *Proxy) Check(ctx context.Context, host string, port int) (netip.AddrPor
 	}
 	rules, err := ParseRules(entries)
 	if err != nil {
-		return netip.AddrPort{}, &Refusal{Tool: p.Tool, Target: target, Why: fmt.Sprintf("tool %s declares a network entry that is not valid (%v)", p.Tool, err)}
+		return nil, &Refusal{Tool: p.Tool, Target: target, Why: fmt.Sprintf("tool %s declares a network entry that is not valid (%v)", p.Tool, err)}
 	}
 	notDeclared := func() error {
 		name := host
@@ -152,18 +153,18 @@ func (p *Proxy) Check(ctx context.Context, host string, port int) (netip.AddrPor
 		literal = literal.Unmap()
 		for _, r := range rules {
 			if r.coversAddr(literal, port) {
-				return netip.AddrPortFrom(literal, uint16(port)), nil
+				return []netip.AddrPort{netip.AddrPortFrom(literal, uint16(port))}, nil
 			}
 		}
 		// An address is granted by an entry that covers it, or (when public) by "*".
 		if kind(literal, p.Own) == "" {
 			for _, r := range rules {
 				if r.Any && r.portOK(port) {
-					return netip.AddrPortFrom(literal, uint16(port)), nil
+					return []netip.AddrPort{netip.AddrPortFrom(literal, uint16(port))}, nil
 				}
 			}
 		}
-		return netip.AddrPort{}, notDeclared()
+		return nil, notDeclared()
 	}
 	var named []Rule
 	for _, r := range rules {
@@ -172,7 +173,7 @@ func (p *Proxy) Check(ctx context.Context, host string, port int) (netip.AddrPor
 		}
 	}
 	if len(named) == 0 {
-		return netip.AddrPort{}, notDeclared()
+		return nil, notDeclared()
 	}
 	if host == "localhost" {
 		// Never asked of DNS: localhost is this machine whatever a resolver says.
@@ -184,27 +185,34 @@ func (p *Proxy) Check(ctx context.Context, host string, port int) (netip.AddrPor
 		}
 		addrs, err = res.LookupNetIP(ctx, "ip", host)
 		if err != nil {
-			return netip.AddrPort{}, fmt.Errorf("network access to %s: resolve %s: %w", target, host, err)
+			return nil, fmt.Errorf("network access to %s: resolve %s: %w", target, host, err)
 		}
 	}
 	var refused []string
+	var ok []netip.AddrPort
+next:
 	for _, a := range addrs {
 		a = a.Unmap()
 		k := kind(a, p.Own)
 		if k == "" {
-			return netip.AddrPortFrom(a, uint16(port)), nil
+			ok = append(ok, netip.AddrPortFrom(a, uint16(port)))
+			continue
 		}
 		for _, r := range rules {
 			if r.coversAddr(a, port) {
-				return netip.AddrPortFrom(a, uint16(port)), nil
+				ok = append(ok, netip.AddrPortFrom(a, uint16(port)))
+				continue next
 			}
 		}
 		refused = append(refused, a.String()+" ("+k+")")
 	}
-	if len(refused) == 0 {
-		return netip.AddrPort{}, fmt.Errorf("network access to %s: %s has no address", target, host)
+	if len(ok) > 0 {
+		return ok, nil
 	}
-	return netip.AddrPort{}, &Refusal{Tool: p.Tool, Target: target,
+	if len(refused) == 0 {
+		return nil, fmt.Errorf("network access to %s: %s has no address", target, host)
+	}
+	return nil, &Refusal{Tool: p.Tool, Target: target,
 		Why: fmt.Sprintf("%s resolves to %s, which a declared name does not grant", host, strings.Join(refused, ", ")),
 		Hint: fmt.Sprintf(`; if tool %s is meant to reach it, declare the address itself (e.g. "%s") in "jean2": {"permissions": {"network": [...]}} and have a person run jean2 tools approve %s`, p.Tool,
 			net.JoinHostPort(addrs[0].Unmap().String(), strconv.Itoa(port)), p.Tool)}
@@ -221,7 +229,7 @@ func (p *Proxy) dialChecked(ctx context.Context, network, addr string) (net.Conn
 	if err != nil || port < 1 || port > 65535 {
 		return nil, fmt.Errorf("network access to %s: bad port", addr)
 	}
-	ap, err := p.Check(ctx, host, port)
+	addrs, err := p.Check(ctx, host, port)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +238,19 @@ func (p *Proxy) dialChecked(ctx context.Context, network, addr string) (net.Conn
 		d := &net.Dialer{Timeout: 30 * time.Second}
 		dial = d.DialContext
 	}
-	return dial(ctx, "tcp", ap.String())
+	// Each address the policy allowed, in turn (localhost is 127.0.0.1 and ::1).
+	var errs []error
+	for _, ap := range addrs {
+		c, err := dial(ctx, "tcp", ap.String())
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, errors.Join(errs...)
 }
 
 func (p *Proxy) refuse(w http.ResponseWriter, err error) {

@@ -66,7 +66,7 @@ func TestCheck(t *testing.T) {
 		{[]string{"meta.example"}, "meta.example", 80, "refused: 169.254.169.254 (a link-local address)"},
 		{[]string{"v6local.example"}, "v6local.example", 80, "refused: fd00::1 (a private address)"},
 		{[]string{"own.example"}, "own.example", 80, "refused: 203.0.113.7 (an address of this machine)"},
-		{[]string{"mixed.example"}, "mixed.example", 80, "93.184.216.40:80"},
+		{[]string{"mixed.example"}, "mixed.example", 80, "93.184.216.40:80"}, // its private address left out
 		// Declared addresses and ranges open what names do not.
 		{[]string{"intranet.example", "10.0.0.0/8"}, "intranet.example", 80, "10.1.2.3:80"},
 		{[]string{"svc.test", "127.0.0.1:8080"}, "svc.test", 8080, "127.0.0.1:8080"},
@@ -85,7 +85,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, c := range cases {
 		p := &Proxy{Tool: "t", Allowed: func() []string { return c.allowed }, Resolver: testResolver, Own: []netip.Addr{netip.MustParseAddr("203.0.113.7")}}
-		ap, err := p.Check(context.Background(), c.host, c.port)
+		aps, err := p.Check(context.Background(), c.host, c.port)
 		got := ""
 		if err != nil {
 			var ref *Refusal
@@ -94,7 +94,7 @@ func TestCheck(t *testing.T) {
 			}
 			got = "refused: " + err.Error()
 		} else {
-			got = ap.String()
+			got = aps[0].String()
 		}
 		want := c.want
 		if strings.HasPrefix(want, "refused: ") {
@@ -106,6 +106,20 @@ func TestCheck(t *testing.T) {
 		if got != want {
 			t.Errorf("%v %s:%d: got %q, want %q", c.allowed, c.host, c.port, got, want)
 		}
+	}
+}
+
+// TestCheckAddresses: every allowed address is given, in the resolver's order, and only
+// those: the dial tries them in turn.
+func TestCheckAddresses(t *testing.T) {
+	p := &Proxy{Tool: "t", Allowed: func() []string { return []string{"localhost", "mixed.example"} }, Resolver: testResolver, Own: []netip.Addr{}}
+	aps, err := p.Check(context.Background(), "localhost", 80)
+	if err != nil || len(aps) != 2 || aps[0].String() != "127.0.0.1:80" || aps[1].String() != "[::1]:80" {
+		t.Fatalf("localhost: %v %v", aps, err)
+	}
+	aps, err = p.Check(context.Background(), "mixed.example", 80)
+	if err != nil || len(aps) != 1 || aps[0].String() != "93.184.216.40:80" {
+		t.Fatalf("mixed.example: %v %v", aps, err)
 	}
 }
 
