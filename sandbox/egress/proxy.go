@@ -41,6 +41,9 @@ type Proxy struct {
 	Own []netip.Addr
 	// Log receives one line per refusal; nil logs nothing.
 	Log *slog.Logger
+	// MaxConns caps the connections served at once (each holds a descriptor of the host);
+	// further ones wait in the listener's backlog. 0 means DefaultMaxConns.
+	MaxConns int
 
 	once      sync.Once
 	srv       *http.Server
@@ -61,6 +64,10 @@ type Refusal struct {
 func (r *Refusal) Error() string {
 	return fmt.Sprintf("network access to %s refused: %s%s", r.Target, r.Why, r.Hint)
 }
+
+// DefaultMaxConns is the connections a proxy serves at once unless told otherwise: a tool
+// cannot make the host hold descriptors without bound.
+const DefaultMaxConns = 256
 
 // RefusalHeader marks the proxy's own refusals (403), so that clients can tell them from an
 // answer of the server they asked.
@@ -103,7 +110,11 @@ func (p *Proxy) init() {
 // Serve answers the workers' connections on l until Close.
 func (p *Proxy) Serve(l net.Listener) error {
 	p.init()
-	err := p.srv.Serve(l)
+	max := p.MaxConns
+	if max <= 0 {
+		max = DefaultMaxConns
+	}
+	err := p.srv.Serve(&limitListener{Listener: l, slots: make(chan struct{}, max), done: make(chan struct{})})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -363,4 +374,52 @@ func closeWrite(c net.Conn) {
 		return
 	}
 	_ = c.Close()
+}
+
+// limitListener accepts a connection only when one of its slots is free; the slot is given
+// back when the connection closes (tunnels included: the hijacked conn is the same value).
+type limitListener struct {
+	net.Listener
+	slots     chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &slotConn{Conn: c, release: func() { <-l.slots }}, nil
+}
+
+func (l *limitListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+type slotConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// CloseWrite lets a tunnel half-close the worker's side.
+func (c *slotConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Conn.Close()
 }

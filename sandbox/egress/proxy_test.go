@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // mapResolver answers from a table: the names a test makes up, and what a rebinding DNS
@@ -214,4 +215,48 @@ func TestProxyServes(t *testing.T) {
 	if st, body := tunnel(fmt.Sprintf("localhost:%d", port)); !strings.HasPrefix(st, "403") || !strings.Contains(body, `network access to localhost:`+u.Port()+` refused: tool t does not declare it`) {
 		t.Fatalf("tunnel to localhost: %s %q", st, body)
 	}
+}
+
+// TestProxyConnectionCap: a tool cannot make the host hold connections without bound; past
+// MaxConns a connection waits in the backlog until one closes.
+func TestProxyConnectionCap(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer backend.Close()
+	u, _ := url.Parse(backend.URL)
+	p := &Proxy{Tool: "t", Allowed: func() []string { return []string{u.Host} }, MaxConns: 2}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(l)
+	defer p.Close()
+	var idle []net.Conn
+	for range 2 { // tunnels held open
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", u.Host, u.Host)
+		if res, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect}); err != nil || res.StatusCode != 200 {
+			t.Fatalf("tunnel: %v %v", res, err)
+		}
+		idle = append(idle, c)
+	}
+	third, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	fmt.Fprintf(third, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", u.Host, u.Host)
+	third.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	br := bufio.NewReader(third)
+	if _, err := br.Peek(1); err == nil {
+		t.Fatal("a third connection was served past MaxConns 2")
+	}
+	idle[0].Close()
+	third.SetReadDeadline(time.Time{})
+	if res, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect}); err != nil || res.StatusCode != 200 {
+		t.Fatalf("the third connection once a slot was free: %v %v", res, err)
+	}
+	idle[1].Close()
 }
