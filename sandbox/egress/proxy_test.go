@@ -260,3 +260,17 @@ func TestProxyConnectionCap(t *testing.T) {
 	}
 	idle[1].Close()
 }
+
+// TestAllowedIsReadPerConnection: the declaration is asked for at every connection, so a
+// revoked approval holds for the next one of a worker already running.
+func TestAllowedIsReadPerConnection(t *testing.T) {
+	allowed := []string{"api.example.com"}
+	p := &Proxy{Tool: "t", Allowed: func() []string { return allowed }, Resolver: testResolver}
+	if _, err := p.Check(context.Background(), "api.example.com", 443); err != nil {
+		t.Fatal(err)
+	}
+	allowed = nil
+	if _, err := p.Check(context.Background(), "api.example.com", 443); err == nil {
+		t.Fatal("a withdrawn declaration still allowed the connection")
+	}
+}
