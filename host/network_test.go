@@ -468,3 +468,23 @@ func TestNetworkLandlockFallback(t *testing.T) {
 		t.Fatalf("ctx.fetch of a declared address under the fallback: %+v", r)
 	}
 }
+
+// TestNetworkRequireMode: JEAN2_SANDBOX=require runs tools only where workers can be
+// isolated from the network; here the namespace exists, and then it is turned off.
+func TestNetworkRequireMode(t *testing.T) {
+	nf := newNetFixture(t, sandbox.ModeRequire)
+	if r := nf.try(t, "netallow", map[string]any{"op": "fetch", "url": nf.target.URL + "/"}); !r.OK {
+		t.Fatalf("require mode with a namespace: %+v", r)
+	}
+	h, p := hostPort(t, nf.api)
+	noNetwork(t, "require mode net.connect", nf.try(t, "netdeny", map[string]any{"op": "connect", "host": h, "port": p}))
+
+	f := newFixture(t)
+	f.opts.Sandbox = host.SandboxOptions{Mode: sandbox.ModeRequire, Launcher: os.Args[0], NoNetNS: true}
+	f.addTool("netdeny", map[string]string{"package.json": pkgJSON, "tool.js": netToolSource("netdeny", "")})
+	f.start()
+	out := f.call("netdeny", `{"op":"connect","host":"127.0.0.1","port":1}`)
+	if out.Result.Success || !strings.Contains(out.Result.Error, "the sandbox mode is require but workers cannot be isolated from the network") {
+		t.Fatalf("require mode without a namespace ran the tool: %+v", out.Result)
+	}
+}
