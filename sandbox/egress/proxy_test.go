@@ -44,6 +44,7 @@ var testResolver = mapResolver{
 	"v6local.example":  {"fd00::1"},
 	"svc.test":         {"127.0.0.1"},
 	"own.example":      {"203.0.113.7"},
+	"nat64.example":    {"64:ff9b::7f00:1"},
 }
 
 func TestCheck(t *testing.T) {
@@ -67,6 +68,9 @@ func TestCheck(t *testing.T) {
 		{[]string{"meta.example"}, "meta.example", 80, "refused: 169.254.169.254 (a link-local address)"},
 		{[]string{"v6local.example"}, "v6local.example", 80, "refused: fd00::1 (a private address)"},
 		{[]string{"own.example"}, "own.example", 80, "refused: 203.0.113.7 (an address of this machine)"},
+		{[]string{"nat64.example"}, "nat64.example", 80, "refused: 64:ff9b::7f00:1 (a reserved address)"},
+		{[]string{"*"}, "::ffff:127.0.0.1", 80, "refused: does not declare"},
+		{[]string{"*"}, "0.0.0.0", 80, "refused: does not declare"},
 		{[]string{"mixed.example"}, "mixed.example", 80, "93.184.216.40:80"}, // its private address left out
 		// Declared addresses and ranges open what names do not.
 		{[]string{"intranet.example", "10.0.0.0/8"}, "intranet.example", 80, "10.1.2.3:80"},
