@@ -48,7 +48,7 @@ type runtimeChoice struct {
 }
 
 func newFolderLoader(h *Host) (*folderLoader, error) {
-	l := loader.New(loader.Options{CacheDir: h.layout.Cache, Logger: h.log, Runtimes: loader.Runtimes{Bun: h.opts.BunPath, Node: h.opts.NodePath}, ConfineInstall: h.confineInstall, Confidential: h.confidential})
+	l := loader.New(loader.Options{CacheDir: h.layout.Cache, Logger: h.log, Runtimes: loader.Runtimes{Bun: h.opts.BunPath, Node: h.opts.NodePath}, ConfineInstall: h.confineInstall, Confidential: h.confidential, InstallScripts: h.installScriptsApproved})
 	return &folderLoader{h: h, loader: l, runtimes: map[string]runtimeChoice{}}, nil
 }
 
@@ -366,7 +366,8 @@ type folderTool struct {
 	rtRoot         string
 	script         string
 	runtimeVersion string
-	kindName       string // node, bun or go
+	kindName       string                 // node, bun or go
+	scripts        *loader.InstallScripts // the install scripts it declares, nil for none
 	mech           sandbox.Mechanism
 	ownMemoryMB    int // package.json "jean2": {"memoryMB"}
 	def            tool.Definition
@@ -794,7 +795,7 @@ func (fl *folderLoader) prepareJS(ctx context.Context, f loader.Folder, res *fol
 	return &folderTool{
 		fl: fl, name: b.Name, dir: b.Folder, program: b.Path, runtimeDir: rt.Dir(),
 		executable: rt.Path, rtRoot: sandbox.RuntimeRoot(rt.Path, fl.h.home), script: node.ScriptPath(cache),
-		runtimeVersion: rt.Version, kindName: rt.Kind,
+		runtimeVersion: rt.Version, kindName: rt.Kind, scripts: b.InstallScripts,
 		launcher: func(env, flags []string, heapMB int) worker.Launcher {
 			return node.NewLauncher(rt, node.LauncherOptions{CacheDir: cache, Env: env, Dir: b.Folder, Flags: flags, MaxOldSpaceMB: heapMB})
 		},

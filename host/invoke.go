@@ -243,6 +243,7 @@ func (h *Host) callContext(call *Call, v *version) (*callState, error) {
 	}
 	cs.powers = callPowers{
 		ctx: c, env: v.env, persist: call.Workspaces, scope: c.Scope(), ledger: c.Ledger,
+		protected: h.sb.protected,
 		broker: ask.BrokerOptions{
 			Asker: asker, Grants: h.grants,
 			Tool: v.def.Name, ToolVersion: v.entry.Hash,
@@ -263,6 +264,9 @@ type callPowers struct {
 	scope   policy.Scope
 	ledger  *tool.Ledger
 	broker  ask.BrokerOptions
+	// protected are the places ctx.fs never touches whatever the scope and grants: jean2's
+	// home, the tools folder, the credential folders (the sandbox's protected list).
+	protected []string
 
 	ready atomic.Bool // built; read without the lock
 	mu    sync.Mutex
@@ -300,8 +304,11 @@ func (p *callPowers) built() *callPowers {
 	return p
 }
 
+// newFS is the call's file system for scope. Each workspace root's .jean2 folder is
+// read-only to it: jean2 acts on the settings there (mcp.json names commands it starts).
 func (p *callPowers) newFS(scope policy.Scope) *toolfs.FS {
-	return toolfs.New(toolfs.Options{Scope: scope, Tool: p.broker.Tool, CallID: p.broker.CallID, Ledger: p.ledger, Grants: p.b})
+	return toolfs.New(toolfs.Options{Scope: scope, Tool: p.broker.Tool, CallID: p.broker.CallID, Ledger: p.ledger, Grants: p.b,
+		Protected: p.protected, ReadOnly: scope.SettingsDirs()})
 }
 
 // close ends the call: the broker forgets its once-grants. Powers never built hold none.

@@ -21,6 +21,9 @@ type Limits struct {
 	// MaxTasks caps the processes and threads of one worker and everything it starts
 	// (default 256), through a pids cgroup where the host may make one, else RLIMIT_NPROC.
 	MaxTasks int
+	// MaxFileMB caps the size of every file a worker writes (RLIMIT_FSIZE, set by the
+	// sandbox launcher; default 1024): a write past it fails with EFBIG.
+	MaxFileMB int
 	// MaxResultBytes caps the JSON of one result (default 8 MiB).
 	MaxResultBytes int
 	// MaxVisualizationBytes caps the JSON of one visualization (default 1 MiB).
@@ -37,6 +40,7 @@ type Limits struct {
 const (
 	DefaultMemoryMB              = 512
 	DefaultMaxTasks              = 256
+	DefaultMaxFileMB             = 1024
 	DefaultMaxResultBytes        = 8 << 20
 	DefaultMaxVisualizationBytes = 1 << 20
 	DefaultMaxLogBytes           = 1 << 20
@@ -52,6 +56,7 @@ func (l Limits) withDefaults() Limits {
 	}
 	def(&l.MemoryMB, DefaultMemoryMB)
 	def(&l.MaxTasks, DefaultMaxTasks)
+	def(&l.MaxFileMB, DefaultMaxFileMB)
 	def(&l.MaxResultBytes, DefaultMaxResultBytes)
 	def(&l.MaxVisualizationBytes, DefaultMaxVisualizationBytes)
 	def(&l.MaxLogBytes, DefaultMaxLogBytes)

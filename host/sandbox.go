@@ -2,6 +2,7 @@ package host
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jean2/jean2/loader"
 	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/runtime/worker"
 	"github.com/jean2/jean2/sandbox"
@@ -41,7 +43,8 @@ type SandboxOptions struct {
 // cgroups go, who approved what, and what no worker may touch.
 type hostSandbox struct {
 	status    sandbox.Status
-	pids      *sandbox.Pids // nil when tasks are not capped by a cgroup
+	pids      *sandbox.Pids   // nil when tasks are not capped by a cgroup
+	memory    *sandbox.Memory // nil when memory is capped by RLIMIT_DATA alone
 	approvals *sandbox.Approvals
 	protected []string
 	limits    Limits
@@ -69,6 +72,9 @@ func newHostSandbox(opts Options, home string) *hostSandbox {
 		sb.status.NetLandlock = sandbox.LandlockNetwork()
 	}
 	sb.protected = append([]string{opts.Layout.Home, opts.Layout.Tools}, sandbox.CredentialPaths(home)...)
+	// What an earlier host that was killed left running (a tool's daemon, a detached child)
+	// ends now, before this host starts anything.
+	sandbox.SweepStale()
 	if launcher != "" && mode != sandbox.ModeOff && sb.limits.MaxTasks > 0 {
 		if p, err := sandbox.NewPids(); err == nil {
 			sb.pids = p
@@ -77,14 +83,42 @@ func newHostSandbox(opts Options, home string) *hostSandbox {
 			sb.status.Pids = "rlimit (RLIMIT_NPROC; ignored for root): " + err.Error()
 		}
 	}
+	if launcher != "" && mode != sandbox.ModeOff && sb.limits.MemoryMB > 0 {
+		if m, err := sandbox.NewMemory(sb.pids); err == nil {
+			sb.memory = m
+			sb.status.Memory = "cgroup " + m.Dir()
+		} else {
+			sb.status.Memory = "RLIMIT_DATA only (shared memory is not capped): " + err.Error()
+		}
+	}
 	return sb
 }
 
 func (sb *hostSandbox) close() error {
-	if sb.pids == nil {
-		return nil
+	var errs []error
+	if sb.memory != nil {
+		errs = append(errs, sb.memory.Close())
 	}
-	return sb.pids.Close()
+	if sb.pids != nil {
+		errs = append(errs, sb.pids.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// memoryHeadroomMB is what a worker's memory cgroup allows beyond its MemoryMB: the
+// runtime's code and the kernel's memory for the process, so that a heap that grows meets
+// RLIMIT_DATA (a clean out-of-memory error) before the cgroup (a kill), while shared memory,
+// which RLIMIT_DATA does not count, still meets the cgroup.
+const memoryHeadroomMB = 64
+
+// release ends what is left of a worker in its cgroups.
+func (sb *hostSandbox) release(pid int) {
+	if sb.memory != nil {
+		sb.memory.Release(pid)
+	}
+	if sb.pids != nil {
+		sb.pids.Release(pid)
+	}
 }
 
 // Sandbox reports the protection this host gives its workers.
@@ -127,7 +161,13 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	if sb.status.Launcher == "" {
 		return base
 	}
-	spec := sandbox.Spec{Landlock: t.mech == sandbox.Landlock, DataMB: t.memoryMB()}
+	spec := sandbox.Spec{Landlock: t.mech == sandbox.Landlock, DataMB: t.memoryMB(), ExtraFDs: 2}
+	if sb.limits.MaxFileMB > 0 {
+		spec.FileMB = sb.limits.MaxFileMB
+	}
+	if sb.memory != nil && spec.DataMB > 0 {
+		spec.MemoryCgroup, spec.MemoryMaxMB = sb.memory.Dir(), spec.DataMB+memoryHeadroomMB
+	}
 	if wn != nil && wn.ns != nil {
 		spec.NetNS = wn.ns.Path()
 	} else if wn != nil {
@@ -150,8 +190,16 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	}
 	l := base
 	l.Path, l.Args = path, args
-	if sb.pids != nil {
-		l.Exited = sb.pids.Release
+	if sb.pids != nil || sb.memory != nil {
+		l.Exited = sb.release
+	}
+	if spec.MemoryCgroup != "" {
+		l.ExitNote = func(pid int) string {
+			if sb.memory.OutOfMemory(pid) {
+				return fmt.Sprintf("the kernel killed it: out of memory in its memory cgroup (%d MiB, shared memory included)", spec.MemoryMaxMB)
+			}
+			return ""
+		}
 	}
 	return l
 }
@@ -222,6 +270,9 @@ func (t *folderTool) memoryMB() int {
 
 // checkApproval refuses a call of a tool whose declaration no one approved for this version.
 func (t *folderTool) checkApproval() error {
+	if err := t.checkInstallScripts(); err != nil {
+		return err
+	}
 	perms := t.def.Permissions
 	if !sandbox.Declares(perms) {
 		return nil
@@ -244,10 +295,15 @@ type PermissionState struct {
 	Approved  bool              `json:"approved"`
 	Mechanism sandbox.Mechanism `json:"sandbox"`
 	MemoryMB  int               `json:"memoryMB,omitempty"`
+	// InstallScripts is set when the tool's package.json declares that its dependencies'
+	// install scripts must run (see ApproveInstallScripts).
+	InstallScripts *loader.InstallScripts `json:"installScripts,omitempty"`
 }
 
 // NeedsApproval reports whether calls are refused until a person approves.
-func (s PermissionState) NeedsApproval() bool { return sandbox.Declares(s.Declared) && !s.Approved }
+func (s PermissionState) NeedsApproval() bool {
+	return (sandbox.Declares(s.Declared) && !s.Approved) || (s.InstallScripts != nil && !s.InstallScripts.Approved)
+}
 
 // Permissions reports what a serving tool declares and whether it was approved.
 func (h *Host) Permissions(name string) (PermissionState, bool) {
@@ -259,7 +315,7 @@ func (h *Host) Permissions(name string) (PermissionState, bool) {
 	if !ok {
 		return PermissionState{Approved: true, Mechanism: sandbox.Unconfined}, true
 	}
-	st := PermissionState{Declared: ft.def.Permissions, Mechanism: ft.mech, MemoryMB: ft.memoryMB()}
+	st := PermissionState{Declared: ft.def.Permissions, Mechanism: ft.mech, MemoryMB: ft.memoryMB(), InstallScripts: ft.scripts}
 	st.Approved = !sandbox.Declares(ft.def.Permissions) || ft.approvedPermissions() != nil
 	return st, true
 }
@@ -284,61 +340,49 @@ func (h *Host) ApprovePermissions(name string) (*tool.Permissions, error) {
 // RevokePermissions takes back every approval of a tool's declarations.
 func (h *Host) RevokePermissions(name string) error { return h.sb.approvals.Revoke(name) }
 
-// confineInstall runs a tool's dependency installer (npm or bun) through the launcher under
-// Landlock, so that the packages' install scripts cannot read jean2's .env, the user's
-// files or other tools either: they may read the system, the runtimes, the tool's folder
-// and local dependencies, and ~/.npmrc (the registry's credentials, which npm itself
-// needs), write the install's scratch folder, the installers' caches and a temporary
-// folder, and start processes (install scripts, node-gyp).
-// The network stays open. Without Landlock the installer runs as before.
-func (h *Host) confineInstall(cmd *exec.Cmd, readable, writable []string) error {
+// confineInstall runs a tool's dependency installer (npm or bun) through the launcher, as a
+// worker is run. Under Landlock the installer and the install scripts may read the system,
+// the runtimes and the tool's folder (its local dependencies lie in it), write the install's
+// scratch folder, the installer's private folder and the installers' caches, and start
+// processes; nothing of jean2's home, the credential folders (~/.npmrc too: the loader
+// gives npm a configuration of its own) or the rest of the user's files. Everything the
+// install starts shares one pids cgroup capped at the workers' task limit and a memory cap,
+// and the group is ended when the installer exits (the release function), so no daemon
+// survives it. The network is left as it is; installNetwork is where its policy goes.
+// Without the launcher (sandbox off) the installer runs unconfined; the loader still
+// passes --ignore-scripts unless scripts were approved, and ends its process group.
+func (h *Host) confineInstall(cmd *exec.Cmd, readable, writable []string) (func(), error) {
 	st := h.sb.status
-	if st.Mode == sandbox.ModeOff || st.Launcher == "" || st.LandlockABI < 1 {
-		return nil
-	}
-	tmp := filepath.Join(h.layout.Cache, "install-tmp")
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		return err
+	if st.Mode == sandbox.ModeOff || st.Launcher == "" {
+		return nil, nil
 	}
 	for _, w := range writable {
 		if err := os.MkdirAll(w, 0o755); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	var roots []string
-	for _, bin := range []string{cmd.Path, lookPathIn("node", envValue(cmd.Env, "PATH"))} {
-		if bin == "" {
-			continue
-		}
-		if r := sandbox.RuntimeRoot(bin, h.home); r != "" {
-			roots = append(roots, r)
-		}
-	}
-	plan := sandbox.Plan{
-		Program:   cmd.Path,
-		ReadOnly:  roots,
-		ReadWrite: append(append([]string(nil), writable...), tmp),
-		// The tool's local dependencies are read like declared paths: never inside jean2's
-		// home or a credential folder.
-		DeclaredRead: append([]string{filepath.Join(h.home, ".npmrc")}, readable...),
-		ChildProcess: true,
-		Protected:    []string{h.layout.Home, h.layout.Tools},
-	}
-	// The protected list of workers also holds the credential folders; ~/.npmrc is read
-	// here on purpose.
-	for _, c := range sandbox.CredentialPaths(h.home) {
-		if filepath.Base(c) != ".npmrc" {
-			plan.Protected = append(plan.Protected, c)
-		}
-	}
-	path, args, err := sandbox.Command(st.Launcher, sandbox.Spec{Landlock: true, Rules: plan.Rules()}, cmd.Path, cmd.Args[1:])
+	spec, err := h.installSpec(cmd, readable, writable)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if err := h.installNetwork(cmd, &spec); err != nil {
+		return nil, err
+	}
+	path, args, err := sandbox.Command(st.Launcher, spec, cmd.Path, cmd.Args[1:])
+	if err != nil {
+		return nil, err
 	}
 	cmd.Path = path
 	cmd.Args = append([]string{path}, args...)
-	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
-	return nil
+	pids := h.sb.pids
+	if spec.PidsCgroup == "" || pids == nil {
+		return nil, nil
+	}
+	return func() {
+		if cmd.Process != nil {
+			pids.Release(cmd.Process.Pid)
+		}
+	}, nil
 }
 
 func envValue(env []string, name string) string {
@@ -362,8 +406,9 @@ func lookPathIn(name, pathEnv string) string {
 }
 
 // confidential reports whether a file lies where no tool may read (jean2's home outside the
-// tools folder, credential folders): the bundler refuses to bundle it. It holds whatever the
-// sandbox mode, since bundling happens in the host.
+// tools folder, credential folders): the bundler refuses to bundle it, even from inside the
+// tool's folder (a folder that lies in a credential folder); files outside the folder are
+// refused anyway. It holds whatever the sandbox mode, since bundling happens in the host.
 func (h *Host) confidential(path string) bool {
 	for _, p := range h.sb.protected {
 		if p == "" || p == h.layout.Tools || !policy.Within(path, policy.Real(p)) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -665,7 +664,7 @@ export async function execute() { return { success: true, result: leaked }; }
 		t.Fatal(err)
 	}
 	e := sf.entry("importer")
-	if e.Status != host.StatusError || !strings.Contains(e.Error, "may not be imported") {
+	if e.Status != host.StatusError || !strings.Contains(e.Error, "is outside the tool folder") {
 		t.Fatalf("entry %+v", e)
 	}
 	if out := sf.call("importer", `{}`); out.Result.Success || strings.Contains(out.ModelText, secretValue) {
@@ -674,43 +673,7 @@ export async function execute() { return { success: true, result: leaked }; }
 	sf.unaffected(t, "importer")
 }
 
-// A dependency's install script runs under Landlock too: it cannot read jean2's .env.
-func TestSandboxInstallScriptConfined(t *testing.T) {
-	if _, err := exec.LookPath("npm"); err != nil {
-		t.Skip("no npm")
-	}
-	sf := newSandboxFixture(t, sandbox.ModeLandlock, "")
-	pkgDir := filepath.Join(sf.root, "evil-pkg")
-	write(t, filepath.Join(pkgDir, "package.json"), `{"name":"evil-pkg","version":"1.0.0","scripts":{"postinstall":"node leak.js"}}`)
-	write(t, filepath.Join(pkgDir, "leak.js"), `const fs = require('fs');
-let got; try { got = fs.readFileSync(`+"`"+sf.secretFile+"`"+`, 'utf8'); } catch (e) { got = 'DENIED ' + e.code; }
-fs.writeFileSync('leak.txt', got);
-`)
-	pack := exec.Command("npm", "pack", "--silent", "--pack-destination", sf.root)
-	pack.Dir = pkgDir
-	if out, err := pack.CombinedOutput(); err != nil {
-		t.Fatalf("npm pack: %v %s", err, out)
-	}
-	tarball := filepath.Join(sf.root, "evil-pkg-1.0.0.tgz")
-	sf.addTool("with-dep", map[string]string{
-		"package.json": `{"name":"with-dep","type":"module","dependencies":{"evil-pkg":"file:` + tarball + `"}}`,
-		"tool.js":      canaryToolNamed("with-dep"),
-	})
-	if err := sf.h.Reload(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if e := sf.entry("with-dep"); e.Status != host.StatusOK {
-		t.Fatalf("entry %+v", e)
-	}
-	got, err := os.ReadFile(filepath.Join(sf.layout.Tools, "with-dep", "node_modules", "evil-pkg", "leak.txt"))
-	if err != nil {
-		t.Fatalf("the install script did not run: %v", err)
-	}
-	if string(got) != "DENIED EACCES" {
-		t.Fatalf("the install script read .env: %q", got)
-	}
-	sf.unaffected(t)
-}
+// Install scripts: see install_confine_test.go.
 
 func canaryToolNamed(name string) string {
 	return strings.Replace(canaryTool, "name: 'canary'", "name: '"+name+"'", 1)

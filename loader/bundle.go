@@ -1,14 +1,20 @@
 package loader
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/evanw/esbuild/pkg/api"
 
+	"github.com/jean2/jean2/internal/fsutil"
 	"github.com/jean2/jean2/sdkjs"
 )
 
@@ -46,6 +52,10 @@ func esbuildBundle(req buildRequest) buildResult {
 	entryURL := (&url.URL{Scheme: "file", Path: filepath.ToSlash(entry)}).String()
 	// Dependencies that require() node builtins (or load native modules at run time) get a
 	// require that resolves from the tool folder, as it would if the tool ran unbundled.
+	tsconfig, err := bundleTsconfig(dir)
+	if err != nil {
+		return buildResult{errors: []api.Message{{Text: err.Error()}}}
+	}
 	anchor := filepath.Join(dir, "package.json")
 	banner := "import { createRequire as __jean2CreateRequire } from \"node:module\";\n" +
 		"const require = __jean2CreateRequire(" + jsString(anchor) + ");"
@@ -72,7 +82,8 @@ func esbuildBundle(req buildRequest) buildResult {
 			"import.meta.filename": jsString(entry),
 			"import.meta.dirname":  jsString(filepath.Dir(entry)),
 		},
-		Plugins: append([]api.Plugin{sdkPlugin()}, guardPlugin(dir, req.confidential)...),
+		TsconfigRaw: tsconfig,
+		Plugins:     []api.Plugin{sdkPlugin(), folderGuard{dir: dir, confidential: req.confidential}.plugin()},
 	})
 	out := buildResult{errors: result.Errors, warnings: result.Warnings}
 	for _, file := range result.OutputFiles {
@@ -110,31 +121,164 @@ func sdkPlugin() api.Plugin {
 	}
 }
 
-// guardPlugin refuses to load a confidential file into a bundle: bundling runs in the host,
-// outside the sandbox, so an import is a way around it. Files of the tool's own folder are
-// its own.
-func guardPlugin(dir string, confidential func(string) bool) []api.Plugin {
-	if confidential == nil {
-		return nil
+// outsideMsg is the end of every refusal of a file outside the tool folder.
+const outsideMsg = "is outside the tool folder: a tool may only import files in its own folder or its node_modules"
+
+// guardPass marks the guard's own resolutions, so that it does not check itself.
+type guardPass struct{}
+
+// folderGuard keeps a bundle to the tool's own files. Bundling runs in the host, outside the
+// sandbox: whatever esbuild reads ends up in code the tool runs and may return, so an import
+// of /proc/self/environ or of a file beside the folder would read it for the tool. Only files
+// whose real path (symlinks resolved) lies in the folder, its node_modules included, and the
+// embedded SDK may be resolved or loaded; node builtins and bun:* stay external.
+type folderGuard struct {
+	dir string // the folder's real path
+	// confidential names files no bundle may hold even inside the folder (a tool folder that
+	// lies in a credential folder); nil: none.
+	confidential func(string) bool
+}
+
+// inside reports whether p's real path lies in the folder, and that real path.
+func (g folderGuard) inside(p string) (string, bool) {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return p, false
 	}
-	return []api.Plugin{{
+	return real, within(real, g.dir)
+}
+
+func within(p, root string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+func (g folderGuard) plugin() api.Plugin {
+	return api.Plugin{
 		Name: "jean2-guard",
 		Setup: func(b api.PluginBuild) {
+			// Every import is resolved here first, the way esbuild would (tsconfig paths,
+			// package.json main, exports, imports and browser, symlinks), and refused when
+			// the file it names is outside; the error then points at the import.
+			b.OnResolve(api.OnResolveOptions{Filter: `.*`}, func(args api.OnResolveArgs) (api.OnResolveResult, error) {
+				if _, self := args.PluginData.(guardPass); self {
+					return api.OnResolveResult{}, nil
+				}
+				res := b.Resolve(args.Path, api.ResolveOptions{
+					Importer: args.Importer, Namespace: args.Namespace, ResolveDir: args.ResolveDir,
+					Kind: args.Kind, With: args.With, PluginData: guardPass{},
+				})
+				if len(res.Errors) > 0 {
+					return api.OnResolveResult{}, nil // esbuild's own resolution reports it
+				}
+				if res.External || res.Namespace != "file" {
+					return resolved(res), nil
+				}
+				if _, ok := g.inside(res.Path); !ok {
+					if args.Kind == api.ResolveEntryPoint {
+						entry := args.Path
+						if rel, err := filepath.Rel(g.dir, entry); err == nil {
+							entry = filepath.ToSlash(rel)
+						}
+						return api.OnResolveResult{}, fmt.Errorf("the entry %s %s", entry, outsideMsg)
+					}
+					return api.OnResolveResult{}, fmt.Errorf("import %q %s", args.Path, outsideMsg)
+				}
+				return resolved(res), nil
+			})
+			// Loading checks again, for what reaches a file without a resolution of its own
+			// (a glob in a dynamic import), and keeps source maps to the folder: esbuild
+			// reads the file a sourceMappingURL comment names to compose the bundle's map.
 			b.OnLoad(api.OnLoadOptions{Filter: `.*`, Namespace: "file"}, func(args api.OnLoadArgs) (api.OnLoadResult, error) {
-				p := args.Path
-				if real, err := filepath.EvalSymlinks(p); err == nil {
-					p = real
+				real, ok := g.inside(args.Path)
+				if !ok {
+					return api.OnLoadResult{}, fmt.Errorf("%s %s", args.Path, outsideMsg)
 				}
-				if rel, err := filepath.Rel(dir, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-					return api.OnLoadResult{}, nil
+				if g.confidential != nil && g.confidential(real) {
+					return api.OnLoadResult{}, fmt.Errorf("%s may not be imported: it lies in jean2's own folder or a credential folder, which no tool may read", real)
 				}
-				if confidential(p) {
-					return api.OnLoadResult{}, fmt.Errorf("%s may not be imported: it lies in jean2's own folder or a credential folder, which no tool may read", p)
-				}
-				return api.OnLoadResult{}, nil
+				return api.OnLoadResult{}, g.checkSourceMaps(args.Path)
 			})
 		},
-	}}
+	}
+}
+
+func resolved(res api.ResolveResult) api.OnResolveResult {
+	side := api.SideEffectsTrue
+	if !res.SideEffects {
+		side = api.SideEffectsFalse
+	}
+	return api.OnResolveResult{
+		Path: res.Path, External: res.External, SideEffects: side,
+		Namespace: res.Namespace, Suffix: res.Suffix, PluginData: res.PluginData,
+	}
+}
+
+// sourceMapComment finds the sourceMappingURL comments esbuild follows (//# and /*# forms).
+var sourceMapComment = regexp.MustCompile(`[#@]\s*sourceMappingURL=([^\s'"*]+)`)
+
+// checkSourceMaps refuses a file whose sourceMappingURL comment names a file outside the
+// folder.
+func (g folderGuard) checkSourceMaps(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil || !bytes.Contains(data, []byte("sourceMappingURL")) {
+		return nil // esbuild reports an unreadable file itself
+	}
+	for _, m := range sourceMapComment.FindAllSubmatch(data, -1) {
+		ref := string(m[1])
+		u, err := url.Parse(ref)
+		if err != nil || (u.Scheme != "" && u.Scheme != "file") {
+			continue // data: URLs carry their map; esbuild reads no other scheme
+		}
+		target := u.Path
+		if u.Scheme == "" && !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(path), filepath.FromSlash(target))
+		}
+		if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) {
+			continue // esbuild skips a missing map
+		}
+		if _, ok := g.inside(target); !ok {
+			named := path
+			if rel, err := filepath.Rel(g.dir, path); err == nil {
+				named = filepath.ToSlash(rel)
+			}
+			return fmt.Errorf("source map %q (named in %s) %s", ref, named, outsideMsg)
+		}
+	}
+	return nil
+}
+
+// bundleTsconfig is the tsconfig esbuild uses: the folder's own tsconfig.json (or
+// jsconfig.json), read by the loader. Without it esbuild would look for tsconfig.json in the
+// folder's parents too (a workspace's, whose "paths" and "extends" reach anywhere), and
+// follow "extends" outside the folder, showing what it read in its errors. "{}" when the
+// folder has none.
+func bundleTsconfig(dir string) (string, error) {
+	for _, name := range []string{"tsconfig.json", "jsconfig.json"} {
+		p := filepath.Join(dir, name)
+		st, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s: %v", name, err)
+		}
+		if !st.Mode().IsRegular() {
+			continue // esbuild ignores a directory of that name too
+		}
+		if _, ok := (folderGuard{dir: dir}).inside(p); !ok {
+			return "", fmt.Errorf("%s %s", name, outsideMsg)
+		}
+		data, err := fsutil.ReadLimited(p, 1<<20)
+		if err != nil {
+			return "", fmt.Errorf("%s: %v", name, err)
+		}
+		if bytes.Contains(data, []byte(`"extends"`)) {
+			return "", fmt.Errorf(`%s: "extends" is not supported: a tool's %s is read alone (the file it extends may lie outside the tool folder); copy the options you need into it`, name, name)
+		}
+		return string(data), nil
+	}
+	return "{}", nil
 }
 
 func jsString(s string) string {

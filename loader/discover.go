@@ -73,6 +73,10 @@ type Package struct {
 	// MemoryMB is "jean2": {"memoryMB"}: the tool's own memory cap per worker, 0 for the
 	// host's default.
 	MemoryMB int
+	// InstallScripts is "jean2": {"installScripts": true}: the dependencies' install scripts
+	// must run. They do only once a person approved it (Options.InstallScripts); otherwise
+	// every install passes --ignore-scripts.
+	InstallScripts bool
 }
 
 // Bounds of "jean2": {"memoryMB"}.
@@ -287,6 +291,11 @@ func parsePackage(data []byte) (*Package, *Error) {
 		if mem, ok := cfg["memoryMB"]; ok && !isJSONNull(mem) {
 			if err := json.Unmarshal(mem, &p.MemoryMB); err != nil || p.MemoryMB < MinMemoryMB || p.MemoryMB > MaxMemoryMB {
 				return nil, perr(`"jean2"."memoryMB" is %s: give a whole number of megabytes from %d to %d`, string(mem), MinMemoryMB, MaxMemoryMB)
+			}
+		}
+		if scripts, ok := cfg["installScripts"]; ok && !isJSONNull(scripts) {
+			if err := json.Unmarshal(scripts, &p.InstallScripts); err != nil {
+				return nil, perr(`"jean2"."installScripts" is %s: use true or false`, string(scripts))
 			}
 		}
 	}

@@ -16,6 +16,8 @@
 //	<CacheDir>/bundles/<hash>.mjs   the bundle: one ES module with an inline source map
 //	<CacheDir>/bundles/<hash>.json  what the host stored with StoreMeta (its definition)
 //	<CacheDir>/npm-cache/           npm's cache; bun-cache/ for bun
+//	<CacheDir>/install-private/     one folder per running install: the installer's HOME,
+//	                                TMPDIR and npmrc, removed when it ends
 //
 // The hash covers the folder's absolute path, its entry, every file except node_modules and
 // .git (names, modes, contents), the dependency stamp, the SDK's hash, the esbuild version
@@ -28,11 +30,24 @@
 // (or bun, for tools that run on bun) from a filtered package.json in a hidden scratch
 // directory beside the folder, with a minimal environment; the resulting node_modules,
 // with the SDK's types written in for editors and a stamp of the dependency set, then
-// replaces the folder's node_modules in one rename. The tool's own scripts never run.
+// replaces the folder's node_modules in one rename. The tool's own scripts never run, and
+// the dependencies' install scripts run only when package.json declares
+// "jean2": {"installScripts": true} and Options.InstallScripts approves the dependency set
+// (InstallScripts.Key); otherwise --ignore-scripts. Local dependencies (file:, link:,
+// paths, in overrides and lockfiles too) must lie in the folder. The installer gets a HOME,
+// TMPDIR and npm configuration of its own (the registry lines of ~/.npmrc; its login lines
+// only when no script runs), Options.ConfineInstall confines it, an install lasts at most
+// Options.InstallTimeout, and nothing it started outlives it (process group, then the
+// confinement's release).
 //
 // # Bundles
 //
 // The bundle targets Node 20 and runs on Bun as well. node:*, bun:* and bun stay imports.
+// It holds only files whose real path lies in the tool folder (node_modules included) and
+// the embedded SDK: esbuild runs in the host, so any other import, and a sourceMappingURL
+// naming a file outside, is a build error naming the import and where it is. esbuild reads
+// the folder's own tsconfig.json (or jsconfig.json) only, never a parent folder's, and no
+// "extends".
 // import.meta.url, .filename and .dirname name the entry in the tool folder (the bundle
 // lives in the cache), and a require made by createRequire from the tool folder serves
 // CommonJS code that requires builtins. Node needs --enable-source-maps for stack traces

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jean2/jean2/sdkjs"
@@ -42,6 +43,9 @@ type depSet struct {
 	deps      map[string]string
 	optional  map[string]string
 	overrides json.RawMessage
+	// scripts: the dependencies' install scripts run (declared and approved); otherwise the
+	// installer gets --ignore-scripts.
+	scripts bool
 }
 
 func (d depSet) empty() bool { return len(d.deps) == 0 && len(d.optional) == 0 }
@@ -119,6 +123,9 @@ func (d depSet) localPaths() []string {
 func (d depSet) stamp(dir string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "jean2-deps/1\ninstaller=%s\n", d.installer)
+	if d.scripts {
+		fmt.Fprintf(h, "scripts=run\n")
+	}
 	for _, group := range []struct {
 		name string
 		m    map[string]string
@@ -176,6 +183,10 @@ func (d depSet) packageJSON(pkg *Package) ([]byte, error) {
 	if len(d.overrides) > 0 {
 		m["overrides"] = d.overrides
 	}
+	if d.scripts && d.installer == installerBun {
+		// bun runs the scripts of the packages it trusts only.
+		m["trustedDependencies"] = d.names()
+	}
 	return json.MarshalIndent(m, "", "  ")
 }
 
@@ -228,24 +239,39 @@ func (l *Loader) install(ctx context.Context, f Folder, d depSet, stamp string) 
 		}
 	}
 
-	cmd, err := l.installCommand(ctx, d.installer, scratch)
+	// The installer's own home, temporary folder and npm configuration, which no other
+	// install and nothing of the host's sees (see privateInstallDir).
+	private, err := l.privateInstallDir(d)
+	if err != nil {
+		return ierr(err, "make the installer's folder: %v", err)
+	}
+	defer os.RemoveAll(private)
+	cmd, err := l.installCommand(ctx, d, scratch, private)
 	if err != nil {
 		return ierr(err, "%v", err)
 	}
+	release := func() {}
 	if confine := l.opts.ConfineInstall; confine != nil {
-		if err := confine(cmd, append([]string{f.Dir}, d.localPaths()...), []string{scratch, filepath.Join(l.opts.CacheDir, "npm-cache"), filepath.Join(l.opts.CacheDir, "bun-cache")}); err != nil {
+		writable := []string{scratch, private, filepath.Join(l.opts.CacheDir, "npm-cache"), filepath.Join(l.opts.CacheDir, "bun-cache")}
+		rel, err := confine(cmd, append([]string{f.Dir}, d.localPaths()...), writable)
+		if err != nil {
 			return ierr(err, "confine the installer: %v", err)
 		}
+		if rel != nil {
+			release = rel
+		}
 	}
-	var stderr, stdout tailBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	stdout, stderr, err := runInstaller(cmd, release)
+	if err != nil {
+		if errors.Is(context.Cause(ctx), errInstallTimeout) {
+			return ierr(ctx.Err(), "%s install did not finish within %v (the install time limit) and was stopped", d.installer, l.opts.InstallTimeout)
+		}
 		if ctx.Err() != nil {
 			return ierr(ctx.Err(), "%s install stopped: %v", d.installer, context.Cause(ctx))
 		}
-		msg := installerMessage(stderr.String())
+		msg := installerMessage(stderr)
 		if msg == "" {
-			msg = installerMessage(stdout.String())
+			msg = installerMessage(stdout)
 		}
 		if msg == "" {
 			msg = "(it printed nothing)"
@@ -270,12 +296,97 @@ func (l *Loader) install(ctx context.Context, f Folder, d depSet, stamp string) 
 	return nil
 }
 
+// privateInstallDir makes the installer's own folder: home/ (its HOME, so that it reads no
+// configuration of the user's), tmp/ (its TMPDIR) and npmrc (its user configuration, see
+// installNPMRC). It lies in the cache, readable by this user only, and goes with the install.
+func (l *Loader) privateInstallDir(d depSet) (string, error) {
+	base := filepath.Join(l.opts.CacheDir, "install-private")
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(base, "i-")
+	if err != nil {
+		return "", err
+	}
+	for _, sub := range []string{"home", "tmp"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
+			os.RemoveAll(dir)
+			return "", err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "npmrc"), installNPMRC(l.home, !d.scripts, os.Getenv), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// runInstaller runs the installer and returns the tails of its output. Once it has exited,
+// nothing it started outlives it: release ends what the confinement holds (a daemon that
+// left the process group for a session of its own is still in the install's cgroup), then
+// the rest of its process group is killed. Its output goes through pipes of our own, so a
+// leftover that still holds them cannot keep the install waiting.
+func runInstaller(cmd *exec.Cmd, release func()) (stdout, stderr string, err error) {
+	var outBuf, errBuf tailBuffer
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return "", "", err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return "", "", err
+	}
+	defer outR.Close()
+	defer errR.Close()
+	cmd.Stdout, cmd.Stderr = outW, errW
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		release()
+		return "", "", err
+	}
+	var wg sync.WaitGroup
+	for _, c := range []struct {
+		dst *tailBuffer
+		src *os.File
+	}{{&outBuf, outR}, {&errBuf, errR}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = io.Copy(c.dst, c.src)
+		}()
+	}
+	err = cmd.Wait()
+	release()
+	endProcessGroup(cmd)
+	drained := make(chan struct{})
+	go func() { wg.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(2 * time.Second):
+		// Something outside the group and the cgroup (no confinement) holds the pipes.
+		outR.Close()
+		errR.Close()
+		<-drained
+	}
+	return outBuf.String(), errBuf.String(), err
+}
+
 // installCommand builds the installer's command with an explicit, minimal environment:
 // what finds the binaries and the registry, nothing of the host's (no provider keys).
-func (l *Loader) installCommand(ctx context.Context, installer, dir string) (*exec.Cmd, error) {
+// private is the installer's own folder (privateInstallDir).
+func (l *Loader) installCommand(ctx context.Context, d depSet, dir, private string) (*exec.Cmd, error) {
+	installer := d.installer
 	var bin string
 	var args []string
-	env := []string{"HOME=" + l.home, "npm_config_update_notifier=false", "npm_config_fund=false", "npm_config_audit=false"}
+	env := []string{
+		"HOME=" + filepath.Join(private, "home"), "TMPDIR=" + filepath.Join(private, "tmp"),
+		"NPM_CONFIG_USERCONFIG=" + filepath.Join(private, "npmrc"),
+		"npm_config_update_notifier=false", "npm_config_fund=false", "npm_config_audit=false",
+	}
 	switch installer {
 	case installerBun:
 		bin = l.opts.Runtimes.Bun
@@ -283,6 +394,9 @@ func (l *Loader) installCommand(ctx context.Context, installer, dir string) (*ex
 			return nil, errors.New("the tool runs on bun, and no bun binary is configured (Runtimes.Bun)")
 		}
 		args = []string{"install", "--production", "--no-progress", "--no-summary", "--no-save"}
+		if !d.scripts {
+			args = append(args, "--ignore-scripts")
+		}
 		env = append(env, "BUN_INSTALL_CACHE_DIR="+filepath.Join(l.opts.CacheDir, "bun-cache"))
 	default:
 		bin = l.opts.Runtimes.NPM
@@ -294,6 +408,9 @@ func (l *Loader) installCommand(ctx context.Context, installer, dir string) (*ex
 			bin = found
 		}
 		args = []string{"install", "--no-audit", "--no-fund", "--omit=dev", "--no-progress", "--loglevel=error"}
+		if !d.scripts {
+			args = append(args, "--ignore-scripts")
+		}
 		env = append(env, "npm_config_cache="+filepath.Join(l.opts.CacheDir, "npm-cache"))
 	}
 	env = append(env, "PATH="+l.installPath(bin))

@@ -35,16 +35,22 @@ type Options struct {
 	CacheDir string
 	Runtimes Runtimes
 	Logger   *slog.Logger // nil: discard
-	// InstallTimeout bounds one dependency install; 0 means 10 minutes.
+	// InstallTimeout bounds one dependency install; 0 means DefaultInstallTimeout.
 	InstallTimeout time.Duration
 	// InstallEnv adds KEY=VALUE entries to the installer's otherwise minimal environment
 	// (for example npm_config_registry for a mirror).
 	InstallEnv []string
 	// ConfineInstall, when set, may rewrite the installer's command before it runs so that
 	// it (and the packages' install scripts) can read only the given places beside the
-	// system (the tool's folder, its local dependencies) and write only the given folders:
-	// the host starts it through the sandbox launcher.
-	ConfineInstall func(cmd *exec.Cmd, readable, writable []string) error
+	// system (the tool's folder, its local dependencies, which lie in it) and write only the
+	// given folders, under limits: the host starts it through the sandbox launcher. The
+	// function it returns, when not nil, is called once the installer has exited, to end
+	// whatever it left running.
+	ConfineInstall func(cmd *exec.Cmd, readable, writable []string) (release func(), err error)
+	// InstallScripts says whether a person approved that the install scripts of the
+	// dependency set key run for a folder that declares "jean2": {"installScripts": true}.
+	// nil: never. Without approval every install passes --ignore-scripts.
+	InstallScripts func(folder Folder, key string) bool
 	// Confidential, when set, names files no bundle may contain: a tool that imports one
 	// (a JSON or text file of jean2's home, a credential) fails to bundle instead of
 	// carrying the file's content in its code. It gets real paths.
@@ -71,7 +77,13 @@ type Bundle struct {
 	RuntimePreference string
 	Path              string // the bundle file (bundles/<Hash>.mjs); "" for Go folders
 	Cached            bool   // the bundle came from the cache; esbuild did not run
+	// InstallScripts is set when the folder declares that its dependencies' install scripts
+	// must run: whether they were approved (and ran), and the key an approval names.
+	InstallScripts *InstallScripts
 }
+
+// DefaultInstallTimeout bounds a dependency install when Options.InstallTimeout is 0.
+const DefaultInstallTimeout = 5 * time.Minute
 
 // Loader installs, bundles and caches tool folders. It is safe for concurrent use; loads of
 // one folder are serialized, loads of different folders run in parallel.
@@ -94,7 +106,7 @@ type folderLock struct {
 // New makes a Loader. opts is copied.
 func New(opts Options) *Loader {
 	if opts.InstallTimeout <= 0 {
-		opts.InstallTimeout = 10 * time.Minute
+		opts.InstallTimeout = DefaultInstallTimeout
 	}
 	opts.InstallEnv = append([]string(nil), opts.InstallEnv...)
 	if abs, err := filepath.Abs(opts.CacheDir); err == nil && opts.CacheDir != "" {
@@ -191,7 +203,19 @@ func (l *Loader) load(ctx context.Context, folder Folder, opts LoadOptions, atte
 		}
 		deps := filterDeps(f.Dir, f.Package, installer)
 		if !deps.empty() {
-			ictx, cancel := context.WithTimeout(ctx, l.opts.InstallTimeout)
+			if err := checkLocalDeps(f, installer); err != nil {
+				return nil, &Error{Folder: f.Name, Stage: StageInstall, File: "package.json", Msg: err.Error(), Err: err}
+			}
+			if f.Package.InstallScripts {
+				key, err := installScriptsKey(f, installer)
+				if err != nil {
+					return nil, &Error{Folder: f.Name, Stage: StageInstall, Msg: err.Error(), Err: err}
+				}
+				b.InstallScripts = &InstallScripts{Key: key, Dependencies: deps.names()}
+				b.InstallScripts.Approved = l.opts.InstallScripts != nil && l.opts.InstallScripts(f, key)
+				deps.scripts = b.InstallScripts.Approved
+			}
+			ictx, cancel := context.WithTimeoutCause(ctx, l.opts.InstallTimeout, errInstallTimeout)
 			s, err := l.ensureDeps(ictx, f, deps, progress)
 			cancel()
 			if err != nil {

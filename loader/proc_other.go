@@ -5,3 +5,5 @@ package loader
 import "os/exec"
 
 func ownProcessGroup(cmd *exec.Cmd) {}
+
+func endProcessGroup(cmd *exec.Cmd) {}

@@ -19,3 +19,12 @@ func ownProcessGroup(cmd *exec.Cmd) {
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 	}
 }
+
+// endProcessGroup kills what is left of the installer's process group once it has exited:
+// an install script's children that it did not wait for. (A process that made a session of
+// its own has left the group; the confinement's cgroup ends it.)
+func endProcessGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}

@@ -25,9 +25,21 @@ import (
 type Approvals struct {
 	path string
 
-	mu     sync.Mutex
-	loaded fileStamp
-	items  []Approval
+	mu      sync.Mutex
+	loaded  fileStamp
+	items   []Approval
+	scripts []ScriptsApproval
+}
+
+// ScriptsApproval is the approval of the install scripts of one dependency set of a tool
+// (package.json "jean2": {"installScripts": true}): they run when its dependencies are
+// installed, before the tool runs at all, so they are approved apart from the tool's
+// version. A changed dependency set asks again.
+type ScriptsApproval struct {
+	Tool         string    `json:"tool"`
+	Key          string    `json:"key"` // loader.InstallScripts.Key
+	Dependencies []string  `json:"dependencies"`
+	ApprovedAt   time.Time `json:"approvedAt"`
 }
 
 // Approval is one approved declaration.
@@ -40,7 +52,8 @@ type Approval struct {
 }
 
 type approvalsFile struct {
-	Approvals []Approval `json:"approvals"`
+	Approvals      []Approval        `json:"approvals"`
+	InstallScripts []ScriptsApproval `json:"installScripts,omitempty"`
 }
 
 type fileStamp struct {
@@ -107,14 +120,52 @@ func (a *Approvals) Approve(toolName, version string, p tool.Permissions) error 
 		}
 	}
 	kept = append(kept, Approval{Tool: toolName, Version: version, Digest: PermissionsDigest(p), Permissions: p, ApprovedAt: time.Now().UTC().Truncate(time.Second)})
-	if err := a.writeLocked(kept); err != nil {
+	if err := a.writeLocked(kept, a.scripts); err != nil {
 		return err
 	}
 	a.items = kept
 	return nil
 }
 
-// Revoke drops every approval of a tool.
+// ScriptsApproved reports whether the install scripts of the dependency set key were
+// approved.
+func (a *Approvals) ScriptsApproved(key string) (bool, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.refreshLocked(); err != nil {
+		return false, err
+	}
+	for _, x := range a.scripts {
+		if x.Key == key {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// ApproveScripts records the approval of the install scripts of a tool's dependency set;
+// the approvals of its other sets are dropped.
+func (a *Approvals) ApproveScripts(toolName, key string, deps []string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.refreshLocked(); err != nil {
+		return err
+	}
+	kept := a.scripts[:0:0]
+	for _, x := range a.scripts {
+		if x.Tool != toolName && x.Key != key {
+			kept = append(kept, x)
+		}
+	}
+	kept = append(kept, ScriptsApproval{Tool: toolName, Key: key, Dependencies: slices.Clone(deps), ApprovedAt: time.Now().UTC().Truncate(time.Second)})
+	if err := a.writeLocked(a.items, kept); err != nil {
+		return err
+	}
+	a.scripts = kept
+	return nil
+}
+
+// Revoke drops every approval of a tool, its install scripts' too.
 func (a *Approvals) Revoke(toolName string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -127,20 +178,26 @@ func (a *Approvals) Revoke(toolName string) error {
 			kept = append(kept, x)
 		}
 	}
-	if len(kept) == len(a.items) {
+	keptScripts := a.scripts[:0:0]
+	for _, x := range a.scripts {
+		if x.Tool != toolName {
+			keptScripts = append(keptScripts, x)
+		}
+	}
+	if len(kept) == len(a.items) && len(keptScripts) == len(a.scripts) {
 		return nil
 	}
-	if err := a.writeLocked(kept); err != nil {
+	if err := a.writeLocked(kept, keptScripts); err != nil {
 		return err
 	}
-	a.items = kept
+	a.items, a.scripts = kept, keptScripts
 	return nil
 }
 
 func (a *Approvals) refreshLocked() error {
 	fi, err := os.Stat(a.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		a.items, a.loaded = nil, fileStamp{}
+		a.items, a.scripts, a.loaded = nil, nil, fileStamp{}
 		return nil
 	}
 	if err != nil {
@@ -159,16 +216,16 @@ func (a *Approvals) refreshLocked() error {
 	if err := dec.Decode(&f); err != nil {
 		return fmt.Errorf("approvals %s is not valid JSON (%v): fix it or remove it and approve again", a.path, err)
 	}
-	a.items, a.loaded = f.Approvals, stamp
+	a.items, a.scripts, a.loaded = f.Approvals, f.InstallScripts, stamp
 	return nil
 }
 
 // writeLocked replaces the file atomically (a reader sees the old or the new one).
-func (a *Approvals) writeLocked(items []Approval) error {
+func (a *Approvals) writeLocked(items []Approval, scripts []ScriptsApproval) error {
 	if items == nil {
 		items = []Approval{}
 	}
-	data, err := json.MarshalIndent(approvalsFile{Approvals: items}, "", "  ")
+	data, err := json.MarshalIndent(approvalsFile{Approvals: items, InstallScripts: scripts}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -8,9 +8,12 @@
 //     workspace, allowed paths and temporary folder, what the tool declared and a person
 //     approved) it computes the exact file rules and limits a worker gets (Plan, Spec);
 //   - the launcher: jean2 re-executes itself as `jean2 __sandbox-exec --spec JSON -- PROGRAM
-//     ARGS…`, which joins a pids cgroup, sets resource limits, applies Landlock to itself
-//     and then executes the runtime (Main); the rules are fixed for the life of the process
-//     and everything it starts;
+//     ARGS…`, which joins the worker's pids and memory cgroups, applies Landlock to itself,
+//     drops every capability, closes every inherited descriptor but the protocol's, sets
+//     resource limits and then executes the runtime (Main); the rules are fixed for the
+//     life of the process and everything it starts. The host's cgroup folders (Pids,
+//     Memory) end what a worker leaves behind, and a starting host ends what a killed one
+//     left (SweepStale);
 //   - the fallbacks: Node's permission model (NodePermissionArgs) when Landlock is missing,
 //     and the report of what protection is active (Probe, Choose).
 //

@@ -3,10 +3,8 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -21,14 +19,17 @@ func enter(spec Spec, program string, args []string) error {
 	// Landlock holds the thread that restricts itself; the exec must happen on that thread.
 	// It is never unlocked: the process image is replaced or the launcher exits.
 	runtime.LockOSThread()
-	if err := enterNetwork(spec); err != nil {
+
+	ppid, deathSig := os.Getppid(), deathSignal()
+	// Before anything is opened: only the standard streams and the protocol's pipes pass.
+	if err := closeInherited(spec.ExtraFDs); err != nil {
 		return err
 	}
-
-	if spec.PidsCgroup != "" {
-		if err := joinPidsCgroup(spec.PidsCgroup, spec.PidsMax); err != nil {
-			return err
-		}
+	if err := joinCgroups(spec); err != nil {
+		return err
+	}
+	if err := enterNetwork(spec); err != nil { // netns_linux.go: while setns is allowed, before Landlock
+		return err
 	}
 	nproc := 0
 	if spec.PidsCgroup == "" && spec.NProcExtra > 0 && os.Getuid() != 0 {
@@ -43,6 +44,17 @@ func enter(spec Spec, program string, args []string) error {
 		if err := denyProcesses(); err != nil {
 			return fmt.Errorf("refuse process creation: %w", err)
 		}
+	}
+	// Capabilities go last, once the cgroups are joined and Landlock's rules are opened with
+	// the host's own powers; nothing the worker executes can have them back.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if err := dropCapabilities(); err != nil {
+		return fmt.Errorf("drop capabilities: %w", err)
+	}
+	if err := keepDeathSignal(deathSig, ppid); err != nil {
+		return err
 	}
 	// Everything execve needs is made before the memory limit is set: the launcher's own Go
 	// runtime must not be the one that meets it.
@@ -66,18 +78,24 @@ func enter(spec Spec, program string, args []string) error {
 	return fmt.Errorf("execute %s: %w", program, errno)
 }
 
-// joinPidsCgroup makes the worker's own group under parent, caps its tasks and moves the
-// launcher (so the worker it becomes, and everything that starts) into it.
-func joinPidsCgroup(parent string, max int) error {
-	dir := filepath.Join(parent, "w-"+strconv.Itoa(os.Getpid()))
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("pids cgroup %s: %w", dir, err)
+// joinCgroups moves the launcher (so the worker it becomes, and everything that starts)
+// into its own groups: the pids one and the memory one, one group when both are in the same
+// (unified) folder.
+func joinCgroups(spec Spec) error {
+	if spec.PidsCgroup != "" && spec.PidsCgroup == spec.MemoryCgroup {
+		return joinGroup(spec.PidsCgroup, func(g string) [][2]string {
+			return append(pidsLimits(spec.PidsMax), memoryLimits(g, spec.MemoryMaxMB)...)
+		})
 	}
-	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(max)), 0); err != nil {
-		return fmt.Errorf("pids cgroup %s: set pids.max: %w", dir, err)
+	if spec.PidsCgroup != "" {
+		if err := joinGroup(spec.PidsCgroup, func(string) [][2]string { return pidsLimits(spec.PidsMax) }); err != nil {
+			return fmt.Errorf("pids %w", err)
+		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
-		return fmt.Errorf("pids cgroup %s: join: %w", dir, err)
+	if spec.MemoryCgroup != "" {
+		if err := joinGroup(spec.MemoryCgroup, func(g string) [][2]string { return memoryLimits(g, spec.MemoryMaxMB) }); err != nil {
+			return fmt.Errorf("memory %w", err)
+		}
 	}
 	return nil
 }
@@ -91,6 +109,13 @@ func setLimits(spec Spec, nproc int) error {
 		n := uint64(nproc)
 		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n}); err != nil {
 			return fmt.Errorf("set RLIMIT_NPROC %d: %w", n, err)
+		}
+	}
+	if spec.FileMB > 0 {
+		ignoreFileSizeSignal()
+		n := uint64(spec.FileMB) << 20
+		if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: n, Max: n}); err != nil {
+			return fmt.Errorf("set the file size limit (RLIMIT_FSIZE %d MiB): %w", spec.FileMB, err)
 		}
 	}
 	if spec.DataMB > 0 {

@@ -13,3 +13,17 @@ func NewPids() (*Pids, error) { return nil, errors.New("cgroups exist only on Li
 func (p *Pids) Dir() string  { return "" }
 func (p *Pids) Release(int)  {}
 func (p *Pids) Close() error { return nil }
+
+// Memory caps the memory of workers with cgroups, which exist only on Linux.
+type Memory struct{}
+
+// NewMemory reports that there are no cgroups here.
+func NewMemory(*Pids) (*Memory, error) { return nil, errors.New("cgroups exist only on Linux") }
+
+func (m *Memory) Dir() string          { return "" }
+func (m *Memory) Release(int)          {}
+func (m *Memory) Close() error         { return nil }
+func (m *Memory) OutOfMemory(int) bool { return false }
+
+// SweepStale has nothing to sweep where there are no cgroups.
+func SweepStale() {}

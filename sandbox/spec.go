@@ -76,6 +76,22 @@ type Spec struct {
 	// dynamic loader (see nofork_linux.go).
 	NoFork bool `json:"noFork,omitempty"`
 
+	// The launcher always drops every capability, locks the securebits and sets
+	// no_new_privs (caps_linux.go); what follows is what the host chooses.
+
+	// MemoryCgroup is a folder of a memory cgroup hierarchy the launcher makes the worker's
+	// own group in (w-<pid>; one group with the pids one when both folders are the same);
+	// MemoryMaxMB caps all the memory of that group, shared memory (memfd, MAP_SHARED)
+	// included, which DataMB does not count.
+	MemoryCgroup string `json:"memoryCgroup,omitempty"`
+	MemoryMaxMB  int    `json:"memoryMaxMB,omitempty"`
+	// FileMB caps the size of every file the worker writes (RLIMIT_FSIZE) in MiB; a write
+	// past it fails with EFBIG. 0 sets no cap.
+	FileMB int `json:"fileMB,omitempty"`
+	// ExtraFDs is how many descriptors from 3 on the program receives (2 for a worker: the
+	// protocol's pipes); every other descriptor above 2 is closed at exec.
+	ExtraFDs int `json:"extraFDs,omitempty"`
+
 	// Network isolation (netns_linux.go). NetNS is a network namespace file the launcher
 	// joins before anything else (a NetNS's Path): the worker and what it starts then have
 	// no network but that namespace's loopback, where the host's egress proxy listens.
@@ -101,6 +117,12 @@ func (s Spec) Check() error {
 	}
 	if s.PidsCgroup != "" && (!filepath.IsAbs(s.PidsCgroup) || s.PidsMax == 0) {
 		return fmt.Errorf("sandbox pids cgroup %q: give an absolute folder and a pidsMax", s.PidsCgroup)
+	}
+	if s.MemoryMaxMB < 0 || s.FileMB < 0 || s.ExtraFDs < 0 {
+		return fmt.Errorf("sandbox limits must not be negative (memoryMaxMB %d, fileMB %d, extraFDs %d)", s.MemoryMaxMB, s.FileMB, s.ExtraFDs)
+	}
+	if s.MemoryCgroup != "" && (!filepath.IsAbs(s.MemoryCgroup) || s.MemoryMaxMB == 0) {
+		return fmt.Errorf("sandbox memory cgroup %q: give an absolute folder and a memoryMaxMB", s.MemoryCgroup)
 	}
 	if s.ProxyPort < 0 || s.ProxyPort > 65535 {
 		return fmt.Errorf("sandbox proxy port %d is not a port", s.ProxyPort)

@@ -55,6 +55,9 @@ type Status struct {
 	Launcher string `json:"launcher,omitempty"`
 	// Pids says what caps the tasks of a worker: "cgroup <folder>", "rlimit" or "none".
 	Pids string `json:"pids"`
+	// Memory says what caps a worker's memory beside RLIMIT_DATA: "cgroup <folder>" (which
+	// counts shared memory too) or why there is none.
+	Memory string `json:"memory,omitempty"`
 
 	// NetNS is true when workers get a network namespace of their own (through the
 	// launcher), whose only way out is the host's egress proxy; NetNSError says why not.

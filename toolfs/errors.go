@@ -16,6 +16,15 @@ var (
 	ErrOutsideScope = errors.New("outside the workspace, its allowed paths and the session's temporary folder")
 	// ErrBlocked: the path is, or leads to, a blocked system path; no permission grants it.
 	ErrBlocked = errors.New("a blocked system path (/etc, /usr, /bin, /sbin, /boot, /dev, /proc, /sys, /root); no permission can grant access to it")
+	// ErrProtected: the path is, or lies in, a protected place (jean2's home, its tools
+	// folder, a credential folder such as ~/.ssh), or is a folder that holds one; whatever the
+	// workspace and whatever was granted, ctx.fs does not touch it.
+	ErrProtected = errors.New("protected: jean2's home, its tools folder and credential folders are never open to ctx.fs, whatever the workspace or permissions")
+	// ErrReadOnly: the path is, or lies in, a place ctx.fs may read but not change (a
+	// workspace's .jean2 folder, whose settings jean2 acts on), or is a folder that holds one.
+	ErrReadOnly = errors.New("read-only to tools: a workspace's .jean2 folder holds settings jean2 acts on and only the user changes it")
+	// ErrWriteBudget: a write would pass what one call may write through ctx.fs.
+	ErrWriteBudget = errors.New("write budget spent")
 	// ErrTooLarge: a read went past the configured size cap.
 	ErrTooLarge = errors.New("file too large")
 	// ErrNotRegular: the path is a device, a named pipe or a socket, which ctx.fs does not read or write.
@@ -111,6 +120,10 @@ func codeOf(err error) string {
 			return "EFBIG"
 		case syscall.ENXIO:
 			return "ENXIO"
+		case syscall.EAGAIN:
+			return "EAGAIN"
+		case syscall.EDQUOT:
+			return "EDQUOT"
 		}
 	}
 	switch {

@@ -11,7 +11,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/tool"
@@ -21,6 +24,7 @@ import (
 const (
 	DefaultMaxReadBytes     = 256 << 20 // ReadFile refuses larger files
 	DefaultMaxSnapshotBytes = 64 << 20  // undo data kept per snapshot before it is marked incomplete
+	DefaultMaxWriteBytes    = 1 << 30   // bytes one call may write through writeFile and appendFile
 )
 
 // Ledger operation names (tool.Change.Op).
@@ -56,8 +60,21 @@ type Options struct {
 	Ledger *tool.Ledger
 	// Grants covers paths outside the scope; nil grants nothing.
 	Grants Grants
+	// Protected are places no operation touches, to read or to write, whatever the scope
+	// and the grants: jean2's home, its tools folder, the credential folders
+	// (policy.ProtectedPaths). The session's temporary folder is exempt, though it lies in
+	// jean2's home. A rename or recursive rm of a folder that holds one is refused too.
+	Protected []string
+	// ReadOnly are places read but never changed (each workspace root's .jean2 folder,
+	// whose settings jean2 acts on). A rename or recursive rm of a folder that holds one is
+	// refused too.
+	ReadOnly []string
 	// MaxReadBytes caps ReadFile (default DefaultMaxReadBytes).
 	MaxReadBytes int64
+	// MaxWriteBytes caps what one call writes through writeFile and appendFile, all files
+	// together (default DefaultMaxWriteBytes), so a tool cannot fill the disk through the
+	// host. A write that would pass it is refused whole, with EDQUOT.
+	MaxWriteBytes int64
 	// MaxSnapshotBytes caps the undo data of one snapshot: file contents plus a small
 	// per-entry overhead (default DefaultMaxSnapshotBytes). Past it the snapshot is kept
 	// without content and marked Incomplete, and Restore refuses it.
@@ -67,12 +84,17 @@ type Options struct {
 // FS is a call's file system, enforced by the host. It is safe for concurrent use.
 type FS struct {
 	opts Options
-	// roots are the scope roots' real locations, resolved once, at the first operation: a
-	// call is short, and a root swapped for a link afterwards can only make the old location
-	// the one that counts. Lazily, because most calls never touch the file system and
-	// resolving costs a system call per path element.
-	rootsOnce sync.Once
-	roots     []string
+	// places are the scope roots', the protected places' and the read-only places' real
+	// locations, resolved once, at the first operation: a call is short, and a root swapped
+	// for a link afterwards can only make the old location the one that counts. Lazily,
+	// because most calls never touch the file system and resolving costs a system call per
+	// path element.
+	placesOnce sync.Once
+	roots      []string
+	tempDir    string       // the session's temporary folder, real; "" when none
+	protected  []string     // as given (cleaned) and real
+	readOnly   []string     // as given (cleaned) and real
+	written    atomic.Int64 // bytes reserved by writes so far, against MaxWriteBytes
 }
 
 var _ tool.FS = (*FS)(nil)
@@ -81,6 +103,8 @@ var _ tool.FS = (*FS)(nil)
 func New(opts Options) *FS {
 	o := opts
 	o.Scope.Allowed = slices.Clone(opts.Scope.Allowed)
+	o.Protected = slices.Clone(opts.Protected)
+	o.ReadOnly = slices.Clone(opts.ReadOnly)
 	if o.Ledger == nil {
 		o.Ledger = tool.NewLedger()
 	}
@@ -90,18 +114,105 @@ func New(opts Options) *FS {
 	if o.MaxSnapshotBytes <= 0 {
 		o.MaxSnapshotBytes = DefaultMaxSnapshotBytes
 	}
+	if o.MaxWriteBytes <= 0 {
+		o.MaxWriteBytes = DefaultMaxWriteBytes
+	}
 	return &FS{opts: o}
 }
 
-func (f *FS) realRoots() []string {
-	f.rootsOnce.Do(func() {
+func (f *FS) places() *FS {
+	f.placesOnce.Do(func() {
 		for _, root := range f.opts.Scope.Roots() {
 			if root != "" && filepath.IsAbs(root) {
 				f.roots = append(f.roots, policy.Real(root))
 			}
 		}
+		if t := f.opts.Scope.TempDir; t != "" && filepath.IsAbs(t) {
+			f.tempDir = policy.Real(t)
+		}
+		both := func(paths []string) []string {
+			var out []string
+			for _, p := range paths {
+				if p == "" || !filepath.IsAbs(p) {
+					continue
+				}
+				out = append(out, filepath.Clean(p))
+				if r := policy.Real(p); r != filepath.Clean(p) {
+					out = append(out, r)
+				}
+			}
+			return out
+		}
+		f.protected = both(f.opts.Protected)
+		f.readOnly = both(f.opts.ReadOnly)
 	})
-	return f.roots
+	return f
+}
+
+func (f *FS) realRoots() []string { return f.places().roots }
+
+// rootOf returns the scope root (real) that holds real, the deepest when several do, or "".
+func (f *FS) rootOf(real string) string {
+	best := ""
+	for _, root := range f.realRoots() {
+		if len(root) > len(best) && policy.Within(real, root) {
+			best = root
+		}
+	}
+	return best
+}
+
+// grantTop returns the highest folder holding real that a grant covers, or "": the top of
+// the grant real falls under, when that grant is for a folder.
+func (f *FS) grantTop(real string) string {
+	if f.opts.Grants == nil {
+		return ""
+	}
+	top := ""
+	for dir := real; ; dir = filepath.Dir(dir) {
+		if !f.opts.Grants.Covers(dir, false) {
+			return top
+		}
+		top = dir
+		if dir == filepath.Dir(dir) {
+			return top
+		}
+	}
+}
+
+// openReal opens real, a checked real path, from the descriptor of the scope root that holds
+// it (RESOLVE_BENEATH, no symlinks), or, outside every root, of the granted folder that holds
+// it. What neither holds (a root itself seen from its parent, a granted file's folder) is
+// opened from / with no symlink allowed on the way: exactly the checked path or nothing.
+func (f *FS) openReal(real string, flags int, mode uint32) (int, error) {
+	root := f.rootOf(real)
+	if root == "" {
+		root = f.grantTop(real)
+	}
+	if root == "" || root == real {
+		return openAt(unix.AT_FDCWD, real, flags, mode)
+	}
+	rfd, err := openAt(unix.AT_FDCWD, root, oDirRef, 0)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(rfd)
+	rel := strings.TrimPrefix(strings.TrimPrefix(real, root), string(filepath.Separator))
+	if rel == "" {
+		rel = "."
+	}
+	return openAt(rfd, rel, flags, mode)
+}
+
+// openParent opens the directory holding real and returns it with real's final name, for
+// the *at calls that act on that name.
+func (f *FS) openParent(real string) (int, string, error) {
+	if real == string(filepath.Separator) {
+		fd, err := openAt(unix.AT_FDCWD, real, oDirRef, 0)
+		return fd, ".", err
+	}
+	fd, err := f.openReal(filepath.Dir(real), oDirRef, 0)
+	return fd, filepath.Base(real), err
 }
 
 // target is a path after the policy check: where the operation happens.
@@ -115,10 +226,17 @@ func (t target) fail(err error) *Error {
 	return &Error{Op: t.op, Path: t.given, Resolved: t.real, Code: codeOf(err), Err: err}
 }
 
+// Kinds of access check is asked about.
+const (
+	readAccess  = iota
+	writeAccess // changes the path
+	treeAccess  // changes the path and, when it is a folder, everything it holds (rm -r, rename)
+)
+
 // check resolves p and decides whether op may touch it. follow says whether the final
 // component is followed when it is a symlink (true for reads, writes and mkdir, as Node
 // does; false for rm and rename, which act on a link itself).
-func (f *FS) check(op, p string, write, follow bool) (target, *Error) {
+func (f *FS) check(op, p string, access int, follow bool) (target, *Error) {
 	t := target{op: op, given: p}
 	deny := func(code string, err error) (target, *Error) {
 		return t, &Error{Op: op, Path: p, Resolved: t.real, Code: code, Denied: true, Err: err}
@@ -147,10 +265,45 @@ func (f *FS) check(op, p string, write, follow bool) (target, *Error) {
 	if f.opts.Scope.Blocked(p) || (!follow && f.opts.Scope.Blocked(t.real)) {
 		return deny("EPERM", ErrBlocked)
 	}
-	if !f.allowed(t.real, write) {
+	// Protected and read-only places are judged on the path as written and on where it
+	// leads: a .jean2 that is a link is as read-only as the folder it names.
+	for _, cand := range []string{resolved, t.real} {
+		if err := f.guard(cand, access); err != nil {
+			return deny("EACCES", err)
+		}
+	}
+	if !f.allowed(t.real, access != readAccess) {
 		return deny("EACCES", outsideErr(t.real))
 	}
 	return t, nil
+}
+
+// guard refuses a path in a protected place, a change in a read-only one, and a tree change
+// of a folder that holds either. The session's temporary folder is open though it lies in
+// jean2's home (which, for a call working from ~, is also the workspace's .jean2).
+func (f *FS) guard(path string, access int) error {
+	g := f.places()
+	inTemp := g.tempDir != "" && policy.Within(path, g.tempDir)
+	for _, p := range g.protected {
+		if policy.Within(path, p) && !inTemp {
+			return fmt.Errorf("%w (%s is protected)", ErrProtected, p)
+		}
+		if access == treeAccess && policy.Within(p, path) {
+			return fmt.Errorf("%w (%s holds the protected %s)", ErrProtected, path, p)
+		}
+	}
+	if access == readAccess {
+		return nil
+	}
+	for _, r := range g.readOnly {
+		if policy.Within(path, r) && !inTemp {
+			return fmt.Errorf("%w (%s is read-only)", ErrReadOnly, r)
+		}
+		if access == treeAccess && policy.Within(r, path) {
+			return fmt.Errorf("%w (%s holds the read-only %s)", ErrReadOnly, path, r)
+		}
+	}
+	return nil
 }
 
 func outsideErr(real string) error {
@@ -197,9 +350,14 @@ func aborted(ctx context.Context, t target) *Error {
 	return nil
 }
 
+// pathErr wraps an errno from a system call on path.
+func pathErr(op, path string, err error) error {
+	return &fs.PathError{Op: op, Path: path, Err: err}
+}
+
 // ReadFile reads a whole file, up to the read cap.
 func (f *FS) ReadFile(ctx context.Context, p string) ([]byte, error) {
-	t, denied := f.check("readFile", p, false, true)
+	t, denied := f.check("readFile", p, readAccess, true)
 	if denied != nil {
 		return nil, denied
 	}
@@ -207,10 +365,11 @@ func (f *FS) ReadFile(ctx context.Context, p string) ([]byte, error) {
 		return nil, err
 	}
 	// O_NONBLOCK so a named pipe planted in the workspace cannot hang the call in open.
-	file, err := openNoSymlinks(t.real, os.O_RDONLY|oNonBlock, 0)
+	fd, err := f.openReal(t.real, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, t.fail(err)
+		return nil, t.fail(pathErr("open", t.real, err))
 	}
+	file := os.NewFile(uintptr(fd), t.real)
 	defer file.Close()
 	fi, err := file.Stat()
 	if err != nil {
@@ -278,50 +437,67 @@ func (f *FS) AppendFile(ctx context.Context, p string, data []byte) error {
 }
 
 func (f *FS) write(ctx context.Context, op, ledgerOp, p string, data []byte, truncate bool) error {
-	t, denied := f.check(op, p, true, true)
+	t, denied := f.check(op, p, writeAccess, true)
 	if denied != nil {
 		return f.refused(ledgerOp, t, denied)
 	}
 	if err := aborted(ctx, t); err != nil {
 		return f.refused(ledgerOp, t, err)
 	}
+	if err := f.reserve(t, int64(len(data))); err != nil {
+		return f.refused(ledgerOp, t, err)
+	}
+	var dirfd int
 	if truncate {
-		if err := f.makeDirs(ctx, t, filepath.Dir(t.real)); err != nil {
+		fd, err := f.makeDirs(ctx, t, filepath.Dir(t.real))
+		if err != nil {
 			return f.refused(ledgerOp, t, err)
 		}
+		dirfd = fd
+	} else {
+		fd, err := f.openReal(filepath.Dir(t.real), oDirRef, 0)
+		if err != nil {
+			return f.refused(ledgerOp, t, t.fail(pathErr("open", t.real, err)))
+		}
+		dirfd = fd
 	}
-	flag := os.O_WRONLY | os.O_APPEND
+	defer unix.Close(dirfd)
+	name := filepath.Base(t.real)
+	flag := unix.O_WRONLY | unix.O_APPEND
 	if truncate {
-		flag = os.O_WRONLY | os.O_TRUNC
+		flag = unix.O_WRONLY | unix.O_TRUNC
 	}
 	// Snapshot, then open. When nothing stood there, O_EXCL makes sure nothing appeared in
 	// between, so "did not exist" stays true; if something did, snapshot again.
 	var before *tool.FileState
-	var file *os.File
+	var fd int
 	for attempt := 0; ; attempt++ {
 		var err error
-		before, err = f.snapshotFile(ctx, t)
+		before, err = f.snapshotFile(ctx, t, dirfd, name)
 		if err != nil {
 			return f.refused(ledgerOp, t, t.fail(err))
 		}
 		open := flag
 		if !before.Exists {
-			open |= os.O_CREATE | os.O_EXCL
+			open |= unix.O_CREAT | unix.O_EXCL
 		}
-		file, err = openNoSymlinks(t.real, open|oNonBlock, 0o666)
+		fd, err = openAtName(dirfd, name, open|unix.O_NONBLOCK, 0o666)
 		if err == nil {
 			break
 		}
-		if errors.Is(err, fs.ErrExist) && !before.Exists && attempt == 0 {
+		if errors.Is(err, unix.EEXIST) && !before.Exists && attempt == 0 {
 			continue
 		}
-		if !before.Exists && errors.Is(err, fs.ErrExist) {
+		if !before.Exists && errors.Is(err, unix.EEXIST) {
 			err = ErrChanged
+		} else {
+			err = pathErr("open", t.real, err)
 		}
 		e := t.fail(err)
 		f.record(ledgerOp, t.real, before, false, e)
 		return e
 	}
+	file := os.NewFile(uintptr(fd), t.real)
 	_, werr := file.Write(data)
 	cerr := file.Close()
 	if err := errors.Join(werr, cerr); err != nil {
@@ -333,102 +509,138 @@ func (f *FS) write(ctx context.Context, op, ledgerOp, p string, data []byte, tru
 	return nil
 }
 
-// snapshotFile is the before-state of a write target: absent, or a regular file. A directory
-// or a special file is refused before anything changes.
-func (f *FS) snapshotFile(ctx context.Context, t target) (*tool.FileState, error) {
-	fi, err := os.Lstat(t.real)
+// reserve counts n bytes against the call's write budget, or refuses them all. Bytes of a
+// write that fails later stay counted: the budget bounds what a call may try to put on disk.
+func (f *FS) reserve(t target, n int64) *Error {
+	if f.written.Add(n) <= f.opts.MaxWriteBytes {
+		return nil
+	}
+	f.written.Add(-n)
+	return &Error{Op: t.op, Path: t.given, Resolved: t.real, Code: "EDQUOT", Denied: true,
+		Err: fmt.Errorf("%w: %d more bytes would pass the call's limit of %d bytes written through ctx.fs (%d written so far)", ErrWriteBudget, n, f.opts.MaxWriteBytes, f.written.Load())}
+}
+
+// snapshotFile is the before-state of a write target, name in dirfd: absent, or a regular
+// file. A directory or a special file is refused before anything changes.
+func (f *FS) snapshotFile(ctx context.Context, t target, dirfd int, name string) (*tool.FileState, error) {
+	st, err := statAt(dirfd, name)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, unix.ENOENT):
 		return &tool.FileState{Exists: false}, nil
 	case err != nil:
-		return nil, err
-	case fi.IsDir():
+		return nil, pathErr("lstat", t.real, err)
+	case st.isDir():
 		return nil, errnoErr("open", t.real, syscall.EISDIR)
-	case fi.Mode()&fs.ModeSymlink != 0:
+	case st.isLink():
 		return nil, ErrChanged
-	case !fi.Mode().IsRegular():
+	case !st.isRegular():
 		return nil, ErrNotRegular
 	}
-	return f.snapshot(ctx, t.real)
+	return f.snapshotOf(ctx, dirfd, name, t.real, st)
 }
 
 // makeDirs creates dir and its missing parents (mkdir -p), recording each directory it
-// creates. Each one must itself be allowed: a grant for a file does not let a tool create
-// the directories above it.
-func (f *FS) makeDirs(ctx context.Context, t target, dir string) *Error {
+// creates, and returns dir opened. Each one must itself be allowed: a grant for a file does
+// not let a tool create the directories above it. The deepest existing directory is opened
+// as openReal does; each missing one is made with mkdirat in its parent's descriptor and
+// opened from it, never by path.
+func (f *FS) makeDirs(ctx context.Context, t target, dir string) (int, *Error) {
 	var missing []string
+	fd := -1
 	for cur := dir; ; cur = filepath.Dir(cur) {
-		fi, err := os.Lstat(cur)
+		d, err := f.openReal(cur, oDirRef, 0)
 		if err == nil {
-			if fi.Mode()&fs.ModeSymlink != 0 {
-				return t.fail(ErrChanged)
-			}
-			if !fi.IsDir() {
-				return t.fail(errnoErr("mkdir", cur, syscall.ENOTDIR))
-			}
+			fd = d
 			break
 		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return t.fail(err)
+		switch {
+		case errors.Is(err, unix.ENOENT) && filepath.Dir(cur) != cur:
+			missing = append(missing, cur)
+			continue
+		case errors.Is(err, unix.ELOOP):
+			return -1, t.fail(ErrChanged)
+		case errors.Is(err, unix.ENOTDIR):
+			return -1, t.fail(errnoErr("mkdir", cur, syscall.ENOTDIR))
 		}
-		missing = append(missing, cur)
-		if filepath.Dir(cur) == cur {
-			break
-		}
+		return -1, t.fail(pathErr("open", cur, err))
 	}
 	for i := len(missing) - 1; i >= 0; i-- {
 		d := missing[i]
+		fail := func(e *Error) (int, *Error) {
+			unix.Close(fd)
+			return -1, e
+		}
 		if err := aborted(ctx, t); err != nil {
-			return err
+			return fail(err)
+		}
+		if err := f.guard(d, writeAccess); err != nil {
+			return fail(&Error{Op: t.op, Path: t.given, Resolved: d, Code: "EACCES", Denied: true, Err: err})
 		}
 		if !f.allowed(d, true) {
-			return &Error{Op: t.op, Path: t.given, Resolved: d, Code: "EACCES", Denied: true, Err: outsideErr(d)}
+			return fail(&Error{Op: t.op, Path: t.given, Resolved: d, Code: "EACCES", Denied: true, Err: outsideErr(d)})
 		}
-		err := os.Mkdir(d, 0o777)
-		if errors.Is(err, fs.ErrExist) {
-			// Made by someone else in between: fine if it is a real directory.
-			if fi, lerr := os.Lstat(d); lerr == nil && fi.IsDir() {
-				continue
-			}
-			err = ErrChanged
-		}
-		if err != nil {
+		name := filepath.Base(d)
+		err := retryEINTR(func() error { return unix.Mkdirat(fd, name, 0o777) })
+		made := err == nil
+		if err != nil && !errors.Is(err, unix.EEXIST) {
 			// The caller records the failure on its own target.
-			return t.fail(err)
+			return fail(t.fail(pathErr("mkdir", d, err)))
 		}
-		f.record(OpMkdir, d, &tool.FileState{Exists: false}, true, nil)
+		if made {
+			f.record(OpMkdir, d, &tool.FileState{Exists: false}, true, nil)
+		}
+		// Made by someone else in between is fine if it is a real directory.
+		next, err := openAt(fd, name, oDirRef, 0)
+		if err != nil {
+			if !made && (errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR)) {
+				err = ErrChanged
+			} else {
+				err = pathErr("open", d, err)
+			}
+			return fail(t.fail(err))
+		}
+		unix.Close(fd)
+		fd = next
 	}
-	return nil
+	return fd, nil
 }
 
 // Mkdir makes a directory; recursive makes missing parents too. A recursive mkdir of a
 // directory that already exists changes nothing and records nothing.
 func (f *FS) Mkdir(ctx context.Context, p string, recursive bool) error {
-	t, denied := f.check("mkdir", p, true, true)
+	t, denied := f.check("mkdir", p, writeAccess, true)
 	if denied != nil {
 		return f.refused(OpMkdir, t, denied)
 	}
 	if err := aborted(ctx, t); err != nil {
 		return f.refused(OpMkdir, t, err)
 	}
-	fi, err := os.Lstat(t.real)
-	switch {
-	case err == nil && recursive && fi.IsDir():
-		return nil
-	case err == nil:
-		return f.refused(OpMkdir, t, t.fail(errnoErr("mkdir", t.real, syscall.EEXIST)))
-	case !errors.Is(err, fs.ErrNotExist):
-		return f.refused(OpMkdir, t, t.fail(err))
+	dirfd, name, err := f.openParent(t.real)
+	if err == nil {
+		defer unix.Close(dirfd)
+		st, err := statAt(dirfd, name)
+		switch {
+		case err == nil && recursive && st.isDir():
+			return nil
+		case err == nil:
+			return f.refused(OpMkdir, t, t.fail(errnoErr("mkdir", t.real, syscall.EEXIST)))
+		case !errors.Is(err, unix.ENOENT):
+			return f.refused(OpMkdir, t, t.fail(pathErr("lstat", t.real, err)))
+		}
+	} else if !recursive || !errors.Is(err, unix.ENOENT) {
+		return f.refused(OpMkdir, t, t.fail(pathErr("mkdir", t.real, err)))
 	}
 	if recursive {
-		if err := f.makeDirs(ctx, t, t.real); err != nil {
+		fd, err := f.makeDirs(ctx, t, t.real)
+		if err != nil {
 			// Directories made before the failure are on the ledger already.
 			return f.refused(OpMkdir, t, err)
 		}
+		unix.Close(fd)
 		return nil
 	}
-	if err := os.Mkdir(t.real, 0o777); err != nil {
-		return f.refused(OpMkdir, t, t.fail(err))
+	if err := retryEINTR(func() error { return unix.Mkdirat(dirfd, name, 0o777) }); err != nil {
+		return f.refused(OpMkdir, t, t.fail(pathErr("mkdir", t.real, err)))
 	}
 	f.record(OpMkdir, t.real, &tool.FileState{Exists: false}, true, nil)
 	return nil
@@ -437,7 +649,11 @@ func (f *FS) Mkdir(ctx context.Context, p string, recursive bool) error {
 // Remove deletes a file, a symlink (not what it points to) or, with recursive, a directory
 // tree. A directory without recursive is EISDIR, as Node's fs.rm answers.
 func (f *FS) Remove(ctx context.Context, p string, recursive bool) error {
-	t, denied := f.check("rm", p, true, false)
+	access := writeAccess
+	if recursive {
+		access = treeAccess
+	}
+	t, denied := f.check("rm", p, access, false)
 	if denied != nil {
 		return f.refused(OpRemove, t, denied)
 	}
@@ -447,26 +663,31 @@ func (f *FS) Remove(ctx context.Context, p string, recursive bool) error {
 	if err := aborted(ctx, t); err != nil {
 		return f.refused(OpRemove, t, err)
 	}
-	fi, err := os.Lstat(t.real)
+	dirfd, name, err := f.openParent(t.real)
 	if err != nil {
-		return f.refused(OpRemove, t, t.fail(err))
+		return f.refused(OpRemove, t, t.fail(pathErr("lstat", t.real, err)))
 	}
-	if fi.IsDir() && !recursive {
+	defer unix.Close(dirfd)
+	st, err := statAt(dirfd, name)
+	if err != nil {
+		return f.refused(OpRemove, t, t.fail(pathErr("lstat", t.real, err)))
+	}
+	if st.isDir() && !recursive {
 		return f.refused(OpRemove, t, t.fail(errnoErr("rm", t.real, syscall.EISDIR)))
 	}
-	before, err := f.snapshot(ctx, t.real)
+	before, err := f.snapshotOf(ctx, dirfd, name, t.real, st)
 	if err != nil {
 		return f.refused(OpRemove, t, t.fail(err))
 	}
-	if fi.IsDir() {
-		if err := os.RemoveAll(t.real); err != nil {
+	if st.isDir() {
+		if err := removeAllAt(dirfd, name, t.real); err != nil {
 			// Part of the tree may be gone: the disk changed.
 			e := t.fail(err)
 			f.record(OpRemove, t.real, before, true, e)
 			return e
 		}
-	} else if err := syscall.Unlink(t.real); err != nil {
-		e := t.fail(&fs.PathError{Op: "unlink", Path: t.real, Err: err})
+	} else if err := retryEINTR(func() error { return unix.Unlinkat(dirfd, name, 0) }); err != nil {
+		e := t.fail(pathErr("unlink", t.real, err))
 		f.record(OpRemove, t.real, before, false, e)
 		return e
 	}
@@ -478,8 +699,8 @@ func (f *FS) Remove(ctx context.Context, p string, recursive bool) error {
 // directory replaces an empty directory, and a symlink is moved, not followed. Two ledger
 // entries are recorded, the source then the destination, each with its before-state.
 func (f *FS) Rename(ctx context.Context, from, to string) error {
-	ft, fromDenied := f.check("rename", from, true, false)
-	tt, toDenied := f.check("rename", to, true, false)
+	ft, fromDenied := f.check("rename", from, treeAccess, false)
+	tt, toDenied := f.check("rename", to, treeAccess, false)
 	recordBoth := func(fromBefore, toBefore *tool.FileState, disk bool, err error) {
 		f.record(OpRename, pathOf(ft), fromBefore, disk, err)
 		f.record(OpRename, pathOf(tt), toBefore, disk, err)
@@ -499,46 +720,58 @@ func (f *FS) Rename(ctx context.Context, from, to string) error {
 		recordBoth(nil, nil, false, err)
 		return err
 	}
-	fromInfo, err := os.Lstat(ft.real)
-	if err != nil {
-		e := ft.fail(err)
+	failed := func(e *Error) error {
 		recordBoth(nil, nil, false, e)
 		return e
 	}
+	fromDir, fromName, err := f.openParent(ft.real)
+	if err != nil {
+		return failed(ft.fail(pathErr("lstat", ft.real, err)))
+	}
+	defer unix.Close(fromDir)
+	fromInfo, err := statAt(fromDir, fromName)
+	if err != nil {
+		return failed(ft.fail(pathErr("lstat", ft.real, err)))
+	}
+	toDir, toName, err := f.openParent(tt.real)
+	if err != nil {
+		return failed(ft.fail(&os.LinkError{Op: "rename", Old: ft.real, New: tt.real, Err: err}))
+	}
+	defer unix.Close(toDir)
 	// Answer the destination's refusals before taking a deep snapshot of either side.
-	if toInfo, err := os.Lstat(tt.real); err == nil && toInfo.IsDir() && ft.real != tt.real {
-		if !fromInfo.IsDir() {
-			e := tt.fail(errnoErr("rename", tt.real, syscall.EISDIR))
-			recordBoth(nil, nil, false, e)
-			return e
+	if toInfo, err := statAt(toDir, toName); err == nil && toInfo.isDir() && ft.real != tt.real {
+		if !fromInfo.isDir() {
+			return failed(tt.fail(errnoErr("rename", tt.real, syscall.EISDIR)))
 		}
-		if nonEmpty, err := dirHasEntries(tt.real); err != nil || nonEmpty {
+		if nonEmpty, err := dirHasEntries(toDir, toName, tt.real); err != nil || nonEmpty {
 			if err == nil {
 				err = errnoErr("rename", tt.real, syscall.ENOTEMPTY)
 			}
-			e := tt.fail(err)
-			recordBoth(nil, nil, false, e)
-			return e
+			return failed(tt.fail(err))
 		}
 	}
-	fromBefore, err := f.snapshot(ctx, ft.real)
+	fromBefore, err := f.snapshotOf(ctx, fromDir, fromName, ft.real, fromInfo)
 	if err != nil {
-		e := ft.fail(err)
-		recordBoth(nil, nil, false, e)
-		return e
+		return failed(ft.fail(err))
 	}
-	toBefore := fromBefore
-	if tt.real != ft.real {
-		toBefore, err = f.snapshot(ctx, tt.real)
-		if err != nil {
-			e := tt.fail(err)
-			recordBoth(nil, nil, false, e)
-			return e
+	var toBefore *tool.FileState
+	for attempt := 0; ; attempt++ {
+		toBefore = fromBefore
+		if tt.real != ft.real {
+			toBefore, err = f.snapshotAt(ctx, toDir, toName, tt.real)
+			if err != nil {
+				return failed(tt.fail(err))
+			}
 		}
+		// When nothing stood at the destination, RENAME_NOREPLACE keeps it so: whatever
+		// appeared in between is snapshotted first, then replaced.
+		err = renameAt(fromDir, fromName, toDir, toName, !toBefore.Exists)
+		if errors.Is(err, unix.EEXIST) && !toBefore.Exists && attempt == 0 {
+			continue
+		}
+		break
 	}
-	// syscall.Rename, not os.Rename: os.Rename refuses an existing empty directory as the
-	// destination, which rename(2) and Node accept.
-	if err := syscall.Rename(ft.real, tt.real); err != nil {
+	if err != nil {
 		e := ft.fail(&os.LinkError{Op: "rename", Old: ft.real, New: tt.real, Err: err})
 		recordBoth(fromBefore, toBefore, false, e)
 		return e
@@ -561,42 +794,39 @@ func cmpErr(a, b *Error) *Error {
 	return b
 }
 
-func dirHasEntries(dir string) (bool, error) {
-	d, err := openNoSymlinks(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+func dirHasEntries(dirfd int, name, path string) (bool, error) {
+	fd, err := openAtName(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return false, err
+		return false, pathErr("open", path, err)
 	}
-	defer d.Close()
-	names, err := d.Readdirnames(1)
-	if errors.Is(err, io.EOF) {
-		return false, nil
-	}
+	defer unix.Close(fd)
+	names, err := readNames(fd, path)
 	return len(names) > 0, err
 }
 
 // ReadDir lists a directory, sorted by name. Entries are described as Node's Dirent does: a
 // symlink is neither a file nor a directory.
 func (f *FS) ReadDir(ctx context.Context, p string) ([]tool.DirEntry, error) {
-	t, denied := f.check("readDir", p, false, true)
+	t, denied := f.check("readDir", p, readAccess, true)
 	if denied != nil {
 		return nil, denied
 	}
 	if err := aborted(ctx, t); err != nil {
 		return nil, err
 	}
-	d, err := openNoSymlinks(t.real, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	fd, err := f.openReal(t.real, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, t.fail(pathErr("open", t.real, err))
+	}
+	defer unix.Close(fd)
+	entries, err := readEntries(fd, t.real)
 	if err != nil {
 		return nil, t.fail(err)
 	}
-	defer d.Close()
-	entries, err := d.ReadDir(-1)
-	if err != nil {
-		return nil, t.fail(err)
-	}
-	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	slices.SortFunc(entries, func(a, b dirEntry) int { return strings.Compare(a.name, b.name) })
 	out := make([]tool.DirEntry, len(entries))
 	for i, e := range entries {
-		out[i] = tool.DirEntry{Name: e.Name(), IsDirectory: e.Type().IsDir(), IsFile: e.Type().IsRegular()}
+		out[i] = tool.DirEntry{Name: e.name, IsDirectory: e.typ.IsDir(), IsFile: e.typ.IsRegular()}
 	}
 	return out, nil
 }
@@ -604,45 +834,59 @@ func (f *FS) ReadDir(ctx context.Context, p string) ([]tool.DirEntry, error) {
 // Exists reports whether p exists: false (no error) when it is missing, an error when the
 // path is refused or cannot be examined.
 func (f *FS) Exists(ctx context.Context, p string) (bool, error) {
-	t, denied := f.check("exists", p, false, true)
+	t, denied := f.check("exists", p, readAccess, true)
 	if denied != nil {
 		return false, denied
 	}
 	if err := aborted(ctx, t); err != nil {
 		return false, err
 	}
-	_, err := os.Lstat(t.real)
+	missing := func(err error) bool { return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) }
+	dirfd, name, err := f.openParent(t.real)
+	if err != nil {
+		if missing(err) {
+			return false, nil
+		}
+		return false, t.fail(pathErr("lstat", t.real, err))
+	}
+	defer unix.Close(dirfd)
+	_, err = statAt(dirfd, name)
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+	case missing(err):
 		return false, nil
 	}
-	return false, t.fail(err)
+	return false, t.fail(pathErr("lstat", t.real, err))
 }
 
 // Stat describes p, following symlinks (inside the scope only: the real location is what is
 // checked).
 func (f *FS) Stat(ctx context.Context, p string) (tool.FileInfo, error) {
-	t, denied := f.check("stat", p, false, true)
+	t, denied := f.check("stat", p, readAccess, true)
 	if denied != nil {
 		return tool.FileInfo{}, denied
 	}
 	if err := aborted(ctx, t); err != nil {
 		return tool.FileInfo{}, err
 	}
-	fi, err := os.Lstat(t.real)
+	dirfd, name, err := f.openParent(t.real)
 	if err != nil {
-		return tool.FileInfo{}, t.fail(err)
+		return tool.FileInfo{}, t.fail(pathErr("lstat", t.real, err))
 	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
+	defer unix.Close(dirfd)
+	st, err := statAt(dirfd, name)
+	if err != nil {
+		return tool.FileInfo{}, t.fail(pathErr("lstat", t.real, err))
+	}
+	if st.isLink() {
 		return tool.FileInfo{}, t.fail(ErrChanged)
 	}
 	return tool.FileInfo{
-		Size:        fi.Size(),
-		IsDirectory: fi.IsDir(),
-		IsFile:      fi.Mode().IsRegular(),
-		ModifiedAt:  fi.ModTime(),
-		CreatedAt:   birthTime(t.real, fi),
+		Size:        st.size,
+		IsDirectory: st.isDir(),
+		IsFile:      st.isRegular(),
+		ModifiedAt:  st.mtime,
+		CreatedAt:   st.btime,
 	}, nil
 }

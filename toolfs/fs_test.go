@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/tool"
 )
@@ -486,21 +488,23 @@ func TestSymlinkPlantedInWorkspace(t *testing.T) {
 
 func TestOpenGuardsAgainstSwappedLinks(t *testing.T) {
 	w := newWorld(t)
+	f := w.fs()
 	mustDo(t, os.Symlink(filepath.Join(w.out, "secret"), w.in("final")))
-	_, err := openNoSymlinks(w.in("final"), os.O_RDONLY, 0)
-	if !errors.Is(err, syscall.ELOOP) {
-		t.Fatalf("open of a final link: %v, want ELOOP", err)
-	}
-	_, err = openNoSymlinks(w.in("final"), os.O_WRONLY|os.O_TRUNC, 0)
-	if !errors.Is(err, syscall.ELOOP) {
-		t.Fatalf("open for write of a final link: %v, want ELOOP", err)
+	for _, flags := range []int{os.O_RDONLY, os.O_WRONLY | os.O_TRUNC} {
+		if _, err := f.openReal(w.in("final"), flags, 0); !errors.Is(err, syscall.ELOOP) {
+			t.Fatalf("open (%#x) of a final link: %v, want ELOOP", flags, err)
+		}
 	}
 	mustDo(t, os.Symlink(w.out, w.in("parent")))
-	_, err = openNoSymlinks(w.in("parent/secret"), os.O_RDONLY, 0)
-	if err == nil {
-		t.Log("a symlinked parent is only caught by openat2 (Linux 5.6+); this system opened it")
-	} else if !errors.Is(err, syscall.ELOOP) {
+	if _, err := f.openReal(w.in("parent/secret"), os.O_RDONLY, 0); !errors.Is(err, syscall.ELOOP) {
 		t.Fatalf("open through a linked parent: %v, want ELOOP", err)
+	}
+	// The fallback walk, for systems without openat2, refuses the same links.
+	if _, err := openWalk(unix.AT_FDCWD, w.in("parent/secret"), os.O_RDONLY, 0); err == nil {
+		t.Fatal("the walk opened a path through a linked parent")
+	}
+	if _, err := openWalk(unix.AT_FDCWD, w.in("final"), os.O_RDONLY, 0); !errors.Is(err, syscall.ELOOP) {
+		t.Fatalf("the walk opened a final link: %v, want ELOOP", err)
 	}
 }
 
@@ -620,4 +624,21 @@ func TestNoWorkspace(t *testing.T) {
 	f := New(Options{})
 	_, err := f.ReadFile(ctx, "relative.txt")
 	wantDenied(t, err, "EINVAL")
+}
+
+// TestReadDirMany lists a folder whose entries take many getdents buffers.
+func TestReadDirMany(t *testing.T) {
+	w := newWorld(t)
+	f := w.fs()
+	const n = 3000
+	for i := range n {
+		writeTestFile(t, w.in(fmt.Sprintf("many/file-with-a-longish-name-%04d.txt", i)), "", 0o644)
+	}
+	entries, err := f.ReadDir(ctx, "many")
+	mustDo(t, err)
+	if len(entries) != n || entries[0].Name != "file-with-a-longish-name-0000.txt" || entries[n-1].Name != fmt.Sprintf("file-with-a-longish-name-%04d.txt", n-1) || !entries[n-1].IsFile {
+		t.Fatalf("ReadDir listed %d entries (%v … %v)", len(entries), entries[0], entries[len(entries)-1])
+	}
+	mustDo(t, f.Remove(ctx, "many", true))
+	notExist(t, w.in("many"))
 }

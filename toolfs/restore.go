@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
-	"github.com/jean2/jean2/policy"
+	"golang.org/x/sys/unix"
+
 	"github.com/jean2/jean2/tool"
 )
 
@@ -212,29 +212,41 @@ const (
 
 func restorePath(path string, before *tool.FileState) (restoreAction, error) {
 	// The ledger holds real paths; if a parent has become a symlink since, writing through it
-	// could land anywhere, so refuse rather than follow it.
-	parent := filepath.Dir(path)
-	if real := policy.Real(parent); real != parent {
-		return didNothing, fmt.Errorf("its parent directory now leads to %s through a symlink; not following it", real)
-	}
-	current, err := os.Lstat(path)
-	exists := err == nil
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return didNothing, err
-	}
-	if !before.Exists {
-		if !exists {
+	// could land anywhere, so refuse rather than follow it. The parent is opened with no
+	// symlink allowed on the way, and everything below is done relative to it, by
+	// descriptor, so a folder swapped for a link while restoring is not followed either.
+	parent, name := filepath.Dir(path), filepath.Base(path)
+	pfd, err := openAt(unix.AT_FDCWD, parent, oDirRef, 0)
+	switch {
+	case errors.Is(err, unix.ELOOP):
+		return didNothing, fmt.Errorf("its parent directory %s now leads elsewhere through a symlink; not following it", parent)
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+		if !before.Exists {
 			return didNothing, nil
 		}
-		return didRemove, os.RemoveAll(path)
-	}
-	if pfi, err := os.Lstat(parent); err != nil || !pfi.IsDir() {
 		return didNothing, fmt.Errorf("its parent directory %s no longer exists", parent)
+	case err != nil:
+		return didNothing, pathErr("open", parent, err)
 	}
-	if err := putState(path, before, current); err != nil {
+	defer unix.Close(pfd)
+	var current *fileStat
+	st, err := statAt(pfd, name)
+	switch {
+	case err == nil:
+		current = &st
+	case !errors.Is(err, unix.ENOENT):
+		return didNothing, pathErr("lstat", path, err)
+	}
+	if !before.Exists {
+		if current == nil {
+			return didNothing, nil
+		}
+		return didRemove, removeAllAt(pfd, name, path)
+	}
+	if err := putState(pfd, name, path, before, current); err != nil {
 		return didNothing, err
 	}
-	if exists {
+	if current != nil {
 		return didRestore, nil
 	}
 	return didRecreate, nil
@@ -243,91 +255,98 @@ func restorePath(path string, before *tool.FileState) (restoreAction, error) {
 // permBits are the mode bits chmod sets.
 const permBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 
-// putState makes path exactly st. current is what stands there now (nil when nothing).
-func putState(path string, st *tool.FileState, current fs.FileInfo) error {
+// putState makes name in dirfd (path is its real path) exactly st. current is what stands
+// there now (nil when nothing).
+func putState(dirfd int, name, path string, st *tool.FileState, current *fileStat) error {
 	switch {
 	case st.Mode&fs.ModeSymlink != 0:
 		if current != nil {
-			if err := os.RemoveAll(path); err != nil {
+			if err := removeAllAt(dirfd, name, path); err != nil {
 				return err
 			}
 		}
-		return os.Symlink(string(st.Content), path)
+		if err := unix.Symlinkat(string(st.Content), dirfd, name); err != nil {
+			return pathErr("symlink", path, err)
+		}
+		return nil
 	case st.IsDir:
-		return putDir(path, st, current)
+		return putDir(dirfd, name, path, st, current)
 	case st.Mode.Type() != 0:
 		return fmt.Errorf("the snapshot holds a %s, which cannot be recreated", kindOf(st.Mode))
 	}
-	if current != nil && !current.Mode().IsRegular() {
-		if err := os.RemoveAll(path); err != nil {
+	if current != nil && !current.isRegular() {
+		if err := removeAllAt(dirfd, name, path); err != nil {
 			return err
 		}
-	} else if current != nil && current.Mode().Perm()&0o200 == 0 {
+	} else if current != nil && current.mode.Perm()&0o200 == 0 {
 		// A read-only file is written in place like any other; its recorded mode is set after.
-		if err := os.Chmod(path, 0o600); err != nil {
-			return err
+		if err := chmodAt(dirfd, name, 0o600); err != nil {
+			return pathErr("chmod", path, err)
 		}
 	}
 	// O_TRUNC in place keeps the inode, so hard links to the file see the old content again.
-	file, err := openNoSymlinks(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	fd, err := openAtName(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, 0o600)
 	if err != nil {
-		return err
+		return pathErr("open", path, err)
 	}
+	file := os.NewFile(uintptr(fd), path)
 	_, werr := file.Write(st.Content)
 	merr := file.Chmod(st.Mode & permBits)
 	return errors.Join(werr, merr, file.Close())
 }
 
-func putDir(path string, st *tool.FileState, current fs.FileInfo) error {
-	if current != nil && !current.IsDir() {
-		if err := os.Remove(path); err != nil {
-			return err
+func putDir(dirfd int, name, path string, st *tool.FileState, current *fileStat) error {
+	if current != nil && !current.isDir() {
+		if err := retryEINTR(func() error { return unix.Unlinkat(dirfd, name, 0) }); err != nil {
+			return pathErr("unlink", path, err)
 		}
 		current = nil
 	}
 	// Owner rwx while entries are put back; the recorded mode is set last.
 	if current == nil {
-		if err := os.Mkdir(path, 0o700); err != nil {
-			return err
+		if err := retryEINTR(func() error { return unix.Mkdirat(dirfd, name, 0o700) }); err != nil {
+			return pathErr("mkdir", path, err)
 		}
-	} else if err := os.Chmod(path, 0o700); err != nil {
-		return err
+	} else if err := chmodAt(dirfd, name, 0o700); err != nil {
+		return pathErr("chmod", path, err)
 	}
+	fd, err := openAtName(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return pathErr("open", path, err)
+	}
+	dir := os.NewFile(uintptr(fd), path)
+	defer dir.Close()
 	want := make(map[string]bool, len(st.Entries))
 	for _, e := range st.Entries {
 		want[e.Name] = true
 	}
-	d, err := openNoSymlinks(path, os.O_RDONLY|syscall.O_DIRECTORY, 0)
-	if err != nil {
-		return err
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
+	names, err := readNames(fd, path)
 	if err != nil {
 		return err
 	}
 	slices.Sort(names)
 	var errs []error
-	for _, name := range names {
-		if !want[name] {
-			errs = append(errs, os.RemoveAll(filepath.Join(path, name)))
+	for _, n := range names {
+		if !want[n] {
+			errs = append(errs, removeAllAt(fd, n, filepath.Join(path, n)))
 		}
 	}
 	for i := range st.Entries {
 		e := &st.Entries[i]
 		child := filepath.Join(path, e.Name)
-		cur, err := os.Lstat(child)
-		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, err)
-				continue
-			}
-			cur = nil
+		var cur *fileStat
+		cst, err := statAt(fd, e.Name)
+		switch {
+		case err == nil:
+			cur = &cst
+		case !errors.Is(err, unix.ENOENT):
+			errs = append(errs, pathErr("lstat", child, err))
+			continue
 		}
-		if err := putState(child, &e.State, cur); err != nil {
+		if err := putState(fd, e.Name, child, &e.State, cur); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", child, err))
 		}
 	}
-	errs = append(errs, os.Chmod(path, st.Mode&permBits))
+	errs = append(errs, dir.Chmod(st.Mode&permBits))
 	return errors.Join(errs...)
 }

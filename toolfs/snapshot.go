@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/jean2/jean2/tool"
 )
@@ -18,28 +18,36 @@ import (
 // content and name, so a tree of a million empty files is bounded too.
 const entryOverhead = 64
 
-// snapshot records what stands at path (not following a final symlink): nothing, a file
-// (content and mode), a symlink (its target in Content, fs.ModeSymlink in Mode) or a
-// directory (mode and every entry, recursively). Past the snapshot limit, or where part of
-// the tree cannot be read or held (a device, a named pipe), it returns the top-level kind
-// and mode with Incomplete set and no content. Only the end of ctx is an error.
-func (f *FS) snapshot(ctx context.Context, path string) (*tool.FileState, error) {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+// snapshotAt records what stands at name in dirfd (path is its real path, for messages), not
+// following a final symlink: nothing, a file (content and mode), a symlink (its target in
+// Content, fs.ModeSymlink in Mode) or a directory (mode and every entry, recursively). The
+// tree is walked by descriptor, each folder opened with O_NOFOLLOW from its parent's, so a
+// folder swapped for a link while it is read is never followed. Past the snapshot limit, or
+// where part of the tree cannot be read or held (a device, a named pipe), it returns the
+// top-level kind and mode with Incomplete set and no content. Only the end of ctx is an
+// error.
+func (f *FS) snapshotAt(ctx context.Context, dirfd int, name, path string) (*tool.FileState, error) {
+	st, err := statAt(dirfd, name)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 		return &tool.FileState{Exists: false}, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, pathErr("lstat", path, err)
 	}
+	return f.snapshotOf(ctx, dirfd, name, path, st)
+}
+
+// snapshotOf is snapshotAt for a name already examined.
+func (f *FS) snapshotOf(ctx context.Context, dirfd int, name, path string, st fileStat) (*tool.FileState, error) {
 	s := &snapshotter{ctx: ctx, root: path, limit: f.opts.MaxSnapshotBytes}
-	st, err := s.state(path, fi)
+	state, err := s.state(dirfd, name, path, st)
 	if err != nil {
 		return nil, err
 	}
 	if s.incomplete != "" {
-		return &tool.FileState{Exists: true, IsDir: fi.IsDir(), Mode: fi.Mode(), Incomplete: s.incomplete}, nil
+		return &tool.FileState{Exists: true, IsDir: st.isDir(), Mode: st.mode, Incomplete: s.incomplete}, nil
 	}
-	return &st, nil
+	return &state, nil
 }
 
 type snapshotter struct {
@@ -68,29 +76,31 @@ func (s *snapshotter) cannot(format string, args ...any) {
 	}
 }
 
-func (s *snapshotter) state(path string, fi fs.FileInfo) (tool.FileState, error) {
+func (s *snapshotter) state(dirfd int, name, path string, fi fileStat) (tool.FileState, error) {
 	if err := s.ctx.Err(); err != nil {
 		return tool.FileState{}, err
 	}
-	st := tool.FileState{Exists: true, Mode: fi.Mode()}
-	if !s.charge(entryOverhead + int64(len(fi.Name()))) {
+	st := tool.FileState{Exists: true, Mode: fi.mode}
+	if !s.charge(entryOverhead + int64(len(name))) {
 		return st, nil
 	}
-	mode := fi.Mode()
+	mode := fi.mode
 	switch {
 	case mode.IsRegular():
-		if !s.charge(fi.Size()) {
+		if !s.charge(fi.size) {
 			return st, nil
 		}
-		file, err := openNoSymlinks(path, os.O_RDONLY|oNonBlock, 0)
+		fd, err := openAtName(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 		if err != nil {
 			s.cannot("could not read %s for its snapshot: %v", path, err)
 			return st, nil
 		}
+		file := os.NewFile(uintptr(fd), path)
 		defer file.Close()
-		// The file may have grown since Lstat: read at most what is left of the budget.
-		room := s.limit - s.used + fi.Size()
-		data, err := readAll(s.ctx, file, fi.Size(), room)
+		// The file may have grown since it was examined: read at most what is left of the
+		// budget.
+		room := s.limit - s.used + fi.size
+		data, err := readAll(s.ctx, file, fi.size, room)
 		switch {
 		case errors.Is(err, ErrTooLarge):
 			s.charge(room + 1)
@@ -101,10 +111,10 @@ func (s *snapshotter) state(path string, fi fs.FileInfo) (tool.FileState, error)
 			s.cannot("could not read %s for its snapshot: %v", path, err)
 			return st, nil
 		}
-		s.used += int64(len(data)) - fi.Size()
+		s.used += int64(len(data)) - fi.size
 		st.Content = data
 	case mode&fs.ModeSymlink != 0:
-		target, err := os.Readlink(path)
+		target, err := readlinkAt(dirfd, name)
 		if err != nil {
 			s.cannot("could not read the link %s for its snapshot: %v", path, err)
 			return st, nil
@@ -115,41 +125,56 @@ func (s *snapshotter) state(path string, fi fs.FileInfo) (tool.FileState, error)
 		st.Content = []byte(target)
 	case mode.IsDir():
 		st.IsDir = true
-		d, err := openNoSymlinks(path, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+		fd, err := openAtName(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 		if err != nil {
 			s.cannot("could not list %s for its snapshot: %v", path, err)
 			return st, nil
 		}
-		entries, err := d.ReadDir(-1)
-		d.Close()
+		defer unix.Close(fd)
+		names, err := readNames(fd, path)
 		if err != nil {
 			s.cannot("could not list %s for its snapshot: %v", path, err)
 			return st, nil
 		}
-		slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-		for _, e := range entries {
-			child := filepath.Join(path, e.Name())
-			info, err := e.Info()
-			if errors.Is(err, fs.ErrNotExist) {
+		slices.Sort(names)
+		for _, n := range names {
+			child := filepath.Join(path, n)
+			info, err := statAt(fd, n)
+			if errors.Is(err, unix.ENOENT) {
 				continue // removed while we looked: it is not part of the before-state
 			}
 			if err != nil {
 				s.cannot("could not examine %s for its snapshot: %v", child, err)
 				return st, nil
 			}
-			cs, err := s.state(child, info)
+			cs, err := s.state(fd, n, child, info)
 			if err != nil {
 				return tool.FileState{}, err
 			}
 			if s.incomplete != "" {
 				return st, nil
 			}
-			st.Entries = append(st.Entries, tool.DirState{Name: e.Name(), State: cs})
+			st.Entries = append(st.Entries, tool.DirState{Name: n, State: cs})
 		}
 	default:
 		s.cannot("%s is a %s, which a snapshot cannot hold", path, kindOf(mode))
 	}
 	return st, nil
+}
+
+// readlinkAt reads the target of the symlink name in dirfd.
+func readlinkAt(dirfd int, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		var n int
+		err := retryEINTR(func() (err error) { n, err = unix.Readlinkat(dirfd, name, buf); return err })
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
 }
 
 func kindOf(m fs.FileMode) string {

@@ -45,25 +45,32 @@ func toolsApprove(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(e.stdout, "The approval of %s was taken back; its calls are refused until it is approved again.\n", name)
 		return nil
 	}
-	if !sandbox.Declares(st.Declared) {
+	scripts := st.InstallScripts
+	if !sandbox.Declares(st.Declared) && scripts == nil {
 		fmt.Fprintf(e.stdout, "%s declares nothing beyond its context: there is nothing to approve.\n", name)
 		return nil
 	}
 	fmt.Fprintf(e.stdout, "%s %s (%s, content %s) asks to:\n", name, entry.Version, entry.Runtime, shortHash(entry.Hash))
-	for _, p := range st.Declared.Read {
-		fmt.Fprintf(e.stdout, "  read     %s\n", p)
+	if d := st.Declared; d != nil {
+		for _, p := range d.Read {
+			fmt.Fprintf(e.stdout, "  read     %s\n", p)
+		}
+		for _, p := range d.Write {
+			fmt.Fprintf(e.stdout, "  write    %s\n", p)
+		}
+		if d.ChildProcess {
+			fmt.Fprintln(e.stdout, "  start processes (they run under the same rules and see only its clean environment)")
+		}
 	}
-	for _, p := range st.Declared.Write {
-		fmt.Fprintf(e.stdout, "  write    %s\n", p)
-	}
-	if st.Declared.ChildProcess {
-		fmt.Fprintln(e.stdout, "  start processes (they run under the same rules and see only its clean environment)")
+	if scripts != nil {
+		fmt.Fprintf(e.stdout, "  run the install scripts of its dependencies when they are installed: %s\n", strings.Join(scripts.Dependencies, ", "))
+		fmt.Fprintln(e.stdout, "    (confined like a worker: its own folder, no credentials and no ~/.npmrc, the task and memory limits, nothing left running; the network is open)")
 	}
 	for _, n := range st.Declared.Network {
 		fmt.Fprintf(e.stdout, "  connect  %s\n", n)
 	}
 	fmt.Fprintf(e.stdout, "Protection of its workers: %s. jean2's own folder and credential folders stay closed whatever it declares.\n", st.Mechanism)
-	if st.Approved {
+	if !st.NeedsApproval() {
 		fmt.Fprintln(e.stdout, "This version is already approved.")
 		return nil
 	}
@@ -78,8 +85,27 @@ func toolsApprove(ctx context.Context, e env, args []string) error {
 			return exitError{code: 1}
 		}
 	}
-	if _, err := h.ApprovePermissions(name); err != nil {
-		return err
+	if scripts != nil && !scripts.Approved {
+		// The dependencies are installed again, with their scripts: a new version, whose
+		// declaration must still be the one shown.
+		if err := h.ApproveInstallScripts(ctx, name); err != nil {
+			return err
+		}
+		now, ok := h.Permissions(name)
+		if !ok || now.InstallScripts == nil || !now.InstallScripts.Approved {
+			e2, _ := h.Tool(name)
+			return fmt.Errorf("the install scripts of %s were approved, but its dependencies could not be installed with them: %s", name, e2.Error)
+		}
+		if sandbox.Declares(st.Declared) != sandbox.Declares(now.Declared) || (sandbox.Declares(now.Declared) && sandbox.PermissionsDigest(*now.Declared) != sandbox.PermissionsDigest(*st.Declared)) {
+			return fmt.Errorf("%s declares other permissions once its dependencies' install scripts ran (%s): run jean2 tools approve %s again to see them", name, sandbox.DescribePermissions(now.Declared), name)
+		}
+		st = now
+		entry, _ = h.Tool(name)
+	}
+	if sandbox.Declares(st.Declared) && !st.Approved {
+		if _, err := h.ApprovePermissions(name); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(e.stdout, "Approved %s %s; a changed version asks again.\n", name, entry.Version)
 	return nil

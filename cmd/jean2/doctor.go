@@ -143,6 +143,19 @@ func doctor(ctx context.Context, e env, args []string) error {
 		} else {
 			add("task limit", checkWarn, "no pids cgroup (%v): RLIMIT_NPROC caps the tasks of the whole user instead", err)
 		}
+		if m, err := sandbox.NewMemory(nil); err == nil {
+			add("memory limit", checkOK, "a memory cgroup per worker under %s (shared memory counts)", filepath.Dir(m.Dir()))
+			_ = m.Close()
+		} else {
+			add("memory limit", checkWarn, "no memory cgroup (%v): RLIMIT_DATA caps private memory only, not shared memory (memfd)", err)
+		}
+		if bounded, err := capabilityCheck(ctx, st.Launcher); err != nil {
+			add("privileges", checkFail, "%v", err)
+		} else if bounded {
+			add("privileges", checkOK, "workers start with no capability (bounding set empty, securebits locked) and no_new_privs")
+		} else {
+			add("privileges", checkOK, "workers start with no capability and no_new_privs (jean2 may not empty the bounding set: no CAP_SETPCAP)")
+		}
 	}
 	if st.Mode != sandbox.ModeOff && nodeMech != sandbox.Unconfined {
 		switch {
@@ -283,4 +296,34 @@ func orUnknown(s string, err error) string {
 		return "path unknown"
 	}
 	return s
+}
+
+// capabilityCheck starts cat through the launcher and reads its capability sets: all must be
+// empty. It reports whether the bounding set is empty too (the launcher empties it when
+// jean2 holds CAP_SETPCAP, as root does).
+func capabilityCheck(ctx context.Context, launcher string) (bool, error) {
+	cat, err := exec.LookPath("cat")
+	if err != nil {
+		return false, nil // nothing to start; the launcher's own tests cover it
+	}
+	path, argv, err := sandbox.Command(launcher, sandbox.Spec{}, cat, []string{"/proc/self/status"})
+	if err != nil {
+		return false, err
+	}
+	out, err := exec.CommandContext(ctx, path, argv...).Output()
+	if err != nil {
+		return false, fmt.Errorf("start a program through the launcher: %w", err)
+	}
+	bounded := false
+	for _, line := range strings.Split(string(out), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		empty := strings.Trim(strings.TrimSpace(v), "0") == ""
+		switch {
+		case k == "CapBnd":
+			bounded = empty
+		case strings.HasPrefix(k, "Cap") && !empty:
+			return false, fmt.Errorf("a worker would start with capabilities (%s %s)", k, strings.TrimSpace(v))
+		}
+	}
+	return bounded, nil
 }

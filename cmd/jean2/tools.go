@@ -167,8 +167,15 @@ func toolsList(ctx context.Context, e env, args []string) error {
 			msg = strings.TrimSpace(msg + " " + var_)
 		}
 		status, perms := t.Status, "-"
-		if st, ok := h.Permissions(t.Name); ok && sandbox.Declares(st.Declared) {
+		if st, ok := h.Permissions(t.Name); ok && (sandbox.Declares(st.Declared) || st.InstallScripts != nil) {
 			perms = sandbox.DescribePermissions(st.Declared)
+			if st.InstallScripts != nil {
+				perms = strings.TrimPrefix(perms, "nothing beyond its context")
+				if perms != "" {
+					perms += "; "
+				}
+				perms += "run install scripts"
+			}
 			if st.NeedsApproval() {
 				status = "needs approval"
 				msg = strings.TrimSpace(msg + " (jean2 tools approve " + t.Name + ")")

@@ -236,6 +236,26 @@ func TestExitErrorQuotesStderr(t *testing.T) {
 	}
 }
 
+// The launcher's ExitNote joins the exit error's noted lines, asked with the worker's pid
+// before Exited.
+func TestExitNoteJoinsTheExitError(t *testing.T) {
+	p := helperPool(t, "ok", PoolOptions{})
+	var asked, exited atomic.Int64
+	p.launcher.ExitNote = func(pid int) string {
+		asked.Store(int64(pid))
+		if exited.Load() != 0 {
+			return "asked after Exited"
+		}
+		return "the host's note"
+	}
+	p.launcher.Exited = func(pid int) { exited.Store(int64(pid)) }
+	_, err := run(t, p, "dies", `{"action":"stderr-exit"}`, 0, nil)
+	var ee *ExitError
+	if !errors.As(err, &ee) || len(ee.Noted) == 0 || ee.Noted[len(ee.Noted)-1] != "the host's note" || asked.Load() != int64(ee.PID) {
+		t.Fatalf("got %#v (asked for %d)", err, asked.Load())
+	}
+}
+
 func TestDuplicateCallID(t *testing.T) {
 	p := helperPool(t, "ok", PoolOptions{})
 	done := make(chan error, 1)

@@ -33,6 +33,10 @@ type Launcher struct {
 	// whatever it started in its group has been killed (the sandbox removes the worker's
 	// cgroup there).
 	Exited func(pid int)
+	// ExitNote, when set, is asked once a worker's process has been reaped, before Exited,
+	// for what the host knows of why it ended (the sandbox: its memory cgroup's limit killed
+	// it); a non-empty answer joins the exit error's noted lines.
+	ExitNote func(pid int) string
 }
 
 // worker is one running worker process.
@@ -367,12 +371,16 @@ exited:
 	w.pool.wg.Add(1)
 	go func() { defer w.pool.wg.Done(); w.conn.Close() }()
 	w.drainOutput()
+	var note string
+	if f := w.pool.launcher.ExitNote; f != nil {
+		note = f(w.pid)
+	}
 	if exited := w.pool.launcher.Exited; exited != nil {
 		// Off the path of the calls waiting on this worker's exit; Close waits for it.
 		w.pool.wg.Add(1)
 		go func() { defer w.pool.wg.Done(); exited(w.pid) }()
 	}
-	w.exitErr = w.describeExit(waitErr)
+	w.exitErr = w.describeExit(waitErr, note)
 	w.pool.retire(w)
 	close(w.exited)
 	w.log.Debug("worker exited", "err", w.exitErr)
@@ -393,7 +401,7 @@ func (w *worker) drainOutput() {
 	<-done
 }
 
-func (w *worker) describeExit(waitErr error) error {
+func (w *worker) describeExit(waitErr error, note string) error {
 	w.mu.Lock()
 	reason, stopping := w.killReason, w.stopping
 	w.mu.Unlock()
@@ -408,6 +416,9 @@ func (w *worker) describeExit(waitErr error) error {
 		}
 	}
 	e := &ExitError{Tool: w.pool.opts.Name, PID: w.pid, Code: -1, Stderr: w.stderr.lastLines(), Noted: w.stderr.notedLines()}
+	if note != "" {
+		e.Noted = append(e.Noted, note)
+	}
 	if st := w.cmd.ProcessState; st != nil {
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			e.Signal = signalName(ws.Signal())

@@ -1,5 +1,0 @@
-package toolfs
-
-import "syscall"
-
-const oNonBlock = syscall.O_NONBLOCK
