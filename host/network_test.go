@@ -488,3 +488,33 @@ func TestNetworkRequireMode(t *testing.T) {
 		t.Fatalf("require mode without a namespace ran the tool: %+v", out.Result)
 	}
 }
+
+// TestNetworkNamespaceEscape: a worker (and a root one: the launcher drops its
+// capabilities) cannot leave its namespace: not into the host's through /proc (Landlock),
+// not by making a link into it (no CAP_NET_ADMIN). Its namespace has nothing but lo.
+func TestNetworkNamespaceEscape(t *testing.T) {
+	ip, err1 := exec.LookPath("ip")
+	nsenter, err2 := exec.LookPath("nsenter")
+	if err1 != nil || err2 != nil {
+		t.Skip("no ip or nsenter")
+	}
+	nf := newNetFixture(t, sandbox.ModeLandlock)
+	for _, args := range [][]string{
+		{nsenter, "--net=/proc/1/ns/net", "/usr/bin/curl", "-sS", "--max-time", "3", nf.api.URL + "/"},
+		{nsenter, "-t", "1", "-n", "/usr/bin/curl", "-sS", "--max-time", "3", nf.api.URL + "/"},
+		{ip, "link", "add", "jean2esc0", "type", "veth", "peer", "name", "jean2esc1", "netns", "1"},
+		{ip, "link", "set", "lo", "netns", "1"},
+	} {
+		r := nf.try(t, "netdeny", map[string]any{"op": "spawn", "path": args[0], "args": args[1:]})
+		noNetwork(t, strings.Join(args, " "), r)
+	}
+	r := nf.try(t, "netdeny", map[string]any{"op": "spawn", "path": ip, "args": []string{"-o", "link"}})
+	if !r.OK {
+		t.Fatalf("ip link: %+v", r)
+	}
+	var links string
+	_ = json.Unmarshal(r.Value, &links)
+	if n := strings.Count(strings.TrimSpace(links), "\n") + 1; n != 1 || !strings.Contains(links, "lo:") {
+		t.Fatalf("the worker's namespace has %d links: %s", n, links)
+	}
+}
