@@ -61,13 +61,13 @@ func toolsApprove(ctx context.Context, e env, args []string) error {
 		if d.ChildProcess {
 			fmt.Fprintln(e.stdout, "  start processes (they run under the same rules and see only its clean environment)")
 		}
+		for _, n := range d.Network {
+			fmt.Fprintf(e.stdout, "  connect  %s (through jean2's egress proxy)\n", n)
+		}
 	}
 	if scripts != nil {
 		fmt.Fprintf(e.stdout, "  run the install scripts of its dependencies when they are installed: %s\n", strings.Join(scripts.Dependencies, ", "))
 		fmt.Fprintln(e.stdout, "    (confined like a worker: its own folder, no credentials and no ~/.npmrc, the task and memory limits, nothing left running; the network is open)")
-	}
-	for _, n := range st.Declared.Network {
-		fmt.Fprintf(e.stdout, "  connect  %s\n", n)
 	}
 	fmt.Fprintf(e.stdout, "Protection of its workers: %s. jean2's own folder and credential folders stay closed whatever it declares.\n", st.Mechanism)
 	if !st.NeedsApproval() {
