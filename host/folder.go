@@ -240,6 +240,15 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		res.err = fmt.Errorf("%s: %w", f.Entry, err)
 		return res
 	}
+	if net, err := packageNetwork(f.Dir); err != nil {
+		ft.closePool(context.Background())
+		res.err = err
+		return res
+	} else if ft.def, err = withPackageNetwork(ft.def, net); err != nil {
+		ft.closePool(context.Background())
+		res.err = err
+		return res
+	}
 	def := ft.def
 	e := Entry{Name: def.Name, Folder: f.Dir, Version: res.label, Hash: hash, Kind: kind, Runtime: res.runtime, Status: StatusOK, Definition: &def}
 	v := newVersion(e, def, ft, ft.closePool)
@@ -325,13 +334,17 @@ func (t *folderTool) shareWith(prev *version, vars map[string]string) *sharedPoo
 // removes that folder.
 func (t *folderTool) probePool() (*worker.Pool, func(), error) {
 	if !t.confined() {
-		return t.newPool(nil, poolScope{}), func() {}, nil
+		p, _ := t.newPool(nil, poolScope{}, false)
+		return p, func() {}, nil
 	}
 	dir, err := os.MkdirTemp(t.fl.h.layout.Temp, "load-")
 	if err != nil {
 		return nil, nil, fmt.Errorf("load %s: %w", t.name, err)
 	}
-	return t.newPool(nil, poolScope{tempDir: dir}), func() { _ = os.RemoveAll(dir) }, nil
+	// The probe's workers get a network of their own too, with nothing allowed: the
+	// declaration is not known yet.
+	p, wn := t.newPool(nil, poolScope{tempDir: dir}, true)
+	return p, func() { wn.close(); _ = os.RemoveAll(dir) }, nil
 }
 
 func (t *folderTool) runtimeKind() string { return t.kindName }
@@ -386,7 +399,8 @@ type folderTool struct {
 // scopedPool is the pool of the workers confined to one scope.
 type scopedPool struct {
 	pool     *worker.Pool
-	active   int // calls using it; it is not reaped while any is
+	net      *workerNet // nil when workers are not isolated from the network
+	active   int        // calls using it; it is not reaped while any is
 	lastUsed time.Time
 }
 
@@ -401,13 +415,26 @@ func (t *folderTool) confined() bool {
 // launchKey says how an unconfined worker of this version with the variables toolVars is
 // started: two versions whose keys are equal may share workers.
 func (t *folderTool) launchKey(toolVars map[string]string) string {
-	l := t.launcherFor(toolVars, poolScope{})
+	l := t.launcherFor(toolVars, poolScope{}, nil)
 	return l.Kind + "\x00" + l.Path + "\x00" + l.Dir + "\x00\x00" + strings.Join(l.Args, "\x00") + "\x00\x00" + strings.Join(l.Env, "\x00")
 }
 
-func (t *folderTool) newPool(toolVars map[string]string, scope poolScope) *worker.Pool {
+// newPool makes a pool of workers with the variables toolVars serving scope. For a
+// confined tool where the machine allows it, the pool's workers get a network namespace of
+// their own whose only way out is an egress proxy for the tool (probing: one that allows
+// nothing); the caller closes it (workerNet.close, nil-safe) after the pool.
+func (t *folderTool) newPool(toolVars map[string]string, scope poolScope, probing bool) (*worker.Pool, *workerNet) {
 	h := t.fl.h
-	return worker.NewPool(t.launcherFor(toolVars, scope), worker.PoolOptions{
+	var wn *workerNet
+	var netErr error
+	if t.confined() && (h.sb.status.NetNS || h.sb.status.NetLandlock) && h.sb.status.Launcher != "" {
+		wn, netErr = t.newWorkerNet(probing)
+	}
+	l := t.launcherFor(toolVars, scope, wn)
+	if netErr != nil {
+		l.Prepare = func() error { return netErr }
+	}
+	return worker.NewPool(l, worker.PoolOptions{
 		Name: t.name, Logger: h.log, MaxWorkers: h.opts.MaxWorkers,
 		IdleTimeout: h.opts.IdleTimeout, KillGrace: h.opts.KillGrace,
 		NoteStderr: outOfMemoryLine,
@@ -419,12 +446,12 @@ func (t *folderTool) newPool(toolVars map[string]string, scope poolScope) *worke
 			ProtocolVersion: workerproto.Version, Bundle: t.program, ToolDir: t.dir,
 			Rules: workerproto.Rules{Blocked: policy.BlockedRoots(), Sensitive: policy.SensitivePatterns(), Home: h.home, Languages: tool.Languages()},
 		},
-	})
+	}), wn
 }
 
 // launcherFor says how to start a worker of this version with the variables toolVars
-// serving scope.
-func (t *folderTool) launcherFor(toolVars map[string]string, scope poolScope) worker.Launcher {
+// serving scope, in the network wn (nil: the host's).
+func (t *folderTool) launcherFor(toolVars map[string]string, scope poolScope, wn *workerNet) worker.Launcher {
 	h := t.fl.h
 	tempDir := h.layout.Temp
 	if t.confined() && scope.tempDir != "" {
@@ -432,6 +459,9 @@ func (t *folderTool) launcherFor(toolVars map[string]string, scope poolScope) wo
 		tempDir = scope.tempDir
 	}
 	env := policy.WorkerEnv(policy.BaseEnv{RuntimeDir: t.runtimeDir, Home: h.home, TempDir: tempDir, TZ: serverVar(h.opts.ServerEnv, "TZ")}, toolVars)
+	if wn != nil {
+		env = append(env, wn.env()...) // last, so a tool's own variables cannot override them
+	}
 	heapMB := 0
 	if h.sb.status.Mode != sandbox.ModeOff {
 		// Three quarters of the memory cap: the heap limit is met first and fails cleanly
@@ -439,7 +469,7 @@ func (t *folderTool) launcherFor(toolVars map[string]string, scope poolScope) wo
 		heapMB = t.memoryMB() * 3 / 4
 	}
 	base := t.launcher(env, nil, heapMB)
-	return t.sandboxLauncher(base, scope, func(flags []string) worker.Launcher { return t.launcher(env, flags, heapMB) })
+	return t.sandboxLauncher(base, scope, wn, func(flags []string) worker.Launcher { return t.launcher(env, flags, heapMB) })
 }
 
 // workers returns the pool for a call's scope and a func to call when the call is done
@@ -453,7 +483,7 @@ func (t *folderTool) workers(scope poolScope) (*worker.Module, func(), error) {
 	}
 	if !t.confined() {
 		if t.shared == nil {
-			p := t.newPool(t.env, poolScope{})
+			p, _ := t.newPool(t.env, poolScope{}, false)
 			t.shared, t.module = &sharedPool{pool: p, key: t.launchKey(t.env), refs: 1}, p.Main()
 		}
 		return t.module, func() {}, nil
@@ -466,7 +496,8 @@ func (t *folderTool) workers(scope poolScope) (*worker.Module, func(), error) {
 		if t.pools == nil {
 			t.pools = map[string]*scopedPool{}
 		}
-		sp = &scopedPool{pool: t.newPool(t.env, scope)}
+		sp = &scopedPool{}
+		sp.pool, sp.net = t.newPool(t.env, scope, false)
 		t.pools[key] = sp
 	}
 	sp.active++
@@ -493,16 +524,16 @@ func (t *folderTool) reapIdleLocked(now time.Time) {
 		if sp.active == 0 && now.Sub(sp.lastUsed) >= idle {
 			delete(t.pools, key)
 			t.reaping.Add(1)
-			go func() { defer t.reaping.Done(); _ = sp.pool.Close(context.Background()) }()
+			go func() { defer t.reaping.Done(); _ = sp.pool.Close(context.Background()); sp.net.close() }()
 		}
 	}
 }
 
 func (t *folderTool) closePool(ctx context.Context) error {
 	t.mu.Lock()
-	pools := []*worker.Pool{}
+	pools := []*scopedPool{}
 	for _, sp := range t.pools {
-		pools = append(pools, sp.pool)
+		pools = append(pools, sp)
 	}
 	shared, module := t.shared, t.module
 	t.shared, t.module, t.pools, t.closed = nil, nil, nil, true
@@ -513,8 +544,9 @@ func (t *folderTool) closePool(ctx context.Context) error {
 		// that share them.
 		errs = append(errs, module.Close(ctx), shared.release(ctx))
 	}
-	for _, p := range pools {
-		errs = append(errs, p.Close(ctx))
+	for _, sp := range pools {
+		errs = append(errs, sp.pool.Close(ctx))
+		sp.net.close()
 	}
 	t.reaping.Wait()
 	return errors.Join(errs...)

@@ -1,19 +1,23 @@
 package host
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jean2/jean2/loader"
 	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/runtime/worker"
 	"github.com/jean2/jean2/sandbox"
+	"github.com/jean2/jean2/sandbox/egress"
 	"github.com/jean2/jean2/tool"
 )
 
@@ -29,6 +33,10 @@ type SandboxOptions struct {
 	// Approvals records approved permission declarations; nil uses
 	// $JEAN2_HOME/approvals.json.
 	Approvals *sandbox.Approvals
+	// NoNetNS does without network namespaces even where they can be had: workers are then
+	// held to their proxy by Landlock's TCP rules, where the kernel has them (tests of the
+	// fallback).
+	NoNetNS bool
 }
 
 // hostSandbox is what the host knows of the sandbox: what the machine offers, where worker
@@ -58,6 +66,10 @@ func newHostSandbox(opts Options, home string) *hostSandbox {
 	}
 	if sb.approvals == nil {
 		sb.approvals = sandbox.OpenApprovals(filepath.Join(opts.Layout.Home, "approvals.json"))
+	}
+	if opts.Sandbox.NoNetNS && sb.status.NetNS {
+		sb.status.NetNS, sb.status.NetNSError = false, "turned off by the host's options"
+		sb.status.NetLandlock = sandbox.LandlockNetwork()
 	}
 	sb.protected = append([]string{opts.Layout.Home, opts.Layout.Tools}, sandbox.CredentialPaths(home)...)
 	// What an earlier host that was killed left running (a tool's daemon, a detached child)
@@ -131,7 +143,7 @@ func (s poolScope) key() string {
 // mechanism) and the memory and task limits through the launcher, Node's permission model
 // through Node's own flags. base is the unconfined launcher; nodeFlags receives the flags
 // of Node's permission model when that is the mechanism and returns the launcher with them.
-func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, withNodeFlags func([]string) worker.Launcher) worker.Launcher {
+func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *workerNet, withNodeFlags func([]string) worker.Launcher) worker.Launcher {
 	h := t.fl.h
 	sb := h.sb
 	failed := func(err error) worker.Launcher {
@@ -155,6 +167,11 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, with
 	}
 	if sb.memory != nil && spec.DataMB > 0 {
 		spec.MemoryCgroup, spec.MemoryMaxMB = sb.memory.Dir(), spec.DataMB+memoryHeadroomMB
+	}
+	if wn != nil && wn.ns != nil {
+		spec.NetNS = wn.ns.Path()
+	} else if wn != nil {
+		spec.ProxyPort = wn.port
 	}
 	if spec.Landlock {
 		spec.Rules = rules
@@ -411,4 +428,119 @@ func (h *Host) confidential(path string) bool {
 		return true
 	}
 	return false
+}
+
+// workerNet is the network of one pool's workers: a namespace with nothing but its own
+// loopback, where the tool's egress proxy listens (HTTP(S)_PROXY of the workers); or, where
+// no namespace can be had, a proxy on the host's 127.0.0.1 whose port is the only one
+// Landlock lets the workers connect to.
+type workerNet struct {
+	ns    *sandbox.NetNS // nil in the fallback
+	port  int            // the proxy's port in the workers' view
+	proxy *egress.Proxy
+}
+
+// newWorkerNet makes a pool's network. The proxy allows what the tool declares and a person
+// approved for this version, read again at every connection (a revoked approval holds at
+// once); a probing pool's allows nothing.
+func (t *folderTool) newWorkerNet(probing bool) (*workerNet, error) {
+	wn := &workerNet{proxy: &egress.Proxy{Tool: t.name, Log: t.fl.h.log}}
+	if !probing {
+		wn.proxy.Tool = t.def.Name
+		wn.proxy.Allowed = func() []string {
+			if perms := t.approvedPermissions(); perms != nil {
+				return perms.Network
+			}
+			return nil
+		}
+	}
+	var ln net.Listener
+	if t.fl.h.sb.status.NetNS {
+		ns, err := sandbox.NewNetNS(sandbox.ProxyPort)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: isolate its workers from the network: %w", t.name, err)
+		}
+		wn.ns, wn.port, ln = ns, sandbox.ProxyPort, ns.Listener
+	} else {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: egress proxy: %w", t.name, err)
+		}
+		ln, wn.port = l, l.Addr().(*net.TCPAddr).Port
+	}
+	go func() { _ = wn.proxy.Serve(ln) }()
+	return wn, nil
+}
+
+func (wn *workerNet) close() {
+	if wn == nil {
+		return
+	}
+	_ = wn.proxy.Close() // closes the listener
+	_ = wn.ns.Close()
+}
+
+// env leads a worker's HTTP clients to its proxy: curl, Bun's fetch, Go's net/http, pip and
+// most others read these; worker.mjs makes Node's fetch use JEAN2_EGRESS_PROXY. There is no
+// NO_PROXY (the environment is clean): every destination goes through the proxy, the only
+// way out.
+func (wn *workerNet) env() []string {
+	addr := "127.0.0.1:" + strconv.Itoa(wn.port)
+	url := "http://" + addr
+	return []string{
+		"HTTP_PROXY=" + url, "HTTPS_PROXY=" + url, "ALL_PROXY=" + url,
+		"http_proxy=" + url, "https_proxy=" + url, "all_proxy=" + url,
+		"JEAN2_EGRESS_PROXY=" + addr,
+	}
+}
+
+// packageNetwork reads "jean2": {"permissions": {"network": [...]}} of a tool folder's
+// package.json (nil when there is none).
+func packageNetwork(dir string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	if err != nil {
+		return nil, nil // no package.json: the loader has said what it needs to
+	}
+	var pkg struct {
+		Jean2 struct {
+			Permissions struct {
+				Network json.RawMessage `json:"network"`
+			} `json:"permissions"`
+		} `json:"jean2"`
+	}
+	if json.Unmarshal(data, &pkg) != nil || len(pkg.Jean2.Permissions.Network) == 0 || string(pkg.Jean2.Permissions.Network) == "null" {
+		return nil, nil
+	}
+	var list []string
+	if err := json.Unmarshal(pkg.Jean2.Permissions.Network, &list); err != nil {
+		return nil, fmt.Errorf(`package.json "jean2"."permissions"."network" must be a list of host names, like ["api.github.com", "*.example.com:443"]`)
+	}
+	return list, nil
+}
+
+// withPackageNetwork adds package.json's network entries to the definition's permissions
+// (the declaration a person approves is the union) and checks every entry.
+func withPackageNetwork(def tool.Definition, pkgNetwork []string) (tool.Definition, error) {
+	var all []string
+	if def.Permissions != nil {
+		all = append(all, def.Permissions.Network...)
+	}
+	for _, n := range pkgNetwork {
+		if !slices.Contains(all, n) {
+			all = append(all, n)
+		}
+	}
+	if _, err := egress.ParseRules(all); err != nil {
+		return def, fmt.Errorf(`permissions.network (of the definition, or "jean2"."permissions"."network" of package.json): %w`, err)
+	}
+	if len(pkgNetwork) == 0 {
+		return def, nil
+	}
+	perms := tool.Permissions{}
+	if def.Permissions != nil {
+		perms = *def.Permissions
+	}
+	perms.Network = all
+	def.Permissions = &perms
+	return def, nil
 }

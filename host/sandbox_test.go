@@ -279,7 +279,7 @@ func TestSandboxReadDotEnvThroughCat(t *testing.T) {
 		_ = json.Unmarshal(r.Value, &envText)
 		for _, line := range strings.Split(strings.TrimSpace(envText), "\n") {
 			name, _, _ := strings.Cut(line, "=")
-			if !contains([]string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR"}, name) {
+			if !contains([]string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR"}, name) && !strings.Contains(line, "=http://127.0.0.1:3128") && line != "JEAN2_EGRESS_PROXY=127.0.0.1:3128" {
 				t.Errorf("the child process sees %s", line)
 			}
 		}

@@ -19,7 +19,7 @@ import (
 )
 
 // Approvals records which tool versions a person allowed to run with the permissions they
-// declare (read and write paths beyond the context, starting processes). An approval holds
+// declare (read and write paths beyond the context, starting processes, network hosts). An approval holds
 // for one version of one tool and one declaration: a changed tool asks again. The file lives
 // in $JEAN2_HOME, where no tool can reach it.
 type Approvals struct {
@@ -72,16 +72,20 @@ func (a *Approvals) Path() string { return a.path }
 func PermissionsDigest(p tool.Permissions) string {
 	read := slices.Clone(p.Read)
 	write := slices.Clone(p.Write)
+	network := slices.Clone(p.Network)
 	slices.Sort(read)
 	slices.Sort(write)
-	b, _ := json.Marshal(tool.Permissions{Read: read, Write: write, ChildProcess: p.ChildProcess, MemoryMB: p.MemoryMB})
+	slices.Sort(network)
+	// A declaration without network entries or a raised memory cap digests as it did before
+	// they existed, so earlier approvals still hold.
+	b, _ := json.Marshal(tool.Permissions{Read: read, Write: write, ChildProcess: p.ChildProcess, MemoryMB: p.MemoryMB, Network: network})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
 }
 
 // Declares reports whether a definition asks for anything beyond its context.
 func Declares(p *tool.Permissions) bool {
-	return p != nil && (len(p.Read) > 0 || len(p.Write) > 0 || p.ChildProcess || p.MemoryMB > 0)
+	return p != nil && (len(p.Read) > 0 || len(p.Write) > 0 || p.ChildProcess || p.MemoryMB > 0 || len(p.Network) > 0)
 }
 
 // Approved reports whether this version's declaration was approved. The file is read again
@@ -264,6 +268,9 @@ func DescribePermissions(p *tool.Permissions) string {
 	}
 	if p.MemoryMB > 0 {
 		parts = append(parts, fmt.Sprintf("memory up to %d MB", p.MemoryMB))
+	}
+	if len(p.Network) > 0 {
+		parts = append(parts, "connect to "+strings.Join(p.Network, ", "))
 	}
 	return strings.Join(parts, "; ")
 }

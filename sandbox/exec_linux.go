@@ -28,6 +28,9 @@ func enter(spec Spec, program string, args []string) error {
 	if err := joinCgroups(spec); err != nil {
 		return err
 	}
+	if err := enterNetwork(spec); err != nil { // netns_linux.go: while setns is allowed, before Landlock
+		return err
+	}
 	nproc := 0
 	if spec.PidsCgroup == "" && spec.NProcExtra > 0 && os.Getuid() != 0 {
 		nproc = userTasks(os.Getuid()) + spec.NProcExtra // /proc is closed once Landlock holds

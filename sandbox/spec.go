@@ -91,6 +91,15 @@ type Spec struct {
 	// ExtraFDs is how many descriptors from 3 on the program receives (2 for a worker: the
 	// protocol's pipes); every other descriptor above 2 is closed at exec.
 	ExtraFDs int `json:"extraFDs,omitempty"`
+
+	// Network isolation (netns_linux.go). NetNS is a network namespace file the launcher
+	// joins before anything else (a NetNS's Path): the worker and what it starts then have
+	// no network but that namespace's loopback, where the host's egress proxy listens.
+	NetNS string `json:"netns,omitempty"`
+	// ProxyPort, where no namespace can be had, is the one TCP port the worker may connect
+	// to (its egress proxy on the host's 127.0.0.1), by Landlock's network rules (ABI 4);
+	// it may bind none. Weaker: the rule names a port, not an address, and UDP stays open.
+	ProxyPort int `json:"proxyPort,omitempty"`
 }
 
 // Check reports the first thing wrong with a spec.
@@ -114,6 +123,12 @@ func (s Spec) Check() error {
 	}
 	if s.MemoryCgroup != "" && (!filepath.IsAbs(s.MemoryCgroup) || s.MemoryMaxMB == 0) {
 		return fmt.Errorf("sandbox memory cgroup %q: give an absolute folder and a memoryMaxMB", s.MemoryCgroup)
+	}
+	if s.ProxyPort < 0 || s.ProxyPort > 65535 {
+		return fmt.Errorf("sandbox proxy port %d is not a port", s.ProxyPort)
+	}
+	if s.NetNS != "" && (!filepath.IsAbs(s.NetNS) || filepath.Clean(s.NetNS) != s.NetNS) {
+		return fmt.Errorf("sandbox network namespace %q: the path must be absolute and clean", s.NetNS)
 	}
 	return nil
 }

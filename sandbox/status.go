@@ -19,6 +19,10 @@ const (
 	ModeNode Mode = "node"
 	// ModeOff confines nothing (the context's powers are still enforced by the host).
 	ModeOff Mode = "off"
+	// ModeRequire is ModeLandlock that also requires network isolation (a network
+	// namespace per worker pool, egress only through the host's proxy): a worker that
+	// cannot have both does not start.
+	ModeRequire Mode = "require"
 )
 
 // ParseMode reads a mode as people write it (JEAN2_SANDBOX); "" is ModeAuto.
@@ -26,10 +30,10 @@ func ParseMode(s string) (Mode, error) {
 	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
 	case "":
 		return ModeAuto, nil
-	case ModeAuto, ModeLandlock, ModeNode, ModeOff:
+	case ModeAuto, ModeLandlock, ModeNode, ModeOff, ModeRequire:
 		return m, nil
 	}
-	return "", fmt.Errorf("sandbox mode %q is not known: use auto, landlock, node or off", s)
+	return "", fmt.Errorf("sandbox mode %q is not known: use auto, landlock, require, node or off", s)
 }
 
 // Mechanism is what confines one worker.
@@ -54,6 +58,14 @@ type Status struct {
 	// Memory says what caps a worker's memory beside RLIMIT_DATA: "cgroup <folder>" (which
 	// counts shared memory too) or why there is none.
 	Memory string `json:"memory,omitempty"`
+
+	// NetNS is true when workers get a network namespace of their own (through the
+	// launcher), whose only way out is the host's egress proxy; NetNSError says why not.
+	NetNS      bool   `json:"netns"`
+	NetNSError string `json:"netnsError,omitempty"`
+	// NetLandlock, without NetNS, is the fallback: Landlock (ABI 4) lets workers connect
+	// over TCP to their proxy's port only (any address of that port, and UDP, stay open).
+	NetLandlock bool `json:"netLandlock,omitempty"`
 }
 
 // Probe reports what the kernel offers.
@@ -64,7 +76,31 @@ func Probe(mode Mode, launcher string) Status {
 	if err != nil {
 		st.LandlockError = err.Error()
 	}
+	switch {
+	case mode == ModeOff:
+		st.NetNSError = "sandbox mode off"
+	case launcher == "":
+		st.NetNSError = "no launcher is configured (the jean2 binary moves workers into their namespace)"
+	default:
+		if err := NetNSAvailable(); err != nil {
+			st.NetNSError = err.Error()
+			st.NetLandlock = LandlockNetwork()
+		} else {
+			st.NetNS = true
+		}
+	}
 	return st
+}
+
+// Network says in one line what holds the network of confined workers.
+func (st Status) Network() string {
+	if st.NetNS {
+		return "no network of their own (a network namespace per worker pool, no UNIX sockets); egress only through the host's proxy, to the hosts a tool declares and a person approved"
+	}
+	if st.NetLandlock {
+		return "held by Landlock to their egress proxy's TCP port (no network namespace: " + st.NetNSError + "); weaker: that port number on any machine, and UDP, stay reachable"
+	}
+	return "not isolated from the network (" + st.NetNSError + "): workers can connect anywhere this user can"
 }
 
 // Choose picks the mechanism for a worker of runtime kind ("node", "bun", "go"). An error
@@ -77,6 +113,14 @@ func (st Status) Choose(kind string) (Mechanism, error) {
 	case ModeLandlock:
 		if !landlock {
 			return "", fmt.Errorf("the sandbox mode is landlock but %s", st.whyNoLandlock())
+		}
+		return Landlock, nil
+	case ModeRequire:
+		if !landlock {
+			return "", fmt.Errorf("the sandbox mode is require but %s", st.whyNoLandlock())
+		}
+		if !st.NetNS {
+			return "", fmt.Errorf("the sandbox mode is require but workers cannot be isolated from the network: %s", st.NetNSError)
 		}
 		return Landlock, nil
 	case ModeNode:
@@ -112,7 +156,14 @@ func (st Status) Summary() string {
 	case err != nil:
 		return "none: " + err.Error()
 	case node == Landlock:
-		return fmt.Sprintf("Landlock ABI %d for every worker", st.LandlockABI)
+		net := "no network but the egress proxy"
+		switch {
+		case st.NetLandlock && !st.NetNS:
+			net = "network only through the egress proxy's port (Landlock TCP rules; UDP open; no namespace: " + st.NetNSError + ")"
+		case !st.NetNS:
+			net = "network not isolated (" + st.NetNSError + ")"
+		}
+		return fmt.Sprintf("Landlock ABI %d for every worker; %s", st.LandlockABI, net)
 	case node == NodePermissions && other == Unconfined:
 		why := "sandbox mode " + string(st.Mode)
 		if st.Mode == ModeAuto {

@@ -48,6 +48,10 @@ type Permissions struct {
 	// ("jean2": {"memoryMB": N}); the host sets it from there, never from the definition,
 	// so that a raised cap is approved like the rest of the declaration.
 	MemoryMB int `json:"memoryMB,omitempty"`
+	// Network are the hosts the tool's workers may connect to, through the host's egress
+	// proxy: "api.github.com", "*.example.com:443", "127.0.0.1:8080", "10.0.0.0/8" (see
+	// sandbox/egress). Without it a confined worker has no network at all.
+	Network []string `json:"network,omitempty"`
 }
 
 // TimeoutDuration is the call timeout the definition asks for.

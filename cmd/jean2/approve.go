@@ -64,6 +64,9 @@ func toolsApprove(ctx context.Context, e env, args []string) error {
 		if d.MemoryMB > 0 {
 			fmt.Fprintf(e.stdout, "  use up to %d MB of memory per worker (above the host's cap; package.json \"jean2\": {\"memoryMB\"})\n", d.MemoryMB)
 		}
+		for _, n := range d.Network {
+			fmt.Fprintf(e.stdout, "  connect  %s (through jean2's egress proxy)\n", n)
+		}
 	}
 	if scripts != nil {
 		fmt.Fprintf(e.stdout, "  run the install scripts of its dependencies when they are installed: %s\n", strings.Join(scripts.Dependencies, ", "))

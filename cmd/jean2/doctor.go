@@ -157,6 +157,16 @@ func doctor(ctx context.Context, e env, args []string) error {
 			add("privileges", checkOK, "workers start with no capability and no_new_privs (jean2 may not empty the bounding set: no CAP_SETPCAP)")
 		}
 	}
+	if st.Mode != sandbox.ModeOff && nodeMech != sandbox.Unconfined {
+		switch {
+		case st.NetNS:
+			add("network", checkOK, "confined workers have %s", st.Network())
+		case st.Mode == sandbox.ModeRequire:
+			add("network", checkFail, "workers cannot be isolated from the network (%s), and the sandbox mode is require", st.NetNSError)
+		default:
+			add("network", checkWarn, "confined workers: %s; JEAN2_SANDBOX=require refuses to run tools then", st.Network())
+		}
+	}
 	rep.Sandbox = st
 	add("worker places", checkOK, "workers may write only the call's workspace, its allowed paths and the session's folder under %s", filepath.Join(layout.Temp, "sessions"))
 	return finishDoctor(e, rep, *asJSON)

@@ -64,7 +64,8 @@ Environment:
   JEAN2_HOME        where jean2 keeps its files (default ~/.jean2)
   JEAN2_TOOLS_PATH  the tools folder (default $JEAN2_HOME/tools)
   JEAN2_RUNTIME     node or bun (default: node when installed, else bun)
-  JEAN2_SANDBOX     auto, landlock, node or off (default auto; see docs/security.md)
+  JEAN2_SANDBOX     auto, landlock, require, node or off (default auto; require is landlock
+                    plus no network but the egress proxy; see docs/security.md)
   JEAN2_TOKEN       the server's API token for chat and signin (default: $JEAN2_HOME/token)
   JEAN2_TOOL_REGISTRY_URL  the tool index for install/update/outdated
 `

@@ -5,8 +5,9 @@
 // this worker sends goes to fd 4. stdout and stderr belong to the tool: the host turns them
 // into log lines, so nothing here ever writes protocol data to them.
 //
-// The worker reads no environment variable: the host starts it with a clean environment and
-// sends everything it needs in `initialize` and `execute`.
+// The worker reads one environment variable, JEAN2_EGRESS_PROXY (see installEgress); the host
+// starts it with a clean environment and sends everything else it needs in `initialize` and
+// `execute`.
 
 import fs from 'node:fs';
 import net from 'node:net';
@@ -1043,4 +1044,102 @@ function describe(v) {
   return String(v);
 }
 
+// ---------------------------------------------------------------------------------------
+// Network. A confined worker has no network of its own: the only address it reaches is the
+// host's egress proxy on its loopback (JEAN2_EGRESS_PROXY, host:port), which connects only
+// to what the tool declares and a person approved. Bun's fetch, curl and most HTTP clients
+// follow HTTP(S)_PROXY; Node's global fetch does not, so here its dispatcher is replaced by
+// one that opens every connection as a CONNECT tunnel through the proxy (TLS inside it for
+// https). Bodies stream as they would directly. A refusal of the proxy becomes the error of
+// the fetch, with the proxy's words (which say how to declare the host).
+
+function installEgress() {
+  const proxy = process.env.JEAN2_EGRESS_PROXY;
+  if (!proxy || isBun || typeof globalThis.fetch !== 'function') return;
+  const colon = proxy.lastIndexOf(':');
+  const proxyHost = proxy.slice(0, colon);
+  const proxyPort = Number(proxy.slice(colon + 1));
+  const nativeFetch = globalThis.fetch;
+  const DISPATCHER = Symbol.for('undici.globalDispatcher.1');
+  let ready;
+
+  // Node's bundled undici is loaded on the first fetch and then sets its global dispatcher
+  // (an Agent); an Agent of the same class with our connector takes its place.
+  async function install() {
+    try {
+      await nativeFetch('data:,');
+    } catch {}
+    const Agent = globalThis[DISPATCHER]?.constructor;
+    if (typeof Agent !== 'function') throw new Error('jean2 worker: cannot route fetch through the egress proxy (no undici Agent)');
+    globalThis[DISPATCHER] = new Agent({ connect: tunnel });
+  }
+
+  async function tunnel(opts, callback) {
+    let done = false;
+    const finish = (err, sock) => {
+      if (done) return;
+      done = true;
+      callback(err, sock);
+    };
+    const https = opts.protocol === 'https:';
+    const port = Number(opts.port) || (https ? 443 : 80);
+    const host = opts.hostname.includes(':') && !opts.hostname.startsWith('[') ? `[${opts.hostname}]` : opts.hostname;
+    const authority = `${host}:${port}`;
+    const { default: tls } = https ? await import('node:tls') : { default: null };
+    const sock = net.connect({ host: proxyHost, port: proxyPort });
+    const fail = (err) => {
+      sock.destroy();
+      finish(err);
+    };
+    sock.once('error', fail);
+    sock.once('connect', () => sock.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`));
+    let head = Buffer.alloc(0);
+    const onData = (chunk) => {
+      head = Buffer.concat([head, chunk]);
+      const end = head.indexOf('\r\n\r\n');
+      if (end < 0) {
+        if (head.length > 64 * 1024) fail(new Error(`egress proxy: oversized answer to CONNECT ${authority}`));
+        return;
+      }
+      sock.removeListener('data', onData);
+      const status = Number(head.subarray(0, end).toString('latin1').split(' ')[1]);
+      if (status !== 200) {
+        // The proxy closes after its answer: the body is its reason.
+        let body = head.subarray(end + 4);
+        sock.on('data', (c) => { body = Buffer.concat([body, c]); });
+        sock.once('close', () => {
+          const text = body.toString('utf8').trim() || `the egress proxy answered ${status} to CONNECT ${authority}`;
+          const err = new Error(text);
+          err.code = status === 403 ? 'EJEAN2NETWORK' : 'EJEAN2PROXY';
+          finish(err);
+        });
+        return;
+      }
+      sock.removeListener('error', fail);
+      if (!https) return finish(null, sock);
+      const servername = opts.servername || (net.isIP(opts.hostname) ? undefined : opts.hostname);
+      const secure = tls.connect({ socket: sock, servername, ALPNProtocols: ['http/1.1'] });
+      secure.once('secureConnect', () => finish(null, secure));
+      secure.once('error', (err) => { secure.destroy(); finish(err); });
+    };
+    sock.on('data', onData);
+  }
+
+  globalThis.fetch = async function fetch(input, init) {
+    if (!ready) ready = install();
+    await ready;
+    try {
+      return await nativeFetch(input, init);
+    } catch (err) {
+      // "fetch failed" says nothing; the proxy's refusal says what and how.
+      const cause = err?.cause;
+      if (cause && (cause.code === 'EJEAN2NETWORK' || cause.code === 'EJEAN2PROXY')) {
+        throw new TypeError(cause.message, { cause });
+      }
+      throw err;
+    }
+  };
+}
+
+installEgress();
 setupTransport();

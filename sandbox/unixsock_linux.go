@@ -1,0 +1,56 @@
+//go:build linux && (amd64 || arm64)
+
+package sandbox
+
+import (
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A network namespace holds TCP, UDP and abstract UNIX sockets, but not pathname UNIX
+// sockets: a worker that can resolve /run/docker.sock, an ssh agent's socket in /tmp or
+// another program's control socket connects to it whatever its namespace, and Landlock
+// governs connect() on them only from ABI 9 (LANDLOCK_ACCESS_FS_RESOLVE_UNIX). So a worker
+// isolated from the network may not make AF_UNIX sockets at all: socket(AF_UNIX, …) fails
+// with EACCES. socketpair stays allowed (its two ends reach nothing else; runtimes use it for
+// child processes' pipes), and so do the descriptors the worker was given. io_uring, which
+// could make and connect sockets outside seccomp's view, answers ENOSYS (runtimes fall back
+// to plain system calls). System calls of another ABI fail, so the filter cannot be stepped
+// around with int 0x80 or x32 numbers.
+
+// denyUnixSockets installs the filter on the calling thread (the exec that follows passes it
+// on).
+func denyUnixSockets() error {
+	const (
+		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jge = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		ret = unix.BPF_RET | unix.BPF_K
+	)
+	deny := bpfStmt(ret, seccompRetErrno|uint32(unix.EACCES))
+	prog := []unix.SockFilter{
+		bpfStmt(ld, 4), // arch
+		bpfJump(jeq, auditArch, 1, 0),
+		deny,           // another ABI
+		bpfStmt(ld, 0), // syscall number
+		bpfJump(jge, x32SyscallBit, 0, 1),
+		deny, // x32 numbers
+		bpfJump(jeq, uint32(unix.SYS_IO_URING_SETUP), 0, 1),
+		bpfStmt(ret, seccompRetErrno|uint32(unix.ENOSYS)),
+		bpfJump(jeq, uint32(unix.SYS_SOCKET), 0, 3),
+		bpfStmt(ld, 16), // socket's domain
+		bpfJump(jeq, unix.AF_UNIX, 0, 1),
+		deny,
+		bpfStmt(ret, seccompRetAllow),
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
+		return fmt.Errorf("seccomp filter against UNIX sockets: %w", err)
+	}
+	return nil
+}
