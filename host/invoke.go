@@ -161,7 +161,7 @@ func (h *Host) finishOutcome(out *Outcome, call Call) {
 		out.ModelText = string(text)
 		return
 	}
-	out.ModelText, out.Overflow, err = cutOverflow(text, tempDir, out.CallID)
+	out.ModelText, out.Overflow, err = cutOverflow(text, h.layout.Temp, tempDir, out.CallID)
 	if err != nil {
 		// Nothing is lost: the model gets the whole text when the file cannot be written.
 		h.log.Error("overflow file", "tool", call.Tool, "call", out.CallID, "error", err)

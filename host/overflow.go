@@ -2,9 +2,10 @@ package host
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"unicode/utf8"
+
+	"github.com/jean2/jean2/internal/fsutil"
 )
 
 // Overflow rule of the guide (REFERENCE §7): a result whose JSON exceeds OverflowLimit
@@ -23,7 +24,12 @@ type Overflow struct {
 
 // cutOverflow returns the text for the model and, when the text was too long, where the
 // whole of it went. Characters are counted as Unicode code points.
-func cutOverflow(text []byte, tempDir, callID string) (string, *Overflow, error) {
+//
+// The session's temporary folder (tempDir, below tempRoot) is the worker's to write: it may
+// hold a symlink under any name the tool can guess. So the file is made new, with a random
+// part in its name, relative to the folder opened without following links (fsutil.WriteNew);
+// a planted link is never written through.
+func cutOverflow(text []byte, tempRoot, tempDir, callID string) (string, *Overflow, error) {
 	if len(text) <= OverflowLimit { // fewer bytes than the limit means fewer characters too
 		return string(text), nil, nil
 	}
@@ -31,10 +37,13 @@ func cutOverflow(text []byte, tempDir, callID string) (string, *Overflow, error)
 	if n <= OverflowLimit {
 		return string(text), nil, nil
 	}
-	name := "tool-result-" + safeName(callID) + ".json"
-	path := filepath.Join(tempDir, name)
-	if err := os.WriteFile(path, text, 0o600); err != nil {
-		return "", nil, fmt.Errorf("write overflowing result to %s: %w", path, err)
+	rel, err := filepath.Rel(tempRoot, tempDir)
+	if err != nil {
+		return "", nil, fmt.Errorf("overflowing result: session folder %s is not below %s", tempDir, tempRoot)
+	}
+	path, err := fsutil.WriteNew(tempRoot, rel, "tool-result-"+safeName(callID)+"-", ".json", text, 0o600)
+	if err != nil {
+		return "", nil, fmt.Errorf("write overflowing result in %s: %w", tempDir, err)
 	}
 	preview := text
 	for i, count := 0, 0; i < len(text); count++ {
