@@ -99,6 +99,26 @@ func Load(files ...string) (Config, error) {
 	return cfg, errors.Join(errs...)
 }
 
+// Merge is base with the servers of over added; a server over names too replaces base's.
+func Merge(base, over Config) Config {
+	byName := map[string]ServerConfig{}
+	for _, c := range []Config{base, over} {
+		for _, s := range c.Servers {
+			byName[s.Name] = s
+		}
+	}
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out Config
+	for _, n := range names {
+		out.Servers = append(out.Servers, byName[n])
+	}
+	return out
+}
+
 // Parse reads one mcp.json. Each entry is checked, so a mistake is reported with the
 // server's name and how to fix it.
 func Parse(file string, data []byte) ([]ServerConfig, error) {

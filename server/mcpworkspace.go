@@ -2,13 +2,8 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
-	"errors"
-	"io"
-	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -40,11 +35,8 @@ type WorkspaceMCPOptions struct {
 
 // workspaceMCPFile is where a workspace lists its MCP servers.
 func workspaceMCPFile(workspacePath string) string {
-	return filepath.Join(workspacePath, ".jean2", "mcp.json")
+	return mcpclient.WorkspaceConfigPath(workspacePath)
 }
-
-// maxMCPFile bounds the mcp.json read to notice an edit.
-const maxMCPFile = 1 << 20
 
 // workspaceMCP connects the MCP servers each workspace lists in its .jean2/mcp.json and
 // offers their tools to the host as one tool source (host.ToolSource): they join the
@@ -53,12 +45,17 @@ const maxMCPFile = 1 << 20
 // it is. A server that fails is listed (problems) with its error and retried with backoff
 // by mcpclient.
 //
+// A workspace's file is started only when a person trusted its content (mcpclient.Trust):
+// an untrusted one is listed as a problem saying what it wants to start and how to trust
+// it, and kept in untrusted for the web client's question (GET /api/workspaces/{id}/mcp-trust).
+//
 // Names: a tool keeps its own name unless another tool has it — one of the host's, or one
 // of another server or workspace — and then it is prefixed with its server's name, then
 // also its workspace's name, then its workspace's id, until it is unique.
 type workspaceMCP struct {
 	opts   WorkspaceMCPOptions
 	client mcpclient.Options
+	trust  *mcpclient.Trust
 	log    *slog.Logger
 
 	changed chan struct{} // cap 1: a server's tools changed; the loop reloads the host
@@ -71,12 +68,14 @@ type workspaceMCP struct {
 	wrapped  map[wrapKey]*wsTool   // kept while unchanged, so the host keeps their versions
 	offered  map[string]*wsTool    // name offered → tool, as of the last Tools
 	problems []mcpProblem          // as of the last Tools
+	// untrusted are the workspaces whose file no person trusted, as of the last sync.
+	untrusted map[string]mcpclient.WorkspaceFile
 }
 
 // wsServers are the servers of one workspace's mcp.json.
 type wsServers struct {
 	ws  store.Workspace
-	sum [sha256.Size]byte // of the file when its servers were started
+	sum string // of the file when its servers were started
 	m   *mcpclient.Manager
 }
 
@@ -111,14 +110,15 @@ func (t *wsTool) Execute(ctx context.Context, c *tool.Context, args json.RawMess
 	return t.inner.Execute(ctx, c, args)
 }
 
-func newWorkspaceMCP(opts WorkspaceMCPOptions, client mcpclient.Options, log *slog.Logger) *workspaceMCP {
+func newWorkspaceMCP(opts WorkspaceMCPOptions, client mcpclient.Options, trust *mcpclient.Trust, log *slog.Logger) *workspaceMCP {
 	if opts.Poll <= 0 {
 		opts.Poll = 10 * time.Second
 	}
 	client.MinBackoff, client.MaxBackoff = opts.MinBackoff, opts.MaxBackoff
-	return &workspaceMCP{opts: opts, client: client, log: log,
+	return &workspaceMCP{opts: opts, client: client, trust: trust, log: log,
 		changed: make(chan struct{}, 1), resync: make(chan struct{}, 1),
-		byWS: map[string]*wsServers{}, wrapped: map[wrapKey]*wsTool{}, offered: map[string]*wsTool{}}
+		byWS: map[string]*wsServers{}, wrapped: map[wrapKey]*wsTool{}, offered: map[string]*wsTool{},
+		untrusted: map[string]mcpclient.WorkspaceFile{}}
 }
 
 // Name, Kind and Tools make workspaceMCP a host.ToolSource.
@@ -179,22 +179,34 @@ func (w *workspaceMCP) syncFrom(ctx context.Context, list func(context.Context) 
 	return w.sync(wss)
 }
 
-// sync starts the servers of workspaces whose mcp.json is new or changed and stops those
-// of workspaces that are gone or whose file changed or went; it reports whether any did.
+// sync starts the servers of workspaces whose mcp.json is new or changed and trusted, and
+// stops those of workspaces that are gone or whose file changed, went or lost its trust; it
+// reports whether any did. A file is read once: the bytes hashed for the trust are the
+// bytes started.
 func (w *workspaceMCP) sync(wss []store.Workspace) bool {
 	if w.opts.Off {
 		return false
 	}
 	type wanted struct {
-		ws  store.Workspace
-		sum [sha256.Size]byte
+		ws   store.Workspace
+		file mcpclient.WorkspaceFile
 	}
 	want := map[string]wanted{}
+	untrusted := map[string]mcpclient.WorkspaceFile{}
 	for _, ws := range wss {
-		sum, ok := fileSum(workspaceMCPFile(ws.Path))
-		if ok {
-			want[ws.ID] = wanted{ws, sum}
+		file := mcpclient.ReadWorkspaceFile(ws.Path)
+		if !file.Present {
+			continue
 		}
+		ok, err := w.trust.Trusted(file)
+		if err != nil {
+			w.log.Warn("workspace MCP servers: the trust store cannot be read; nothing is started", "workspace", ws.ID, "error", err)
+		}
+		if !ok {
+			untrusted[ws.ID] = file
+			continue
+		}
+		want[ws.ID] = wanted{ws, file}
 	}
 	var stop []*mcpclient.Manager
 	changed := false
@@ -203,8 +215,18 @@ func (w *workspaceMCP) sync(wss []store.Workspace) bool {
 		w.mu.Unlock()
 		return false
 	}
+	for id, file := range untrusted {
+		if old, ok := w.untrusted[id]; !ok || old.SHA256 != file.SHA256 {
+			w.log.Warn("workspace MCP servers not started: the file is not trusted", "workspace", id, "file", file.Path, "sha256", file.SHA256, "commands", file.Commands())
+			changed = true // the problems listed change
+		}
+	}
+	if len(untrusted) != len(w.untrusted) {
+		changed = true
+	}
+	w.untrusted = untrusted
 	for id, cur := range w.byWS {
-		if nw, ok := want[id]; ok && nw.sum == cur.sum && nw.ws.Path == cur.ws.Path {
+		if nw, ok := want[id]; ok && nw.file.SHA256 == cur.sum && nw.ws.Path == cur.ws.Path {
 			cur.ws = nw.ws // a new name shows in prefixes at the next Tools
 			delete(want, id)
 			continue
@@ -214,39 +236,28 @@ func (w *workspaceMCP) sync(wss []store.Workspace) bool {
 		changed = true
 	}
 	for id, nw := range want {
-		file := workspaceMCPFile(nw.ws.Path)
-		cfg, loadErr := mcpclient.Load(file)
+		cfg, loadErr := nw.file.Config()
 		m := mcpclient.New(cfg, loadErr, w.client)
 		m.OnChange(func() { kick(w.changed) })
 		// Start connects in the background; a done context has it return at once.
 		started, cancel := context.WithCancel(context.Background())
 		cancel()
 		m.Start(started)
-		w.byWS[id] = &wsServers{ws: nw.ws, sum: nw.sum, m: m}
+		w.byWS[id] = &wsServers{ws: nw.ws, sum: nw.file.SHA256, m: m}
 		changed = true
-		w.log.Info("workspace MCP servers started", "workspace", nw.ws.ID, "file", file, "servers", len(cfg.Servers))
+		w.log.Info("workspace MCP servers started", "workspace", nw.ws.ID, "file", nw.file.Path, "servers", len(cfg.Servers))
 	}
 	w.mu.Unlock()
 	closeManagers(stop)
 	return changed
 }
 
-// fileSum is the hash of the file's content; false when there is no file. A file that
-// cannot be read hashes its error, so mcpclient.Load reports it.
-func fileSum(path string) ([sha256.Size]byte, bool) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return [sha256.Size]byte{}, false
-	}
-	if err != nil {
-		return sha256.Sum256([]byte(err.Error())), true
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxMCPFile+1))
-	if err != nil {
-		return sha256.Sum256([]byte(err.Error())), true
-	}
-	return sha256.Sum256(data), true
+// untrustedFile is the workspace's file not started for want of trust, as of the last sync.
+func (w *workspaceMCP) untrustedFile(workspaceID string) (mcpclient.WorkspaceFile, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f, ok := w.untrusted[workspaceID]
+	return f, ok
 }
 
 func closeManagers(ms []*mcpclient.Manager) {
@@ -408,11 +419,22 @@ func (w *workspaceMCP) foreign(workspaceID string) map[string]bool {
 	return out
 }
 
-// listProblems returns the servers that offer no tools now.
+// listProblems returns the servers that offer no tools now, and the files not started
+// because no person trusted them.
 func (w *workspaceMCP) listProblems() []mcpProblem {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return slices.Clone(w.problems)
+	out := slices.Clone(w.problems)
+	ids := make([]string, 0, len(w.untrusted))
+	for id := range w.untrusted {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		f := w.untrusted[id]
+		out = append(out, mcpProblem{WorkspaceID: id, Source: "mcp.json:" + f.Path, Error: (&mcpclient.UntrustedError{File: f}).Error()})
+	}
+	return out
 }
 
 // withholdKeys wraps getenv so that a workspace's mcp.json — which may come with a

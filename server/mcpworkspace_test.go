@@ -74,6 +74,14 @@ func writeMCPJSON(t *testing.T, folder string, servers map[string]string) {
 	}
 }
 
+// trustMCP trusts the workspace's mcp.json as it is now, as a person would in the web client.
+func (f *fixture) trustMCP(workspaceID string) {
+	f.t.Helper()
+	var state mcpTrustView
+	f.call("GET", "/api/workspaces/"+workspaceID+"/mcp-trust", nil, 200, &state)
+	f.call("POST", "/api/workspaces/"+workspaceID+"/mcp-trust", map[string]any{"sha256": state.SHA256}, 200, &state)
+}
+
 // toolsOf lists the tools (GET /api/tools, with the query given) by name.
 func (f *fixture) toolsOf(query string) map[string]toolView {
 	f.t.Helper()
@@ -118,6 +126,7 @@ func TestWorkspaceMCPServers(t *testing.T) {
 	var wsA, wsB store.Workspace
 	f.call("POST", "/api/workspaces", map[string]any{"path": folderA, "name": "alpha"}, 201, &wsA)
 	f.call("POST", "/api/workspaces", map[string]any{"path": folderB, "name": "beta"}, 201, &wsB)
+	f.trustMCP(wsA.ID)
 
 	// peer's tools join; both servers have write_note and lookup, so while late is down
 	// only the folder tool's name is taken; late is listed with why it offers nothing.
@@ -194,6 +203,7 @@ func TestWorkspaceMCPServers(t *testing.T) {
 
 	// The file loses late: its tools go, peer's take their own names back.
 	writeMCPJSON(t, folderA, map[string]string{"peer": peer.url})
+	f.trustMCP(wsA.ID)
 	f.waitTools("late's tools to go", "", func(m map[string]toolView) bool {
 		return m["late_lookup"].Name == "" && m["lookup"].MCPServer == "peer"
 	})

@@ -168,7 +168,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.wsMCP = newWorkspaceMCP(wsOpts, mcpclient.Options{
 		Getenv:  withholdKeys(cfg.Getenv, func() []string { return append(s.providers.Set().KeyEnvNames(), tokenEnv) }),
 		Version: cfg.Version, Logger: s.log,
-	}, s.log)
+	}, mcpclient.NewTrust(home), s.log)
 	s.wsMCP.syncFrom(ctx, s.db.ListWorkspaces)
 
 	hostOpts := cfg.Host
@@ -386,6 +386,9 @@ func (s *Server) routes() http.Handler {
 	route("DELETE /api/workspaces/{id}", s.deleteWorkspace)
 	route("GET /api/workspaces/{id}/sessions", s.listWorkspaceSessions)
 	route("POST /api/workspaces/{id}/sessions", s.createSession)
+	route("GET /api/workspaces/{id}/mcp-trust", s.getMCPTrust)
+	route("POST /api/workspaces/{id}/mcp-trust", s.postMCPTrust)
+	route("DELETE /api/workspaces/{id}/mcp-trust", s.deleteMCPTrust)
 
 	route("GET /api/sessions", s.listAllSessions)
 	route("GET /api/sessions/{id}", s.getSession)

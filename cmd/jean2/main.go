@@ -54,6 +54,7 @@ Usage:
   jean2 tools outdated [--json]             compare installed versions with the index
   jean2 tools approve NAME [--yes]          approve what a tool declares (paths, processes)
   jean2 mcp [--workspace DIR]               serve the tools to an MCP client over stdio
+  jean2 mcp trust [--workspace DIR] [--yes] trust what a workspace's .jean2/mcp.json starts
   jean2 serve [--host H] [--port N]         run the agent server: API, web client, MCP over HTTP
   jean2 signin [--open]                     print a one-time address that signs a browser in
   jean2 chat [--workspace DIR] [--server URL] [--session ID]   talk with the agent in the terminal

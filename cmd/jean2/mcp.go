@@ -1,23 +1,28 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/jean2/jean2/ask"
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/mcpclient"
 	"github.com/jean2/jean2/mcpserver"
 )
 
 const mcpUsage = `Usage:
   jean2 mcp [--workspace DIR] [--auto-approve RISK]
+  jean2 mcp trust [--workspace DIR] [--yes | --revoke]
 
 Serves jean2's tools to an MCP client over stdio (one client; stdin and stdout carry the
 protocol, log lines go to stderr). Tool folders are watched: a change sends
 notifications/tools/list_changed. The servers of $JEAN2_HOME/mcp.json and DIR/.jean2/mcp.json
-are connected and their tools served too.
+are connected and their tools served too — DIR's only once a person trusted that file's
+content with jean2 mcp trust (a changed file asks again).
 
   --workspace DIR      the folder tool calls work in (default: the current folder)
   --auto-approve RISK  permissions granted without asking when the client cannot answer
@@ -26,6 +31,9 @@ are connected and their tools served too.
 
 // mcpServe runs `jean2 mcp`: the tool registry as an MCP server on stdin/stdout.
 func mcpServe(ctx context.Context, e env, args []string) error {
+	if len(args) > 0 && args[0] == "trust" {
+		return mcpTrust(e, args[1:])
+	}
 	fs := newFlags("mcp", e)
 	workspace := fs.String("workspace", "", "the workspace folder")
 	autoApprove := fs.String("auto-approve", "none", "risk granted without asking when the client cannot answer")
@@ -72,4 +80,100 @@ func mcpServe(ctx context.Context, e env, args []string) error {
 		return nil // interrupted: a normal way to stop a server
 	}
 	return err
+}
+
+const mcpTrustUsage = `Usage:
+  jean2 mcp trust [--workspace DIR] [--yes | --revoke]
+
+Shows what DIR/.jean2/mcp.json starts and, when you answer y, trusts that exact content
+(its SHA-256, kept in $JEAN2_HOME/trusted-workspaces.json): from then on jean2 serve,
+jean2 mcp and jean2 tools run start its servers. A changed file is not started until it is
+trusted again. The commands run as you, outside the sandbox: trust only what you would run
+yourself.
+
+  --workspace DIR  the workspace folder (default: the current folder)
+  --yes            trust without asking (for scripts)
+  --revoke         take the trust back
+`
+
+// mcpTrust runs `jean2 mcp trust`: a person trusts a workspace's mcp.json content.
+func mcpTrust(e env, args []string) error {
+	fs := newFlags("mcp trust", e)
+	workspace := fs.String("workspace", "", "the workspace folder")
+	yes := fs.Bool("yes", false, "trust without asking")
+	revoke := fs.Bool("revoke", false, "take the trust back")
+	if help, err := parseFlags(fs, e, args, mcpTrustUsage, ""); help || err != nil {
+		return err
+	}
+	ws := *workspace
+	if ws == "" {
+		ws = workingDir()
+	}
+	ws, err := filepath.Abs(ws)
+	if err != nil {
+		return usagef("--workspace %q: %v", *workspace, err)
+	}
+	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
+		return usagef("--workspace %s is not a folder", ws)
+	}
+	layout, err := host.LayoutFromEnv(e.getenv)
+	if err != nil {
+		return err
+	}
+	trust := mcpclient.NewTrust(layout.Home)
+	if *revoke {
+		if err := trust.Revoke(ws); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "The trust of %s was taken back; its servers are not started until it is trusted again.\n", mcpclient.WorkspaceConfigPath(ws))
+		return nil
+	}
+	file := mcpclient.ReadWorkspaceFile(ws)
+	if !file.Present {
+		fmt.Fprintf(e.stdout, "%s does not exist: there is nothing to trust.\n", file.Path)
+		return nil
+	}
+	if file.Err != nil {
+		return fmt.Errorf("%v: fix it, then trust it", file.Err)
+	}
+	if ok, err := trust.Trusted(file); err != nil {
+		return err
+	} else if ok {
+		fmt.Fprintf(e.stdout, "%s (sha256 %s) is trusted already.\n", file.Path, shortHash(file.SHA256))
+		return nil
+	}
+	if !confirmMCPTrust(e, file, *yes) {
+		return exitError{code: 1}
+	}
+	if err := trust.Set(file); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Trusted %s (sha256 %s); a changed file asks again.\n", file.Path, shortHash(file.SHA256))
+	return nil
+}
+
+// confirmMCPTrust shows what a workspace's mcp.json starts and asks y/N on the terminal;
+// yes answers for the person (a script's --yes). It is the chat's question too.
+func confirmMCPTrust(e env, file mcpclient.WorkspaceFile, yes bool) bool {
+	fmt.Fprintf(e.stdout, "%s wants to start (as you, outside the sandbox):\n", file.Path)
+	for _, c := range file.Commands() {
+		fmt.Fprintf(e.stdout, "  %s\n", c)
+	}
+	if len(file.Servers) == 0 {
+		fmt.Fprintln(e.stdout, "  (no servers)")
+	}
+	if yes {
+		return true
+	}
+	if !e.stdinIsTerminal {
+		fmt.Fprintf(e.stderr, "jean2: stdin is not a terminal to ask on: run jean2 mcp trust --workspace %s --yes to trust without asking\n", file.Workspace)
+		return false
+	}
+	fmt.Fprint(e.stdout, "Trust this file? [y/N] ")
+	answer, _ := bufio.NewReader(e.stdin).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		fmt.Fprintln(e.stdout, "Not trusted.")
+		return false
+	}
+	return true
 }

@@ -223,6 +223,10 @@ func TestMCPImportTypeScriptServer(t *testing.T) {
 	writeJSON(filepath.Join(c.ws, ".jean2", "mcp.json"), map[string]any{"mcpServers": map[string]any{
 		"ts2": map[string]any{"command": "node", "args": []string{server}, "timeout": 1500, "env": map[string]string{"MARKER": marker}},
 	}})
+	// A person trusted that file's content (TestMCPWorkspaceFileNeedsTrust: not until then).
+	if out, stderr, code := c.run("", "mcp", "trust", "--yes"); code != 0 {
+		t.Fatalf("trust: exit %d %s %s", code, out, stderr)
+	}
 
 	out, stderr, code := c.run("", "tools", "list", "--json")
 	if code != 0 {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"time"
@@ -15,14 +17,31 @@ import (
 // when it is up.
 const mcpStartWait = 15 * time.Second
 
-// mcpConfigFiles are the mcp.json files that apply: $JEAN2_HOME's, then the workspace's
-// (which wins for a server both name).
-func mcpConfigFiles(layout host.Layout, workspace string) []string {
-	files := []string{filepath.Join(layout.Home, "mcp.json")}
-	if workspace != "" {
-		files = append(files, filepath.Join(workspace, ".jean2", "mcp.json"))
+// mcpConfig is what the mcp.json files that apply list: $JEAN2_HOME's, then the
+// workspace's (which wins for a server both name) — the workspace's only when a person
+// trusted its content (`jean2 mcp trust`); an untrusted one is left out and said so on
+// stderr, with how to trust it. The workspace file is read once: what was hashed is what
+// starts.
+func mcpConfig(e env, layout host.Layout, workspace string) (mcpclient.Config, error) {
+	cfg, loadErr := mcpclient.Load(filepath.Join(layout.Home, "mcp.json"))
+	if workspace == "" {
+		return cfg, loadErr
 	}
-	return files
+	file := mcpclient.ReadWorkspaceFile(workspace)
+	if !file.Present {
+		return cfg, loadErr
+	}
+	trusted, err := mcpclient.NewTrust(layout.Home).Trusted(file)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "jean2: %s is not started: %v\n", file.Path, err)
+		return cfg, loadErr
+	}
+	if !trusted {
+		fmt.Fprintf(e.stderr, "jean2: %v\n", &mcpclient.UntrustedError{File: file})
+		return cfg, loadErr
+	}
+	own, fileErr := file.Config()
+	return mcpclient.Merge(cfg, own), errors.Join(loadErr, fileErr)
 }
 
 // startMCPClients connects to the MCP servers listed for the workspace ("" for none) and
@@ -37,7 +56,7 @@ func startMCPClients(ctx context.Context, e env, workspace string) (*mcpclient.M
 		// connecting them here could start this jean2 again, without end.
 		return mcpclient.New(mcpclient.Config{}, nil, mcpclient.Options{}), nil
 	}
-	cfg, loadErr := mcpclient.Load(mcpConfigFiles(layout, workspace)...)
+	cfg, loadErr := mcpConfig(e, layout, workspace)
 	m := mcpclient.New(cfg, loadErr, mcpclient.Options{Getenv: e.getenv, Version: version, Logger: cliLogger(e)})
 	wait, cancel := context.WithTimeout(ctx, mcpStartWait)
 	defer cancel()

@@ -30,17 +30,20 @@ func ReadLimited(path string, limit int64) ([]byte, error) {
 // WriteFileAtomic writes data to path (mode 0644) through a temporary file in the same
 // folder and a rename, so a reader sees the old content or the new, never a part.
 func WriteFileAtomic(path string, data []byte) error {
+	return WriteFileAtomicPerm(path, data, 0o644)
+}
+
+// WriteFileAtomicPerm is WriteFileAtomic with the file's mode. The temporary file is made
+// new (O_EXCL, random name) and its mode set through its descriptor, so nothing is done
+// by path but the rename.
+func WriteFileAtomicPerm(path string, data []byte, perm os.FileMode) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
 	_, werr := f.Write(data)
-	if err := errors.Join(werr, f.Close()); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil {
+	if err := errors.Join(werr, f.Chmod(perm.Perm()), f.Close()); err != nil {
 		os.Remove(tmp)
 		return err
 	}
