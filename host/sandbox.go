@@ -221,6 +221,9 @@ func (t *folderTool) plan(scope poolScope) sandbox.Plan {
 	}
 	if scope.workspace != "" {
 		p.ReadWrite = append(p.ReadWrite, scope.workspace)
+		// The workspace's .jean2 names commands jean2 starts outside the sandbox
+		// (mcp.json): the worker may read it, never make or change it.
+		p.Sealed = append(p.Sealed, filepath.Join(scope.workspace, ".jean2"))
 	}
 	p.ReadWrite = append(p.ReadWrite, scope.allowed...)
 	if scope.tempDir != "" {

@@ -336,6 +336,7 @@ func TestSandboxDotDotPaths(t *testing.T) {
 
 func TestSandboxWriteOutsideWorkspace(t *testing.T) {
 	sf := newSandboxFixture(t, sandbox.ModeLandlock, "")
+	write(t, filepath.Join(sf.ws, "sub", "keep.txt"), "") // before the worker starts (rules are made then)
 	canarySource := filepath.Join(sf.layout.Tools, "canary", "tool.js")
 	for _, p := range []string{filepath.Join(sf.root, "outside.txt"), canarySource, filepath.Join(sf.layout.Home, "approvals.json"), "/tmp/jean2-sandbox-escape.txt"} {
 		before, _ := os.ReadFile(p)
@@ -346,8 +347,9 @@ func TestSandboxWriteOutsideWorkspace(t *testing.T) {
 			t.Fatalf("%s changed", p)
 		}
 	}
-	// The workspace and the session's temporary folder are the tool's.
-	for _, p := range []string{filepath.Join(sf.ws, "made.txt"), filepath.Join(sf.layout.Temp, "sessions", "s1", "scratch.txt")} {
+	// The workspace's entries and the session's temporary folder are the tool's (new entries
+	// of the workspace folder itself are made through ctx.fs: .jean2 is sealed, plan.go).
+	for _, p := range []string{filepath.Join(sf.ws, "sub", "made.txt"), filepath.Join(sf.layout.Temp, "sessions", "s1", "scratch.txt")} {
 		if r, out := sf.try(t, map[string]any{"op": "write", "path": p}); !r.OK {
 			t.Fatalf("write %s: %+v %s", p, r, out.Result.Error)
 		}
@@ -572,6 +574,7 @@ func TestSandboxCallLimits(t *testing.T) {
 // permission model.
 func TestSandboxNodePermissionFallback(t *testing.T) {
 	sf := newSandboxFixture(t, sandbox.ModeNode, "")
+	write(t, filepath.Join(sf.ws, "sub", "keep.txt"), "")
 	if st, _ := sf.h.Permissions("hostile"); st.Mechanism != sandbox.NodePermissions {
 		t.Fatalf("mechanism %q", st.Mechanism)
 	}
@@ -583,7 +586,7 @@ func TestSandboxNodePermissionFallback(t *testing.T) {
 	denied(t, "write outside", r, out, "ERR_ACCESS_DENIED")
 	r, out = sf.try(t, map[string]any{"op": "spawn", "path": "/usr/bin/cat", "args": []string{sf.secretFile}})
 	denied(t, "start cat", r, out, "ERR_ACCESS_DENIED")
-	if r, out := sf.try(t, map[string]any{"op": "write", "path": filepath.Join(sf.ws, "made.txt")}); !r.OK {
+	if r, out := sf.try(t, map[string]any{"op": "write", "path": filepath.Join(sf.ws, "sub", "made.txt")}); !r.OK {
 		t.Fatalf("write in the workspace: %+v %s", r, out.Result.Error)
 	}
 	sf.unaffected(t)

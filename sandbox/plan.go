@@ -39,6 +39,13 @@ type Plan struct {
 	// the caller gives may lie inside one (the session's temporary folder does): the caller
 	// chose them.
 	Protected []string
+	// Sealed are paths the worker may read but never change, whether they exist yet or not:
+	// a workspace's .jean2, whose mcp.json names commands jean2 starts outside any sandbox.
+	// Landlock grants add up and reach everything below a folder, so a write grant of a
+	// folder holding one becomes read on that folder plus the write grant on each of its
+	// other entries: the worker cannot make, remove or rename entries directly in that
+	// folder (ctx.fs, done by the host, still can), nor create the sealed path.
+	Sealed []string
 }
 
 // CredentialPaths are places in a home folder that hold keys and tokens; the host protects
@@ -66,6 +73,12 @@ func (p Plan) Rules() []Rule {
 			protected = append(protected, policy.Real(filepath.Clean(x)))
 		}
 	}
+	sealed := make([]string, 0, len(p.Sealed))
+	for _, x := range p.Sealed {
+		if x != "" && filepath.IsAbs(x) {
+			sealed = append(sealed, policy.Real(filepath.Clean(x)))
+		}
+	}
 	var out []Rule
 	add := func(path string, a Access, optional, dropInside bool) {
 		if path == "" || !filepath.IsAbs(path) {
@@ -74,7 +87,7 @@ func (p Plan) Rules() []Rule {
 		if p.ChildProcess && a&(Read|Write) != 0 {
 			a |= Exec
 		}
-		out = append(out, carve(Rule{Path: policy.Real(filepath.Clean(path)), Access: a, Optional: optional}, protected, dropInside)...)
+		out = append(out, carve(Rule{Path: policy.Real(filepath.Clean(path)), Access: a, Optional: optional}, protected, sealed, dropInside)...)
 	}
 	for _, r := range systemRules() {
 		if p.ChildProcess && r.Access&Read != 0 {
@@ -109,12 +122,14 @@ func (p Plan) Rules() []Rule {
 	return dedupe(out)
 }
 
-// carve narrows a rule so that nothing protected is granted. A rule on a protected path, or
-// (with dropInside) inside one, grants nothing; a rule on a folder that holds a protected
-// path becomes a listing of that folder plus the same rule on each of its other entries,
+// carve narrows a rule so that nothing protected is granted and nothing sealed is
+// writable. A rule on a protected path, or (with dropInside) inside one, grants nothing; a
+// rule on or inside a sealed path keeps only its reading. A rule on a folder that holds a
+// protected or sealed path becomes a listing of that folder (plus reading, when only sealed
+// paths are inside: reading may reach them) and the same rule on each of its other entries,
 // recursively. Entries that are symbolic links are left out: one could lead into what is
 // protected. Entries made after the worker starts are not covered.
-func carve(r Rule, protected []string, dropInside bool) []Rule {
+func carve(r Rule, protected, sealed []string, dropInside bool) []Rule {
 	var inner []string
 	for _, x := range protected {
 		if x == r.Path || (dropInside && policy.Within(r.Path, x)) {
@@ -124,12 +139,31 @@ func carve(r Rule, protected []string, dropInside bool) []Rule {
 			inner = append(inner, x)
 		}
 	}
-	if len(inner) == 0 {
+	var innerSealed []string
+	for _, x := range sealed {
+		if policy.Within(r.Path, x) {
+			// On or inside a sealed path: read only. Exec stays off too (nothing there is
+			// the worker's to run).
+			r.Access &^= Write | Exec | Device
+			if r.Access == 0 {
+				return nil
+			}
+			innerSealed = nil
+			break
+		}
+		if r.Access&Write != 0 && policy.Within(x, r.Path) {
+			innerSealed = append(innerSealed, x)
+		}
+	}
+	if len(inner) == 0 && len(innerSealed) == 0 {
 		return []Rule{r}
 	}
 	var out []Rule
-	if r.Access&(Read|Write) != 0 {
+	switch {
+	case len(inner) > 0 && r.Access&(Read|Write) != 0:
 		out = append(out, Rule{Path: r.Path, Access: List, Optional: true})
+	case len(inner) == 0:
+		out = append(out, Rule{Path: r.Path, Access: r.Access &^ (Write | Device), Optional: r.Optional})
 	}
 	entries, err := os.ReadDir(r.Path)
 	if err != nil {
@@ -139,7 +173,7 @@ func carve(r Rule, protected []string, dropInside bool) []Rule {
 		if e.Type()&fs.ModeSymlink != 0 {
 			continue
 		}
-		out = append(out, carve(Rule{Path: filepath.Join(r.Path, e.Name()), Access: r.Access, Optional: true}, inner, dropInside)...)
+		out = append(out, carve(Rule{Path: filepath.Join(r.Path, e.Name()), Access: r.Access, Optional: true}, inner, innerSealed, dropInside)...)
 	}
 	return out
 }

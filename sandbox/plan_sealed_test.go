@@ -1,0 +1,51 @@
+package sandbox
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A sealed path is readable and never writable, whether it exists or not: the folder that
+// holds it loses its own write grant (a new entry could be the sealed path), its other
+// entries keep theirs, and a grant of the sealed path itself or inside it is read only.
+func TestPlanSealsPaths(t *testing.T) {
+	root := t.TempDir()
+	ws := filepath.Join(root, "ws")
+	for _, p := range []string{"ws/src/a.go", "ws/README.md", "other/.jean2/mcp.json", "home/.jean2/.env"} {
+		writeFile(t, filepath.Join(root, p), "x")
+	}
+	check := func(name string, plan Plan, want map[string]Access) {
+		t.Helper()
+		got := map[string]Access{}
+		for _, r := range plan.Rules() {
+			if strings.HasPrefix(r.Path, root) {
+				got[strings.TrimPrefix(r.Path, root)] = r.Access
+			}
+		}
+		for p, a := range want {
+			if got[p] != a {
+				t.Errorf("%s: %s: got %v, want %v (all: %v)", name, p, got[p], a, got)
+			}
+		}
+		for p := range got {
+			if _, ok := want[p]; !ok {
+				t.Errorf("%s: unexpected rule on %s (%v)", name, p, got[p])
+			}
+		}
+	}
+	sealed := []string{filepath.Join(ws, ".jean2")}
+	// .jean2 absent: the workspace folder is read (and listed), its entries read-write.
+	check("absent", Plan{ReadWrite: []string{ws}, Sealed: sealed}, map[string]Access{
+		"/ws": Read, "/ws/src": Read | Write, "/ws/README.md": Read | Write,
+	})
+	writeFile(t, filepath.Join(ws, ".jean2", "mcp.json"), "{}")
+	check("present", Plan{ReadWrite: []string{ws}, Sealed: sealed, DeclaredWrite: []string{filepath.Join(ws, ".jean2", "mcp.json")}},
+		map[string]Access{"/ws": Read, "/ws/src": Read | Write, "/ws/README.md": Read | Write, "/ws/.jean2": Read, "/ws/.jean2/mcp.json": Read})
+	// A grant above the workspace is carved down to it; protected paths still go.
+	check("above", Plan{DeclaredWrite: []string{root}, Sealed: sealed, Protected: []string{filepath.Join(root, "home", ".jean2")}},
+		map[string]Access{"": List, "/ws": Read, "/ws/src": Read | Write, "/ws/README.md": Read | Write, "/ws/.jean2": Read,
+			"/other": Read | Write, "/home": List})
+	// Reading is not narrowed.
+	check("read", Plan{ReadOnly: []string{ws}, Sealed: sealed}, map[string]Access{"/ws": Read})
+}
