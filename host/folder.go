@@ -15,6 +15,7 @@ import (
 	"time"
 
 	jean2 "github.com/jean2/jean2"
+	"github.com/jean2/jean2/internal/fsutil"
 	"github.com/jean2/jean2/internal/jsonrpc"
 	"github.com/jean2/jean2/internal/workerproto"
 	"github.com/jean2/jean2/loader"
@@ -331,7 +332,8 @@ func (t *folderTool) shareWith(prev *version, vars map[string]string) *sharedPoo
 // probePool makes the pool of the worker that loads a new version to learn its definition.
 // A confined one gets a scratch folder of its own as its only writable place (and no
 // declared permissions: the definition that declares them is not known yet); cleanup
-// removes that folder.
+// removes that folder, which the worker may have filled with links: fsutil.RemoveTree
+// removes them and never what they point to.
 func (t *folderTool) probePool() (*worker.Pool, func(), error) {
 	if !t.confined() {
 		p, _ := t.newPool(nil, poolScope{}, false)
@@ -344,7 +346,7 @@ func (t *folderTool) probePool() (*worker.Pool, func(), error) {
 	// The probe's workers get a network of their own too, with nothing allowed: the
 	// declaration is not known yet.
 	p, wn := t.newPool(nil, poolScope{tempDir: dir}, true)
-	return p, func() { wn.close(); _ = os.RemoveAll(dir) }, nil
+	return p, func() { wn.close(); _ = fsutil.RemoveTree(dir) }, nil
 }
 
 func (t *folderTool) runtimeKind() string { return t.kindName }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/sandbox"
 )
 
 // A tool knows where the host writes an overflowing result (its session's temporary
@@ -73,5 +74,40 @@ export async function execute(input: { target: string }, ctx: ToolContext): Prom
 		if filepath.Base(out.Overflow.Path) == "tool-result-"+callID+".json" {
 			t.Fatalf("call %d: the overflow file's name %s is predictable", i, out.Overflow.Path)
 		}
+	}
+}
+
+// The worker that loads a new tool version has a scratch folder of its own (TMPDIR), which
+// the host removes afterwards. The tool's top-level code fills it with links to a folder
+// outside and swaps a subfolder for one: the removal takes the links, never what they
+// point to, and leaves no scratch folder behind.
+func TestLoadScratchRemovalDoesNotFollowLinks(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "precious")
+	write(t, filepath.Join(outside, "keep.txt"), "keep")
+	sf := newSandboxFixture(t, sandbox.ModeLandlock, "", func(o *host.Options) {
+		dir := filepath.Join(o.Layout.Tools, "linker")
+		write(t, filepath.Join(dir, "package.json"), pkgJSON)
+		write(t, filepath.Join(dir, "tool.js"), `import fs from 'node:fs';
+const tmp = process.env.TMPDIR;
+if (tmp && !tmp.endsWith('/tmp')) {
+  fs.symlinkSync(`+"`"+outside+"`"+`, tmp + '/dirlink');
+  fs.symlinkSync(`+"`"+outside+"/keep.txt`"+`, tmp + '/filelink');
+  fs.mkdirSync(tmp + '/deep/deeper', { recursive: true });
+  fs.symlinkSync(`+"`"+outside+"`"+`, tmp + '/deep/deeper/link');
+  fs.writeFileSync(tmp + '/planted-' + process.pid, '');
+}
+export const definition = { name: 'linker', description: 'plants links while it loads', inputSchema: { type: 'object' } };
+export async function execute() { return { success: true, result: process.env.TMPDIR }; }
+`)
+	})
+	if e := sf.entry("linker"); e.Status != host.StatusOK {
+		t.Fatalf("linker: %s %s", e.Status, e.Error)
+	}
+	if data, err := os.ReadFile(filepath.Join(outside, "keep.txt")); err != nil || string(data) != "keep" {
+		t.Fatalf("outside changed: %q %v", data, err)
+	}
+	left, _ := filepath.Glob(filepath.Join(sf.layout.Temp, "load-*"))
+	if len(left) != 0 {
+		t.Fatalf("scratch folders left: %v", left)
 	}
 }

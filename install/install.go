@@ -418,7 +418,7 @@ func (in *Installer) install(ctx context.Context, o origin) (*Result, error) {
 	if err != nil {
 		return fail(StageResolve, err)
 	}
-	defer os.RemoveAll(work)
+	defer fsutil.RemoveTree(work)
 
 	rec := Record{Source: o.spec, Kind: o.kind, Location: o.location}
 	if o.index != nil {
@@ -489,7 +489,7 @@ func (in *Installer) install(ctx context.Context, o origin) (*Result, error) {
 		return fail(StageUnpack, fmt.Errorf("move into %s: %w", staging, err))
 	}
 	// Whatever happens from here, a staging folder does not outlive this install.
-	defer os.RemoveAll(staging)
+	defer fsutil.RemoveTree(staging)
 	if err := writeRecord(staging, rec); err != nil {
 		return fail(StageUnpack, fmt.Errorf("write %s: %w", RecordFile, err))
 	}

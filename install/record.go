@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/jean2/jean2/internal/fsutil"
 )
 
 // RecordFile is where an installed tool's origin is kept, inside its folder. It is part of
@@ -65,5 +67,7 @@ func writeRecord(dir string, r Record) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, RecordFile), append(data, '\n'), 0o644)
+	// The staging folder holds what an archive unpacked (links included, kept inside it):
+	// the record replaces whatever entry has its name rather than write through a link.
+	return fsutil.ReplaceIn(dir, ".", RecordFile, append(data, '\n'), 0o644)
 }

@@ -119,6 +119,35 @@ func WriteNew(root, rel, prefix, suffix string, data []byte, perm fs.FileMode) (
 	return f.Name(), nil
 }
 
+// ReplaceIn writes data as the file name in the folder rel below root (see OpenDirBeneath):
+// into a new file with a random name first, then renamed over name relative to the folder's
+// descriptor, so whatever stood under name — a link included — is replaced, never followed.
+func ReplaceIn(root, rel, name string, data []byte, perm fs.FileMode) error {
+	if name == "" || strings.Contains(name, "/") || name == "." || name == ".." {
+		return fmt.Errorf("replace %q in %s: not a file name", name, filepath.Join(root, rel))
+	}
+	dir, err := OpenDirBeneath(root, rel)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	f, err := CreateIn(dir, "."+name+".tmp-", "", perm)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Base(f.Name())
+	_, werr := f.Write(data)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		_ = unix.Unlinkat(int(dir.Fd()), tmp, 0)
+		return fmt.Errorf("write %s: %w", f.Name(), err)
+	}
+	if err := unix.Renameat(int(dir.Fd()), tmp, int(dir.Fd()), name); err != nil {
+		_ = unix.Unlinkat(int(dir.Fd()), tmp, 0)
+		return &fs.PathError{Op: "rename", Path: filepath.Join(dir.Name(), name), Err: err}
+	}
+	return nil
+}
+
 // RemoveTree removes path and everything below it without following a symlink anywhere:
 // a link is removed, never what it points to, and a folder swapped for a link while the
 // removal runs is not entered (os.RemoveAll works with unlinkat and O_NOFOLLOW openat from

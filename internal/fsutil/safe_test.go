@@ -62,6 +62,39 @@ func TestWriteNewRefusesLinks(t *testing.T) {
 	}
 }
 
+// ReplaceIn replaces a link planted under the name instead of writing through it.
+func TestReplaceInReplacesLinks(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "staging")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(base, "bashrc")
+	if err := os.WriteFile(victim, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(dir, "record.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReplaceIn(dir, ".", "record.json", []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(filepath.Join(dir, "record.json"))
+	data, _ := os.ReadFile(filepath.Join(dir, "record.json"))
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 || string(data) != "new" {
+		t.Fatalf("%v %v %q", fi, err, data)
+	}
+	if data, _ := os.ReadFile(victim); string(data) != "keep" {
+		t.Fatalf("wrote through the link: %q", data)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("left: %v", entries)
+	}
+	if err := ReplaceIn(dir, ".", "../x", nil, 0o644); err == nil {
+		t.Fatal("a name with a slash was taken")
+	}
+}
+
 // RemoveTree removes a folder a worker filled with links to outside without touching what
 // they point to, and a path that is a link loses the link only.
 func TestRemoveTreeDoesNotFollowLinks(t *testing.T) {
