@@ -279,15 +279,33 @@ func (l *Loader) install(ctx context.Context, f Folder, d depSet, stamp string) 
 		return ierr(err, "%s install failed (%v): %s", d.installer, err, msg)
 	}
 
-	modules := filepath.Join(scratch, "node_modules")
-	if err := os.MkdirAll(modules, 0o755); err != nil {
+	// The install scripts could write the scratch folder, and one may still run: they may
+	// have left links under the names the host writes next (the stamp, the SDK's folders)
+	// to make it write outside. node_modules is first moved out of their reach (Landlock
+	// grants follow the folder, not the name), then those names are cleared without
+	// following links, then written.
+	ready, err := os.MkdirTemp(filepath.Dir(f.Dir), "."+f.Name+".deps-")
+	if err != nil {
+		return ierr(err, "make scratch directory: %v", err)
+	}
+	defer fsutil.RemoveTree(ready)
+	modules := filepath.Join(ready, "node_modules")
+	if err := os.Rename(filepath.Join(scratch, "node_modules"), modules); errors.Is(err, fs.ErrNotExist) {
+		err = os.Mkdir(modules, 0o755)
+		if err != nil {
+			return ierr(err, "%v", err)
+		}
+	} else if err != nil {
+		return ierr(err, "take node_modules from the installer: %v", err)
+	}
+	if err := clearHostNames(modules); err != nil {
 		return ierr(err, "%v", err)
 	}
 	// Editors resolve the SDK imports from node_modules; the bundler never looks there.
-	if err := sdkjs.WriteTypes(scratch); err != nil {
+	if err := sdkjs.WriteTypes(ready); err != nil {
 		return ierr(err, "%v", err)
 	}
-	if err := os.WriteFile(filepath.Join(modules, stampName), []byte(stamp+"\n"), 0o644); err != nil {
+	if err := fsutil.ReplaceIn(modules, ".", stampName, []byte(stamp+"\n"), 0o644); err != nil {
 		return ierr(err, "write dependency stamp: %v", err)
 	}
 	if err := replaceDir(modules, filepath.Join(f.Dir, "node_modules")); err != nil {
@@ -373,6 +391,34 @@ func runInstaller(cmd *exec.Cmd, release func()) (stdout, stderr string, err err
 		<-drained
 	}
 	return outBuf.String(), errBuf.String(), err
+}
+
+// clearHostNames removes what the installer left in node_modules under the names the host
+// writes (the SDK's packages, the stamp), never following a link: a link is removed, not
+// what it points to. modules itself must be a real folder the installer can no longer
+// write.
+func clearHostNames(modules string) error {
+	fi, err := os.Lstat(modules)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("the installer left node_modules as %s, not a folder", fi.Mode().Type())
+	}
+	for _, scope := range []string{"@jean2", "@jxsuite"} {
+		p := filepath.Join(modules, scope)
+		if fi, err := os.Lstat(p); err == nil && !fi.IsDir() {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+		}
+	}
+	for _, rel := range []string{"@jean2/sdk", "@jxsuite/ai", stampName} {
+		if err := fsutil.RemoveTree(filepath.Join(modules, rel)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // installCommand builds the installer's command with an explicit, minimal environment:
