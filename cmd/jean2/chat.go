@@ -113,6 +113,9 @@ func chat(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := chatMCPTrust(ctx, e, api, ws); err != nil {
+		return err
+	}
 	ui := newChatUI(e, api, ses, ws, local != nil)
 	return ui.run(ctx)
 }

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,7 +142,7 @@ func mcpTrust(e env, args []string) error {
 		fmt.Fprintf(e.stdout, "%s (sha256 %s) is trusted already.\n", file.Path, shortHash(file.SHA256))
 		return nil
 	}
-	if !confirmMCPTrust(e, file, *yes) {
+	if !confirmMCPTrust(e, file.Path, file.Workspace, file.Commands(), *yes) {
 		return exitError{code: 1}
 	}
 	if err := trust.Set(file); err != nil {
@@ -153,27 +153,46 @@ func mcpTrust(e env, args []string) error {
 }
 
 // confirmMCPTrust shows what a workspace's mcp.json starts and asks y/N on the terminal;
-// yes answers for the person (a script's --yes). It is the chat's question too.
-func confirmMCPTrust(e env, file mcpclient.WorkspaceFile, yes bool) bool {
-	fmt.Fprintf(e.stdout, "%s wants to start (as you, outside the sandbox):\n", file.Path)
-	for _, c := range file.Commands() {
+// yes answers for the person (a script's --yes). The chat asks with it too.
+func confirmMCPTrust(e env, file, workspace string, commands []string, yes bool) bool {
+	fmt.Fprintf(e.stdout, "%s wants to start (as you, outside the sandbox):\n", file)
+	for _, c := range commands {
 		fmt.Fprintf(e.stdout, "  %s\n", c)
 	}
-	if len(file.Servers) == 0 {
+	if len(commands) == 0 {
 		fmt.Fprintln(e.stdout, "  (no servers)")
 	}
 	if yes {
 		return true
 	}
 	if !e.stdinIsTerminal {
-		fmt.Fprintf(e.stderr, "jean2: stdin is not a terminal to ask on: run jean2 mcp trust --workspace %s --yes to trust without asking\n", file.Workspace)
+		fmt.Fprintf(e.stderr, "jean2: stdin is not a terminal to ask on: run jean2 mcp trust --workspace %s --yes to trust without asking\n", workspace)
 		return false
 	}
 	fmt.Fprint(e.stdout, "Trust this file? [y/N] ")
-	answer, _ := bufio.NewReader(e.stdin).ReadString('\n')
-	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+	if a := strings.ToLower(strings.TrimSpace(readAnswer(e.stdin))); a != "y" && a != "yes" {
 		fmt.Fprintln(e.stdout, "Not trusted.")
 		return false
 	}
 	return true
+}
+
+// readAnswer reads one line a byte at a time, so nothing after it is taken from a reader
+// another part (the chat's input) reads next.
+func readAnswer(r io.Reader) string {
+	var line []byte
+	var b [1]byte
+	for {
+		n, err := r.Read(b[:])
+		if n == 1 {
+			if b[0] == '\n' {
+				break
+			}
+			line = append(line, b[0])
+		}
+		if err != nil {
+			break
+		}
+	}
+	return string(line)
 }

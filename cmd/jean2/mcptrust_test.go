@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // plantMCPJSON writes the workspace's .jean2/mcp.json as a tool could: a stdio server whose
@@ -80,4 +81,31 @@ func TestMCPWorkspaceFileNeedsTrust(t *testing.T) {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// jean2 chat asks, when it opens a workspace whose mcp.json no person trusted, showing what
+// it starts; y trusts it and the server starts it.
+func TestChatAsksToTrustWorkspaceMCP(t *testing.T) {
+	c := newChatEnv(t)
+	marker := filepath.Join(t.TempDir(), "started")
+	plantMCPJSON(t, c.ws, marker)
+	p := c.chat([]string{"NO_COLOR=1", "JEAN2_SERVER=http://127.0.0.1:1"})
+	p.waitFor("mcp.json wants to start (as you, outside the sandbox):")
+	p.waitFor("planted: /bin/sh -c")
+	p.waitFor("Trust this file? [y/N]")
+	if fileExists(marker) {
+		t.Fatal("started before the person answered")
+	}
+	p.send("y")
+	p.waitFor("Trusted; its MCP servers are starting.")
+	p.waitFor("> ")
+	for deadline := time.Now().Add(30 * time.Second); !fileExists(marker); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the trusted file's server was not started")
+		}
+	}
+	p.send("/quit")
+	if err := p.wait(); err != nil {
+		t.Fatalf("jean2 chat exited with %v; the screen:\n%s", err, p.screen.String())
+	}
 }
