@@ -7,6 +7,7 @@ import { h, replace } from "./dom.js";
 import { SessionView } from "./chat.js";
 import { ToolsView } from "./tools.js";
 import { SettingsView, showShortcuts } from "./settings.js";
+import { mcpTrustNotice } from "./mcptrust.js";
 import { confirmAction, errorText, notify, openDialog, promptText } from "./ui.js";
 
 class App {
@@ -114,6 +115,7 @@ class App {
           h("button", { type: "button", class: "icon-btn", "aria-label": `Rename workspace ${w.name}`, title: "Rename workspace", onclick: () => this.renameWorkspace(w) }, "✎"),
           h("button", { type: "button", class: "icon-btn danger", "aria-label": `Delete workspace ${w.name}`, title: "Delete workspace", onclick: () => this.deleteWorkspace(w) }, "✕")),
         h("div", { class: "ws-path muted small" }, w.path),
+        mcpTrustNotice(w),
         h("ul", { class: "sessions" }, sessions.length ? sessions.map((s) => h("li", { class: "session", dataset: { sessionId: s.id } },
           h("a", { href: `#/s/${enc(s.id)}`, "aria-current": this.currentSession === s.id ? "page" : null }, s.title || "Untitled session", s.running ? h("span", { class: "running-dot", title: "running" }, " ●") : null),
           h("button", { type: "button", class: "icon-btn", "aria-label": `Rename session ${s.title || "Untitled session"}`, title: "Rename", onclick: () => this.renameSession(s) }, "✎"),
