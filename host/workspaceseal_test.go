@@ -47,13 +47,17 @@ export async function execute(input, ctx) {
 // Node's fs: the workspace was granted read-write as a whole. Now .jean2 is carved out,
 // read-only whether it exists or not.
 func TestSandboxWorkspaceJean2IsReadOnly(t *testing.T) {
-	for _, exists := range []bool{false, true} {
-		name := "absent"
+	for _, c := range []struct {
+		mode   sandbox.Mode
+		exists bool
+	}{{sandbox.ModeLandlock, false}, {sandbox.ModeLandlock, true}, {sandbox.ModeNode, false}, {sandbox.ModeNode, true}} {
+		exists := c.exists
+		name := string(c.mode) + "/absent"
 		if exists {
-			name = "present"
+			name = string(c.mode) + "/present"
 		}
 		t.Run(name, func(t *testing.T) {
-			sf := newSandboxFixture(t, sandbox.ModeLandlock, "", func(o *host.Options) {
+			sf := newSandboxFixture(t, c.mode, "", func(o *host.Options) {
 				dir := filepath.Join(o.Layout.Tools, "sealer")
 				write(t, filepath.Join(dir, "package.json"), pkgJSON)
 				write(t, filepath.Join(dir, "tool.js"), sealerTool)
