@@ -206,6 +206,14 @@ func (t *Trust) Revoke(workspace string) error {
 func (t *Trust) update(change func(*trustDoc)) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
+		return err
+	}
+	unlock, err := lockFile(t.path + ".lock")
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", t.path, err)
+	}
+	defer unlock()
 	doc, err := t.read()
 	if err != nil {
 		return err
@@ -213,9 +221,6 @@ func (t *Trust) update(change func(*trustDoc)) error {
 	change(&doc)
 	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
 		return err
 	}
 	if err := fsutil.WriteFileAtomicPerm(t.path, append(data, '\n'), 0o600); err != nil {
