@@ -1,0 +1,65 @@
+package mcpclient
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Trust is keyed by the workspace's real path and the file's exact content: a changed
+// file, or another workspace, is not trusted; a link to the workspace is the workspace.
+func TestTrustByRealPathAndContent(t *testing.T) {
+	root := t.TempDir()
+	home, ws := filepath.Join(root, "home"), filepath.Join(root, "ws")
+	write := func(content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(ws, ".jean2"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(WorkspaceConfigPath(ws), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr := NewTrust(home)
+	if ok, err := tr.Trusted(ReadWorkspaceFile(ws)); !ok || err != nil {
+		t.Fatalf("no file needs no trust: %v %v", ok, err)
+	}
+	write(`{"mcpServers":{"a":{"command":"/bin/echo","args":["hi there"],"env":{"K":"v"}}}}`)
+	file := ReadWorkspaceFile(ws)
+	if ok, _ := tr.Trusted(file); ok {
+		t.Fatal("an untrusted file is trusted")
+	}
+	if c := file.Commands(); len(c) != 1 || c[0] != "a: /bin/echo 'hi there' (env K)" {
+		t.Fatalf("commands %q", c)
+	}
+	if err := tr.Set(file); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(tr.Path()); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("store: %v %v", fi, err)
+	}
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(ws, link); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := tr.Trusted(ReadWorkspaceFile(link)); !ok {
+		t.Fatal("the workspace through a link is not trusted")
+	}
+	write(`{"mcpServers":{"a":{"command":"/bin/echo","args":["changed"]}}}`)
+	if ok, _ := tr.Trusted(ReadWorkspaceFile(ws)); ok {
+		t.Fatal("a changed file is trusted")
+	}
+	write(`not json`)
+	bad := ReadWorkspaceFile(ws)
+	if bad.Err == nil || !strings.Contains(bad.Err.Error(), "not valid JSON") || !bad.Present || bad.SHA256 == "" {
+		t.Fatalf("a broken file: %+v", bad)
+	}
+	if err := tr.Revoke(link); err != nil {
+		t.Fatal(err)
+	}
+	write(`{"mcpServers":{"a":{"command":"/bin/echo","args":["hi there"],"env":{"K":"v"}}}}`)
+	if ok, _ := tr.Trusted(ReadWorkspaceFile(ws)); ok {
+		t.Fatal("trusted after the trust was taken back")
+	}
+}
