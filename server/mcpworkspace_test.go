@@ -131,7 +131,7 @@ func TestWorkspaceMCPServers(t *testing.T) {
 	// peer's tools join; both servers have write_note and lookup, so while late is down
 	// only the folder tool's name is taken; late is listed with why it offers nothing.
 	tools := f.waitTools("peer's tools and late's error", "", func(m map[string]toolView) bool {
-		return m["lookup"].Status == host.StatusOK && m["mcp:late"].Status == host.StatusError
+		return m["lookup"].Status == host.StatusOK && m["mcp:late"].Status == host.StatusError && strings.Contains(m["mcp:late"].Error, "retrying in")
 	})
 	if lk := tools["lookup"]; lk.WorkspaceID != wsA.ID || lk.MCPServer != "peer" || lk.Kind != "mcp" {
 		t.Errorf("lookup listed as %+v", lk)
