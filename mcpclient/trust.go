@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jean2/jean2/internal/fsutil"
@@ -55,13 +56,20 @@ func ReadWorkspaceFile(workspace string) WorkspaceFile {
 		real = filepath.Clean(workspace)
 	}
 	wf := WorkspaceFile{Workspace: real, Path: WorkspaceConfigPath(workspace)}
-	f, err := os.Open(wf.Path)
+	// Not blocking: a FIFO there must not hang the reader (serve's watcher) forever.
+	f, err := os.OpenFile(wf.Path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return wf
 	}
 	wf.Present = true
 	if err == nil {
 		defer f.Close()
+		var fi os.FileInfo
+		if fi, err = f.Stat(); err == nil && !fi.Mode().IsRegular() {
+			err = fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+		}
+	}
+	if err == nil {
 		wf.Data, err = io.ReadAll(io.LimitReader(f, maxWorkspaceFile+1))
 		if err == nil && len(wf.Data) > maxWorkspaceFile {
 			err = fmt.Errorf("larger than %d bytes", maxWorkspaceFile)

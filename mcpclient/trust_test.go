@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -55,6 +56,16 @@ func TestTrustByRealPathAndContent(t *testing.T) {
 	if bad.Err == nil || !strings.Contains(bad.Err.Error(), "not valid JSON") || !bad.Present || bad.SHA256 == "" {
 		t.Fatalf("a broken file: %+v", bad)
 	}
+	if err := os.Remove(WorkspaceConfigPath(ws)); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(WorkspaceConfigPath(ws), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if fifo := ReadWorkspaceFile(ws); fifo.Err == nil || !strings.Contains(fifo.Err.Error(), "not a regular file") {
+		t.Fatalf("a FIFO: %+v", fifo)
+	}
+	_ = os.Remove(WorkspaceConfigPath(ws))
 	if err := tr.Revoke(link); err != nil {
 		t.Fatal(err)
 	}
