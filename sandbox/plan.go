@@ -169,14 +169,27 @@ func carve(r Rule, protected, sealed []string, dropInside bool) []Rule {
 	if err != nil {
 		return out
 	}
+	// Every rule travels in the launcher's one --spec argument (at most 128 KiB on Linux)
+	// and costs a syscall: when only sealed paths are inside and the folder has very many
+	// entries, its files stay read-only to the worker's own fs (ctx.fs still writes them)
+	// and only its first maxCarvedEntries subfolders keep their grant.
+	many := len(inner) == 0 && len(entries) > maxCarvedEntries
+	kept := 0
 	for _, e := range entries {
 		if e.Type()&fs.ModeSymlink != 0 {
 			continue
 		}
+		if many && (!e.IsDir() || kept >= maxCarvedEntries) {
+			continue
+		}
+		kept++
 		out = append(out, carve(Rule{Path: filepath.Join(r.Path, e.Name()), Access: r.Access, Optional: true}, inner, innerSealed, dropInside)...)
 	}
 	return out
 }
+
+// maxCarvedEntries bounds the rules a folder holding a sealed path is carved into.
+const maxCarvedEntries = 400
 
 // dedupe merges rules on the same path (their access adds up; a rule is optional only when
 // every source of it is).

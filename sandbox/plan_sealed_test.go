@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,6 +47,16 @@ func TestPlanSealsPaths(t *testing.T) {
 	check("above", Plan{DeclaredWrite: []string{root}, Sealed: sealed, Protected: []string{filepath.Join(root, "home", ".jean2")}},
 		map[string]Access{"": List, "/ws": Read, "/ws/src": Read | Write, "/ws/README.md": Read | Write, "/ws/.jean2": Read,
 			"/other": Read | Write, "/home": List})
+	// A folder with very many entries: its files stay read-only, its subfolders keep their
+	// grant, so the rules fit the launcher's argument.
+	big := filepath.Join(root, "big")
+	want := map[string]Access{"/big": Read, "/big/d1": Read | Write, "/big/d2": Read | Write}
+	writeFile(t, filepath.Join(big, "d1", "x"), "x")
+	writeFile(t, filepath.Join(big, "d2", "x"), "x")
+	for i := range maxCarvedEntries {
+		writeFile(t, filepath.Join(big, fmt.Sprintf("f%03d", i)), "x")
+	}
+	check("many", Plan{ReadWrite: []string{big}, Sealed: []string{filepath.Join(big, ".jean2")}}, want)
 	// Reading is not narrowed.
 	check("read", Plan{ReadOnly: []string{ws}, Sealed: sealed}, map[string]Access{"/ws": Read})
 }
