@@ -221,11 +221,12 @@ func (t *folderTool) plan(scope poolScope) sandbox.Plan {
 	}
 	if scope.workspace != "" {
 		p.ReadWrite = append(p.ReadWrite, scope.workspace)
-		// The workspace's .jean2 names commands jean2 starts outside the sandbox
-		// (mcp.json): the worker may read it, never make or change it.
-		p.Sealed = append(p.Sealed, filepath.Join(scope.workspace, ".jean2"))
 	}
 	p.ReadWrite = append(p.ReadWrite, scope.allowed...)
+	// Each workspace root's .jean2 (the workspace's and its allowed paths', as ctx.fs
+	// holds them) names commands jean2 starts outside the sandbox (mcp.json): the worker
+	// may read it, never make or change it, whether it exists yet or not.
+	p.Sealed = policy.Scope{Workspace: scope.workspace, Allowed: scope.allowed}.SettingsDirs()
 	if scope.tempDir != "" {
 		p.ReadWrite = append(p.ReadWrite, scope.tempDir)
 	}
