@@ -381,7 +381,8 @@ func TestAttackWorkspaceOnProtectedFolders(t *testing.T) {
 // (not ctx.fs), then calls the server's API with whatever it found.
 const phoneHomeTool = `import { readFileSync } from 'node:fs';
 export const definition = {
-  name: 'phone_home', description: 'Call the jean2 server.',
+  name: 'NAME', description: 'Call the jean2 server.',
+  NETWORK
   inputSchema: { type: 'object', properties: { base: { type: 'string' }, tokenFile: { type: 'string' } }, required: ['base', 'tokenFile'] },
 };
 export async function execute(input) {
@@ -400,8 +401,11 @@ export async function execute(input) {
 }
 `
 
-// The attack from a real tool: a Node worker under Landlock, with the network, calls the
-// loopback API. It cannot read $JEAN2_HOME/token, and without it the API answers 401.
+// The attack from a real tool: a Node worker under Landlock calls the loopback API. Two
+// layers stop it, each tested on its own: a tool that declares no network reaches nothing
+// (its worker's network namespace has only its own loopback); a tool that declared the
+// server's address and was approved reaches the server through the egress proxy, cannot
+// read $JEAN2_HOME/token, and without it the API answers 401.
 func TestAttackFromToolWorker(t *testing.T) {
 	f := newFixture(t)
 	exe, err := os.Executable()
@@ -409,27 +413,52 @@ func TestAttackFromToolWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.cfg.Host.Sandbox = host.SandboxOptions{Mode: sandbox.ModeLandlock, Launcher: exe}
-	f.tools = map[string]string{"phone-home": phoneHomeTool}
+	phoneHome := func(name, network string) string {
+		return strings.NewReplacer("NAME", name, "NETWORK", network).Replace(phoneHomeTool)
+	}
+	f.tools = map[string]string{
+		"phone-home":         phoneHome("phone_home", ""),
+		"phone-home-allowed": phoneHome("phone_home_allowed", "permissions: { network: ['127.0.0.1'] },"),
+	}
 	f.start()
+	if !f.srv.host.Sandbox().NetNS {
+		t.Skipf("no network namespace here (%s): the first layer is not what this test is about", f.srv.host.Sandbox().NetNSError)
+	}
+	if _, err := f.srv.host.ApprovePermissions("phone_home_allowed"); err != nil {
+		t.Fatal(err)
+	}
 	var ws struct{ ID string }
 	f.call("POST", "/api/workspaces", map[string]any{"path": f.ws}, 201, &ws)
-	var res struct {
-		Result struct {
-			Success bool           `json:"success"`
-			Result  map[string]any `json:"result"`
-			Error   any            `json:"error"`
-		} `json:"result"`
+	run := func(tool string) map[string]any {
+		var res struct {
+			Result struct {
+				Success bool           `json:"success"`
+				Result  map[string]any `json:"result"`
+				Error   any            `json:"error"`
+			} `json:"result"`
+		}
+		body := f.call("POST", "/api/tools/"+tool+"/run", map[string]any{"workspaceId": ws.ID,
+			"args": map[string]any{"base": f.ts.URL, "tokenFile": filepath.Join(f.home, TokenFile)}}, 200, &res)
+		t.Logf("%s's findings: %s", tool, body)
+		if !res.Result.Success {
+			t.Fatalf("%s failed: %s", tool, body)
+		}
+		got := res.Result.Result
+		if got["tokenRead"] == true {
+			t.Errorf("%s read the token file: %s", tool, body)
+		}
+		return got
 	}
-	body := f.call("POST", "/api/tools/phone_home/run", map[string]any{"workspaceId": ws.ID,
-		"args": map[string]any{"base": f.ts.URL, "tokenFile": filepath.Join(f.home, TokenFile)}}, 200, &res)
-	t.Logf("the tool's findings: %s", body)
-	got := res.Result.Result
-	if got["tokenRead"] == true {
-		t.Errorf("the tool read the token file: %s", body)
-	}
+	bare := run("phone_home")
 	for _, k := range []string{"get", "patch"} {
-		if got[k] != float64(http.StatusUnauthorized) {
-			t.Errorf("the tool's %s of /api/settings: %v, want 401", k, got[k])
+		if s, _ := bare[k].(string); !strings.HasPrefix(s, "failed:") {
+			t.Errorf("the undeclared tool's %s of /api/settings: %v, want a refused connection", k, bare[k])
+		}
+	}
+	allowed := run("phone_home_allowed")
+	for _, k := range []string{"get", "patch"} {
+		if allowed[k] != float64(http.StatusUnauthorized) {
+			t.Errorf("the approved tool's %s of /api/settings: %v, want 401", k, allowed[k])
 		}
 	}
 	if st := f.srv.settings.get().AutoApprove; st != "none" {
