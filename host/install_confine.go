@@ -3,13 +3,19 @@ package host
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jean2/jean2/loader"
 	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/sandbox"
+	"github.com/jean2/jean2/sandbox/egress"
 )
 
 // InstallMemoryMB caps the private writable memory of each process of a dependency install
@@ -64,10 +70,75 @@ func (h *Host) installSpec(cmd *exec.Cmd, readable, writable []string) (sandbox.
 	return spec, nil
 }
 
-// installNetwork is where the network policy of installs goes (the registry only, through
-// the egress proxy): it may change the spec and the installer's environment. For now the
-// network stays as it is.
-func (h *Host) installNetwork(cmd *exec.Cmd, spec *sandbox.Spec) error { return nil }
+// installNetwork gives an install the network of a worker whose one declared host is the
+// package registry: a namespace of its own with nothing but its loopback, where an egress
+// proxy allows only the registries the installer is configured with (installRegistries).
+// npm and bun reach them through HTTP(S)_PROXY; an install script reaches nothing else,
+// not the host's loopback services, not the jean2 API, not the rest of the network. The
+// returned function ends the proxy and the namespace once the install is over. Where no
+// namespace can be had the network stays as it is (docs/security.md says so).
+func (h *Host) installNetwork(cmd *exec.Cmd, spec *sandbox.Spec) (func(), error) {
+	if !h.sb.status.NetNS {
+		return func() {}, nil
+	}
+	registries := installRegistries(cmd.Env)
+	ns, err := sandbox.NewNetNS(sandbox.ProxyPort)
+	if err != nil {
+		return nil, fmt.Errorf("isolate the installer from the network: %w", err)
+	}
+	proxy := &egress.Proxy{Tool: "the dependency installer", Log: h.log, Allowed: func() []string { return registries }}
+	go func() { _ = proxy.Serve(ns.Listener) }()
+	spec.NetNS = ns.Path()
+	url := "http://127.0.0.1:" + strconv.Itoa(sandbox.ProxyPort)
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+		cmd.Env = append(cmd.Env, k+"="+url)
+	}
+	return func() {
+		_ = proxy.Close()
+		_ = ns.Close()
+	}, nil
+}
+
+// defaultRegistry is where npm and bun fetch packages unless configured otherwise.
+const defaultRegistry = "https://registry.npmjs.org/"
+
+// installRegistries are the hosts an install may reach, as egress entries (host:port): the
+// default registry, and the registries the installer's environment and its private npmrc
+// (NPM_CONFIG_USERCONFIG, written by the loader with the user's registry lines only) name.
+func installRegistries(env []string) []string {
+	urls := []string{defaultRegistry}
+	for _, k := range []string{"npm_config_registry", "NPM_CONFIG_REGISTRY"} {
+		if v := envValue(env, k); v != "" {
+			urls = append(urls, v)
+		}
+	}
+	if rc := envValue(env, "NPM_CONFIG_USERCONFIG"); rc != "" {
+		if data, err := os.ReadFile(rc); err == nil {
+			for _, line := range strings.Split(string(data), "\n") {
+				key, value, ok := strings.Cut(line, "=")
+				key = strings.TrimSpace(key)
+				if ok && (key == "registry" || strings.HasSuffix(key, ":registry")) {
+					urls = append(urls, strings.TrimSpace(value))
+				}
+			}
+		}
+	}
+	var hosts []string
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil || u.Hostname() == "" || (u.Scheme != "https" && u.Scheme != "http") {
+			continue
+		}
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+		}
+		if entry := net.JoinHostPort(u.Hostname(), port); !slices.Contains(hosts, entry) {
+			hosts = append(hosts, entry)
+		}
+	}
+	return hosts
+}
 
 // installScriptsApproved tells the loader whether a person approved the install scripts of
 // a folder's dependency set (loader.Options.InstallScripts).

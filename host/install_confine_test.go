@@ -2,15 +2,22 @@ package host_test
 
 import (
 	"context"
+	"crypto/sha1"
+	"crypto/sha512"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jean2/jean2/host"
@@ -52,7 +59,10 @@ export async function execute() { return { success: true, result: env }; }
 const hostilePostinstall = `const fs = require('fs');
 const cp = require('child_process');
 const read = (p) => { try { return fs.readFileSync(p, 'utf8'); } catch (e) { return 'DENIED ' + e.code; } };
-const r = { outside: read(OUTSIDE), npmrc: read(NPMRC), pids: [], failed: 0 };
+const r = { outside: read(OUTSIDE), npmrc: read(NPMRC), pids: [], failed: 0, net: 'PENDING' };
+const sock = require('net').connect(LISTENER, '127.0.0.1');
+sock.on('data', (d) => { r.net = 'CONNECTED ' + d; sock.destroy(); });
+sock.on('error', (e) => { r.net = 'DENIED ' + e.code; });
 try { r.bigAlloc = String(Buffer.alloc(3 * 1024 * 1024 * 1024).length); } catch (e) { r.bigAlloc = 'DENIED ' + e.name; }
 try {
   const d = cp.spawn('sleep', ['987'], { detached: true, stdio: 'ignore' });
@@ -78,6 +88,8 @@ type installReport struct {
 	Daemon  int    `json:"daemon"`
 	// BigAlloc is what allocating 3 GB got: its length, or DENIED.
 	BigAlloc string `json:"bigAlloc"`
+	// Net is what a connection to a service on the host's loopback got.
+	Net string `json:"net"`
 }
 
 // installAttackFixture is a Landlock host whose user has a ~/.npmrc with a token and a
@@ -85,6 +97,7 @@ type installReport struct {
 type installAttackFixture struct {
 	*sandboxFixture
 	outside, npmrc string
+	listener       int // the port of a service on the host's loopback
 }
 
 const npmrcToken = "npm_t0ken_5e6f7a8b"
@@ -101,7 +114,24 @@ func newInstallAttackFixture(t *testing.T) *installAttackFixture {
 	sf := newSandboxFixture(t, sandbox.ModeLandlock, "")
 	outside := filepath.Join(sf.root, "outside", "secret.txt")
 	write(t, outside, secretValue)
-	return &installAttackFixture{sandboxFixture: sf, outside: outside, npmrc: npmrc}
+	// A service on the host's loopback that answers every connection: what an install
+	// script that has the network reaches (another local service, the jean2 API).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("hello from the loopback service"))
+			c.Close()
+		}
+	}()
+	return &installAttackFixture{sandboxFixture: sf, outside: outside, npmrc: npmrc, listener: ln.Addr().(*net.TCPAddr).Port}
 }
 
 // addScriptedTool writes a tool whose dependency "evil" (a tarball in its own folder) has
@@ -109,7 +139,7 @@ func newInstallAttackFixture(t *testing.T) *installAttackFixture {
 func (f *installAttackFixture) addScriptedTool(name, extra string) string {
 	t := f.t
 	t.Helper()
-	src := strings.NewReplacer("OUTSIDE", strconv.Quote(f.outside), "NPMRC", strconv.Quote(f.npmrc)).Replace(hostilePostinstall)
+	src := strings.NewReplacer("OUTSIDE", strconv.Quote(f.outside), "NPMRC", strconv.Quote(f.npmrc), "LISTENER", strconv.Itoa(f.listener)).Replace(hostilePostinstall)
 	dir := f.addTool(name, map[string]string{
 		"package.json": `{"name":"` + name + `","version":"1.0.0","type":"module","dependencies":{"evil":"file:./vendor/evil-1.0.0.tgz"}` + extra + `}`,
 		"tool.js":      canaryToolNamed(name),
@@ -143,7 +173,7 @@ func (f *installAttackFixture) report(t *testing.T, name string) (installReport,
 	if err := json.Unmarshal(raw, &r); err != nil {
 		t.Fatalf("%v: %s", err, raw)
 	}
-	t.Logf("the install script got: outside %q, npmrc %q, %d processes started (%d failed), daemon %d, 3 GB allocation %q", r.Outside, r.NPMRC, len(r.Pids), r.Failed, r.Daemon, r.BigAlloc)
+	t.Logf("the install script got: outside %q, npmrc %q, network %q, %d processes started (%d failed), daemon %d, 3 GB allocation %q", r.Outside, r.NPMRC, r.Net, len(r.Pids), r.Failed, r.Daemon, r.BigAlloc)
 	return r, true
 }
 
@@ -203,6 +233,9 @@ func TestSandboxInstallScriptsNeedApprovalAndAreConfined(t *testing.T) {
 	if !strings.HasPrefix(r.BigAlloc, "DENIED") {
 		t.Errorf("the install script allocated 3 GB (%s); the install memory cap is %d MB", r.BigAlloc, host.InstallMemoryMB)
 	}
+	if f.h.Sandbox().NetNS && !strings.HasPrefix(r.Net, "DENIED") {
+		t.Errorf("the install script reached a service on the host's loopback: %q", r.Net)
+	}
 	if r.Daemon <= 0 {
 		t.Errorf("the install script could not start its daemon")
 	} else if running(r.Daemon) {
@@ -259,4 +292,66 @@ func TestSandboxInstallLocalDependencyOutsideRefused(t *testing.T) {
 		}
 	}
 	f.unaffected(t, "rootdep", "updep")
+}
+
+// An install whose network is the registry's only still installs from the registry: npm
+// reaches a registry on the host's loopback (named by ~/.npmrc's registry line, so the only
+// host the installer's proxy allows) through the proxy, and the package lands in the tool's
+// node_modules. The same install script's connection to another loopback port is refused.
+func TestSandboxInstallReachesOnlyTheRegistry(t *testing.T) {
+	f := newInstallAttackFixture(t)
+	if !f.h.Sandbox().NetNS {
+		t.Skipf("no network namespace here: %s", f.h.Sandbox().NetNSError)
+	}
+	// The package "tiny" as a registry serves it: a packument and a tarball.
+	pkg := filepath.Join(t.TempDir(), "tiny")
+	write(t, filepath.Join(pkg, "package.json"), `{"name":"tiny","version":"1.0.0","main":"index.js"}`)
+	write(t, filepath.Join(pkg, "index.js"), "module.exports = 'tiny from the registry';\n")
+	packDir := t.TempDir()
+	pack := exec.Command("npm", "pack", "--silent", "--pack-destination", packDir)
+	pack.Dir = pkg
+	if out, err := pack.CombinedOutput(); err != nil {
+		t.Fatalf("npm pack: %v %s", err, out)
+	}
+	tarball, err := os.ReadFile(filepath.Join(packDir, "tiny-1.0.0.tgz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha1sum := sha1.Sum(tarball)
+	sha512sum := sha512.Sum512(tarball)
+	var served atomic.Int32
+	reg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		base := "http://" + r.Host
+		switch r.URL.Path {
+		case "/tiny":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"name":"tiny","dist-tags":{"latest":"1.0.0"},"versions":{"1.0.0":{"name":"tiny","version":"1.0.0","main":"index.js","dist":{"tarball":"%s/tiny/-/tiny-1.0.0.tgz","shasum":"%x","integrity":"sha512-%s"}}}}`,
+				base, sha1sum, base64.StdEncoding.EncodeToString(sha512sum[:]))
+		case "/tiny/-/tiny-1.0.0.tgz":
+			w.Write(tarball)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer reg.Close()
+	write(t, f.npmrc, "registry="+reg.URL+"/\n")
+
+	dir := f.addTool("fromreg", map[string]string{
+		"package.json": `{"name":"fromreg","version":"1.0.0","type":"module","dependencies":{"tiny":"1.0.0"}}`,
+		"tool.js":      canaryToolNamed("fromreg"),
+	})
+	if err := f.h.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "node_modules", "tiny", "index.js"))
+	if err != nil {
+		t.Fatalf("tiny was not installed from the registry (%d requests reached it): %v; entry %+v", served.Load(), err, f.entry("fromreg"))
+	}
+	if !strings.Contains(string(got), "tiny from the registry") {
+		t.Fatalf("node_modules/tiny/index.js: %q", got)
+	}
+	if served.Load() < 2 {
+		t.Errorf("the registry served %d requests, want the packument and the tarball", served.Load())
+	}
 }

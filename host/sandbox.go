@@ -360,7 +360,7 @@ func (h *Host) RevokePermissions(name string) error { return h.sb.approvals.Revo
 // gives npm a configuration of its own) or the rest of the user's files. Everything the
 // install starts shares one pids cgroup capped at the workers' task limit and a memory cap,
 // and the group is ended when the installer exits (the release function), so no daemon
-// survives it. The network is left as it is; installNetwork is where its policy goes.
+// survives it. The network is the registry's only, through an egress proxy (installNetwork).
 // Without the launcher (sandbox off) the installer runs unconfined; the loader still
 // passes --ignore-scripts unless scripts were approved, and ends its process group.
 func (h *Host) confineInstall(cmd *exec.Cmd, readable, writable []string) (func(), error) {
@@ -377,23 +377,23 @@ func (h *Host) confineInstall(cmd *exec.Cmd, readable, writable []string) (func(
 	if err != nil {
 		return nil, err
 	}
-	if err := h.installNetwork(cmd, &spec); err != nil {
+	endNetwork, err := h.installNetwork(cmd, &spec)
+	if err != nil {
 		return nil, err
 	}
 	path, args, err := sandbox.Command(st.Launcher, spec, cmd.Path, cmd.Args[1:])
 	if err != nil {
+		endNetwork()
 		return nil, err
 	}
 	cmd.Path = path
 	cmd.Args = append([]string{path}, args...)
 	pids := h.sb.pids
-	if spec.PidsCgroup == "" || pids == nil {
-		return nil, nil
-	}
 	return func() {
-		if cmd.Process != nil {
+		if cmd.Process != nil && spec.PidsCgroup != "" && pids != nil {
 			pids.Release(cmd.Process.Pid)
 		}
+		endNetwork()
 	}, nil
 }
 

@@ -340,7 +340,7 @@ func (l *Loader) privateInstallDir(d depSet) (string, error) {
 }
 
 // runInstaller runs the installer and returns the tails of its output. Once it has exited,
-// nothing it started outlives it: release ends what the confinement holds (a daemon that
+// nothing it started outlives it: release (called on every path) ends what the confinement holds (a daemon that
 // left the process group for a session of its own is still in the install's cgroup), then
 // the rest of its process group is killed. Its output goes through pipes of our own, so a
 // leftover that still holds them cannot keep the install waiting.
@@ -348,12 +348,14 @@ func runInstaller(cmd *exec.Cmd, release func()) (stdout, stderr string, err err
 	var outBuf, errBuf tailBuffer
 	outR, outW, err := os.Pipe()
 	if err != nil {
+		release()
 		return "", "", err
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
+		release()
 		return "", "", err
 	}
 	defer outR.Close()

@@ -70,7 +70,7 @@ func toolsApprove(ctx context.Context, e env, args []string) error {
 	}
 	if scripts != nil {
 		fmt.Fprintf(e.stdout, "  run the install scripts of its dependencies when they are installed: %s\n", strings.Join(scripts.Dependencies, ", "))
-		fmt.Fprintln(e.stdout, "    (confined like a worker: its own folder, no credentials and no ~/.npmrc, the task and memory limits, nothing left running; the network is open)")
+		fmt.Fprintln(e.stdout, "    (confined like a worker: its own folder, no credentials and no ~/.npmrc, the task and memory limits, nothing left running; no network but the package registry)")
 	}
 	fmt.Fprintf(e.stdout, "Protection of its workers: %s. jean2's own folder and credential folders stay closed whatever it declares.\n", st.Mechanism)
 	if !st.NeedsApproval() {
