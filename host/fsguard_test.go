@@ -31,6 +31,8 @@ func TestContextFSProtectedPlaces(t *testing.T) {
 				return "", c.FS.WriteFile(ctx, in.Path, []byte("written by a tool"))
 			case "rm":
 				return "", c.FS.Remove(ctx, in.Path, true)
+			case "add":
+				return "", c.Workspaces.AddWorkspacePath(ctx, in.Path)
 			}
 			return "", nil
 		})
@@ -60,9 +62,12 @@ func TestContextFSProtectedPlaces(t *testing.T) {
 		{"write", rel(filepath.Join(other, "evil.ts")), "protected"},
 		{"write", ".jean2/mcp.json", "read-only"},
 		{"rm", ".", "protected"},
+		{"add", f.layout.Home, "keeps closed to every tool"},
+		{"add", filepath.Join(f.layout.Home, "tools"), "keeps closed to every tool"},
+		{"add", "/", "whole file system"},
 	} {
 		out := f.call("go-fs", `{"op":"`+c.op+`","path":"`+c.path+`"}`)
-		if out.Result.Success || !strings.Contains(out.Result.Error, "EACCES") || !strings.Contains(out.Result.Error, c.want) {
+		if out.Result.Success || (c.op != "add" && !strings.Contains(out.Result.Error, "EACCES")) || !strings.Contains(out.Result.Error, c.want) {
 			t.Errorf("%s %s: %+v, want EACCES (%s)", c.op, c.path, out.Result, c.want)
 		}
 		if strings.Contains(out.ModelText+string(out.Result.Result), "sk-secret") {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -306,7 +307,7 @@ func (p *callPowers) built() *callPowers {
 	}
 	p.b = ask.NewBroker(p.broker)
 	p.fs.cur.Store(p.newFS(p.scope))
-	p.ws = callWorkspace{scope: p.scope, tool: p.broker.Tool, broker: p.b, persist: p.persist,
+	p.ws = callWorkspace{scope: p.scope, tool: p.broker.Tool, broker: p.b, persist: p.persist, protected: p.protected,
 		apply: func(scope policy.Scope) { p.fs.cur.Store(p.newFS(scope)) }}
 	if p.ended {
 		// Used after the call ended (a Go tool's stray goroutine): no once-grants outlive it.
@@ -432,6 +433,10 @@ type callWorkspace struct {
 	broker  tool.Asker
 	persist tool.WorkspacePaths
 	apply   func(policy.Scope)
+	// protected are the places no workspace may be at or inside (policy.ProtectedPaths):
+	// ctx.fs and Landlock keep them closed anyway, and the tool is told so before a person
+	// is asked for nothing.
+	protected []string
 
 	mu    sync.Mutex
 	scope policy.Scope
@@ -451,6 +456,15 @@ func (w *callWorkspace) AddWorkspacePath(ctx context.Context, p string) error {
 	abs := scope.Resolve(p)
 	if scope.Blocked(abs) {
 		return fmt.Errorf("add %s to the workspace: it is a blocked system path", abs)
+	}
+	real := policy.Real(abs)
+	if real == string(filepath.Separator) {
+		return fmt.Errorf("add %s to the workspace: the whole file system cannot be a workspace", abs)
+	}
+	for _, x := range w.protected {
+		if policy.Within(real, policy.Real(x)) {
+			return fmt.Errorf("add %s to the workspace: it is at or inside %s, which jean2 keeps closed to every tool (its own folder, the tools folder, credential folders)", abs, x)
+		}
 	}
 	if scope.Inside(abs) {
 		return nil
