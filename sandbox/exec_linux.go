@@ -40,6 +40,11 @@ func enter(spec Spec, program string, args []string) error {
 			return fmt.Errorf("apply Landlock: %w", err)
 		}
 	}
+	// After the launcher's own unshare and setns: from here on no process of the worker makes
+	// a namespace (nons_linux.go).
+	if err := denyNamespaces(); err != nil {
+		return fmt.Errorf("refuse new namespaces: %w", err)
+	}
 	if spec.NoFork {
 		if err := denyProcesses(); err != nil {
 			return fmt.Errorf("refuse process creation: %w", err)
