@@ -39,29 +39,56 @@ export async function execute(input, ctx) {
   r.mkdirSub = attempt(() => fs.mkdirSync(ws + '/sub/deeper/still', { recursive: true }));
   r.writeExisting = attempt(() => fs.writeFileSync(ws + '/mine.txt', 'changed'));
   r.readJean2 = attempt(() => fs.readdirSync(ws));
+  // New entries at the top of the workspace (a shell's touch, git init): the tool's too
+  // where the launcher seals .jean2 by a mount.
+  r.topFile = attempt(() => fs.writeFileSync(ws + '/made.txt', 'x'));
+  r.topDir = attempt(() => fs.mkdirSync(ws + '/made-dir'));
+  r.topRename = attempt(() => fs.renameSync(ws + '/made-dir', ws + '/made-dir2'));
+  r.topRemove = attempt(() => fs.rmSync(ws + '/made-dir2', { recursive: true }));
   return { success: true, result: r };
 }
 `
 
 // A worker could create <workspace>/.jean2/mcp.json (or replace it, or the folder) with
-// Node's fs: the workspace was granted read-write as a whole. Now .jean2 is carved out,
-// read-only whether it exists or not.
+// Node's fs: the workspace was granted read-write as a whole. Now .jean2 is read-only
+// whether it existed or not: the launcher mounts it read-only over itself in a mount
+// namespace of the worker's own (the host makes it, empty, when missing), and where it
+// cannot (carve: NoMountSeal) Landlock's rules leave the workspace folder itself read-only.
+// Attacks under the mount give EROFS (writes), EBUSY (rename, rmdir, rename over it) and
+// EXDEV (link into it); under the carve EACCES.
 func TestSandboxWorkspaceJean2IsReadOnly(t *testing.T) {
-	for _, c := range []struct {
-		mode   sandbox.Mode
-		exists bool
-	}{{sandbox.ModeLandlock, false}, {sandbox.ModeLandlock, true}, {sandbox.ModeNode, false}, {sandbox.ModeNode, true}} {
+	type tc struct {
+		mode          sandbox.Mode
+		exists, carve bool
+	}
+	var cases []tc
+	for _, mode := range []sandbox.Mode{sandbox.ModeLandlock, sandbox.ModeNode} {
+		for _, exists := range []bool{false, true} {
+			for _, carve := range []bool{false, true} {
+				cases = append(cases, tc{mode, exists, carve})
+			}
+		}
+	}
+	for _, c := range cases {
 		exists := c.exists
 		name := string(c.mode) + "/absent"
 		if exists {
 			name = string(c.mode) + "/present"
+		}
+		if c.carve {
+			name += "/carve"
 		}
 		t.Run(name, func(t *testing.T) {
 			sf := newSandboxFixture(t, c.mode, "", func(o *host.Options) {
 				dir := filepath.Join(o.Layout.Tools, "sealer")
 				write(t, filepath.Join(dir, "package.json"), pkgJSON)
 				write(t, filepath.Join(dir, "tool.js"), sealerTool)
+				o.Sandbox.NoMountSeal = c.carve
 			})
+			mount := sf.h.Sandbox().MountSeal
+			if !c.carve && !mount {
+				t.Skipf("no mount seal here: %s", sf.h.Sandbox().MountSealError)
+			}
 			write(t, filepath.Join(sf.ws, "sub", "existing.txt"), "x")
 			mcpFile := filepath.Join(sf.ws, ".jean2", "mcp.json")
 			if exists {
@@ -86,10 +113,27 @@ func TestSandboxWorkspaceJean2IsReadOnly(t *testing.T) {
 					t.Errorf("%s: %s; the workspace's existing entries stay the tool's", op, r[op])
 				}
 			}
+			for _, op := range []string{"topFile", "topDir", "topRename", "topRemove"} {
+				if mount && r[op] != "ok" {
+					t.Errorf("%s: %s; under the mount seal new top-level entries of the workspace are the tool's", op, r[op])
+				}
+			}
+			if !mount && r["topFile"] == "ok" {
+				t.Errorf("the carve let the worker make a top-level entry (%v)", r)
+			}
+			t.Logf("mount seal %v: %v", mount, r)
 			after, _ := os.ReadFile(mcpFile)
 			fi, err := os.Lstat(filepath.Join(sf.ws, ".jean2"))
-			if string(before) != string(after) || (exists && (err != nil || !fi.IsDir())) || (!exists && err == nil) {
+			switch {
+			case string(before) != string(after), exists && (err != nil || !fi.IsDir()):
 				t.Fatalf(".jean2 changed: %q → %q, %v %v", before, after, fi, err)
+			case !exists && mount:
+				// The host made it, empty, so that the launcher could mount it.
+				if entries, err := os.ReadDir(filepath.Join(sf.ws, ".jean2")); err != nil || len(entries) != 0 {
+					t.Fatalf(".jean2 made by the host holds %v (%v)", entries, err)
+				}
+			case !exists && err == nil:
+				t.Fatalf(".jean2 was made: %v", fi)
 			}
 		})
 	}
