@@ -273,8 +273,17 @@ func (t *folderTool) plan(scope poolScope) sandbox.Plan {
 // either), and those left to Landlock's rules (Plan.Sealed) because the launcher cannot
 // mount here or the .jean2 is not a folder (a symbolic link, a file): then the folder that
 // holds it keeps read only on its own entries.
+//
+// A .jean2 that is protected (jean2's own home, when the workspace is the user's home) is
+// neither: the worker gets nothing of it anyway but the session's temporary folder inside
+// it, which must stay writable.
 func (t *folderTool) seals(scope poolScope) (mounted, carved []string) {
-	dirs := policy.Scope{Workspace: scope.workspace, Allowed: scope.allowed}.SettingsDirs()
+	var dirs []string
+	for _, d := range (policy.Scope{Workspace: scope.workspace, Allowed: scope.allowed}).SettingsDirs() {
+		if !slices.ContainsFunc(t.fl.h.sb.protected, func(p string) bool { return p != "" && policy.Within(policy.Real(d), policy.Real(p)) }) {
+			dirs = append(dirs, d)
+		}
+	}
 	st := t.fl.h.sb.status
 	if !st.MountSeal || st.Launcher == "" || st.Mode == sandbox.ModeOff {
 		return nil, dirs

@@ -200,3 +200,46 @@ func TestSandboxSealedRootCannotBeRenamedAway(t *testing.T) {
 		t.Errorf("the allowed path itself stays the tool's: %v", r)
 	}
 }
+
+// A workspace whose .jean2 is jean2's home (the workspace is the user's home and
+// JEAN2_HOME the default ~/.jean2): jean2's home is protected (no grant at all) except the
+// session's temporary folder, which must stay writable, the worker's TMPDIR. Sealing that
+// .jean2 as well made the temporary folder read-only.
+//
+// Before: writing in the session's temporary folder failed with EACCES (carve) or EROFS
+// (mount).
+func TestSandboxWorkspaceDotJean2IsJean2Home(t *testing.T) {
+	for _, carve := range []bool{false, true} {
+		t.Run(map[bool]string{false: "mount", true: "carve"}[carve], func(t *testing.T) {
+			if abi, err := sandbox.LandlockABI(); abi < 1 {
+				t.Skipf("Landlock is not available here: %v", err)
+			}
+			f := newFixture(t)
+			l, err := host.LayoutFromEnv(func(k string) string {
+				if k == "JEAN2_HOME" {
+					return filepath.Join(f.ws, ".jean2")
+				}
+				return ""
+			})
+			if err != nil || l.Ensure() != nil {
+				t.Fatal(err)
+			}
+			f.layout, f.opts.Layout = l, l
+			f.opts.Sandbox = host.SandboxOptions{Mode: sandbox.ModeLandlock, Launcher: os.Args[0], NoMountSeal: carve}
+			write(t, l.DotEnv, "SECRET_TOKEN="+secretValue+"\n")
+			f.addTool("hostile", map[string]string{"package.json": pkgJSON, "tool.js": hostileSource("hostile", "")})
+			f.start()
+			sf := &sandboxFixture{fixture: f}
+			scratch := filepath.Join(l.Temp, "sessions", "s1", "scratch.txt")
+			if r, out := sf.try(t, map[string]any{"op": "write", "path": scratch}); !r.OK {
+				t.Errorf("write in the session's temporary folder: %+v %s", r, out.Result.Error)
+			}
+			for _, p := range []string{filepath.Join(l.Home, "mcp.json"), l.DotEnv} {
+				r, out := sf.try(t, map[string]any{"op": "write", "path": p})
+				denied(t, "write "+p, r, out, "EACCES")
+			}
+			r, out := sf.try(t, map[string]any{"op": "read", "path": l.DotEnv})
+			denied(t, "read .env", r, out, "EACCES")
+		})
+	}
+}
