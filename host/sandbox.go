@@ -37,6 +37,9 @@ type SandboxOptions struct {
 	// held to their proxy by Landlock's TCP rules, where the kernel has them (tests of the
 	// fallback).
 	NoNetNS bool
+	// NoMountSeal does without the launcher's mount namespace even where it can be had:
+	// each workspace's .jean2 is then sealed by Landlock rules alone (tests of the fallback).
+	NoMountSeal bool
 }
 
 // hostSandbox is what the host knows of the sandbox: what the machine offers, where worker
@@ -70,6 +73,9 @@ func newHostSandbox(opts Options, home string) *hostSandbox {
 	if opts.Sandbox.NoNetNS && sb.status.NetNS {
 		sb.status.NetNS, sb.status.NetNSError = false, "turned off by the host's options"
 		sb.status.NetLandlock = sandbox.LandlockNetwork()
+	}
+	if opts.Sandbox.NoMountSeal && sb.status.MountSeal {
+		sb.status.MountSeal, sb.status.MountSealError = false, "turned off by the host's options"
 	}
 	sb.protected = append([]string{opts.Layout.Home, opts.Layout.Tools}, sandbox.CredentialPaths(home)...)
 	// What an earlier host that was killed left running (a tool's daemon, a detached child)
@@ -154,14 +160,17 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	if t.mech == sandbox.Unconfined && sb.status.Mode == sandbox.ModeOff {
 		return base
 	}
-	rules := t.plan(scope).Rules()
+	mounted, carved := t.seals(scope)
+	p := t.plan(scope)
+	p.Sealed, p.MountSealed = carved, mounted
+	rules := p.Rules()
 	if t.mech == sandbox.NodePermissions {
 		base = withNodeFlags(sandbox.NodePermissionArgs(t.runtimeVersion, rules, t.childProcess()))
 	}
 	if sb.status.Launcher == "" {
 		return base
 	}
-	spec := sandbox.Spec{Landlock: t.mech == sandbox.Landlock, DataMB: t.memoryMB(), ExtraFDs: 2}
+	spec := sandbox.Spec{Landlock: t.mech == sandbox.Landlock, DataMB: t.memoryMB(), ExtraFDs: 2, SealedDirs: mounted}
 	if sb.limits.MaxFileMB > 0 {
 		spec.FileMB = sb.limits.MaxFileMB
 	}
@@ -190,6 +199,22 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	}
 	l := base
 	l.Path, l.Args = path, args
+	if len(mounted) > 0 {
+		// Before every start: the worker's rules count on each folder being there, a real
+		// folder (it was made when the pool was; someone may have removed it since).
+		prepare := base.Prepare
+		l.Prepare = func() error {
+			for _, d := range mounted {
+				if _, err := sandbox.PrepareSealDir(filepath.Dir(d)); err != nil {
+					return fmt.Errorf("sandbox: seal %s: %w", d, err)
+				}
+			}
+			if prepare != nil {
+				return prepare()
+			}
+			return nil
+		}
+	}
 	if sb.pids != nil || sb.memory != nil {
 		l.Exited = sb.release
 	}
@@ -223,9 +248,8 @@ func (t *folderTool) plan(scope poolScope) sandbox.Plan {
 		p.ReadWrite = append(p.ReadWrite, scope.workspace)
 	}
 	p.ReadWrite = append(p.ReadWrite, scope.allowed...)
-	// Each workspace root's .jean2 (the workspace's and its allowed paths', as ctx.fs
-	// holds them) names commands jean2 starts outside the sandbox (mcp.json): the worker
-	// may read it, never make or change it, whether it exists yet or not.
+	// Each workspace root's .jean2 is sealed, by Landlock's rules here; sandboxLauncher
+	// replaces this with what seals chooses (a read-only mount where the launcher can).
 	p.Sealed = policy.Scope{Workspace: scope.workspace, Allowed: scope.allowed}.SettingsDirs()
 	if scope.tempDir != "" {
 		p.ReadWrite = append(p.ReadWrite, scope.tempDir)
@@ -240,6 +264,45 @@ func (t *folderTool) plan(scope poolScope) sandbox.Plan {
 		p.ChildProcess = perms.ChildProcess
 	}
 	return p
+}
+
+// seals splits the .jean2 folders of a scope's workspace roots (the workspace's and its
+// allowed paths', as ctx.fs holds them), which name commands jean2 starts outside the
+// sandbox (mcp.json) and which a worker may read but never make or change: those the
+// launcher mounts read-only (made empty when missing, so that a worker cannot make one
+// either), and those left to Landlock's rules (Plan.Sealed) because the launcher cannot
+// mount here or the .jean2 is not a folder (a symbolic link, a file): then the folder that
+// holds it keeps read only on its own entries.
+//
+// A .jean2 that is protected (jean2's own home, when the workspace is the user's home) is
+// neither: the worker gets nothing of it anyway but the session's temporary folder inside
+// it, which must stay writable.
+func (t *folderTool) seals(scope poolScope) (mounted, carved []string) {
+	var dirs []string
+	for _, d := range (policy.Scope{Workspace: scope.workspace, Allowed: scope.allowed}).SettingsDirs() {
+		if !slices.ContainsFunc(t.fl.h.sb.protected, func(p string) bool { return p != "" && policy.Within(policy.Real(d), policy.Real(p)) }) {
+			dirs = append(dirs, d)
+		}
+	}
+	st := t.fl.h.sb.status
+	if !st.MountSeal || st.Launcher == "" || st.Mode == sandbox.ModeOff {
+		return nil, dirs
+	}
+	for _, d := range dirs {
+		root := policy.Real(filepath.Dir(d))
+		if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+			carved = append(carved, d) // nothing to grant there: the rules stay as they were
+			continue
+		}
+		sealed, err := sandbox.PrepareSealDir(root)
+		if err != nil {
+			t.fl.h.log.Warn("the workspace's .jean2 is sealed by Landlock rules alone", "tool", t.name, "reason", err.Error())
+			carved = append(carved, d)
+			continue
+		}
+		mounted = append(mounted, sealed)
+	}
+	return mounted, carved
 }
 
 // approvedPermissions is the tool's declaration when it declares something and a person

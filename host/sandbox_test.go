@@ -209,6 +209,16 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// madePath is a new file for the hostile tool to write in its workspace: at the top, unless
+// .jean2 is sealed by Landlock's rules alone (then the workspace folder itself is read-only
+// to the worker's own fs; sub was made before the worker started).
+func (sf *sandboxFixture) madePath() string {
+	if sf.h.Sandbox().MountSeal {
+		return filepath.Join(sf.ws, "made.txt")
+	}
+	return filepath.Join(sf.ws, "sub", "made.txt")
+}
+
 // unaffected asserts that the host, the other tools and the hostile tool itself still work
 // (broken names the tools the test broke on purpose).
 func (sf *sandboxFixture) unaffected(t *testing.T, broken ...string) {
@@ -347,9 +357,10 @@ func TestSandboxWriteOutsideWorkspace(t *testing.T) {
 			t.Fatalf("%s changed", p)
 		}
 	}
-	// The workspace's entries and the session's temporary folder are the tool's (new entries
-	// of the workspace folder itself are made through ctx.fs: .jean2 is sealed, plan.go).
-	for _, p := range []string{filepath.Join(sf.ws, "sub", "made.txt"), filepath.Join(sf.layout.Temp, "sessions", "s1", "scratch.txt")} {
+	// The workspace and the session's temporary folder are the tool's (where .jean2 is
+	// sealed by Landlock's rules alone, new entries of the workspace folder itself are made
+	// through ctx.fs).
+	for _, p := range []string{sf.madePath(), filepath.Join(sf.layout.Temp, "sessions", "s1", "scratch.txt")} {
 		if r, out := sf.try(t, map[string]any{"op": "write", "path": p}); !r.OK {
 			t.Fatalf("write %s: %+v %s", p, r, out.Result.Error)
 		}
@@ -586,7 +597,7 @@ func TestSandboxNodePermissionFallback(t *testing.T) {
 	denied(t, "write outside", r, out, "ERR_ACCESS_DENIED")
 	r, out = sf.try(t, map[string]any{"op": "spawn", "path": "/usr/bin/cat", "args": []string{sf.secretFile}})
 	denied(t, "start cat", r, out, "ERR_ACCESS_DENIED")
-	if r, out := sf.try(t, map[string]any{"op": "write", "path": filepath.Join(sf.ws, "sub", "made.txt")}); !r.OK {
+	if r, out := sf.try(t, map[string]any{"op": "write", "path": sf.madePath()}); !r.OK {
 		t.Fatalf("write in the workspace: %+v %s", r, out.Result.Error)
 	}
 	sf.unaffected(t)

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -18,7 +19,10 @@ func BenchmarkLaunch(b *testing.B) {
 		b.Skip("no node")
 	}
 	truePath, _ := exec.LookPath("true")
-	dir := b.TempDir()
+	dir, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, prog := range []struct {
 		name string
 		path string
@@ -32,6 +36,17 @@ func BenchmarkLaunch(b *testing.B) {
 			{"direct", nil},
 			{"launcher", &Spec{DataMB: 512}},
 			{"landlock", &Spec{Landlock: true, Rules: plan.Rules(), DataMB: 512}},
+		}
+		// The same with the folder's .jean2 sealed by a mount (a mount namespace of its own).
+		if MountSealAvailable(os.Args[0]) == nil {
+			sealed, err := PrepareSealDir(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			specs = append(specs, struct {
+				name string
+				spec *Spec
+			}{"landlock+seal", &Spec{Landlock: true, Rules: plan.Rules(), DataMB: 512, SealedDirs: []string{sealed}}})
 		}
 		for _, s := range specs {
 			b.Run(prog.name+"/"+s.name, func(b *testing.B) {

@@ -8,8 +8,10 @@
 //     workspace, allowed paths and temporary folder, what the tool declared and a person
 //     approved) it computes the exact file rules and limits a worker gets (Plan, Spec);
 //   - the launcher: jean2 re-executes itself as `jean2 __sandbox-exec --spec JSON -- PROGRAM
-//     ARGS…`, which joins the worker's pids and memory cgroups, applies Landlock to itself,
-//     drops every capability, closes every inherited descriptor but the protocol's, sets
+//     ARGS…`, which joins the worker's pids and memory cgroups and network namespace, seals
+//     each workspace's .jean2 with a read-only mount in a mount namespace of its own, applies
+//     Landlock and seccomp filters (no namespaces, no processes without childProcess, no
+//     UNIX sockets when the network is isolated) to itself, drops every capability, closes every inherited descriptor but the protocol's, sets
 //     resource limits and then executes the runtime (Main); the rules are fixed for the
 //     life of the process and everything it starts. The host's cgroup folders (Pids,
 //     Memory) end what a worker leaves behind, and a starting host ends what a killed one

@@ -31,6 +31,13 @@ func enter(spec Spec, program string, args []string) error {
 	if err := enterNetwork(spec); err != nil { // netns_linux.go: while setns is allowed, before Landlock
 		return err
 	}
+	// A mount namespace of the launcher's own, with the .jean2 folders read-only: before
+	// Landlock (which forbids mounts to a restricted thread) and the capability drop.
+	if len(spec.SealedDirs) > 0 {
+		if err := sealDirs(spec.SealedDirs); err != nil {
+			return err
+		}
+	}
 	nproc := 0
 	if spec.PidsCgroup == "" && spec.NProcExtra > 0 && os.Getuid() != 0 {
 		nproc = userTasks(os.Getuid()) + spec.NProcExtra // /proc is closed once Landlock holds
@@ -39,6 +46,11 @@ func enter(spec Spec, program string, args []string) error {
 		if _, err := restrictSelf(spec.Rules); err != nil {
 			return fmt.Errorf("apply Landlock: %w", err)
 		}
+	}
+	// After the launcher's own unshare and setns: from here on no process of the worker makes
+	// a namespace (nons_linux.go).
+	if err := denyNamespaces(); err != nil {
+		return fmt.Errorf("refuse new namespaces: %w", err)
 	}
 	if spec.NoFork {
 		if err := denyProcesses(); err != nil {

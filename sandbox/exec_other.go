@@ -18,6 +18,9 @@ func enter(spec Spec, program string, args []string) error {
 	if spec.Landlock {
 		return errors.New("Landlock exists only on Linux")
 	}
+	if len(spec.SealedDirs) > 0 {
+		return errNoMountSeal
+	}
 	if err := syscall.Exec(program, append([]string{program}, args...), os.Environ()); err != nil {
 		return fmt.Errorf("execute %s: %w", program, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 )
 
 // ExitLaunchFailed is the launcher's exit code when it could not apply the spec or start
@@ -15,6 +16,15 @@ const ExitLaunchFailed = 126
 // when that failed, with the exit code to use, having said why on stderr (the host quotes a
 // worker's last stderr lines when it fails to start).
 func Main(args []string, stderr io.Writer) int {
+	if len(args) == 2 && args[0] == probeSealArg {
+		// The namespace belongs to the thread that makes it; the check runs there too.
+		runtime.LockOSThread()
+		if err := probeSeal(args[1]); err != nil {
+			fmt.Fprintf(stderr, "jean2 sandbox: %v\n", err)
+			return ExitLaunchFailed
+		}
+		return 0
+	}
 	spec, program, rest, err := parseArgs(args)
 	if err == nil {
 		err = enter(spec, program, rest)

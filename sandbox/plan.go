@@ -44,8 +44,16 @@ type Plan struct {
 	// Landlock grants add up and reach everything below a folder, so a write grant of a
 	// folder holding one becomes read on that folder plus the write grant on each of its
 	// other entries: the worker cannot make, remove or rename entries directly in that
-	// folder (ctx.fs, done by the host, still can), nor create the sealed path.
+	// folder (ctx.fs, done by the host, still can), nor create the sealed path. It is the
+	// fallback where the launcher cannot seal them by a mount (MountSealed).
 	Sealed []string
+	// MountSealed are sealed folders the launcher mounts read-only over themselves
+	// (Spec.SealedDirs): the grant of the folder that holds one stays whole (the mount
+	// cannot be removed, renamed or replaced), a grant on or inside one is read only, and a
+	// write grant of a folder above the one that holds it is narrowed as for Sealed, down
+	// to that folder: renaming the workspace away and making a new one with its own .jean2
+	// would step around the mount.
+	MountSealed []string
 }
 
 // CredentialPaths are places in a home folder that hold keys and tokens; the host protects
@@ -73,11 +81,19 @@ func (p Plan) Rules() []Rule {
 			protected = append(protected, policy.Real(filepath.Clean(x)))
 		}
 	}
-	sealed := make([]string, 0, len(p.Sealed))
-	for _, x := range p.Sealed {
-		if x != "" && filepath.IsAbs(x) {
-			sealed = append(sealed, policy.Real(filepath.Clean(x)))
+	clean := func(paths []string) []string {
+		out := make([]string, 0, len(paths))
+		for _, x := range paths {
+			if x != "" && filepath.IsAbs(x) {
+				out = append(out, policy.Real(filepath.Clean(x)))
+			}
 		}
+		return out
+	}
+	sealed, mounted := clean(p.Sealed), clean(p.MountSealed)
+	pinned := make([]string, 0, len(mounted))
+	for _, x := range mounted {
+		pinned = append(pinned, filepath.Dir(x))
 	}
 	var out []Rule
 	add := func(path string, a Access, optional, dropInside bool) {
@@ -87,7 +103,7 @@ func (p Plan) Rules() []Rule {
 		if p.ChildProcess && a&(Read|Write) != 0 {
 			a |= Exec
 		}
-		out = append(out, carve(Rule{Path: policy.Real(filepath.Clean(path)), Access: a, Optional: optional}, protected, sealed, dropInside)...)
+		out = append(out, carve(Rule{Path: policy.Real(filepath.Clean(path)), Access: a, Optional: optional}, protected, seals{sealed, mounted, pinned}, dropInside)...)
 	}
 	for _, r := range systemRules() {
 		if p.ChildProcess && r.Access&Read != 0 {
@@ -122,14 +138,22 @@ func (p Plan) Rules() []Rule {
 	return dedupe(out)
 }
 
+// seals are what carve keeps from being written: sealed paths (by Landlock alone), paths
+// sealed by a mount, and the folders that hold those (pinned: they may not be renamed or
+// removed, which needs a write grant of the folder above).
+type seals struct {
+	sealed, mounted, pinned []string
+}
+
 // carve narrows a rule so that nothing protected is granted and nothing sealed is
 // writable. A rule on a protected path, or (with dropInside) inside one, grants nothing; a
-// rule on or inside a sealed path keeps only its reading. A rule on a folder that holds a
-// protected or sealed path becomes a listing of that folder (plus reading, when only sealed
-// paths are inside: reading may reach them) and the same rule on each of its other entries,
-// recursively. Entries that are symbolic links are left out: one could lead into what is
-// protected. Entries made after the worker starts are not covered.
-func carve(r Rule, protected, sealed []string, dropInside bool) []Rule {
+// rule on or inside a sealed or mounted path keeps only its reading. A rule on a folder that
+// holds a protected or sealed path, or a pinned one below it, becomes a listing of that
+// folder (plus reading, when nothing protected is inside: reading may reach them) and the
+// same rule on each of its other entries, recursively. Entries that are symbolic links are
+// left out: one could lead into what is protected. Entries made after the worker starts are
+// not covered.
+func carve(r Rule, protected []string, s seals, dropInside bool) []Rule {
 	var inner []string
 	for _, x := range protected {
 		if x == r.Path || (dropInside && policy.Within(r.Path, x)) {
@@ -139,8 +163,7 @@ func carve(r Rule, protected, sealed []string, dropInside bool) []Rule {
 			inner = append(inner, x)
 		}
 	}
-	var innerSealed []string
-	for _, x := range sealed {
+	for _, x := range append(slices.Clone(s.sealed), s.mounted...) {
 		if policy.Within(r.Path, x) {
 			// On or inside a sealed path: read only. Exec stays off too (nothing there is
 			// the worker's to run).
@@ -148,14 +171,29 @@ func carve(r Rule, protected, sealed []string, dropInside bool) []Rule {
 			if r.Access == 0 {
 				return nil
 			}
-			innerSealed = nil
+			s = seals{}
 			break
 		}
-		if r.Access&Write != 0 && policy.Within(x, r.Path) {
-			innerSealed = append(innerSealed, x)
+	}
+	var below seals
+	if r.Access&Write != 0 {
+		for _, x := range s.sealed {
+			if policy.Within(x, r.Path) {
+				below.sealed = append(below.sealed, x)
+			}
+		}
+		for _, x := range s.pinned {
+			if x != r.Path && policy.Within(x, r.Path) {
+				below.pinned = append(below.pinned, x)
+			}
 		}
 	}
-	if len(inner) == 0 && len(innerSealed) == 0 {
+	for _, x := range s.mounted {
+		if policy.Within(x, r.Path) {
+			below.mounted = append(below.mounted, x)
+		}
+	}
+	if len(inner) == 0 && len(below.sealed) == 0 && len(below.pinned) == 0 {
 		return []Rule{r}
 	}
 	var out []Rule
@@ -183,7 +221,7 @@ func carve(r Rule, protected, sealed []string, dropInside bool) []Rule {
 			continue
 		}
 		kept++
-		out = append(out, carve(Rule{Path: filepath.Join(r.Path, e.Name()), Access: r.Access, Optional: true}, inner, innerSealed, dropInside)...)
+		out = append(out, carve(Rule{Path: filepath.Join(r.Path, e.Name()), Access: r.Access, Optional: true}, inner, below, dropInside)...)
 	}
 	return out
 }

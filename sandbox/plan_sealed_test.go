@@ -60,3 +60,41 @@ func TestPlanSealsPaths(t *testing.T) {
 	// Reading is not narrowed.
 	check("read", Plan{ReadOnly: []string{ws}, Sealed: sealed}, map[string]Access{"/ws": Read})
 }
+
+// A folder the launcher seals by a mount needs no carving of the folder that holds it: the
+// workspace keeps its whole grant (new top-level entries included). A grant on or inside
+// the sealed folder is read only, and a write grant above the workspace is carved down to
+// it, so the workspace cannot be renamed away and replaced.
+func TestPlanMountSealedPaths(t *testing.T) {
+	root := t.TempDir()
+	ws := filepath.Join(root, "ws")
+	for _, p := range []string{"ws/src/a.go", "ws/.jean2/mcp.json", "other/b.txt"} {
+		writeFile(t, filepath.Join(root, p), "x")
+	}
+	got := func(plan Plan) map[string]Access {
+		m := map[string]Access{}
+		for _, r := range plan.Rules() {
+			if strings.HasPrefix(r.Path, root) {
+				m[strings.TrimPrefix(r.Path, root)] = r.Access
+			}
+		}
+		return m
+	}
+	mounted := []string{filepath.Join(ws, ".jean2")}
+	for name, c := range map[string]struct {
+		plan Plan
+		want map[string]Access
+	}{
+		"workspace": {Plan{ReadWrite: []string{ws}, MountSealed: mounted}, map[string]Access{"/ws": Read | Write}},
+		"inside": {Plan{ReadWrite: []string{ws}, MountSealed: mounted, DeclaredWrite: []string{filepath.Join(ws, ".jean2", "mcp.json")}},
+			map[string]Access{"/ws": Read | Write, "/ws/.jean2/mcp.json": Read}},
+		"above": {Plan{ReadWrite: []string{ws}, MountSealed: mounted, DeclaredWrite: []string{root}},
+			map[string]Access{"": Read, "/ws": Read | Write, "/other": Read | Write}},
+		"read above": {Plan{ReadOnly: []string{root}, MountSealed: mounted}, map[string]Access{"": Read}},
+	} {
+		g := got(c.plan)
+		if fmt.Sprint(g) != fmt.Sprint(c.want) {
+			t.Errorf("%s: got %v, want %v", name, g, c.want)
+		}
+	}
+}

@@ -19,6 +19,10 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == ExecArg {
 		os.Exit(Main(os.Args[2:], os.Stderr))
 	}
+	if len(os.Args) > 1 && os.Args[1] == nsProbeArg {
+		nsProbe()
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 

@@ -92,6 +92,12 @@ type Spec struct {
 	// protocol's pipes); every other descriptor above 2 is closed at exec.
 	ExtraFDs int `json:"extraFDs,omitempty"`
 
+	// SealedDirs are folders (a workspace root's .jean2) the worker may read but never
+	// change: the launcher moves into a mount namespace of its own and mounts each read-only
+	// over itself (mountns_linux.go). Each must be a real folder when the launcher starts
+	// (PrepareSealDir), or the worker does not start.
+	SealedDirs []string `json:"sealedDirs,omitempty"`
+
 	// Network isolation (netns_linux.go). NetNS is a network namespace file the launcher
 	// joins before anything else (a NetNS's Path): the worker and what it starts then have
 	// no network but that namespace's loopback, where the host's egress proxy listens.
@@ -123,6 +129,11 @@ func (s Spec) Check() error {
 	}
 	if s.MemoryCgroup != "" && (!filepath.IsAbs(s.MemoryCgroup) || s.MemoryMaxMB == 0) {
 		return fmt.Errorf("sandbox memory cgroup %q: give an absolute folder and a memoryMaxMB", s.MemoryCgroup)
+	}
+	for _, d := range s.SealedDirs {
+		if !filepath.IsAbs(d) || filepath.Clean(d) != d || strings.ContainsRune(d, 0) || d == "/" {
+			return fmt.Errorf("sandbox sealed folder %q: the path must be absolute and clean", d)
+		}
 	}
 	if s.ProxyPort < 0 || s.ProxyPort > 65535 {
 		return fmt.Errorf("sandbox proxy port %d is not a port", s.ProxyPort)

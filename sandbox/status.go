@@ -66,6 +66,13 @@ type Status struct {
 	// NetLandlock, without NetNS, is the fallback: Landlock (ABI 4) lets workers connect
 	// over TCP to their proxy's port only (any address of that port, and UDP, stay open).
 	NetLandlock bool `json:"netLandlock,omitempty"`
+
+	// MountSeal is true when the launcher can seal each workspace root's .jean2 with a
+	// read-only mount in a mount namespace of the worker's own (mountns_linux.go);
+	// MountSealError says why not. Without it the seal is Landlock rules alone (Plan.Sealed),
+	// which keep a worker from making new entries at the top of its workspace.
+	MountSeal      bool   `json:"mountSeal"`
+	MountSealError string `json:"mountSealError,omitempty"`
 }
 
 // Probe reports what the kernel offers.
@@ -79,9 +86,16 @@ func Probe(mode Mode, launcher string) Status {
 	switch {
 	case mode == ModeOff:
 		st.NetNSError = "sandbox mode off"
+		st.MountSealError = st.NetNSError
 	case launcher == "":
 		st.NetNSError = "no launcher is configured (the jean2 binary moves workers into their namespace)"
+		st.MountSealError = st.NetNSError
 	default:
+		if err := MountSealAvailable(launcher); err != nil {
+			st.MountSealError = err.Error()
+		} else {
+			st.MountSeal = true
+		}
 		if err := NetNSAvailable(); err != nil {
 			st.NetNSError = err.Error()
 			st.NetLandlock = LandlockNetwork()
@@ -138,6 +152,16 @@ func (st Status) Choose(kind string) (Mechanism, error) {
 	return Unconfined, nil
 }
 
+// Seal says in a few words how the .jean2 folder of a confined worker's workspace is kept
+// from it.
+func (st Status) Seal() string {
+	if st.MountSeal {
+		return "each workspace's .jean2 read-only by a mount (a mount namespace per worker)"
+	}
+	return "each workspace's .jean2 read-only by Landlock rules alone (no mount namespace: " + st.MountSealError +
+		"), so workers make new top-level entries of a workspace only through ctx.fs"
+}
+
 func (st Status) whyNoLandlock() string {
 	if st.LandlockABI < 1 {
 		if st.LandlockError != "" {
@@ -163,7 +187,7 @@ func (st Status) Summary() string {
 		case !st.NetNS:
 			net = "network not isolated (" + st.NetNSError + ")"
 		}
-		return fmt.Sprintf("Landlock ABI %d for every worker; %s", st.LandlockABI, net)
+		return fmt.Sprintf("Landlock ABI %d for every worker; %s; %s", st.LandlockABI, net, st.Seal())
 	case node == NodePermissions && other == Unconfined:
 		why := "sandbox mode " + string(st.Mode)
 		if st.Mode == ModeAuto {
