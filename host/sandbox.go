@@ -77,7 +77,7 @@ func newHostSandbox(opts Options, home string) *hostSandbox {
 	if opts.Sandbox.NoMountSeal && sb.status.MountSeal {
 		sb.status.MountSeal, sb.status.MountSealError = false, "turned off by the host's options"
 	}
-	sb.protected = append([]string{opts.Layout.Home, opts.Layout.Tools}, sandbox.CredentialPaths(home)...)
+	sb.protected = policy.ProtectedPaths(home, opts.Layout.Home, opts.Layout.Tools)
 	// What an earlier host that was killed left running (a tool's daemon, a detached child)
 	// ends now, before this host starts anything.
 	sandbox.SweepStale()

@@ -57,18 +57,9 @@ type Plan struct {
 }
 
 // CredentialPaths are places in a home folder that hold keys and tokens; the host protects
-// them even when a workspace is the home folder itself.
-func CredentialPaths(home string) []string {
-	if home == "" {
-		return nil
-	}
-	var out []string
-	for _, rel := range []string{".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config/gcloud", ".config/gh",
-		".netrc", ".git-credentials", ".npmrc", ".pypirc", ".password-store", ".local/share/keyrings"} {
-		out = append(out, filepath.Join(home, rel))
-	}
-	return out
-}
+// them even when a workspace is the home folder itself. The list is policy's
+// (policy.CredentialPaths), the one ctx.fs, the server and the sandbox share.
+func CredentialPaths(home string) []string { return policy.CredentialPaths(home) }
 
 // Rules computes the worker's file rules: the system's libraries, certificates and resolver
 // files and a few devices (read), the runtime (read, execute), the tool's own files (read),

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/jean2/jean2/policy"
-	"github.com/jean2/jean2/sandbox"
 	"github.com/jean2/jean2/store"
 )
 
@@ -94,7 +93,7 @@ func (s *Server) checkPlace(field, p string) (clean, warning string, err error) 
 // protectedFolders are the folders no workspace or allowed path may be at or inside.
 func (s *Server) protectedFolders() []string {
 	l := s.cfg.Host.Layout
-	return append([]string{l.Home, l.Tools}, sandbox.CredentialPaths(s.cfg.UserHome)...)
+	return policy.ProtectedPaths(s.cfg.UserHome, l.Home, l.Tools)
 }
 
 func (s *Server) checkPlaces(field string, ps []string) ([]string, []string, error) {
