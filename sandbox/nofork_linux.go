@@ -69,14 +69,18 @@ func noForkFilter() []unix.SockFilter {
 
 // denyProcesses installs the filter on the calling thread; the exec that follows passes it
 // on to the runtime and everything the runtime's threads do.
-func denyProcesses() error {
+func denyProcesses() error { return installFilter(noForkFilter(), "against new processes") }
+
+// installFilter installs a seccomp program on the calling thread (with no_new_privs, which
+// seccomp requires of a process without CAP_SYS_ADMIN); the launcher's filters stack, and
+// the exec that follows passes them all on. what names the filter in an error.
+func installFilter(prog []unix.SockFilter, what string) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	prog := noForkFilter()
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
-		return fmt.Errorf("seccomp filter: %w", err)
+		return fmt.Errorf("seccomp filter %s: %w", what, err)
 	}
 	return nil
 }

@@ -3,9 +3,6 @@
 package sandbox
 
 import (
-	"fmt"
-	"unsafe"
-
 	"golang.org/x/sys/unix"
 )
 
@@ -67,14 +64,4 @@ func noNamespacesFilter() []unix.SockFilter {
 
 // denyNamespaces installs the filter on the calling thread; the exec that follows passes it
 // on.
-func denyNamespaces() error {
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no_new_privs: %w", err)
-	}
-	prog := noNamespacesFilter()
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
-		return fmt.Errorf("seccomp filter against new namespaces: %w", err)
-	}
-	return nil
-}
+func denyNamespaces() error { return installFilter(noNamespacesFilter(), "against new namespaces") }

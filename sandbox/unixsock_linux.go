@@ -3,9 +3,6 @@
 package sandbox
 
 import (
-	"fmt"
-	"unsafe"
-
 	"golang.org/x/sys/unix"
 )
 
@@ -45,12 +42,5 @@ func denyUnixSockets() error {
 		deny,
 		bpfStmt(ret, seccompRetAllow),
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no_new_privs: %w", err)
-	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
-		return fmt.Errorf("seccomp filter against UNIX sockets: %w", err)
-	}
-	return nil
+	return installFilter(prog, "against UNIX sockets")
 }

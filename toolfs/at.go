@@ -35,35 +35,6 @@ func (s fileStat) isDir() bool     { return s.mode.IsDir() }
 func (s fileStat) isRegular() bool { return s.mode.IsRegular() }
 func (s fileStat) isLink() bool    { return s.mode&fs.ModeSymlink != 0 }
 
-// modeOf converts a stat mode as package os does.
-func modeOf(m uint32) fs.FileMode {
-	mode := fs.FileMode(m & 0o777)
-	switch m & unix.S_IFMT {
-	case unix.S_IFBLK:
-		mode |= fs.ModeDevice
-	case unix.S_IFCHR:
-		mode |= fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFDIR:
-		mode |= fs.ModeDir
-	case unix.S_IFIFO:
-		mode |= fs.ModeNamedPipe
-	case unix.S_IFLNK:
-		mode |= fs.ModeSymlink
-	case unix.S_IFSOCK:
-		mode |= fs.ModeSocket
-	}
-	if m&unix.S_ISGID != 0 {
-		mode |= fs.ModeSetgid
-	}
-	if m&unix.S_ISUID != 0 {
-		mode |= fs.ModeSetuid
-	}
-	if m&unix.S_ISVTX != 0 {
-		mode |= fs.ModeSticky
-	}
-	return mode
-}
-
 // retryEINTR repeats a system call the kernel interrupted.
 func retryEINTR(call func() error) error {
 	for {

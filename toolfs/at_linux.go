@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"github.com/jean2/jean2/internal/fsutil"
 	"io/fs"
 	"time"
 
@@ -57,7 +58,7 @@ func statAt(dirfd int, name string) (fileStat, error) {
 		return fileStat{}, err
 	}
 	st := fileStat{
-		mode:  modeOf(uint32(stx.Mode)),
+		mode:  fsutil.ModeOf(uint32(stx.Mode)),
 		size:  int64(stx.Size),
 		mtime: time.Unix(stx.Mtime.Sec, int64(stx.Mtime.Nsec)),
 	}

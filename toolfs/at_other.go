@@ -4,6 +4,7 @@ package toolfs
 
 import (
 	"errors"
+	"github.com/jean2/jean2/internal/fsutil"
 	"os"
 	"time"
 
@@ -28,7 +29,7 @@ func statAt(dirfd int, name string) (fileStat, error) {
 	}
 	sec, nsec := st.Mtim.Unix()
 	mtime := time.Unix(sec, nsec)
-	return fileStat{mode: modeOf(uint32(st.Mode)), size: st.Size, mtime: mtime, btime: mtime}, nil
+	return fileStat{mode: fsutil.ModeOf(uint32(st.Mode)), size: st.Size, mtime: mtime, btime: mtime}, nil
 }
 
 // readNames lists a directory opened for reading, without "." and "..".

@@ -6,8 +6,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // kind is what stands at a path.
@@ -73,35 +71,6 @@ type statKey struct {
 	size, mtime, ctime int64
 	ino, dev           uint64
 	mode               fs.FileMode
-}
-
-// modeOf turns a raw st_mode into an fs.FileMode, as os.Lstat does.
-func modeOf(raw uint32) fs.FileMode {
-	m := fs.FileMode(raw & 0o777)
-	switch raw & unix.S_IFMT {
-	case unix.S_IFBLK:
-		m |= fs.ModeDevice
-	case unix.S_IFCHR:
-		m |= fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFDIR:
-		m |= fs.ModeDir
-	case unix.S_IFIFO:
-		m |= fs.ModeNamedPipe
-	case unix.S_IFLNK:
-		m |= fs.ModeSymlink
-	case unix.S_IFSOCK:
-		m |= fs.ModeSocket
-	}
-	if raw&unix.S_ISGID != 0 {
-		m |= fs.ModeSetgid
-	}
-	if raw&unix.S_ISUID != 0 {
-		m |= fs.ModeSetuid
-	}
-	if raw&unix.S_ISVTX != 0 {
-		m |= fs.ModeSticky
-	}
-	return m
 }
 
 // digest is a SHA-256 content hash: the name of a blob.

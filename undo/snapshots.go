@@ -24,8 +24,10 @@ const (
 )
 
 // DefaultSkip returns the names a snapshot skips at any depth by default: version-control
-// data and installed dependencies, large and rebuilt by their own tools.
-func DefaultSkip() []string { return []string{".git", "node_modules"} }
+// data and installed dependencies, large and rebuilt by their own tools; and jean2's own
+// workspace settings folder (policy.SettingsDir), which the host makes in each workspace
+// root so it can be sealed and which no tool may change, so a turn never changed it.
+func DefaultSkip() []string { return []string{".git", "node_modules", policy.SettingsDir} }
 
 // racyWindow is how recent a file's last change may be, against the start of the walk that
 // read it, before its stat key is no longer trusted on the next walk: file times tick in

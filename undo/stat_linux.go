@@ -1,6 +1,7 @@
 package undo
 
 import (
+	"github.com/jean2/jean2/internal/fsutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -13,6 +14,6 @@ func keyOf(st *unix.Stat_t) statKey {
 		ctime: st.Ctim.Nano(),
 		ino:   st.Ino,
 		dev:   uint64(st.Dev), //nolint:unconvert // the type of Dev differs between architectures
-		mode:  modeOf(uint32(st.Mode)),
+		mode:  fsutil.ModeOf(uint32(st.Mode)),
 	}
 }
