@@ -43,6 +43,10 @@ type ShellOptions struct {
 	// folder —, the locale and these). Environ is that environment (nil: os.Environ()).
 	PassEnv []string
 	Environ []string
+	// ReadOnly are more folders commands may read and execute: toolchains that live in the
+	// user's home (~/.cargo, ~/go, ~/.nvm, ~/.bun), which is otherwise closed. Protected
+	// places inside them stay closed.
+	ReadOnly []string
 	// Path is the commands' PATH ("" : the usual system folders).
 	Path string
 	// Bash is the shell to run ("": /bin/bash or bash on PATH).
@@ -284,13 +288,24 @@ func (t *shellTool) remember(c *tool.Context, prefix string, hosts []string) {
 	}
 }
 
+func (t *shellTool) forget(c *tool.Context, prefix, host string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := grantKey(c, prefix)
+	t.granted[k] = slices.DeleteFunc(t.granted[k], func(h string) bool { return h == host })
+	if len(t.granted[k]) == 0 {
+		delete(t.granted, k)
+	}
+}
+
 // network is what the command's proxy allows: the hosts the call names and those the
 // session allowed this command prefix before, each granted by a person. The host's broker
 // remembers grants: a host allowed for the session is not asked again; one allowed once is.
 func (t *shellTool) network(ctx context.Context, c *tool.Context, command, prefix string, named []string) ([]string, error) {
 	t.mu.Lock()
-	want := slices.Clone(t.granted[grantKey(c, prefix)])
+	remembered := slices.Clone(t.granted[grantKey(c, prefix)])
 	t.mu.Unlock()
+	want := slices.Clone(remembered)
 	for _, n := range named {
 		n = strings.TrimSpace(n)
 		if _, err := egress.ParseRule(n); err != nil {
@@ -307,7 +322,12 @@ func (t *shellTool) network(ctx context.Context, c *tool.Context, command, prefi
 			return nil, fmt.Errorf("ask for the network of `%s` (%s): %w", command, target, err)
 		}
 		if !ok {
-			return nil, fmt.Errorf("%s: the person did not allow `%s` to reach %s", tool.UserRejection, prefix, target)
+			if slices.Contains(named, target) {
+				return nil, fmt.Errorf("%s: the person did not allow `%s` to reach %s", tool.UserRejection, prefix, target)
+			}
+			// Allowed once before and refused now: the command runs without it.
+			t.forget(c, prefix, target)
+			continue
 		}
 		out = append(out, target)
 	}

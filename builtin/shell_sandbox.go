@@ -103,7 +103,7 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 		ChildProcess: true,
 		// The system's programs and configuration (bash, git, compilers, /etc/gitconfig);
 		// systemRules add the libraries and devices. Not /home, /root, /tmp, /run.
-		ReadOnly:  existing("/etc", "/opt", "/usr/local"),
+		ReadOnly:  append(existing("/etc", "/opt", "/usr/local"), existing(s.opts.ReadOnly...)...),
 		ReadWrite: append([]string{c.Workspace}, c.AllowedPaths...),
 		Protected: protected,
 		// The workspace's .jean2 is not sealed as it is for workers: a seal makes the

@@ -198,6 +198,11 @@ func TestShellConfinesFiles(t *testing.T) {
 	if !strings.Contains(res.Stderr, "Permission denied") {
 		t.Fatalf("stderr %q", res.Stderr)
 	}
+	// The host cannot be signalled (Landlock's signal scope).
+	_, res = f.sh(fmt.Sprintf("kill -0 %d && echo signalled", os.Getpid()))
+	if strings.Contains(res.Stdout, "signalled") {
+		t.Fatalf("signalled the host: %+v", res)
+	}
 	out, res := f.sh(`echo made > in-ws.txt && mkdir -p sub && echo t > "$TMPDIR/t" && cat in-ws.txt "$TMPDIR/t"`)
 	if !out.Result.Success || res.Stdout != "made\nt\n" {
 		t.Fatalf("workspace write: %+v %+v", out.Result, res)
@@ -226,6 +231,35 @@ func TestShellConfinesFiles(t *testing.T) {
 	out, _ = f.run(ctx, map[string]any{"command": "cat > /dev/null", "write": []string{f.layout.Home}}, grant(true, &asked))
 	if out.Result.Success || !strings.Contains(out.Result.Error, "no command may touch") {
 		t.Fatalf("write jean2 home: %+v", out.Result)
+	}
+}
+
+// A folder of the user's home made readable (a toolchain) keeps its credential folders
+// closed: the protected list is carved out of every grant.
+func TestShellReadOnlyKeepsCredentialsClosed(t *testing.T) {
+	fakeHome := filepath.Join(t.TempDir(), "home")
+	for rel, content := range map[string]string{"bin/tool": "#!/bin/sh\necho tool ran\n", ".ssh/id_ed25519": "PRIVATE KEY", "notes.txt": "notes"} {
+		p := filepath.Join(fakeHome, rel)
+		_ = os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := newShellFixture(t, func(o *builtin.ShellOptions) {
+		o.ReadOnly = []string{fakeHome}
+		o.Protected = []string{filepath.Join(fakeHome, ".ssh")}
+	})
+	out, res := f.sh(fmt.Sprintf("cat %s/notes.txt; %s/bin/tool", fakeHome, fakeHome))
+	if !out.Result.Success || res.Stdout != "notestool ran\n" {
+		t.Fatalf("read-only folder: %+v %+v", out.Result, res)
+	}
+	_, res = f.sh(fmt.Sprintf("cat %s/.ssh/id_ed25519", fakeHome))
+	if strings.Contains(res.Stdout, "PRIVATE") || res.ExitCode == 0 {
+		t.Fatalf("read a protected key: %+v", res)
+	}
+	_, res = f.sh(fmt.Sprintf("echo x > %s/notes.txt", fakeHome))
+	if data, _ := os.ReadFile(filepath.Join(fakeHome, "notes.txt")); string(data) != "notes" {
+		t.Fatalf("wrote a read-only folder: %+v", res)
 	}
 }
 
@@ -296,9 +330,17 @@ func TestShellNetwork(t *testing.T) {
 	if !out.Result.Success || res.Retried || len(asked) != 1 {
 		t.Fatalf("remembered: %+v %+v asked %d", out.Result, res, len(asked))
 	}
+	// Named in "network", a host is asked before the command runs (no retry).
+	raw := func(c *host.Call) { c.SessionID = "s3" }
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, res = f.run(ctx, map[string]any{"command": fmt.Sprintf("wget -q -O - http://%s/ 2>&1 || curl -sS http://%s/", addr, addr), "network": []string{addr}}, yes, raw)
+	if !out.Result.Success || res.Retried || !strings.Contains(res.Stdout, "hello from the loopback service") || len(asked) != 2 || !strings.Contains(asked[1].Question, "wget") {
+		t.Fatalf("named network: %+v %+v asked %+v", out.Result, res, asked)
+	}
 	// Another session is asked again.
 	out, res = f.sh(curl, yes, func(c *host.Call) { c.SessionID = "s2" })
-	if !out.Result.Success || len(asked) != 2 {
+	if !out.Result.Success || len(asked) != 3 {
 		t.Fatalf("other session: %+v %+v asked %d", out.Result, res, len(asked))
 	}
 }
