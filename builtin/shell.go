@@ -168,6 +168,13 @@ func Shell(opts ShellOptions) tool.Tool {
 
 func (t *shellTool) Definition() tool.Definition { return t.def }
 
+// Close ends what is left of the commands and removes the shell's cgroup folders (a host
+// that closes its built-ins calls it; otherwise the next jean2 to start sweeps them).
+func (t *shellTool) Close() error {
+	t.sb.once.Do(func() {}) // a shell that never ran made nothing
+	return t.sb.close()
+}
+
 func (t *shellTool) Execute(ctx context.Context, c *tool.Context, args json.RawMessage) tool.Result {
 	var in shellInput
 	if err := json.Unmarshal(args, &in); err != nil {

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -298,4 +299,16 @@ func (o *ShellOptions) resolveBash() (string, error) {
 		return "", fmt.Errorf("shell: bash is not installed: %w", err)
 	}
 	return filepath.Abs(p)
+}
+
+// close ends what is left in the commands' cgroups and removes the shell's cgroup folders.
+func (s *shellSandbox) close() error {
+	var errs []error
+	if s.memory != nil {
+		errs = append(errs, s.memory.Close())
+	}
+	if s.pids != nil {
+		errs = append(errs, s.pids.Close())
+	}
+	return errors.Join(errs...)
 }
