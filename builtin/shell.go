@@ -204,13 +204,37 @@ func (t *shellTool) Execute(ctx context.Context, c *tool.Context, args json.RawM
 	}
 	prefix := commandPrefix(command)
 
-	network, err := t.network(ctx, c, command, prefix, in.Network)
+	why, err := t.sb.unconfined()
 	if err != nil {
 		return tool.Result{Error: err.Error()}
 	}
-	writable, err := t.writable(ctx, c, command, in.Write)
-	if err != nil {
-		return tool.Result{Error: err.Error()}
+	var network, writable []string
+	if why != "" {
+		// Not confined: the premise of running without asking is gone.
+		meta, _ := json.Marshal(map[string]any{"permissionKey": "shell:unconfined", "command": command, "commandPrefix": prefix})
+		ok, err := askBool(ctx, c, tool.Ask{
+			Type:        tool.AskPermission,
+			Question:    fmt.Sprintf("Run `%s` without the sandbox?", command),
+			Description: fmt.Sprintf("Commands normally run confined (workspace only, no network), but %s: this one could read, write and reach whatever you can. A grant for the session covers every command that starts with `%s`.", why, prefix),
+			Risk:        "high",
+			Resource:    "shell",
+			Patterns:    []string{"shell-unconfined:" + prefix},
+			Duration:    tool.DurationSession,
+			Metadata:    meta,
+		})
+		if err != nil {
+			return tool.Errorf("ask to run `%s` unconfined: %v", command, err)
+		}
+		if !ok {
+			return tool.Errorf("%s: the person did not allow `%s` to run without the sandbox (%s)", tool.UserRejection, command, why)
+		}
+	} else {
+		if network, err = t.network(ctx, c, command, prefix, in.Network); err != nil {
+			return tool.Result{Error: err.Error()}
+		}
+		if writable, err = t.writable(ctx, c, command, in.Write); err != nil {
+			return tool.Result{Error: err.Error()}
+		}
 	}
 
 	run, err := t.run(ctx, c, bash, command, cwd, timeout, network, writable)

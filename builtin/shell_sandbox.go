@@ -64,6 +64,25 @@ func (s *shellSandbox) init() {
 	})
 }
 
+// unconfined says why commands would run without the sandbox although the mode did not
+// turn it off (auto or node mode on a machine without Landlock or without a launcher): then
+// every command prefix needs a person's yes. "" when commands are confined, or when the
+// person turned the sandbox off. An error when the mode requires what cannot be had.
+func (s *shellSandbox) unconfined() (string, error) {
+	s.init()
+	mech, err := s.status.Choose("shell")
+	if err != nil {
+		return "", fmt.Errorf("shell: %w", err)
+	}
+	if mech == sandbox.Landlock || s.status.Mode == sandbox.ModeOff {
+		return "", nil
+	}
+	if s.status.LandlockABI < 1 {
+		return "Landlock is not available here (" + s.status.LandlockError + ")", nil
+	}
+	return "no sandbox launcher is configured", nil
+}
+
 // confined is one command ready to start, with what must be undone when it ends.
 type confined struct {
 	cmd *exec.Cmd
@@ -87,16 +106,14 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	if err != nil {
 		return nil, fmt.Errorf("shell: %w", err)
 	}
-	if st.Mode == sandbox.ModeOff {
+	if mech != sandbox.Landlock {
+		// Mode off, or auto/node where Landlock cannot be had (Execute asked the person
+		// first, see unconfined): bash as it is, with a clean environment and its process
+		// group ended; no cgroup, so a process that leaves the group (setsid) survives.
 		cmd := exec.Command(bash, "--noprofile", "--norc", "-c", script)
 		cmd.Dir, cmd.Env = cwd, env
 		out.cmd = cmd
 		return out, nil
-	}
-	if mech != sandbox.Landlock {
-		// Node's permission model cannot hold bash; running it unconfined under a mode
-		// that asked for confinement would be a lie.
-		return nil, fmt.Errorf("shell: commands run only under Landlock and it cannot be had here (%s); JEAN2_SANDBOX=off runs them unconfined", st.Summary())
 	}
 	protected := slices.Clone(s.opts.protected(c.Home))
 	plan := sandbox.Plan{

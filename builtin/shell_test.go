@@ -470,3 +470,37 @@ func BenchmarkShellStart(b *testing.B) {
 		}
 	})
 }
+
+// Where the sandbox cannot be had in auto mode (no launcher, no Landlock), a command runs
+// only once a person said yes for its prefix; a mode that requires Landlock refuses.
+func TestShellUnconfinedAsks(t *testing.T) {
+	f := newShellFixture(t, func(o *builtin.ShellOptions) { o.Sandbox = host.SandboxOptions{Mode: sandbox.ModeAuto} })
+	out, res := f.sh(`echo ran > ran.txt`)
+	if out.Result.Success || !strings.Contains(out.Result.Error, "without the sandbox") {
+		t.Fatalf("no asker: %+v %+v", out.Result, res)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "ran.txt")); err == nil {
+		t.Fatal("ran without a yes")
+	}
+	var asked []tool.Ask
+	yes := func(c *host.Call) {
+		c.Asker = tool.AskerFunc(func(_ context.Context, a tool.Ask) (json.RawMessage, error) {
+			asked = append(asked, a)
+			return json.RawMessage(`{"granted": true, "duration": "session"}`), nil
+		})
+	}
+	out, res = f.sh(`echo ran`, yes)
+	if !out.Result.Success || res.Stdout != "ran\n" || len(asked) != 1 || asked[0].Risk != "high" || !strings.Contains(asked[0].Description, "no sandbox launcher") {
+		t.Fatalf("%+v %+v %+v", out.Result, res, asked)
+	}
+	out, _ = f.sh(`echo ran again`, yes)
+	if !out.Result.Success || len(asked) != 1 {
+		t.Fatalf("same prefix asked again: %+v %d", out.Result, len(asked))
+	}
+
+	g := newShellFixture(t, func(o *builtin.ShellOptions) { o.Sandbox = host.SandboxOptions{Mode: sandbox.ModeLandlock} })
+	out, _ = g.sh(`echo ran`, yes)
+	if out.Result.Success || !strings.Contains(out.Result.Error, "the sandbox mode is landlock but no launcher") {
+		t.Fatalf("landlock mode without launcher: %+v", out.Result)
+	}
+}
