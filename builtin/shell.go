@@ -78,6 +78,9 @@ type shellInput struct {
 	Timeout float64  `json:"timeout,omitempty"`
 	Network []string `json:"network,omitempty"`
 	Write   []string `json:"write,omitempty"`
+	// Background starts the command and returns at once (a dev server); Stop ends one.
+	Background bool   `json:"background,omitempty"`
+	Stop       string `json:"stop,omitempty"`
 }
 
 // shellResult is the catalogue's {stdout, stderr, exitCode} with what a confined run adds.
@@ -93,6 +96,8 @@ type shellResult struct {
 	// Retried is set when the command ran again after a person allowed the network it
 	// was refused the first time.
 	Retried bool `json:"retried,omitempty"`
+	// Background describes a command started (or stopped) in the background.
+	Background *backgroundInfo `json:"background,omitempty"`
 }
 
 const shellSchema = `{
@@ -102,7 +107,9 @@ const shellSchema = `{
     "cwd": {"type": "string", "description": "Working directory for the command"},
     "timeout": {"type": "number", "description": "Timeout in milliseconds (default 120000, max 600000); the command and everything it started are killed when it runs out"},
     "network": {"type": "array", "items": {"type": "string"}, "description": "Hosts the command needs to reach (e.g. registry.npmjs.org, api.github.com:443); commands have no network otherwise. The person is asked once per command prefix and host for the session"},
-    "write": {"type": "array", "items": {"type": "string"}, "description": "Paths outside the workspace the command needs to write; the person is asked"}
+    "write": {"type": "array", "items": {"type": "string"}, "description": "Paths outside the workspace the command needs to write; the person is asked"},
+    "background": {"type": "boolean", "description": "Start the command in the background (a dev server, a watcher) and return at once with its id and the file its output goes to"},
+    "stop": {"type": "string", "description": "Stop the background command with this id (command is then ignored) and return the end of its output"}
   },
   "required": ["command"]
 }`
@@ -122,7 +129,7 @@ The person is asked once; grants are remembered per command prefix ("npm install
 
 - The cwd parameter sets the working directory (inside the workspace)
 - Commands time out after 2 minutes by default ("timeout" in milliseconds, up to 10 minutes); the command and everything it started are then killed
-- Background processes end with the command
+- Background processes of a command end with it; to keep one running (a dev server), set "background": true, read its output file, and stop it with {"stop": id}
 - Long output is cut to its beginning and end; the whole output is in the file named in "overflow"`
 
 type shellTool struct {
@@ -132,6 +139,8 @@ type shellTool struct {
 
 	mu      sync.Mutex
 	granted map[string][]string // session + "\x00" + command prefix → hosts allowed
+	jobs    map[string]*bgJob   // background commands by id
+	seq     int
 }
 
 // Shell returns the shell built-in.
@@ -153,7 +162,7 @@ func Shell(opts ShellOptions) tool.Tool {
 	if opts.MaxTimeout <= 0 {
 		opts.MaxTimeout = MaxShellTimeout
 	}
-	t := &shellTool{opts: opts, granted: map[string][]string{}}
+	t := &shellTool{opts: opts, granted: map[string][]string{}, jobs: map[string]*bgJob{}}
 	t.sb = &shellSandbox{opts: &t.opts}
 	t.def = tool.Definition{
 		Name:        "shell",
@@ -171,6 +180,7 @@ func (t *shellTool) Definition() tool.Definition { return t.def }
 // Close ends what is left of the commands and removes the shell's cgroup folders (a host
 // that closes its built-ins calls it; otherwise the next jean2 to start sweeps them).
 func (t *shellTool) Close() error {
+	t.stopAll(context.Background())
 	t.sb.once.Do(func() {}) // a shell that never ran made nothing
 	return t.sb.close()
 }
@@ -179,6 +189,9 @@ func (t *shellTool) Execute(ctx context.Context, c *tool.Context, args json.RawM
 	var in shellInput
 	if err := json.Unmarshal(args, &in); err != nil {
 		return tool.Errorf("invalid arguments for shell: %v", err)
+	}
+	if in.Stop != "" {
+		return t.stopBackground(c, in.Stop)
 	}
 	command := strings.TrimSpace(in.Command)
 	if command == "" {
@@ -237,6 +250,9 @@ func (t *shellTool) Execute(ctx context.Context, c *tool.Context, args json.RawM
 		}
 	}
 
+	if in.Background {
+		return t.startBackground(c, bash, command, cwd, network, writable)
+	}
 	run, err := t.run(ctx, c, bash, command, cwd, timeout, network, writable)
 	if err != nil {
 		return tool.Result{Error: err.Error()}

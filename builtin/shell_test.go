@@ -94,6 +94,11 @@ type shellOut struct {
 	Overflow       map[string]string `json:"overflow"`
 	NetworkRefused []string          `json:"networkRefused"`
 	Retried        bool              `json:"retried"`
+	Background     *struct {
+		ID      string `json:"id"`
+		Output  string `json:"output"`
+		Running bool   `json:"running"`
+	} `json:"background"`
 }
 
 func (f *shellFixture) run(ctx context.Context, args any, mods ...func(*host.Call)) (host.Outcome, shellOut) {
@@ -502,5 +507,42 @@ func TestShellUnconfinedAsks(t *testing.T) {
 	out, _ = g.sh(`echo ran`, yes)
 	if out.Result.Success || !strings.Contains(out.Result.Error, "the sandbox mode is landlock but no launcher") {
 		t.Fatalf("landlock mode without launcher: %+v", out.Result)
+	}
+}
+
+// A background command runs confined after the call returns, writes its output to a file
+// in the session's folder, and ends with {"stop": id}: it and what it started.
+func TestShellBackground(t *testing.T) {
+	f := newShellFixture(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, res := f.run(ctx, map[string]any{"command": `sleep 100 & echo $! > bgchild.pid; while true; do echo tick; sleep 0.05; done`, "background": true})
+	if !out.Result.Success || res.Background == nil || !res.Background.Running || !strings.HasPrefix(res.Background.Output, f.layout.Temp) {
+		t.Fatalf("%+v %+v", out.Result, res)
+	}
+	child := readPid(t, filepath.Join(f.ws, "bgchild.pid"))
+	for i := 0; i < 200; i++ {
+		if data, _ := os.ReadFile(res.Background.Output); strings.Contains(string(data), "tick\ntick\n") {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Still confined: it cannot read jean2's home either.
+	out, _ = f.run(ctx, map[string]any{"command": "cat " + f.layout.DotEnv + " > leak.txt", "background": true})
+	if !out.Result.Success {
+		t.Fatal(out.Result)
+	}
+	// Another session cannot stop it.
+	other, _ := f.run(ctx, map[string]any{"command": "", "stop": res.Background.ID}, func(c *host.Call) { c.SessionID = "s2" })
+	if other.Result.Success || processGone(child) {
+		t.Fatalf("stopped from another session: %+v", other.Result)
+	}
+	out, stopped := f.run(ctx, map[string]any{"command": "", "stop": res.Background.ID})
+	if !out.Result.Success || !strings.Contains(stopped.Stdout, "tick\n") || stopped.ExitCode != 128+9 {
+		t.Fatalf("stop: %+v %+v", out.Result, stopped)
+	}
+	waitGone(t, child, "background stop")
+	if data, _ := os.ReadFile(filepath.Join(f.ws, "leak.txt")); strings.Contains(string(data), "sk-secret") {
+		t.Fatalf("background command read the .env: %q", data)
 	}
 }
