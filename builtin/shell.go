@@ -97,7 +97,7 @@ type shellResult struct {
 	// was refused the first time.
 	Retried bool `json:"retried,omitempty"`
 	// Background describes a command started (or stopped) in the background.
-	Background *backgroundInfo `json:"background,omitempty"`
+	Background *shellBackgroundInfo `json:"background,omitempty"`
 }
 
 const shellSchema = `{
@@ -138,8 +138,8 @@ type shellTool struct {
 	sb   *shellSandbox
 
 	mu      sync.Mutex
-	granted map[string][]string // session + "\x00" + command prefix → hosts allowed
-	jobs    map[string]*bgJob   // background commands by id
+	granted map[string][]string  // session + "\x00" + command prefix → hosts allowed
+	jobs    map[string]*shellJob // background commands by id
 	seq     int
 }
 
@@ -162,7 +162,7 @@ func Shell(opts ShellOptions) tool.Tool {
 	if opts.MaxTimeout <= 0 {
 		opts.MaxTimeout = MaxShellTimeout
 	}
-	t := &shellTool{opts: opts, granted: map[string][]string{}, jobs: map[string]*bgJob{}}
+	t := &shellTool{opts: opts, granted: map[string][]string{}, jobs: map[string]*shellJob{}}
 	t.sb = &shellSandbox{opts: &t.opts}
 	t.def = tool.Definition{
 		Name:        "shell",
@@ -215,7 +215,7 @@ func (t *shellTool) Execute(ctx context.Context, c *tool.Context, args json.RawM
 	if err != nil {
 		return tool.Result{Error: err.Error()}
 	}
-	prefix := commandPrefix(command)
+	prefix := shellCommandPrefix(command)
 
 	why, err := t.sb.unconfined()
 	if err != nil {
@@ -225,7 +225,7 @@ func (t *shellTool) Execute(ctx context.Context, c *tool.Context, args json.RawM
 	if why != "" {
 		// Not confined: the premise of running without asking is gone.
 		meta, _ := json.Marshal(map[string]any{"permissionKey": "shell:unconfined", "command": command, "commandPrefix": prefix})
-		ok, err := askBool(ctx, c, tool.Ask{
+		ok, err := shellAskBool(ctx, c, tool.Ask{
 			Type:        tool.AskPermission,
 			Question:    fmt.Sprintf("Run `%s` without the sandbox?", command),
 			Description: fmt.Sprintf("Commands normally run confined (workspace only, no network), but %s: this one could read, write and reach whatever you can. A grant for the session covers every command that starts with `%s`.", why, prefix),
@@ -298,7 +298,7 @@ func (t *shellTool) Execute(ctx context.Context, c *tool.Context, args json.RawM
 // test", "git push"), or the program alone when the second word is a flag, a path or
 // absent. Leading variable assignments are skipped; a path to the program counts by its
 // base name.
-func commandPrefix(command string) string {
+func shellCommandPrefix(command string) string {
 	words := strings.Fields(command)
 	for len(words) > 0 && strings.Contains(words[0], "=") && !strings.HasPrefix(words[0], "=") {
 		words = words[1:]
@@ -317,7 +317,7 @@ func commandPrefix(command string) string {
 	return prog + " " + sub
 }
 
-func grantKey(c *tool.Context, prefix string) string {
+func shellGrantKey(c *tool.Context, prefix string) string {
 	return c.SessionID + "\x00" + prefix
 }
 
@@ -327,7 +327,7 @@ func (t *shellTool) remember(c *tool.Context, prefix string, hosts []string) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	k := grantKey(c, prefix)
+	k := shellGrantKey(c, prefix)
 	for _, h := range hosts {
 		if !slices.Contains(t.granted[k], h) {
 			t.granted[k] = append(t.granted[k], h)
@@ -338,7 +338,7 @@ func (t *shellTool) remember(c *tool.Context, prefix string, hosts []string) {
 func (t *shellTool) forget(c *tool.Context, prefix, host string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	k := grantKey(c, prefix)
+	k := shellGrantKey(c, prefix)
 	t.granted[k] = slices.DeleteFunc(t.granted[k], func(h string) bool { return h == host })
 	if len(t.granted[k]) == 0 {
 		delete(t.granted, k)
@@ -350,7 +350,7 @@ func (t *shellTool) forget(c *tool.Context, prefix, host string) {
 // remembers grants: a host allowed for the session is not asked again; one allowed once is.
 func (t *shellTool) network(ctx context.Context, c *tool.Context, command, prefix string, named []string) ([]string, error) {
 	t.mu.Lock()
-	remembered := slices.Clone(t.granted[grantKey(c, prefix)])
+	remembered := slices.Clone(t.granted[shellGrantKey(c, prefix)])
 	t.mu.Unlock()
 	want := slices.Clone(remembered)
 	for _, n := range named {
@@ -402,7 +402,7 @@ func (t *shellTool) askNetwork(ctx context.Context, c *tool.Context, command, pr
 		Duration:    tool.DurationSession,
 		Metadata:    meta,
 	}
-	return askBool(ctx, c, a)
+	return shellAskBool(ctx, c, a)
 }
 
 // writable asks for the paths outside the workspace the command needs to write; each is
@@ -423,7 +423,7 @@ func (t *shellTool) writable(ctx context.Context, c *tool.Context, command strin
 			}
 		}
 		meta, _ := json.Marshal(map[string]any{"permissionKey": "shell:write", "command": command, "access": "write", "path": abs})
-		ok, err := askBool(ctx, c, tool.Ask{
+		ok, err := shellAskBool(ctx, c, tool.Ask{
 			Type:        tool.AskPermission,
 			Question:    fmt.Sprintf("Allow `%s` to write %s?", command, abs),
 			Description: "Commands write only in the workspace and the session's folder; this one asks to write outside.",
@@ -444,7 +444,7 @@ func (t *shellTool) writable(ctx context.Context, c *tool.Context, command strin
 	return out, nil
 }
 
-func askBool(ctx context.Context, c *tool.Context, a tool.Ask) (bool, error) {
+func shellAskBool(ctx context.Context, c *tool.Context, a tool.Ask) (bool, error) {
 	raw, err := c.Asker.Ask(ctx, a)
 	if err != nil {
 		return false, err
@@ -458,8 +458,8 @@ func askBool(ctx context.Context, c *tool.Context, a tool.Ask) (bool, error) {
 
 // shellRun is what came of one run.
 type shellRun struct {
-	stdout, stderr *cappedOutput
-	exitCode       int
+	stdout, stderr *shellCapped
+	code           int
 	timedOut       bool
 	stopped        bool
 	refused        []string
@@ -474,8 +474,8 @@ func (t *shellTool) run(ctx context.Context, c *tool.Context, bash, command, cwd
 		return nil, err
 	}
 	defer cf.closeNet()
-	r := &shellRun{stdout: newCappedOutput(t.opts.MaxOutput, shellSpillCap), stderr: newCappedOutput(t.opts.MaxOutput, shellSpillCap)}
-	prog := &progressSink{c: c, left: shellProgressCap}
+	r := &shellRun{stdout: newShellCapped(t.opts.MaxOutput, shellSpillCap), stderr: newShellCapped(t.opts.MaxOutput, shellSpillCap)}
+	prog := &shellProgressSink{c: c, left: shellProgressCap}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("shell: %w", err)
@@ -489,7 +489,7 @@ func (t *shellTool) run(ctx context.Context, c *tool.Context, bash, command, cwd
 	cmd := cf.cmd
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout, cmd.Stderr = outW, errW
-	ownGroup(cmd)
+	shellOwnGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		outR.Close()
 		outW.Close()
@@ -500,7 +500,7 @@ func (t *shellTool) run(ctx context.Context, c *tool.Context, bash, command, cwd
 	outW.Close()
 	errW.Close()
 	var readers sync.WaitGroup
-	copyStream := func(dst *cappedOutput, src *os.File, stream string) {
+	copyStream := func(dst *shellCapped, src *os.File, stream string) {
 		defer readers.Done()
 		_, _ = io.Copy(io.MultiWriter(dst, prog.stream(stream)), src)
 	}
@@ -521,14 +521,14 @@ func (t *shellTool) run(ctx context.Context, c *tool.Context, bash, command, cwd
 		case <-ctx.Done():
 			r.stopped = true
 		}
-		killGroup(cmd)
+		shellKillGroup(cmd)
 		cf.release()
 	}()
 	werr := cmd.Wait()
 	close(exited)
 	<-watched
 	// Whatever bash left behind (a `cmd &`) ends with it; its pipes then close.
-	killGroup(cmd)
+	shellKillGroup(cmd)
 	cf.release()
 	done := make(chan struct{})
 	go func() { readers.Wait(); close(done) }()
@@ -543,12 +543,12 @@ func (t *shellTool) run(ctx context.Context, c *tool.Context, bash, command, cwd
 	}
 	outR.Close()
 	errR.Close()
-	r.exitCode = exitCode(cmd, werr)
+	r.code = shellExitCode(cmd, werr)
 	r.refused = cf.refused.list()
 	return r, nil
 }
 
-func exitCode(cmd *exec.Cmd, err error) int {
+func shellExitCode(cmd *exec.Cmd, err error) int {
 	st := cmd.ProcessState
 	if st == nil {
 		return -1
@@ -556,7 +556,7 @@ func exitCode(cmd *exec.Cmd, err error) int {
 	if code := st.ExitCode(); code >= 0 {
 		return code
 	}
-	if sig, ok := signalOf(st); ok {
+	if sig, ok := shellSignal(st); ok {
 		return 128 + sig
 	}
 	var ee *exec.ExitError
@@ -567,20 +567,20 @@ func exitCode(cmd *exec.Cmd, err error) int {
 }
 
 // progressSink streams output as progress reports, up to a cap for the call.
-type progressSink struct {
+type shellProgressSink struct {
 	c    *tool.Context
 	mu   sync.Mutex
 	left int
 }
 
-type progressStream struct {
-	p    *progressSink
+type shellProgressStream struct {
+	p    *shellProgressSink
 	name string
 }
 
-func (p *progressSink) stream(name string) io.Writer { return progressStream{p, name} }
+func (p *shellProgressSink) stream(name string) io.Writer { return shellProgressStream{p, name} }
 
-func (s progressStream) Write(b []byte) (int, error) {
+func (s shellProgressStream) Write(b []byte) (int, error) {
 	s.p.mu.Lock()
 	n := min(len(b), s.p.left)
 	s.p.left -= n
@@ -593,10 +593,10 @@ func (s progressStream) Write(b []byte) (int, error) {
 }
 
 func (t *shellTool) result(c *tool.Context, command string, run *shellRun, refused []string, retried bool, timeout time.Duration) tool.Result {
-	res := shellResult{ExitCode: run.exitCode, TimedOut: run.timedOut, NetworkRefused: refused, Retried: retried}
+	res := shellResult{ExitCode: run.code, TimedOut: run.timedOut, NetworkRefused: refused, Retried: retried}
 	for _, s := range []struct {
 		name string
-		out  *cappedOutput
+		out  *shellCapped
 		text *string
 	}{{"stdout", run.stdout, &res.Stdout}, {"stderr", run.stderr, &res.Stderr}} {
 		note := ""
@@ -620,7 +620,7 @@ func (t *shellTool) result(c *tool.Context, command string, run *shellRun, refus
 		}
 		*s.text = s.out.text(note)
 	}
-	vz := map[string]any{"type": tool.VizShellOutput, "command": truncateRunes(command, 100), "exitCode": res.ExitCode}
+	vz := map[string]any{"type": tool.VizShellOutput, "command": shellTruncate(command, 100), "exitCode": res.ExitCode}
 	if res.Stdout != "" {
 		vz["stdout"] = res.Stdout
 	}
@@ -648,7 +648,7 @@ func (t *shellTool) result(c *tool.Context, command string, run *shellRun, refus
 	return out
 }
 
-func truncateRunes(s string, n int) string {
+func shellTruncate(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
 		return s

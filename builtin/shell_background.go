@@ -20,15 +20,15 @@ import (
 const maxBackgroundJobs = 8 // per session
 
 // bgJob is one background command.
-type bgJob struct {
+type shellJob struct {
 	id, session, command, output string
-	cf                           *confined
+	cf                           *shellConfined
 	done                         chan struct{}
-	exitCode                     int
+	code                         int
 }
 
 // backgroundInfo is what the result says of a background command.
-type backgroundInfo struct {
+type shellBackgroundInfo struct {
 	ID     string `json:"id"`
 	Output string `json:"output"`
 	// Running is false once the command has exited (or was stopped).
@@ -51,14 +51,14 @@ func (t *shellTool) startBackground(c *tool.Context, bash, command, cwd string, 
 	if err != nil {
 		return tool.Result{Error: err.Error()}
 	}
-	f, err := createOutputFile(c.TempDir, "shell-bg-")
+	f, err := shellCreateOutput(c.TempDir, "shell-bg-")
 	if err != nil {
 		cf.closeNet()
 		return tool.Errorf("shell: background output file in %s: %v", c.TempDir, err)
 	}
 	cmd := cf.cmd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, f, f
-	ownGroup(cmd)
+	shellOwnGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		cf.closeNet()
@@ -67,23 +67,23 @@ func (t *shellTool) startBackground(c *tool.Context, bash, command, cwd string, 
 	f.Close()
 	t.mu.Lock()
 	t.seq++
-	job := &bgJob{id: "bg-" + strconv.Itoa(t.seq), session: c.SessionID, command: command, output: f.Name(), cf: cf, done: make(chan struct{})}
+	job := &shellJob{id: "bg-" + strconv.Itoa(t.seq), session: c.SessionID, command: command, output: f.Name(), cf: cf, done: make(chan struct{})}
 	t.jobs[job.id] = job
 	t.mu.Unlock()
 	go func() {
 		werr := cmd.Wait()
-		killGroup(cmd)
+		shellKillGroup(cmd)
 		cf.release()
 		cf.closeNet()
-		job.exitCode = exitCode(cmd, werr)
+		job.code = shellExitCode(cmd, werr)
 		close(job.done)
 	}()
 	res := shellResult{
 		Stdout:     fmt.Sprintf("started in the background as %s; its output goes to %s; stop it with {\"stop\": %q}\n", job.id, job.output, job.id),
-		Background: &backgroundInfo{ID: job.id, Output: job.output, Running: true},
+		Background: &shellBackgroundInfo{ID: job.id, Output: job.output, Running: true},
 	}
 	out := tool.Success(res)
-	out.Visualization, _ = json.Marshal(map[string]any{"type": tool.VizShellOutput, "command": truncateRunes(command, 100), "stdout": res.Stdout, "exitCode": 0})
+	out.Visualization, _ = json.Marshal(map[string]any{"type": tool.VizShellOutput, "command": shellTruncate(command, 100), "stdout": res.Stdout, "exitCode": 0})
 	return out
 }
 
@@ -104,12 +104,12 @@ func (t *shellTool) stopBackground(c *tool.Context, id string) tool.Result {
 	}
 	code := -1
 	if job.stop() {
-		code = job.exitCode
+		code = job.code
 	}
-	res := shellResult{ExitCode: code, Background: &backgroundInfo{ID: job.id, Output: job.output}}
-	res.Stdout = tailOf(job.output, t.opts.MaxOutput)
+	res := shellResult{ExitCode: code, Background: &shellBackgroundInfo{ID: job.id, Output: job.output}}
+	res.Stdout = shellTailOf(job.output, t.opts.MaxOutput)
 	out := tool.Success(res)
-	vz := map[string]any{"type": tool.VizShellOutput, "command": truncateRunes(job.command, 100), "exitCode": res.ExitCode}
+	vz := map[string]any{"type": tool.VizShellOutput, "command": shellTruncate(job.command, 100), "exitCode": res.ExitCode}
 	if res.Stdout != "" {
 		vz["stdout"] = res.Stdout
 	}
@@ -119,13 +119,13 @@ func (t *shellTool) stopBackground(c *tool.Context, id string) tool.Result {
 
 // stop ends the job's process group and cgroup and waits (boundedly) for it to be reaped;
 // false when it was not reaped in time.
-func (j *bgJob) stop() bool {
+func (j *shellJob) stop() bool {
 	select {
 	case <-j.done:
 		return true
 	default:
 	}
-	killGroup(j.cf.cmd)
+	shellKillGroup(j.cf.cmd)
 	j.cf.release()
 	select {
 	case <-j.done:
@@ -139,7 +139,7 @@ func (j *bgJob) stop() bool {
 func (t *shellTool) stopAll(context.Context) {
 	t.mu.Lock()
 	jobs := t.jobs
-	t.jobs = map[string]*bgJob{}
+	t.jobs = map[string]*shellJob{}
 	t.mu.Unlock()
 	for _, j := range jobs {
 		j.stop()
@@ -147,7 +147,7 @@ func (t *shellTool) stopAll(context.Context) {
 }
 
 // tailOf is the last max bytes of a file.
-func tailOf(path string, max int) string {
+func shellTailOf(path string, max int) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return ""

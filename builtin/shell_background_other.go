@@ -9,6 +9,6 @@ import (
 	"github.com/jean2/jean2/internal/fsutil"
 )
 
-func createOutputFile(dir, prefix string) (*os.File, error) {
+func shellCreateOutput(dir, prefix string) (*os.File, error) {
 	return os.OpenFile(filepath.Join(dir, fsutil.RandomName(prefix, ".log")), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 }

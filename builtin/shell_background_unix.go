@@ -10,7 +10,7 @@ import (
 
 // createOutputFile makes a new file with a name no command can guess in the session's
 // folder, through no link (commands may write that folder).
-func createOutputFile(dir, prefix string) (*os.File, error) {
+func shellCreateOutput(dir, prefix string) (*os.File, error) {
 	d, err := fsutil.OpenDirBeneath(dir, ".")
 	if err != nil {
 		return nil, err

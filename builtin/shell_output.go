@@ -11,7 +11,7 @@ import (
 // the cap, so a long build shows how it began and how it ended. While the cap is not
 // reached it holds everything; past it, everything is also kept in full (up to spillCap)
 // for the overflow file.
-type cappedOutput struct {
+type shellCapped struct {
 	mu       sync.Mutex
 	max      int          // bytes shown: head + tail
 	head     bytes.Buffer // the first max/2 bytes
@@ -23,14 +23,14 @@ type cappedOutput struct {
 	spillCap int
 }
 
-func newCappedOutput(max, spillCap int) *cappedOutput {
+func newShellCapped(max, spillCap int) *shellCapped {
 	if max < 2 {
 		max = 2
 	}
-	return &cappedOutput{max: max, tail: make([]byte, max-max/2), spillCap: spillCap}
+	return &shellCapped{max: max, tail: make([]byte, max-max/2), spillCap: spillCap}
 }
 
-func (o *cappedOutput) Write(p []byte) (int, error) {
+func (o *shellCapped) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.total += int64(len(p))
@@ -55,7 +55,7 @@ func (o *cappedOutput) Write(p []byte) (int, error) {
 }
 
 // truncated reports whether anything was left out of text.
-func (o *cappedOutput) truncated() bool {
+func (o *shellCapped) truncated() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.total > int64(o.max)
@@ -63,7 +63,7 @@ func (o *cappedOutput) truncated() bool {
 
 // text is what the model and the visualization see: everything, or head, a note of how
 // much was left out and where it is, and tail.
-func (o *cappedOutput) text(overflowNote string) string {
+func (o *shellCapped) text(overflowNote string) string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var tail []byte
@@ -84,7 +84,7 @@ func (o *cappedOutput) text(overflowNote string) string {
 }
 
 // all is the whole output as far as it was kept, and whether it is whole.
-func (o *cappedOutput) all() ([]byte, bool) {
+func (o *shellCapped) all() ([]byte, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return bytes.Clone(o.full.Bytes()), int64(o.full.Len()) == o.total

@@ -16,14 +16,14 @@ func TestShellCommandPrefix(t *testing.T) {
 		"echo a && rm -rf /":        "echo a",
 		"":                          "",
 	} {
-		if got := commandPrefix(cmd); got != want {
+		if got := shellCommandPrefix(cmd); got != want {
 			t.Errorf("commandPrefix(%q) = %q, want %q", cmd, got, want)
 		}
 	}
 }
 
 func TestCappedOutput(t *testing.T) {
-	o := newCappedOutput(10, 100)
+	o := newShellCapped(10, 100)
 	for _, s := range []string{"abc", "defgh", "ijklmnopqr", "stuvwxyz"} {
 		_, _ = o.Write([]byte(s))
 	}
@@ -34,7 +34,7 @@ func TestCappedOutput(t *testing.T) {
 	if string(all) != "abcdefghijklmnopqrstuvwxyz" || !whole {
 		t.Fatalf("%q %v", all, whole)
 	}
-	small := newCappedOutput(10, 100)
+	small := newShellCapped(10, 100)
 	_, _ = small.Write([]byte("0123456789"))
 	if got := small.text("x"); got != "0123456789" || small.truncated() {
 		t.Fatalf("%q", got)

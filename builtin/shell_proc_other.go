@@ -7,12 +7,12 @@ import (
 	"os/exec"
 )
 
-func ownGroup(*exec.Cmd) {}
+func shellOwnGroup(*exec.Cmd) {}
 
-func killGroup(cmd *exec.Cmd) {
+func shellKillGroup(cmd *exec.Cmd) {
 	if cmd.Process != nil {
 		_ = cmd.Process.Kill()
 	}
 }
 
-func signalOf(*os.ProcessState) (int, bool) { return 0, false }
+func shellSignal(*os.ProcessState) (int, bool) { return 0, false }

@@ -10,20 +10,20 @@ import (
 
 // ownGroup puts the command in a process group of its own (the launcher execs bash, so
 // bash leads it), so that what bash starts can be ended with it.
-func ownGroup(cmd *exec.Cmd) {
+func shellOwnGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
 // killGroup ends the command's process group. What left the group (setsid) is ended by
 // its cgroup where there is one (shellSandbox.release).
-func killGroup(cmd *exec.Cmd) {
+func shellKillGroup(cmd *exec.Cmd) {
 	if cmd.Process != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
 
 // signalOf is the signal that ended a process, if one did.
-func signalOf(st *os.ProcessState) (int, bool) {
+func shellSignal(st *os.ProcessState) (int, bool) {
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return int(ws.Signal()), true
 	}

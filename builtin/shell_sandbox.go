@@ -84,10 +84,10 @@ func (s *shellSandbox) unconfined() (string, error) {
 }
 
 // confined is one command ready to start, with what must be undone when it ends.
-type confined struct {
+type shellConfined struct {
 	cmd *exec.Cmd
 	// refused collects the destinations the egress proxy refused while the command ran.
-	refused *refusals
+	refused *shellRefusals
 	// release ends what is left of the command in its cgroups (safe to call again);
 	// closeNet ends its network namespace and proxy.
 	release, closeNet func()
@@ -97,10 +97,10 @@ type confined struct {
 // with the call's file rules, no network but its own egress proxy (allowing network),
 // a clean environment, the host's limits. writable are granted paths outside the
 // workspace (already approved).
-func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, network, writable []string) (*confined, error) {
+func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, network, writable []string) (*shellConfined, error) {
 	s.init()
 	st := s.status
-	out := &confined{refused: &refusals{}, release: func() {}, closeNet: func() {}}
+	out := &shellConfined{refused: &shellRefusals{}, release: func() {}, closeNet: func() {}}
 	env := s.env(c)
 	mech, err := st.Choose("shell")
 	if err != nil {
@@ -121,7 +121,7 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 		ChildProcess: true,
 		// The system's programs and configuration (bash, git, compilers, /etc/gitconfig);
 		// systemRules add the libraries and devices. Not /home, /root, /tmp, /run.
-		ReadOnly:  append(existing("/etc", "/opt", "/usr/local"), existing(s.opts.ReadOnly...)...),
+		ReadOnly:  append(shellExisting("/etc", "/opt", "/usr/local"), shellExisting(s.opts.ReadOnly...)...),
 		ReadWrite: append([]string{c.Workspace}, c.AllowedPaths...),
 		Protected: protected,
 		// The workspace's .jean2 is not sealed as it is for workers: a seal makes the
@@ -165,7 +165,7 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 			}
 			spec.NetNS, ln = ns.Path(), ns.Listener
 			closers = append(closers, func() { _ = ns.Close() })
-			env = append(env, proxyEnv(sandbox.ProxyPort)...)
+			env = append(env, shellProxyEnv(sandbox.ProxyPort)...)
 		} else {
 			l, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
@@ -173,7 +173,7 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 			}
 			ln = l
 			spec.ProxyPort = l.Addr().(*net.TCPAddr).Port
-			env = append(env, proxyEnv(spec.ProxyPort)...)
+			env = append(env, shellProxyEnv(spec.ProxyPort)...)
 		}
 		go func() { _ = proxy.Serve(ln) }()
 		closers = append([]func(){func() { _ = proxy.Close() }}, closers...)
@@ -226,7 +226,7 @@ func (s *shellSandbox) env(c *tool.Context) []string {
 	}
 	for _, name := range s.opts.PassEnv {
 		for _, kv := range host {
-			if k, _, ok := cutEnv(kv); ok && k == name {
+			if k, _, ok := shellCutEnv(kv); ok && k == name {
 				env = append(env, kv)
 			}
 		}
@@ -234,7 +234,7 @@ func (s *shellSandbox) env(c *tool.Context) []string {
 	return env
 }
 
-func cutEnv(kv string) (string, string, bool) {
+func shellCutEnv(kv string) (string, string, bool) {
 	for i := 0; i < len(kv); i++ {
 		if kv[i] == '=' {
 			return kv[:i], kv[i+1:], true
@@ -244,14 +244,14 @@ func cutEnv(kv string) (string, string, bool) {
 }
 
 // proxyEnv leads the command's HTTP clients (curl, git, npm, pip, Go) to its egress proxy.
-func proxyEnv(port int) []string {
+func shellProxyEnv(port int) []string {
 	url := "http://127.0.0.1:" + strconv.Itoa(port)
 	return []string{"HTTP_PROXY=" + url, "HTTPS_PROXY=" + url, "ALL_PROXY=" + url,
 		"http_proxy=" + url, "https_proxy=" + url, "all_proxy=" + url,
 		"npm_config_proxy=" + url, "npm_config_https_proxy=" + url}
 }
 
-func existing(paths ...string) []string {
+func shellExisting(paths ...string) []string {
 	var out []string
 	for _, p := range paths {
 		if _, err := os.Stat(p); err == nil {
@@ -272,13 +272,13 @@ func (o *ShellOptions) protected(home string) []string {
 
 // refusals is a slog.Handler for the egress proxy's log: it keeps the targets the proxy
 // refused (the proxy logs one record per refusal, with the target as "host:port").
-type refusals struct {
+type shellRefusals struct {
 	mu      sync.Mutex
 	targets []string
 }
 
-func (r *refusals) Enabled(context.Context, slog.Level) bool { return true }
-func (r *refusals) Handle(_ context.Context, rec slog.Record) error {
+func (r *shellRefusals) Enabled(context.Context, slog.Level) bool { return true }
+func (r *shellRefusals) Handle(_ context.Context, rec slog.Record) error {
 	rec.Attrs(func(a slog.Attr) bool {
 		if a.Key == "target" {
 			r.mu.Lock()
@@ -292,10 +292,10 @@ func (r *refusals) Handle(_ context.Context, rec slog.Record) error {
 	})
 	return nil
 }
-func (r *refusals) WithAttrs([]slog.Attr) slog.Handler { return r }
-func (r *refusals) WithGroup(string) slog.Handler      { return r }
+func (r *shellRefusals) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *shellRefusals) WithGroup(string) slog.Handler      { return r }
 
-func (r *refusals) list() []string {
+func (r *shellRefusals) list() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.targets)

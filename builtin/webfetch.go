@@ -99,7 +99,7 @@ func (t *webfetchTool) Definition() tool.Definition { return t.def }
 
 // entryFor is the egress entry a grant of u's host opens: the name (its public addresses),
 // or, for an address or localhost, that address and port only.
-func entryFor(u *url.URL) (entry string, local bool) {
+func fetchEntryFor(u *url.URL) (entry string, local bool) {
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	port := u.Port()
 	if port == "" {
@@ -152,7 +152,7 @@ func (t *webfetchTool) Execute(ctx context.Context, c *tool.Context, args json.R
 
 	var allowed []string
 	allow := func(u *url.URL) error {
-		entry, local := entryFor(u)
+		entry, local := fetchEntryFor(u)
 		for _, a := range allowed {
 			if a == entry {
 				return nil
@@ -254,19 +254,19 @@ func (t *webfetchTool) Execute(ctx context.Context, c *tool.Context, args json.R
 	content := string(body)
 	title := in.URL
 	if isHTML {
-		if tt := htmlTitle(content); tt != "" {
+		if tt := fetchHTMLTitle(content); tt != "" {
 			title = tt
 		}
 	}
 	switch {
 	case format == "markdown" && isHTML:
-		md, err := htmltomarkdown.ConvertString(content, converterDomain(resp.Request.URL))
+		md, err := htmltomarkdown.ConvertString(content, fetchDomain(resp.Request.URL))
 		if err != nil {
 			return tool.Errorf("convert %s to markdown: %v", u.Redacted(), err)
 		}
 		content = md
 	case format == "text" && isHTML:
-		content = htmlText(content)
+		content = fetchHTMLText(content)
 	}
 	display := in.URL
 	if r := []rune(display); len(r) > 80 {
@@ -289,7 +289,7 @@ func (t *webfetchTool) ask(ctx context.Context, c *tool.Context, u *url.URL, ent
 		desc += " The connection is not encrypted (http)."
 	}
 	meta, _ := json.Marshal(map[string]any{"permissionKey": "webfetch:host", "url": u.Redacted(), "host": entry, "isHttp": u.Scheme == "http"})
-	return askBool(ctx, c, tool.Ask{
+	return shellAskBool(ctx, c, tool.Ask{
 		Type:        tool.AskPermission,
 		Question:    fmt.Sprintf("Allow webfetch to fetch from %s?", entry),
 		Description: desc,

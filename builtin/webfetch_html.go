@@ -11,12 +11,12 @@ import (
 
 // converterDomain makes relative links of the page absolute against the URL it came from
 // (after redirects).
-func converterDomain(u *url.URL) converter.ConvertOptionFunc {
+func fetchDomain(u *url.URL) converter.ConvertOptionFunc {
 	return converter.WithDomain(u.Scheme + "://" + u.Host)
 }
 
 // htmlTitle is the text of the page's first <title>.
-func htmlTitle(page string) string {
+func fetchHTMLTitle(page string) string {
 	z := html.NewTokenizer(strings.NewReader(page))
 	for {
 		switch z.Next() {
@@ -35,7 +35,7 @@ func htmlTitle(page string) string {
 
 // htmlText is the page's text: no tags, no scripts or styles, entities decoded, runs of
 // white space as one space.
-func htmlText(page string) string {
+func fetchHTMLText(page string) string {
 	z := html.NewTokenizer(strings.NewReader(page))
 	var b strings.Builder
 	skip := 0
@@ -44,12 +44,12 @@ func htmlText(page string) string {
 		case html.ErrorToken:
 			return strings.Join(strings.Fields(b.String()), " ")
 		case html.StartTagToken:
-			if name, _ := z.TagName(); isHiddenElement(atom.Lookup(name)) {
+			if name, _ := z.TagName(); fetchHiddenElement(atom.Lookup(name)) {
 				skip++
 			}
 			b.WriteByte(' ')
 		case html.EndTagToken:
-			if name, _ := z.TagName(); isHiddenElement(atom.Lookup(name)) && skip > 0 {
+			if name, _ := z.TagName(); fetchHiddenElement(atom.Lookup(name)) && skip > 0 {
 				skip--
 			}
 			b.WriteByte(' ')
@@ -61,6 +61,6 @@ func htmlText(page string) string {
 	}
 }
 
-func isHiddenElement(a atom.Atom) bool {
+func fetchHiddenElement(a atom.Atom) bool {
 	return a == atom.Script || a == atom.Style || a == atom.Noscript || a == atom.Template
 }
