@@ -1,0 +1,657 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/internal/fsutil"
+	"github.com/jean2/jean2/policy"
+	"github.com/jean2/jean2/sandbox/egress"
+	"github.com/jean2/jean2/tool"
+)
+
+// ShellOptions configure the shell built-in. Sandbox, Limits and Layout are the host's own
+// (cmd/jean2 passes the values it gives host.Options), so a command is confined exactly as
+// the host confines its workers.
+type ShellOptions struct {
+	// Sandbox is the host's sandbox mode and launcher. Mode off runs commands unconfined
+	// (still with a clean environment, a timeout and the whole group ended); any other mode
+	// needs Landlock through the launcher, or the shell refuses to run.
+	Sandbox host.SandboxOptions
+	// Limits caps a command and everything it starts: memory (a memory cgroup over the
+	// whole command), tasks (a pids cgroup) and file size. Zero fields take the shell's
+	// defaults (ShellMemoryMB, ShellMaxTasks, host.DefaultMaxFileMB); negative ones none.
+	Limits host.Limits
+	// Layout is the host's: its Home and Tools are never readable by a command.
+	Layout host.Layout
+	// Protected are more paths no command may reach (beside Layout's, the user's
+	// credential folders and the machine's own secrets in /etc).
+	Protected []string
+	// PassEnv names variables of the server's environment that commands receive (the rest
+	// of the environment is not passed: a command sees PATH, HOME and TMPDIR — the session's
+	// folder —, the locale and these). Environ is that environment (nil: os.Environ()).
+	PassEnv []string
+	Environ []string
+	// ReadOnly are more folders commands may read and execute: toolchains that live in the
+	// user's home (~/.cargo, ~/go, ~/.nvm, ~/.bun), which is otherwise closed. Protected
+	// places inside them stay closed.
+	ReadOnly []string
+	// Path is the commands' PATH ("" : the usual system folders).
+	Path string
+	// Bash is the shell to run ("": /bin/bash or bash on PATH).
+	Bash string
+	// Timeout is a command's time when the call gives none (default 2 minutes);
+	// MaxTimeout caps what a call may ask (default 10 minutes).
+	Timeout, MaxTimeout time.Duration
+	// MaxOutput caps what the model sees of each of stdout and stderr, head and tail
+	// (default 30,000 bytes); the whole stream (up to 16 MiB) goes to a file in the
+	// session's folder.
+	MaxOutput int
+}
+
+// Shell defaults beyond the host's: a command (a build, a test run) is a tree of processes,
+// so it gets more than one worker.
+const (
+	ShellMemoryMB       = 2048
+	ShellMaxTasks       = 1024
+	DefaultShellTimeout = 2 * time.Minute
+	MaxShellTimeout     = 10 * time.Minute
+	DefaultShellOutput  = 30_000
+	shellSpillCap       = 16 << 20
+	shellProgressCap    = 1 << 20 // bytes of output streamed as progress per call
+)
+
+type shellInput struct {
+	Command string   `json:"command"`
+	Cwd     string   `json:"cwd,omitempty"`
+	Timeout float64  `json:"timeout,omitempty"`
+	Network []string `json:"network,omitempty"`
+	Write   []string `json:"write,omitempty"`
+	// Background starts the command and returns at once (a dev server); Stop ends one.
+	Background bool   `json:"background,omitempty"`
+	Stop       string `json:"stop,omitempty"`
+}
+
+// shellResult is the catalogue's {stdout, stderr, exitCode} with what a confined run adds.
+type shellResult struct {
+	Stdout   string `json:"stdout"`
+	Stderr   string `json:"stderr"`
+	ExitCode int    `json:"exitCode"`
+	TimedOut bool   `json:"timedOut,omitempty"`
+	// Overflow names the files holding a stream whole when the text above was cut.
+	Overflow map[string]string `json:"overflow,omitempty"`
+	// NetworkRefused are destinations the sandbox refused and no one allowed.
+	NetworkRefused []string `json:"networkRefused,omitempty"`
+	// Retried is set when the command ran again after a person allowed the network it
+	// was refused the first time.
+	Retried bool `json:"retried,omitempty"`
+	// Background describes a command started (or stopped) in the background.
+	Background *shellBackgroundInfo `json:"background,omitempty"`
+}
+
+const shellSchema = `{
+  "type": "object",
+  "properties": {
+    "command": {"type": "string", "description": "The shell command to execute"},
+    "cwd": {"type": "string", "description": "Working directory for the command"},
+    "timeout": {"type": "number", "description": "Timeout in milliseconds (default 120000, max 600000); the command and everything it started are killed when it runs out"},
+    "network": {"type": "array", "items": {"type": "string"}, "description": "Hosts the command needs to reach (e.g. registry.npmjs.org, api.github.com:443); commands have no network otherwise. The person is asked once per command prefix and host for the session"},
+    "write": {"type": "array", "items": {"type": "string"}, "description": "Paths outside the workspace the command needs to write; the person is asked"},
+    "background": {"type": "boolean", "description": "Start the command in the background (a dev server, a watcher) and return at once with its id and the file its output goes to"},
+    "stop": {"type": "string", "description": "Stop the background command with this id (command is then ignored) and return the end of its output"}
+  },
+  "required": ["command"]
+}`
+
+const shellDescription = `Execute a shell command (bash) in the workspace.
+
+This tool is for terminal operations (package managers, build tools, tests, git). DO NOT use it for file operations - use specialized tools instead (read-file, edit, write-file, glob, grep).
+
+## Sandbox
+
+Commands run confined, without asking: they read the system and the workspace, write only in the workspace and the session's temporary folder ($TMPDIR, also $HOME), have no network, and see a clean environment. When a command needs more:
+- network: list the hosts in "network" (e.g. ["registry.npmjs.org"]); a command refused the network is offered to the person, who may allow it and have it run again
+- writing outside the workspace: list the paths in "write"
+The person is asked once; grants are remembered per command prefix ("npm install", "git push") for the session.
+
+## Usage
+
+- The cwd parameter sets the working directory (inside the workspace)
+- Commands time out after 2 minutes by default ("timeout" in milliseconds, up to 10 minutes); the command and everything it started are then killed
+- Background processes of a command end with it; to keep one running (a dev server), set "background": true, read its output file, and stop it with {"stop": id}
+- Long output is cut to its beginning and end; the whole output is in the file named in "overflow"`
+
+type shellTool struct {
+	def  tool.Definition
+	opts ShellOptions
+	sb   *shellSandbox
+
+	mu      sync.Mutex
+	granted map[string][]string  // session + "\x00" + command prefix → hosts allowed
+	jobs    map[string]*shellJob // background commands by id
+	seq     int
+}
+
+// Shell returns the shell built-in.
+func Shell(opts ShellOptions) tool.Tool {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		} else if *v < 0 {
+			*v = 0
+		}
+	}
+	def(&opts.Limits.MemoryMB, ShellMemoryMB)
+	def(&opts.Limits.MaxTasks, ShellMaxTasks)
+	def(&opts.Limits.MaxFileMB, host.DefaultMaxFileMB)
+	def(&opts.MaxOutput, DefaultShellOutput)
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultShellTimeout
+	}
+	if opts.MaxTimeout <= 0 {
+		opts.MaxTimeout = MaxShellTimeout
+	}
+	t := &shellTool{opts: opts, granted: map[string][]string{}, jobs: map[string]*shellJob{}}
+	t.sb = &shellSandbox{opts: &t.opts}
+	t.def = tool.Definition{
+		Name:        "shell",
+		Description: shellDescription,
+		InputSchema: json.RawMessage(shellSchema),
+		// The host's own deadline stays above the longest command a call may ask for, so the
+		// shell's timeout (which reports what ran) is what ends a command.
+		Timeout: int((opts.MaxTimeout + time.Minute) / time.Millisecond),
+	}
+	return t
+}
+
+func (t *shellTool) Definition() tool.Definition { return t.def }
+
+// Close ends what is left of the commands and removes the shell's cgroup folders (a host
+// that closes its built-ins calls it; otherwise the next jean2 to start sweeps them).
+func (t *shellTool) Close() error {
+	t.stopAll(context.Background())
+	t.sb.once.Do(func() {}) // a shell that never ran made nothing
+	return t.sb.close()
+}
+
+func (t *shellTool) Execute(ctx context.Context, c *tool.Context, args json.RawMessage) tool.Result {
+	var in shellInput
+	if err := json.Unmarshal(args, &in); err != nil {
+		return tool.Errorf("invalid arguments for shell: %v", err)
+	}
+	if in.Stop != "" {
+		return t.stopBackground(c, in.Stop)
+	}
+	command := strings.TrimSpace(in.Command)
+	if command == "" {
+		return tool.Errorf("EMPTY_COMMAND: shell tool requires a non-empty command")
+	}
+	cwd := c.Workspace
+	if in.Cwd != "" {
+		cwd = c.ResolvePath(in.Cwd)
+		if !c.IsWithinWorkspace(cwd) && !policy.Within(policy.Real(cwd), policy.Real(c.TempDir)) {
+			return tool.Errorf("cwd %s lies outside the workspace: commands run in the workspace, its allowed paths or the session's folder", cwd)
+		}
+		if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
+			return tool.Errorf("cwd %s is not a folder", cwd)
+		}
+	}
+	timeout := t.opts.Timeout
+	if in.Timeout > 0 {
+		timeout = min(time.Duration(in.Timeout*float64(time.Millisecond)), t.opts.MaxTimeout)
+	}
+	bash, err := t.opts.resolveBash()
+	if err != nil {
+		return tool.Result{Error: err.Error()}
+	}
+	prefix := shellCommandPrefix(command)
+
+	why, err := t.sb.unconfined()
+	if err != nil {
+		return tool.Result{Error: err.Error()}
+	}
+	var network, writable []string
+	if why != "" {
+		// Not confined: the premise of running without asking is gone.
+		meta, _ := json.Marshal(map[string]any{"permissionKey": "shell:unconfined", "command": command, "commandPrefix": prefix})
+		ok, err := shellAskBool(ctx, c, tool.Ask{
+			Type:        tool.AskPermission,
+			Question:    fmt.Sprintf("Run `%s` without the sandbox?", command),
+			Description: fmt.Sprintf("Commands normally run confined (workspace only, no network), but %s: this one could read, write and reach whatever you can. A grant for the session covers every command that starts with `%s`.", why, prefix),
+			Risk:        "high",
+			Resource:    "shell",
+			Patterns:    []string{"shell-unconfined:" + prefix},
+			Duration:    tool.DurationSession,
+			Metadata:    meta,
+		})
+		if err != nil {
+			return tool.Errorf("ask to run `%s` unconfined: %v", command, err)
+		}
+		if !ok {
+			return tool.Errorf("%s: the person did not allow `%s` to run without the sandbox (%s)", tool.UserRejection, command, why)
+		}
+	} else {
+		if network, err = t.network(ctx, c, command, prefix, in.Network); err != nil {
+			return tool.Result{Error: err.Error()}
+		}
+		if writable, err = t.writable(ctx, c, command, in.Write); err != nil {
+			return tool.Result{Error: err.Error()}
+		}
+	}
+
+	if in.Background {
+		return t.startBackground(c, bash, command, cwd, network, writable)
+	}
+	run, err := t.run(ctx, c, bash, command, cwd, timeout, network, writable)
+	if err != nil {
+		return tool.Result{Error: err.Error()}
+	}
+	var refused []string
+	for _, target := range run.refused {
+		if !slices.Contains(network, target) {
+			refused = append(refused, target)
+		}
+	}
+	retried := false
+	if len(refused) > 0 && ctx.Err() == nil && !run.timedOut {
+		var allowed []string
+		for _, target := range refused {
+			ok, err := t.askNetwork(ctx, c, command, prefix, target, true)
+			if err != nil {
+				c.Logger.Warn("shell: network ask failed", "command", command, "target", target, "err", err)
+				break
+			}
+			if ok {
+				allowed = append(allowed, target)
+			}
+		}
+		if len(allowed) > 0 {
+			t.remember(c, prefix, allowed)
+			network = append(network, allowed...)
+			if run, err = t.run(ctx, c, bash, command, cwd, timeout, network, writable); err != nil {
+				return tool.Result{Error: err.Error()}
+			}
+			retried = true
+			refused = nil
+			for _, target := range run.refused {
+				if !slices.Contains(network, target) {
+					refused = append(refused, target)
+				}
+			}
+		}
+	}
+	return t.result(c, command, run, refused, retried, timeout)
+}
+
+// commandPrefix is what a grant is remembered for: the program and its subcommand ("npm
+// test", "git push"), or the program alone when the second word is a flag, a path or
+// absent. Leading variable assignments are skipped; a path to the program counts by its
+// base name.
+func shellCommandPrefix(command string) string {
+	words := strings.Fields(command)
+	for len(words) > 0 && strings.Contains(words[0], "=") && !strings.HasPrefix(words[0], "=") {
+		words = words[1:]
+	}
+	if len(words) == 0 {
+		return ""
+	}
+	prog := filepath.Base(words[0])
+	if len(words) == 1 {
+		return prog
+	}
+	sub := words[1]
+	if strings.HasPrefix(sub, "-") || strings.ContainsAny(sub, "/.|&;<>()$`'\"*?=") {
+		return prog
+	}
+	return prog + " " + sub
+}
+
+func shellGrantKey(c *tool.Context, prefix string) string {
+	return c.SessionID + "\x00" + prefix
+}
+
+func (t *shellTool) remember(c *tool.Context, prefix string, hosts []string) {
+	if c.SessionID == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := shellGrantKey(c, prefix)
+	for _, h := range hosts {
+		if !slices.Contains(t.granted[k], h) {
+			t.granted[k] = append(t.granted[k], h)
+		}
+	}
+}
+
+func (t *shellTool) forget(c *tool.Context, prefix, host string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := shellGrantKey(c, prefix)
+	t.granted[k] = slices.DeleteFunc(t.granted[k], func(h string) bool { return h == host })
+	if len(t.granted[k]) == 0 {
+		delete(t.granted, k)
+	}
+}
+
+// network is what the command's proxy allows: the hosts the call names and those the
+// session allowed this command prefix before, each granted by a person. The host's broker
+// remembers grants: a host allowed for the session is not asked again; one allowed once is.
+func (t *shellTool) network(ctx context.Context, c *tool.Context, command, prefix string, named []string) ([]string, error) {
+	t.mu.Lock()
+	remembered := slices.Clone(t.granted[shellGrantKey(c, prefix)])
+	t.mu.Unlock()
+	want := slices.Clone(remembered)
+	for _, n := range named {
+		n = strings.TrimSpace(n)
+		if _, err := egress.ParseRule(n); err != nil {
+			return nil, fmt.Errorf("network: %w", err)
+		}
+		if !slices.Contains(want, n) {
+			want = append(want, n)
+		}
+	}
+	var out []string
+	for _, target := range want {
+		ok, err := t.askNetwork(ctx, c, command, prefix, target, false)
+		if err != nil {
+			return nil, fmt.Errorf("ask for the network of `%s` (%s): %w", command, target, err)
+		}
+		if !ok {
+			if slices.Contains(named, target) {
+				return nil, fmt.Errorf("%s: the person did not allow `%s` to reach %s", tool.UserRejection, prefix, target)
+			}
+			// Allowed once before and refused now: the command runs without it.
+			t.forget(c, prefix, target)
+			continue
+		}
+		out = append(out, target)
+	}
+	if len(out) > 0 {
+		t.remember(c, prefix, out)
+	}
+	return out, nil
+}
+
+func (t *shellTool) askNetwork(ctx context.Context, c *tool.Context, command, prefix, target string, retry bool) (bool, error) {
+	meta, _ := json.Marshal(map[string]any{
+		"permissionKey": "shell:network", "command": command, "commandPrefix": prefix, "host": target,
+	})
+	desc := fmt.Sprintf("Commands run without network. `%s` needs %s.", command, target)
+	if retry {
+		desc = fmt.Sprintf("The sandbox refused `%s` the network to %s; allowing it runs the command again.", command, target)
+	}
+	a := tool.Ask{
+		Type:        tool.AskPermission,
+		Question:    fmt.Sprintf("Allow `%s` to reach %s?", prefix, target),
+		Description: desc + fmt.Sprintf(" A grant for the session covers every command that starts with `%s`.", prefix),
+		Risk:        "medium",
+		Resource:    "network",
+		Patterns:    []string{"shell-network:" + prefix + " → " + target},
+		Duration:    tool.DurationSession,
+		Metadata:    meta,
+	}
+	return shellAskBool(ctx, c, a)
+}
+
+// writable asks for the paths outside the workspace the command needs to write; each is
+// granted by path (the host's grants cover it for the duration the person chose).
+func (t *shellTool) writable(ctx context.Context, c *tool.Context, command string, paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		abs := c.ResolvePath(p)
+		if c.IsWithinWorkspace(abs) {
+			continue
+		}
+		if c.IsBlockedPath(abs) {
+			return nil, fmt.Errorf("write %s: a system path no command may write", abs)
+		}
+		for _, prot := range t.opts.protected(c.Home) {
+			if policy.Within(policy.Real(abs), policy.Real(prot)) || policy.Within(policy.Real(prot), policy.Real(abs)) {
+				return nil, fmt.Errorf("write %s: it is or holds a place no command may touch (%s)", abs, prot)
+			}
+		}
+		meta, _ := json.Marshal(map[string]any{"permissionKey": "shell:write", "command": command, "access": "write", "path": abs})
+		ok, err := shellAskBool(ctx, c, tool.Ask{
+			Type:        tool.AskPermission,
+			Question:    fmt.Sprintf("Allow `%s` to write %s?", command, abs),
+			Description: "Commands write only in the workspace and the session's folder; this one asks to write outside.",
+			Risk:        "high",
+			Resource:    "file",
+			Paths:       []string{abs},
+			Duration:    tool.DurationSession,
+			Metadata:    meta,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("ask to write %s for `%s`: %w", abs, command, err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s: the person did not allow `%s` to write %s", tool.UserRejection, command, abs)
+		}
+		out = append(out, abs)
+	}
+	return out, nil
+}
+
+func shellAskBool(ctx context.Context, c *tool.Context, a tool.Ask) (bool, error) {
+	raw, err := c.Asker.Ask(ctx, a)
+	if err != nil {
+		return false, err
+	}
+	var ok bool
+	if err := json.Unmarshal(raw, &ok); err != nil {
+		return false, fmt.Errorf("permission answer %s is not a boolean", raw)
+	}
+	return ok, nil
+}
+
+// shellRun is what came of one run.
+type shellRun struct {
+	stdout, stderr *shellCapped
+	code           int
+	timedOut       bool
+	stopped        bool
+	refused        []string
+}
+
+// run starts the command and waits for it, its output streamed as progress. When it ends,
+// runs out of time or the call is stopped, its process group and cgroup are ended: nothing
+// it started outlives it.
+func (t *shellTool) run(ctx context.Context, c *tool.Context, bash, command, cwd string, timeout time.Duration, network, writable []string) (*shellRun, error) {
+	cf, err := t.sb.command(c, bash, command, cwd, network, writable)
+	if err != nil {
+		return nil, err
+	}
+	defer cf.closeNet()
+	r := &shellRun{stdout: newShellCapped(t.opts.MaxOutput, shellSpillCap), stderr: newShellCapped(t.opts.MaxOutput, shellSpillCap)}
+	prog := &shellProgressSink{c: c, left: shellProgressCap}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("shell: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("shell: %w", err)
+	}
+	cmd := cf.cmd
+	cmd.Stdin = nil // /dev/null
+	cmd.Stdout, cmd.Stderr = outW, errW
+	shellOwnGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		return nil, fmt.Errorf("shell: start %s: %w", cmd.Path, err)
+	}
+	outW.Close()
+	errW.Close()
+	var readers sync.WaitGroup
+	copyStream := func(dst *shellCapped, src *os.File, stream string) {
+		defer readers.Done()
+		_, _ = io.Copy(io.MultiWriter(dst, prog.stream(stream)), src)
+	}
+	readers.Add(2)
+	go copyStream(r.stdout, outR, "stdout")
+	go copyStream(r.stderr, errR, "stderr")
+
+	exited, watched := make(chan struct{}), make(chan struct{})
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	go func() {
+		defer close(watched)
+		select {
+		case <-exited:
+			return
+		case <-timer.C:
+			r.timedOut = true
+		case <-ctx.Done():
+			r.stopped = true
+		}
+		shellKillGroup(cmd)
+		cf.release()
+	}()
+	werr := cmd.Wait()
+	close(exited)
+	<-watched
+	// Whatever bash left behind (a `cmd &`) ends with it; its pipes then close.
+	shellKillGroup(cmd)
+	cf.release()
+	done := make(chan struct{})
+	go func() { readers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		// A process that escaped both the group and a cgroup (no cgroup here) holds the
+		// pipes: stop reading rather than wait for it.
+		outR.Close()
+		errR.Close()
+		<-done
+	}
+	outR.Close()
+	errR.Close()
+	r.code = shellExitCode(cmd, werr)
+	r.refused = cf.refused.list()
+	return r, nil
+}
+
+func shellExitCode(cmd *exec.Cmd, err error) int {
+	st := cmd.ProcessState
+	if st == nil {
+		return -1
+	}
+	if code := st.ExitCode(); code >= 0 {
+		return code
+	}
+	if sig, ok := shellSignal(st); ok {
+		return 128 + sig
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// progressSink streams output as progress reports, up to a cap for the call.
+type shellProgressSink struct {
+	c    *tool.Context
+	mu   sync.Mutex
+	left int
+}
+
+type shellProgressStream struct {
+	p    *shellProgressSink
+	name string
+}
+
+func (p *shellProgressSink) stream(name string) io.Writer { return shellProgressStream{p, name} }
+
+func (s shellProgressStream) Write(b []byte) (int, error) {
+	s.p.mu.Lock()
+	n := min(len(b), s.p.left)
+	s.p.left -= n
+	s.p.mu.Unlock()
+	if n > 0 {
+		data, _ := json.Marshal(map[string]string{"stream": s.name})
+		s.p.c.Progress(tool.Progress{Message: string(b[:n]), Data: data})
+	}
+	return len(b), nil
+}
+
+func (t *shellTool) result(c *tool.Context, command string, run *shellRun, refused []string, retried bool, timeout time.Duration) tool.Result {
+	res := shellResult{ExitCode: run.code, TimedOut: run.timedOut, NetworkRefused: refused, Retried: retried}
+	for _, s := range []struct {
+		name string
+		out  *shellCapped
+		text *string
+	}{{"stdout", run.stdout, &res.Stdout}, {"stderr", run.stderr, &res.Stderr}} {
+		note := ""
+		if s.out.truncated() {
+			data, whole := s.out.all()
+			path, err := fsutil.WriteNew(c.TempDir, ".", "shell-"+s.name+"-", ".txt", data, 0o600)
+			switch {
+			case err != nil:
+				note = "; the whole output could not be kept: " + err.Error()
+			case whole:
+				note = "; the whole " + s.name + " is in " + path
+			default:
+				note = fmt.Sprintf("; the first %d bytes of %s are in %s", len(data), s.name, path)
+			}
+			if err == nil {
+				if res.Overflow == nil {
+					res.Overflow = map[string]string{}
+				}
+				res.Overflow[s.name] = path
+			}
+		}
+		*s.text = s.out.text(note)
+	}
+	vz := map[string]any{"type": tool.VizShellOutput, "command": shellTruncate(command, 100), "exitCode": res.ExitCode}
+	if res.Stdout != "" {
+		vz["stdout"] = res.Stdout
+	}
+	if res.Stderr != "" {
+		vz["stderr"] = res.Stderr
+	}
+	viz, _ := json.Marshal(vz)
+	out := tool.Success(res)
+	out.Visualization = viz
+	switch {
+	case run.stopped:
+		out.Success, out.Error = false, "Tool execution interrupted"
+	case run.timedOut:
+		out.Success, out.Error = false, fmt.Sprintf("Command timed out after %s; it and everything it started were killed", timeout)
+	case res.ExitCode != 0:
+		out.Success = false
+		out.Error = fmt.Sprintf("Command exited with code %d", res.ExitCode)
+		if first, _, _ := strings.Cut(strings.TrimSpace(res.Stderr), "\n"); first != "" {
+			out.Error += ": " + first
+		}
+	}
+	if len(refused) > 0 && !out.Success {
+		out.Error += fmt.Sprintf(" (the sandbox refused the network to %s; name it in \"network\" to ask the person)", strings.Join(refused, ", "))
+	}
+	return out
+}
+
+func shellTruncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}

@@ -1,0 +1,169 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/jean2/jean2/tool"
+)
+
+// Background commands (dev servers, watchers): started confined like any command, their
+// output (stdout and stderr together) going to a file in the session's folder, ended by
+// {"stop": id}, when they exit, or when the shell closes. A command cannot end one itself:
+// each runs in a Landlock domain of its own, and Landlock refuses signals across domains.
+
+const maxBackgroundJobs = 8 // per session
+
+// bgJob is one background command.
+type shellJob struct {
+	id, session, command, output string
+	cf                           *shellConfined
+	done                         chan struct{}
+	code                         int
+}
+
+// backgroundInfo is what the result says of a background command.
+type shellBackgroundInfo struct {
+	ID     string `json:"id"`
+	Output string `json:"output"`
+	// Running is false once the command has exited (or was stopped).
+	Running bool `json:"running"`
+}
+
+func (t *shellTool) startBackground(c *tool.Context, bash, command, cwd string, network, writable []string) tool.Result {
+	t.mu.Lock()
+	n := 0
+	for _, j := range t.jobs {
+		if j.session == c.SessionID {
+			n++
+		}
+	}
+	t.mu.Unlock()
+	if n >= maxBackgroundJobs {
+		return tool.Errorf("this session already runs %d background commands: stop one first ({\"stop\": id})", n)
+	}
+	cf, err := t.sb.command(c, bash, command, cwd, network, writable)
+	if err != nil {
+		return tool.Result{Error: err.Error()}
+	}
+	f, err := shellCreateOutput(c.TempDir, "shell-bg-")
+	if err != nil {
+		cf.closeNet()
+		return tool.Errorf("shell: background output file in %s: %v", c.TempDir, err)
+	}
+	cmd := cf.cmd
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, f, f
+	shellOwnGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		cf.closeNet()
+		return tool.Errorf("shell: start %s: %v", cmd.Path, err)
+	}
+	f.Close()
+	t.mu.Lock()
+	t.seq++
+	job := &shellJob{id: "bg-" + strconv.Itoa(t.seq), session: c.SessionID, command: command, output: f.Name(), cf: cf, done: make(chan struct{})}
+	t.jobs[job.id] = job
+	t.mu.Unlock()
+	go func() {
+		werr := cmd.Wait()
+		shellKillGroup(cmd)
+		cf.release()
+		cf.closeNet()
+		job.code = shellExitCode(cmd, werr)
+		close(job.done)
+	}()
+	res := shellResult{
+		Stdout:     fmt.Sprintf("started in the background as %s; its output goes to %s; stop it with {\"stop\": %q}\n", job.id, job.output, job.id),
+		Background: &shellBackgroundInfo{ID: job.id, Output: job.output, Running: true},
+	}
+	out := tool.Success(res)
+	out.Visualization, _ = json.Marshal(map[string]any{"type": tool.VizShellOutput, "command": shellTruncate(command, 100), "stdout": res.Stdout, "exitCode": 0})
+	return out
+}
+
+// stopBackground ends a background command of this session and returns the end of its
+// output and its exit code.
+func (t *shellTool) stopBackground(c *tool.Context, id string) tool.Result {
+	t.mu.Lock()
+	job, ok := t.jobs[id]
+	if ok && job.session != c.SessionID {
+		ok = false
+	}
+	if ok {
+		delete(t.jobs, id)
+	}
+	t.mu.Unlock()
+	if !ok {
+		return tool.Errorf("no background command %s in this session", id)
+	}
+	code := -1
+	if job.stop() {
+		code = job.code
+	}
+	res := shellResult{ExitCode: code, Background: &shellBackgroundInfo{ID: job.id, Output: job.output}}
+	res.Stdout = shellTailOf(job.output, t.opts.MaxOutput)
+	out := tool.Success(res)
+	vz := map[string]any{"type": tool.VizShellOutput, "command": shellTruncate(job.command, 100), "exitCode": res.ExitCode}
+	if res.Stdout != "" {
+		vz["stdout"] = res.Stdout
+	}
+	out.Visualization, _ = json.Marshal(vz)
+	return out
+}
+
+// stop ends the job's process group and cgroup and waits (boundedly) for it to be reaped;
+// false when it was not reaped in time.
+func (j *shellJob) stop() bool {
+	select {
+	case <-j.done:
+		return true
+	default:
+	}
+	shellKillGroup(j.cf.cmd)
+	j.cf.release()
+	select {
+	case <-j.done:
+		return true
+	case <-time.After(5 * time.Second):
+		return false
+	}
+}
+
+// stopAll ends every background command (the shell closes).
+func (t *shellTool) stopAll(context.Context) {
+	t.mu.Lock()
+	jobs := t.jobs
+	t.jobs = map[string]*shellJob{}
+	t.mu.Unlock()
+	for _, j := range jobs {
+		j.stop()
+	}
+}
+
+// tailOf is the last max bytes of a file.
+func shellTailOf(path string, max int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := fi.Size() - int64(max)
+	prefix := ""
+	if off > 0 {
+		prefix = fmt.Sprintf("[… %d bytes before; the whole output is in %s …]\n", off, path)
+	} else {
+		off = 0
+	}
+	data, _ := io.ReadAll(io.NewSectionReader(f, off, int64(max)))
+	return prefix + string(data)
+}

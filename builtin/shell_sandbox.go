@@ -1,0 +1,331 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/jean2/jean2/policy"
+	"github.com/jean2/jean2/sandbox"
+	"github.com/jean2/jean2/sandbox/egress"
+	"github.com/jean2/jean2/tool"
+)
+
+// shellSandbox is what the shell knows of the sandbox: what the machine offers and the
+// cgroup folders its commands' groups go in. It is made at the first command (probing the
+// kernel and making cgroup folders is not free, and a host that never runs a command
+// should not pay for it) and lives as long as the tool.
+type shellSandbox struct {
+	opts *ShellOptions
+
+	once   sync.Once
+	status sandbox.Status
+	pids   *sandbox.Pids
+	memory *sandbox.Memory
+}
+
+func (s *shellSandbox) init() {
+	s.once.Do(func() {
+		mode := s.opts.Sandbox.Mode
+		if mode == "" {
+			mode = sandbox.ModeOff
+		}
+		launcher := s.opts.Sandbox.Launcher
+		if runtime.GOOS != "linux" {
+			launcher = ""
+		}
+		s.status = sandbox.Probe(mode, launcher)
+		if s.opts.Sandbox.NoNetNS && s.status.NetNS {
+			s.status.NetNS, s.status.NetNSError = false, "turned off by the host's options"
+			s.status.NetLandlock = sandbox.LandlockNetwork()
+		}
+		if launcher == "" || mode == sandbox.ModeOff {
+			return
+		}
+		if s.opts.Limits.MaxTasks > 0 {
+			if p, err := sandbox.NewPids(); err == nil {
+				s.pids = p
+			}
+		}
+		if s.opts.Limits.MemoryMB > 0 {
+			if m, err := sandbox.NewMemory(s.pids); err == nil {
+				s.memory = m
+			}
+		}
+	})
+}
+
+// unconfined says why commands would run without the sandbox although the mode did not
+// turn it off (auto or node mode on a machine without Landlock or without a launcher): then
+// every command prefix needs a person's yes. "" when commands are confined, or when the
+// person turned the sandbox off. An error when the mode requires what cannot be had.
+func (s *shellSandbox) unconfined() (string, error) {
+	s.init()
+	mech, err := s.status.Choose("shell")
+	if err != nil {
+		return "", fmt.Errorf("shell: %w", err)
+	}
+	if mech == sandbox.Landlock || s.status.Mode == sandbox.ModeOff {
+		return "", nil
+	}
+	if s.status.LandlockABI < 1 {
+		return "Landlock is not available here (" + s.status.LandlockError + ")", nil
+	}
+	return "no sandbox launcher is configured", nil
+}
+
+// confined is one command ready to start, with what must be undone when it ends.
+type shellConfined struct {
+	cmd *exec.Cmd
+	// refused collects the destinations the egress proxy refused while the command ran.
+	refused *shellRefusals
+	// release ends what is left of the command in its cgroups (safe to call again);
+	// closeNet ends its network namespace and proxy.
+	release, closeNet func()
+}
+
+// command builds the exec.Cmd of one command: bash -c script in cwd, through the launcher,
+// with the call's file rules, no network but its own egress proxy (allowing network),
+// a clean environment, the host's limits. writable are granted paths outside the
+// workspace (already approved).
+func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, network, writable []string) (*shellConfined, error) {
+	s.init()
+	st := s.status
+	out := &shellConfined{refused: &shellRefusals{}, release: func() {}, closeNet: func() {}}
+	env := s.env(c)
+	mech, err := st.Choose("shell")
+	if err != nil {
+		return nil, fmt.Errorf("shell: %w", err)
+	}
+	if mech != sandbox.Landlock {
+		// Mode off, or auto/node where Landlock cannot be had (Execute asked the person
+		// first, see unconfined): bash as it is, with a clean environment and its process
+		// group ended; no cgroup, so a process that leaves the group (setsid) survives.
+		cmd := exec.Command(bash, "--noprofile", "--norc", "-c", script)
+		cmd.Dir, cmd.Env = cwd, env
+		out.cmd = cmd
+		return out, nil
+	}
+	protected := slices.Clone(s.opts.protected(c.Home))
+	plan := sandbox.Plan{
+		Program:      bash,
+		ChildProcess: true,
+		// The system's programs and configuration (bash, git, compilers, /etc/gitconfig);
+		// systemRules add the libraries and devices. Not /home, /root, /tmp, /run.
+		ReadOnly:  append(shellExisting("/etc", "/opt", "/usr/local"), shellExisting(s.opts.ReadOnly...)...),
+		ReadWrite: append([]string{c.Workspace}, c.AllowedPaths...),
+		Protected: protected,
+		// The workspace's .jean2 is not sealed as it is for workers: a seal makes the
+		// workspace folder itself read-only (Landlock cannot refuse one name of a folder
+		// whose other new entries are allowed), and a command must create files there. What
+		// it holds that jean2 acts on, mcp.json, starts only once a person trusted its
+		// content (mcpclient's trust store), so a command that writes one gains nothing.
+	}
+	if c.TempDir != "" {
+		plan.ReadWrite = append(plan.ReadWrite, c.TempDir)
+	}
+	plan.DeclaredWrite = writable
+	spec := sandbox.Spec{Landlock: true, Rules: plan.Rules()}
+	lim := s.opts.Limits
+	if lim.MaxFileMB > 0 {
+		spec.FileMB = lim.MaxFileMB
+	}
+	if s.memory != nil && lim.MemoryMB > 0 {
+		// The cgroup counts the memory of the whole command; RLIMIT_DATA would count each
+		// process alone (a compiler and its children could each take the whole cap).
+		spec.MemoryCgroup, spec.MemoryMaxMB = s.memory.Dir(), lim.MemoryMB
+	} else if lim.MemoryMB > 0 {
+		spec.DataMB = lim.MemoryMB
+	}
+	if lim.MaxTasks > 0 {
+		if s.pids != nil {
+			spec.PidsCgroup, spec.PidsMax = s.pids.Dir(), lim.MaxTasks
+		} else {
+			spec.NProcExtra = lim.MaxTasks
+		}
+	}
+	var closers []func()
+	if st.NetNS || st.NetLandlock {
+		proxy := &egress.Proxy{Tool: "shell", Allowed: func() []string { return network },
+			Log: slog.New(out.refused)}
+		var ln net.Listener
+		if st.NetNS {
+			ns, err := sandbox.NewNetNS(sandbox.ProxyPort)
+			if err != nil {
+				return nil, fmt.Errorf("shell: isolate the command from the network: %w", err)
+			}
+			spec.NetNS, ln = ns.Path(), ns.Listener
+			closers = append(closers, func() { _ = ns.Close() })
+			env = append(env, shellProxyEnv(sandbox.ProxyPort)...)
+		} else {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return nil, fmt.Errorf("shell: egress proxy: %w", err)
+			}
+			ln = l
+			spec.ProxyPort = l.Addr().(*net.TCPAddr).Port
+			env = append(env, shellProxyEnv(spec.ProxyPort)...)
+		}
+		go func() { _ = proxy.Serve(ln) }()
+		closers = append([]func(){func() { _ = proxy.Close() }}, closers...)
+	}
+	path, args, err := sandbox.Command(st.Launcher, spec, bash, []string{"--noprofile", "--norc", "-c", script})
+	if err != nil {
+		for _, f := range closers {
+			f()
+		}
+		return nil, fmt.Errorf("shell: %w", err)
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Dir, cmd.Env = cwd, env
+	out.cmd = cmd
+	pids, memory := s.pids, s.memory
+	out.release = func() {
+		if cmd.Process != nil {
+			// A process that left bash's group (setsid, a daemon) is still in the
+			// command's cgroup: it ends here.
+			if memory != nil {
+				memory.Release(cmd.Process.Pid)
+			}
+			if pids != nil {
+				pids.Release(cmd.Process.Pid)
+			}
+		}
+	}
+	out.closeNet = func() {
+		for _, f := range closers {
+			f()
+		}
+	}
+	return out, nil
+}
+
+// env is a command's environment: nothing of the host's but a PATH, the locale and the
+// pass-through names the person configured; HOME and TMPDIR are the session's folder
+// (the user's home is not readable).
+func (s *shellSandbox) env(c *tool.Context) []string {
+	path := s.opts.Path
+	if path == "" {
+		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	tmp := c.TempDir
+	env := []string{"PATH=" + path, "HOME=" + tmp, "TMPDIR=" + tmp, "TERM=dumb", "LANG=C.UTF-8", "NO_COLOR=1",
+		"GIT_TERMINAL_PROMPT=0", "PAGER=cat", "GIT_PAGER=cat"}
+	host := s.opts.Environ
+	if host == nil {
+		host = os.Environ()
+	}
+	for _, name := range s.opts.PassEnv {
+		for _, kv := range host {
+			if k, _, ok := shellCutEnv(kv); ok && k == name {
+				env = append(env, kv)
+			}
+		}
+	}
+	return env
+}
+
+func shellCutEnv(kv string) (string, string, bool) {
+	for i := 0; i < len(kv); i++ {
+		if kv[i] == '=' {
+			return kv[:i], kv[i+1:], true
+		}
+	}
+	return "", "", false
+}
+
+// proxyEnv leads the command's HTTP clients (curl, git, npm, pip, Go) to its egress proxy.
+func shellProxyEnv(port int) []string {
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	return []string{"HTTP_PROXY=" + url, "HTTPS_PROXY=" + url, "ALL_PROXY=" + url,
+		"http_proxy=" + url, "https_proxy=" + url, "all_proxy=" + url,
+		"npm_config_proxy=" + url, "npm_config_https_proxy=" + url}
+}
+
+func shellExisting(paths ...string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// protected is what no command may reach: jean2's home and tools folder as the host knows
+// them, and the credential folders of the user's home.
+func (o *ShellOptions) protected(home string) []string {
+	out := policy.ProtectedPaths(home, o.Layout.Home, o.Layout.Tools)
+	out = append(out, o.Protected...)
+	// /etc is readable for the programs' configuration, but not the machine's own secrets.
+	return append(out, "/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/ssh", "/etc/sudoers", "/etc/sudoers.d")
+}
+
+// refusals is a slog.Handler for the egress proxy's log: it keeps the targets the proxy
+// refused (the proxy logs one record per refusal, with the target as "host:port").
+type shellRefusals struct {
+	mu      sync.Mutex
+	targets []string
+}
+
+func (r *shellRefusals) Enabled(context.Context, slog.Level) bool { return true }
+func (r *shellRefusals) Handle(_ context.Context, rec slog.Record) error {
+	rec.Attrs(func(a slog.Attr) bool {
+		if a.Key == "target" {
+			r.mu.Lock()
+			if t := a.Value.String(); !slices.Contains(r.targets, t) {
+				r.targets = append(r.targets, t)
+			}
+			r.mu.Unlock()
+			return false
+		}
+		return true
+	})
+	return nil
+}
+func (r *shellRefusals) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *shellRefusals) WithGroup(string) slog.Handler      { return r }
+
+func (r *shellRefusals) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.targets)
+}
+
+// resolveBash finds bash on the configured PATH.
+func (o *ShellOptions) resolveBash() (string, error) {
+	if o.Bash != "" {
+		return o.Bash, nil
+	}
+	for _, p := range []string{"/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash"} {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return policy.Real(filepath.Clean(p)), nil
+		}
+	}
+	p, err := exec.LookPath("bash")
+	if err != nil {
+		return "", fmt.Errorf("shell: bash is not installed: %w", err)
+	}
+	return filepath.Abs(p)
+}
+
+// close ends what is left in the commands' cgroups and removes the shell's cgroup folders.
+func (s *shellSandbox) close() error {
+	var errs []error
+	if s.memory != nil {
+		errs = append(errs, s.memory.Close())
+	}
+	if s.pids != nil {
+		errs = append(errs, s.pids.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,302 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
+
+	"github.com/jean2/jean2/sandbox/egress"
+	"github.com/jean2/jean2/tool"
+)
+
+// WebFetchOptions configure the webfetch built-in.
+type WebFetchOptions struct {
+	// MaxBytes caps a response's body (default 5 MiB, as the catalogue's tool).
+	MaxBytes int64
+	// Timeout is a fetch's time when the call gives none (default 30 s); MaxTimeout caps
+	// what a call may ask (default 120 s).
+	Timeout, MaxTimeout time.Duration
+	// UserAgent is sent with every request ("" : a browser's, as the catalogue's tool).
+	UserAgent string
+	// Resolver resolves names for the egress policy (nil: net.DefaultResolver).
+	Resolver egress.Resolver
+}
+
+const (
+	defaultFetchBytes   = 5 << 20
+	defaultFetchTimeout = 30 * time.Second
+	maxFetchTimeout     = 120 * time.Second
+	maxFetchRedirects   = 10
+)
+
+const webfetchSchema = `{
+  "type": "object",
+  "properties": {
+    "url": {"type": "string", "description": "The URL to fetch content from (must start with http:// or https://)"},
+    "format": {"type": "string", "description": "Output format: markdown (default), text, or html", "enum": ["markdown", "text", "html"]},
+    "timeout": {"type": "number", "description": "Timeout in seconds (max 120)"}
+  },
+  "required": ["url"]
+}`
+
+const webfetchDescription = `Fetch content from a URL and convert to readable format.
+
+## Permission Model
+
+The person is asked once per host and session before it is fetched (and for each new host a redirect leads to). Addresses of this machine and private networks are reached only when the person allows that very address. Responses are capped at 5 MB.`
+
+type webfetchInput struct {
+	URL     string  `json:"url"`
+	Format  string  `json:"format,omitempty"`
+	Timeout float64 `json:"timeout,omitempty"`
+}
+
+type webfetchResult struct {
+	Content     string `json:"content"`
+	Title       string `json:"title"`
+	ContentType string `json:"contentType"`
+}
+
+type webfetchTool struct {
+	def  tool.Definition
+	opts WebFetchOptions
+}
+
+// WebFetch returns the webfetch built-in: it fetches in the host, under the egress policy
+// of tool workers (sandbox/egress), with the destinations a person granted for the session.
+func WebFetch(opts WebFetchOptions) tool.Tool {
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = defaultFetchBytes
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = defaultFetchTimeout
+	}
+	if opts.MaxTimeout <= 0 {
+		opts.MaxTimeout = maxFetchTimeout
+	}
+	if opts.UserAgent == "" {
+		opts.UserAgent = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
+	}
+	return &webfetchTool{opts: opts, def: tool.Definition{
+		Name: "webfetch", Description: webfetchDescription, InputSchema: json.RawMessage(webfetchSchema),
+		Timeout: int((opts.MaxTimeout + 30*time.Second) / time.Millisecond),
+	}}
+}
+
+func (t *webfetchTool) Definition() tool.Definition { return t.def }
+
+// entryFor is the egress entry a grant of u's host opens: the name (its public addresses),
+// or, for an address or localhost, that address and port only.
+func fetchEntryFor(u *url.URL) (entry string, local bool) {
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	port := u.Port()
+	if port == "" {
+		port = "443"
+		if u.Scheme == "http" {
+			port = "80"
+		}
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		a = a.Unmap()
+		return net.JoinHostPort(a.String(), port), !a.IsGlobalUnicast() || a.IsPrivate()
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return "localhost:" + port, true
+	}
+	return host, false
+}
+
+func (t *webfetchTool) Execute(ctx context.Context, c *tool.Context, args json.RawMessage) tool.Result {
+	var in webfetchInput
+	if err := json.Unmarshal(args, &in); err != nil {
+		return tool.Errorf("invalid arguments for webfetch: %v", err)
+	}
+	u, err := url.Parse(strings.TrimSpace(in.URL))
+	if err != nil {
+		return tool.Errorf("Invalid URL: %s", in.URL)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return tool.Errorf("Only HTTP and HTTPS URLs are allowed. Blocked: %s:", u.Scheme)
+	}
+	if u.Host == "" {
+		return tool.Errorf("Invalid URL: %s", in.URL)
+	}
+	if u.User != nil {
+		return tool.Errorf("Invalid URL: %s: credentials in a URL are not sent", u.Redacted())
+	}
+	format := in.Format
+	if format == "" {
+		format = "markdown"
+	}
+	if format != "markdown" && format != "text" && format != "html" {
+		return tool.Errorf("format %q is not one of markdown, text, html", in.Format)
+	}
+	timeout := t.opts.Timeout
+	if in.Timeout > 0 {
+		timeout = min(time.Duration(in.Timeout*float64(time.Second)), t.opts.MaxTimeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	var allowed []string
+	allow := func(u *url.URL) error {
+		entry, local := fetchEntryFor(u)
+		for _, a := range allowed {
+			if a == entry {
+				return nil
+			}
+		}
+		ok, err := t.ask(ctx, c, u, entry, local)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errors.New(tool.UserRejection)
+		}
+		allowed = append(allowed, entry)
+		return nil
+	}
+	if err := allow(u); err != nil {
+		return tool.Result{Error: err.Error()}
+	}
+	policy := &egress.Proxy{Tool: "webfetch", Allowed: func() []string { return allowed }, Resolver: t.opts.Resolver}
+	dialer := &net.Dialer{Timeout: 15 * time.Second}
+	transport := &http.Transport{
+		Proxy: nil, // never the server's proxy settings: the policy decides here
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, portText, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			port, _ := strconv.Atoi(portText)
+			addrs, err := policy.Check(ctx, host, port)
+			if err != nil {
+				return nil, err
+			}
+			var errs []error
+			for _, a := range addrs {
+				conn, err := dialer.DialContext(ctx, "tcp", a.String())
+				if err == nil {
+					return conn, nil
+				}
+				errs = append(errs, err)
+			}
+			return nil, errors.Join(errs...)
+		},
+		TLSHandshakeTimeout:    15 * time.Second,
+		ResponseHeaderTimeout:  timeout,
+		MaxResponseHeaderBytes: 1 << 20,
+	}
+	defer transport.CloseIdleConnections()
+	client := &http.Client{Transport: transport, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) >= maxFetchRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxFetchRedirects)
+		}
+		if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+			return fmt.Errorf("redirect to %s: only HTTP and HTTPS URLs are allowed", req.URL.Redacted())
+		}
+		return allow(req.URL)
+	}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return tool.Errorf("Invalid URL: %s: %v", in.URL, err)
+	}
+	req.Header.Set("User-Agent", t.opts.UserAgent)
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
+	req.Header.Set("Accept-Language", "en-US,en;q=0.5")
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			return tool.Errorf("fetch %s: timed out after %s", u.Redacted(), timeout)
+		}
+		var ref *egress.Refusal
+		if errors.As(err, &ref) {
+			return tool.Errorf("fetch %s: network access to %s refused: %s", u.Redacted(), ref.Target, ref.Why)
+		}
+		if strings.Contains(err.Error(), tool.UserRejection) {
+			return tool.Errorf("%s", tool.UserRejection)
+		}
+		return tool.Errorf("fetch %s: %v", u.Redacted(), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return tool.Errorf("Request failed with status code: %d", resp.StatusCode)
+	}
+	max := t.opts.MaxBytes
+	if resp.ContentLength > max {
+		return tool.Errorf("Response too large: %d bytes (max %d)", resp.ContentLength, max)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			return tool.Errorf("fetch %s: timed out after %s", u.Redacted(), timeout)
+		}
+		return tool.Errorf("fetch %s: read the response: %v", u.Redacted(), err)
+	}
+	if int64(len(body)) > max {
+		return tool.Errorf("Response too large: more than %d bytes", max)
+	}
+	contentType := resp.Header.Get("Content-Type")
+	mediaType, _, _ := mime.ParseMediaType(contentType)
+	isHTML := mediaType == "text/html" || mediaType == "application/xhtml+xml"
+	content := string(body)
+	title := in.URL
+	if isHTML {
+		if tt := fetchHTMLTitle(content); tt != "" {
+			title = tt
+		}
+	}
+	switch {
+	case format == "markdown" && isHTML:
+		md, err := htmltomarkdown.ConvertString(content, fetchDomain(resp.Request.URL))
+		if err != nil {
+			return tool.Errorf("convert %s to markdown: %v", u.Redacted(), err)
+		}
+		content = md
+	case format == "text" && isHTML:
+		content = fetchHTMLText(content)
+	}
+	display := in.URL
+	if r := []rune(display); len(r) > 80 {
+		display = string(r[:77]) + "..."
+	}
+	out := tool.Success(webfetchResult{Content: content, Title: title, ContentType: contentType})
+	out.Visualization, _ = json.Marshal(map[string]string{"type": tool.VizNone, "message": "Fetched: " + display})
+	return out
+}
+
+// ask asks the person whether host may be fetched for this session; the host's grants
+// answer for a host already allowed.
+func (t *webfetchTool) ask(ctx context.Context, c *tool.Context, u *url.URL, entry string, local bool) (bool, error) {
+	risk, desc := "medium", fmt.Sprintf("webfetch wants to fetch %s.", u.Redacted())
+	if local {
+		risk = "high"
+		desc += " " + entry + " is this machine or a private network: services there are not meant for the web."
+	}
+	if u.Scheme == "http" {
+		desc += " The connection is not encrypted (http)."
+	}
+	meta, _ := json.Marshal(map[string]any{"permissionKey": "webfetch:host", "url": u.Redacted(), "host": entry, "isHttp": u.Scheme == "http"})
+	return shellAskBool(ctx, c, tool.Ask{
+		Type:        tool.AskPermission,
+		Question:    fmt.Sprintf("Allow webfetch to fetch from %s?", entry),
+		Description: desc,
+		Risk:        risk,
+		Resource:    "network",
+		Patterns:    []string{"webfetch:" + entry},
+		Duration:    tool.DurationSession,
+		Metadata:    meta,
+	})
+}
