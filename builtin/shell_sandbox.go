@@ -124,17 +124,20 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 		ReadOnly:  append(shellExisting("/etc", "/opt", "/usr/local"), shellExisting(s.opts.ReadOnly...)...),
 		ReadWrite: append([]string{c.Workspace}, c.AllowedPaths...),
 		Protected: protected,
-		// The workspace's .jean2 is not sealed as it is for workers: a seal makes the
-		// workspace folder itself read-only (Landlock cannot refuse one name of a folder
-		// whose other new entries are allowed), and a command must create files there. What
-		// it holds that jean2 acts on, mcp.json, starts only once a person trusted its
-		// content (mcpclient's trust store), so a command that writes one gains nothing.
 	}
 	if c.TempDir != "" {
 		plan.ReadWrite = append(plan.ReadWrite, c.TempDir)
 	}
 	plan.DeclaredWrite = writable
-	spec := sandbox.Spec{Landlock: true, Rules: plan.Rules()}
+	// Each workspace root's .jean2 is sealed by a read-only mount where the launcher can
+	// mount, as for workers. Where it cannot, it is left writable rather than carved as for
+	// workers: the carve makes the workspace folder itself read-only (Landlock cannot refuse
+	// one name of a folder whose other new entries are allowed), and a command must create
+	// files there; what .jean2 holds that jean2 acts on, mcp.json, starts only once a person
+	// trusted its content (mcpclient's trust store), so a command that writes one gains nothing.
+	sealed := s.seals(c, protected)
+	plan.MountSealed = sealed
+	spec := sandbox.Spec{Landlock: true, Rules: plan.Rules(), SealedDirs: sealed}
 	lim := s.opts.Limits
 	if lim.MaxFileMB > 0 {
 		spec.FileMB = lim.MaxFileMB
@@ -328,4 +331,29 @@ func (s *shellSandbox) close() error {
 		errs = append(errs, s.pids.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// seals prepares the .jean2 of each workspace root of the call for a read-only mount and
+// returns them, when the launcher can mount (nil otherwise). A root's .jean2 that is
+// protected (jean2's own home, when the workspace is the user's home), or that is a link or
+// not a folder, is left out.
+func (s *shellSandbox) seals(c *tool.Context, protected []string) []string {
+	if !s.status.MountSeal {
+		return nil
+	}
+	var sealed []string
+	for _, d := range (policy.Scope{Workspace: c.Workspace, Allowed: c.AllowedPaths}).SettingsDirs() {
+		real := policy.Real(d)
+		if slices.ContainsFunc(protected, func(p string) bool { return p != "" && policy.Within(real, policy.Real(p)) }) {
+			continue
+		}
+		root := policy.Real(filepath.Dir(d))
+		if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+			continue
+		}
+		if dir, err := sandbox.PrepareSealDir(root); err == nil {
+			sealed = append(sealed, dir)
+		}
+	}
+	return sealed
 }

@@ -546,3 +546,23 @@ func TestShellBackground(t *testing.T) {
 		t.Fatalf("background command read the .env: %q", data)
 	}
 }
+
+// A command cannot plant the workspace's .jean2/mcp.json where the launcher can seal the
+// folder by a mount (it still makes files at the workspace's top level); where it cannot,
+// the trust of mcp.json's content is what stands (docs/security.md).
+func TestShellSealsWorkspaceSettings(t *testing.T) {
+	f := newShellFixture(t, nil)
+	if st := sandbox.Probe(sandbox.ModeLandlock, os.Args[0]); !st.MountSeal {
+		t.Skipf("the launcher cannot seal by a mount here: %s", st.MountSealError)
+	}
+	_, res := f.sh(`mkdir -p .jean2 2>/dev/null; echo '{"mcpServers":{}}' > .jean2/mcp.json; echo "write=$?"; mv .jean2 moved 2>/dev/null; echo "mv=$?"; echo top > top.txt && echo "top=$?"`)
+	if !strings.Contains(res.Stdout, "top=0") {
+		t.Fatalf("could not make a file at the workspace's top level: %+v", res)
+	}
+	if strings.Contains(res.Stdout, "write=0") || strings.Contains(res.Stdout, "mv=0") {
+		t.Fatalf("changed the workspace's .jean2: %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, ".jean2", "mcp.json")); err == nil {
+		t.Fatal("a command planted .jean2/mcp.json")
+	}
+}
