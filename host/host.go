@@ -204,6 +204,15 @@ func (h *Host) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("stop %s: %w", v.def.Name, err))
 		}
 	}
+	// A built-in that holds something of its own (the shell's background commands and
+	// cgroups) ends it with the host.
+	for _, t := range h.opts.Builtins {
+		if c, ok := t.(io.Closer); ok {
+			if err := c.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close built-in %s: %w", t.Definition().Name, err))
+			}
+		}
+	}
 	errs = append(errs, h.sb.close())
 	return errors.Join(errs...)
 }
