@@ -97,7 +97,10 @@ func TestAskAnsweredByClick(t *testing.T) {
 	f.waitText("dialog[open] .ask-permission", "May I deploy to production?")
 	f.waitText("dialog[open] .ask-permission", "High risk")
 	f.waitText(".tool-card .tool-progress", "waiting for you")
-	// Escape closes the dialog; the question stays in the conversation.
+	// Escape closes the dialog; the question stays in the conversation. The key goes to the
+	// focused element, so wait until the modal dialog holds the focus (a loaded machine may
+	// draw the dialog before it moves the focus into it, and an Escape then goes nowhere).
+	f.waitJS("the dialog to hold the focus", `document.activeElement !== null && document.activeElement.closest("dialog[open]") !== null`)
 	if err := f.b.Do(10*time.Second, chromedp.KeyEvent(kb.Escape)); err != nil {
 		t.Fatal(err)
 	}
