@@ -112,10 +112,10 @@ func (b *Broker) permission(ctx context.Context, a tool.Ask) (bool, error) {
 	// with and what a person is shown (a tool cannot call ~/.env "low").
 	a.Risk = Assess(b.call, a).Risk
 	if _, ok := b.grants.Lookup(b.call, a); ok {
-		if a.Resource == "file" && len(a.Paths) == 0 && len(a.Patterns) == 0 {
-			// A file permission that names no path covers file access only inside the call
-			// that got it (see Grants.Covers); granting it again here gives this call the
-			// same, or the tool would be told yes and then refused by toolfs.
+		if OpensReads(a) {
+			// A permission that names no path opens reads only inside the call that got it
+			// (see Grants.Covers); granting it again here gives this call the same, or the
+			// tool would be told yes and then refused by toolfs.
 			b.record(ctx, a, tool.DurationOnce)
 		}
 		return true, nil

@@ -1,9 +1,17 @@
 package host_test
 
 import (
+	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/jean2/jean2/ask"
+	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/tool"
 )
 
 // catalogueSDKTool imports, by name, every runtime export and type that jean2's public tool
@@ -169,4 +177,160 @@ func TestCatalogueSDKExports(t *testing.T) {
 	check("file", a.Question == `Editing file "a.ts" requires approval. Edits it.` && a.Metadata["operation"] == "edit" &&
 		a.Metadata["fileName"] == "a.ts" && a.Metadata["path"] == "/w/src/a.ts" && a.Metadata["isOutsideWorkspace"] == false &&
 		a.Metadata["reason"] == "Edits it.", a)
+}
+
+// outsideReader asks as jean2's catalogue grep and glob do before searching outside the
+// workspace (a permission with no paths, resource unset, metadata permissionKey
+// 'path:outside_workspace'), then tries each kind of access and reports what happened.
+const outsideReader = `
+export const definition = {
+  name: 'outside-reader', description: 'reads outside the workspace after asking',
+  inputSchema: { type: 'object', properties: { dir: { type: 'string' }, home: { type: 'string' }, ask: { type: 'boolean' } } },
+};
+export async function execute(input, ctx) {
+  if (input.ask) {
+    const ok = await ctx.ask({
+      target: 'permission', type: 'permission',
+      question: 'Searching in files outside the workspace requires approval.', risk: 'medium',
+      metadata: { permissionKey: 'path:outside_workspace', permissionType: 'action' },
+    });
+    if (!ok) return { success: false, error: 'USER_REJECTION' };
+  }
+  const tryIt = async (f) => { try { return await f(); } catch (e) { return 'ERR ' + (e.code || '') + ' ' + e.message; } };
+  return { success: true, result: {
+    list: await tryIt(async () => (await ctx.fs.readDir(input.dir)).map((e) => e.name).sort().join(',')),
+    read: await tryIt(() => ctx.fs.readFile(input.dir + '/sub/notes.txt', 'utf-8')),
+    sensitive: await tryIt(() => ctx.fs.readFile(input.dir + '/.env', 'utf-8')),
+    write: await tryIt(async () => { await ctx.fs.writeFile(input.dir + '/new.txt', 'x'); return 'wrote'; }),
+    home: await tryIt(() => ctx.fs.readFile(input.home, 'utf-8')),
+  } };
+}
+`
+
+// sessionGranter grants every permission for the session, as a person who picks "for this
+// session" would, and counts the asks.
+type sessionGranter struct {
+	mu    sync.Mutex
+	asked []tool.Ask
+}
+
+func (s *sessionGranter) Ask(ctx context.Context, a tool.Ask) (json.RawMessage, error) {
+	d, err := s.AskPermission(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(d.Granted)
+}
+
+func (s *sessionGranter) AskPermission(_ context.Context, a tool.Ask) (ask.Decision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.asked = append(s.asked, a)
+	return ask.Decision{Granted: true, Duration: tool.DurationSession}, nil
+}
+
+func (s *sessionGranter) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.asked)
+}
+
+// TestPathlessOutsideWorkspaceGrantOpensReads: a person grants the catalogue's pathless
+// "outside the workspace" ask; the call (and, for a session grant, the session's later
+// calls) can then read outside the workspace through ctx.fs, while writes, sensitive files
+// and jean2's home stay closed.
+func TestPathlessOutsideWorkspaceGrantOpensReads(t *testing.T) {
+	f := newFixture(t)
+	outside := t.TempDir()
+	for rel, content := range map[string]string{"sub/notes.txt": "needle here\n", ".env": "SECRET=1\n"} {
+		p := filepath.Join(outside, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := filepath.Join(f.layout.Home, "secret.txt")
+	if err := os.WriteFile(secret, []byte("home secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.addTool("outside-reader", map[string]string{"tool.ts": outsideReader})
+	f.start()
+	type report struct{ List, Read, Sensitive, Write, Home string }
+	args := func(askFirst bool) string {
+		b, _ := json.Marshal(map[string]any{"dir": outside, "home": secret, "ask": askFirst})
+		return string(b)
+	}
+	closed := func(t *testing.T, r report) {
+		t.Helper()
+		if !strings.HasPrefix(r.Sensitive, "ERR EACCES") {
+			t.Errorf("a sensitive file outside the workspace was read after a pathless grant: %q", r.Sensitive)
+		}
+		if !strings.HasPrefix(r.Write, "ERR EACCES") {
+			t.Errorf("a pathless grant let the tool write outside the workspace: %q", r.Write)
+		}
+		if !strings.HasPrefix(r.Home, "ERR EACCES") {
+			t.Errorf("jean2's home was read after a pathless grant: %q", r.Home)
+		}
+		if _, err := os.Stat(filepath.Join(outside, "new.txt")); err == nil {
+			t.Error("new.txt was written outside the workspace")
+		}
+	}
+
+	// Without a grant, nothing outside is open.
+	r := result[report](t, f.call("outside-reader", args(false)))
+	if !strings.HasPrefix(r.List, "ERR EACCES") || !strings.HasPrefix(r.Read, "ERR EACCES") {
+		t.Fatalf("read outside the workspace without a grant: %+v", r)
+	}
+
+	// Granted once, with a scripted answer: reads open for this call.
+	once := &answerer{byTyp: map[string]string{"permission": "true"}}
+	r = result[report](t, f.call("outside-reader", args(true), func(c *host.Call) { c.Asker = once; c.CallID = "c-once" }))
+	if r.List != ".env,sub" || r.Read != "needle here\n" {
+		t.Errorf("after the person granted reads outside the workspace: list %q, read %q", r.List, r.Read)
+	}
+	closed(t, r)
+	if len(once.asked) != 1 || once.asked[0].Risk != "critical" {
+		t.Errorf("asks: %+v (a pathless file ask is critical and person-only)", once.asked)
+	}
+	// A once grant reaches no other call.
+	r = result[report](t, f.call("outside-reader", args(false), func(c *host.Call) { c.CallID = "c-after-once" }))
+	if !strings.HasPrefix(r.Read, "ERR EACCES") {
+		t.Errorf("a once grant opened reads for a later call: %q", r.Read)
+	}
+
+	// Granted for the session: a later call of the session that asks again is answered from
+	// the grant without the person and can read; one that does not ask cannot (the grant
+	// names no path, so it opens reads only in calls that asked); another session cannot.
+	sg := &sessionGranter{}
+	r = result[report](t, f.call("outside-reader", args(true), func(c *host.Call) { c.Asker = sg; c.CallID = "c-s1"; c.SessionID = "s-grant" }))
+	if r.Read != "needle here\n" {
+		t.Errorf("session grant, first call: read %q", r.Read)
+	}
+	closed(t, r)
+	r = result[report](t, f.call("outside-reader", args(false), func(c *host.Call) { c.CallID = "c-s2"; c.SessionID = "s-grant" }))
+	if !strings.HasPrefix(r.Read, "ERR EACCES") {
+		t.Errorf("session grant, later call of the session that did not ask: read %q", r.Read)
+	}
+	r = result[report](t, f.call("outside-reader", args(true), func(c *host.Call) { c.Asker = sg; c.CallID = "c-s3"; c.SessionID = "s-grant" }))
+	if r.Read != "needle here\n" || r.List != ".env,sub" || sg.count() != 1 {
+		t.Errorf("session grant, asking again: list %q, read %q, person asked %d times (want once)", r.List, r.Read, sg.count())
+	}
+	closed(t, r)
+	r = result[report](t, f.call("outside-reader", args(false), func(c *host.Call) { c.CallID = "c-other"; c.SessionID = "s-other" }))
+	if !strings.HasPrefix(r.Read, "ERR EACCES") {
+		t.Errorf("a session grant opened reads for another session: %q", r.Read)
+	}
+}
+
+// TestPathlessGrantIsCritical: the pathless outside-workspace ask is judged as a file
+// permission that names no path: critical, and only a person may grant it.
+func TestPathlessGrantIsCritical(t *testing.T) {
+	c := ask.Call{Tool: "grep", Workspace: "/w"}
+	a := tool.Ask{Type: tool.AskPermission, Question: "Searching in files outside the workspace requires approval.", Risk: "medium",
+		Metadata: json.RawMessage(`{"permissionKey":"path:outside_workspace","permissionType":"action"}`)}
+	if got := ask.Assess(c, a); !got.PersonOnly || got.Risk != "critical" {
+		t.Errorf("Assess(pathless outside-workspace ask) = %+v; want person-only and critical", got)
+	}
 }
