@@ -334,3 +334,88 @@ func TestPathlessGrantIsCritical(t *testing.T) {
 		t.Errorf("Assess(pathless outside-workspace ask) = %+v; want person-only and critical", got)
 	}
 }
+
+// bunSQLiteTool imports bun:sqlite on its third line.
+const bunSQLiteTool = `// Keeps its data in SQLite, through Bun.
+export const definition = { name: 'bun-db', description: 'sqlite', inputSchema: { type: 'object', properties: {} } };
+import { Database } from 'bun:sqlite';
+export async function execute() {
+  const db = new Database(':memory:');
+  const row = db.query('select 40 + 2 as n').get() as { n: number };
+  return { success: true, result: { n: row.n, runtime: process.versions.bun ? 'bun' : 'node' } };
+}
+`
+
+// bunGlobalTool uses the Bun global on its fifth line (the comment above names it too, and
+// does not count).
+const bunGlobalTool = `// Hashes with Bun.hash, not node:crypto.
+export const definition = { name: 'bun-hash', description: 'hash', inputSchema: { type: 'object', properties: {} } };
+const note = "Bun.spawn in a string is no use";
+export async function execute() {
+  const h = Bun.hash('x');
+  return { success: true, result: { ok: typeof h === 'bigint' || typeof h === 'number', runtime: process.versions.bun ? 'bun' : 'node', note } };
+}
+`
+
+// maybeBunTool's dependency (in node_modules, no install needed) tests for Bun and falls
+// back: it runs on Node.
+var maybeBunTool = map[string]string{
+	"tool.ts": `import { where } from 'dual';
+export const definition = { name: 'maybe-bun', description: 'either', inputSchema: { type: 'object', properties: {} } };
+export async function execute() { return { success: true, result: { where: where(), runtime: process.versions.bun ? 'bun' : 'node' } }; }
+`,
+	"node_modules/dual/package.json": `{"name":"dual","version":"1.0.0","type":"module","main":"index.js"}`,
+	"node_modules/dual/index.js":     "export function where() { return typeof Bun !== 'undefined' ? Bun.version : process.version; }\n",
+}
+
+// TestBunToolsRunOnBun: with Node the default, a tool that imports bun:* or uses the Bun
+// global runs on Bun when Bun is installed; a dependency that only tests for Bun does not
+// move its tool.
+func TestBunToolsRunOnBun(t *testing.T) {
+	f := newFixture(t)
+	f.opts.BunPath = bunPath(t)
+	f.opts.RuntimePreference = "node"
+	f.addTool("bun-db", map[string]string{"tool.ts": bunSQLiteTool})
+	f.addTool("bun-hash", map[string]string{"tool.ts": bunGlobalTool})
+	f.addTool("maybe-bun", maybeBunTool)
+	f.start()
+	type answer struct {
+		N       int
+		OK      bool
+		Where   string
+		Runtime string
+	}
+	if r := result[answer](t, f.call("bun-db", `{}`)); r.N != 42 || r.Runtime != "bun" {
+		t.Errorf("bun-db: %+v", r)
+	}
+	if r := result[answer](t, f.call("bun-hash", `{}`)); !r.OK || r.Runtime != "bun" {
+		t.Errorf("bun-hash: %+v", r)
+	}
+	if r := result[answer](t, f.call("maybe-bun", `{}`)); r.Runtime != "node" || !strings.HasPrefix(r.Where, "v") {
+		t.Errorf("maybe-bun (a dependency that only tests for Bun): %+v", r)
+	}
+	for name, rt := range map[string]string{"bun-db": "bun", "bun-hash": "bun", "maybe-bun": "node"} {
+		if e := f.entry(name); e.Runtime != rt {
+			t.Errorf("%s is listed with runtime %q, want %q", name, e.Runtime, rt)
+		}
+	}
+}
+
+// TestBunToolWithoutBun: without Bun, such a tool fails to load with an error that names
+// the Bun API, where the tool uses it, and what to install.
+func TestBunToolWithoutBun(t *testing.T) {
+	f := newFixture(t)
+	f.opts.BunPath = filepath.Join(t.TempDir(), "no-bun-here")
+	f.addTool("bun-db", map[string]string{"tool.ts": bunSQLiteTool})
+	f.addTool("bun-hash", map[string]string{"tool.ts": bunGlobalTool})
+	f.start()
+	for name, want := range map[string]string{
+		"bun-db":   "this tool uses Bun APIs (bun:sqlite at tool.ts:3): install Bun ≥ 1.1",
+		"bun-hash": "this tool uses Bun APIs (Bun.hash at tool.ts:5): install Bun ≥ 1.1",
+	} {
+		out := f.call(name, `{}`)
+		if out.Result.Success || !strings.Contains(out.Result.Error, want) {
+			t.Errorf("%s without Bun: success %v, error %q; want it to say %q", name, out.Result.Success, out.Result.Error, want)
+		}
+	}
+}

@@ -811,6 +811,23 @@ func (fl *folderLoader) prepareJS(ctx context.Context, f loader.Folder, res *fol
 	if err != nil {
 		return nil, "", err
 	}
+	if rt.Kind != node.KindBun {
+		// A bundle that imports bun:* or whose own code uses the Bun global cannot run on
+		// Node: it runs on Bun whatever the preference, or fails to load saying so.
+		use, err := loader.BunUsage(b.Path, b.Folder)
+		if err != nil {
+			return nil, "", err
+		}
+		if use != nil {
+			bun, err := fl.runtime(node.KindBun)
+			if err != nil {
+				return nil, "", fmt.Errorf("this tool uses Bun APIs (%s): install Bun ≥ %s (https://bun.sh); %v", use, node.MinBun(), err)
+			}
+			fl.h.log.Info("tool uses Bun APIs: running it on Bun", "tool", b.Name, "uses", use.String(), "preferred", rt.Kind)
+			rt = bun
+			res.runtime = rt.Kind
+		}
+	}
 	res.label = versionLabel(b.Version, b.Hash)
 	cache := fl.h.layout.Cache
 	return &folderTool{
