@@ -11,6 +11,7 @@ import (
 
 	"github.com/jean2/jean2/ask"
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/sandbox"
 	"github.com/jean2/jean2/tool"
 )
 
@@ -417,5 +418,87 @@ func TestBunToolWithoutBun(t *testing.T) {
 		if out.Result.Success || !strings.Contains(out.Result.Error, want) {
 			t.Errorf("%s without Bun: success %v, error %q; want it to say %q", name, out.Result.Success, out.Result.Error, want)
 		}
+	}
+}
+
+// bigResult returns a result long enough to overflow into the session's temporary folder.
+const bigResult = `
+export const definition = { name: 'big', description: 'big', inputSchema: { type: 'object', properties: {} } };
+export async function execute() { return { success: true, result: { text: 'x'.repeat(60000) + 'END' } }; }
+`
+
+// catalogueReader reads a file as jean2's catalogue read-file does: a file outside the
+// workspace is read only after asking createFilePermissionAsk. It also reports where its
+// temporary files go.
+const catalogueReader = `
+import { createFilePermissionAsk } from '@jean2/sdk';
+import os from 'node:os';
+export const definition = { name: 'reader', description: 'reads', inputSchema: { type: 'object', properties: { path: { type: 'string' } } } };
+export async function execute(input, ctx) {
+  const p = ctx.resolvePath(input.path);
+  if (!ctx.isWithinWorkspace(p)) {
+    const ok = await ctx.ask(createFilePermissionAsk({ path: input.path, operation: 'read', risk: 'medium', isOutsideWorkspace: true }));
+    if (!ok) return { success: false, error: 'USER_REJECTION' };
+  }
+  const text = await ctx.fs.readFile(p, 'utf-8');
+  return { success: true, result: { tail: text.slice(-12), tempDir: ctx.fs.tempDir, TMPDIR: process.env.TMPDIR, osTmp: os.tmpdir() } };
+}
+`
+
+// TestSessionFolderReadableWithoutAsking: the host's own overflow file, in the session's
+// temporary folder, is read by a later call of the session without anyone being asked, in
+// an unconfined worker and in a Landlock-confined one; a confined worker's TMPDIR (and so
+// os.tmpdir()) is that folder.
+func TestSessionFolderReadableWithoutAsking(t *testing.T) {
+	for _, mode := range []sandbox.Mode{sandbox.ModeOff, sandbox.ModeLandlock} {
+		t.Run(string(mode), func(t *testing.T) {
+			if mode == sandbox.ModeLandlock {
+				if abi, err := sandbox.LandlockABI(); abi < 1 {
+					t.Skipf("Landlock is not available here: %v", err)
+				}
+			}
+			f := newFixture(t)
+			f.opts.Sandbox = host.SandboxOptions{Mode: mode, Launcher: os.Args[0]}
+			f.addTool("big", map[string]string{"tool.ts": bigResult})
+			f.addTool("reader", map[string]string{"tool.ts": catalogueReader})
+			f.start()
+			out := f.call("big", `{}`, func(c *host.Call) { c.CallID = "c-big"; c.SessionID = "s-temp" })
+			if out.Overflow == nil {
+				t.Fatalf("the big result did not overflow: %+v", out)
+			}
+			nobody := &answerer{}
+			args, _ := json.Marshal(map[string]string{"path": out.Overflow.Path})
+			read := f.call("reader", string(args), func(c *host.Call) { c.CallID = "c-read"; c.SessionID = "s-temp"; c.Asker = nobody })
+			if !read.Result.Success {
+				t.Fatalf("reading the overflow file %s failed: %s (asked %d times)", out.Overflow.Path, read.Result.Error, len(nobody.asked))
+			}
+			var r struct{ Tail, TempDir, TMPDIR, OsTmp string }
+			if err := json.Unmarshal(read.Result.Result, &r); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(r.Tail, "END") || len(nobody.asked) != 0 {
+				t.Errorf("read %q, asked %d times (want the file's end, no asks)", r.Tail, len(nobody.asked))
+			}
+			if r.TempDir == "" || filepath.Dir(out.Overflow.Path) != r.TempDir {
+				t.Errorf("ctx.fs.tempDir %q, overflow file in %q: want one folder", r.TempDir, filepath.Dir(out.Overflow.Path))
+			}
+			if mode == sandbox.ModeLandlock && (r.TMPDIR != r.TempDir || r.OsTmp != r.TempDir) {
+				t.Errorf("confined worker: TMPDIR %q, os.tmpdir() %q; want the session folder %q", r.TMPDIR, r.OsTmp, r.TempDir)
+			}
+			// A link planted in the session folder that leads out is not answered for.
+			outside := t.TempDir()
+			if err := os.WriteFile(filepath.Join(outside, "data.txt"), []byte("outside data"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			link := filepath.Join(r.TempDir, "planted")
+			if err := os.Symlink(outside, link); err != nil {
+				t.Fatal(err)
+			}
+			args, _ = json.Marshal(map[string]string{"path": filepath.Join(link, "data.txt")})
+			read = f.call("reader", string(args), func(c *host.Call) { c.CallID = "c-link"; c.SessionID = "s-temp"; c.Asker = nobody })
+			if read.Result.Success || len(nobody.asked) != 1 {
+				t.Errorf("through a link in the session folder: success %v (%s), asked %d times; want a refusal after asking", read.Result.Success, read.Result.Result, len(nobody.asked))
+			}
+		})
 	}
 }
