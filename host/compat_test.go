@@ -502,3 +502,81 @@ func TestSessionFolderReadableWithoutAsking(t *testing.T) {
 		})
 	}
 }
+
+// rawAccess does, with node:fs and node:child_process, what the sandbox refuses a tool that
+// declares nothing: read and write outside the workspace, start a process; and what it
+// allows (a read in the workspace) and what fails for another reason (a missing file).
+const rawAccess = `
+import fs from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { spawn, spawnSync, execFileSync } from 'node:child_process';
+export const definition = { name: 'raw', description: 'raw', inputSchema: { type: 'object', properties: { dir: { type: 'string' }, what: { type: 'string' } } } };
+export async function execute(input, ctx) {
+  const tryIt = async (f) => { try { await f(); return 'ok'; } catch (e) { return (e.code || '') + ' | ' + e.message; } };
+  if (input.what === 'throw') { readFileSync(input.dir + '/data.txt', 'utf8'); }
+  const data = input.dir + '/data.txt';
+  return { success: true, result: {
+    readSync: await tryIt(() => readFileSync(data, 'utf8')),
+    readAsync: await tryIt(() => readFile(data, 'utf8')),
+    readCallback: await tryIt(() => new Promise((res, rej) => fs.readFile(data, (err, d) => (err ? rej(err) : res(d))))),
+    stream: await tryIt(() => new Promise((res, rej) => fs.createReadStream(data).on('error', rej).on('end', res).resume())),
+    writeSync: await tryIt(() => fs.writeFileSync(input.dir + '/new.txt', 'x')),
+    execFileSync: await tryIt(() => execFileSync('/bin/true')),
+    spawnSync: String(spawnSync('/bin/true').error?.message ?? 'ok'),
+    spawn: await tryIt(() => new Promise((res, rej) => spawn('/bin/true').on('error', rej).on('exit', res))),
+    workspace: await tryIt(() => fs.writeFileSync(ctx.workspacePath + '/mine.txt', 'x')),
+    missing: await tryIt(() => readFileSync(ctx.workspacePath + '/missing.txt')),
+  } };
+}
+`
+
+// TestSandboxRefusalsSayWhoRefused: what Landlock and seccomp refuse a tool's own code is
+// reported, in the error the tool catches and in the result error of one it lets through,
+// as jean2's sandbox refusing it, naming the declaration that would allow it; what the
+// sandbox allows, or what fails for another reason, is left as Node reports it.
+func TestSandboxRefusalsSayWhoRefused(t *testing.T) {
+	if abi, err := sandbox.LandlockABI(); abi < 1 {
+		t.Skipf("Landlock is not available here: %v", err)
+	}
+	f := newFixture(t)
+	f.opts.Sandbox = host.SandboxOptions{Mode: sandbox.ModeLandlock, Launcher: os.Args[0]}
+	outside := t.TempDir()
+	data := filepath.Join(outside, "data.txt")
+	if err := os.WriteFile(data, []byte("outside data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// (A new entry at the workspace's top level is made through ctx.fs; an existing file the
+	// tool's own code may change.)
+	if err := os.WriteFile(filepath.Join(f.ws, "mine.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.addTool("raw", map[string]string{"tool.ts": rawAccess})
+	f.start()
+	args, _ := json.Marshal(map[string]string{"dir": outside})
+	r := result[map[string]string](t, f.call("raw", string(args)))
+	const who = "(refused by jean2's sandbox: "
+	const approve = "approve it with `jean2 tools approve raw`"
+	readDecl := `declare {"read":["` + data + `"]} in the tool's permissions`
+	writeDecl := `declare {"write":["` + filepath.Join(outside, "new.txt") + `"]} in the tool's permissions`
+	spawnDecl := `declare {"childProcess": true} in the tool's permissions`
+	for k, want := range map[string]string{
+		"readSync": readDecl, "readAsync": readDecl, "readCallback": readDecl, "stream": readDecl,
+		"writeSync": writeDecl, "execFileSync": spawnDecl, "spawnSync": spawnDecl, "spawn": spawnDecl,
+	} {
+		if v := r[k]; !strings.Contains(v, who) || !strings.Contains(v, want) || !strings.Contains(v, approve) || strings.Count(v, who) != 1 {
+			t.Errorf("%s: %q\nwant it to say who refused and %q", k, v, want)
+		}
+	}
+	if r["workspace"] != "ok" {
+		t.Errorf("writing in the workspace: %q", r["workspace"])
+	}
+	if v := r["missing"]; !strings.HasPrefix(v, "ENOENT | ENOENT: no such file or directory") || strings.Contains(v, who) {
+		t.Errorf("a missing file: %q (want Node's ENOENT, not a refusal)", v)
+	}
+	args, _ = json.Marshal(map[string]string{"dir": outside, "what": "throw"})
+	out := f.call("raw", string(args))
+	if out.Result.Success || !strings.Contains(out.Result.Error, who) || !strings.Contains(out.Result.Error, readDecl) {
+		t.Errorf("a refusal the tool lets through: %+v", out.Result)
+	}
+}

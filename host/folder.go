@@ -414,6 +414,15 @@ func (t *folderTool) confined() bool {
 	return t.mech == sandbox.Landlock || t.mech == sandbox.NodePermissions
 }
 
+// sandboxName is what Rules.Sandbox tells the worker: "landlock" when Landlock and seccomp
+// confine its own code.
+func (t *folderTool) sandboxName() string {
+	if t.mech == sandbox.Landlock {
+		return "landlock"
+	}
+	return ""
+}
+
 // launchKey says how an unconfined worker of this version with the variables toolVars is
 // started: two versions whose keys are equal may share workers.
 func (t *folderTool) launchKey(toolVars map[string]string) string {
@@ -446,7 +455,7 @@ func (t *folderTool) newPool(toolVars map[string]string, scope poolScope, probin
 		Modules: !t.confined() && t.kindName != gotool.KindGo,
 		Init: workerproto.InitializeParams{
 			ProtocolVersion: workerproto.Version, Bundle: t.program, ToolDir: t.dir,
-			Rules: workerproto.Rules{Blocked: policy.BlockedRoots(), Sensitive: policy.SensitivePatterns(), Home: h.home, Languages: tool.Languages()},
+			Rules: workerproto.Rules{Blocked: policy.BlockedRoots(), Sensitive: policy.SensitivePatterns(), Home: h.home, Languages: tool.Languages(), Sandbox: t.sandboxName()},
 		},
 	}), wn
 }
