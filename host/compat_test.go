@@ -580,3 +580,57 @@ func TestSandboxRefusalsSayWhoRefused(t *testing.T) {
 		t.Errorf("a refusal the tool lets through: %+v", out.Result)
 	}
 }
+
+// fsEdges asks ctx.fs.exists about refused paths and reads what is missing.
+const fsEdges = `
+export const definition = { name: 'edges', description: 'edges', inputSchema: { type: 'object', properties: { outside: { type: 'string' }, home: { type: 'string' } } } };
+export async function execute(input, ctx) {
+  const tryIt = async (f) => { try { return String(await f()); } catch (e) { return 'THROWS ' + (e.code || '') + ' | ' + e.message; } };
+  const ws = ctx.workspacePath;
+  return { success: true, result: {
+    existsBlocked: await tryIt(() => ctx.fs.exists('/etc/passwd')),
+    existsOutside: await tryIt(() => ctx.fs.exists(input.outside)),
+    existsHome: await tryIt(() => ctx.fs.exists(input.home)),
+    existsMissing: await tryIt(() => ctx.fs.exists(ws + '/missing.txt')),
+    existsThere: await tryIt(() => ctx.fs.exists(ws + '/there.txt')),
+    readMissing: await tryIt(() => ctx.fs.readFile(ws + '/missing.txt', 'utf-8')),
+    readDirMissing: await tryIt(() => ctx.fs.readDir(ws + '/nodir')),
+    statMissing: await tryIt(() => ctx.fs.stat(ws + '/missing.txt')),
+    mkdirMissing: await tryIt(() => ctx.fs.mkdir(ws + '/nodir/sub')),
+  } };
+}
+`
+
+// TestContextFSEdges: ctx.fs.exists answers false for a path it may not look at (blocked,
+// outside the workspace, jean2's home) instead of throwing, and a missing file fails with
+// Node's words.
+func TestContextFSEdges(t *testing.T) {
+	f := newFixture(t)
+	outside := filepath.Join(t.TempDir(), "data.txt")
+	if err := os.WriteFile(outside, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.ws, "there.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.addTool("edges", map[string]string{"tool.ts": fsEdges})
+	f.start()
+	args, _ := json.Marshal(map[string]string{"outside": outside, "home": f.layout.DotEnv})
+	r := result[map[string]string](t, f.call("edges", string(args)))
+	ws := f.ws
+	for k, want := range map[string]string{
+		"existsBlocked":  "false",
+		"existsOutside":  "false",
+		"existsHome":     "false",
+		"existsMissing":  "false",
+		"existsThere":    "true",
+		"readMissing":    "THROWS ENOENT | ENOENT: no such file or directory, open '" + ws + "/missing.txt'",
+		"readDirMissing": "THROWS ENOENT | ENOENT: no such file or directory, scandir '" + ws + "/nodir'",
+		"statMissing":    "THROWS ENOENT | ENOENT: no such file or directory, stat '" + ws + "/missing.txt'",
+		"mkdirMissing":   "THROWS ENOENT | ENOENT: no such file or directory, mkdir '" + ws + "/nodir/sub'",
+	} {
+		if r[k] != want {
+			t.Errorf("%s = %q\n want %q", k, r[k], want)
+		}
+	}
+}

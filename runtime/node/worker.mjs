@@ -780,8 +780,14 @@ function makeFS(callId, workspace, tempDir) {
       const r = await request('fs.readDir', { callId, path: pathArg(p, 'readDir') });
       return Array.isArray(r) ? r : [];
     },
+    // Never throws, as Node's existsSync: a path the host will not look at (blocked,
+    // protected, outside the scope) or cannot examine does not exist for the tool.
     async exists(p) {
-      return !!(await request('fs.exists', { callId, path: pathArg(p, 'exists') }));
+      try {
+        return !!(await request('fs.exists', { callId, path: pathArg(p, 'exists') }));
+      } catch {
+        return false;
+      }
     },
     async stat(p) {
       const r = (await request('fs.stat', { callId, path: pathArg(p, 'stat') })) || {};
