@@ -634,3 +634,29 @@ func TestContextFSEdges(t *testing.T) {
 		}
 	}
 }
+
+// bunSpawner starts a process with Bun.spawn, as the original Bun-based jean2's shell does.
+const bunSpawner = `
+export const definition = { name: 'bun-spawn', description: 'spawn', inputSchema: { type: 'object', properties: {} } };
+export async function execute() {
+  try { Bun.spawn(['/bin/true']); return { success: true, result: 'spawned' }; }
+  catch (e) { return { success: false, error: e.message }; }
+}
+`
+
+// TestSandboxRefusalsSayWhoRefusedBun: Bun.spawn refused by seccomp says so too.
+func TestSandboxRefusalsSayWhoRefusedBun(t *testing.T) {
+	if abi, err := sandbox.LandlockABI(); abi < 1 {
+		t.Skipf("Landlock is not available here: %v", err)
+	}
+	f := newFixture(t)
+	f.opts.BunPath = bunPath(t)
+	f.opts.Sandbox = host.SandboxOptions{Mode: sandbox.ModeLandlock, Launcher: os.Args[0]}
+	f.addTool("bun-spawn", map[string]string{"tool.ts": bunSpawner})
+	f.start()
+	out := f.call("bun-spawn", `{}`)
+	if out.Result.Success || !strings.Contains(out.Result.Error, "(refused by jean2's sandbox: ") ||
+		!strings.Contains(out.Result.Error, `declare {"childProcess": true}`) {
+		t.Errorf("Bun.spawn in a confined worker: %+v", out.Result)
+	}
+}

@@ -1131,7 +1131,7 @@ function explainError(err, name, p, write) {
   if (code !== 'EACCES' && code !== 'EPERM') return err;
   const syscall = typeof err.syscall === 'string' ? err.syscall : '';
   let note;
-  if (syscall.startsWith('spawn') || name === 'spawn') {
+  if (syscall.startsWith('spawn') || syscall.startsWith('posix_spawn') || name === 'spawn') {
     note = hint("a tool's own code starts no process unless it declares so", '{"childProcess": true}', '');
   } else {
     const target = p || (typeof err.path === 'string' ? err.path : '');
@@ -1246,6 +1246,20 @@ function explainRefusals() {
       if (out && out.error) explainError(out.error, 'spawn');
       return out;
     });
+  }
+  // Bun's own Bun.spawn and Bun.spawnSync (the original Bun-based jean2's tools use them).
+  if (isBun) {
+    for (const name of ['spawn', 'spawnSync']) {
+      const orig = globalThis.Bun[name];
+      if (typeof orig !== 'function') continue;
+      setExport(globalThis.Bun, name, function (...args) {
+        try {
+          return orig.apply(this, args);
+        } catch (err) {
+          throw explainError(err, 'spawn');
+        }
+      });
+    }
   }
   // ES module imports of node:fs and node:child_process read these objects' functions.
   try {
