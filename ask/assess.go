@@ -62,7 +62,7 @@ func Assess(c Call, a tool.Ask) Assessment {
 			personOnly("it names a sensitive file " + fp)
 		}
 	}
-	fileAsk := a.Resource == "file" || (a.Resource == "" && len(paths) > 0)
+	fileAsk := a.Resource == "file" || (a.Resource == "" && len(paths) > 0) || OpensReads(a)
 	if !fileAsk {
 		return out
 	}

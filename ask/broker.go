@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 
+	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/tool"
 )
 
@@ -44,6 +47,8 @@ type BrokerOptions struct {
 	// Protected are paths only a person may grant (jean2's home, credential folders); see
 	// Assess.
 	Protected []string
+	// TempDir is the session's temporary folder (see Call.TempDir).
+	TempDir string
 }
 
 // NewBroker returns the broker of one call. A call without a CallID (a detached run) gets a
@@ -52,7 +57,7 @@ func NewBroker(opts BrokerOptions) *Broker {
 	b := &Broker{asker: opts.Asker, grants: opts.Grants, call: Call{
 		Tool: opts.Tool, ToolVersion: opts.ToolVersion, CallID: opts.CallID, SessionID: opts.SessionID,
 		WorkspaceID: opts.WorkspaceID, Workspace: opts.Workspace, Home: opts.Home,
-		Protected: opts.Protected,
+		Protected: opts.Protected, TempDir: opts.TempDir,
 	}}
 	if b.asker == nil {
 		b.asker = Refuse{}
@@ -111,11 +116,18 @@ func (b *Broker) permission(ctx context.Context, a tool.Ask) (bool, error) {
 	// The host's risk, not the tool's label, is what grants are recorded and looked up
 	// with and what a person is shown (a tool cannot call ~/.env "low").
 	a.Risk = Assess(b.call, a).Risk
+	if inTempDir(b.call, a) {
+		// The call may already read and write there (ctx.fs and the sandbox leave the
+		// session's folder open): asking would only trouble the person. No grant is
+		// recorded, so the answer opens nothing else (a link planted in the folder that
+		// leads out is judged where it leads, by inTempDir and by toolfs).
+		return true, nil
+	}
 	if _, ok := b.grants.Lookup(b.call, a); ok {
-		if a.Resource == "file" && len(a.Paths) == 0 && len(a.Patterns) == 0 {
-			// A file permission that names no path covers file access only inside the call
-			// that got it (see Grants.Covers); granting it again here gives this call the
-			// same, or the tool would be told yes and then refused by toolfs.
+		if OpensReads(a) {
+			// A permission that names no path opens reads only inside the call that got it
+			// (see Grants.Covers); granting it again here gives this call the same, or the
+			// tool would be told yes and then refused by toolfs.
 			b.record(ctx, a, tool.DurationOnce)
 		}
 		return true, nil
@@ -166,4 +178,30 @@ func (b *Broker) record(ctx context.Context, a tool.Ask, duration string) {
 	if _, err := b.grants.Record(ctx, b.call, a, duration); err != nil {
 		b.grants.logger.Warn("grant not persisted", "tool", b.call.Tool, "call", b.call.CallID, "err", err)
 	}
+}
+
+// inTempDir reports whether a is a file permission whose every path (its paths and its
+// "file:" patterns) lies, as written and where it really leads, in the call's session
+// folder; false for an ask that names no path.
+func inTempDir(c Call, a tool.Ask) bool {
+	if c.TempDir == "" || !filepath.IsAbs(c.TempDir) || (a.Resource != "file" && a.Resource != "") {
+		return false
+	}
+	temp := filepath.Clean(c.TempDir)
+	realTemp := policy.Real(temp)
+	paths := resolvePaths(c, a.Paths)
+	for _, pat := range a.Patterns {
+		if fp, ok := strings.CutPrefix(pat, "file:"); ok && (filepath.IsAbs(fp) || fp == "~" || strings.HasPrefix(fp, "~/")) {
+			paths = append(paths, policy.Resolve(fp, c.Workspace, c.Home))
+		}
+	}
+	if len(paths) == 0 {
+		return false
+	}
+	for _, p := range paths {
+		if !filepath.IsAbs(p) || !(policy.Within(p, temp) || policy.Within(p, realTemp)) || !policy.Within(policy.Real(p), realTemp) {
+			return false
+		}
+	}
+	return true
 }

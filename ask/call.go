@@ -20,6 +20,10 @@ type Call struct {
 	// Protected are paths no unattended policy grants, nor anything in them (jean2's home,
 	// credential folders); see Assess.
 	Protected []string
+	// TempDir is the session's temporary folder, open to the call without asking (ctx.fs
+	// and the sandbox let it read and write there): a permission for paths in it is granted
+	// without asking anyone and without recording a grant. "" when the call has none.
+	TempDir string
 }
 
 // workspaceKey names the workspace a workspace-duration grant belongs to. A workspace without

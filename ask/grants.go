@@ -41,6 +41,31 @@ type Grant struct {
 	SessionID   string    `json:"sessionId,omitempty"`
 	WorkspaceID string    `json:"workspaceId,omitempty"` // Call.WorkspaceID, or "path:<workspace>"
 	GrantedAt   time.Time `json:"grantedAt"`
+	// OutsideReads marks a granted permission that names no path (see OpensReads): it opens
+	// reading, not writing, of any path the host's rules leave closed only for want of a
+	// grant, within the call that got it (see Covers).
+	OutsideReads bool `json:"outsideReads,omitempty"`
+}
+
+// OpensReads reports whether a permission ask, once granted, opens reads without naming
+// paths: a file permission with no paths and no patterns, or (as jean2's catalogue grep,
+// glob and others ask before searching outside the workspace) a permission with no paths or
+// patterns whose metadata says permissionKey "path:outside_workspace". Such an ask is
+// person-only (Assess): its grant covers every readable file.
+func OpensReads(a tool.Ask) bool {
+	if a.Type != tool.AskPermission || len(a.Paths) > 0 || len(a.Patterns) > 0 {
+		return false
+	}
+	if a.Resource == "file" {
+		return true
+	}
+	if a.Resource != "" || len(a.Metadata) == 0 {
+		return false
+	}
+	var md struct {
+		PermissionKey string `json:"permissionKey"`
+	}
+	return json.Unmarshal(a.Metadata, &md) == nil && md.PermissionKey == "path:outside_workspace"
 }
 
 // Store persists grants that outlive a call (session and workspace ones), so a restarted
@@ -141,20 +166,21 @@ func (g *Grants) Record(ctx context.Context, call Call, a tool.Ask, duration str
 		return Grant{}, fmt.Errorf("record grant: %q ask is not a permission", a.Type)
 	}
 	gr := Grant{
-		ID:          newID("g_"),
-		Tool:        call.Tool,
-		ToolVersion: call.ToolVersion,
-		Resource:    a.Resource,
-		Question:    a.Question,
-		Paths:       resolvePaths(call, a.Paths),
-		Patterns:    slices.Clone(a.Patterns),
-		Access:      accessOf(a),
-		Risk:        a.Risk,
-		Duration:    duration,
-		CallID:      call.CallID,
-		SessionID:   call.SessionID,
-		WorkspaceID: call.workspaceKey(),
-		GrantedAt:   time.Now().UTC(),
+		ID:           newID("g_"),
+		Tool:         call.Tool,
+		ToolVersion:  call.ToolVersion,
+		Resource:     a.Resource,
+		Question:     a.Question,
+		Paths:        resolvePaths(call, a.Paths),
+		Patterns:     slices.Clone(a.Patterns),
+		Access:       accessOf(a),
+		Risk:         a.Risk,
+		Duration:     duration,
+		CallID:       call.CallID,
+		SessionID:    call.SessionID,
+		WorkspaceID:  call.workspaceKey(),
+		GrantedAt:    time.Now().UTC(),
+		OutsideReads: OpensReads(a),
 	}
 	e := newEntry(gr)
 	g.mu.Lock()
@@ -265,10 +291,15 @@ func (g *Grants) Lookup(call Call, a tool.Ask) ([]Grant, bool) {
 // as reached through symlinks. Grants that are not for files, for another tool version, or
 // that do not reach this call cover nothing.
 //
-// One rule keeps asks without paths useful: a granted permission with resource "file" that
-// names no paths and no patterns (the guide's word-count tool asks "Read file outside
-// workspace: …?" with no paths) covers file access for the rest of the call that got it,
-// never beyond, whatever duration the person chose.
+// One rule keeps asks without paths useful: a granted permission that names no paths (see
+// OpensReads: the guide's word-count tool asks "Read file outside workspace: …?", jean2's
+// catalogue grep "Searching in files outside the workspace requires approval.") covers
+// reading, never writing, for the rest of the call that got it, never beyond, whatever
+// duration the person chose (its duration lets later calls that ask the same question be
+// answered without asking the person: Lookup, and the Broker grants those calls the same),
+// except a sensitive path or a protected one (Call.Protected), as written or where it leads:
+// those need a grant that names them. Blocked paths are closed before grants are consulted
+// (toolfs).
 func (g *Grants) Covers(call Call, path string, write bool) bool {
 	need := AccessRead
 	if write {
@@ -297,11 +328,14 @@ func (g *Grants) scanCovers(call Call, need, p, rp string) (found, named bool) {
 		if e.ToolVersion != call.ToolVersion || !accessCovers(e.Access, need) || !e.reaches(call) {
 			continue
 		}
-		switch e.Resource {
-		case "file":
-			if len(e.Paths) == 0 && len(e.Patterns) == 0 && e.CallID == call.CallID {
+		if e.OutsideReads {
+			if need == AccessRead && e.CallID == call.CallID && opensTo(call, p) && (rp == "" || opensTo(call, rp)) {
 				return true, true
 			}
+			continue
+		}
+		switch e.Resource {
+		case "file":
 		case "":
 			// A permission that names paths without saying the resource is about them.
 		default:
@@ -316,6 +350,12 @@ func (g *Grants) scanCovers(call Call, need, p, rp string) (found, named bool) {
 		}
 	}
 	return false, named
+}
+
+// opensTo reports whether a grant that names no path may open p: not a sensitive path, not
+// one in or holding a protected place.
+func opensTo(call Call, p string) bool {
+	return !policy.IsSensitive(p) && !protectedPath(call.Protected, p, p)
 }
 
 // reaches reports whether the grant's duration reaches call. Every grant reaches the call

@@ -414,6 +414,15 @@ func (t *folderTool) confined() bool {
 	return t.mech == sandbox.Landlock || t.mech == sandbox.NodePermissions
 }
 
+// sandboxName is what Rules.Sandbox tells the worker: "landlock" when Landlock and seccomp
+// confine its own code.
+func (t *folderTool) sandboxName() string {
+	if t.mech == sandbox.Landlock {
+		return "landlock"
+	}
+	return ""
+}
+
 // launchKey says how an unconfined worker of this version with the variables toolVars is
 // started: two versions whose keys are equal may share workers.
 func (t *folderTool) launchKey(toolVars map[string]string) string {
@@ -446,7 +455,7 @@ func (t *folderTool) newPool(toolVars map[string]string, scope poolScope, probin
 		Modules: !t.confined() && t.kindName != gotool.KindGo,
 		Init: workerproto.InitializeParams{
 			ProtocolVersion: workerproto.Version, Bundle: t.program, ToolDir: t.dir,
-			Rules: workerproto.Rules{Blocked: policy.BlockedRoots(), Sensitive: policy.SensitivePatterns(), Home: h.home, Languages: tool.Languages()},
+			Rules: workerproto.Rules{Blocked: policy.BlockedRoots(), Sensitive: policy.SensitivePatterns(), Home: h.home, Languages: tool.Languages(), Sandbox: t.sandboxName()},
 		},
 	}), wn
 }
@@ -810,6 +819,23 @@ func (fl *folderLoader) prepareJS(ctx context.Context, f loader.Folder, res *fol
 	b, err := fl.loader.Load(ctx, f, loader.LoadOptions{Runtime: rt.Kind})
 	if err != nil {
 		return nil, "", err
+	}
+	if rt.Kind != node.KindBun {
+		// A bundle that imports bun:* or whose own code uses the Bun global cannot run on
+		// Node: it runs on Bun whatever the preference, or fails to load saying so.
+		use, err := loader.BunUsage(b.Path, b.Folder)
+		if err != nil {
+			return nil, "", err
+		}
+		if use != nil {
+			bun, err := fl.runtime(node.KindBun)
+			if err != nil {
+				return nil, "", fmt.Errorf("this tool uses Bun APIs (%s): install Bun ≥ %s (https://bun.sh); %v", use, node.MinBun(), err)
+			}
+			fl.h.log.Info("tool uses Bun APIs: running it on Bun", "tool", b.Name, "uses", use.String(), "preferred", rt.Kind)
+			rt = bun
+			res.runtime = rt.Kind
+		}
 	}
 	res.label = versionLabel(b.Version, b.Hash)
 	cache := fl.h.layout.Cache

@@ -261,7 +261,7 @@ func (h *Host) callContext(call *Call, v *version) (*callState, error) {
 			Asker: asker, Grants: h.grants,
 			Tool: v.def.Name, ToolVersion: v.entry.Hash,
 			CallID: call.CallID, SessionID: call.SessionID, WorkspaceID: ws.ID,
-			Workspace: ws.Path, Home: h.home, Protected: h.sb.protected,
+			Workspace: ws.Path, Home: h.home, Protected: h.sb.protected, TempDir: tempDir,
 		},
 	}
 	return cs, nil

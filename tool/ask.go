@@ -182,9 +182,19 @@ func CreateFilePermissionAsk(p FilePermission) Ask {
 	if p.IsSensitiveFile || p.Risk == "high" || p.Risk == "critical" {
 		duration = DurationSession
 	}
+	// The same metadata keys as @jean2/sdk (and jean2's catalogue SDK before it): clients
+	// show them and grants record them.
+	meta, _ := json.Marshal(struct {
+		Operation          string `json:"operation"`
+		Path               string `json:"path"`
+		FileName           string `json:"fileName"`
+		IsOutsideWorkspace bool   `json:"isOutsideWorkspace"`
+		IsSensitiveFile    bool   `json:"isSensitiveFile"`
+		Reason             string `json:"reason,omitempty"`
+	}{p.Operation, p.Path, base, p.IsOutsideWorkspace, p.IsSensitiveFile, p.Reason})
 	return Ask{
 		Type: AskPermission, Question: q.String(), Risk: p.Risk, Resource: "file",
-		Paths: []string{p.Path}, Patterns: patterns, Duration: duration,
+		Paths: []string{p.Path}, Patterns: patterns, Duration: duration, Metadata: meta,
 	}
 }
 

@@ -51,6 +51,9 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	if msg, ok := e.nodeMessage(); ok {
+		return msg
+	}
 	where := fmt.Sprintf("%s '%s'", e.Op, e.Path)
 	if e.Resolved != "" && e.Resolved != e.Path {
 		where += " (" + e.Resolved + ")"
@@ -59,6 +62,52 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// nodeSyscalls names, per ctx.fs operation, the system call Node's own fs names in its
+// message for the same failure.
+var nodeSyscalls = map[string]string{
+	"readFile": "open", "writeFile": "open", "appendFile": "open", "readDir": "scandir",
+	"stat": "stat", "exists": "lstat", "mkdir": "mkdir", "rm": "lstat", "rename": "rename",
+}
+
+// nodeWords are Node's descriptions where they differ from Go's.
+var nodeWords = map[syscall.Errno]string{
+	syscall.EISDIR: "illegal operation on a directory",
+	syscall.EEXIST: "file already exists",
+	syscall.ELOOP:  "too many symbolic links encountered",
+}
+
+// nodeMessage words a failure the OS reported (not a refusal by policy) as Node does, so a
+// tool written against Node's fs reads the same text: "ENOENT: no such file or directory,
+// open '/w/missing.txt'". The path is the one the tool gave, followed by where it led when
+// that differs.
+func (e *Error) nodeMessage() (string, bool) {
+	var errno syscall.Errno
+	if e.Denied || e.Err == nil || !errors.As(e.Err, &errno) || e.Code == "" || e.Code == CodeUnknown {
+		return "", false
+	}
+	call, ok := nodeSyscalls[e.Op]
+	if !ok {
+		return "", false
+	}
+	if e.Op == "rm" && errno != syscall.ENOENT {
+		call = "rm"
+	}
+	words, ok := nodeWords[errno]
+	if !ok {
+		words = errno.Error()
+	}
+	msg := fmt.Sprintf("%s: %s, %s '%s'", e.Code, words, call, e.Path)
+	var le *os.LinkError
+	if errors.As(e.Err, &le) {
+		msg += fmt.Sprintf(" -> '%s'", le.New)
+	}
+	if e.Resolved != "" && e.Resolved != e.Path {
+		// Node would resolve a relative path against its working folder; say where it was.
+		msg += " (" + e.Resolved + ")"
+	}
+	return msg, true
+}
 
 // describe gives the cause without repeating the path an *fs.PathError would add.
 func describe(err error) string {

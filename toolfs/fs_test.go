@@ -236,7 +236,7 @@ func TestErrorCodes(t *testing.T) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal("ENOENT must unwrap to fs.ErrNotExist")
 	}
-	if msg := err.Error(); !strings.HasPrefix(msg, "ENOENT: readFile 'missing' ("+w.in("missing")+")") {
+	if msg := err.Error(); msg != "ENOENT: no such file or directory, open 'missing' ("+w.in("missing")+")" {
 		t.Fatalf("message = %q", msg)
 	}
 	_, err = f.ReadFile(ctx, "dir")

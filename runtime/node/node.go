@@ -229,6 +229,9 @@ func (v version) less(o version) bool {
 func (v version) String() string { return fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2]) }
 func (v version) short() string  { return fmt.Sprintf("%d.%d", v[0], v[1]) }
 
+// MinBun is the oldest Bun jean2 runs tools on, as "1.1".
+func MinBun() string { return minBun.short() }
+
 // LauncherOptions describe the workers of one tool.
 type LauncherOptions struct {
 	// CacheDir receives the worker script (CacheDir/runtime/worker-<hash>.mjs).

@@ -11,6 +11,8 @@
 
 import fs from 'node:fs';
 import net from 'node:net';
+import childProcess from 'node:child_process';
+import nodeModule from 'node:module';
 import { pathToFileURL, fileURLToPath } from 'node:url';
 
 const PROTOCOL_VERSION = 1;
@@ -273,6 +275,7 @@ const modules = new Map(); // module id → {execute, shape, bundle}
 let defaultModule = null;
 let initializing = false;
 let rules = { blocked: [], sensitive: [], home: '', languages: {} };
+let toolName = '';
 const loadedBundles = new Set(); // bundles imported in this process, for a fresh instance on a repeat
 
 async function initialize(id, params) {
@@ -296,6 +299,9 @@ async function initialize(id, params) {
     home: typeof r.home === 'string' ? r.home : '',
     languages: r.languages && typeof r.languages === 'object' ? r.languages : {},
   };
+  toolName = typeof params.toolDir === 'string' ? basename(params.toolDir) : '';
+  // Before the tool's module loads, so that its imports of node:fs see the wrapped functions.
+  if (r.sandbox === 'landlock') explainRefusals();
   const m = await loadModule(id, params);
   if (m) defaultModule = m;
 }
@@ -643,6 +649,7 @@ async function execute(id, params) {
   try {
     result = await tool.execute(params.input ?? {}, new ToolContext(call));
   } catch (err) {
+    if (sandboxed) explainError(err);
     result = { success: false, error: errorMessage(err) };
   } finally {
     calls.delete(call.id);
@@ -773,8 +780,14 @@ function makeFS(callId, workspace, tempDir) {
       const r = await request('fs.readDir', { callId, path: pathArg(p, 'readDir') });
       return Array.isArray(r) ? r : [];
     },
+    // Never throws, as Node's existsSync: a path the host will not look at (blocked,
+    // protected, outside the scope) or cannot examine does not exist for the tool.
     async exists(p) {
-      return !!(await request('fs.exists', { callId, path: pathArg(p, 'exists') }));
+      try {
+        return !!(await request('fs.exists', { callId, path: pathArg(p, 'exists') }));
+      } catch {
+        return false;
+      }
     },
     async stat(p) {
       const r = (await request('fs.stat', { callId, path: pathArg(p, 'stat') })) || {};
@@ -1006,6 +1019,7 @@ async function shutdown(id) {
 function crash(kind, err) {
   if (crashing) return;
   crashing = true;
+  if (sandboxed) explainError(err);
   const message = `${kind} in the tool: ${errorName(err)}: ${errorMessage(err)}`;
   const stack = typeof err?.stack === 'string' ? err.stack : undefined;
   try {
@@ -1042,6 +1056,215 @@ function describe(v) {
     if (s !== undefined) return s;
   } catch {}
   return String(v);
+}
+
+// ---------------------------------------------------------------------------------------
+// Refusals. In a confined worker, an EACCES or EPERM from the tool's own node:fs or
+// node:child_process use is most often Landlock or seccomp refusing what the tool did not
+// declare, which Node reports as a bare "permission denied". The error the tool gets says
+// so, and which declaration would allow it. The wrappers only look at an error once it
+// happened: a call that succeeds pays one extra function call.
+
+let sandboxed = false;
+
+const WRITE_CALLS = new Set([
+  'writeFile', 'appendFile', 'mkdir', 'mkdtemp', 'rm', 'rmdir', 'unlink', 'rename', 'copyFile', 'cp',
+  'symlink', 'link', 'truncate', 'chmod', 'chown', 'lchown', 'lchmod', 'utimes', 'lutimes', 'createWriteStream',
+]);
+const PATH_CALLS = [
+  'open', 'readFile', 'readdir', 'opendir', 'stat', 'lstat', 'access', 'realpath', 'readlink', 'createReadStream',
+  'exists', 'statfs', 'watch', ...WRITE_CALLS,
+];
+
+// writes reports whether fs call name with these arguments changes the file system.
+function writes(name, args) {
+  if (WRITE_CALLS.has(name)) return true;
+  if (name !== 'open') return false;
+  const flags = args[1];
+  if (typeof flags === 'number') return (flags & (fs.constants.O_WRONLY | fs.constants.O_RDWR | fs.constants.O_CREAT)) !== 0;
+  return typeof flags === 'string' && /[wa+]/.test(flags);
+}
+
+function pathOf(v) {
+  if (typeof v === 'string') return v;
+  if (v instanceof URL && v.protocol === 'file:') return fileURLToPath(v);
+  if (Buffer.isBuffer(v)) return v.toString();
+  return '';
+}
+
+// modeDenies reports whether the file's own mode bits (or, for a file that does not exist,
+// its folder's) deny the access to this process: then the refusal is not the sandbox's.
+// stat is not refused by Landlock, so this can tell.
+function modeDenies(p, write) {
+  const uid = typeof process.getuid === 'function' ? process.getuid() : 0;
+  if (uid === 0) return false;
+  let st;
+  try {
+    st = fs.statSync(p);
+  } catch {
+    try {
+      st = fs.statSync(dirname(p));
+      write = true;
+    } catch {
+      return false;
+    }
+  }
+  const bits = write ? 0o2 : 0o4;
+  let mode = st.mode & 0o7;
+  if (st.uid === uid) mode = (st.mode >> 6) & 0o7;
+  else if (typeof process.getgroups === 'function' && process.getgroups().includes(st.gid)) mode = (st.mode >> 3) & 0o7;
+  return (mode & bits) === 0;
+}
+
+// hint is what an explained refusal adds: who refused, why, and the declaration (a
+// permissions entry) that would allow it.
+function hint(why, decl, extra) {
+  const approve = toolName ? `jean2 tools approve ${toolName}` : 'jean2 tools approve NAME';
+  return ` (refused by jean2's sandbox: ${why}; to allow it, declare ${decl} in the tool's permissions (definition.permissions, or "jean2": {"permissions": …} in package.json) and approve it with \`${approve}\`${extra})`;
+}
+
+// explainError adds who refused, once, to an EACCES/EPERM error (of an fs call name on path p
+// when known); other errors are left alone.
+function explainError(err, name, p, write) {
+  if (!err || typeof err !== 'object' || err.jean2Sandbox) return err;
+  const code = err.code;
+  if (code !== 'EACCES' && code !== 'EPERM') return err;
+  const syscall = typeof err.syscall === 'string' ? err.syscall : '';
+  let note;
+  if (syscall.startsWith('spawn') || syscall.startsWith('posix_spawn') || name === 'spawn') {
+    note = hint("a tool's own code starts no process unless it declares so", '{"childProcess": true}', '');
+  } else {
+    const target = p || (typeof err.path === 'string' ? err.path : '');
+    if (!target) return err;
+    if (write === undefined) write = /^(open|write|mkdir|rmdir|unlink|rename|copyfile|symlink|link|chmod|chown|utime|ftruncate|truncate)/.test(syscall) && syscall !== 'open';
+    if (modeDenies(target, write)) return err;
+    const decl = JSON.stringify({ [write ? 'write' : 'read']: [target] });
+    note = write
+      ? hint("a tool's own code writes only in the workspace, its allowed paths and the session's folder", decl, ', or write through ctx.fs, which asks the person')
+      : hint("a tool's own code reads only the system, its own folder, the workspace, its allowed paths and the session's folder", decl, ', or read through ctx.fs, which asks the person');
+  }
+  try {
+    Object.defineProperty(err, 'jean2Sandbox', { value: true });
+    err.message += note;
+    if (typeof err.stack === 'string') {
+      const nl = err.stack.indexOf('\n');
+      err.stack = `${err.name || 'Error'}: ${err.message}${nl >= 0 ? err.stack.slice(nl) : ''}`;
+    }
+  } catch {}
+  return err;
+}
+
+function wrapFS(target, name, kind) {
+  const orig = target[name];
+  if (typeof orig !== 'function' || orig.jean2Wrapped) return;
+  let wrapped;
+  if (kind === 'promise') {
+    wrapped = function (...args) {
+      return orig.apply(this, args).catch((err) => {
+        throw explainError(err, name, pathOf(args[0]), writes(name, args));
+      });
+    };
+  } else if (kind === 'sync') {
+    const base = name.slice(0, -4);
+    wrapped = function (...args) {
+      try {
+        return orig.apply(this, args);
+      } catch (err) {
+        throw explainError(err, base, pathOf(args[0]), writes(base, args));
+      }
+    };
+  } else {
+    // Callback style (or a stream): the callback's error, and an error event, are explained.
+    wrapped = function (...args) {
+      const last = args.length - 1;
+      if (last >= 0 && typeof args[last] === 'function') {
+        const cb = args[last];
+        args[last] = function (err, ...rest) {
+          if (err) explainError(err, name, pathOf(args[0]), writes(name, args));
+          return cb.call(this, err, ...rest);
+        };
+      }
+      const out = orig.apply(this, args);
+      if (out && typeof out.emit === 'function') explainEvents(out, name, pathOf(args[0]), writes(name, args));
+      return out;
+    };
+  }
+  Object.defineProperty(wrapped, 'name', { value: orig.name });
+  wrapped.jean2Wrapped = true;
+  try {
+    target[name] = wrapped;
+  } catch {} // a runtime whose module object is frozen keeps its own: errors stay as they are
+}
+
+// explainEvents explains the error events of an emitter (a stream, a child process) without
+// adding a listener: an error no one listens for still goes unhandled, as it would have.
+function explainEvents(emitter, name, p, write) {
+  const emit = emitter.emit;
+  emitter.emit = function (event, ...args) {
+    if (event === 'error') explainError(args[0], name, p, write);
+    return emit.call(this, event, ...args);
+  };
+}
+
+function setExport(obj, name, fn) {
+  try {
+    obj[name] = fn;
+  } catch {}
+}
+
+function explainRefusals() {
+  sandboxed = true;
+  for (const name of PATH_CALLS) {
+    wrapFS(fs, name, name.startsWith('create') ? 'stream' : 'callback');
+    wrapFS(fs, name + 'Sync', 'sync');
+    wrapFS(fs.promises, name, 'promise');
+  }
+  for (const name of ['spawn', 'fork', 'exec', 'execFile']) {
+    const orig = childProcess[name];
+    if (typeof orig !== 'function') continue;
+    setExport(childProcess, name, function (...args) {
+      let cp;
+      try {
+        cp = orig.apply(this, args);
+      } catch (err) {
+        throw explainError(err, 'spawn');
+      }
+      if (cp && typeof cp.emit === 'function') explainEvents(cp, 'spawn');
+      return cp;
+    });
+  }
+  for (const name of ['spawnSync', 'execSync', 'execFileSync']) {
+    const orig = childProcess[name];
+    if (typeof orig !== 'function') continue;
+    setExport(childProcess, name, function (...args) {
+      let out;
+      try {
+        out = orig.apply(this, args);
+      } catch (err) {
+        throw explainError(err, 'spawn');
+      }
+      if (out && out.error) explainError(out.error, 'spawn');
+      return out;
+    });
+  }
+  // Bun's own Bun.spawn and Bun.spawnSync (the original Bun-based jean2's tools use them).
+  if (isBun) {
+    for (const name of ['spawn', 'spawnSync']) {
+      const orig = globalThis.Bun[name];
+      if (typeof orig !== 'function') continue;
+      setExport(globalThis.Bun, name, function (...args) {
+        try {
+          return orig.apply(this, args);
+        } catch (err) {
+          throw explainError(err, 'spawn');
+        }
+      });
+    }
+  }
+  // ES module imports of node:fs and node:child_process read these objects' functions.
+  try {
+    nodeModule.syncBuiltinESMExports?.();
+  } catch {}
 }
 
 // ---------------------------------------------------------------------------------------

@@ -335,17 +335,55 @@ export type PermissionRisk = 'low' | 'medium' | 'high' | 'critical';
 export type PermissionResource = 'file' | 'network' | 'shell-command' | 'env' | (string & {});
 export type PermissionDuration = 'once' | 'session' | 'workspace';
 
+/** PermissionRisk with 'none', as jean2's catalogue SDK spells it. */
+export type PermissionRiskLevel = 'none' | PermissionRisk;
+/** How long a grant lasts. */
+export type GrantScope = PermissionDuration;
+
+/** What a client shows as the thing being granted. */
+export interface PermissionScopeDefinition {
+  type: 'file' | 'path' | 'shell-command' | 'resource' | 'custom';
+  value?: string;
+  label?: string;
+}
+
+export type PermissionIntentResource = 'file' | 'network' | 'shell-command';
+export type PermissionIntentAction = 'read' | 'write' | 'delete' | 'request' | 'execute';
+export type PermissionTargetMatcher = 'exact' | 'prefix';
+
+export interface PermissionTarget {
+  /** An absolute path, a host or a URL prefix. */
+  target: string;
+  matcher: PermissionTargetMatcher;
+}
+
+/** One effect of a shell command, as analyzeShellCommandEffects describes it. */
+export interface PermissionIntent {
+  resource: PermissionIntentResource;
+  action: PermissionIntentAction;
+  targets: PermissionTarget[];
+  /** Whether a grant for it may outlive the call. */
+  persistable: boolean;
+  nonPersistableReason?: string;
+  allowedScopes: GrantScope[];
+}
+
 export interface PermissionAsk {
   type: 'permission';
-  target?: 'human';
+  target?: 'human' | 'permission';
   question: string;
   description?: string;
-  risk?: PermissionRisk;
+  risk?: PermissionRiskLevel;
   resource?: PermissionResource;
+  /** Paths the grant opens; without paths, see docs/writing-tools.md for what a grant opens. */
   paths?: string[];
   patterns?: string[];
   duration?: PermissionDuration;
   metadata?: Record<string, unknown>;
+  scope?: PermissionScopeDefinition | PermissionScopeDefinition[];
+  action?: string;
+  intents?: PermissionIntent[];
+  allowedScopes?: GrantScope[];
 }
 
 export type AskOptionValue = string | number | boolean;
@@ -412,6 +450,34 @@ export interface FormResponse {
   answers: FormAnswer[];
 }
 
+/** The answer to a form ask (the catalogue SDK's name for FormResponse). */
+export type AskFormResponse = FormResponse;
+
+/** The answer to a client capability ask. */
+export interface AskClientCapabilityResponse {
+  type: 'client_capability';
+  capability: string;
+  result: unknown;
+}
+
+/** A client capability's name: open-ended; WELL_KNOWN_CLIENT_CAPABILITIES lists the common ones. */
+export type ClientCapability = string;
+export declare const WELL_KNOWN_CLIENT_CAPABILITIES: readonly [
+  'chat_ui',
+  'ask_ui',
+  'browser_automation',
+  'active_tab_read',
+  'browser_dom_action',
+  'browser_navigate',
+  'browser_screenshot',
+  'browser_discover_elements',
+  'browser_tab_manage',
+  'tab_context',
+  'notifications',
+  'terminal_ui',
+  'file_picker',
+];
+
 export interface ClientCapabilityAsk {
   target: 'client';
   type: 'client_capability';
@@ -460,7 +526,109 @@ export declare function createFilePermissionAsk(options: FilePermissionOptions):
   paths: string[];
   patterns: string[];
   duration: PermissionDuration;
+  metadata: {
+    operation: FileOperation;
+    path: string;
+    fileName: string;
+    isOutsideWorkspace: boolean;
+    isSensitiveFile: boolean;
+    reason?: string;
+  };
 };
+
+export interface WebfetchPermissionOptions {
+  url: string;
+  host: string;
+  risk: PermissionRiskLevel;
+  reason?: string;
+  /** Plain HTTP: said in the question, and the grant lasts the session at most. */
+  isHttp?: boolean;
+}
+
+/** A permission ask for fetching a URL: resource 'network', patterns [host, url]. */
+export declare function createWebfetchPermissionAsk(options: WebfetchPermissionOptions): PermissionAsk & {
+  resource: 'network';
+  patterns: string[];
+  duration: PermissionDuration;
+  metadata: { url: string; host: string; isHttp: boolean; reason?: string };
+};
+
+// Shell commands: descriptions for permission asks. They describe; the sandbox confines.
+
+export declare const SHELL_DANGEROUS_COMMANDS: readonly string[];
+export declare const SHELL_FILESYSTEM_COMMANDS: readonly string[];
+export declare const SHELL_SHELL_OPERATORS: readonly string[];
+
+export type ShellRiskCategory =
+  | 'destructive'
+  | 'side-effect'
+  | 'workspace-modification'
+  | 'network'
+  | 'outside-workspace'
+  | 'sensitive-files';
+
+/** One command of a command line split at its operators. */
+export interface ParsedShellSegment {
+  raw: string;
+  /** The program's file name: "/usr/bin/git" gives "git". */
+  baseCommand: string;
+  args: string[];
+  flags: string[];
+}
+
+export interface ShellEffectAnalysis {
+  command: string;
+  baseCommand: string;
+  riskCategory: ShellRiskCategory;
+  risk: PermissionRiskLevel;
+  hasOperators: boolean;
+  workspaceBound: boolean;
+  resolvedPaths: string[];
+  reason: string;
+  intents: PermissionIntent[];
+  effectiveIdentity: string;
+}
+
+export interface ShellEffectInput {
+  command: string;
+  baseCommand: string;
+  resolvedPaths: string[];
+  hasOperators: boolean;
+  workspaceBound: boolean;
+  riskCategory: ShellRiskCategory;
+}
+
+export declare function splitShellCommandSegments(command: string): ParsedShellSegment[];
+/** "git push", "npm test", "rm": for a chain, its most dangerous segment. */
+export declare function getEffectiveShellCommandIdentity(command: string): string;
+export declare function analyzeShellCommandEffects(params: ShellEffectInput): PermissionIntent[];
+export declare function getAllowedScopesForIntent(intent: PermissionIntent): GrantScope[];
+
+export declare function createShellPermissionAskStructured(params: {
+  command: string;
+  baseCommand: string;
+  flags: string[];
+  risk: PermissionRiskLevel;
+  riskCategory: ShellRiskCategory;
+  reason: string;
+  resolvedPaths?: string[];
+  workspaceBound: boolean;
+  hasOperators: boolean;
+}): PermissionAsk;
+
+export declare function createOutsideWorkspaceAsk(params: {
+  command: string;
+  cwd: string;
+  resolvedPaths: string[];
+  hasOperators?: boolean;
+}): PermissionAsk;
+
+export declare function createWorkspaceModificationAsk(params: {
+  command: string;
+  baseCommand: string;
+  resolvedPaths: string[];
+  hasOperators?: boolean;
+}): PermissionAsk;
 
 /** Substrings that make a lower-cased path sensitive. */
 export declare const SENSITIVE_FILE_PATTERNS: readonly string[];
@@ -571,6 +739,9 @@ export interface TodoItem {
   status: TodoStatus;
   priority: TodoPriority;
 }
+
+/** The catalogue SDK's name for TodoItem. */
+export type TodoListItem = TodoItem;
 
 export interface TodoListVisualization extends VisualizationBase {
   type: 'todo-list';

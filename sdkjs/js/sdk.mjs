@@ -136,7 +136,467 @@ export function createFilePermissionAsk(params) {
   ask.paths = [path];
   ask.patterns = patterns;
   ask.duration = duration;
+  // The facts a client shows and a grant records; the same keys as jean2's catalogue SDK.
+  ask.metadata = {
+    operation: params.operation,
+    path,
+    fileName: base,
+    isOutsideWorkspace: Boolean(params.isOutsideWorkspace),
+    isSensitiveFile: Boolean(params.isSensitiveFile),
+  };
+  if (params.reason) ask.metadata.reason = params.reason;
   return ask;
+}
+
+/**
+ * Builds the permission ask for fetching a URL: resource 'network', the host and the URL as
+ * patterns, 'session' for plain HTTP or a high risk, 'workspace' otherwise.
+ */
+export function createWebfetchPermissionAsk(params) {
+  if (params === null || typeof params !== 'object' || typeof params.url !== 'string' || typeof params.host !== 'string') {
+    throw new TypeError('createWebfetchPermissionAsk: pass an object {url, host, risk, reason?, isHttp?} with string url and host');
+  }
+  let question = `Fetch URL "${params.host}"`;
+  if (params.isHttp) question += ' (unencrypted HTTP)';
+  question += ' requires approval.';
+  if (params.reason) question += ' ' + params.reason;
+  const session = params.isHttp || params.risk === 'high' || params.risk === 'critical';
+  const metadata = { url: params.url, host: params.host, isHttp: Boolean(params.isHttp) };
+  if (params.reason) metadata.reason = params.reason;
+  return {
+    type: 'permission',
+    question,
+    risk: params.risk,
+    resource: 'network',
+    scope: { type: 'resource', value: params.url, label: params.host },
+    patterns: [params.host, params.url],
+    duration: session ? 'session' : 'workspace',
+    metadata,
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// Well-known client capabilities: a conventional list, not a closed set (a client may
+// declare any name).
+
+export const WELL_KNOWN_CLIENT_CAPABILITIES = Object.freeze([
+  'chat_ui',
+  'ask_ui',
+  'browser_automation',
+  'active_tab_read',
+  'browser_dom_action',
+  'browser_navigate',
+  'browser_screenshot',
+  'browser_discover_elements',
+  'browser_tab_manage',
+  'tab_context',
+  'notifications',
+  'terminal_ui',
+  'file_picker',
+]);
+
+// ---------------------------------------------------------------------------------------
+// Shell commands: what a shell tool needs to describe a command in a permission ask. These
+// only describe; the launcher's sandbox is what confines a command.
+
+/** Commands whose effects are dangerous enough to ask before running them. */
+export const SHELL_DANGEROUS_COMMANDS = Object.freeze([
+  'rm', 'rmdir', 'del', 'erase', 'sudo', 'su', 'doas', 'chmod', 'chown', 'dd', 'mkfs', 'format',
+  'shutdown', 'reboot', 'halt', 'iptables', 'ufw', 'firewall-cmd', 'curl', 'wget', 'nc', 'netcat',
+  'eval', 'exec',
+]);
+
+/** Commands (or command prefixes) that change files. */
+export const SHELL_FILESYSTEM_COMMANDS = Object.freeze(['mv', 'cp', 'mkdir', 'touch', 'ln', 'git push', 'git reset --hard']);
+
+/** Operators that chain, pipe, redirect or substitute. */
+export const SHELL_SHELL_OPERATORS = Object.freeze(['&&', '||', '|', '>', '>>', '`', '$(', ';']);
+
+// Splits at every operator, longest first so '&&' is not read as two '&'s.
+const SEGMENT_SPLIT = /&&|\|\||>>|\$\(|[;|>`]/;
+
+/**
+ * Splits a command line at its operators into segments: each with its raw text, the base
+ * command (its program's file name), its arguments and the arguments that are flags. A
+ * description, not a shell parser: quotes are not honoured.
+ */
+export function splitShellCommandSegments(command) {
+  const out = [];
+  for (const piece of String(command ?? '').split(SEGMENT_SPLIT)) {
+    const raw = piece.trim();
+    if (raw === '') continue;
+    const words = raw.split(/\s+/);
+    const program = words[0] ?? '';
+    const args = words.slice(1);
+    out.push({
+      raw,
+      baseCommand: program.slice(program.lastIndexOf('/') + 1),
+      args,
+      flags: args.filter((a) => a.startsWith('-')),
+    });
+  }
+  return out;
+}
+
+// Tools whose first plain argument is a subcommand that names what they do.
+const SUBCOMMAND_TOOLS = new Set(['git', 'npm', 'pnpm', 'yarn', 'bun', 'cargo']);
+
+function segmentIdentity(seg) {
+  if (!seg.baseCommand) return seg.raw;
+  if (SUBCOMMAND_TOOLS.has(seg.baseCommand)) {
+    const sub = seg.args.find((a) => !a.startsWith('-'));
+    if (sub) return `${seg.baseCommand} ${sub}`;
+  }
+  return seg.baseCommand;
+}
+
+// How much harm an identity can do, 0 (none known) to 5; the most harmful segment names a
+// chained command.
+const DANGER = new Map([
+  ...['shutdown', 'reboot', 'halt'].map((c) => [c, 5]),
+  ...['sudo', 'su', 'doas', 'chmod', 'chown'].map((c) => [c, 4]),
+  ...['rm', 'rmdir', 'del', 'erase', 'dd', 'mkfs', 'format'].map((c) => [c, 3]),
+  ...['mv', 'cp', 'mkdir', 'touch', 'ln', 'git push', 'git reset'].map((c) => [c, 2]),
+  ...['curl', 'wget', 'nc', 'netcat', 'iptables', 'ufw', 'firewall-cmd', 'eval', 'exec'].map((c) => [c, 1]),
+]);
+
+function dangerOf(identity) {
+  const id = identity.toLowerCase();
+  if (DANGER.has(id)) return DANGER.get(id);
+  return id.startsWith('rm ') ? 3 : 0;
+}
+
+/**
+ * The identity a grant for a command line is remembered by: "git push", "npm test", "rm";
+ * for a chain, its most dangerous segment (the first one on a tie).
+ */
+export function getEffectiveShellCommandIdentity(command) {
+  let best = '';
+  let bestDanger = -1;
+  for (const seg of splitShellCommandSegments(command)) {
+    const id = segmentIdentity(seg);
+    const d = dangerOf(id);
+    if (d > bestDanger) {
+      best = id;
+      bestDanger = d;
+    }
+  }
+  return best;
+}
+
+const SCOPES_ALL = Object.freeze(['once', 'session', 'workspace']);
+const SCOPES_SESSION = Object.freeze(['once', 'session']);
+
+/** The grant scopes an intent may be answered with: only 'once' when it cannot be reused. */
+export function getAllowedScopesForIntent(intent) {
+  if (!intent || !intent.persistable) return ['once'];
+  if (intent.resource === 'file') {
+    if (intent.action === 'read' || intent.action === 'write') return SCOPES_ALL.slice();
+    if (intent.action === 'delete') return SCOPES_SESSION.slice();
+    return ['once'];
+  }
+  if (intent.resource === 'network') return SCOPES_ALL.slice();
+  if (intent.resource === 'shell-command') return SCOPES_SESSION.slice();
+  return ['once'];
+}
+
+const READERS = new Set(['cat', 'head', 'tail', 'less', 'more', 'wc', 'file', 'stat', 'ls', 'find', 'grep', 'awk', 'sed', 'sort', 'uniq', 'diff', 'comm', 'cut', 'tr', 'tee']);
+const WRITERS = new Set(['touch', 'mkdir', 'mv', 'cp', 'ln']);
+const DELETERS = new Set(['rm', 'rmdir', 'del', 'erase']);
+const FETCHERS = new Set(['curl', 'wget', 'nc', 'netcat']);
+
+function runIntent(base, reason, scopes) {
+  return {
+    resource: 'shell-command',
+    action: 'execute',
+    targets: [{ target: base, matcher: 'exact' }],
+    persistable: false,
+    nonPersistableReason: reason,
+    allowedScopes: scopes.slice(),
+  };
+}
+
+function intentOf(resource, action, targets, persistable, reason) {
+  const intent = { resource, action, targets, persistable, allowedScopes: [] };
+  if (!persistable) intent.nonPersistableReason = reason;
+  intent.allowedScopes = getAllowedScopesForIntent(intent);
+  return intent;
+}
+
+// Hosts (exact) and URL prefixes up to the first path slash (prefix) named in a command.
+function networkTargets(command) {
+  const targets = [];
+  const seen = new Set();
+  const add = (target, matcher) => {
+    if (!seen.has(target)) {
+      seen.add(target);
+      targets.push({ target, matcher });
+    }
+  };
+  for (const m of command.matchAll(/https?:\/\/([^\s/$.?#][^\s]*)/gi)) {
+    const url = m[0];
+    const host = m[1].split('/')[0];
+    if (!host) continue;
+    add(host, 'exact');
+    const slash = url.indexOf('/', url.indexOf('//') + 2);
+    if (slash > 0) add(url.slice(0, slash + 1), 'prefix');
+  }
+  return targets;
+}
+
+/**
+ * Describes what a command does as permission intents: file reads, writes and deletes of
+ * its resolved paths, network requests to the hosts it names, or, when it cannot tell (a
+ * chain, a variable, an unknown program), running the command itself, never reusable
+ * beyond the session.
+ */
+export function analyzeShellCommandEffects(params) {
+  const command = String(params?.command ?? '');
+  const base = String(params?.baseCommand ?? '');
+  const paths = Array.isArray(params?.resolvedPaths) ? params.resolvedPaths.map(String) : [];
+  const dynamic = command.includes('$(') || /\$\{?[^}]+\}?/.test(command);
+  const why = dynamic ? 'dynamic variable expansion' : 'could not resolve target paths';
+  if (params?.hasOperators) return [runIntent(base, 'command contains shell operators', SCOPES_SESSION)];
+  if (FETCHERS.has(base)) {
+    const targets = networkTargets(command);
+    if (targets.length === 0) return [runIntent(base, 'could not extract network target', SCOPES_SESSION)];
+    return [intentOf('network', 'request', targets, !dynamic, 'dynamic variable expansion')];
+  }
+  const exact = () => paths.map((p) => ({ target: p, matcher: 'exact' }));
+  if (DELETERS.has(base)) {
+    if (paths.length === 0 || dynamic) return [runIntent(base, why, ['once'])];
+    const recursive = /-[a-zA-Z]*[rR]/.test(command);
+    const targets = recursive ? paths.map((p) => ({ target: p.endsWith('/') ? p : p + '/', matcher: 'prefix' })) : exact();
+    return [intentOf('file', 'delete', targets, true)];
+  }
+  if (READERS.has(base)) {
+    if (paths.length === 0) return [runIntent(base, 'no resolvable file targets', SCOPES_SESSION)];
+    if (dynamic) return [runIntent(base, 'dynamic variable expansion', ['once'])];
+    return [intentOf('file', 'read', exact(), true)];
+  }
+  if (WRITERS.has(base)) {
+    if (paths.length === 0 || dynamic) return [runIntent(base, why, ['once'])];
+    return [intentOf('file', 'write', exact(), true)];
+  }
+  if (params?.riskCategory === 'sensitive-files' && paths.length > 0 && !dynamic) {
+    return [intentOf('file', 'read', exact(), true)];
+  }
+  return [runIntent(base, 'unclassifiable system command', SCOPES_SESSION)];
+}
+
+function shortCommand(cmd) {
+  return cmd.length > 80 ? cmd.slice(0, 80) + '...' : cmd;
+}
+
+function lastElement(p) {
+  return p.split('/').pop() || p;
+}
+
+function uniqueScopes(intents) {
+  return [...new Set(intents.flatMap((i) => i.allowedScopes))];
+}
+
+function intentPatterns(intent) {
+  return intent ? intent.targets.map((t) => t.target) : [];
+}
+
+function commandLabel(identity, flags) {
+  if (!identity) return '';
+  const shown = (flags ?? []).slice(0, 3).join(' ');
+  return shown ? `${identity} ${shown}` : identity;
+}
+
+function scopeOf(intent, identity, flags) {
+  if (intent?.resource === 'file') {
+    return {
+      type: 'file',
+      value: intent.targets.map((t) => t.target).join(', '),
+      label: `${intent.action} ${intent.targets.map((t) => lastElement(t.target)).join(', ')}`,
+    };
+  }
+  if (intent?.resource === 'network') {
+    const hosts = intent.targets.map((t) => t.target).join(', ');
+    return { type: 'resource', value: hosts, label: hosts };
+  }
+  return { type: 'shell-command', value: identity, label: commandLabel(identity, flags) };
+}
+
+const CATEGORY_WORDS = {
+  destructive: 'Destructive operation',
+  network: 'Network access',
+  'side-effect': 'Side-effect command',
+  'workspace-modification': 'Workspace modification',
+  'outside-workspace': 'Outside workspace',
+};
+
+/**
+ * The permission ask for running a shell command, built from the analysis of its effects:
+ * resource, action, patterns and scope from the first intent (falling back to the command's
+ * identity), 'session' for destructive, network or dangerous commands and for intents that
+ * cannot be reused, 'workspace' otherwise.
+ */
+export function createShellPermissionAskStructured(params) {
+  const command = String(params?.command ?? '');
+  const identity = getEffectiveShellCommandIdentity(command);
+  const flags = Array.isArray(params?.flags) ? params.flags : [];
+  const intents = analyzeShellCommandEffects({
+    command,
+    baseCommand: params?.baseCommand,
+    resolvedPaths: params?.resolvedPaths ?? [],
+    hasOperators: Boolean(params?.hasOperators),
+    workspaceBound: Boolean(params?.workspaceBound),
+    riskCategory: params?.riskCategory,
+  });
+  const first = intents[0];
+  const resource = first?.resource ?? 'shell-command';
+  const action = first?.action;
+  const patterns = first ? intentPatterns(first) : identity ? [identity] : [];
+  const allowedScopes = uniqueScopes(intents);
+  let duration =
+    params?.riskCategory === 'destructive' || params?.riskCategory === 'network' || dangerOf(identity) > 0 ? 'session' : 'workspace';
+  if (first && !first.persistable) duration = allowedScopes.includes('session') ? 'session' : 'once';
+
+  let question;
+  const hosts = first?.resource === 'network' ? first.targets.filter((t) => t.matcher === 'exact').map((t) => t.target) : [];
+  if (first?.resource === 'file') {
+    const verb = { read: 'Read', write: 'Write to', delete: 'Delete' }[first.action] ?? 'Access';
+    question = `${verb} file "${first.targets.map((t) => lastElement(t.target)).join('", "')}"`;
+    if (!params?.workspaceBound) question += ' (outside workspace)';
+    question += '. Requires approval.';
+  } else if (hosts.length > 0) {
+    question = `Network request to "${hosts.join('", "')}" via ${shortCommand(command)}. Requires approval.`;
+  } else {
+    question = `Run command "${shortCommand(command)}"`;
+    question += params?.workspaceBound ? ' (within workspace)' : ' (references paths outside workspace)';
+    question += `: ${params?.reason ?? ''}. Requires approval.`;
+  }
+
+  const words = [];
+  if (CATEGORY_WORDS[params?.riskCategory]) words.push(CATEGORY_WORDS[params.riskCategory]);
+  if (!params?.workspaceBound) words.push('References external paths');
+  if (params?.hasOperators) words.push('Contains shell operators');
+
+  return {
+    type: 'permission',
+    question,
+    risk: params?.risk,
+    resource,
+    action,
+    scope: scopeOf(first, identity, flags),
+    patterns,
+    duration,
+    intents,
+    allowedScopes,
+    paths: params?.resolvedPaths,
+    metadata: {
+      command,
+      baseCommand: identity,
+      flags,
+      riskCategory: params?.riskCategory,
+      reason: params?.reason,
+      resolvedPaths: params?.resolvedPaths,
+      workspaceBound: params?.workspaceBound,
+      hasOperators: params?.hasOperators,
+      effectiveResource: resource,
+      effectiveAction: action,
+      description: words.join(' • '),
+    },
+  };
+}
+
+/** The permission ask for a command that runs in a folder outside the workspace. */
+export function createOutsideWorkspaceAsk(params) {
+  const command = String(params?.command ?? '');
+  const cwd = String(params?.cwd ?? '');
+  const identity = getEffectiveShellCommandIdentity(command);
+  const resolvedPaths = Array.isArray(params?.resolvedPaths) ? params.resolvedPaths : [];
+  const hasOperators = Boolean(params?.hasOperators);
+  const intents = analyzeShellCommandEffects({
+    command,
+    baseCommand: identity,
+    resolvedPaths,
+    hasOperators,
+    workspaceBound: false,
+    riskCategory: 'outside-workspace',
+  });
+  const first = intents[0];
+  const resource = first?.resource ?? 'shell-command';
+  const patterns = intentPatterns(first);
+  if (patterns.length === 0) patterns.push(identity || `cwd:${cwd}`);
+  return {
+    type: 'permission',
+    question: `Command "${shortCommand(command)}" runs in directory outside workspace (${cwd}). Requires approval.`,
+    risk: 'medium',
+    resource,
+    action: first?.action,
+    scope: { type: 'path', value: cwd, label: lastElement(cwd) },
+    patterns,
+    duration: 'session',
+    intents,
+    allowedScopes: uniqueScopes(intents),
+    metadata: {
+      command,
+      baseCommand: identity,
+      cwd,
+      resolvedPaths,
+      riskCategory: 'outside-workspace',
+      effectiveResource: resource,
+      effectiveAction: first?.action,
+      description: `External directory access: ${cwd}`,
+      hasOperators,
+    },
+  };
+}
+
+/** The permission ask for a command that changes files inside the workspace. */
+export function createWorkspaceModificationAsk(params) {
+  const command = String(params?.command ?? '');
+  const base = String(params?.baseCommand ?? '');
+  const identity = getEffectiveShellCommandIdentity(command);
+  const resolvedPaths = Array.isArray(params?.resolvedPaths) ? params.resolvedPaths : [];
+  const hasOperators = Boolean(params?.hasOperators);
+  const intents = analyzeShellCommandEffects({
+    command,
+    baseCommand: base,
+    resolvedPaths,
+    hasOperators,
+    workspaceBound: true,
+    riskCategory: 'workspace-modification',
+  });
+  const first = intents[0];
+  const resource = first?.resource ?? 'shell-command';
+  const patterns = intentPatterns(first);
+  if (patterns.length === 0) patterns.push(identity || base);
+  let question;
+  if (first?.resource === 'file') {
+    const verb = { write: 'Write to', read: 'Read' }[first.action] ?? 'Modify';
+    question = `${verb} "${first.targets.map((t) => lastElement(t.target)).join('", "')}" via ${shortCommand(command)}. Requires approval.`;
+  } else {
+    question = `Run filesystem command "${shortCommand(command)}" within workspace. Requires approval.`;
+  }
+  return {
+    type: 'permission',
+    question,
+    risk: 'medium',
+    resource,
+    action: first?.action,
+    scope: scopeOf(first, identity, []),
+    patterns,
+    duration: 'session',
+    intents,
+    allowedScopes: uniqueScopes(intents),
+    paths: resolvedPaths,
+    metadata: {
+      command,
+      baseCommand: identity || base,
+      resolvedPaths,
+      riskCategory: 'workspace-modification',
+      effectiveResource: resource,
+      effectiveAction: first?.action,
+      description: `Workspace filesystem: ${identity || base}`,
+      hasOperators,
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------
