@@ -28,6 +28,6 @@ func Tools(opts Options) []tool.Tool {
 		TodoRead(),
 		TodoWrite(),
 		Question(),
-		// ApplyPatch(),
+		ApplyPatch(),
 	}
 }

@@ -276,10 +276,18 @@ func findMatches(content, search, strategy string) matchSearch {
 		}
 		return r
 	}
-	passes := []string{modeExact, modeLineEndings, modeTrailingWhitespace, modeIndentation}
+	passes := orderedPasses
 	if strategy == "exact" {
 		passes = passes[:1]
 	}
+	return runPasses(content, search, passes, nil)
+}
+
+var orderedPasses = []string{modeExact, modeLineEndings, modeTrailingWhitespace, modeIndentation}
+
+// runPasses runs the passes in order; keep, when not nil, drops candidates before they
+// count (apply-patch keeps whole lines only).
+func runPasses(content, search string, passes []string, keep func(textMatch) bool) matchSearch {
 	var r matchSearch
 	for _, mode := range passes {
 		var ms []textMatch
@@ -297,6 +305,15 @@ func findMatches(content, search, strategy string) matchSearch {
 			kept := ms[:0]
 			for _, m := range ms {
 				if atLineStart(content, m.start) {
+					kept = append(kept, m)
+				}
+			}
+			ms = kept
+		}
+		if keep != nil {
+			kept := ms[:0]
+			for _, m := range ms {
+				if keep(m) {
 					kept = append(kept, m)
 				}
 			}
