@@ -11,6 +11,7 @@ import (
 
 	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/tool"
+	"github.com/jean2/jean2/toolfs"
 )
 
 // builtinTool is a built-in: a definition whose schema is written out as JSON (to match the
@@ -93,6 +94,64 @@ func inSessionTemp(c *tool.Context, p string) bool {
 	return c.TempDir != "" && policy.Within(p, c.TempDir)
 }
 
+// lexicallyInside reports, without a system call, whether p (absolute, cleaned) lies in
+// the workspace, an allowed path or the session's temporary folder as written. It is the
+// fast path of the common call: such a path needs no ask up front, and ctx.FS, which
+// resolves every link, still refuses it if a link leads it elsewhere (then needAccess
+// asks and the operation is tried once more).
+func lexicallyInside(c *tool.Context, p string) bool {
+	if inSessionTemp(c, p) || (c.Workspace != "" && policy.Within(p, filepath.Clean(c.Workspace))) {
+		return true
+	}
+	for _, a := range c.AllowedPaths {
+		if a != "" && policy.Within(p, filepath.Clean(a)) {
+			return true
+		}
+	}
+	return false
+}
+
+// precheck refuses a blocked path and asks for one outside the workspace or a sensitive
+// file, as the catalogue tools do before touching it; blockedMsg is the tool's refusal.
+// A path inside the workspace as written skips the checks that resolve links (ctx.FS
+// makes them anyway) unless it looks sensitive.
+func precheck(ctx context.Context, c *tool.Context, resolved, op, blockedMsg string) *tool.Result {
+	if lexicallyInside(c, resolved) {
+		if c.IsSensitivePath(resolved) {
+			if err := approveFile(ctx, c, resolved, op); err != nil {
+				r := rejection(err)
+				return &r
+			}
+		}
+		return nil
+	}
+	if c.IsBlockedPath(resolved) {
+		r := failf("%s", blockedMsg)
+		return &r
+	}
+	if err := approveFile(ctx, c, resolved, op); err != nil {
+		r := rejection(err)
+		return &r
+	}
+	return nil
+}
+
+// needAccess runs an operation on resolved and, when ctx.FS refuses it as outside the
+// workspace (a link inside the workspace that leads out), asks for it as the catalogue
+// tools ask for a place outside and runs it once more.
+func needAccess(ctx context.Context, c *tool.Context, resolved, op string, fn func() error) error {
+	err := fn()
+	if !errors.Is(err, toolfs.ErrOutsideScope) {
+		return err
+	}
+	a := tool.CreateFilePermissionAsk(tool.FilePermission{Path: resolved, Operation: op, Risk: "medium", IsOutsideWorkspace: true,
+		Reason: "It lies in the workspace but leads outside it."})
+	if aerr := askYes(ctx, c, a); aerr != nil {
+		return aerr
+	}
+	return fn()
+}
+
 // errRejected is the conventional refusal of a person.
 var errRejected = errors.New(tool.UserRejection)
 
@@ -143,7 +202,7 @@ func askYes(ctx context.Context, c *tool.Context, a tool.Ask) error {
 
 // rejection turns an approveFile error into the result the catalogue tools give.
 func rejection(err error) tool.Result {
-	if errors.Is(err, errRejected) {
+	if errors.Is(err, errRejected) || err == nil {
 		return tool.Result{Success: false, Error: tool.UserRejection}
 	}
 	return tool.Result{Success: false, Error: err.Error()}

@@ -5,15 +5,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/jean2/jean2/tool"
+	"github.com/jean2/jean2/toolfs"
 )
 
 const (
@@ -65,11 +68,8 @@ func ReadFile() tool.Tool {
 
 func readFile(ctx context.Context, c *tool.Context, in readFileIn) tool.Result {
 	resolved := c.ResolvePath(in.Path)
-	if c.IsBlockedPath(resolved) {
-		return failf("Reading from system directories is not allowed: %s", in.Path)
-	}
-	if err := approveFile(ctx, c, resolved, "read"); err != nil {
-		return rejection(err)
+	if r := precheck(ctx, c, resolved, "read", "Reading from system directories is not allowed: "+in.Path); r != nil {
+		return *r
 	}
 	offset, limit := 1, readDefaultLimit
 	if in.Offset != nil {
@@ -84,18 +84,23 @@ func readFile(ctx context.Context, c *tool.Context, in readFileIn) tool.Result {
 	if limit < 1 {
 		return failf("limit must be greater than or equal to 1")
 	}
-	st, err := c.FS.Stat(ctx, resolved)
-	if err != nil {
-		if isNotExist(err) {
-			return failf("File not found: %s", resolved)
-		}
-		return failf("%v", err)
-	}
-	if st.IsDirectory {
+	// The file is read straight away (one checked open, not a stat and then an open); a
+	// folder is known by the read's EISDIR.
+	var data []byte
+	err := needAccess(ctx, c, resolved, "read", func() (err error) {
+		data, err = c.FS.ReadFile(ctx, resolved)
+		return err
+	})
+	switch {
+	case errors.Is(err, syscall.EISDIR):
 		return readDir(ctx, c, resolved, offset, limit)
-	}
-	data, err := c.FS.ReadFile(ctx, resolved)
-	if err != nil {
+	case errors.Is(err, errRejected):
+		return rejection(err)
+	case errors.Is(err, toolfs.ErrBlocked):
+		return failf("Reading from system directories is not allowed: %s", in.Path)
+	case isNotExist(err):
+		return failf("File not found: %s", resolved)
+	case err != nil:
 		return failf("%v", err)
 	}
 	if what := binaryKind(resolved, data); what != "" {
@@ -107,6 +112,7 @@ func readFile(ctx context.Context, c *tool.Context, in readFileIn) tool.Result {
 	total := bytes.Count(data, []byte{'\n'}) + 1
 	start := offset - 1
 	var out strings.Builder
+	out.Grow(min(len(data), readMaxBytes) + 8*min(total, limit) + 80) // the text, the numbers, the note
 	used, returned := 0, 0
 	rest := data
 	for i := 0; i < start && rest != nil; i++ {

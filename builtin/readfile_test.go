@@ -77,6 +77,28 @@ func TestReadFile(t *testing.T) {
 	}
 }
 
+// A link in the workspace that leads out is in the workspace only as written: ctx.FS
+// refuses it, read-file asks as for a place outside, and reads it once granted.
+func TestReadFileLinkLeadingOut(t *testing.T) {
+	e := newEnv(t)
+	secret := filepath.Join(e.root, "elsewhere.txt")
+	if err := os.WriteFile(secret, []byte("behind a link\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(e.ws, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	out := e.call("read-file", `{"path":"link.txt"}`)
+	if out.Result.Success || out.Result.Error != "USER_REJECTION" || len(e.asker.asked) != 1 || e.asker.asked[0].Paths[0] != filepath.Join(e.ws, "link.txt") {
+		t.Fatalf("link without a grant: %+v %+v", out.Result, e.asker.asked)
+	}
+	e.asker.byType["permission"] = "true"
+	out = e.call("read-file", `{"path":"link.txt"}`)
+	if !out.Result.Success || !strings.Contains(string(out.Result.Result), "behind a link") {
+		t.Fatalf("link with a grant: %+v", out.Result)
+	}
+}
+
 func decode(t *testing.T, raw []byte, v any) {
 	t.Helper()
 	if err := jsonUnmarshal(raw, v); err != nil {
