@@ -152,6 +152,19 @@ func needAccess(ctx context.Context, c *tool.Context, resolved, op string, fn fu
 	return fn()
 }
 
+// fsFailure is the result of a refused or failed file operation: a person's refusal as
+// USER_REJECTION, a blocked path with the tool's own words (blockedMsg, when given), else
+// ctx.FS's error, which says what failed and why.
+func fsFailure(err error, blockedMsg string) tool.Result {
+	switch {
+	case errors.Is(err, errRejected):
+		return rejection(err)
+	case blockedMsg != "" && errors.Is(err, toolfs.ErrBlocked):
+		return failf("%s", blockedMsg)
+	}
+	return failf("%v", err)
+}
+
 // errRejected is the conventional refusal of a person.
 var errRejected = errors.New(tool.UserRejection)
 

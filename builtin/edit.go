@@ -2,9 +2,11 @@ package builtin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jean2/jean2/tool"
+	"github.com/jean2/jean2/toolfs"
 )
 
 // editFailure is the structured result of a failed edit, so a model can tell why.
@@ -81,21 +83,27 @@ func edit(ctx context.Context, c *tool.Context, in editIn) tool.Result {
 // openForEdit checks, asks for and reads a file to edit. A non-nil result is the failure.
 func openForEdit(ctx context.Context, c *tool.Context, path string) (string, string, *tool.Result) {
 	resolved := c.ResolvePath(path)
-	if c.IsBlockedPath(resolved) {
-		r := fail("Editing system directories is not allowed: "+path, editFailure{Code: "FILE_NOT_FOUND", Path: path})
-		return "", "", &r
+	blocked := fail("Editing system directories is not allowed: "+path, editFailure{Code: "FILE_NOT_FOUND", Path: path})
+	if r := precheck(ctx, c, resolved, "edit", ""); r != nil {
+		if r.Error == "" {
+			r = &blocked
+		}
+		return "", "", r
 	}
-	if err := approveFile(ctx, c, resolved, "edit"); err != nil {
-		r := rejection(err)
-		return "", "", &r
-	}
-	data, err := c.FS.ReadFile(ctx, resolved)
+	var data []byte
+	err := needAccess(ctx, c, resolved, "edit", func() (err error) {
+		data, err = c.FS.ReadFile(ctx, resolved)
+		return err
+	})
 	if err != nil {
 		var r tool.Result
-		if isNotExist(err) {
+		switch {
+		case errors.Is(err, toolfs.ErrBlocked):
+			r = blocked
+		case isNotExist(err):
 			r = fail("File not found: "+resolved, editFailure{Code: "FILE_NOT_FOUND", Path: resolved})
-		} else {
-			r = failf("%v", err)
+		default:
+			r = fsFailure(err, "")
 		}
 		return "", "", &r
 	}

@@ -101,3 +101,35 @@ func TestMultiEdit(t *testing.T) {
 		t.Fatalf("eleven edits: %+v %q", out.Result, e.asker.questions())
 	}
 }
+
+// A link in the workspace that leads out: edit and write-file are refused by ctx.FS until
+// the person grants the place, as for a path outside.
+func TestEditLinkLeadingOut(t *testing.T) {
+	e := newEnv(t)
+	outside := filepath.Join(e.root, "outside.txt")
+	if err := os.WriteFile(outside, []byte("a = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(e.ws, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	out := e.call("edit", `{"path":"link.txt","oldString":"a = 1","newString":"a = 2"}`)
+	if out.Result.Error != "USER_REJECTION" {
+		t.Fatalf("edit without a grant: %+v", out.Result)
+	}
+	out = e.call("write-file", `{"path":"link.txt","content":"gone"}`)
+	if out.Result.Error != "USER_REJECTION" {
+		t.Fatalf("write without a grant: %+v", out.Result)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "a = 1\n" {
+		t.Fatalf("outside.txt changed without a grant: %q", b)
+	}
+	e.asker.byType["permission"] = "true"
+	out = e.call("edit", `{"path":"link.txt","oldString":"a = 1","newString":"a = 2"}`)
+	if !out.Result.Success {
+		t.Fatalf("edit with a grant: %+v", out.Result)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "a = 2\n" {
+		t.Fatalf("outside.txt after the granted edit: %q", b)
+	}
+}

@@ -44,15 +44,15 @@ func WriteFile() tool.Tool {
 
 func writeFile(ctx context.Context, c *tool.Context, in writeFileIn) tool.Result {
 	resolved := c.ResolvePath(in.Path)
-	if c.IsBlockedPath(resolved) {
-		return failf("Writing to system directories is not allowed: %s", in.Path)
+	if r := precheck(ctx, c, resolved, "write", "Writing to system directories is not allowed: "+in.Path); r != nil {
+		return *r
 	}
-	if err := approveFile(ctx, c, resolved, "write"); err != nil {
-		return rejection(err)
-	}
-	existed, err := c.FS.Exists(ctx, resolved)
-	if err != nil {
-		return failf("%v", err)
+	var existed bool
+	if err := needAccess(ctx, c, resolved, "write", func() (err error) {
+		existed, err = c.FS.Exists(ctx, resolved)
+		return err
+	}); err != nil {
+		return fsFailure(err, "Writing to system directories is not allowed: "+in.Path)
 	}
 	if !existed {
 		// A new file's folders are made, so a model need not make them first.
