@@ -180,12 +180,12 @@ func grep(ctx context.Context, c *tool.Context, in grepIn) tool.Result {
 
 // grepFile returns a file's matching lines (at most grepMaxMatches) and how many lines
 // match in all. A file too large, unreadable or binary (a NUL in its first 8 KiB) has none.
+// The file is read without a stat first: each ctx.FS operation checks the whole path
+// again, and a stat per file would double the cost of a search; the size cap is applied
+// to what was read (ctx.FS itself refuses files over its own, larger, cap).
 func grepFile(ctx context.Context, c *tool.Context, full, rel string, re, whole *regexp.Regexp) ([]grepMatch, int) {
-	if st, err := c.FS.Stat(ctx, full); err != nil || st.Size > grepMaxFileSize {
-		return nil, 0
-	}
 	data, err := c.FS.ReadFile(ctx, full)
-	if err != nil || bytes.IndexByte(data[:min(len(data), 8192)], 0) >= 0 {
+	if err != nil || len(data) > grepMaxFileSize || bytes.IndexByte(data[:min(len(data), 8192)], 0) >= 0 {
 		return nil, 0
 	}
 	// Most files do not match at all: one pass over the whole file decides that.
