@@ -82,7 +82,9 @@ func grep(ctx context.Context, c *tool.Context, in grepIn) tool.Result {
 		return rejection(err)
 	}
 	if c.IsSensitivePath(root) {
-		if err := approveFile(ctx, c, root, "read"); err != nil {
+		a := tool.CreateFilePermissionAsk(tool.FilePermission{Path: root, Operation: "read", Risk: "medium", IsSensitiveFile: true,
+			Reason: "Searching in sensitive directories requires approval."})
+		if err := askYes(ctx, c, a); err != nil {
 			return rejection(err)
 		}
 	}
