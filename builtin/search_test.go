@@ -126,3 +126,35 @@ func TestLs(t *testing.T) {
 		t.Fatalf("cap: %+v", r)
 	}
 }
+
+// Outside the workspace, grep, glob and ls ask once for the folder; once granted they see
+// its files (the catalogue's grep and glob reported 0 results after such a grant, their
+// ask naming no path that ctx.fs could honour).
+func TestSearchOutsideAfterGrant(t *testing.T) {
+	e := newEnv(t)
+	other := filepath.Join(e.root, "other")
+	if err := os.MkdirAll(filepath.Join(other, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, "sub", "x.go"), []byte("// NEEDLE\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := fmt.Sprintf(`{"pattern":"NEEDLE","path":%q}`, other)
+	if out := e.call("grep", args); out.Result.Error != "USER_REJECTION" {
+		t.Fatalf("grep outside without a grant: %+v", out.Result)
+	}
+	e.asker.byType["permission"] = "true"
+	for name, args := range map[string]string{
+		"grep": args,
+		"glob": fmt.Sprintf(`{"pattern":"**/*.go","path":%q}`, other),
+		"ls":   fmt.Sprintf(`{"path":%q}`, other),
+	} {
+		out := e.call(name, args)
+		if !out.Result.Success || !strings.Contains(string(out.Result.Result), "x.go") {
+			t.Errorf("%s outside with a grant: %+v", name, out.Result)
+		}
+	}
+	if len(e.asker.asked) < 2 || e.asker.asked[1].Paths[0] != other {
+		t.Fatalf("asks: %+v", e.asker.asked)
+	}
+}
