@@ -8,6 +8,8 @@ import (
 const (
 	StatusOK    = "ok"
 	StatusError = "error"
+	// StatusDisabled is a built-in turned off in the settings.
+	StatusDisabled = "disabled"
 )
 
 // Entry is one tool as the host lists it: what it is, which version serves, and what is
@@ -26,6 +28,9 @@ type Entry struct {
 	Definition *tool.Definition `json:"definition,omitempty"`
 	// Env lists the variables the tool declares and whether each is set (never the values).
 	Env []EnvStatus `json:"env,omitempty"`
+	// Replaces is "builtin" for a folder tool that has a built-in's name and serves in its
+	// place.
+	Replaces string `json:"replaces,omitempty"`
 }
 
 // EnvStatus says whether a declared variable has a value, without showing it.

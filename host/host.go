@@ -25,9 +25,12 @@ import (
 // Options configure a Host. The zero value of every field has a sensible default.
 type Options struct {
 	Layout Layout
-	// Builtins are Go tools compiled into the binary; they are listed before folder tools
-	// and win a name clash.
+	// Builtins are Go tools compiled into the binary (package builtin). A tool folder with
+	// a built-in's name replaces it; any other clash is the later tool's error.
 	Builtins []tool.Tool
+	// DisabledBuiltins names built-ins that are not served ($JEAN2_HOME/config.json's
+	// "disabledBuiltins"); Host.SetDisabledBuiltins adds the server settings' list.
+	DisabledBuiltins []string
 	// Sources supply tools from elsewhere (MCP servers); they follow folder tools and are
 	// prefixed with the source's name on a clash.
 	Sources []ToolSource
@@ -77,6 +80,8 @@ type Host struct {
 	cat      atomic.Pointer[catalog]
 	temps    sync.Map   // session id → its temporary folder, once created
 	reloadMu sync.Mutex // one reload at a time
+	// disabledBuiltins are the built-ins the server's settings turn off (under reloadMu).
+	disabledBuiltins []string
 
 	tempQuota sessionTempQuota // sessions whose temporary folder is over Limits.SessionTempMB
 

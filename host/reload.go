@@ -66,8 +66,36 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 		}
 		return nil
 	}
+	// A folder tool that loads takes the name of a built-in from it: the person put it
+	// there to be used instead (listed with Replaces "builtin"). A folder that fails to load
+	// replaces nothing, so a broken copy does not take the built-in away.
+	replaced := map[string]bool{}
+	builtinNames := map[string]bool{}
+	for _, t := range h.opts.Builtins {
+		builtinNames[t.Definition().Name] = true
+	}
+	for _, r := range results {
+		if r.serving != nil && builtinNames[r.serving.def.Name] {
+			replaced[r.serving.def.Name] = true
+		}
+	}
+	disabled := map[string]bool{}
+	for _, n := range h.opts.DisabledBuiltins {
+		disabled[n] = true
+	}
+	for _, n := range h.disabledBuiltins {
+		disabled[n] = true
+	}
 	for _, t := range h.opts.Builtins {
 		def := t.Definition()
+		if replaced[def.Name] {
+			continue
+		}
+		if disabled[def.Name] {
+			next.entries = append(next.entries, Entry{Name: def.Name, Version: "builtin", Kind: "builtin", Runtime: "builtin", Status: StatusDisabled,
+				Error: "turned off in the settings (disabledBuiltins)", Definition: &def})
+			continue
+		}
 		v := old.versions[def.Name]
 		if v == nil || v.entry.Kind != "builtin" {
 			v = newVersion(Entry{Name: def.Name, Version: "builtin", Kind: "builtin", Runtime: "builtin", Status: StatusOK, Definition: &def}, def, t, nil)
@@ -127,6 +155,9 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 		}
 		e.Env = h.envStatus(v.def.Env)
 		v.entry.Env = e.Env
+		if replaced[name] {
+			e.Replaces = "builtin"
+		}
 		next.versions[name] = v
 		next.folders[f.Dir] = v
 		next.entries = append(next.entries, e)
@@ -230,6 +261,16 @@ func (h *Host) envStatus(names []string) []EnvStatus {
 		out[i] = EnvStatus{Name: n, Set: set, Withheld: h.loader.withheld(n)}
 	}
 	return out
+}
+
+// SetDisabledBuiltins turns the named built-in tools off, beside Options.DisabledBuiltins
+// (the server's settings change this list while it runs), and reloads so the change takes
+// effect: a turned-off built-in is listed with status "disabled" and cannot be called.
+func (h *Host) SetDisabledBuiltins(ctx context.Context, names []string) error {
+	h.reloadMu.Lock()
+	h.disabledBuiltins = append([]string(nil), names...)
+	h.reloadMu.Unlock()
+	return h.Reload(ctx)
 }
 
 // sameTool reports whether a source handed back the same tool as before, so an unchanged

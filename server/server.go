@@ -183,6 +183,11 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("open server: %w", err)
 	}
 	s.wsMCP.setHost(s.host)
+	if len(st.DisabledBuiltins) > 0 {
+		if err := s.applyDisabledBuiltins(ctx, st.DisabledBuiltins); err != nil {
+			return nil, fmt.Errorf("open server: %w", err)
+		}
+	}
 	s.hub = hub.New(hub.Options{
 		Store:            s.db,
 		AskTimeout:       time.Duration(st.AskTimeoutSeconds) * time.Second,

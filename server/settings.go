@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +29,9 @@ type Settings struct {
 	// WorkRounds is the harness's work budget per turn; MaxRounds its hard ceiling.
 	WorkRounds int `json:"workRounds"`
 	MaxRounds  int `json:"maxRounds"`
+	// DisabledBuiltins names built-in tools (read-file, grep, …) not offered, beside the
+	// ones $JEAN2_HOME/config.json's "disabledBuiltins" turns off for every command.
+	DisabledBuiltins []string `json:"disabledBuiltins,omitempty"`
 }
 
 // DefaultSettings are the settings of a server nobody configured.
@@ -47,6 +52,11 @@ func (st Settings) check() error {
 	}
 	if st.MaxRounds < st.WorkRounds || st.MaxRounds > 1000 {
 		return fmt.Errorf("maxRounds %d must be at least workRounds (%d) and at most 1000", st.MaxRounds, st.WorkRounds)
+	}
+	for _, n := range st.DisabledBuiltins {
+		if strings.TrimSpace(n) == "" {
+			return fmt.Errorf("disabledBuiltins holds an empty name: list built-in tool names such as \"grep\"")
+		}
 	}
 	return nil
 }
@@ -105,6 +115,8 @@ type settingsPatch struct {
 	AskTimeoutSeconds *int    `json:"askTimeoutSeconds"`
 	WorkRounds        *int    `json:"workRounds"`
 	MaxRounds         *int    `json:"maxRounds"`
+	// DisabledBuiltins replaces the whole list; [] turns every built-in back on.
+	DisabledBuiltins *[]string `json:"disabledBuiltins"`
 }
 
 // update applies p, keeps the result and returns it.
@@ -127,6 +139,9 @@ func (l *liveSettings) update(ctx context.Context, p settingsPatch) (Settings, e
 	if p.MaxRounds != nil {
 		st.MaxRounds = *p.MaxRounds
 	}
+	if p.DisabledBuiltins != nil {
+		st.DisabledBuiltins = slices.Clone(*p.DisabledBuiltins)
+	}
 	if err := st.check(); err != nil {
 		return l.cur, badRequest("%v", err)
 	}
@@ -148,6 +163,15 @@ func (s *Server) applySettings(st Settings) {
 	s.harness.SetLimits(st.WorkRounds, st.MaxRounds)
 }
 
+// applyDisabledBuiltins turns off the built-ins the settings name (and back on the ones
+// they no longer name); the host reloads its list, so turns started from now on see it.
+func (s *Server) applyDisabledBuiltins(ctx context.Context, names []string) error {
+	if err := s.host.SetDisabledBuiltins(ctx, names); err != nil {
+		return fmt.Errorf("apply disabledBuiltins: %w", err)
+	}
+	return nil
+}
+
 func (s *Server) getSettings(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, s.settings.get())
 	return nil
@@ -158,11 +182,17 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, &p); err != nil {
 		return err
 	}
+	before := s.settings.get().DisabledBuiltins
 	st, err := s.settings.update(r.Context(), p)
 	if err != nil {
 		return err
 	}
 	s.applySettings(st)
+	if !slices.Equal(before, st.DisabledBuiltins) {
+		if err := s.applyDisabledBuiltins(r.Context(), st.DisabledBuiltins); err != nil {
+			return err
+		}
+	}
 	s.publishServer(r.Context(), "settings.changed", st)
 	writeJSON(w, http.StatusOK, st)
 	return nil

@@ -107,9 +107,13 @@ func serve(ctx context.Context, e env, args []string) error {
 			reload(s)
 		}
 	})
+	builtinTools, disabledBuiltins, err := builtins(layout)
+	if err != nil {
+		return err
+	}
 	srv, err := server.Open(ctx, server.Config{
 		Host: host.Options{
-			Layout: layout, Sandbox: sb, Sources: clients.Sources(),
+			Layout: layout, Sandbox: sb, Sources: clients.Sources(), Builtins: builtinTools, DisabledBuiltins: disabledBuiltins,
 			RuntimePreference: e.getenv("JEAN2_RUNTIME"), BunPath: e.getenv("JEAN2_BUN"), NodePath: e.getenv("JEAN2_NODE"),
 			Logger: log,
 		},

@@ -112,7 +112,13 @@ func openHost(ctx context.Context, e env, sources ...host.ToolSource) (*host.Hos
 	if err != nil {
 		return nil, err
 	}
+	builtinTools, disabledBuiltins, err := builtins(layout)
+	if err != nil {
+		return nil, err
+	}
 	return host.New(ctx, host.Options{
+		Builtins:          builtinTools,
+		DisabledBuiltins:  disabledBuiltins,
 		Sandbox:           sb,
 		Layout:            layout,
 		RuntimePreference: e.getenv("JEAN2_RUNTIME"),

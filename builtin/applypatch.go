@@ -1,0 +1,669 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/jean2/jean2/tool"
+)
+
+// apply-patch takes a V4A-style context patch ("*** Begin Patch" … "*** End Patch") that
+// adds, updates, deletes and moves files. Everything is parsed, checked, asked for and
+// computed before the first write; a write that fails midway is rolled back from a
+// journal of what each file held.
+
+const (
+	patchBegin  = "*** Begin Patch"
+	patchEnd    = "*** End Patch"
+	patchUpdate = "*** Update File: "
+	patchAdd    = "*** Add File: "
+	patchDelete = "*** Delete File: "
+	patchMove   = "*** Move to: "
+	patchEOF    = "*** End of File"
+	patchDiffCx = 3
+)
+
+type patchChunk struct {
+	context   *string
+	oldLines  []string
+	newLines  []string
+	endOfFile bool
+}
+
+type patchOp struct {
+	kind     string // add, update, delete
+	path     string
+	moveTo   string
+	chunks   []*patchChunk
+	addLines []string
+	line     int
+}
+
+type patchFailure struct {
+	Code           string   `json:"code"`
+	Line           int      `json:"line,omitempty"`
+	Path           string   `json:"path,omitempty"`
+	ChunkIndex     *int     `json:"chunkIndex,omitempty"`
+	CandidateLines []int    `json:"candidateLines,omitempty"`
+	Message        string   `json:"message,omitempty"`
+	RollbackErrors []string `json:"rollbackErrors,omitempty"`
+}
+
+type patchParseError struct {
+	line int
+	msg  string
+}
+
+var unifiedHunk = regexp.MustCompile(`^@@\s+-\d`)
+
+func parsePatch(patch string) ([]*patchOp, *patchParseError) {
+	lines := regexp.MustCompile(`\r?\n`).Split(patch, -1)
+	i := 0
+	for i < len(lines) && strings.TrimSpace(lines[i]) == "" {
+		i++
+	}
+	if i >= len(lines) || lines[i] != patchBegin {
+		return nil, &patchParseError{0, "Patch must begin with *** Begin Patch."}
+	}
+	i++
+	var ops []*patchOp
+	seen := map[string]bool{}
+	var cur *patchOp
+	var chunk *patchChunk
+	end := false
+	perr := func(n int, format string, args ...any) *patchParseError {
+		return &patchParseError{n, fmt.Sprintf(format, args...)}
+	}
+	claim := func(p string, n int) *patchParseError {
+		if seen[p] {
+			return perr(n, "Duplicate operation on path: %s", p)
+		}
+		seen[p] = true
+		return nil
+	}
+	for ; i < len(lines); i++ {
+		line, n := lines[i], i+1
+		if line == patchEnd {
+			end = true
+			break
+		}
+		switch {
+		case line == patchBegin:
+			return nil, perr(n, "Unexpected *** Begin Patch marker.")
+		case line == patchEOF:
+			if chunk == nil {
+				return nil, perr(n, "*** End of File appeared outside a chunk.")
+			}
+			chunk.endOfFile = true
+			chunk = nil
+			continue
+		case strings.HasPrefix(line, patchUpdate), strings.HasPrefix(line, patchAdd), strings.HasPrefix(line, patchDelete):
+			kind, marker := "update", patchUpdate
+			if strings.HasPrefix(line, patchAdd) {
+				kind, marker = "add", patchAdd
+			} else if strings.HasPrefix(line, patchDelete) {
+				kind, marker = "delete", patchDelete
+			}
+			p := line[len(marker):]
+			if p == "" {
+				return nil, perr(n, "Missing path after %q.", strings.TrimSpace(marker))
+			}
+			if err := claim(p, n); err != nil {
+				return nil, err
+			}
+			cur = &patchOp{kind: kind, path: p, line: n}
+			ops = append(ops, cur)
+			chunk = nil
+			continue
+		case strings.HasPrefix(line, patchMove):
+			if cur == nil || cur.kind != "update" || len(cur.chunks) > 0 || cur.moveTo != "" {
+				return nil, perr(n, "*** Move to must immediately follow an Update File header.")
+			}
+			p := line[len(patchMove):]
+			if p == "" {
+				return nil, perr(n, "Missing path after \"*** Move to:\".")
+			}
+			if err := claim(p, n); err != nil {
+				return nil, err
+			}
+			cur.moveTo = p
+			continue
+		case strings.HasPrefix(line, "*** "):
+			return nil, perr(n, "Unknown patch marker: %s", line)
+		}
+		blank := strings.TrimSpace(line) == ""
+		switch {
+		case cur == nil:
+			if !blank {
+				return nil, perr(n, "Unexpected line outside a file operation: %s", line)
+			}
+		case cur.kind == "add":
+			if strings.HasPrefix(line, "+") {
+				cur.addLines = append(cur.addLines, line[1:])
+			} else if !blank {
+				return nil, perr(n, "An Add File operation may only contain \"+\" lines.")
+			}
+		case cur.kind == "delete":
+			if !blank {
+				return nil, perr(n, "A Delete File operation must not contain body lines.")
+			}
+		case strings.HasPrefix(line, "@@"):
+			c := &patchChunk{}
+			switch {
+			case line == "@@":
+			case unifiedHunk.MatchString(line):
+				return nil, perr(n, "Unified diff hunk headers are not supported.")
+			case strings.HasPrefix(line, "@@ "):
+				if cx := line[3:]; cx != "" {
+					c.context = &cx
+				}
+			default:
+				return nil, perr(n, "Malformed chunk header: %s", line)
+			}
+			chunk = c
+			cur.chunks = append(cur.chunks, c)
+		case chunk == nil:
+			if !blank {
+				return nil, perr(n, "An Update chunk must start with \"@@\" before body lines.")
+			}
+		case strings.HasPrefix(line, " "):
+			chunk.oldLines = append(chunk.oldLines, line[1:])
+			chunk.newLines = append(chunk.newLines, line[1:])
+		case strings.HasPrefix(line, "+"):
+			chunk.newLines = append(chunk.newLines, line[1:])
+		case strings.HasPrefix(line, "-"):
+			chunk.oldLines = append(chunk.oldLines, line[1:])
+		default:
+			return nil, perr(n, "Malformed chunk line (must start with \" \", \"+\", or \"-\"): %s", line)
+		}
+	}
+	if !end {
+		return nil, &patchParseError{0, "Patch must end with *** End Patch."}
+	}
+	for j := i + 1; j < len(lines); j++ {
+		if strings.TrimSpace(lines[j]) != "" {
+			return nil, perr(j+1, "Unexpected content after *** End Patch.")
+		}
+	}
+	return ops, nil
+}
+
+// replacement is one chunk's change: content[start:end] becomes text.
+type replacement struct {
+	start, end int
+	text       string
+	mode       string
+	line       int
+	chunk      int
+}
+
+func dominantEnding(content string) string {
+	crlf := strings.Count(content, "\r\n")
+	if crlf > strings.Count(content, "\n")-crlf {
+		return "\r\n"
+	}
+	return "\n"
+}
+
+// computeUpdate finds every chunk of an update in order, each after the previous one,
+// and returns the new content. A failure names the chunk and why.
+func computeUpdate(op *patchOp, content string) (string, []replacement, *patchFailure) {
+	nl := dominantEnding(content)
+	var reps []replacement
+	cursor := 0
+	for ci, ch := range op.chunks {
+		oldStr := strings.Join(ch.oldLines, "\n")
+		newStr := strings.Join(ch.newLines, nl)
+		region := cursor
+		anchorEnd := -1
+		if ch.context != nil {
+			var anchors []int // line starts
+			var lines []int
+			off := 0
+			for li, l := range strings.SplitAfter(content, "\n") {
+				if off >= cursor && l != "" && strings.Contains(strings.TrimRight(l, "\r\n"), *ch.context) {
+					anchors = append(anchors, off+len(l))
+					lines = append(lines, li+1)
+				}
+				off += len(l)
+			}
+			switch len(anchors) {
+			case 0:
+				return "", nil, &patchFailure{Code: "NO_MATCH", ChunkIndex: &ci}
+			case 1:
+			default:
+				return "", nil, &patchFailure{Code: "AMBIGUOUS_MATCH", ChunkIndex: &ci, CandidateLines: lines}
+			}
+			anchorEnd = anchors[0]
+			region = anchorEnd
+		}
+		if len(ch.oldLines) == 0 { // a pure insertion
+			at := -1
+			switch {
+			case ch.endOfFile:
+				at = len(content)
+			case anchorEnd >= 0:
+				at = anchorEnd
+			default:
+				return "", nil, &patchFailure{Code: "AMBIGUOUS_INSERTION", ChunkIndex: &ci}
+			}
+			prefix := ""
+			if at > 0 && content[at-1] != '\n' {
+				prefix = nl
+			}
+			text := prefix + newStr
+			if newStr != "" {
+				text += nl
+			}
+			reps = append(reps, replacement{start: at, end: at, text: text, mode: modeExact, line: lineOf(content, at), chunk: ci})
+			cursor = at
+			continue
+		}
+		start, end, mode, fail := matchChunk(content, oldStr, region)
+		if fail != nil {
+			fail.ChunkIndex = &ci
+			return "", nil, fail
+		}
+		if ch.endOfFile {
+			end = len(content)
+		}
+		text := newStr
+		if oldStr == "" && len(ch.newLines) > 0 {
+			text += nl
+		}
+		if ch.endOfFile && strings.HasSuffix(content, "\n") && !strings.HasSuffix(text, "\n") {
+			text += nl
+		}
+		reps = append(reps, replacement{start: start, end: end, text: text, mode: mode, line: lineOf(content, start), chunk: ci})
+		cursor = end
+	}
+	sorted := append([]replacement(nil), reps...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].start > sorted[j].start })
+	out := content
+	for _, r := range sorted {
+		out = out[:r.start] + r.text + out[r.end:]
+	}
+	return out, reps, nil
+}
+
+// matchChunk finds a chunk's old lines, whole lines only, from region on.
+func matchChunk(content, oldStr string, region int) (int, int, string, *patchFailure) {
+	suffix := content[region:]
+	if oldStr == "" { // one blank line
+		var found []int
+		off := region
+		for _, l := range strings.SplitAfter(suffix, "\n") {
+			if strings.HasSuffix(l, "\n") && strings.TrimRight(l, "\r\n") == "" {
+				found = append(found, off)
+			}
+			off += len(l)
+		}
+		switch len(found) {
+		case 0:
+			return 0, 0, "", &patchFailure{Code: "NO_MATCH"}
+		case 1:
+			e := strings.IndexByte(content[found[0]:], '\n') + found[0] + 1
+			return found[0], e, modeExact, nil
+		}
+		lines := make([]int, len(found))
+		for i, f := range found {
+			lines[i] = lineOf(content, f)
+		}
+		return 0, 0, "", &patchFailure{Code: "AMBIGUOUS_MATCH", CandidateLines: lines}
+	}
+	endOf := func(m textMatch) int {
+		e := m.end
+		if m.mode == modeTrailingWhitespace {
+			for e < len(suffix) && (suffix[e] == ' ' || suffix[e] == '\t') {
+				e++
+			}
+		}
+		return e
+	}
+	r := runPasses(suffix, oldStr, orderedPasses, func(m textMatch) bool {
+		e := endOf(m)
+		return (m.start == 0 || suffix[m.start-1] == '\n') &&
+			(strings.HasSuffix(oldStr, "\n") || e == len(suffix) || suffix[e] == '\r' || suffix[e] == '\n')
+	})
+	switch {
+	case len(r.matches) == 1:
+		m := r.matches[0]
+		return region + m.start, region + endOf(m), m.mode, nil
+	case len(r.matches) > 1:
+		lines := make([]int, len(r.matches))
+		for i, m := range r.matches {
+			lines[i] = lineOf(content, region+m.start)
+		}
+		return 0, 0, "", &patchFailure{Code: "AMBIGUOUS_MATCH", CandidateLines: lines}
+	}
+	return 0, 0, "", &patchFailure{Code: "NO_MATCH"}
+}
+
+type patchResult struct {
+	Added      []string       `json:"added"`
+	Modified   []string       `json:"modified"`
+	Deleted    []string       `json:"deleted"`
+	Moved      []patchMoved   `json:"moved"`
+	MatchModes []patchMode    `json:"matchModes"`
+	Diffs      []patchFileDif `json:"diffs"`
+}
+
+type patchMoved struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+type patchMode struct {
+	Path       string `json:"path"`
+	ChunkIndex int    `json:"chunkIndex"`
+	Mode       string `json:"mode"`
+	StartLine  int    `json:"startLine"`
+}
+
+type patchFileDif struct {
+	Path      string     `json:"path"`
+	Hunks     []diffHunk `json:"hunks"`
+	Additions int        `json:"additions"`
+	Deletions int        `json:"deletions"`
+}
+
+// ApplyPatch is apply-patch.
+func ApplyPatch() tool.Tool {
+	return define(tool.Definition{
+		Name: "apply-patch",
+		Description: "Apply a context patch to one or more files atomically.\n\nUses a V4A-style context patch format (NOT git unified diff). Hunk line numbers are not used and not required.\n\n" +
+			"## When to use\n\n- Multiple distant edits in one file\n- Changes across multiple files at once\n- Combining modifications, creations, deletions, and moves in one operation\n\n" +
+			"## When NOT to use\n\n- One small targeted replacement - use edit\n- Several replacements in one file - use multiedit\n- A new file or full rewrite - use write-file\n\n" +
+			"## Patch format\n\n```\n*** Begin Patch\n*** Update File: src/example.ts\n@@ function targetFunction(\n context line\n-old line\n+new line\n*** Add File: src/new-file.ts\n+new file content\n*** Delete File: src/obsolete.ts\n*** End Patch\n```\n\n" +
+			"- `*** Add File: <path>` creates a file (only `+` lines)\n- `*** Update File: <path>` modifies a file with chunks\n- `*** Delete File: <path>` removes a file\n- `*** Move to: <path>` right after an Update header moves the updated content to a new path\n\n" +
+			"Chunks: `@@` begins a chunk, `@@ <context>` begins one after the unique line containing that text; ` ` lines are context, `-` removed, `+` added; `*** End of File` ties a chunk to the end of the file. Exactly one control character is removed from each body line.\n\n" +
+			"## Matching\n\nChunks are applied in order; each chunk's removed and context lines are found with the fail-closed passes of edit (exact, line-ending, trailing-whitespace, indentation), whole lines only. A chunk applies only when exactly one candidate is found; an ambiguous chunk fails. A chunk of only added lines needs a context anchor or *** End of File.\n\n" +
+			"## Permission model\n\nEvery path is checked before any write. Paths outside the workspace, sensitive files, and any deletion or move need approval. System directories are blocked entirely.",
+		InputSchema: []byte(`{"type":"object","properties":{"patch":{"type":"string","description":"The V4A-style context patch content (*** Begin Patch ... *** End Patch)"}},"required":["patch"]}`),
+		Timeout:     60000,
+		Annotations: destructive(),
+	}, applyPatch)
+}
+
+type patchTarget struct {
+	op             *patchOp
+	source, dest   string
+	original       string
+	result         string
+	reps           []replacement
+	existedAtStart bool
+}
+
+func applyPatch(ctx context.Context, c *tool.Context, in struct {
+	Patch string `json:"patch"`
+}) tool.Result {
+	pf := func(msg string, f patchFailure) tool.Result { return fail(msg, f) }
+	if in.Patch == "" {
+		return pf("Patch must be a non-empty string.", patchFailure{Code: "INVALID_INPUT"})
+	}
+	ops, perr := parsePatch(in.Patch)
+	if perr != nil {
+		msg := "Parse error: " + perr.msg
+		if perr.line > 0 {
+			msg = fmt.Sprintf("Parse error at line %d: %s", perr.line, perr.msg)
+		}
+		return pf(msg, patchFailure{Code: "PARSE_ERROR", Line: perr.line, Message: perr.msg})
+	}
+	if len(ops) == 0 {
+		return pf("Patch contains no file operations.", patchFailure{Code: "INVALID_INPUT"})
+	}
+	targets := make([]*patchTarget, len(ops))
+	var blocked []string
+	for i, op := range ops {
+		if op.kind == "update" {
+			if len(op.chunks) == 0 {
+				return pf(fmt.Sprintf("Update File operation on %q contains no chunks.", op.path), patchFailure{Code: "PARSE_ERROR", Path: op.path, Line: op.line})
+			}
+			for _, ch := range op.chunks {
+				if len(ch.oldLines) == 0 && len(ch.newLines) == 0 {
+					return pf(fmt.Sprintf("Update File operation on %q contains an empty chunk.", op.path), patchFailure{Code: "PARSE_ERROR", Path: op.path, Line: op.line})
+				}
+			}
+		}
+		t := &patchTarget{op: op, source: c.ResolvePath(op.path), dest: c.ResolvePath(op.path)}
+		if op.moveTo != "" {
+			t.dest = c.ResolvePath(op.moveTo)
+			if t.dest == t.source {
+				return pf("Move destination resolves to the source path: "+op.path, patchFailure{Code: "INVALID_INPUT", Path: op.path})
+			}
+		}
+		for _, p := range []string{t.source, t.dest} {
+			if c.IsBlockedPath(p) && !contains(blocked, p) {
+				blocked = append(blocked, p)
+			}
+		}
+		targets[i] = t
+	}
+	if len(blocked) > 0 {
+		return pf("Cannot apply patch to system directories: "+strings.Join(blocked, ", "), patchFailure{Code: "BLOCKED_PATH", Message: strings.Join(blocked, ", ")})
+	}
+	// Every ask before anything is read or written.
+	var removes []string
+	for _, t := range targets {
+		for _, p := range []string{t.source, t.dest} {
+			if err := approveFile(ctx, c, p, "write"); err != nil {
+				return rejection(err)
+			}
+			if t.source == t.dest {
+				break
+			}
+		}
+		if t.op.kind == "delete" || t.op.moveTo != "" {
+			removes = append(removes, t.source)
+		}
+	}
+	if len(removes) > 0 {
+		patterns := make([]string, len(removes))
+		for i, p := range removes {
+			patterns[i] = "file:" + p
+		}
+		if err := askYes(ctx, c, tool.Ask{Type: tool.AskPermission, Risk: "medium", Resource: "file", Paths: removes, Patterns: patterns,
+			Duration: tool.DurationSession, Question: "Applying a patch that deletes or moves files requires approval: " + strings.Join(removes, ", ")}); err != nil {
+			return rejection(err)
+		}
+	}
+	// Compute every file's new content.
+	for _, t := range targets {
+		switch t.op.kind {
+		case "add":
+			if there, _ := c.FS.Exists(ctx, t.dest); there {
+				return pf("Cannot create file that already exists: "+t.op.path, patchFailure{Code: "DEST_EXISTS", Path: t.op.path})
+			}
+			if len(t.op.addLines) > 0 {
+				t.result = strings.Join(t.op.addLines, "\n") + "\n"
+			}
+			continue
+		}
+		st, err := c.FS.Stat(ctx, t.source)
+		if err != nil {
+			return pf("File not found: "+t.op.path, patchFailure{Code: "FILE_NOT_FOUND", Path: t.op.path})
+		}
+		if st.IsDirectory {
+			return pf(fmt.Sprintf("Cannot %s a directory: %s", t.op.kind, t.op.path), patchFailure{Code: "INVALID_INPUT", Path: t.op.path})
+		}
+		data, err := c.FS.ReadFile(ctx, t.source)
+		if err != nil {
+			return pf(fmt.Sprintf("Cannot read %s: %v", t.op.path, err), patchFailure{Code: "FILE_NOT_FOUND", Path: t.op.path})
+		}
+		t.original, t.existedAtStart = string(data), true
+		if t.op.kind == "delete" {
+			continue
+		}
+		if t.op.moveTo != "" {
+			if there, _ := c.FS.Exists(ctx, t.dest); there {
+				return pf("Cannot move to a file that already exists: "+t.op.moveTo, patchFailure{Code: "DEST_EXISTS", Path: t.op.moveTo})
+			}
+		}
+		out, reps, f := computeUpdate(t.op, t.original)
+		if f != nil {
+			f.Path = t.op.path
+			var msg string
+			switch f.Code {
+			case "AMBIGUOUS_INSERTION":
+				msg = fmt.Sprintf("Ambiguous pure insertion in chunk %d of %s. Add a context anchor or *** End of File.", *f.ChunkIndex, t.op.path)
+			case "AMBIGUOUS_MATCH":
+				msg = fmt.Sprintf("Found multiple matches for chunk %d of %s.", *f.ChunkIndex, t.op.path)
+			default:
+				msg = fmt.Sprintf("No match for chunk %d of %s. Re-read the file before retrying.", *f.ChunkIndex, t.op.path)
+			}
+			return pf(msg, *f)
+		}
+		t.result, t.reps = out, reps
+	}
+	// Write, then remove; on a failure, put back what was there.
+	type done struct {
+		path    string
+		had     bool
+		content string
+	}
+	var applied []done
+	rollback := func() []string {
+		var errs []string
+		for i := len(applied) - 1; i >= 0; i-- {
+			d := applied[i]
+			var err error
+			if d.had {
+				err = c.FS.WriteFile(ctx, d.path, []byte(d.content))
+			} else {
+				err = c.FS.Remove(ctx, d.path, false)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("Rollback failed for %s: %v", d.path, err))
+			}
+		}
+		return errs
+	}
+	for _, t := range targets {
+		if t.op.kind == "delete" {
+			continue
+		}
+		had := t.op.kind == "update" && t.op.moveTo == ""
+		if err := c.FS.WriteFile(ctx, t.dest, []byte(t.result)); err != nil {
+			return pf(fmt.Sprintf("Failed to write %s: %v", t.dest, err), patchFailure{Code: "APPLY_ERROR", Path: t.dest, Message: err.Error(), RollbackErrors: rollback()})
+		}
+		applied = append(applied, done{t.dest, had, t.original})
+	}
+	for _, t := range targets {
+		if t.op.kind != "delete" && t.op.moveTo == "" {
+			continue
+		}
+		if err := c.FS.Remove(ctx, t.source, false); err != nil {
+			return pf(fmt.Sprintf("Failed to remove %s: %v", t.source, err), patchFailure{Code: "APPLY_ERROR", Path: t.source, Message: err.Error(), RollbackErrors: rollback()})
+		}
+		// A removed file is put back by writing its content again.
+		applied = append(applied, done{t.source, true, t.original})
+	}
+
+	res := patchResult{Added: []string{}, Modified: []string{}, Deleted: []string{}, Moved: []patchMoved{}, MatchModes: []patchMode{}, Diffs: []patchFileDif{}}
+	for _, t := range targets {
+		switch {
+		case t.op.kind == "add":
+			res.Added = append(res.Added, t.dest)
+		case t.op.kind == "delete":
+			res.Deleted = append(res.Deleted, t.source)
+		case t.op.moveTo != "":
+			res.Moved = append(res.Moved, patchMoved{From: t.source, To: t.dest})
+			res.Modified = append(res.Modified, t.dest)
+		default:
+			res.Modified = append(res.Modified, t.dest)
+		}
+		if t.op.kind == "update" {
+			for _, r := range t.reps {
+				res.MatchModes = append(res.MatchModes, patchMode{Path: t.dest, ChunkIndex: r.chunk, Mode: r.mode, StartLine: r.line})
+			}
+			res.Diffs = append(res.Diffs, patchDiff(t))
+		}
+	}
+	type fileEntry struct {
+		Path   string `json:"path"`
+		Action string `json:"action,omitempty"`
+	}
+	type group struct {
+		Label string      `json:"label"`
+		Icon  string      `json:"icon"`
+		Files []fileEntry `json:"files"`
+	}
+	var groups []group
+	add := func(label, icon, action string, paths []string) {
+		if len(paths) == 0 {
+			return
+		}
+		g := group{Label: label, Icon: icon}
+		for _, p := range paths {
+			g.Files = append(g.Files, fileEntry{Path: p, Action: action})
+		}
+		groups = append(groups, g)
+	}
+	add("Modified", "edit", "modified", res.Modified)
+	add("Created", "plus", "created", res.Added)
+	add("Deleted", "trash", "deleted", res.Deleted)
+	var moved []string
+	for _, m := range res.Moved {
+		moved = append(moved, m.From+" -> "+m.To)
+	}
+	add("Moved", "edit", "", moved)
+	total := len(res.Added) + len(res.Modified) + len(res.Deleted) + len(res.Moved)
+	return ok(res, struct {
+		Type   string  `json:"type"`
+		Title  string  `json:"title"`
+		Groups []group `json:"groups"`
+		Total  int     `json:"total"`
+	}{tool.VizFileList, fmt.Sprintf("Applied patch to %d file%s", total, plural(total)), groups, total})
+}
+
+// patchDiff draws an update's changes, three lines of context before each.
+func patchDiff(t *patchTarget) patchFileDif {
+	old := strings.Split(t.original, "\n")
+	for i := range old {
+		old[i] = strings.TrimSuffix(old[i], "\r")
+	}
+	at := func(n int) string {
+		if n >= 1 && n <= len(old) {
+			return old[n-1]
+		}
+		return ""
+	}
+	reps := append([]replacement(nil), t.reps...)
+	sort.SliceStable(reps, func(i, j int) bool { return reps[i].start < reps[j].start })
+	d := patchFileDif{Path: t.dest, Hunks: []diffHunk{}}
+	prevEnd := 0
+	for _, r := range reps {
+		startLine := lineOf(t.original, r.start)
+		endLine := startLine
+		if r.end > r.start {
+			endLine = lineOf(t.original, r.end-1)
+		}
+		from := max(prevEnd+1, startLine-patchDiffCx)
+		var ch []diffChange
+		o, n := from, from
+		for l := from; l < startLine; l++ {
+			ch = append(ch, diffChange{Type: "context", Content: at(l), OldLineNumber: o, NewLineNumber: n})
+			o, n = o+1, n+1
+		}
+		if r.end > r.start {
+			for l := startLine; l <= endLine; l++ {
+				ch = append(ch, diffChange{Type: "removed", Content: at(l), OldLineNumber: o})
+				o++
+				d.Deletions++
+			}
+		}
+		if r.text != "" {
+			for _, l := range strings.Split(strings.TrimSuffix(r.text, "\n"), "\n") {
+				ch = append(ch, diffChange{Type: "added", Content: strings.TrimSuffix(l, "\r"), NewLineNumber: n})
+				n++
+				d.Additions++
+			}
+		}
+		d.Hunks = append(d.Hunks, diffHunk{OldStart: from, OldLines: o - from, NewStart: from, NewLines: n - from, Changes: ch})
+		prevEnd = endLine
+	}
+	return d
+}

@@ -1,0 +1,235 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/jean2/jean2/tool"
+	"github.com/jean2/jean2/toolfs"
+)
+
+const (
+	readDefaultLimit = 2000
+	readMaxLine      = 2000
+	readMaxBytes     = 50 * 1024
+)
+
+// binaryExts are extensions read-file refuses without looking at the bytes.
+var binaryExts = map[string]bool{
+	".zip": true, ".tar": true, ".gz": true, ".exe": true, ".dll": true, ".so": true, ".class": true,
+	".jar": true, ".war": true, ".7z": true, ".doc": true, ".docx": true, ".xls": true, ".xlsx": true,
+	".ppt": true, ".pptx": true, ".odt": true, ".ods": true, ".odp": true, ".bin": true, ".dat": true,
+	".obj": true, ".o": true, ".a": true, ".lib": true, ".wasm": true, ".pyc": true, ".pyo": true,
+}
+
+type readFileIn struct {
+	Path   string   `json:"path"`
+	Offset *float64 `json:"offset"`
+	Limit  *float64 `json:"limit"`
+}
+
+type readFileOut struct {
+	Content       string `json:"content"`
+	Revision      string `json:"revision,omitempty"`
+	TotalLines    int    `json:"totalLines,omitempty"`
+	Offset        int    `json:"offset,omitempty"`
+	LinesReturned *int   `json:"linesReturned,omitempty"`
+	Truncated     *bool  `json:"truncated,omitempty"`
+}
+
+// ReadFile is read-file: a file's lines numbered from 1, a window of them (offset, limit),
+// or a folder's entries; binary files and images are refused with what they are.
+func ReadFile() tool.Tool {
+	return define(tool.Definition{
+		Name: "read-file",
+		Description: "Read a file or directory from the filesystem.\n\nUsage:\n- The path parameter should be an absolute path.\n- By default, returns up to 2000 lines from the start of the file.\n- The offset parameter is the line number to start from (1-indexed).\n- To read later sections, use a larger offset.\n\n" +
+			"## Revision metadata\n\nRegular-file results include a `revision` (SHA-256 of the complete file content) plus `totalLines`, `offset`, `linesReturned`, and `truncated`. The revision is computed from the untruncated bytes, so it is identical across paginated reads of an unchanged file. Directory reads do not include a revision.\n\n" +
+			"## Permission Model\n\nThis tool requires explicit permission for:\n- Files outside the workspace\n- Sensitive files (.env, .pem, .key, credentials, etc.)",
+		InputSchema: []byte(`{"type":"object","properties":{
+			"path":{"type":"string","description":"The absolute path to the file or directory to read"},
+			"offset":{"type":"number","description":"The line number to start reading from (1-indexed)"},
+			"limit":{"type":"number","description":"The maximum number of lines to read (defaults to 2000)"}},
+			"required":["path"]}`),
+		Timeout:     30000,
+		Annotations: readOnly(),
+	}, readFile)
+}
+
+func readFile(ctx context.Context, c *tool.Context, in readFileIn) tool.Result {
+	resolved := c.ResolvePath(in.Path)
+	if r := precheck(ctx, c, resolved, "read", "Reading from system directories is not allowed: "+in.Path); r != nil {
+		return *r
+	}
+	offset, limit := 1, readDefaultLimit
+	if in.Offset != nil {
+		offset = int(*in.Offset)
+	}
+	if in.Limit != nil {
+		limit = int(*in.Limit)
+	}
+	if offset < 1 {
+		return failf("offset must be greater than or equal to 1")
+	}
+	if limit < 1 {
+		return failf("limit must be greater than or equal to 1")
+	}
+	// The file is read straight away (one checked open, not a stat and then an open); a
+	// folder is known by the read's EISDIR.
+	var data []byte
+	err := needAccess(ctx, c, resolved, "read", func() (err error) {
+		data, err = c.FS.ReadFile(ctx, resolved)
+		return err
+	})
+	switch {
+	case errors.Is(err, syscall.EISDIR):
+		return readDir(ctx, c, resolved, offset, limit)
+	case errors.Is(err, errRejected):
+		return rejection(err)
+	case errors.Is(err, toolfs.ErrBlocked):
+		return failf("Reading from system directories is not allowed: %s", in.Path)
+	case isNotExist(err):
+		return failf("File not found: %s", resolved)
+	case err != nil:
+		return failf("%v", err)
+	}
+	if what := binaryKind(resolved, data); what != "" {
+		return failf("Cannot read binary file: %s (%s, %d bytes)", resolved, what, len(data))
+	}
+	sum := sha256.Sum256(data)
+	// Lines as the catalogue counts them: split on "\n", so a final newline ends with an
+	// empty last line.
+	total := bytes.Count(data, []byte{'\n'}) + 1
+	start := offset - 1
+	var out strings.Builder
+	out.Grow(min(len(data), readMaxBytes) + 8*min(total, limit) + 80) // the text, the numbers, the note
+	used, returned := 0, 0
+	rest := data
+	for i := 0; i < start && rest != nil; i++ {
+		if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+			rest = rest[j+1:]
+		} else {
+			rest = nil
+		}
+	}
+	lineNo := start
+	for rest != nil && returned < limit {
+		var line []byte
+		if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+			line, rest = rest[:j], rest[j+1:]
+		} else {
+			line, rest = rest, nil
+		}
+		lineNo++
+		text := truncateLine(line)
+		size := len(strconv.Itoa(lineNo)) + 2 + len(text)
+		if returned > 0 {
+			size++
+		}
+		if used+size > readMaxBytes {
+			break
+		}
+		if returned > 0 {
+			out.WriteByte('\n')
+		}
+		out.WriteString(strconv.Itoa(lineNo))
+		out.WriteString(": ")
+		out.WriteString(text)
+		used += size
+		returned++
+	}
+	last := start + returned
+	truncated := last < total
+	if truncated {
+		fmt.Fprintf(&out, "\n\n(Showing lines %d-%d of %d. Use offset=%d to continue.)", offset, last, total, last+1)
+	} else {
+		fmt.Fprintf(&out, "\n\n(End of file - total %d lines)", total)
+	}
+	return ok(readFileOut{
+		Content: out.String(), Revision: "sha256:" + hex.EncodeToString(sum[:]), TotalLines: total,
+		Offset: offset, LinesReturned: &returned, Truncated: &truncated,
+	}, none("Read: %s", resolved))
+}
+
+// truncateLine cuts a line longer than readMaxLine characters, saying so.
+func truncateLine(line []byte) string {
+	if len(line) <= readMaxLine || utf8.RuneCount(line) <= readMaxLine {
+		return string(line)
+	}
+	n, i := 0, 0
+	for i < len(line) && n < readMaxLine {
+		_, w := utf8.DecodeRune(line[i:])
+		i += w
+		n++
+	}
+	return string(line[:i]) + fmt.Sprintf("... (line truncated to %d chars)", readMaxLine)
+}
+
+// binaryKind says what a file is when it is not text: its image type, "binary" for a known
+// binary extension, a NUL byte or mostly control characters; "" for text.
+func binaryKind(path string, data []byte) string {
+	head := data[:min(len(data), 4096)]
+	if ct := http.DetectContentType(head); strings.HasPrefix(ct, "image/") && ct != "image/svg+xml" {
+		return ct + " image"
+	}
+	if binaryExts[strings.ToLower(filepath.Ext(path))] {
+		return "binary"
+	}
+	control := 0
+	for _, b := range head {
+		if b == 0 {
+			return "binary"
+		}
+		if b < 9 || (b > 13 && b < 32) {
+			control++
+		}
+	}
+	if len(head) > 0 && control*10 > len(head)*3 {
+		return "binary"
+	}
+	return ""
+}
+
+func readDir(ctx context.Context, c *tool.Context, dir string, offset, limit int) tool.Result {
+	entries, err := c.FS.ReadDir(ctx, dir)
+	if err != nil {
+		return failf("%v", err)
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if e.Name == "." || e.Name == ".." {
+			continue
+		}
+		if e.IsDirectory {
+			names = append(names, e.Name+"/")
+		} else {
+			names = append(names, e.Name)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool {
+		a, b := strings.ToLower(names[i]), strings.ToLower(names[j])
+		if a != b {
+			return a < b
+		}
+		return names[i] < names[j]
+	})
+	start := min(offset-1, len(names))
+	shown := names[start:min(start+limit, len(names))]
+	content := strings.Join(shown, "\n")
+	if start+len(shown) < len(names) {
+		content += fmt.Sprintf("\n\n(Showing %d of %d entries. Use 'offset' parameter to read beyond entry %d)", len(shown), len(names), offset+len(shown))
+	} else {
+		content += fmt.Sprintf("\n\n(%d entries)", len(names))
+	}
+	return ok(readFileOut{Content: content}, none("Read: %s/", dir))
+}

@@ -1,0 +1,107 @@
+package builtin_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestReadFile(t *testing.T) {
+	e := newEnv(t)
+	var long strings.Builder
+	for i := 1; i <= 2500; i++ {
+		fmt.Fprintf(&long, "line %d\n", i)
+	}
+	e.write(map[string]string{
+		"a.txt":      "alpha\nbeta\ngamma\n",
+		"long.txt":   long.String(),
+		"wide.txt":   strings.Repeat("é", 2100),
+		"bin.dat":    "plain text but a binary extension",
+		"nul.txt":    "abc\x00def",
+		"dir/x.go":   "package x\n",
+		"dir/Sub/y":  "y",
+		"dir/b.txt":  "b",
+		"img.txt":    "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+		"sp ace.txt": "ok",
+	})
+	e.golden("read-file/whole", e.call("read-file", `{"path":"a.txt"}`))
+	e.golden("read-file/window", e.call("read-file", `{"path":"a.txt","offset":2,"limit":1}`))
+	e.golden("read-file/absolute", e.call("read-file", fmt.Sprintf(`{"path":%q}`, filepath.Join(e.ws, "sp ace.txt"))))
+	e.golden("read-file/dir", e.call("read-file", `{"path":"dir"}`))
+	e.golden("read-file/dir-window", e.call("read-file", `{"path":"dir","offset":2,"limit":1}`))
+	e.golden("read-file/binary-ext", e.call("read-file", `{"path":"bin.dat"}`))
+	e.golden("read-file/binary-nul", e.call("read-file", `{"path":"nul.txt"}`))
+	e.golden("read-file/image", e.call("read-file", `{"path":"img.txt"}`))
+	e.golden("read-file/missing", e.call("read-file", `{"path":"nope.txt"}`))
+	e.golden("read-file/offset-zero", e.call("read-file", `{"path":"a.txt","offset":0}`))
+	e.golden("read-file/blocked", e.call("read-file", `{"path":"/etc/passwd"}`))
+
+	// The default window is 2000 lines, and the note says where to go on.
+	out := e.call("read-file", `{"path":"long.txt"}`)
+	var r struct {
+		Content       string
+		TotalLines    int
+		LinesReturned int
+		Truncated     bool
+	}
+	decode(t, out.Result.Result, &r)
+	if r.TotalLines != 2501 || r.LinesReturned != 2000 || !r.Truncated || !strings.HasSuffix(r.Content, "(Showing lines 1-2000 of 2501. Use offset=2001 to continue.)") {
+		t.Fatalf("long: %+v", r)
+	}
+	// A line over 2000 characters is cut, counted in characters, not bytes.
+	out = e.call("read-file", `{"path":"wide.txt"}`)
+	decode(t, out.Result.Result, &r)
+	if !strings.HasPrefix(r.Content, "1: "+strings.Repeat("é", 2000)+"... (line truncated to 2000 chars)") {
+		t.Fatalf("wide: %.80q", r.Content)
+	}
+
+	// Outside the workspace: the person is asked, and a refusal is USER_REJECTION; the
+	// host's file system refuses without the grant whatever the tool does.
+	outside := filepath.Join(e.root, "outside.txt")
+	if err := os.WriteFile(outside, []byte("out there\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = e.call("read-file", fmt.Sprintf(`{"path":%q}`, outside))
+	if out.Result.Success || out.Result.Error != "USER_REJECTION" {
+		t.Fatalf("outside without an answer: %+v", out.Result)
+	}
+	e.asker.byType["permission"] = "true"
+	out = e.call("read-file", fmt.Sprintf(`{"path":%q}`, outside))
+	if !out.Result.Success || !strings.Contains(string(out.Result.Result), "1: out there") {
+		t.Fatalf("outside with a grant: %+v", out.Result)
+	}
+	if qs := e.asker.questions(); len(qs) != 2 || qs[1] != `Reading file "outside.txt" (outside workspace) requires approval.` {
+		t.Fatalf("asks: %q", qs)
+	}
+}
+
+// A link in the workspace that leads out is in the workspace only as written: ctx.FS
+// refuses it, read-file asks as for a place outside, and reads it once granted.
+func TestReadFileLinkLeadingOut(t *testing.T) {
+	e := newEnv(t)
+	secret := filepath.Join(e.root, "elsewhere.txt")
+	if err := os.WriteFile(secret, []byte("behind a link\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(e.ws, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	out := e.call("read-file", `{"path":"link.txt"}`)
+	if out.Result.Success || out.Result.Error != "USER_REJECTION" || len(e.asker.asked) != 1 || e.asker.asked[0].Paths[0] != filepath.Join(e.ws, "link.txt") {
+		t.Fatalf("link without a grant: %+v %+v", out.Result, e.asker.asked)
+	}
+	e.asker.byType["permission"] = "true"
+	out = e.call("read-file", `{"path":"link.txt"}`)
+	if !out.Result.Success || !strings.Contains(string(out.Result.Result), "behind a link") {
+		t.Fatalf("link with a grant: %+v", out.Result)
+	}
+}
+
+func decode(t *testing.T, raw []byte, v any) {
+	t.Helper()
+	if err := jsonUnmarshal(raw, v); err != nil {
+		t.Fatalf("decode %s: %v", raw, err)
+	}
+}

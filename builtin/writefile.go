@@ -1,0 +1,74 @@
+package builtin
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+
+	"github.com/jean2/jean2/tool"
+)
+
+type writeFileIn struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+}
+
+type writeFileOut struct {
+	Path  string `json:"path"`
+	Bytes int    `json:"bytes"`
+}
+
+// codeViz is the "code" visualization of a written file.
+type codeViz struct {
+	Type      string `json:"type"`
+	Path      string `json:"path"`
+	Content   string `json:"content"`
+	Language  string `json:"language"`
+	Created   bool   `json:"created"`
+	LineCount int    `json:"lineCount"`
+}
+
+// WriteFile is write-file: creates or overwrites a file (folders made as needed).
+func WriteFile() tool.Tool {
+	return define(tool.Definition{
+		Name:        "write-file",
+		Description: "Write content to a file, creating it if it doesn't exist or overwriting if it does.\n\nIMPORTANT: Always prefer using the edit tool to modify existing files.\n\n## Permission Model\n\nThis tool requires explicit permission for:\n- Files outside the workspace\n- Sensitive files (.env, .pem, .key, credentials, etc.)",
+		InputSchema: []byte(`{"type":"object","properties":{
+			"path":{"type":"string","description":"Path to the file (absolute or relative)"},
+			"content":{"type":"string","description":"The content to write to the file"}},
+			"required":["path","content"]}`),
+		Timeout:     30000,
+		Annotations: destructive(),
+	}, writeFile)
+}
+
+func writeFile(ctx context.Context, c *tool.Context, in writeFileIn) tool.Result {
+	resolved := c.ResolvePath(in.Path)
+	if r := precheck(ctx, c, resolved, "write", "Writing to system directories is not allowed: "+in.Path); r != nil {
+		return *r
+	}
+	var existed bool
+	if err := needAccess(ctx, c, resolved, "write", func() (err error) {
+		existed, err = c.FS.Exists(ctx, resolved)
+		return err
+	}); err != nil {
+		return fsFailure(err, "Writing to system directories is not allowed: "+in.Path)
+	}
+	if !existed {
+		// A new file's folders are made, so a model need not make them first.
+		if dir := filepath.Dir(resolved); dir != resolved {
+			if there, _ := c.FS.Exists(ctx, dir); !there {
+				if err := c.FS.Mkdir(ctx, dir, true); err != nil {
+					return failf("%v", err)
+				}
+			}
+		}
+	}
+	if err := c.FS.WriteFile(ctx, resolved, []byte(in.Content)); err != nil {
+		return failf("%v", err)
+	}
+	return ok(writeFileOut{Path: resolved, Bytes: len(in.Content)}, codeViz{
+		Type: tool.VizCode, Path: resolved, Content: in.Content, Language: languageOf(resolved),
+		Created: !existed, LineCount: strings.Count(in.Content, "\n") + 1,
+	})
+}

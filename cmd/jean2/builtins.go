@@ -1,0 +1,36 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/jean2/jean2/builtin"
+	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/install"
+	"github.com/jean2/jean2/tool"
+)
+
+// builtins returns the tools compiled into jean2 and the ones $JEAN2_HOME/config.json's
+// "disabledBuiltins" turns off, for every command that makes a host (serve, chat, mcp,
+// tools run and list): each offers the same tools.
+func builtins(layout host.Layout) ([]tool.Tool, []string, error) {
+	tools := builtin.Tools(builtin.Options{})
+	path := install.ConfigFile(layout)
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return tools, nil, nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var cfg struct {
+		DisabledBuiltins []string `json:"disabledBuiltins"`
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return nil, nil, fmt.Errorf("%s is not valid JSON: %w", path, err)
+	}
+	return tools, cfg.DisabledBuiltins, nil
+}
