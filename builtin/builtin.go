@@ -1,5 +1,5 @@
 // Package builtin holds the tools compiled into jean2: file reading and editing, search,
-// a todo list and questions to the person. Each is a tool.Tool served through the same
+// a todo list, questions to the person, shell commands and web pages. Each is a tool.Tool served through the same
 // tool.Context as a folder tool, so the host's policy, protected places, ledger and undo
 // apply to every file it touches: the tools reach files only through ctx.FS.
 //
@@ -12,8 +12,11 @@ import (
 )
 
 // Options configure the built-in tools. The zero value serves them all with their
-// defaults.
-type Options struct{}
+// defaults (the shell then runs commands unconfined: give it the host's sandbox).
+type Options struct {
+	Shell    ShellOptions
+	WebFetch WebFetchOptions
+}
 
 // Tools returns every built-in tool, in one list: a tool is added here and nowhere else.
 func Tools(opts Options) []tool.Tool {
@@ -29,5 +32,7 @@ func Tools(opts Options) []tool.Tool {
 		TodoWrite(),
 		Question(),
 		ApplyPatch(),
+		Shell(opts.Shell),
+		WebFetch(opts.WebFetch),
 	}
 }

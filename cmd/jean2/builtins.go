@@ -15,9 +15,10 @@ import (
 
 // builtins returns the tools compiled into jean2 and the ones $JEAN2_HOME/config.json's
 // "disabledBuiltins" turns off, for every command that makes a host (serve, chat, mcp,
-// tools run and list): each offers the same tools.
-func builtins(layout host.Layout) ([]tool.Tool, []string, error) {
-	tools := builtin.Tools(builtin.Options{})
+// tools run and list): each offers the same tools. The shell runs its commands through the
+// same sandbox as the host's workers.
+func builtins(layout host.Layout, sb host.SandboxOptions) ([]tool.Tool, []string, error) {
+	tools := builtin.Tools(builtin.Options{Shell: builtin.ShellOptions{Sandbox: sb, Layout: layout}})
 	path := install.ConfigFile(layout)
 	data, err := os.ReadFile(path)
 	switch {

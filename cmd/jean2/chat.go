@@ -248,7 +248,7 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*localServe
 			}
 		}
 	})
-	builtinTools, disabledBuiltins, err := builtins(layout)
+	builtinTools, disabledBuiltins, err := builtins(layout, sb)
 	if err != nil {
 		clients.Close()
 		return nil, err

@@ -107,7 +107,7 @@ func serve(ctx context.Context, e env, args []string) error {
 			reload(s)
 		}
 	})
-	builtinTools, disabledBuiltins, err := builtins(layout)
+	builtinTools, disabledBuiltins, err := builtins(layout, sb)
 	if err != nil {
 		return err
 	}

@@ -112,7 +112,7 @@ func openHost(ctx context.Context, e env, sources ...host.ToolSource) (*host.Hos
 	if err != nil {
 		return nil, err
 	}
-	builtinTools, disabledBuiltins, err := builtins(layout)
+	builtinTools, disabledBuiltins, err := builtins(layout, sb)
 	if err != nil {
 		return nil, err
 	}
