@@ -256,7 +256,7 @@ func (h *Host) callContext(call *Call, v *version) (*callState, error) {
 	}
 	cs.powers = callPowers{
 		ctx: c, env: v.env, persist: call.Workspaces, scope: c.Scope(), ledger: c.Ledger,
-		protected: h.sb.protected,
+		protected: h.sb.protected, protectedPlaces: h.sb.protectedPlaces(),
 		broker: ask.BrokerOptions{
 			Asker: asker, Grants: h.grants,
 			Tool: v.def.Name, ToolVersion: v.entry.Hash,
@@ -280,6 +280,8 @@ type callPowers struct {
 	// protected are the places ctx.fs never touches whatever the scope and grants: jean2's
 	// home, the tools folder, the credential folders (the sandbox's protected list).
 	protected []string
+	// protectedPlaces is protected as toolfs.ExpandPlaces gives it, resolved by the host.
+	protectedPlaces []string
 
 	ready atomic.Bool // built; read without the lock
 	mu    sync.Mutex
@@ -321,7 +323,7 @@ func (p *callPowers) built() *callPowers {
 // read-only to it: jean2 acts on the settings there (mcp.json names commands it starts).
 func (p *callPowers) newFS(scope policy.Scope) *toolfs.FS {
 	return toolfs.New(toolfs.Options{Scope: scope, Tool: p.broker.Tool, CallID: p.broker.CallID, Ledger: p.ledger, Grants: p.b,
-		Protected: p.protected, ReadOnly: scope.SettingsDirs()})
+		Protected: p.protected, ProtectedPlaces: p.protectedPlaces, ReadOnly: scope.SettingsDirs()})
 }
 
 // close ends the call: the broker forgets its once-grants. Powers never built hold none.

@@ -27,6 +27,7 @@ func (h *Host) Reload(ctx context.Context) error { return h.reload(ctx, nil) }
 func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 	h.reloadMu.Lock()
 	defer h.reloadMu.Unlock()
+	h.sb.resolvePlaces()
 	old := h.cat.Load()
 
 	folders, err := loader.Discover(h.layout.Tools)

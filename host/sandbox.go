@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/jean2/jean2/toolfs"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jean2/jean2/loader"
 	"github.com/jean2/jean2/policy"
@@ -50,7 +52,10 @@ type hostSandbox struct {
 	memory    *sandbox.Memory // nil when memory is capped by RLIMIT_DATA alone
 	approvals *sandbox.Approvals
 	protected []string
-	limits    Limits
+	// places is protected as toolfs.ExpandPlaces gives it (each place as written and where
+	// it leads), resolved at the start and again at every reload rather than in every call.
+	places atomic.Pointer[[]string]
+	limits Limits
 }
 
 func newHostSandbox(opts Options, home string) *hostSandbox {
@@ -78,6 +83,7 @@ func newHostSandbox(opts Options, home string) *hostSandbox {
 		sb.status.MountSeal, sb.status.MountSealError = false, "turned off by the host's options"
 	}
 	sb.protected = policy.ProtectedPaths(home, opts.Layout.Home, opts.Layout.Tools)
+	sb.resolvePlaces()
 	// What an earlier host that was killed left running (a tool's daemon, a detached child)
 	// ends now, before this host starts anything.
 	sandbox.SweepStale()
@@ -99,6 +105,16 @@ func newHostSandbox(opts Options, home string) *hostSandbox {
 	}
 	return sb
 }
+
+// resolvePlaces resolves the protected places again (a credential folder may have become a
+// link, or its link another target, since the last time).
+func (sb *hostSandbox) resolvePlaces() {
+	places := toolfs.ExpandPlaces(sb.protected)
+	sb.places.Store(&places)
+}
+
+// protectedPlaces is what resolvePlaces found last.
+func (sb *hostSandbox) protectedPlaces() []string { return *sb.places.Load() }
 
 func (sb *hostSandbox) close() error {
 	var errs []error

@@ -65,6 +65,10 @@ type Options struct {
 	// (policy.ProtectedPaths). The session's temporary folder is exempt, though it lies in
 	// jean2's home. A rename or recursive rm of a folder that holds one is refused too.
 	Protected []string
+	// ProtectedPlaces, when not nil, is Protected as ExpandPlaces gives it, resolved once
+	// by the caller (the host, at its start and each reload) so that a call does not
+	// resolve every protected place again (one lstat per path element of each).
+	ProtectedPlaces []string
 	// ReadOnly are places read but never changed (each workspace root's .jean2 folder,
 	// whose settings jean2 acts on). A rename or recursive rm of a folder that holds one is
 	// refused too.
@@ -130,26 +134,33 @@ func (f *FS) places() *FS {
 		if t := f.opts.Scope.TempDir; t != "" && filepath.IsAbs(t) {
 			f.tempDir = policy.Real(t)
 		}
-		both := func(paths []string) []string {
-			var out []string
-			for _, p := range paths {
-				if p == "" || !filepath.IsAbs(p) {
-					continue
-				}
-				out = append(out, filepath.Clean(p))
-				if r := policy.Real(p); r != filepath.Clean(p) {
-					out = append(out, r)
-				}
-			}
-			return out
+		if f.opts.ProtectedPlaces != nil {
+			f.protected = f.opts.ProtectedPlaces
+		} else {
+			f.protected = ExpandPlaces(f.opts.Protected)
 		}
-		f.protected = both(f.opts.Protected)
-		f.readOnly = both(f.opts.ReadOnly)
+		f.readOnly = ExpandPlaces(f.opts.ReadOnly)
 	})
 	return f
 }
 
 func (f *FS) realRoots() []string { return f.places().roots }
+
+// ExpandPlaces returns each absolute path as written (cleaned) and, where it differs, where
+// it really leads: what Protected and ReadOnly places are judged against.
+func ExpandPlaces(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if p == "" || !filepath.IsAbs(p) {
+			continue
+		}
+		out = append(out, filepath.Clean(p))
+		if r := policy.Real(p); r != filepath.Clean(p) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 // rootOf returns the scope root (real) that holds real, the deepest when several do, or "".
 func (f *FS) rootOf(real string) string {
