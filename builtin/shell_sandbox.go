@@ -159,7 +159,11 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	var closers []func()
 	if st.NetNS || st.NetLandlock {
 		proxy := &egress.Proxy{Tool: "shell", Allowed: func() []string { return network },
-			Log: slog.New(out.refused)}
+			Log: slog.New(out.refused),
+			Advice: func(host string, port int) (string, string) {
+				return "the shell was not allowed to reach it for this command",
+					`; name it in the call's "network" list (or run the command again): the person is asked once per command prefix and session`
+			}}
 		var ln net.Listener
 		if st.NetNS {
 			ns, err := sandbox.NewNetNS(sandbox.ProxyPort)

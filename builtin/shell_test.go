@@ -315,6 +315,11 @@ func TestShellNetwork(t *testing.T) {
 	if strings.Contains(res.Stdout, "hello") || len(res.NetworkRefused) != 1 || res.NetworkRefused[0] != addr {
 		t.Fatalf("curl through the proxy without a grant: %+v %+v", out.Result, res)
 	}
+	// The refusal the command sees says how a shell command gets the network, not how a
+	// tool folder declares it.
+	if !strings.Contains(res.Stdout+res.Stderr, `name it in the call's "network" list`) || strings.Contains(res.Stdout+res.Stderr, "package.json") {
+		t.Errorf("the refusal does not say how a shell command gets the network: %+v", res)
+	}
 	var asked []tool.Ask
 	yes := func(c *host.Call) {
 		c.Asker = tool.AskerFunc(func(_ context.Context, a tool.Ask) (json.RawMessage, error) {

@@ -86,7 +86,11 @@ func (h *Host) installNetwork(cmd *exec.Cmd, spec *sandbox.Spec) (func(), error)
 	if err != nil {
 		return nil, fmt.Errorf("isolate the installer from the network: %w", err)
 	}
-	proxy := &egress.Proxy{Tool: "the dependency installer", Log: h.log, Allowed: func() []string { return registries }}
+	proxy := &egress.Proxy{Tool: "the dependency installer", Log: h.log, Allowed: func() []string { return registries },
+		Advice: func(string, int) (string, string) {
+			return "a dependency install reaches only the package registry (" + strings.Join(registries, ", ") + ")",
+				"; another registry is named by a registry= line of ~/.npmrc"
+		}}
 	go func() { _ = proxy.Serve(ns.Listener) }()
 	spec.NetNS = ns.Path()
 	url := "http://127.0.0.1:" + strconv.Itoa(sandbox.ProxyPort)

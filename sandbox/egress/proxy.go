@@ -41,6 +41,10 @@ type Proxy struct {
 	Own []netip.Addr
 	// Log receives one line per refusal; nil logs nothing.
 	Log *slog.Logger
+	// Advice, when set, says why a target no entry allows is refused and how to allow it
+	// (the hint follows the why; start it with "; "). Nil: the tool's declaration in
+	// package.json and jean2 tools approve, as for tool workers.
+	Advice func(host string, port int) (why, hint string)
 	// MaxConns caps the connections served at once (each holds a descriptor of the host);
 	// further ones wait in the listener's backlog. 0 means DefaultMaxConns.
 	MaxConns int
@@ -154,6 +158,10 @@ func (p *Proxy) Check(ctx context.Context, host string, port int) ([]netip.AddrP
 		name := host
 		if strings.Contains(name, ":") {
 			name = "[" + name + "]"
+		}
+		if p.Advice != nil {
+			why, hint := p.Advice(host, port)
+			return &Refusal{Tool: p.Tool, Target: target, Why: why, Hint: hint}
 		}
 		return &Refusal{Tool: p.Tool, Target: target, Why: fmt.Sprintf("tool %s does not declare it", p.Tool),
 			Hint: fmt.Sprintf(`; add %q (or "%s:%d") to "jean2": {"permissions": {"network": [...]}} in package.json (or permissions.network in the definition) and have a person run jean2 tools approve %s`, host, name, port, p.Tool)}
