@@ -27,6 +27,30 @@ const (
 	cloneThread     = 0x00010000
 )
 
+// The BPF instructions the launcher's filters use.
+const (
+	ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+	jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+	jge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+	jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+	ret  = unix.BPF_RET | unix.BPF_K
+)
+
+// nativeCallsOnly starts every filter of the launcher: a call of another ABI (32-bit, or
+// x32 numbers on amd64) gets deny, so no filter can be stepped around; then it loads the
+// system call's number for the rules that follow. Offsets are those of struct seccomp_data
+// (nr at 0, arch at 4, args[0] at 16, little-endian).
+func nativeCallsOnly(deny unix.SockFilter) []unix.SockFilter {
+	return []unix.SockFilter{
+		bpfStmt(ld, 4), // arch
+		bpfJump(jeq, auditArch, 1, 0),
+		deny,           // another ABI
+		bpfStmt(ld, 0), // syscall number
+		bpfJump(jge, x32SyscallBit, 0, 1),
+		deny, // x32 numbers
+	}
+}
+
 func bpfStmt(code uint16, k uint32) unix.SockFilter {
 	return unix.SockFilter{Code: code, K: k}
 }
@@ -38,28 +62,15 @@ func bpfJump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
 // noForkFilter builds the program; the offsets are those of struct seccomp_data (nr at 0,
 // arch at 4, args[0] at 16, little-endian).
 func noForkFilter() []unix.SockFilter {
-	const (
-		ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
-		jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
-		ret  = unix.BPF_RET | unix.BPF_K
-	)
 	deny := bpfStmt(ret, seccompRetErrno|uint32(unix.EPERM))
-	prog := []unix.SockFilter{
-		bpfStmt(ld, 4),                // arch
-		bpfJump(jeq, auditArch, 1, 0), // this build's ABI: go on
-		deny,                          // any other ABI: refuse every call
-		bpfStmt(ld, 0),                // syscall number
-		bpfJump(jge, x32SyscallBit, 0, 1),
-		deny, // x32 numbers
+	prog := append(nativeCallsOnly(deny),
 		bpfJump(jeq, uint32(unix.SYS_CLONE3), 0, 1),
 		bpfStmt(ret, seccompRetErrno|uint32(unix.ENOSYS)),
 		bpfJump(jeq, uint32(unix.SYS_CLONE), 0, 4), // not clone: past the clone checks
 		bpfStmt(ld, 16), // clone's flags (low 32 bits)
 		bpfJump(jset, cloneThread, 0, 1),
 		bpfStmt(ret, seccompRetAllow), // a thread
-	}
+	)
 	prog = append(prog, deny) // clone without CLONE_THREAD: a process
 	for _, nr := range forkSyscalls {
 		prog = append(prog, bpfJump(jeq, nr, 0, 1), deny)

@@ -28,22 +28,9 @@ const (
 
 // noNamespacesFilter builds the program (offsets of struct seccomp_data as in nofork_linux.go).
 func noNamespacesFilter() []unix.SockFilter {
-	const (
-		ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
-		jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
-		ret  = unix.BPF_RET | unix.BPF_K
-	)
 	deny := bpfStmt(ret, seccompRetErrno|uint32(unix.EPERM))
 	allow := bpfStmt(ret, seccompRetAllow)
-	return []unix.SockFilter{
-		bpfStmt(ld, 4), // arch
-		bpfJump(jeq, auditArch, 1, 0),
-		deny,           // another ABI
-		bpfStmt(ld, 0), // syscall number
-		bpfJump(jge, x32SyscallBit, 0, 1),
-		deny, // x32 numbers
+	return append(nativeCallsOnly(deny),
 		bpfJump(jeq, uint32(unix.SYS_SETNS), 0, 1),
 		deny,
 		bpfJump(jeq, uint32(unix.SYS_UNSHARE), 0, 4),
@@ -59,7 +46,7 @@ func noNamespacesFilter() []unix.SockFilter {
 		bpfJump(jeq, uint32(unix.SYS_CLONE3), 0, 1),
 		bpfStmt(ret, seccompRetErrno|uint32(unix.ENOSYS)),
 		allow,
-	}
+	)
 }
 
 // denyNamespaces installs the filter on the calling thread; the exec that follows passes it

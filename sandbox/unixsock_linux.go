@@ -20,20 +20,8 @@ import (
 // denyUnixSockets installs the filter on the calling thread (the exec that follows passes it
 // on).
 func denyUnixSockets() error {
-	const (
-		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jge = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
-		ret = unix.BPF_RET | unix.BPF_K
-	)
 	deny := bpfStmt(ret, seccompRetErrno|uint32(unix.EACCES))
-	prog := []unix.SockFilter{
-		bpfStmt(ld, 4), // arch
-		bpfJump(jeq, auditArch, 1, 0),
-		deny,           // another ABI
-		bpfStmt(ld, 0), // syscall number
-		bpfJump(jge, x32SyscallBit, 0, 1),
-		deny, // x32 numbers
+	prog := append(nativeCallsOnly(deny),
 		bpfJump(jeq, uint32(unix.SYS_IO_URING_SETUP), 0, 1),
 		bpfStmt(ret, seccompRetErrno|uint32(unix.ENOSYS)),
 		bpfJump(jeq, uint32(unix.SYS_SOCKET), 0, 3),
@@ -41,6 +29,6 @@ func denyUnixSockets() error {
 		bpfJump(jeq, unix.AF_UNIX, 0, 1),
 		deny,
 		bpfStmt(ret, seccompRetAllow),
-	}
+	)
 	return installFilter(prog, "against UNIX sockets")
 }
