@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jean2/jean2/tool"
@@ -133,6 +134,36 @@ func (j *shellJob) stop() bool {
 	case <-time.After(5 * time.Second):
 		return false
 	}
+}
+
+// EndSession ends the session's background commands and forgets the command prefixes it
+// allowed network for: the session is over (deleted), and a dev server it started must not
+// outlive it. The host calls it (host.Host.EndSession).
+func (t *shellTool) EndSession(_ context.Context, sessionID string) error {
+	t.mu.Lock()
+	var jobs []*shellJob
+	for id, j := range t.jobs {
+		if j.session == sessionID {
+			jobs = append(jobs, j)
+			delete(t.jobs, id)
+		}
+	}
+	for k := range t.granted {
+		if strings.HasPrefix(k, sessionID+"\x00") {
+			delete(t.granted, k)
+		}
+	}
+	t.mu.Unlock()
+	var stuck []string
+	for _, j := range jobs {
+		if !j.stop() {
+			stuck = append(stuck, j.id)
+		}
+	}
+	if len(stuck) > 0 {
+		return fmt.Errorf("shell: background commands %s of session %s did not end in time", strings.Join(stuck, ", "), sessionID)
+	}
+	return nil
 }
 
 // stopAll ends every background command (the shell closes).

@@ -179,4 +179,14 @@ func TestTurnReadsEditsRunsAndKeepsTodos(t *testing.T) {
 	if !strings.Contains(listed, "greet louder") || !strings.Contains(listed, "ship it") {
 		t.Fatalf("todoread after a restart did not give the list back: %q", listed)
 	}
+	// Deleting the session ends what the host kept for it: its temporary folder goes.
+	temp := filepath.Join(f.cfg.Host.Layout.Temp, "sessions", ses.ID)
+	if _, err := os.Stat(temp); err != nil {
+		t.Fatalf("the session's temporary folder: %v", err)
+	}
+	sock.close()
+	f.call("DELETE", "/api/sessions/"+ses.ID, nil, 204, nil)
+	if _, err := os.Stat(temp); !os.IsNotExist(err) {
+		t.Fatalf("the deleted session's temporary folder is still there: %v", err)
+	}
 }
