@@ -198,3 +198,7 @@ func shellTailOf(path string, max int) string {
 	data, _ := io.ReadAll(io.NewSectionReader(f, off, int64(max)))
 	return prefix + string(data)
 }
+
+// StartsProcesses tells the host that a command writes without ctx.fs (host.ProcessStarter):
+// the session's temporary folder is measured after each call.
+func (t *shellTool) StartsProcesses() bool { return true }
