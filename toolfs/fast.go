@@ -65,3 +65,23 @@ func (f *FS) fastOpen(ctx context.Context, op, p string, flags int) (int, target
 	}
 	return fd, target{op: op, given: p, real: resolved}, true
 }
+
+// openForRead opens p for a read: on the fast path when it can, else after the full check.
+// The error is the check's refusal, the call's end, or the open's failure, as *Error.
+func (f *FS) openForRead(ctx context.Context, op, p string, flags int) (int, target, error) {
+	if fd, t, fast := f.fastOpen(ctx, op, p, flags); fast {
+		return fd, t, nil
+	}
+	t, denied := f.check(op, p, readAccess, true)
+	if denied != nil {
+		return -1, t, denied
+	}
+	if err := aborted(ctx, t); err != nil {
+		return -1, t, err
+	}
+	fd, err := f.openReal(t.real, flags, 0)
+	if err != nil {
+		return -1, t, t.fail(pathErr("open", t.real, err))
+	}
+	return fd, t, nil
+}

@@ -380,19 +380,9 @@ func pathErr(op, path string, err error) error {
 func (f *FS) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	// O_NONBLOCK so a named pipe planted in the workspace cannot hang the call in open.
 	const flags = unix.O_RDONLY | unix.O_NONBLOCK
-	fd, t, fast := f.fastOpen(ctx, "readFile", p, flags)
-	if !fast {
-		var denied *Error
-		if t, denied = f.check("readFile", p, readAccess, true); denied != nil {
-			return nil, denied
-		}
-		if err := aborted(ctx, t); err != nil {
-			return nil, err
-		}
-		var err error
-		if fd, err = f.openReal(t.real, flags, 0); err != nil {
-			return nil, t.fail(pathErr("open", t.real, err))
-		}
+	fd, t, err := f.openForRead(ctx, "readFile", p, flags)
+	if err != nil {
+		return nil, err
 	}
 	file := os.NewFile(uintptr(fd), t.real)
 	defer file.Close()
@@ -836,19 +826,9 @@ func dirHasEntries(dirfd int, name, path string) (bool, error) {
 // symlink is neither a file nor a directory.
 func (f *FS) ReadDir(ctx context.Context, p string) ([]tool.DirEntry, error) {
 	const flags = unix.O_RDONLY | unix.O_DIRECTORY
-	fd, t, fast := f.fastOpen(ctx, "readDir", p, flags)
-	if !fast {
-		var denied *Error
-		if t, denied = f.check("readDir", p, readAccess, true); denied != nil {
-			return nil, denied
-		}
-		if err := aborted(ctx, t); err != nil {
-			return nil, err
-		}
-		var err error
-		if fd, err = f.openReal(t.real, flags, 0); err != nil {
-			return nil, t.fail(pathErr("open", t.real, err))
-		}
+	fd, t, err := f.openForRead(ctx, "readDir", p, flags)
+	if err != nil {
+		return nil, err
 	}
 	defer unix.Close(fd)
 	entries, err := readEntries(fd, t.real)
