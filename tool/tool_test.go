@@ -312,3 +312,21 @@ func TestKeptSessionFacts(t *testing.T) {
 		t.Fatalf("a refused set changed the fact: %s", v)
 	}
 }
+
+// ModelJSON trusts what Success marshalled and checks anything else, a Result replaced
+// after Success included.
+func TestModelJSONChecksReplacedResults(t *testing.T) {
+	r := tool.Success(map[string]int{"n": 1})
+	if got := string(r.ModelJSON()); got != `{"success":true,"result":{"n":1}}` {
+		t.Fatalf("marshalled: %s", got)
+	}
+	r.Result = json.RawMessage(`{"n":`)
+	if got := string(r.ModelJSON()); !strings.Contains(got, "not valid JSON") {
+		t.Fatalf("replaced by invalid JSON: %s", got)
+	}
+	short := tool.Success("abcdef")
+	short.Result = short.Result[:3] // same first byte, another length
+	if got := string(short.ModelJSON()); !strings.Contains(got, "not valid JSON") {
+		t.Fatalf("cut short: %s", got)
+	}
+}
