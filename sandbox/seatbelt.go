@@ -15,12 +15,12 @@ import (
 // earlier on PATH would run the worker unconfined.
 const SeatbeltExec = "/usr/bin/sandbox-exec"
 
-// Seatbelt is a macOS sandbox profile (SBPL) made from a Plan, with the parameters that
+// SeatbeltProfile is a macOS sandbox profile (SBPL) made from a Plan, with the parameters that
 // carry its paths. Paths never enter the profile's text: each is a parameter, given to
 // sandbox-exec as -DNAME=value and named in the profile as (param "NAME"), so no character
 // of a path (a quote, a parenthesis, a newline) can end a string and add a rule. The
 // profile's text depends only on the shape of the plan.
-type Seatbelt struct {
+type SeatbeltProfile struct {
 	Profile string          `json:"profile"`
 	Params  []SeatbeltParam `json:"params,omitempty"`
 }
@@ -32,7 +32,7 @@ type SeatbeltParam struct {
 }
 
 // Args are sandbox-exec's arguments that run program with args under the profile.
-func (s Seatbelt) Args(program string, args []string) []string {
+func (s SeatbeltProfile) Args(program string, args []string) []string {
 	out := make([]string, 0, 4+len(s.Params)+len(args))
 	out = append(out, "-p", s.Profile)
 	for _, p := range s.Params {
@@ -45,7 +45,7 @@ func (s Seatbelt) Args(program string, args []string) []string {
 // Check reports the first thing wrong with a profile: sandbox-exec takes its arguments
 // as C strings, so no NUL; parameter names are ours (upper case, digits, _) and values
 // absolute paths.
-func (s Seatbelt) Check() error {
+func (s SeatbeltProfile) Check() error {
 	if strings.TrimSpace(s.Profile) == "" || strings.ContainsRune(s.Profile, 0) {
 		return fmt.Errorf("seatbelt profile: empty or holds a NUL byte")
 	}
@@ -89,13 +89,13 @@ type sbRoot struct {
 // the granted folders the caller put inside it (the session's temporary folder lies in
 // jean2's home). Sealed paths (each workspace's .jean2) are readable and never writable,
 // whether they exist yet or not.
-func (p Plan) Seatbelt(proxyPort int) (Seatbelt, error) {
+func (p Plan) Seatbelt(proxyPort int) (SeatbeltProfile, error) {
 	g := sbGen{params: map[string]string{}}
 	if p.Program == "" || !filepath.IsAbs(p.Program) {
-		return Seatbelt{}, fmt.Errorf("seatbelt: the program %q must be an absolute path", p.Program)
+		return SeatbeltProfile{}, fmt.Errorf("seatbelt: the program %q must be an absolute path", p.Program)
 	}
 	if proxyPort < 0 || proxyPort > 65535 {
-		return Seatbelt{}, fmt.Errorf("seatbelt: proxy port %d is not a port", proxyPort)
+		return SeatbeltProfile{}, fmt.Errorf("seatbelt: proxy port %d is not a port", proxyPort)
 	}
 	var bad []string
 	check := func(paths ...string) {
@@ -110,7 +110,7 @@ func (p Plan) Seatbelt(proxyPort int) (Seatbelt, error) {
 		check(l...)
 	}
 	if len(bad) > 0 {
-		return Seatbelt{}, fmt.Errorf("seatbelt: paths hold a NUL byte: %s", strings.Join(bad, ", "))
+		return SeatbeltProfile{}, fmt.Errorf("seatbelt: paths hold a NUL byte: %s", strings.Join(bad, ", "))
 	}
 
 	// Protected paths as given and where they lead: Seatbelt matches the real path of what
@@ -294,7 +294,7 @@ func (p Plan) Seatbelt(proxyPort int) (Seatbelt, error) {
 			b.WriteString(")\n")
 		}
 	}
-	s := Seatbelt{Profile: b.String(), Params: g.list}
+	s := SeatbeltProfile{Profile: b.String(), Params: g.list}
 	return s, s.Check()
 }
 

@@ -104,7 +104,7 @@ func TestSeatbeltGolden(t *testing.T) {
 }
 
 // sbParams maps each parameter's name to its value.
-func sbParams(s Seatbelt) map[string]string {
+func sbParams(s SeatbeltProfile) map[string]string {
 	m := map[string]string{}
 	for _, p := range s.Params {
 		m[p.Name] = p.Value
