@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -116,10 +117,13 @@ func doctor(ctx context.Context, e env, args []string) error {
 	switch {
 	case chooseErr != nil:
 		add("sandbox", checkFail, "%v", chooseErr)
-	case nodeMech == sandbox.Landlock:
+	case nodeMech == sandbox.Landlock || nodeMech == sandbox.Seatbelt:
 		add("sandbox", checkOK, "mode %s: %s", st.Mode, st.Summary())
 	default:
 		add("sandbox", checkWarn, "mode %s: %s", st.Mode, st.Summary())
+	}
+	if c, ok := platformCheck(st); ok {
+		rep.Checks = append(rep.Checks, c)
 	}
 	if nodeMech == sandbox.Landlock {
 		rt := nodeRT
@@ -134,7 +138,7 @@ func doctor(ctx context.Context, e env, args []string) error {
 			add("sandbox test", checkOK, "a %s worker under Landlock read its own file and was refused a file outside its rules", rt.Kind)
 		}
 	}
-	if st.Mode != sandbox.ModeOff && st.Launcher != "" {
+	if st.Mode != sandbox.ModeOff && st.Launcher != "" && runtime.GOOS == "linux" {
 		if p, err := sandbox.NewPids(); err == nil {
 			add("task limit", checkOK, "a pids cgroup per worker under %s", filepath.Dir(p.Dir()))
 			_ = p.Close()
@@ -159,7 +163,7 @@ func doctor(ctx context.Context, e env, args []string) error {
 	}
 	if st.Mode != sandbox.ModeOff && nodeMech != sandbox.Unconfined {
 		switch {
-		case st.NetNS:
+		case st.NetNS, nodeMech == sandbox.Seatbelt:
 			add("network", checkOK, "confined workers have %s", st.Network())
 		case st.Mode == sandbox.ModeRequire:
 			add("network", checkFail, "workers cannot be isolated from the network (%s), and the sandbox mode is require", st.NetNSError)
@@ -170,6 +174,42 @@ func doctor(ctx context.Context, e env, args []string) error {
 	rep.Sandbox = st
 	add("worker places", checkOK, "workers may write only the call's workspace, its allowed paths and the session's folder under %s", filepath.Join(layout.Temp, "sessions"))
 	return finishDoctor(e, rep, *asJSON)
+}
+
+// platformCheck is what doctor says of the system's own confinement outside Linux: on
+// macOS whether Seatbelt (sandbox-exec) is there; on Windows, plainly, that nothing
+// confines a tool's code, that running tools so is the person's choice (JEAN2_SANDBOX=off)
+// and that WSL gives the Linux sandbox. ok is false on Linux, where the other checks say
+// it all.
+func platformCheck(st sandbox.Status) (c doctorCheck, ok bool) {
+	switch st.OS {
+	case "linux", "":
+		return doctorCheck{}, false
+	case "darwin":
+		c.Name = "seatbelt"
+		switch {
+		case st.Seatbelt:
+			c.Status, c.Detail = checkOK, sandbox.SeatbeltExec+" is there: each worker runs under a Seatbelt profile made from its plan (its files, the call's places, the session folder; never jean2's home or credential folders; network only to its egress proxy)"
+		case st.Mode == sandbox.ModeOff:
+			c.Status, c.Detail = checkWarn, "sandbox mode off: workers are not confined (Seatbelt is not used)"
+		case st.Mode == sandbox.ModeRequire:
+			c.Status, c.Detail = checkFail, "workers cannot be confined ("+st.SeatbeltError+"), and the sandbox mode is require"
+		default:
+			c.Status, c.Detail = checkWarn, "workers cannot be confined with Seatbelt ("+st.SeatbeltError+"): Node tools get Node's permission model, Bun and Go tools run unconfined"
+		}
+		return c, true
+	}
+	c.Name = "platform"
+	switch st.Mode {
+	case sandbox.ModeOff, sandbox.ModeNode:
+		c.Status = checkWarn
+		c.Detail = st.OS + " has no sandbox for tools: their code runs without OS confinement, as you chose (JEAN2_SANDBOX=" + string(st.Mode) +
+			"); ctx.fs, the environment and asks still hold. Run jean2 in WSL for Landlock confinement"
+	default:
+		c.Status = checkFail
+		c.Detail = "jean2 refuses to run tools: " + st.OS + " has no sandbox for them. " + strings.ToUpper(sandbox.WindowsAdvice[:1]) + sandbox.WindowsAdvice[1:]
+	}
+	return c, true
 }
 
 func finishDoctor(e env, rep doctorReport, asJSON bool) error {
