@@ -1,4 +1,4 @@
-//go:build unix && !linux
+//go:build !linux
 
 package toolfs
 
@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/jean2/jean2/internal/xunix"
 )
 
 // oDirRef opens a directory only to act relative to it.

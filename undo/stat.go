@@ -1,10 +1,8 @@
-//go:build linux || darwin
-
 package undo
 
 import (
 	"github.com/jean2/jean2/internal/fsutil"
-	"golang.org/x/sys/unix"
+	unix "github.com/jean2/jean2/internal/xunix"
 )
 
 // keyOf is the part of a stat result that changes whenever a file's content, mode or
