@@ -59,11 +59,8 @@ func enter(spec Spec, program string, args []string) error {
 		}
 	}
 	if spec.NProcExtra > 0 && os.Getuid() != 0 {
-		// The kernel counts every process of the user; without a way to count them here
-		// cheaply, the cap is the extra allowance above a generous base.
-		v := uint64(spec.NProcExtra + 512)
-		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: v, Max: v}); err != nil {
-			return fmt.Errorf("set RLIMIT_NPROC: %w", err)
+		if err := limitProcesses(spec.NProcExtra); err != nil {
+			return err
 		}
 	}
 	argv := append([]string{program}, args...)
@@ -94,4 +91,23 @@ func markCloseOnExec(extra int) {
 	for fd := 3 + extra; fd < max; fd++ {
 		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
 	}
+}
+
+// limitProcesses sets RLIMIT_NPROC to the processes the user runs now plus extra. The
+// kernel counts every process of the user (a desktop session runs hundreds), so the cap is
+// relative to that count, and never above the hard limit in force.
+func limitProcesses(extra int) error {
+	procs, err := unix.SysctlKinfoProcSlice("kern.proc.uid", os.Getuid())
+	if err != nil {
+		return fmt.Errorf("count the user's processes for RLIMIT_NPROC: %w", err)
+	}
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &lim); err != nil {
+		return fmt.Errorf("read RLIMIT_NPROC: %w", err)
+	}
+	v := min(uint64(len(procs)+extra), lim.Max)
+	if err := unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: v, Max: v}); err != nil {
+		return fmt.Errorf("set RLIMIT_NPROC to %d: %w", v, err)
+	}
+	return nil
 }

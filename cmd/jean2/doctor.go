@@ -125,17 +125,17 @@ func doctor(ctx context.Context, e env, args []string) error {
 	if c, ok := platformCheck(st); ok {
 		rep.Checks = append(rep.Checks, c)
 	}
-	if nodeMech == sandbox.Landlock {
+	if nodeMech == sandbox.Landlock || nodeMech == sandbox.Seatbelt {
 		rt := nodeRT
 		if nodeErr != nil {
 			rt = bunRT
 		}
 		if rt.Path == "" {
 			add("sandbox test", checkWarn, "no runtime to test the sandbox with")
-		} else if err := sandboxSelfTest(ctx, st.Launcher, rt); err != nil {
+		} else if err := sandboxSelfTest(ctx, st.Launcher, nodeMech, rt); err != nil {
 			add("sandbox test", checkFail, "%v", err)
 		} else {
-			add("sandbox test", checkOK, "a %s worker under Landlock read its own file and was refused a file outside its rules", rt.Kind)
+			add("sandbox test", checkOK, "a %s worker under %s read its own file and was refused a file outside its rules", rt.Kind, mechName(nodeMech))
 		}
 	}
 	if st.Mode != sandbox.ModeOff && st.Launcher != "" && runtime.GOOS == "linux" {
@@ -239,10 +239,18 @@ func finishDoctor(e env, rep doctorReport, asJSON bool) error {
 	return nil
 }
 
-// sandboxSelfTest starts the runtime through the launcher under Landlock with one readable
-// file, and has it read that file and one beside it that no rule grants: the first must
-// work, the second must be refused.
-func sandboxSelfTest(ctx context.Context, launcher string, rt node.Runtime) error {
+// mechName is how doctor names a mechanism in a sentence.
+func mechName(m sandbox.Mechanism) string {
+	if m == sandbox.Seatbelt {
+		return "Seatbelt"
+	}
+	return "Landlock"
+}
+
+// sandboxSelfTest starts the runtime through the launcher under Landlock (or Seatbelt on
+// macOS) with one readable file, and has it read that file and one beside it that no rule
+// grants: the first must work, the second must be refused.
+func sandboxSelfTest(ctx context.Context, launcher string, mech sandbox.Mechanism, rt node.Runtime) error {
 	dir, err := os.MkdirTemp("", "jean2-doctor-")
 	if err != nil {
 		return err
@@ -263,7 +271,16 @@ console.log(JSON.stringify(r));`
 	if rt.Kind == node.KindBun {
 		args = []string{"-e", script, "--", granted, secret}
 	}
-	path, argv, err := sandbox.Command(launcher, sandbox.Spec{Landlock: true, Rules: plan.Rules()}, rt.Path, args)
+	spec := sandbox.Spec{Landlock: true, Rules: plan.Rules()}
+	refused := "EACCES"
+	if mech == sandbox.Seatbelt {
+		prof, err := plan.Seatbelt(0)
+		if err != nil {
+			return err
+		}
+		spec, refused = sandbox.Spec{Seatbelt: &prof}, "EPERM" // Seatbelt answers EPERM
+	}
+	path, argv, err := sandbox.Command(launcher, spec, rt.Path, args)
 	if err != nil {
 		return err
 	}
@@ -283,11 +300,11 @@ console.log(JSON.stringify(r));`
 	}
 	switch {
 	case got.Secret == "secret":
-		return errors.New("a worker under Landlock read a file outside its rules: the sandbox does not hold here")
+		return fmt.Errorf("a worker under %s read a file outside its rules: the sandbox does not hold here", mechName(mech))
 	case got.Own != "own":
-		return fmt.Errorf("a worker under Landlock could not read its own file (%s)", got.Own)
-	case got.Secret != "EACCES":
-		return fmt.Errorf("reading a file outside the rules failed with %s, not EACCES", got.Secret)
+		return fmt.Errorf("a worker under %s could not read its own file (%s)", mechName(mech), got.Own)
+	case got.Secret != refused:
+		return fmt.Errorf("reading a file outside the rules failed with %s, not %s", got.Secret, refused)
 	}
 	return nil
 }
