@@ -411,7 +411,7 @@ func (t *folderTool) Definition() tool.Definition { return t.def }
 // confined reports whether workers are held to file rules fixed at their start, so that
 // each scope needs workers of its own.
 func (t *folderTool) confined() bool {
-	return t.mech == sandbox.Landlock || t.mech == sandbox.NodePermissions
+	return t.mech == sandbox.Landlock || t.mech == sandbox.NodePermissions || t.mech == sandbox.Seatbelt
 }
 
 // sandboxName is what Rules.Sandbox tells the worker: "landlock" when Landlock and seccomp
@@ -438,7 +438,7 @@ func (t *folderTool) newPool(toolVars map[string]string, scope poolScope, probin
 	h := t.fl.h
 	var wn *sandbox.Exit
 	var netErr error
-	if t.confined() && (h.sb.status.NetNS || h.sb.status.NetLandlock) && h.sb.status.Launcher != "" {
+	if t.confined() && (h.sb.status.NetNS || h.sb.status.NetLandlock || h.sb.status.Seatbelt) && h.sb.status.Launcher != "" {
 		wn, netErr = t.newWorkerNet(probing)
 	}
 	l := t.launcherFor(toolVars, scope, wn)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/jean2/jean2/internal/jsonrpc"
@@ -128,9 +127,7 @@ func tempUsage(dir string, stop int64) (int64, error) {
 		n := int64(tempEntryMin)
 		if fi, err := d.Info(); err == nil {
 			n = max(n, fi.Size())
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				n = max(n, st.Blocks*512)
-			}
+			n = max(n, allocatedBytes(fi))
 		}
 		total += n
 		if total > stop {

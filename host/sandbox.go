@@ -62,8 +62,8 @@ func newHostSandbox(opts Options, home string) *hostSandbox {
 		mode = sandbox.ModeOff
 	}
 	launcher := opts.Sandbox.Launcher
-	if runtime.GOOS != "linux" {
-		launcher = "" // the launcher applies Linux features only
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		launcher = "" // the launcher applies Linux features, and Seatbelt on macOS, only
 	}
 	sb := &hostSandbox{
 		status:    sandbox.Probe(mode, launcher),
@@ -185,6 +185,18 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 		return base
 	}
 	spec := sandbox.Spec{Landlock: t.mech == sandbox.Landlock, DataMB: t.memoryMB(), ExtraFDs: 2, SealedDirs: mounted}
+	if t.mech == sandbox.Seatbelt {
+		// macOS: the profile holds the file rules and the network (only the proxy's port).
+		port := 0
+		if wn != nil {
+			port = wn.port
+		}
+		prof, err := p.Seatbelt(port)
+		if err != nil {
+			return failed(fmt.Errorf("sandbox: %w", err))
+		}
+		spec.Seatbelt, wn = &prof, nil
+	}
 	if sb.limits.MaxFileMB > 0 {
 		spec.FileMB = sb.limits.MaxFileMB
 	}

@@ -19,6 +19,9 @@ func enter(spec Spec, program string, args []string) error {
 	// Landlock holds the thread that restricts itself; the exec must happen on that thread.
 	// It is never unlocked: the process image is replaced or the launcher exits.
 	runtime.LockOSThread()
+	if spec.Seatbelt != nil {
+		return fmt.Errorf("the spec asks for a Seatbelt profile, which exists only on macOS")
+	}
 
 	ppid, deathSig := os.Getppid(), deathSignal()
 	// Before anything is opened: only the standard streams and the protocol's pipes pass.

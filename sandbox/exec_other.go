@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package sandbox
 
@@ -17,6 +17,9 @@ func LandlockABI() (int, error) { return 0, errors.New("Landlock exists only on 
 func enter(spec Spec, program string, args []string) error {
 	if spec.Landlock {
 		return errors.New("Landlock exists only on Linux")
+	}
+	if spec.Seatbelt != nil {
+		return errors.New("Seatbelt exists only on macOS")
 	}
 	if len(spec.SealedDirs) > 0 {
 		return errNoMountSeal

@@ -262,3 +262,16 @@ func TestSweepStaleEndsWhatDeadHostsLeft(t *testing.T) {
 		}
 	}
 }
+
+// A spec that asks for a Seatbelt profile (macOS) is refused on Linux rather than run
+// without the confinement it asks for.
+func TestLaunchRefusesSeatbeltOnLinux(t *testing.T) {
+	prof, err := Plan{Program: "/bin/true"}.Seatbelt(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := launch(t, Spec{Seatbelt: &prof}, "/bin/true")
+	if code != ExitLaunchFailed || !strings.Contains(stderr, "only on macOS") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}

@@ -17,6 +17,14 @@ import (
 // by clone and clone3 and print what each got.
 const nsProbeArg = "__ns-probe"
 
+// helperMain runs the probe and exits when the test binary was started as one.
+func helperMain() {
+	if len(os.Args) > 1 && os.Args[1] == nsProbeArg {
+		nsProbe()
+		os.Exit(0)
+	}
+}
+
 func nsProbe() {
 	try := func(name string, flags uintptr) {
 		pid, err := syscall.ForkExec("/bin/true", []string{"true"}, &syscall.ProcAttr{Sys: &syscall.SysProcAttr{Cloneflags: flags}})

@@ -106,6 +106,11 @@ type Spec struct {
 	// to (its egress proxy on the host's 127.0.0.1), by Landlock's network rules (ABI 4);
 	// it may bind none. Weaker: the rule names a port, not an address, and UDP stays open.
 	ProxyPort int `json:"proxyPort,omitempty"`
+
+	// Seatbelt, on macOS, is the profile the launcher executes the program under, through
+	// /usr/bin/sandbox-exec (seatbelt_darwin.go); it holds the file rules and the network
+	// (Plan.Seatbelt), so Landlock, Rules, NetNS and ProxyPort are not used with it.
+	Seatbelt *SeatbeltProfile `json:"seatbelt,omitempty"`
 }
 
 // Check reports the first thing wrong with a spec.
@@ -140,6 +145,12 @@ func (s Spec) Check() error {
 	}
 	if s.NetNS != "" && (!filepath.IsAbs(s.NetNS) || filepath.Clean(s.NetNS) != s.NetNS) {
 		return fmt.Errorf("sandbox network namespace %q: the path must be absolute and clean", s.NetNS)
+	}
+	if s.Seatbelt != nil {
+		if s.Landlock || s.NetNS != "" {
+			return fmt.Errorf("sandbox spec: a Seatbelt profile does not go with Landlock or a network namespace")
+		}
+		return s.Seatbelt.Check()
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 )
 
@@ -10,8 +11,9 @@ type Mode string
 
 const (
 	// ModeAuto takes the strongest protection the machine offers: Landlock when the
-	// kernel has it and a launcher is given, else Node's permission model for Node
-	// workers; Bun and Go workers then run unconfined, with a warning.
+	// kernel has it and a launcher is given (Seatbelt on macOS), else Node's permission
+	// model for Node workers; Bun and Go workers then run unconfined, with a warning. On
+	// Windows, which has neither, it refuses to run tools: the person must choose off.
 	ModeAuto Mode = "auto"
 	// ModeLandlock requires Landlock: a worker that cannot have it does not start.
 	ModeLandlock Mode = "landlock"
@@ -21,7 +23,8 @@ const (
 	ModeOff Mode = "off"
 	// ModeRequire is ModeLandlock that also requires network isolation (a network
 	// namespace per worker pool, egress only through the host's proxy): a worker that
-	// cannot have both does not start.
+	// cannot have both does not start. On macOS it requires Seatbelt, whose profile holds
+	// both.
 	ModeRequire Mode = "require"
 )
 
@@ -42,12 +45,21 @@ type Mechanism string
 const (
 	Landlock        Mechanism = "landlock"
 	NodePermissions Mechanism = "node-permissions"
-	Unconfined      Mechanism = "none"
+	// Seatbelt is macOS's sandbox: the launcher executes the worker through
+	// /usr/bin/sandbox-exec with a profile made from its plan (Plan.Seatbelt).
+	Seatbelt   Mechanism = "seatbelt"
+	Unconfined Mechanism = "none"
 )
 
 // Status is what this machine and host offer.
 type Status struct {
 	Mode Mode `json:"mode"`
+	// OS is the system the host runs on (runtime.GOOS); "" is read as linux.
+	OS string `json:"os,omitempty"`
+	// Seatbelt is true on macOS when /usr/bin/sandbox-exec is there to confine workers;
+	// SeatbeltError says why not.
+	Seatbelt      bool   `json:"seatbelt,omitempty"`
+	SeatbeltError string `json:"seatbeltError,omitempty"`
 	// LandlockABI is the kernel's Landlock ABI version, 0 without Landlock.
 	LandlockABI   int    `json:"landlockABI"`
 	LandlockError string `json:"landlockError,omitempty"`
@@ -77,7 +89,10 @@ type Status struct {
 
 // Probe reports what the kernel offers.
 func Probe(mode Mode, launcher string) Status {
-	st := Status{Mode: mode, Launcher: launcher, Pids: "none"}
+	st := Status{Mode: mode, OS: runtime.GOOS, Launcher: launcher, Pids: "none"}
+	if st.OS != "linux" {
+		return st.probeOther()
+	}
 	abi, err := LandlockABI()
 	st.LandlockABI = abi
 	if err != nil {
@@ -106,8 +121,42 @@ func Probe(mode Mode, launcher string) Status {
 	return st
 }
 
+// probeOther is Probe outside Linux: on macOS, whether sandbox-exec is there (its profile
+// then holds files and network alike); elsewhere nothing confines workers.
+func (st Status) probeOther() Status {
+	st.LandlockError = "Landlock exists only on Linux"
+	st.NetNSError = "network namespaces exist only on Linux"
+	st.MountSealError = "mount namespaces exist only on Linux"
+	if st.OS != "darwin" {
+		st.SeatbeltError = "Seatbelt exists only on macOS"
+		return st
+	}
+	switch err := SeatbeltAvailable(); {
+	case st.Mode == ModeOff:
+		st.SeatbeltError = "sandbox mode off"
+	case err != nil:
+		st.SeatbeltError = err.Error()
+	case st.Launcher == "":
+		st.SeatbeltError = "no launcher is configured (the jean2 binary starts workers through sandbox-exec)"
+	default:
+		st.Seatbelt = true
+	}
+	return st
+}
+
+// system is the OS the status describes.
+func (st Status) system() string {
+	if st.OS == "" {
+		return "linux"
+	}
+	return st.OS
+}
+
 // Network says in one line what holds the network of confined workers.
 func (st Status) Network() string {
+	if st.system() == "darwin" && st.Seatbelt {
+		return "no network but their egress proxy's port on localhost (the Seatbelt profile), egress only through the host's proxy, to the hosts a tool declares and a person approved"
+	}
 	if st.NetNS {
 		return "no network of their own (a network namespace per worker pool, no UNIX sockets); egress only through the host's proxy, to the hosts a tool declares and a person approved"
 	}
@@ -120,6 +169,13 @@ func (st Status) Network() string {
 // Choose picks the mechanism for a worker of runtime kind ("node", "bun", "go"). An error
 // means the mode cannot be met and the worker must not start.
 func (st Status) Choose(kind string) (Mechanism, error) {
+	switch st.system() {
+	case "linux":
+	case "darwin":
+		return st.chooseDarwin(kind)
+	default:
+		return st.chooseUnconfinable(kind)
+	}
 	landlock := st.LandlockABI >= 1 && st.Launcher != ""
 	switch st.Mode {
 	case ModeOff:
@@ -152,9 +208,60 @@ func (st Status) Choose(kind string) (Mechanism, error) {
 	return Unconfined, nil
 }
 
+// chooseDarwin is Choose on macOS: Seatbelt where sandbox-exec is there, else as on a
+// Linux without Landlock.
+func (st Status) chooseDarwin(kind string) (Mechanism, error) {
+	switch st.Mode {
+	case ModeOff:
+		return Unconfined, nil
+	case ModeLandlock:
+		return "", fmt.Errorf("the sandbox mode is landlock but Landlock exists only on Linux; on macOS use auto or require, which confine workers with Seatbelt")
+	case ModeRequire:
+		if !st.Seatbelt {
+			return "", fmt.Errorf("the sandbox mode is require but workers cannot be confined with Seatbelt: %s", st.SeatbeltError)
+		}
+		return Seatbelt, nil
+	case ModeNode:
+		if kind == "node" {
+			return NodePermissions, nil
+		}
+		return Unconfined, nil
+	}
+	if st.Seatbelt {
+		return Seatbelt, nil
+	}
+	if kind == "node" {
+		return NodePermissions, nil
+	}
+	return Unconfined, nil
+}
+
+// WindowsAdvice is what a person on Windows (or another system jean2 cannot confine
+// workers on) is told: the choice that is theirs to make, and the better way.
+const WindowsAdvice = "set JEAN2_SANDBOX=off to run tools without OS confinement (ctx.fs, the environment and asks still hold; a tool's own code can then read and write whatever this user can), or run jean2 in WSL, where Landlock confines them"
+
+// chooseUnconfinable is Choose where no OS confinement exists (Windows): workers run
+// unconfined only when the person chose it (off), or Node's permission model when they
+// chose node; auto, landlock and require refuse to run tools.
+func (st Status) chooseUnconfinable(kind string) (Mechanism, error) {
+	switch st.Mode {
+	case ModeOff:
+		return Unconfined, nil
+	case ModeNode:
+		if kind == "node" {
+			return NodePermissions, nil
+		}
+		return Unconfined, nil
+	}
+	return "", fmt.Errorf("tools cannot be confined on %s (the sandbox mode is %s): %s", st.system(), st.Mode, WindowsAdvice)
+}
+
 // Seal says in a few words how the .jean2 folder of a confined worker's workspace is kept
 // from it.
 func (st Status) Seal() string {
+	if st.system() == "darwin" && st.Seatbelt {
+		return "each workspace's .jean2 read-only by the Seatbelt profile"
+	}
 	if st.MountSeal {
 		return "each workspace's .jean2 read-only by a mount (a mount namespace per worker)"
 	}
@@ -179,6 +286,8 @@ func (st Status) Summary() string {
 	switch {
 	case err != nil:
 		return "none: " + err.Error()
+	case node == Seatbelt:
+		return "Seatbelt (" + SeatbeltExec + ") for every worker; " + st.Network() + "; " + st.Seal()
 	case node == Landlock:
 		net := "no network but the egress proxy"
 		switch {
@@ -190,7 +299,10 @@ func (st Status) Summary() string {
 		return fmt.Sprintf("Landlock ABI %d for every worker; %s; %s", st.LandlockABI, net, st.Seal())
 	case node == NodePermissions && other == Unconfined:
 		why := "sandbox mode " + string(st.Mode)
-		if st.Mode == ModeAuto {
+		switch {
+		case st.Mode == ModeAuto && st.system() == "darwin":
+			why = "no Seatbelt: " + st.SeatbeltError
+		case st.Mode == ModeAuto:
 			why = st.whyNoLandlock()
 		}
 		return "Node's permission model for Node workers; Bun and Go workers are not confined (" + why + ")"

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/jean2/jean2/internal/xunix"
 
 	"github.com/jean2/jean2/store"
 )

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/jean2/jean2/internal/xunix"
 
 	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/tool"

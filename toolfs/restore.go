@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/jean2/jean2/internal/xunix"
 
 	"github.com/jean2/jean2/tool"
 )

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/jean2/jean2/internal/xunix"
 
 	"github.com/jean2/jean2/tool"
 )

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
+	unix "github.com/jean2/jean2/internal/xunix"
 	"github.com/jean2/jean2/store"
 	"github.com/jean2/jean2/tool"
-	"golang.org/x/sys/unix"
 )
 
 // ToolOutside is the Tool of a ledger change found by comparing snapshots: made by

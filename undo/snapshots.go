@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
+	unix "github.com/jean2/jean2/internal/xunix"
 	"github.com/jean2/jean2/policy"
-	"golang.org/x/sys/unix"
 )
 
 // Defaults of Options.

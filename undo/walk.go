@@ -11,7 +11,7 @@ import (
 	"slices"
 	"time"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/jean2/jean2/internal/xunix"
 )
 
 // errTooManyEntries stops a walk of a root with more paths than MaxEntries.

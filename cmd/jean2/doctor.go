@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -116,25 +117,28 @@ func doctor(ctx context.Context, e env, args []string) error {
 	switch {
 	case chooseErr != nil:
 		add("sandbox", checkFail, "%v", chooseErr)
-	case nodeMech == sandbox.Landlock:
+	case nodeMech == sandbox.Landlock || nodeMech == sandbox.Seatbelt:
 		add("sandbox", checkOK, "mode %s: %s", st.Mode, st.Summary())
 	default:
 		add("sandbox", checkWarn, "mode %s: %s", st.Mode, st.Summary())
 	}
-	if nodeMech == sandbox.Landlock {
+	if c, ok := platformCheck(st); ok {
+		rep.Checks = append(rep.Checks, c)
+	}
+	if nodeMech == sandbox.Landlock || nodeMech == sandbox.Seatbelt {
 		rt := nodeRT
 		if nodeErr != nil {
 			rt = bunRT
 		}
 		if rt.Path == "" {
 			add("sandbox test", checkWarn, "no runtime to test the sandbox with")
-		} else if err := sandboxSelfTest(ctx, st.Launcher, rt); err != nil {
+		} else if err := sandboxSelfTest(ctx, st.Launcher, nodeMech, rt); err != nil {
 			add("sandbox test", checkFail, "%v", err)
 		} else {
-			add("sandbox test", checkOK, "a %s worker under Landlock read its own file and was refused a file outside its rules", rt.Kind)
+			add("sandbox test", checkOK, "a %s worker under %s read its own file and was refused a file outside its rules", rt.Kind, mechName(nodeMech))
 		}
 	}
-	if st.Mode != sandbox.ModeOff && st.Launcher != "" {
+	if st.Mode != sandbox.ModeOff && st.Launcher != "" && runtime.GOOS == "linux" {
 		if p, err := sandbox.NewPids(); err == nil {
 			add("task limit", checkOK, "a pids cgroup per worker under %s", filepath.Dir(p.Dir()))
 			_ = p.Close()
@@ -159,7 +163,7 @@ func doctor(ctx context.Context, e env, args []string) error {
 	}
 	if st.Mode != sandbox.ModeOff && nodeMech != sandbox.Unconfined {
 		switch {
-		case st.NetNS:
+		case st.NetNS, nodeMech == sandbox.Seatbelt:
 			add("network", checkOK, "confined workers have %s", st.Network())
 		case st.Mode == sandbox.ModeRequire:
 			add("network", checkFail, "workers cannot be isolated from the network (%s), and the sandbox mode is require", st.NetNSError)
@@ -170,6 +174,42 @@ func doctor(ctx context.Context, e env, args []string) error {
 	rep.Sandbox = st
 	add("worker places", checkOK, "workers may write only the call's workspace, its allowed paths and the session's folder under %s", filepath.Join(layout.Temp, "sessions"))
 	return finishDoctor(e, rep, *asJSON)
+}
+
+// platformCheck is what doctor says of the system's own confinement outside Linux: on
+// macOS whether Seatbelt (sandbox-exec) is there; on Windows, plainly, that nothing
+// confines a tool's code, that running tools so is the person's choice (JEAN2_SANDBOX=off)
+// and that WSL gives the Linux sandbox. ok is false on Linux, where the other checks say
+// it all.
+func platformCheck(st sandbox.Status) (c doctorCheck, ok bool) {
+	switch st.OS {
+	case "linux", "":
+		return doctorCheck{}, false
+	case "darwin":
+		c.Name = "seatbelt"
+		switch {
+		case st.Seatbelt:
+			c.Status, c.Detail = checkOK, sandbox.SeatbeltExec+" is there: each worker runs under a Seatbelt profile made from its plan (its files, the call's places, the session folder; never jean2's home or credential folders; network only to its egress proxy)"
+		case st.Mode == sandbox.ModeOff:
+			c.Status, c.Detail = checkWarn, "sandbox mode off: workers are not confined (Seatbelt is not used)"
+		case st.Mode == sandbox.ModeRequire:
+			c.Status, c.Detail = checkFail, "workers cannot be confined ("+st.SeatbeltError+"), and the sandbox mode is require"
+		default:
+			c.Status, c.Detail = checkWarn, "workers cannot be confined with Seatbelt ("+st.SeatbeltError+"): Node tools get Node's permission model, Bun and Go tools run unconfined"
+		}
+		return c, true
+	}
+	c.Name = "platform"
+	switch st.Mode {
+	case sandbox.ModeOff, sandbox.ModeNode:
+		c.Status = checkWarn
+		c.Detail = st.OS + " has no sandbox for tools: their code runs without OS confinement, as you chose (JEAN2_SANDBOX=" + string(st.Mode) +
+			"); ctx.fs, the environment and asks still hold. Run jean2 in WSL for Landlock confinement"
+	default:
+		c.Status = checkFail
+		c.Detail = "jean2 refuses to run tools: " + st.OS + " has no sandbox for them. " + strings.ToUpper(sandbox.WindowsAdvice[:1]) + sandbox.WindowsAdvice[1:]
+	}
+	return c, true
 }
 
 func finishDoctor(e env, rep doctorReport, asJSON bool) error {
@@ -199,10 +239,18 @@ func finishDoctor(e env, rep doctorReport, asJSON bool) error {
 	return nil
 }
 
-// sandboxSelfTest starts the runtime through the launcher under Landlock with one readable
-// file, and has it read that file and one beside it that no rule grants: the first must
-// work, the second must be refused.
-func sandboxSelfTest(ctx context.Context, launcher string, rt node.Runtime) error {
+// mechName is how doctor names a mechanism in a sentence.
+func mechName(m sandbox.Mechanism) string {
+	if m == sandbox.Seatbelt {
+		return "Seatbelt"
+	}
+	return "Landlock"
+}
+
+// sandboxSelfTest starts the runtime through the launcher under Landlock (or Seatbelt on
+// macOS) with one readable file, and has it read that file and one beside it that no rule
+// grants: the first must work, the second must be refused.
+func sandboxSelfTest(ctx context.Context, launcher string, mech sandbox.Mechanism, rt node.Runtime) error {
 	dir, err := os.MkdirTemp("", "jean2-doctor-")
 	if err != nil {
 		return err
@@ -223,7 +271,16 @@ console.log(JSON.stringify(r));`
 	if rt.Kind == node.KindBun {
 		args = []string{"-e", script, "--", granted, secret}
 	}
-	path, argv, err := sandbox.Command(launcher, sandbox.Spec{Landlock: true, Rules: plan.Rules()}, rt.Path, args)
+	spec := sandbox.Spec{Landlock: true, Rules: plan.Rules()}
+	refused := "EACCES"
+	if mech == sandbox.Seatbelt {
+		prof, err := plan.Seatbelt(0)
+		if err != nil {
+			return err
+		}
+		spec, refused = sandbox.Spec{Seatbelt: &prof}, "EPERM" // Seatbelt answers EPERM
+	}
+	path, argv, err := sandbox.Command(launcher, spec, rt.Path, args)
 	if err != nil {
 		return err
 	}
@@ -243,11 +300,11 @@ console.log(JSON.stringify(r));`
 	}
 	switch {
 	case got.Secret == "secret":
-		return errors.New("a worker under Landlock read a file outside its rules: the sandbox does not hold here")
+		return fmt.Errorf("a worker under %s read a file outside its rules: the sandbox does not hold here", mechName(mech))
 	case got.Own != "own":
-		return fmt.Errorf("a worker under Landlock could not read its own file (%s)", got.Own)
-	case got.Secret != "EACCES":
-		return fmt.Errorf("reading a file outside the rules failed with %s, not EACCES", got.Secret)
+		return fmt.Errorf("a worker under %s could not read its own file (%s)", mechName(mech), got.Own)
+	case got.Secret != refused:
+		return fmt.Errorf("reading a file outside the rules failed with %s, not %s", got.Secret, refused)
 	}
 	return nil
 }

@@ -1,11 +1,9 @@
-//go:build unix
-
 package fsutil
 
 import (
 	"io/fs"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/jean2/jean2/internal/xunix"
 )
 
 // ModeOf turns a raw st_mode (from fstatat, statx or getdents) into an fs.FileMode, as

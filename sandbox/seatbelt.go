@@ -1,0 +1,412 @@
+package sandbox
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jean2/jean2/policy"
+)
+
+// SeatbeltExec is the program that applies a Seatbelt profile on macOS and executes a
+// command under it. Only this path is used, never one found on PATH: a program placed
+// earlier on PATH would run the worker unconfined.
+const SeatbeltExec = "/usr/bin/sandbox-exec"
+
+// SeatbeltProfile is a macOS sandbox profile (SBPL) made from a Plan, with the parameters that
+// carry its paths. Paths never enter the profile's text: each is a parameter, given to
+// sandbox-exec as -DNAME=value and named in the profile as (param "NAME"), so no character
+// of a path (a quote, a parenthesis, a newline) can end a string and add a rule. The
+// profile's text depends only on the shape of the plan.
+type SeatbeltProfile struct {
+	Profile string          `json:"profile"`
+	Params  []SeatbeltParam `json:"params,omitempty"`
+}
+
+// SeatbeltParam is one -DNAME=value of sandbox-exec.
+type SeatbeltParam struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Args are sandbox-exec's arguments that run program with args under the profile.
+func (s SeatbeltProfile) Args(program string, args []string) []string {
+	out := make([]string, 0, 4+len(s.Params)+len(args))
+	out = append(out, "-p", s.Profile)
+	for _, p := range s.Params {
+		out = append(out, "-D"+p.Name+"="+p.Value)
+	}
+	out = append(out, "--", program)
+	return append(out, args...)
+}
+
+// Check reports the first thing wrong with a profile: sandbox-exec takes its arguments
+// as C strings, so no NUL; parameter names are ours (upper case, digits, _) and values
+// absolute paths.
+func (s SeatbeltProfile) Check() error {
+	if strings.TrimSpace(s.Profile) == "" || strings.ContainsRune(s.Profile, 0) {
+		return fmt.Errorf("seatbelt profile: empty or holds a NUL byte")
+	}
+	for _, p := range s.Params {
+		if !validParamName(p.Name) {
+			return fmt.Errorf("seatbelt parameter %q: names are upper-case letters, digits and _", p.Name)
+		}
+		if !filepath.IsAbs(p.Value) || strings.ContainsRune(p.Value, 0) {
+			return fmt.Errorf("seatbelt parameter %s=%q: the value must be an absolute path without NUL", p.Name, p.Value)
+		}
+	}
+	return nil
+}
+
+func validParamName(n string) bool {
+	if n == "" || n[0] < 'A' || n[0] > 'Z' {
+		return false
+	}
+	for _, c := range n {
+		if (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// sbRoot is a folder (or file) granted with the protected paths inside it cut out.
+type sbRoot struct {
+	path   string
+	except []string
+}
+
+// Seatbelt makes the macOS profile of the plan: what Rules grants on Linux, said in SBPL
+// (docs/security.md, "macOS and Windows"). proxyPort is the egress proxy's port on
+// localhost, the only network the worker gets; 0 gives it none.
+//
+// Where Landlock needs the plan carved into many rules (a grant adds up, nothing can be
+// taken back), Seatbelt says it directly: a folder that holds something protected is
+// granted with (require-not (subpath …)) for each protected path in it, and at the end of
+// the profile (the last matching rule wins) every protected path is denied again, but for
+// the granted folders the caller put inside it (the session's temporary folder lies in
+// jean2's home). Sealed paths (each workspace's .jean2) are readable and never writable,
+// whether they exist yet or not.
+func (p Plan) Seatbelt(proxyPort int) (SeatbeltProfile, error) {
+	g := sbGen{params: map[string]string{}}
+	if p.Program == "" || !filepath.IsAbs(p.Program) {
+		return SeatbeltProfile{}, fmt.Errorf("seatbelt: the program %q must be an absolute path", p.Program)
+	}
+	if proxyPort < 0 || proxyPort > 65535 {
+		return SeatbeltProfile{}, fmt.Errorf("seatbelt: proxy port %d is not a port", proxyPort)
+	}
+	var bad []string
+	check := func(paths ...string) {
+		for _, x := range paths {
+			if strings.ContainsRune(x, 0) {
+				bad = append(bad, strconv.Quote(x))
+			}
+		}
+	}
+	check(p.Program, p.RuntimeRoot)
+	for _, l := range [][]string{p.ReadOnly, p.Modules, p.ReadWrite, p.DeclaredRead, p.DeclaredWrite, p.Protected, p.Sealed, p.MountSealed} {
+		check(l...)
+	}
+	if len(bad) > 0 {
+		return SeatbeltProfile{}, fmt.Errorf("seatbelt: paths hold a NUL byte: %s", strings.Join(bad, ", "))
+	}
+
+	// Protected paths as given and where they lead: Seatbelt matches the real path of what
+	// is opened, and a rule on the path as given costs nothing.
+	var protected []string
+	for _, x := range p.Protected {
+		if x == "" || !filepath.IsAbs(x) {
+			continue
+		}
+		for _, y := range []string{filepath.Clean(x), policy.Real(x)} {
+			if !slices.Contains(protected, y) {
+				protected = append(protected, y)
+			}
+		}
+	}
+	real := func(x string) string { return policy.Real(filepath.Clean(x)) }
+	isProtected := func(x string, dropInside bool) bool {
+		for _, q := range protected {
+			if x == q || (dropInside && policy.Within(x, q)) {
+				return true
+			}
+		}
+		return false
+	}
+	root := func(x string) sbRoot {
+		r := sbRoot{path: x}
+		for _, q := range protected {
+			if q != x && policy.Within(q, x) {
+				r.except = append(r.except, q)
+			}
+		}
+		return r
+	}
+	var reads, writes []sbRoot
+	var lists []string
+	add := func(list *[]sbRoot, x string, dropInside bool) {
+		if x == "" || !filepath.IsAbs(x) {
+			return
+		}
+		x = real(x)
+		if isProtected(x, dropInside) {
+			return
+		}
+		if !slices.ContainsFunc(*list, func(r sbRoot) bool { return r.path == x }) {
+			*list = append(*list, root(x))
+		}
+	}
+	program := real(p.Program)
+	add(&reads, p.Program, false)
+	add(&reads, p.RuntimeRoot, false)
+	for _, x := range p.ReadOnly {
+		add(&reads, x, false)
+	}
+	for _, x := range p.Modules {
+		add(&reads, x, false)
+		if x != "" && filepath.IsAbs(x) {
+			d := real(filepath.Dir(x))
+			if !isProtected(d, false) && !slices.Contains(lists, d) {
+				lists = append(lists, d)
+			}
+		}
+	}
+	for _, x := range p.ReadWrite {
+		add(&reads, x, false)
+		add(&writes, x, false)
+	}
+	for _, x := range p.DeclaredRead {
+		add(&reads, x, true)
+	}
+	for _, x := range p.DeclaredWrite {
+		add(&reads, x, true)
+		add(&writes, x, true)
+	}
+	var sealed []string
+	for _, x := range append(slices.Clone(p.Sealed), p.MountSealed...) {
+		if x != "" && filepath.IsAbs(x) {
+			for _, y := range []string{filepath.Clean(x), real(x)} {
+				if !slices.Contains(sealed, y) {
+					sealed = append(sealed, y)
+				}
+			}
+		}
+	}
+
+	var b strings.Builder
+	b.WriteString(seatbeltHeader)
+	b.WriteString("\n; The program the worker runs.\n")
+	fmt.Fprintf(&b, "(allow process-exec (literal %s))\n", g.param("PROGRAM", program))
+	if p.ChildProcess {
+		b.WriteString("\n; childProcess was declared and approved: the worker may start programs it can read.\n")
+		b.WriteString("(allow process-fork)\n")
+		b.WriteString("(allow process-exec (subpath \"/bin\") (subpath \"/sbin\") (subpath \"/usr/bin\") (subpath \"/usr/sbin\") (subpath \"/usr/libexec\"))\n")
+	}
+
+	b.WriteString("\n; What the plan lets the worker read: its runtime, its own files, the call's places and\n; what was declared and approved, less what is protected inside them.\n")
+	b.WriteString("(allow file-read* file-map-executable")
+	for i, r := range reads {
+		b.WriteString("\n  " + g.rootFilter(fmt.Sprintf("READ_%d", i), r))
+	}
+	b.WriteString(")\n")
+	if len(lists) > 0 {
+		b.WriteString("\n; The folders of its modules: their listing only (Bun opens a module's folder).\n(allow file-read-data")
+		for i, d := range lists {
+			fmt.Fprintf(&b, "\n  (literal %s)", g.param(fmt.Sprintf("LIST_%d", i), d))
+		}
+		b.WriteString(")\n")
+	}
+	if len(writes) > 0 {
+		b.WriteString("\n; What it may write: the call's workspace, its allowed paths, the session's folder and\n; approved declarations, less what is protected inside them.\n(allow file-write*")
+		for i, r := range writes {
+			b.WriteString("\n  " + g.rootFilter(fmt.Sprintf("WRITE_%d", i), r))
+		}
+		b.WriteString(")\n")
+		if p.ChildProcess {
+			b.WriteString("(allow process-exec")
+			for i := range writes {
+				b.WriteString("\n  " + g.rootFilter(fmt.Sprintf("WRITE_%d", i), writes[i]))
+			}
+			b.WriteString(")\n")
+		}
+	}
+	if p.ChildProcess && len(reads) > 0 {
+		b.WriteString("(allow process-exec")
+		for i := range reads {
+			b.WriteString("\n  " + g.rootFilter(fmt.Sprintf("READ_%d", i), reads[i]))
+		}
+		b.WriteString(")\n")
+	}
+
+	b.WriteString("\n; Network: ")
+	if proxyPort > 0 {
+		fmt.Fprintf(&b, "only the egress proxy on this machine, which allows the hosts the tool declared\n; and a person approved.\n(allow network-outbound (remote ip \"localhost:%d\"))\n", proxyPort)
+	} else {
+		b.WriteString("none.\n")
+	}
+
+	if len(sealed) > 0 {
+		b.WriteString("\n; Sealed: each workspace's .jean2 (its mcp.json names commands jean2 starts outside any\n; sandbox) is never written, made, renamed or removed by the worker.\n(deny file-write*")
+		for i, x := range sealed {
+			n := g.param(fmt.Sprintf("SEALED_%d", i), x)
+			fmt.Fprintf(&b, "\n  (literal %s) (subpath %s)", n, n)
+		}
+		b.WriteString(")\n")
+	}
+	if len(protected) > 0 {
+		b.WriteString("\n; Protected: jean2's home, the tools folder and the credential folders of the user's home,\n; denied last so that no rule above can grant them, but for places the caller put inside\n; (the session's folder), whose parent folders may only be looked up.\n")
+		b.WriteString("(deny file-read* file-write* process-exec")
+		var inside []string
+		for i, q := range protected {
+			n := g.param(fmt.Sprintf("PROTECTED_%d", i), q)
+			var keep []string
+			for _, r := range append(slices.Clone(reads), writes...) {
+				if r.path != q && policy.Within(r.path, q) && !slices.Contains(keep, r.path) {
+					keep = append(keep, r.path)
+				}
+			}
+			if len(keep) == 0 {
+				fmt.Fprintf(&b, "\n  (literal %s) (subpath %s)", n, n)
+				continue
+			}
+			fmt.Fprintf(&b, "\n  (require-all (subpath %s)", n)
+			for j, k := range keep {
+				fmt.Fprintf(&b, " (require-not (subpath %s))", g.param(fmt.Sprintf("PROTECTED_%d_KEEP_%d", i, j), k))
+				for d := filepath.Dir(k); d != q && policy.Within(d, q); d = filepath.Dir(d) {
+					if !slices.Contains(inside, d) {
+						inside = append(inside, d)
+					}
+				}
+				if !slices.Contains(inside, q) {
+					inside = append(inside, q)
+				}
+			}
+			b.WriteString(")")
+		}
+		b.WriteString(")\n")
+		if len(inside) > 0 {
+			b.WriteString("(allow file-read-metadata")
+			for i, d := range inside {
+				fmt.Fprintf(&b, "\n  (literal %s)", g.param(fmt.Sprintf("PATH_TO_KEPT_%d", i), d))
+			}
+			b.WriteString(")\n")
+		}
+	}
+	s := SeatbeltProfile{Profile: b.String(), Params: g.list}
+	return s, s.Check()
+}
+
+// sbGen hands out parameters: each path once per name.
+type sbGen struct {
+	params map[string]string
+	list   []SeatbeltParam
+}
+
+// param names value as the parameter name and returns the SBPL that reads it.
+func (g *sbGen) param(name, value string) string {
+	if _, ok := g.params[name]; !ok {
+		g.params[name] = value
+		g.list = append(g.list, SeatbeltParam{Name: name, Value: value})
+	}
+	return `(param "` + name + `")`
+}
+
+// rootFilter is the SBPL filter of a granted root: its subtree, less the protected paths
+// inside it (the path itself and what is below: subpath alone may leave the making of the
+// path itself open).
+func (g *sbGen) rootFilter(name string, r sbRoot) string {
+	n := g.param(name, r.path)
+	if len(r.except) == 0 {
+		return "(subpath " + n + ")"
+	}
+	var b strings.Builder
+	b.WriteString("(require-all (subpath " + n + ")")
+	for i, x := range r.except {
+		e := g.param(fmt.Sprintf("%s_EXCEPT_%d", name, i), x)
+		b.WriteString(" (require-not (literal " + e + ")) (require-not (subpath " + e + "))")
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// seatbeltHeader is what every worker gets from the system, whatever its plan: closed by
+// default; the system's libraries, frameworks and shared files readable (and mappable as
+// code); the devices a runtime opens; the few sysctls, Mach services and process
+// operations Node, Bun and Go programs use at start. Facts from the profiles Codex and
+// Anthropic's sandbox-runtime use (both derived from Chrome's); the text is our own.
+const seatbeltHeader = `(version 1)
+; jean2 tool worker, made from its sandbox plan (sandbox/seatbelt.go). Every path is a
+; parameter (-D), never part of this text.
+(deny default)
+
+; Its own process: signals and information within this sandbox only.
+(allow signal (target same-sandbox))
+(allow process-info* (target same-sandbox))
+; libuv's os.cpus() asks the host port.
+(allow mach-host*)
+
+; Metadata (stat) anywhere, as on Linux where Landlock does not govern it: Node resolves
+; every folder above a module. Contents need the rules below; protected paths are denied
+; their metadata too, at the end.
+(allow file-read-metadata)
+
+; The system: libraries, frameworks, shared data, time zones; the root folder (getcwd).
+(allow file-read* file-map-executable
+  (subpath "/usr/lib")
+  (subpath "/System/Library/Frameworks")
+  (subpath "/System/Library/PrivateFrameworks")
+  (subpath "/System/Library/Extensions")
+  (subpath "/Library/Apple/usr/lib")
+  (subpath "/Library/Apple/System/Library"))
+(allow file-read*
+  (literal "/")
+  (subpath "/usr/share")
+  (subpath "/System/Library/CoreServices")
+  (subpath "/private/var/db/timezone")
+  (literal "/private/etc/localtime")
+  (literal "/private/etc/hosts")
+  (literal "/private/etc/services")
+  (literal "/private/etc/protocols")
+  (literal "/private/etc/passwd")
+  (literal "/private/etc/group")
+  (subpath "/private/etc/ssl"))
+
+; Devices.
+(allow file-read* file-write-data file-ioctl
+  (literal "/dev/null")
+  (literal "/dev/zero")
+  (literal "/dev/dtracehelper"))
+(allow file-read*
+  (literal "/dev/random")
+  (literal "/dev/urandom"))
+(allow file-read-data file-write-data (subpath "/dev/fd"))
+
+; Facts about the machine that runtimes read at start.
+(allow sysctl-read
+  (sysctl-name-prefix "hw.")
+  (sysctl-name-prefix "machdep.cpu.")
+  (sysctl-name-prefix "kern.proc.pid.")
+  (sysctl-name "kern.argmax")
+  (sysctl-name "kern.hostname")
+  (sysctl-name "kern.maxfiles")
+  (sysctl-name "kern.maxfilesperproc")
+  (sysctl-name "kern.maxproc")
+  (sysctl-name "kern.ngroups")
+  (sysctl-name "kern.osproductversion")
+  (sysctl-name "kern.osrelease")
+  (sysctl-name "kern.ostype")
+  (sysctl-name "kern.osvariant_status")
+  (sysctl-name "kern.osversion")
+  (sysctl-name "kern.secure_kernel")
+  (sysctl-name "kern.usrstack64")
+  (sysctl-name "kern.version")
+  (sysctl-name "sysctl.proc_cputype")
+  (sysctl-name "vm.loadavg"))
+
+; The user database (os.userInfo, getpwuid) and certificate evaluation (Go's crypto/x509).
+(allow mach-lookup
+  (global-name "com.apple.system.opendirectoryd.libinfo")
+  (global-name "com.apple.trustd.agent"))
+`
