@@ -189,7 +189,7 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 		// macOS: the profile holds the file rules and the network (only the proxy's port).
 		port := 0
 		if wn != nil {
-			port = wn.port
+			port = wn.Port()
 		}
 		prof, err := p.Seatbelt(port)
 		if err != nil {

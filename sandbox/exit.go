@@ -52,6 +52,9 @@ func (e *Exit) Apply(spec *Spec) {
 	}
 }
 
+// Port is the proxy's port as the tree sees it (a Seatbelt profile allows only it).
+func (e *Exit) Port() int { return e.port }
+
 // Env leads the tree's HTTP clients to the proxy: curl, git, npm, pip, Bun's fetch and Go's
 // net/http read these; worker.mjs makes Node's fetch use JEAN2_EGRESS_PROXY. There is no
 // NO_PROXY (the environment is clean): every destination goes through the proxy.

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	unix "github.com/jean2/jean2/internal/xunix"
 	"github.com/jean2/jean2/policy"
-	"golang.org/x/sys/unix"
 )
 
 // The fast path of reads. check resolves every symlink of a path (one lstat per element)
