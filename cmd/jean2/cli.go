@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -50,3 +51,45 @@ func cliProgress(e env) func(tool.Progress) {
 		}
 	}
 }
+
+// onlyTool passes on the log records about one tool, and those about no tool in particular:
+// `tools run NAME` has no word to say about another folder that fails to load.
+type onlyTool struct {
+	slog.Handler
+	name string
+}
+
+func (o onlyTool) Handle(ctx context.Context, r slog.Record) error {
+	keep := true
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "tool" {
+			keep = a.Value.String() == o.name
+			return false
+		}
+		return true
+	})
+	if !keep {
+		return nil
+	}
+	return o.Handler.Handle(ctx, r)
+}
+
+func (o onlyTool) WithAttrs(as []slog.Attr) slog.Handler {
+	for _, a := range as {
+		if a.Key == "tool" && a.Value.String() != o.name {
+			return discardHandler{}
+		}
+	}
+	return onlyTool{Handler: o.Handler.WithAttrs(as), name: o.name}
+}
+
+func (o onlyTool) WithGroup(name string) slog.Handler {
+	return onlyTool{Handler: o.Handler.WithGroup(name), name: o.name}
+}
+
+type discardHandler struct{}
+
+func (discardHandler) Enabled(context.Context, slog.Level) bool  { return false }
+func (discardHandler) Handle(context.Context, slog.Record) error { return nil }
+func (d discardHandler) WithAttrs([]slog.Attr) slog.Handler      { return d }
+func (d discardHandler) WithGroup(string) slog.Handler           { return d }

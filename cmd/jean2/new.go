@@ -188,19 +188,18 @@ func toolsValidate(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if len(pos) > 1 {
-		return usagef("tools validate takes at most one folder\n\n%s", toolsUsage)
+		return usagef("tools validate takes at most one folder or tool name\n\n%s", toolsSubUsage["validate"])
 	}
-	dir := "."
+	arg := ""
 	if len(pos) == 1 {
-		dir = pos[0]
+		arg = pos[0]
 	}
-	if dir, err = filepath.Abs(dir); err != nil {
+	dir, err := toolFolderArg(e, arg)
+	if err != nil {
 		return err
 	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return usagef("%s is not a folder", dir)
-	}
-	h, err := openHost(ctx, e)
+	// Only this folder is loaded: the others in the tools folder are not being validated.
+	h, err := openHostTuned(ctx, e, func(o *host.Options) { o.Folders = []string{} })
 	if err != nil {
 		return err
 	}
@@ -220,8 +219,32 @@ func toolsValidate(ctx context.Context, e env, args []string) error {
 	} else {
 		fmt.Fprintf(e.stdout, "error: %s\n", entry.Error)
 	}
-	if entry.Status != host.StatusOK {
+	failed := entry.Status != host.StatusOK
+	if failed {
 		return exitError{code: 1}
 	}
 	return nil
+}
+
+// toolFolderArg finds the folder a command names: a folder path, or the name of a tool in
+// the tools folder; "" is the current folder.
+func toolFolderArg(e env, arg string) (string, error) {
+	if arg == "" {
+		arg = "."
+	}
+	if fi, err := os.Stat(arg); err == nil && fi.IsDir() {
+		return filepath.Abs(arg)
+	}
+	if scaffoldName.MatchString(arg) && !strings.ContainsRune(arg, filepath.Separator) {
+		layout, err := host.LayoutFromEnv(e.getenv)
+		if err != nil {
+			return "", err
+		}
+		dir := filepath.Join(layout.Tools, arg)
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			return dir, nil
+		}
+		return "", usagef("%s is neither a folder nor a tool in %s", arg, layout.Tools)
+	}
+	return "", usagef("%s is not a folder", arg)
 }
