@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -135,6 +137,44 @@ func TestRunAndValidateIgnoreOtherBrokenTools(t *testing.T) {
 		}
 		if strings.Contains(stderr, "broken-at-load") {
 			t.Errorf("%v warned about an unrelated tool:\n%s", args, stderr)
+		}
+	}
+}
+
+// Several jean2 processes loading one freshly changed tool at once: each must run it. Before
+// the per-folder lock and the bundle that is never replaced, about one run in twenty failed
+// with "EACCES … cache/bundles/….mjs" (the worker's sandbox named the first process's file,
+// which the second had replaced). The race is one of timing, so this catches it only
+// sometimes; loader's TestPublishBundleNeverReplaces and TestLoadWaitsForAnotherProcess pin
+// the two causes down deterministically.
+func TestConcurrentRunsOfAFreshTool(t *testing.T) {
+	c := newCLI(t)
+	dir := filepath.Join(c.home, "tools", "word-count")
+	copyDir(t, "../../host/testdata/word-count", dir)
+	_ = os.WriteFile(filepath.Join(c.ws, "a.txt"), []byte("one two\n"), 0o644)
+	for round := range 10 {
+		f, err := os.OpenFile(filepath.Join(dir, "tool.ts"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(f, "// round %d\n", round)
+		f.Close()
+		var wg sync.WaitGroup
+		errs := make(chan string, 3)
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out, stderr, code := c.run("", "tools", "run", "word-count", "--input", `{"path":"a.txt"}`)
+				if code != 0 || strings.Contains(stderr, "EACCES") {
+					errs <- fmt.Sprintf("round %d: exit %d: %s %s", round, code, out, stderr)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Error(e)
 		}
 	}
 }
