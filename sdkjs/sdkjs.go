@@ -18,6 +18,7 @@ import (
 	"github.com/jean2/jean2/internal/fsutil"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -194,4 +195,53 @@ func indentJSON(v any) string {
 		panic(fmt.Sprintf("sdkjs: marshal package.json: %v", err))
 	}
 	return string(raw) + "\n"
+}
+
+// exportDecl finds the module's own export declarations (the module has no re-exports).
+var exportDecl = regexp.MustCompile(`(?m)^export\s+(?:async\s+)?(?:function\*?|const|let|class)\s+([A-Za-z_$][\w$]*)`)
+
+// Exports lists the names the SDK module exports, sorted: what a tool may import from it.
+func Exports() []string {
+	var names []string
+	for _, m := range exportDecl.FindAllStringSubmatch(runtimeTemplate, -1) {
+		names = append(names, m[1])
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Closest is the export nearest to name (by edit distance, ignoring case), for "did you
+// mean" in an error; "" when none is near enough to be a likely typo.
+func Closest(name string) string {
+	best, bestD := "", -1
+	for _, e := range Exports() {
+		d := editDistance(strings.ToLower(name), strings.ToLower(e))
+		if bestD < 0 || d < bestD {
+			best, bestD = e, d
+		}
+	}
+	if bestD < 0 || bestD > max(2, len(name)/3) {
+		return ""
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 
@@ -60,6 +62,9 @@ type onlyTool struct {
 }
 
 func (o onlyTool) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "threw ") {
+		return nil // throwPrinter shows it, stack and all
+	}
 	keep := true
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Key == "tool" {
@@ -93,3 +98,37 @@ func (discardHandler) Enabled(context.Context, slog.Level) bool  { return false 
 func (discardHandler) Handle(context.Context, slog.Record) error { return nil }
 func (d discardHandler) WithAttrs([]slog.Attr) slog.Handler      { return d }
 func (d discardHandler) WithGroup(string) slog.Handler           { return d }
+
+// throwPrinter prints the error a tool threw with its stack, mapped to the tool's files
+// (tool.ts:LINE:COL), as plain lines on stderr: the worker logs it (message "threw …",
+// data.stack) and the model sees only the message.
+type throwPrinter struct{ w io.Writer }
+
+func (throwPrinter) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelError }
+
+func (t throwPrinter) Handle(_ context.Context, r slog.Record) error {
+	if !strings.HasPrefix(r.Message, "threw ") {
+		return nil
+	}
+	var stack string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key != "data" {
+			return true
+		}
+		var d struct {
+			Stack string `json:"stack"`
+		}
+		if raw, ok := a.Value.Any().(json.RawMessage); ok && json.Unmarshal(raw, &d) == nil {
+			stack = d.Stack
+		}
+		return false
+	})
+	fmt.Fprintf(t.w, "jean2: the tool %s\n", r.Message)
+	if _, frames, ok := strings.Cut(stack, "\n"); ok {
+		fmt.Fprintln(t.w, frames)
+	}
+	return nil
+}
+
+func (t throwPrinter) WithAttrs([]slog.Attr) slog.Handler { return t }
+func (t throwPrinter) WithGroup(string) slog.Handler      { return t }

@@ -12,6 +12,7 @@ import (
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/runtime/gotool"
 	"github.com/jean2/jean2/sdkjs"
+	"github.com/jean2/jean2/tool"
 )
 
 var scaffoldName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
@@ -219,6 +220,9 @@ func toolsValidate(ctx context.Context, e env, args []string) error {
 	} else {
 		fmt.Fprintf(e.stdout, "error: %s\n", entry.Error)
 	}
+	for _, w := range definitionWarnings(entry) {
+		fmt.Fprintln(e.stderr, "warning:", w)
+	}
 	failed := entry.Status != host.StatusOK
 	if failed {
 		return exitError{code: 1}
@@ -247,4 +251,21 @@ func toolFolderArg(e env, arg string) (string, error) {
 		return "", usagef("%s is neither a folder nor a tool in %s", arg, layout.Tools)
 	}
 	return "", usagef("%s is not a folder", arg)
+}
+
+// definitionWarnings are what a loaded definition has that is most likely a mistake though
+// it loads: keys of its schemas that are no JSON Schema keyword (propertes, requried), which
+// validators ignore.
+func definitionWarnings(entry host.Entry) []string {
+	if entry.Definition == nil {
+		return nil
+	}
+	var out []string
+	for _, w := range tool.SchemaWarnings(entry.Definition.InputSchema) {
+		out = append(out, "definition.inputSchema."+w)
+	}
+	for _, w := range tool.SchemaWarnings(entry.Definition.OutputSchema) {
+		out = append(out, "definition.outputSchema."+w)
+	}
+	return out
 }

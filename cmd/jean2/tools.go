@@ -381,9 +381,10 @@ func toolsRun(ctx context.Context, e env, args []string) error {
 	}
 	out := h.Invoke(ctx, host.Call{
 		Tool: pos[0], Args: argsJSON, SessionID: sessionID,
-		Workspace: host.Workspace{Path: ws},
-		Asker:     a,
-		Progress:  cliProgress(e),
+		Workspace:  host.Workspace{Path: ws},
+		Asker:      a,
+		Progress:   cliProgress(e),
+		LogHandler: throwPrinter{w: e.stderr},
 	})
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")

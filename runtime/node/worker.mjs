@@ -276,6 +276,7 @@ let defaultModule = null;
 let initializing = false;
 let rules = { blocked: [], sensitive: [], home: '', languages: {} };
 let toolName = '';
+let toolDirs = []; // the tool folder as given and its real path, for tool-relative stack frames
 const loadedBundles = new Set(); // bundles imported in this process, for a fresh instance on a repeat
 
 async function initialize(id, params) {
@@ -300,6 +301,13 @@ async function initialize(id, params) {
     languages: r.languages && typeof r.languages === 'object' ? r.languages : {},
   };
   toolName = typeof params.toolDir === 'string' ? basename(params.toolDir) : '';
+  if (typeof params.toolDir === 'string' && params.toolDir.startsWith('/')) {
+    toolDirs = [clean(params.toolDir)];
+    try {
+      const r = fs.realpathSync(params.toolDir);
+      if (r !== toolDirs[0]) toolDirs.push(r);
+    } catch {}
+  }
   // Before the tool's module loads, so that its imports of node:fs see the wrapped functions.
   if (r.sandbox === 'landlock') explainRefusals();
   const m = await loadModule(id, params);
@@ -350,7 +358,8 @@ async function loadModule(id, params) {
   try {
     found = findTool(mod);
   } catch (err) {
-    sendError(id, CODE.load, errorMessage(err), { file: bundle });
+    // The person wrote tool.ts, not the bundle in jean2's cache: name the entry.
+    sendError(id, CODE.load, errorMessage(err), { file: entryOf(bundle) || bundle });
     return null;
   }
   const m = { execute: found.execute, shape: found.shape, bundle };
@@ -503,6 +512,20 @@ function mapLocation(file, line, column, bundle) {
   return hit || { file, line, column };
 }
 
+// entryOf finds the tool's entry file among the bundle's sources: esbuild lists a module
+// after those it imports, so the entry is the last one of the tool's own (not under
+// node_modules).
+function entryOf(bundle) {
+  if (!sourceMaps.has(bundle)) sourceMaps.set(bundle, readInlineSourceMap(bundle));
+  const sm = sourceMaps.get(bundle);
+  if (!sm) return '';
+  for (let i = sm.sources.length - 1; i >= 0; i--) {
+    const rel = toolRelative(sm.sources[i]);
+    if (rel !== null && !rel.startsWith('node_modules/')) return sm.sources[i];
+  }
+  return '';
+}
+
 function readInlineSourceMap(file) {
   try {
     const text = fs.readFileSync(file, 'utf8');
@@ -553,6 +576,7 @@ function parseSourceMap(map, file) {
     lines.push(segs);
   }
   return {
+    sources,
     lookup(line, column) {
       const segs = lines[line - 1];
       if (!segs || segs.length === 0) return null;
@@ -651,10 +675,12 @@ async function execute(id, params) {
   } catch (err) {
     if (sandboxed) explainError(err);
     result = { success: false, error: errorMessage(err) };
+    reportThrow(call.id, err, tool.bundle);
   } finally {
     calls.delete(call.id);
   }
   if (crashing) return;
+  if (result !== null && typeof result === 'object') reportLossy(call.id, result);
   let json;
   try {
     json = JSON.stringify(result);
@@ -663,6 +689,92 @@ async function execute(id, params) {
     json = JSON.stringify({ success: false, error: `tool result cannot be serialized: ${err.message}` });
   }
   sendResult(id, json);
+}
+
+// reportLossy warns about values of a result that JSON cannot carry and JSON.stringify
+// turns silently into {} (Map, Set) or leaves out (functions, symbols, undefined in an
+// object): the author sees the warning where the model would only see something missing.
+// It looks at the first nodes only, so a large result costs no more than a small one.
+const LOSSY_NODES = 2000;
+
+function reportLossy(callId, result) {
+  const found = [];
+  let budget = LOSSY_NODES;
+  const walk = (v, path, depth) => {
+    if (--budget < 0 || found.length >= 5 || depth > 32) return;
+    if (v instanceof Map) return void found.push(`${path} is a Map, which JSON sends as {}: convert it, e.g. Object.fromEntries(map)`);
+    if (v instanceof Set) return void found.push(`${path} is a Set, which JSON sends as {}: convert it, e.g. [...set]`);
+    if (typeof v === 'function') return void found.push(`${path} is a function, which JSON leaves out`);
+    if (typeof v === 'symbol') return void found.push(`${path} is a symbol, which JSON leaves out`);
+    if (v === null || typeof v !== 'object' || typeof v.toJSON === 'function' || ArrayBuffer.isView(v)) return;
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length && budget > 0; i++) walk(v[i], `${path}[${i}]`, depth + 1);
+      return;
+    }
+    for (const k in v) {
+      if (!Object.hasOwn(v, k)) continue;
+      const name = /^[A-Za-z_$][\w$]*$/.test(k) ? k : `[${JSON.stringify(k)}]`;
+      walk(v[k], path === '' ? name : name[0] === '[' ? path + name : `${path}.${name}`, depth + 1);
+    }
+  };
+  walk(result, '', 0);
+  for (const msg of found) log(callId, 'warn', `execute returned a value JSON cannot carry: ${msg}`);
+}
+
+// reportThrow logs a thrown error with its stack mapped to the tool's own files
+// (tool.ts:LINE:COL): the person reading the log or `tools run`'s stderr learns where; the
+// model gets the message alone, in the result.
+function reportThrow(callId, err, bundle) {
+  const stack = toolStack(err, bundle);
+  const top = stack.frames.find((f) => !f.file.startsWith('node_modules/')) || stack.frames[0];
+  const where = top ? ` at ${top.file}:${top.line}:${top.column}` : '';
+  const data = { stack: stack.text };
+  if (top) Object.assign(data, { file: top.file, line: top.line, column: top.column });
+  try {
+    log(callId, 'error', `threw ${errorName(err)}: ${errorMessage(err)}${where}`, data);
+  } catch {}
+}
+
+// toolStack rewrites an error's stack so its frames name the tool's files relative to its
+// folder, mapped through the bundle's source map (Node has mapped them already when it runs
+// with --enable-source-maps; Bun has not). The worker's own frames and the runtime's are
+// left out.
+function toolStack(err, bundle) {
+  const raw = typeof err?.stack === 'string' ? err.stack : '';
+  const head = `${errorName(err)}: ${errorMessage(err)}`;
+  const frames = [];
+  const lines = [head];
+  for (const line of raw.split('\n')) {
+    const m = STACK_LINE.exec(line);
+    if (!m) continue;
+    let file = m[2].replace(/\?[^/]*$/, '');
+    if (file.startsWith('file://')) {
+      try {
+        file = fileURLToPath(file);
+      } catch {
+        continue;
+      }
+    }
+    if (file === SELF || !file.startsWith('/')) continue;
+    const loc = mapLocation(file, Number(m[3]), Number(m[4]), bundle);
+    const rel = toolRelative(loc.file);
+    if (rel === null) continue;
+    const fn = m[1] ? m[1].trim() : '';
+    frames.push({ file: rel, line: loc.line, column: loc.column });
+    lines.push(`    at ${fn ? fn + ' (' : ''}${rel}:${loc.line}:${loc.column}${fn ? ')' : ''}`);
+  }
+  return { text: lines.join('\n'), frames };
+}
+
+const STACK_LINE = /^\s*at (?:(.*?) \()?((?:file:\/\/)?\/[^()]*?):(\d+):(\d+)\)?\s*$/;
+
+// toolRelative names a file of the tool's folder relative to it; null for anything else
+// (the bundle itself when it has no map, the runtime).
+function toolRelative(file) {
+  for (const d of toolDirs) {
+    if (within(file, d)) return file.slice(d.length + 1);
+  }
+  return null;
 }
 
 // ToolContext is what execute receives. Its members are own properties, except abortSignal
