@@ -149,6 +149,8 @@ func runTools(ctx context.Context, e env, args []string) error {
 		return toolsOutdated(ctx, e, args[1:])
 	case "approve":
 		return toolsApprove(ctx, e, args[1:])
+	case "test":
+		return toolsTest(ctx, e, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(e.stdout, toolsUsage)
 		return nil

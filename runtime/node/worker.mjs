@@ -1243,18 +1243,26 @@ function explainError(err, name, p, write) {
   if (code !== 'EACCES' && code !== 'EPERM') return err;
   const syscall = typeof err.syscall === 'string' ? err.syscall : '';
   let note;
+  let what;
   if (syscall.startsWith('spawn') || syscall.startsWith('posix_spawn') || name === 'spawn') {
     note = hint("a tool's own code starts no process unless it declares so", '{"childProcess": true}', '');
+    what = `starting a process (${syscall || 'spawn'})`;
   } else {
     const target = p || (typeof err.path === 'string' ? err.path : '');
     if (!target) return err;
     if (write === undefined) write = /^(open|write|mkdir|rmdir|unlink|rename|copyfile|symlink|link|chmod|chown|utime|ftruncate|truncate)/.test(syscall) && syscall !== 'open';
     if (modeDenies(target, write)) return err;
     const decl = JSON.stringify({ [write ? 'write' : 'read']: [target] });
+    what = `${write ? 'writing' : 'reading'} ${target}`;
     note = write
       ? hint("a tool's own code writes only in the workspace, its allowed paths and the session's folder", decl, ', or write through ctx.fs, which asks the person')
       : hint("a tool's own code reads only the system, its own folder, the workspace, its allowed paths and the session's folder", decl, ', or read through ctx.fs, which asks the person');
   }
+  // One line on stderr for the log (and `jean2 tools test`'s "refused"): the tool may catch
+  // the error and say nothing of it.
+  try {
+    process.stderr.write(`jean2 sandbox refused: ${what} (${code})\n`);
+  } catch {}
   try {
     Object.defineProperty(err, 'jean2Sandbox', { value: true });
     err.message += note;
