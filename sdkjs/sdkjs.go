@@ -143,6 +143,39 @@ func mustJSON(v any) string {
 // editor (and tsc) resolves the SDK imports. Existing files of those two packages are
 // replaced; nothing else in node_modules is touched.
 func WriteTypes(dir string) error {
+	return writePackages(filepath.Join(dir, "node_modules"))
+}
+
+// EditorTypesDir is where WriteEditorTypes puts the SDK packages in a tool folder: out of
+// node_modules, which npm owns (an `npm install` removes packages it did not install).
+const EditorTypesDir = ".jean2/types"
+
+// WriteEditorTypes writes the SDK packages (package.json, .d.ts and runtime module) under
+// dir/.jean2/types/@jean2/sdk and dir/.jean2/types/@jxsuite/ai, for an editor and tsc to
+// resolve the SDK imports through a tsconfig's "paths" (EditorPaths), and for a
+// package.json to list "@jean2/sdk": "file:.jean2/types/@jean2/sdk" without breaking
+// `npm install`.
+func WriteEditorTypes(dir string) error {
+	return writePackages(filepath.Join(dir, filepath.FromSlash(EditorTypesDir)))
+}
+
+// EditorPaths are the tsconfig "paths" that point the SDK's specifiers at
+// WriteEditorTypes' files.
+func EditorPaths() map[string][]string {
+	base := "./" + EditorTypesDir + "/"
+	return map[string][]string{
+		SpecSDK:     {base + "@jean2/sdk/index.d.ts"},
+		SpecJx:      {base + "@jxsuite/ai/index.d.ts"},
+		SpecJxTools: {base + "@jxsuite/ai/tools.d.ts"},
+	}
+}
+
+// EditorDependency is the package.json entry that lists the SDK for npm: a local folder
+// WriteEditorTypes fills, so `npm install` links it instead of asking a registry that has
+// no such package (E404).
+func EditorDependency() string { return "file:" + EditorTypesDir + "/@jean2/sdk" }
+
+func writePackages(base string) error {
 	runtime := Runtime()
 	sdkPkg := map[string]any{
 		"name": SpecSDK, "version": Version, "private": true, "type": "module",
@@ -168,10 +201,10 @@ func WriteTypes(dir string) error {
 		dir   string
 		files map[string]string
 	}{
-		{filepath.Join(dir, "node_modules", "@jean2", "sdk"), map[string]string{
+		{filepath.Join(base, "@jean2", "sdk"), map[string]string{
 			"package.json": indentJSON(sdkPkg), "index.d.ts": typesSource, "index.mjs": runtime,
 		}},
-		{filepath.Join(dir, "node_modules", "@jxsuite", "ai"), map[string]string{
+		{filepath.Join(base, "@jxsuite", "ai"), map[string]string{
 			"package.json": indentJSON(jxPkg), "index.d.ts": typesSource, "index.mjs": runtime,
 			"tools.d.ts": typesSource, "tools.mjs": runtime,
 		}},
