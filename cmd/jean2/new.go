@@ -70,6 +70,13 @@ func toolsNew(ctx context.Context, e env, args []string) error {
 	if err := os.Rename(scratch, target); err != nil {
 		return fmt.Errorf("move scaffold into place: %w", err)
 	}
+	if *lang == "go" {
+		if layout, err := host.LayoutFromEnv(e.getenv); err == nil {
+			if err := writeGoWork(layout, target); err != nil {
+				fmt.Fprintf(e.stderr, "warning: go.work for editors not written: %v\n", err)
+			}
+		}
+	}
 	fmt.Fprintf(e.stdout, "Created %s\n", target)
 	fmt.Fprintf(e.stdout, "Try it:  jean2 tools run %s --input '{\"path\":\"README.md\"}'\n", name)
 	fmt.Fprintf(e.stdout, "Test it: jean2 tools test %s   (cases in %s)\n", name, filepath.Join(target, "tests"))
@@ -266,7 +273,7 @@ func toolsValidate(ctx context.Context, e env, args []string) error {
 		fmt.Fprintln(e.stderr, "warning:", w)
 	}
 	failed := entry.Status != host.StatusOK
-	if err := writeEditorTypes(e, dir); err != nil {
+	if err := writeEditorTypes(e, h.Layout(), dir); err != nil {
 		fmt.Fprintf(e.stderr, "warning: editor types not written: %v\n", err)
 	}
 	if *typecheck {

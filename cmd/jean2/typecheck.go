@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	jean2 "github.com/jean2/jean2"
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/internal/fsutil"
 	"github.com/jean2/jean2/loader"
@@ -30,10 +31,13 @@ const typescriptVersion = "5.9.3"
 // made it: the SDK packages in .jean2/types and, when the folder has no tsconfig.json or
 // jsconfig.json, one whose "paths" point at them. A person's own config is never edited;
 // what to add to it is printed instead.
-func writeEditorTypes(e env, dir string) error {
+func writeEditorTypes(e env, layout host.Layout, dir string) error {
 	f := loader.Inspect(dir)
-	if f.Err != nil || f.Kind != loader.KindJS {
+	if f.Err != nil {
 		return nil
+	}
+	if f.Kind == loader.KindGo {
+		return writeGoWork(layout, dir)
 	}
 	if err := sdkjs.WriteEditorTypes(dir); err != nil {
 		return err
@@ -209,4 +213,26 @@ func flockPath(ctx context.Context, path string) (func(), error) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// goWorkMarker starts the go.work files jean2 writes; a go.work without it is the person's.
+const goWorkMarker = "// Written by jean2"
+
+// writeGoWork gives a Go tool folder a go.work that puts the SDK module jean2 carries
+// (github.com/jean2/jean2, published nowhere) beside it, so that gopls and `go test` in the
+// folder resolve it. The host's own build ignores it (GOWORK=off). A go.work jean2 did not
+// write is left alone.
+func writeGoWork(layout host.Layout, dir string) error {
+	p := filepath.Join(dir, "go.work")
+	if raw, err := os.ReadFile(p); err == nil && !bytes.HasPrefix(raw, []byte(goWorkMarker)) {
+		return nil
+	}
+	sdk, err := jean2.WriteSDKModule(filepath.Join(layout.Cache, "gosdk"))
+	if err != nil {
+		return err
+	}
+	content := goWorkMarker + " so that gopls and go test find the SDK module the jean2 host\n" +
+		"// carries; jean2 builds the tool without it. jean2 tools validate rewrites it.\n" +
+		"go " + jean2.SDKGoVersion() + "\n\nuse .\n\nreplace github.com/jean2/jean2 => " + sdk + "\n"
+	return fsutil.WriteFileAtomic(p, []byte(content))
 }
