@@ -166,10 +166,12 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 	// share it without their hashes having to look alike.
 	metaKey := sha256Hex(kind + ":" + hash)
 	var meta definitionMeta
+	var warnings []string
 	// The definition is cached per bundle; a tool loaded under another runtime is probed
 	// again, since its module may behave differently there.
 	if raw, ok := fl.loader.Meta(metaKey); ok && json.Unmarshal(raw, &meta) == nil && meta.Definition.Name != "" && meta.Runtime == res.runtime {
 		ft.def = meta.Definition
+		warnings = meta.Warnings
 	} else if shared := ft.shareWith(prev, nil); shared != nil {
 		// First sight of this version, and the previous one's workers are started exactly as
 		// a worker learning this one's definition would be: load it into them as another
@@ -188,6 +190,7 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 			return res
 		}
 		ft.def = info.Definition
+		warnings = info.Warnings
 		ft.shared, ft.module = shared, mod
 		fl.storeMeta(f, metaKey, info, res.runtime)
 	} else {
@@ -207,6 +210,7 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 			return res
 		}
 		ft.def = info.Definition
+		warnings = info.Warnings
 		if len(info.Definition.Env) == 0 && !ft.confined() {
 			ft.shared, ft.module = &sharedPool{pool: probe, key: ft.launchKey(nil), refs: 1}, probe.Main()
 		} else {
@@ -251,7 +255,7 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		return res
 	}
 	def := ft.def
-	e := Entry{Name: def.Name, Folder: f.Dir, Version: res.label, Hash: hash, Kind: kind, Runtime: res.runtime, Status: StatusOK, Definition: &def}
+	e := Entry{Name: def.Name, Folder: f.Dir, Version: res.label, Hash: hash, Kind: kind, Runtime: res.runtime, Status: StatusOK, Definition: &def, Warnings: warnings}
 	v := newVersion(e, def, ft, ft.closePool)
 	v.env = ft.env
 	res.serving, res.fresh = v, v
@@ -259,7 +263,7 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 }
 
 func (fl *folderLoader) storeMeta(f loader.Folder, metaKey string, info workerproto.InitializeResult, runtime string) {
-	raw, _ := json.Marshal(definitionMeta{Definition: info.Definition, Shape: info.Shape, Runtime: runtime})
+	raw, _ := json.Marshal(definitionMeta{Definition: info.Definition, Shape: info.Shape, Runtime: runtime, Warnings: info.Warnings})
 	if err := fl.loader.StoreMeta(metaKey, raw); err != nil {
 		fl.h.log.Warn("cache definition", "folder", f.Dir, "error", err)
 	}

@@ -259,6 +259,7 @@ type definitionMeta struct {
 	Definition tool.Definition `json:"definition"`
 	Shape      string          `json:"shape"`
 	Runtime    string          `json:"runtime"`
+	Warnings   []string        `json:"warnings,omitempty"`
 }
 
 func (h *Host) envStatus(names []string) []EnvStatus {

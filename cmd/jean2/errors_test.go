@@ -78,7 +78,7 @@ func TestLoadErrorsSayWhere(t *testing.T) {
 	c.writeTool("noexec", map[string]string{"tool.ts": "export const definition = { name: 'noexec', description: 'd', inputSchema: { type: 'object' } };\n"})
 	c.writeTool("typo", map[string]string{"tool.ts": "import { createFilePermisionAsk } from '@jean2/sdk';\nexport const definition = { name: 'typo', description: 'd', inputSchema: { type: 'object' } };\nexport async function execute() { return { success: true, result: createFilePermisionAsk({}) }; }\n"})
 	c.writeTool("badschema", map[string]string{"tool.ts": "export const definition = { name: 'badschema', description: 'd', inputSchema: { type: 'object', properties: { a: { type: 'strng' } } } };\nexport async function execute() { return { success: true, result: 1 }; }\n"})
-	c.writeTool("misspelt", map[string]string{"tool.ts": "export const definition = { name: 'misspelt', description: 'd', inputSchema: { type: 'object', propertes: { a: { type: 'string' } }, requried: ['a'] } };\nexport async function execute() { return { success: true, result: 1 }; }\n"})
+	c.writeTool("misspelt", map[string]string{"tool.ts": "export const definition = { name: 'misspelt', description: 'd', timout: 5, inputSchema: { type: 'object', propertes: { a: { type: 'string' } }, requried: ['a'] } };\nexport async function execute() { return { success: true, result: 1 }; }\n"})
 	for _, tc := range []struct {
 		name, stream string
 		code         int
@@ -88,7 +88,7 @@ func TestLoadErrorsSayWhere(t *testing.T) {
 		{"noexec", "stdout", 1, []string{"failed to load at " + filepath.Join(c.home, "tools", "noexec", "tool.ts") + ": the module exports `definition` but no `execute` function"}, "cache/bundles"},
 		{"typo", "stdout", 1, []string{`tool.ts:1:10: @jean2/sdk has no export named "createFilePermisionAsk"; did you mean "createFilePermissionAsk"?`}, "jean2-sdk:"},
 		{"badschema", "stdout", 1, []string{"definition.inputSchema: properties.a.type: value must be one of"}, "allOf"},
-		{"misspelt", "stderr", 0, []string{`warning: definition.inputSchema.propertes: "propertes" is not a JSON Schema keyword and is ignored; did you mean "properties"?`, `definition.inputSchema.requried:`}, ""},
+		{"misspelt", "stderr", 0, []string{`warning: definition.inputSchema.propertes: "propertes" is not a JSON Schema keyword and is ignored; did you mean "properties"?`, `definition.inputSchema.requried:`, `warning: definition.timout: "timout" is not a definition field and is ignored; did you mean "timeout"?`}, ""},
 	} {
 		out, stderr, code := c.run("", "tools", "validate", tc.name)
 		text := out

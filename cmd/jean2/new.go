@@ -319,9 +319,9 @@ func toolFolderArg(e env, arg string) (string, error) {
 // validators ignore.
 func definitionWarnings(entry host.Entry) []string {
 	if entry.Definition == nil {
-		return nil
+		return entry.Warnings
 	}
-	var out []string
+	out := append([]string(nil), entry.Warnings...)
 	for _, w := range tool.SchemaWarnings(entry.Definition.InputSchema) {
 		out = append(out, "definition.inputSchema."+w)
 	}

@@ -364,14 +364,14 @@ async function loadModule(id, params) {
   }
   const m = { execute: found.execute, shape: found.shape, bundle };
   modules.set(moduleID, m);
-  sendResult(
-    id,
-    JSON.stringify({
-      definition: found.definition,
-      shape: found.shape,
-      runtime: { name: isBun ? 'bun' : 'node', version: isBun ? globalThis.Bun.version : process.versions.node },
-    }),
-  );
+  const answer = {
+    definition: found.definition,
+    shape: found.shape,
+    runtime: { name: isBun ? 'bun' : 'node', version: isBun ? globalThis.Bun.version : process.versions.node },
+  };
+  const warnings = definitionWarnings(found.definition);
+  if (warnings.length > 0) answer.warnings = warnings;
+  sendResult(id, JSON.stringify(answer));
   return m;
 }
 
@@ -425,6 +425,53 @@ function findTool(mod) {
   throw new Error(
     `the module is not a tool: ${found}. Export \`definition\` and \`execute\` (jean2), or a default export made with createToolDefinition({ name, description, parameters, execute }) (Jx)`,
   );
+}
+
+// The fields a definition may have (tool.Definition), and those of its nested objects.
+const DEFINITION_FIELDS = {
+  '': ['name', 'title', 'description', 'inputSchema', 'outputSchema', 'timeout', 'env', 'capabilities', 'interactive', 'strict', 'annotations', 'permissions'],
+  annotations: ['title', 'readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'],
+  permissions: ['read', 'write', 'childProcess', 'network', 'memoryMB'],
+};
+
+// definitionWarnings names the fields of a definition no definition has (a misspelling
+// such as "timout", which would otherwise be dropped without a word), with the field meant.
+function definitionWarnings(def) {
+  const out = [];
+  for (const [where, known] of Object.entries(DEFINITION_FIELDS)) {
+    const obj = where === '' ? def : def?.[where];
+    if (!isObject(obj)) continue;
+    for (const k of Object.keys(obj)) {
+      if (known.includes(k)) continue;
+      const path = where === '' ? `definition.${k}` : `definition.${where}.${k}`;
+      const near = nearest(k, known);
+      out.push(`${path}: "${k}" is not a definition field and is ignored${near ? `; did you mean "${near}"?` : ''}`);
+    }
+  }
+  return out;
+}
+
+function nearest(word, candidates) {
+  let best = '';
+  let bestD = 3;
+  for (const c of candidates) {
+    const d = editDistance(word.toLowerCase(), c.toLowerCase());
+    if (d < bestD) {
+      best = c;
+      bestD = d;
+    }
+  }
+  return best;
+}
+
+function editDistance(a, b) {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = cur;
+  }
+  return prev[b.length];
 }
 
 function plainDefinition(def, what) {
