@@ -197,15 +197,30 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		// First sight of this version: load the module in a worker to learn its definition.
 		// The worker is kept for the first call when the tool declares no variables (its
 		// environment is then already right).
-		probe, cleanup, err := ft.probePool()
-		if err != nil {
-			res.err = err
-			return res
-		}
-		info, err := probe.Load(ctx)
-		if err != nil {
+		var (
+			probe   *worker.Pool
+			cleanup func()
+			info    workerproto.InitializeResult
+		)
+		for attempt := 1; ; attempt++ {
+			probe, cleanup, err = ft.probePool()
+			if err != nil {
+				res.err = err
+				return res
+			}
+			info, err = probe.Load(ctx)
+			if err == nil {
+				break
+			}
 			_ = probe.Close(context.Background())
 			cleanup()
+			// A confined worker is allowed its bundle's file as it was when the worker
+			// started; one replaced in between (by another jean2 that still renames bundles
+			// into the cache) is refused it. A new worker is allowed the file as it is now.
+			if attempt < 2 && refusedOwnBundle(err, ft.program) {
+				fl.h.log.Debug("worker refused its bundle; starting another", "tool", f.Name, "error", err)
+				continue
+			}
 			res.err = err
 			return res
 		}
@@ -889,4 +904,11 @@ func (fl *folderLoader) goToolchain() (gotool.Toolchain, string, error) {
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// refusedOwnBundle reports whether a load failed because the worker was refused its own
+// bundle (EACCES on the bundle's path).
+func refusedOwnBundle(err error, bundle string) bool {
+	msg := err.Error()
+	return bundle != "" && strings.Contains(msg, "EACCES") && strings.Contains(msg, bundle)
 }
