@@ -70,4 +70,18 @@ func TestTypesInTheEditor(t *testing.T) {
 	if _, stderr, _ := c.run("", "tools", "validate", hand); !strings.Contains(stderr, `use "file:.jean2/types/@jean2/sdk"`) {
 		t.Errorf("no note about the registry dependency:\n%s", stderr)
 	}
+
+	// The real-world CommonJS package that reads __filename: typescript, as npm installed it
+	// above, bundled into a tool and run under Node in the sandbox.
+	tsTool := c.writeTool("ts-in-a-tool", map[string]string{"tool.ts": "import ts from 'typescript';\n" +
+		"export const definition = { name: 'ts-in-a-tool', description: 'd', inputSchema: { type: 'object' } };\n" +
+		"export async function execute() {\n" +
+		"  const lib = ts.getDirectoryPath(ts.sys.getExecutingFilePath());\n" +
+		"  return { success: true, result: { js: ts.transpileModule('let x: number = 1', {}).outputText.trim(), lib: ts.sys.fileExists(lib + '/lib.d.ts') } };\n" +
+		"}\n"})
+	copyDir(t, filepath.Join(c.home, "cache", "typescript", typescriptVersion, "node_modules"), filepath.Join(tsTool, "node_modules"))
+	out, stderr, code = c.run("", "tools", "run", "ts-in-a-tool")
+	if code != 0 || !strings.Contains(out, `"js": "var x = 1;"`) || !strings.Contains(out, `"lib": true`) {
+		t.Fatalf("typescript in a tool: exit %d\n%s\n%s", code, out, stderr)
+	}
 }
