@@ -742,29 +742,45 @@ async function execute(id, params) {
 // turns silently into {} (Map, Set) or leaves out (functions, symbols, undefined in an
 // object): the author sees the warning where the model would only see something missing.
 // It looks at the first nodes only, so a large result costs no more than a small one.
-const LOSSY_NODES = 2000;
+const LOSSY_NODES = 1000;
 
 function reportLossy(callId, result) {
   const found = [];
+  const keys = []; // the path to the value being looked at; a string is made only for a find
   let budget = LOSSY_NODES;
-  const walk = (v, path, depth) => {
+  const at = () => {
+    let p = '';
+    for (const k of keys) {
+      if (typeof k === 'number') p += `[${k}]`;
+      else if (/^[A-Za-z_$][\w$]*$/.test(k)) p += p === '' ? k : `.${k}`;
+      else p += `[${JSON.stringify(k)}]`;
+    }
+    return p;
+  };
+  const walk = (v, depth) => {
     if (--budget < 0 || found.length >= 5 || depth > 32) return;
-    if (v instanceof Map) return void found.push(`${path} is a Map, which JSON sends as {}: convert it, e.g. Object.fromEntries(map)`);
-    if (v instanceof Set) return void found.push(`${path} is a Set, which JSON sends as {}: convert it, e.g. [...set]`);
-    if (typeof v === 'function') return void found.push(`${path} is a function, which JSON leaves out`);
-    if (typeof v === 'symbol') return void found.push(`${path} is a symbol, which JSON leaves out`);
-    if (v === null || typeof v !== 'object' || typeof v.toJSON === 'function' || ArrayBuffer.isView(v)) return;
+    if (v === null || (typeof v !== 'object' && typeof v !== 'function' && typeof v !== 'symbol')) return;
+    if (v instanceof Map) return void found.push(`${at()} is a Map, which JSON sends as {}: convert it, e.g. Object.fromEntries(map)`);
+    if (v instanceof Set) return void found.push(`${at()} is a Set, which JSON sends as {}: convert it, e.g. [...set]`);
+    if (typeof v === 'function') return void found.push(`${at()} is a function, which JSON leaves out`);
+    if (typeof v === 'symbol') return void found.push(`${at()} is a symbol, which JSON leaves out`);
+    if (typeof v.toJSON === 'function' || ArrayBuffer.isView(v)) return;
     if (Array.isArray(v)) {
-      for (let i = 0; i < v.length && budget > 0; i++) walk(v[i], `${path}[${i}]`, depth + 1);
+      for (let i = 0; i < v.length && budget > 0; i++) {
+        keys.push(i);
+        walk(v[i], depth + 1);
+        keys.pop();
+      }
       return;
     }
     for (const k in v) {
       if (!Object.hasOwn(v, k)) continue;
-      const name = /^[A-Za-z_$][\w$]*$/.test(k) ? k : `[${JSON.stringify(k)}]`;
-      walk(v[k], path === '' ? name : name[0] === '[' ? path + name : `${path}.${name}`, depth + 1);
+      keys.push(k);
+      walk(v[k], depth + 1);
+      keys.pop();
     }
   };
-  walk(result, '', 0);
+  walk(result, 0);
   for (const msg of found) log(callId, 'warn', `execute returned a value JSON cannot carry: ${msg}`);
 }
 
