@@ -44,7 +44,12 @@ func toolsTest(ctx context.Context, e env, args []string) error {
 	// Each case gets a host that loads this folder only, with no .env: a test sees the
 	// variables its case gives and nothing of the person's. What the host logs about the
 	// tool still reaches stderr (JEAN2_LOG), beside the runner's own reading of it.
-	noEnv := filepath.Join(os.TempDir(), "jean2-tools-test-no-dotenv")
+	scratch, err := os.MkdirTemp("", "jean2-tools-test-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+	noEnv := filepath.Join(scratch, "no.env") // never written: the cases' hosts read no .env
 	open := func(ctx context.Context, vars map[string]string, log slog.Handler) (*host.Host, error) {
 		return openHostTuned(ctx, e, func(o *host.Options) {
 			o.Folders = []string{dir}
