@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/jean2/jean2/tool"
@@ -119,7 +120,7 @@ func (f *Answers) AskPermission(ctx context.Context, a tool.Ask) (Decision, erro
 	if fallback == "" {
 		fallback = tool.DurationOnce
 	}
-	d, err := decisionFrom(bytes.TrimSpace(raw), fallback)
+	d, err := decisionFrom(asTerminalAccepts(a, bytes.TrimSpace(raw)), fallback)
 	if err != nil {
 		return Decision{}, f.invalid(a, where, err)
 	}
@@ -183,6 +184,7 @@ func fileAnswer(a tool.Ask, raw json.RawMessage) (json.RawMessage, error) {
 	if d := defaultOf(a); d != nil && (bytes.Equal(raw, []byte("null")) || (a.Type == tool.AskText && bytes.Equal(raw, []byte(`""`)))) {
 		raw = d
 	}
+	raw = asTerminalAccepts(a, raw)
 	if a.Type == tool.AskForm && len(raw) > 0 && raw[0] == '[' {
 		var items []json.RawMessage
 		if err := json.Unmarshal(raw, &items); err != nil {
@@ -242,4 +244,57 @@ func allFormAnswers(items []json.RawMessage) bool {
 		}
 	}
 	return true
+}
+
+// asTerminalAccepts reads an answer the way the terminal reads a typed one: "y", "yes",
+// "n", "no" (any case) for a confirm or a permission, and an option's label (any case) or
+// its number from 1 for a select, where the option's value is wanted. An answer that
+// already has the right shape is left as it is.
+func asTerminalAccepts(a tool.Ask, raw json.RawMessage) json.RawMessage {
+	switch a.Type {
+	case tool.AskConfirm, tool.AskPermission:
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			switch strings.ToLower(strings.TrimSpace(s)) {
+			case "y", "yes", "true":
+				return json.RawMessage("true")
+			case "n", "no", "false":
+				return json.RawMessage("false")
+			}
+		}
+	case tool.AskSingleSelect:
+		return optionByLabel(a, raw)
+	case tool.AskMultiSelect:
+		var items []json.RawMessage
+		if json.Unmarshal(raw, &items) != nil {
+			return raw
+		}
+		for i := range items {
+			items[i] = optionByLabel(a, items[i])
+		}
+		if b, err := json.Marshal(items); err == nil {
+			return b
+		}
+	}
+	return raw
+}
+
+// optionByLabel is the value of the option raw names by label, or by number, when raw is
+// no option's value; raw otherwise.
+func optionByLabel(a tool.Ask, raw json.RawMessage) json.RawMessage {
+	if findOption(a, raw) >= 0 {
+		return raw
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if i, ok := choose(a, strings.TrimSpace(s)); ok {
+			return optionValue(a.Options[i])
+		}
+		return raw
+	}
+	var n int
+	if json.Unmarshal(raw, &n) == nil && n >= 1 && n <= len(a.Options) {
+		return optionValue(a.Options[n-1])
+	}
+	return raw
 }

@@ -148,16 +148,16 @@ func TestAnswersRejectInvalid(t *testing.T) {
 		expect []string
 	}{
 		{"select not an option", `["dev"]`, askEnv, []string{`answer 1`, `"Which environment?"`, `one of the option values "prod", "staging"`}},
-		{"select label instead of value", `["Staging"]`, askEnv, []string{"not one of the option values"}},
+		{"select number out of range", `[3]`, askEnv, []string{"not one of the option values"}},
 		{"multi too many", `[["lint","test","vet"]]`, askChecks, []string{"chooses 3 options", "at most 2"}},
 		{"multi twice", `[["lint","lint"]]`, askChecks, []string{"twice"}},
 		{"multi unknown", `[["fmt"]]`, askChecks, []string{`"fmt", which is not an option`}},
-		{"confirm string", `["yes"]`, askDelete, []string{"true or false"}},
+		{"confirm string", `["maybe"]`, askDelete, []string{"true or false"}},
 		{"text number", `[42]`, askBranch, []string{"a string"}},
-		{"permission string", `["yes"]`, askPerm, []string{`{"granted":true,"duration":"once|session|workspace"}`}},
+		{"permission string", `["maybe"]`, askPerm, []string{`{"granted":true,"duration":"once|session|workspace"}`}},
 		{"permission duration", `[{"granted":true,"duration":"forever"}]`, askPerm, []string{`"forever" is not one of once, session, workspace`}},
 		{"form wrong count", `[["only one"]]`, askDeploy, []string{"2 questions but the array holds 1"}},
-		{"form bad inner", `[["dev","yes"]]`, askDeploy, []string{`question "Run migrations?"`, "true or false"}},
+		{"form bad inner", `[["dev","maybe"]]`, askDeploy, []string{`question "Run migrations?"`, "true or false"}},
 		{"form missing question", `[{"type":"form","answers":[{"question":"Environment?","answer":"dev"}]}]`, askDeploy, []string{`no answer to question "Run migrations?"`}},
 		{"form extra question", `[[{"question":"Environment?","answer":"dev"},{"question":"Run migrations?","answer":true},{"question":"Extra?","answer":1}]]`, askDeploy, []string{`"Extra?", which the form does not ask`}},
 	} {
@@ -219,5 +219,39 @@ func TestCheckAnswerForAHub(t *testing.T) {
 	}
 	if err := CheckAsk(tool.Ask{Type: "nonsense"}); !errors.Is(err, ErrInvalidAsk) {
 		t.Fatalf("CheckAsk nonsense: %v", err)
+	}
+}
+
+// An answers file accepts what the terminal accepts: yes/no (any case) for confirms and
+// permissions, an option's label or its number for selects.
+func TestAnswersAcceptWhatTheTerminalAccepts(t *testing.T) {
+	ctx := context.Background()
+	f, err := ParseAnswers("answers.json", []byte(`["Yes", "n", "staging", "Staging", 2, ["Lint", 3], ["dev", "y"], "no"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct {
+		ask  tool.Ask
+		want string
+	}{
+		{askDelete, "true"},
+		{askDelete, "false"},
+		{askEnv, `"staging"`},
+		{askEnv, `"staging"`},
+		{askEnv, `"staging"`},
+		{askChecks, `["lint","vet"]`},
+		{askDeploy, `{"type":"form","answers":[{"question":"Environment?","answer":"dev"},{"question":"Run migrations?","answer":true}]}`},
+	} {
+		got, err := f.Ask(ctx, c.ask)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i+1, err)
+		}
+		if string(got) != c.want {
+			t.Errorf("answer %d: got %s, want %s", i+1, got, c.want)
+		}
+	}
+	d, err := f.AskPermission(ctx, askPerm)
+	if err != nil || d.Granted {
+		t.Fatalf("permission \"no\": %+v %v", d, err)
 	}
 }

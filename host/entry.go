@@ -28,6 +28,9 @@ type Entry struct {
 	Definition *tool.Definition `json:"definition,omitempty"`
 	// Env lists the variables the tool declares and whether each is set (never the values).
 	Env []EnvStatus `json:"env,omitempty"`
+	// Warnings are what loads yet is most likely a mistake in the definition (an unknown
+	// field such as "timout"); the tool serves all the same.
+	Warnings []string `json:"warnings,omitempty"`
 	// Replaces is "builtin" for a folder tool that has a built-in's name and serves in its
 	// place.
 	Replaces string `json:"replaces,omitempty"`

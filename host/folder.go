@@ -166,10 +166,12 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 	// share it without their hashes having to look alike.
 	metaKey := sha256Hex(kind + ":" + hash)
 	var meta definitionMeta
+	var warnings []string
 	// The definition is cached per bundle; a tool loaded under another runtime is probed
 	// again, since its module may behave differently there.
 	if raw, ok := fl.loader.Meta(metaKey); ok && json.Unmarshal(raw, &meta) == nil && meta.Definition.Name != "" && meta.Runtime == res.runtime {
 		ft.def = meta.Definition
+		warnings = meta.Warnings
 	} else if shared := ft.shareWith(prev, nil); shared != nil {
 		// First sight of this version, and the previous one's workers are started exactly as
 		// a worker learning this one's definition would be: load it into them as another
@@ -188,25 +190,42 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 			return res
 		}
 		ft.def = info.Definition
+		warnings = info.Warnings
 		ft.shared, ft.module = shared, mod
 		fl.storeMeta(f, metaKey, info, res.runtime)
 	} else {
 		// First sight of this version: load the module in a worker to learn its definition.
 		// The worker is kept for the first call when the tool declares no variables (its
 		// environment is then already right).
-		probe, cleanup, err := ft.probePool()
-		if err != nil {
-			res.err = err
-			return res
-		}
-		info, err := probe.Load(ctx)
-		if err != nil {
+		var (
+			probe   *worker.Pool
+			cleanup func()
+			info    workerproto.InitializeResult
+		)
+		for attempt := 1; ; attempt++ {
+			probe, cleanup, err = ft.probePool()
+			if err != nil {
+				res.err = err
+				return res
+			}
+			info, err = probe.Load(ctx)
+			if err == nil {
+				break
+			}
 			_ = probe.Close(context.Background())
 			cleanup()
+			// A confined worker is allowed its bundle's file as it was when the worker
+			// started; one replaced in between (by another jean2 that still renames bundles
+			// into the cache) is refused it. A new worker is allowed the file as it is now.
+			if attempt < 2 && refusedOwnBundle(err, ft.program) {
+				fl.h.log.Debug("worker refused its bundle; starting another", "tool", f.Name, "error", err)
+				continue
+			}
 			res.err = err
 			return res
 		}
 		ft.def = info.Definition
+		warnings = info.Warnings
 		if len(info.Definition.Env) == 0 && !ft.confined() {
 			ft.shared, ft.module = &sharedPool{pool: probe, key: ft.launchKey(nil), refs: 1}, probe.Main()
 		} else {
@@ -251,7 +270,7 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		return res
 	}
 	def := ft.def
-	e := Entry{Name: def.Name, Folder: f.Dir, Version: res.label, Hash: hash, Kind: kind, Runtime: res.runtime, Status: StatusOK, Definition: &def}
+	e := Entry{Name: def.Name, Folder: f.Dir, Version: res.label, Hash: hash, Kind: kind, Runtime: res.runtime, Status: StatusOK, Definition: &def, Warnings: warnings}
 	v := newVersion(e, def, ft, ft.closePool)
 	v.env = ft.env
 	res.serving, res.fresh = v, v
@@ -259,7 +278,7 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 }
 
 func (fl *folderLoader) storeMeta(f loader.Folder, metaKey string, info workerproto.InitializeResult, runtime string) {
-	raw, _ := json.Marshal(definitionMeta{Definition: info.Definition, Shape: info.Shape, Runtime: runtime})
+	raw, _ := json.Marshal(definitionMeta{Definition: info.Definition, Shape: info.Shape, Runtime: runtime, Warnings: info.Warnings})
 	if err := fl.loader.StoreMeta(metaKey, raw); err != nil {
 		fl.h.log.Warn("cache definition", "folder", f.Dir, "error", err)
 	}
@@ -885,4 +904,11 @@ func (fl *folderLoader) goToolchain() (gotool.Toolchain, string, error) {
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// refusedOwnBundle reports whether a load failed because the worker was refused its own
+// bundle (EACCES on the bundle's path).
+func refusedOwnBundle(err error, bundle string) bool {
+	msg := err.Error()
+	return bundle != "" && strings.Contains(msg, "EACCES") && strings.Contains(msg, bundle)
 }

@@ -31,6 +31,11 @@ type Options struct {
 	// DisabledBuiltins names built-ins that are not served ($JEAN2_HOME/config.json's
 	// "disabledBuiltins"); Host.SetDisabledBuiltins adds the server settings' list.
 	DisabledBuiltins []string
+	// Folders, when not nil, are the only tool folders the host loads, in place of the
+	// folders under Layout.Tools (an empty list loads none): `jean2 tools validate` and
+	// `jean2 tools test` load just the folder they look at, so other broken tools neither
+	// slow them nor fill their output with warnings. Paths must be absolute.
+	Folders []string
 	// Sources supply tools from elsewhere (MCP servers); they follow folder tools and are
 	// prefixed with the source's name on a clash.
 	Sources []ToolSource
@@ -230,6 +235,7 @@ type catalog struct {
 	broken   map[string]string       // tool or folder name → why it cannot be called
 	folders  map[string]*version     // folder path → its serving version, for reuse on reload
 	results  map[string]folderResult // folder path → what the last load made of it
+	loaded   bool                    // made by a reload, not the empty start
 }
 
 func emptyCatalog() *catalog {

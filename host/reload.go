@@ -30,9 +30,17 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 	h.sb.resolvePlaces()
 	old := h.cat.Load()
 
-	folders, err := loader.Discover(h.layout.Tools)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("scan tools folder %s: %w", h.layout.Tools, err)
+	var folders []loader.Folder
+	if h.opts.Folders != nil {
+		for _, dir := range h.opts.Folders {
+			folders = append(folders, loader.Inspect(dir))
+		}
+	} else {
+		var err error
+		folders, err = loader.Discover(h.layout.Tools)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("scan tools folder %s: %w", h.layout.Tools, err)
+		}
 	}
 
 	// Load folders in parallel; each result stands alone, so one bad tool cannot stop the
@@ -56,6 +64,7 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 	wg.Wait()
 
 	next := emptyCatalog()
+	next.loaded = true
 	var retire []*version
 	claim := func(name, owner string) error {
 		if prev, taken := next.versions[name]; taken {
@@ -117,6 +126,7 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 	for i, r := range results {
 		f := folders[i]
 		next.results[f.Dir] = r
+		h.logReloadFailure(old, f, r)
 		v := r.serving
 		if v == nil {
 			e := Entry{Name: f.Name, Folder: f.Dir, Version: r.label, Kind: f.Kind, Runtime: r.runtime, Status: StatusError, Error: r.err.Error()}
@@ -249,6 +259,7 @@ type definitionMeta struct {
 	Definition tool.Definition `json:"definition"`
 	Shape      string          `json:"shape"`
 	Runtime    string          `json:"runtime"`
+	Warnings   []string        `json:"warnings,omitempty"`
 }
 
 func (h *Host) envStatus(names []string) []EnvStatus {
@@ -287,4 +298,22 @@ func sameTool(a, b tool.Tool) bool {
 	// function) cannot be compared and count as new.
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	return va.Kind() == reflect.Pointer && vb.Kind() == reflect.Pointer && va.Type() == vb.Type() && va.Pointer() == vb.Pointer()
+}
+
+// logReloadFailure warns, once per new failure, when a reload finds a folder broken: serve
+// and mcp run unattended, and /api/tools is not where a person editing a tool looks. The
+// first load says nothing (the tool list shows it); an error already reported is not
+// repeated on every rescan.
+func (h *Host) logReloadFailure(old *catalog, f loader.Folder, r folderResult) {
+	if !old.loaded || r.err == nil {
+		return
+	}
+	if prev, seen := old.results[f.Dir]; seen && prev.err != nil && prev.err.Error() == r.err.Error() {
+		return
+	}
+	if r.serving != nil {
+		h.log.Warn(fmt.Sprintf("tool %s failed to reload: %v; still serving %s", f.Name, r.err, r.serving.entry.Version), "tool", r.serving.def.Name, "folder", f.Dir)
+		return
+	}
+	h.log.Warn(fmt.Sprintf("tool %s failed to load: %v", f.Name, r.err), "tool", f.Name, "folder", f.Dir)
 }

@@ -197,10 +197,42 @@ func (g folderGuard) plugin() api.Plugin {
 				if g.confidential != nil && g.confidential(real) {
 					return api.OnLoadResult{}, fmt.Errorf("%s may not be imported: it lies in jean2's own folder or a credential folder, which no tool may read", real)
 				}
-				return api.OnLoadResult{}, g.checkSourceMaps(args.Path)
+				if err := g.checkSourceMaps(args.Path); err != nil {
+					return api.OnLoadResult{}, err
+				}
+				return withModulePaths(args.Path)
 			})
 		},
 	}
+}
+
+// moduleGlobals finds a use of CommonJS's __filename or __dirname.
+var moduleGlobals = regexp.MustCompile(`\b__(?:file|dir)name\b`)
+
+// leadingDirectives is what must stay first in a script: a #! line and "use strict".
+var leadingDirectives = regexp.MustCompile(`^(?:#![^\n]*\n)?(?:\s*(?:'use strict'|"use strict");?)?`)
+
+// withModulePaths gives a JavaScript file that uses __filename or __dirname their values.
+// The bundle is an ES module, where neither exists ("__filename is not defined in ES module
+// scope": the typescript package fails so); each file gets its own, as it would unbundled.
+// Other files are left for esbuild to read.
+func withModulePaths(path string) (api.OnLoadResult, error) {
+	var loader api.Loader
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".js", ".cjs", ".mjs":
+		loader = api.LoaderJS
+	default:
+		return api.OnLoadResult{}, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || !moduleGlobals.Match(data) {
+		return api.OnLoadResult{}, nil // esbuild reports an unreadable file itself
+	}
+	// On the first line, after what must lead, so the file's lines keep their numbers.
+	decl := "var __filename = " + jsString(path) + ", __dirname = " + jsString(filepath.Dir(path)) + ";"
+	at := len(leadingDirectives.Find(data))
+	src := string(data[:at]) + decl + string(data[at:])
+	return api.OnLoadResult{Contents: &src, Loader: loader, ResolveDir: filepath.Dir(path)}, nil
 }
 
 func resolved(res api.ResolveResult) api.OnResolveResult {
@@ -299,6 +331,9 @@ func bundleError(f Folder, msgs []api.Message) *Error {
 	if m.PluginName != "" && strings.HasPrefix(m.Text, "[plugin ") {
 		e.Msg = strings.TrimSpace(m.Text[strings.Index(m.Text, "]")+1:])
 	}
+	if msg, ok := sdkImportError(m); ok {
+		e.Msg = msg
+	}
 	if loc := m.Location; loc != nil {
 		e.File = locationFile(f.Dir, loc.File)
 		e.Line = loc.Line
@@ -345,6 +380,34 @@ func columnOf(lineText string, byteCol int) int {
 		return byteCol + 1
 	}
 	return len([]rune(lineText[:byteCol])) + 1
+}
+
+// noSDKExport is esbuild's message for a name the SDK module does not export.
+var noSDKExport = regexp.MustCompile(`^No matching export in "` + sdkNamespace + `:[^"]*" for import "([^"]+)"`)
+
+// sdkImportError rewrites esbuild's error about a name the SDK does not export: it names
+// the module as the tool imported it (not the bundler's internal name) and the closest
+// export.
+func sdkImportError(m api.Message) (string, bool) {
+	sub := noSDKExport.FindStringSubmatch(m.Text)
+	if sub == nil {
+		return "", false
+	}
+	spec := sdkjs.SpecSDK
+	if m.Location != nil {
+		for _, s := range sdkjs.Specifiers() {
+			if strings.Contains(m.Location.LineText, "'"+s+"'") || strings.Contains(m.Location.LineText, `"`+s+`"`) {
+				spec = s // the longest that matches: @jxsuite/ai/tools after @jxsuite/ai
+			}
+		}
+	}
+	msg := fmt.Sprintf("%s has no export named %q", spec, sub[1])
+	if c := sdkjs.Closest(sub[1]); c != "" {
+		msg += fmt.Sprintf("; did you mean %q?", c)
+	} else {
+		msg += "; it exports " + strings.Join(sdkjs.Exports(), ", ")
+	}
+	return msg, true
 }
 
 // unresolvedBare reports the package name of a `Could not resolve "pkg/sub"` error about a

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/jean2/jean2/internal/fsutil"
 	"hash"
@@ -17,7 +18,7 @@ import (
 
 // formatVersion changes whenever the loader's bundle output changes for the same input
 // (options, banner, plugin), so old cache entries are not reused.
-const formatVersion = "jean2-loader/1"
+const formatVersion = "jean2-loader/2"
 
 // hashInputs are what a bundle depends on besides the folder's files.
 type hashInputs struct {
@@ -127,6 +128,31 @@ func (l *Loader) BundlePath(hash string) string {
 
 func (l *Loader) metaPath(hash string) string {
 	return filepath.Join(l.bundleDir(), hash+".json")
+}
+
+// publishBundle puts a bundle in the cache without ever replacing one that is there. A
+// confined worker's Landlock rule names the bundle's inode: had another process renamed its
+// own copy over the path between the rule and the import, the worker would be refused its
+// own code (EACCES). The content is written to a temporary file and hard-linked into place;
+// when a bundle of the same hash (the same content) got there first, it stays.
+func publishBundle(path string, code []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, werr := f.Write(code)
+	if err := errors.Join(werr, f.Chmod(0o644), f.Close()); err != nil {
+		return err
+	}
+	if err := os.Link(tmp, path); err != nil && !errors.Is(err, fs.ErrExist) {
+		// A file system without hard links: a rename is atomic still.
+		if rerr := os.Rename(tmp, path); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+	}
+	return nil
 }
 
 // StoreMeta keeps an opaque JSON value (the host stores a tool's definition) beside the

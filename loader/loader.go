@@ -2,9 +2,10 @@ package loader
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/jean2/jean2/internal/fsutil"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -159,7 +160,27 @@ func (l *Loader) lock(dir string) func() {
 func (l *Loader) Load(ctx context.Context, folder Folder, opts LoadOptions) (*Bundle, error) {
 	unlock := l.lock(folder.Dir)
 	defer unlock()
+	// Another jean2 process (a server beside a `tools run`) may load the same folder now:
+	// one installs and bundles while the other waits, then finds the bundle cached.
+	if l.opts.CacheDir != "" && filepath.IsAbs(folder.Dir) {
+		unlockFile, err := l.lockFolderFile(ctx, folder.Dir)
+		if err != nil {
+			return nil, &Error{Folder: folder.Name, Stage: StageCache, Msg: "lock the folder against other jean2 processes: " + err.Error(), Err: err}
+		}
+		defer unlockFile()
+	}
 	return l.load(ctx, folder, opts, 1)
+}
+
+// lockFolderFile takes the cross-process lock of one folder: a file under the cache's locks
+// folder named by a digest of the folder's path.
+func (l *Loader) lockFolderFile(ctx context.Context, dir string) (func(), error) {
+	locks := filepath.Join(l.opts.CacheDir, "locks")
+	if err := os.MkdirAll(locks, 0o700); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return lockFile(ctx, filepath.Join(locks, hex.EncodeToString(sum[:16])+".lock"))
 }
 
 // maxBundleAttempts bounds how often a load starts over because the folder changed while
@@ -273,7 +294,7 @@ func (l *Loader) load(ctx context.Context, folder Folder, opts LoadOptions, atte
 	if err := os.MkdirAll(filepath.Dir(b.Path), 0o755); err != nil {
 		return nil, &Error{Folder: f.Name, Stage: StageCache, Msg: err.Error(), Err: err}
 	}
-	if err := fsutil.WriteFileAtomic(b.Path, res.code); err != nil {
+	if err := publishBundle(b.Path, res.code); err != nil {
 		return nil, &Error{Folder: f.Name, Stage: StageCache, Msg: "write bundle: " + err.Error(), Err: err}
 	}
 	l.logger.Debug("bundled tool", "tool", f.Name, "entry", f.Entry, "bytes", len(res.code), "took", time.Since(start).Round(time.Millisecond))

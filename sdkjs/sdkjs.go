@@ -18,6 +18,7 @@ import (
 	"github.com/jean2/jean2/internal/fsutil"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -142,6 +143,39 @@ func mustJSON(v any) string {
 // editor (and tsc) resolves the SDK imports. Existing files of those two packages are
 // replaced; nothing else in node_modules is touched.
 func WriteTypes(dir string) error {
+	return writePackages(filepath.Join(dir, "node_modules"))
+}
+
+// EditorTypesDir is where WriteEditorTypes puts the SDK packages in a tool folder: out of
+// node_modules, which npm owns (an `npm install` removes packages it did not install).
+const EditorTypesDir = ".jean2/types"
+
+// WriteEditorTypes writes the SDK packages (package.json, .d.ts and runtime module) under
+// dir/.jean2/types/@jean2/sdk and dir/.jean2/types/@jxsuite/ai, for an editor and tsc to
+// resolve the SDK imports through a tsconfig's "paths" (EditorPaths), and for a
+// package.json to list "@jean2/sdk": "file:.jean2/types/@jean2/sdk" without breaking
+// `npm install`.
+func WriteEditorTypes(dir string) error {
+	return writePackages(filepath.Join(dir, filepath.FromSlash(EditorTypesDir)))
+}
+
+// EditorPaths are the tsconfig "paths" that point the SDK's specifiers at
+// WriteEditorTypes' files.
+func EditorPaths() map[string][]string {
+	base := "./" + EditorTypesDir + "/"
+	return map[string][]string{
+		SpecSDK:     {base + "@jean2/sdk/index.d.ts"},
+		SpecJx:      {base + "@jxsuite/ai/index.d.ts"},
+		SpecJxTools: {base + "@jxsuite/ai/tools.d.ts"},
+	}
+}
+
+// EditorDependency is the package.json entry that lists the SDK for npm: a local folder
+// WriteEditorTypes fills, so `npm install` links it instead of asking a registry that has
+// no such package (E404).
+func EditorDependency() string { return "file:" + EditorTypesDir + "/@jean2/sdk" }
+
+func writePackages(base string) error {
 	runtime := Runtime()
 	sdkPkg := map[string]any{
 		"name": SpecSDK, "version": Version, "private": true, "type": "module",
@@ -167,10 +201,10 @@ func WriteTypes(dir string) error {
 		dir   string
 		files map[string]string
 	}{
-		{filepath.Join(dir, "node_modules", "@jean2", "sdk"), map[string]string{
+		{filepath.Join(base, "@jean2", "sdk"), map[string]string{
 			"package.json": indentJSON(sdkPkg), "index.d.ts": typesSource, "index.mjs": runtime,
 		}},
-		{filepath.Join(dir, "node_modules", "@jxsuite", "ai"), map[string]string{
+		{filepath.Join(base, "@jxsuite", "ai"), map[string]string{
 			"package.json": indentJSON(jxPkg), "index.d.ts": typesSource, "index.mjs": runtime,
 			"tools.d.ts": typesSource, "tools.mjs": runtime,
 		}},
@@ -194,4 +228,53 @@ func indentJSON(v any) string {
 		panic(fmt.Sprintf("sdkjs: marshal package.json: %v", err))
 	}
 	return string(raw) + "\n"
+}
+
+// exportDecl finds the module's own export declarations (the module has no re-exports).
+var exportDecl = regexp.MustCompile(`(?m)^export\s+(?:async\s+)?(?:function\*?|const|let|class)\s+([A-Za-z_$][\w$]*)`)
+
+// Exports lists the names the SDK module exports, sorted: what a tool may import from it.
+func Exports() []string {
+	var names []string
+	for _, m := range exportDecl.FindAllStringSubmatch(runtimeTemplate, -1) {
+		names = append(names, m[1])
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Closest is the export nearest to name (by edit distance, ignoring case), for "did you
+// mean" in an error; "" when none is near enough to be a likely typo.
+func Closest(name string) string {
+	best, bestD := "", -1
+	for _, e := range Exports() {
+		d := editDistance(strings.ToLower(name), strings.ToLower(e))
+		if bestD < 0 || d < bestD {
+			best, bestD = e, d
+		}
+	}
+	if bestD < 0 || bestD > max(2, len(name)/3) {
+		return ""
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

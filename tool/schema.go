@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -33,6 +34,9 @@ func CompileSchema(doc json.RawMessage) (*Schema, error) {
 	}
 	s, err := c.Compile(url)
 	if err != nil {
+		if msg, ok := schemaProblem(err); ok {
+			return nil, errors.New(msg)
+		}
 		return nil, errors.New(strings.ReplaceAll(err.Error(), url, "schema"))
 	}
 	return &Schema{s: s, fast: compileFast(doc)}, nil
@@ -119,4 +123,141 @@ func decodeInstance(doc json.RawMessage) (any, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// schemaProblem turns "the schema is not valid against the metaschema" into the keyword path
+// of the first problem and what is wrong there ("properties.a.type: value must be one of
+// …"), instead of the validator's tree of allOf/anyOf failures.
+func schemaProblem(err error) (string, bool) {
+	var sve *jsonschema.SchemaValidationError
+	if !errors.As(err, &sve) {
+		return "", false
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(sve.Err, &ve) {
+		return "", false
+	}
+	leaf := ve
+	for len(leaf.Causes) > 0 {
+		leaf = leaf.Causes[0]
+	}
+	where := "the schema"
+	if len(leaf.InstanceLocation) > 0 {
+		where = strings.Join(leaf.InstanceLocation, ".")
+	}
+	return fmt.Sprintf("%s: %s", where, leaf.ErrorKind.LocalizedString(message.NewPrinter(language.English))), true
+}
+
+// schemaKeywords are the JSON Schema (2020-12 and draft-07) keywords and the annotations
+// tools commonly carry; a key that is none of them, where keywords are expected, is most
+// likely a misspelt one (propertes, requried), which a validator ignores silently.
+var schemaKeywords = map[string]bool{}
+
+func init() {
+	for _, k := range strings.Fields(`$schema $id $ref $defs $anchor $dynamicRef $dynamicAnchor
+		$vocabulary $comment definitions type enum const multipleOf maximum exclusiveMaximum
+		minimum exclusiveMinimum maxLength minLength pattern maxItems minItems uniqueItems
+		maxContains minContains maxProperties minProperties required dependentRequired
+		dependencies properties patternProperties additionalProperties unevaluatedProperties
+		propertyNames items prefixItems additionalItems unevaluatedItems contains allOf anyOf
+		oneOf not if then else dependentSchemas title description default deprecated readOnly
+		writeOnly examples format contentEncoding contentMediaType contentSchema nullable
+		discriminator example`) {
+		schemaKeywords[k] = true
+	}
+}
+
+// SchemaWarnings lists keys of a JSON Schema that are no keyword (a misspelling the
+// validator ignores), each with its path ("properties.path.requried") and the keyword it
+// most likely meant. Keys starting with "x-" are extensions and pass.
+func SchemaWarnings(doc json.RawMessage) []string {
+	var v any
+	if json.Unmarshal(doc, &v) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(node any, path string)
+	walk = func(node any, path string) {
+		m, ok := node.(map[string]any)
+		if !ok {
+			return
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		at := func(k string) string {
+			if path == "" {
+				return k
+			}
+			return path + "." + k
+		}
+		for _, k := range keys {
+			val := m[k]
+			switch {
+			case strings.HasPrefix(k, "x-"):
+			case !schemaKeywords[k]:
+				msg := fmt.Sprintf("%s: %q is not a JSON Schema keyword and is ignored", at(k), k)
+				if near := nearestKeyword(k); near != "" {
+					msg += fmt.Sprintf("; did you mean %q?", near)
+				}
+				out = append(out, msg)
+			case k == "properties" || k == "patternProperties" || k == "$defs" || k == "definitions" || k == "dependentSchemas":
+				if sub, ok := val.(map[string]any); ok {
+					names := make([]string, 0, len(sub))
+					for n := range sub {
+						names = append(names, n)
+					}
+					sort.Strings(names)
+					for _, n := range names {
+						walk(sub[n], at(k)+"."+n)
+					}
+				}
+			case k == "allOf" || k == "anyOf" || k == "oneOf" || k == "prefixItems":
+				if arr, ok := val.([]any); ok {
+					for i, x := range arr {
+						walk(x, fmt.Sprintf("%s[%d]", at(k), i))
+					}
+				}
+			case k == "items" || k == "additionalProperties" || k == "not" || k == "if" || k == "then" ||
+				k == "else" || k == "contains" || k == "propertyNames" || k == "unevaluatedProperties" ||
+				k == "unevaluatedItems" || k == "additionalItems" || k == "contentSchema":
+				walk(val, at(k))
+			}
+		}
+	}
+	walk(v, "")
+	return out
+}
+
+func nearestKeyword(k string) string {
+	best, bestD := "", 3
+	lk := strings.ToLower(k)
+	for kw := range schemaKeywords {
+		if d := levenshtein(lk, strings.ToLower(kw)); d < bestD || (d == bestD && best != "" && kw < best) {
+			best, bestD = kw, d
+		}
+	}
+	return best
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 
@@ -50,3 +53,82 @@ func cliProgress(e env) func(tool.Progress) {
 		}
 	}
 }
+
+// onlyTool passes on the log records about one tool, and those about no tool in particular:
+// `tools run NAME` has no word to say about another folder that fails to load.
+type onlyTool struct {
+	slog.Handler
+	name string
+}
+
+func (o onlyTool) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "threw ") {
+		return nil // throwPrinter shows it, stack and all
+	}
+	keep := true
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "tool" {
+			keep = a.Value.String() == o.name
+			return false
+		}
+		return true
+	})
+	if !keep {
+		return nil
+	}
+	return o.Handler.Handle(ctx, r)
+}
+
+func (o onlyTool) WithAttrs(as []slog.Attr) slog.Handler {
+	for _, a := range as {
+		if a.Key == "tool" && a.Value.String() != o.name {
+			return discardHandler{}
+		}
+	}
+	return onlyTool{Handler: o.Handler.WithAttrs(as), name: o.name}
+}
+
+func (o onlyTool) WithGroup(name string) slog.Handler {
+	return onlyTool{Handler: o.Handler.WithGroup(name), name: o.name}
+}
+
+type discardHandler struct{}
+
+func (discardHandler) Enabled(context.Context, slog.Level) bool  { return false }
+func (discardHandler) Handle(context.Context, slog.Record) error { return nil }
+func (d discardHandler) WithAttrs([]slog.Attr) slog.Handler      { return d }
+func (d discardHandler) WithGroup(string) slog.Handler           { return d }
+
+// throwPrinter prints the error a tool threw with its stack, mapped to the tool's files
+// (tool.ts:LINE:COL), as plain lines on stderr: the worker logs it (message "threw …",
+// data.stack) and the model sees only the message.
+type throwPrinter struct{ w io.Writer }
+
+func (throwPrinter) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelError }
+
+func (t throwPrinter) Handle(_ context.Context, r slog.Record) error {
+	if !strings.HasPrefix(r.Message, "threw ") {
+		return nil
+	}
+	var stack string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key != "data" {
+			return true
+		}
+		var d struct {
+			Stack string `json:"stack"`
+		}
+		if raw, ok := a.Value.Any().(json.RawMessage); ok && json.Unmarshal(raw, &d) == nil {
+			stack = d.Stack
+		}
+		return false
+	})
+	fmt.Fprintf(t.w, "jean2: the tool %s\n", r.Message)
+	if _, frames, ok := strings.Cut(stack, "\n"); ok {
+		fmt.Fprintln(t.w, frames)
+	}
+	return nil
+}
+
+func (t throwPrinter) WithAttrs([]slog.Attr) slog.Handler { return t }
+func (t throwPrinter) WithGroup(string) slog.Handler      { return t }

@@ -40,17 +40,19 @@ type doctorReport struct {
 	Sandbox sandbox.Status `json:"sandbox"`
 }
 
+const doctorUsage = `Usage: jean2 doctor [--json]
+
+Check the runtimes, the sandbox and jean2's folders; exit 1 when something needed is missing.
+`
+
 // doctor reports the set-up: jean2's folders and whether they are writable, the runtimes
 // found and their versions, the protection tool workers get (and a live test of it), the
 // task cap. It exits 1 when something needed is missing, with the list of what.
 func doctor(ctx context.Context, e env, args []string) error {
 	fs := newFlags("doctor", e)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		return usagef("%v\n\nUsage: jean2 doctor [--json]", err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("doctor takes no arguments\n\nUsage: jean2 doctor [--json]")
+	if help, err := parseFlags(fs, e, args, doctorUsage, ""); help || err != nil {
+		return err
 	}
 	var rep doctorReport
 	add := func(name, status, format string, a ...any) {

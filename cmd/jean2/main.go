@@ -47,7 +47,8 @@ Usage:
   jean2 tools list [--json]                 list tools with version, runtime, status
   jean2 tools run NAME --input JSON|@FILE   run a tool once and print its result
   jean2 tools new NAME [--lang ts|js|go]    write a working tool scaffold
-  jean2 tools validate [DIR]                load a tool folder and report problems
+  jean2 tools validate [DIR|NAME]           load a tool folder and report problems
+  jean2 tools test [NAME|DIR] [--update]    run the test cases kept in a tool folder
   jean2 tools install SOURCE...             install from a folder, archive, URL or index name
   jean2 tools remove NAME                   remove an installed tool
   jean2 tools update [NAME...]              reinstall tools whose index version is newer
@@ -90,6 +91,10 @@ func run(ctx context.Context, e env, args []string) error {
 	case "doctor":
 		return doctor(ctx, e, args[1:])
 	case "version", "--version":
+		if len(args) > 1 && wantsHelp(args[1:]) {
+			fmt.Fprint(e.stdout, "Usage: jean2 version\n\nPrint jean2's version.\n")
+			return nil
+		}
 		fmt.Fprintln(e.stdout, "jean2", version)
 		return nil
 	case "help", "-h", "--help":

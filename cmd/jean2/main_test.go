@@ -177,7 +177,7 @@ func TestToolsNewAndValidate(t *testing.T) {
 			}
 			dir := filepath.Join(c.home, "tools", "head-"+lang)
 			if lang != "go" {
-				if _, err := os.Stat(filepath.Join(dir, "node_modules", "@jean2", "sdk", "index.d.ts")); err != nil {
+				if _, err := os.Stat(filepath.Join(dir, ".jean2", "types", "@jean2", "sdk", "index.d.ts")); err != nil {
 					t.Fatalf("types not wired for editors: %v", err)
 				}
 			}
@@ -192,6 +192,10 @@ func TestToolsNewAndValidate(t *testing.T) {
 			}
 			if _, _, code := c.run("", "tools", "new", "head-"+lang); code == 0 {
 				t.Fatal("new over an existing folder must fail")
+			}
+			// The scaffold comes with a test that passes.
+			if out, stderr, code := c.run("", "tools", "test", "head-"+lang); code != 0 || !strings.Contains(out, "all 2 cases passed") {
+				t.Fatalf("tools test on the scaffold: exit %d %s %s", code, out, stderr)
 			}
 		})
 	}

@@ -57,7 +57,7 @@ func mcpServe(ctx context.Context, e env, args []string) error {
 		return usagef("--workspace %s is not a folder", ws)
 	}
 
-	h, closeAll, err := openHostWithMCP(ctx, e, ws)
+	h, closeAll, err := openHostWithMCP(ctx, e, ws, nil)
 	if err != nil {
 		return err
 	}

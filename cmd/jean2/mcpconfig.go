@@ -66,7 +66,7 @@ func startMCPClients(ctx context.Context, e env, workspace string) (*mcpclient.M
 
 // openHostWithMCP opens the host with the tools of the workspace's MCP servers joined in; a
 // server's tool change reloads the host. closeAll stops the host, then the servers.
-func openHostWithMCP(ctx context.Context, e env, workspace string) (h *host.Host, closeAll func(), err error) {
+func openHostWithMCP(ctx context.Context, e env, workspace string, tune func(*host.Options)) (h *host.Host, closeAll func(), err error) {
 	m, err := startMCPClients(ctx, e, workspace)
 	if err != nil {
 		return nil, nil, err
@@ -90,7 +90,7 @@ func openHostWithMCP(ctx context.Context, e env, workspace string) (h *host.Host
 			reload(h)
 		}
 	})
-	h, err = openHost(ctx, e, m.Sources()...)
+	h, err = openHostTuned(ctx, e, tune, m.Sources()...)
 	if err != nil {
 		m.Close()
 		return nil, nil, err

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +22,8 @@ const toolsUsage = `Usage:
   jean2 tools list [--json]
   jean2 tools run NAME --input JSON|@FILE [--workspace DIR] [--answers FILE]
   jean2 tools new NAME [--lang ts|js|go] [--dir DIR]
-  jean2 tools validate [DIR]
+  jean2 tools validate [DIR|NAME] [--json] [--typecheck]
+  jean2 tools test [NAME|DIR] [--update] [--run PATTERN] [--json]
   jean2 tools install SOURCE... [--name NAME] [--json] [--index URL]
         SOURCE: a tool folder, a .tar.gz/.tgz/.zip file, an http(s) URL of one,
         or a tool name from the index (JEAN2_TOOL_REGISTRY_URL or toolRegistryUrl
@@ -31,11 +33,102 @@ const toolsUsage = `Usage:
   jean2 tools update [NAME...] [--json]
   jean2 tools outdated [--json]
   jean2 tools approve NAME [--yes] [--revoke]
+
+jean2 tools SUBCOMMAND --help describes one.
 `
+
+// toolsSubUsage is each tools subcommand's own usage, which `jean2 tools SUB --help` prints.
+var toolsSubUsage = map[string]string{
+	"list": `Usage: jean2 tools list [--json]
+
+List every tool with its version, runtime, status, what it declares beyond its context, and
+why it does not load. A declared variable jean2 never passes to tools shows as "withheld".
+`,
+	"run": `Usage: jean2 tools run NAME --input JSON|@FILE [--workspace DIR] [--answers FILE] [--session ID]
+
+Run one call of a tool and print its result as JSON. Exit 0 on success, 1 on a failed
+result, 2 on a usage error. A thrown error's stack (mapped to tool.ts:LINE) goes to stderr.
+  --input      the arguments as JSON, or @FILE to read them from a file (default {})
+  --workspace  the workspace folder (default: the current folder)
+  --answers    a JSON file of answers to the tool's asks (labels and yes/no accepted)
+  --session    a session id (default: a new one)
+`,
+	"new": `Usage: jean2 tools new NAME [--lang ts|js|go] [--dir DIR]
+
+Write a working tool folder, with a passing test case (tests/*.json) and editor types.
+  --lang  ts (default), js or go
+  --dir   where to write it (default: $JEAN2_TOOLS_PATH/NAME)
+`,
+	"validate": `Usage: jean2 tools validate [DIR|NAME] [--json] [--typecheck]
+
+Load a tool folder (default: the current folder) and report what is wrong, with file:line.
+Also writes the editor types (.jean2/types) so that @jean2/sdk resolves in the folder.
+  --json       print the tool's entry as JSON
+  --typecheck  run the TypeScript compiler (installed from npm once, cached under
+               $JEAN2_HOME/cache) and print tool.ts:LINE:COL for each error
+`,
+	"test": `Usage: jean2 tools test [NAME|DIR] [--update] [--run PATTERN] [--json]
+
+Run the test cases kept in the tool folder (tests/*.json, default: the current folder) in a
+real worker under the real policy. Exit 0 when all pass, 1 when one fails.
+  --update  rewrite the golden visualization snapshots (tests/__snapshots__)
+  --run     run only the cases whose name contains PATTERN
+  --json    print the report as JSON
+See docs/writing-tools.md, "Testing a tool".
+`,
+	"install": `Usage:
+  jean2 tools install SOURCE... [--name NAME] [--json] [--index URL]
+  jean2 tools install --recommended|--all [--json]
+
+SOURCE: a tool folder, a .tar.gz/.tgz/.zip file, an http(s) URL of one, or a tool name from
+the index (JEAN2_TOOL_REGISTRY_URL or toolRegistryUrl in $JEAN2_HOME/config.json).
+`,
+	"remove": `Usage: jean2 tools remove NAME...
+
+Remove installed tools (aliases: rm, uninstall).
+`,
+	"update": `Usage: jean2 tools update [NAME...] [--json]
+
+Reinstall the tools whose index version is newer (all when no NAME is given).
+`,
+	"outdated": `Usage: jean2 tools outdated [--json]
+
+Compare the installed versions with the tool index.
+`,
+	"approve": `Usage: jean2 tools approve NAME [--yes] [--revoke]
+
+Approve what a tool declares beyond its context (paths, processes, network hosts, a raised
+memory cap, install scripts), once per version.
+`,
+}
+
+// toolsAliases maps the subcommands' other names to the names toolsSubUsage knows.
+var toolsAliases = map[string]string{"ls": "list", "rm": "remove", "uninstall": "remove"}
+
+// wantsHelp reports whether args ask for help (-h, -help, --help) before a "--".
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
 
 func runTools(ctx context.Context, e env, args []string) error {
 	if len(args) == 0 {
 		return usagef("tools needs a subcommand\n\n%s", toolsUsage)
+	}
+	sub := args[0]
+	if a, ok := toolsAliases[sub]; ok {
+		sub = a
+	}
+	if u, ok := toolsSubUsage[sub]; ok && wantsHelp(args[1:]) {
+		fmt.Fprint(e.stdout, u)
+		return nil
 	}
 	switch args[0] {
 	case "list", "ls":
@@ -56,6 +149,8 @@ func runTools(ctx context.Context, e env, args []string) error {
 		return toolsOutdated(ctx, e, args[1:])
 	case "approve":
 		return toolsApprove(ctx, e, args[1:])
+	case "test":
+		return toolsTest(ctx, e, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(e.stdout, toolsUsage)
 		return nil
@@ -104,6 +199,11 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // openHost starts a host on the layout the environment names.
 func openHost(ctx context.Context, e env, sources ...host.ToolSource) (*host.Host, error) {
+	return openHostTuned(ctx, e, nil, sources...)
+}
+
+// openHostTuned is openHost with a last say on the host's options (nil: none).
+func openHostTuned(ctx context.Context, e env, tune func(*host.Options), sources ...host.ToolSource) (*host.Host, error) {
 	layout, err := host.LayoutFromEnv(e.getenv)
 	if err != nil {
 		return nil, err
@@ -116,7 +216,7 @@ func openHost(ctx context.Context, e env, sources ...host.ToolSource) (*host.Hos
 	if err != nil {
 		return nil, err
 	}
-	return host.New(ctx, host.Options{
+	opts := host.Options{
 		Builtins:          builtinTools,
 		DisabledBuiltins:  disabledBuiltins,
 		Sandbox:           sb,
@@ -127,7 +227,11 @@ func openHost(ctx context.Context, e env, sources ...host.ToolSource) (*host.Hos
 		ServerEnv:         os.Environ(),
 		Logger:            cliLogger(e),
 		Sources:           sources,
-	})
+	}
+	if tune != nil {
+		tune(&opts)
+	}
+	return host.New(ctx, opts)
 }
 
 func closeHost(h *host.Host) {
@@ -142,7 +246,7 @@ func toolsList(ctx context.Context, e env, args []string) error {
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
-	h, closeAll, err := openHostWithMCP(ctx, e, workingDir())
+	h, closeAll, err := openHostWithMCP(ctx, e, workingDir(), nil)
 	if err != nil {
 		return err
 	}
@@ -199,18 +303,27 @@ type listedTool struct {
 	Permissions *host.PermissionState `json:"permissions,omitempty"`
 }
 
-// missingEnv names the declared variables that have no value (never the values).
+// missingEnv names the declared variables that have no value (never the values): those
+// jean2 withholds from every tool (provider keys, its own variables) apart, since setting
+// them changes nothing.
 func missingEnv(t host.Entry) string {
-	var missing []string
+	var missing, withheld []string
 	for _, v := range t.Env {
-		if !v.Set {
+		switch {
+		case v.Withheld:
+			withheld = append(withheld, v.Name)
+		case !v.Set:
 			missing = append(missing, v.Name)
 		}
 	}
-	if len(missing) == 0 {
-		return ""
+	var parts []string
+	if len(missing) > 0 {
+		parts = append(parts, "(env not set: "+strings.Join(missing, ", ")+")")
 	}
-	return "(env not set: " + strings.Join(missing, ", ") + ")"
+	if len(withheld) > 0 {
+		parts = append(parts, "(withheld: "+strings.Join(withheld, ", ")+": jean2 never passes these to tools)")
+	}
+	return strings.Join(parts, " ")
 }
 
 func firstLine(s string) string {
@@ -255,7 +368,11 @@ func toolsRun(ctx context.Context, e env, args []string) error {
 		return err
 	}
 
-	h, closeAll, err := openHostWithMCP(ctx, e, ws)
+	// The host loads every tool; what it logs about the others (a broken folder the person
+	// is not working on) is not this command's business.
+	h, closeAll, err := openHostWithMCP(ctx, e, ws, func(o *host.Options) {
+		o.Logger = slog.New(onlyTool{Handler: o.Logger.Handler(), name: pos[0]})
+	})
 	if err != nil {
 		return err
 	}
@@ -266,9 +383,10 @@ func toolsRun(ctx context.Context, e env, args []string) error {
 	}
 	out := h.Invoke(ctx, host.Call{
 		Tool: pos[0], Args: argsJSON, SessionID: sessionID,
-		Workspace: host.Workspace{Path: ws},
-		Asker:     a,
-		Progress:  cliProgress(e),
+		Workspace:  host.Workspace{Path: ws},
+		Asker:      a,
+		Progress:   cliProgress(e),
+		LogHandler: throwPrinter{w: e.stderr},
 	})
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")

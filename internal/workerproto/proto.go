@@ -104,6 +104,9 @@ type InitializeResult struct {
 	Definition tool.Definition `json:"definition"`
 	Shape      string          `json:"shape"` // "jean2" or "jx"
 	Runtime    RuntimeInfo     `json:"runtime"`
+	// Warnings are what the worker noticed in the definition that loads yet is most likely
+	// a mistake (a field no definition has, such as "timout"). Optional.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // RuntimeInfo names the runtime a worker runs on.

@@ -276,6 +276,7 @@ let defaultModule = null;
 let initializing = false;
 let rules = { blocked: [], sensitive: [], home: '', languages: {} };
 let toolName = '';
+let toolDirs = []; // the tool folder as given and its real path, for tool-relative stack frames
 const loadedBundles = new Set(); // bundles imported in this process, for a fresh instance on a repeat
 
 async function initialize(id, params) {
@@ -300,6 +301,13 @@ async function initialize(id, params) {
     languages: r.languages && typeof r.languages === 'object' ? r.languages : {},
   };
   toolName = typeof params.toolDir === 'string' ? basename(params.toolDir) : '';
+  if (typeof params.toolDir === 'string' && params.toolDir.startsWith('/')) {
+    toolDirs = [clean(params.toolDir)];
+    try {
+      const r = fs.realpathSync(params.toolDir);
+      if (r !== toolDirs[0]) toolDirs.push(r);
+    } catch {}
+  }
   // Before the tool's module loads, so that its imports of node:fs see the wrapped functions.
   if (r.sandbox === 'landlock') explainRefusals();
   const m = await loadModule(id, params);
@@ -350,19 +358,20 @@ async function loadModule(id, params) {
   try {
     found = findTool(mod);
   } catch (err) {
-    sendError(id, CODE.load, errorMessage(err), { file: bundle });
+    // The person wrote tool.ts, not the bundle in jean2's cache: name the entry.
+    sendError(id, CODE.load, errorMessage(err), { file: entryOf(bundle) || bundle });
     return null;
   }
   const m = { execute: found.execute, shape: found.shape, bundle };
   modules.set(moduleID, m);
-  sendResult(
-    id,
-    JSON.stringify({
-      definition: found.definition,
-      shape: found.shape,
-      runtime: { name: isBun ? 'bun' : 'node', version: isBun ? globalThis.Bun.version : process.versions.node },
-    }),
-  );
+  const answer = {
+    definition: found.definition,
+    shape: found.shape,
+    runtime: { name: isBun ? 'bun' : 'node', version: isBun ? globalThis.Bun.version : process.versions.node },
+  };
+  const warnings = definitionWarnings(found.definition);
+  if (warnings.length > 0) answer.warnings = warnings;
+  sendResult(id, JSON.stringify(answer));
   return m;
 }
 
@@ -416,6 +425,53 @@ function findTool(mod) {
   throw new Error(
     `the module is not a tool: ${found}. Export \`definition\` and \`execute\` (jean2), or a default export made with createToolDefinition({ name, description, parameters, execute }) (Jx)`,
   );
+}
+
+// The fields a definition may have (tool.Definition), and those of its nested objects.
+const DEFINITION_FIELDS = {
+  '': ['name', 'title', 'description', 'inputSchema', 'outputSchema', 'timeout', 'env', 'capabilities', 'interactive', 'strict', 'annotations', 'permissions'],
+  annotations: ['title', 'readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'],
+  permissions: ['read', 'write', 'childProcess', 'network', 'memoryMB'],
+};
+
+// definitionWarnings names the fields of a definition no definition has (a misspelling
+// such as "timout", which would otherwise be dropped without a word), with the field meant.
+function definitionWarnings(def) {
+  const out = [];
+  for (const [where, known] of Object.entries(DEFINITION_FIELDS)) {
+    const obj = where === '' ? def : def?.[where];
+    if (!isObject(obj)) continue;
+    for (const k of Object.keys(obj)) {
+      if (known.includes(k)) continue;
+      const path = where === '' ? `definition.${k}` : `definition.${where}.${k}`;
+      const near = nearest(k, known);
+      out.push(`${path}: "${k}" is not a definition field and is ignored${near ? `; did you mean "${near}"?` : ''}`);
+    }
+  }
+  return out;
+}
+
+function nearest(word, candidates) {
+  let best = '';
+  let bestD = 3;
+  for (const c of candidates) {
+    const d = editDistance(word.toLowerCase(), c.toLowerCase());
+    if (d < bestD) {
+      best = c;
+      bestD = d;
+    }
+  }
+  return best;
+}
+
+function editDistance(a, b) {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = cur;
+  }
+  return prev[b.length];
 }
 
 function plainDefinition(def, what) {
@@ -503,6 +559,20 @@ function mapLocation(file, line, column, bundle) {
   return hit || { file, line, column };
 }
 
+// entryOf finds the tool's entry file among the bundle's sources: esbuild lists a module
+// after those it imports, so the entry is the last one of the tool's own (not under
+// node_modules).
+function entryOf(bundle) {
+  if (!sourceMaps.has(bundle)) sourceMaps.set(bundle, readInlineSourceMap(bundle));
+  const sm = sourceMaps.get(bundle);
+  if (!sm) return '';
+  for (let i = sm.sources.length - 1; i >= 0; i--) {
+    const rel = toolRelative(sm.sources[i]);
+    if (rel !== null && !rel.startsWith('node_modules/')) return sm.sources[i];
+  }
+  return '';
+}
+
 function readInlineSourceMap(file) {
   try {
     const text = fs.readFileSync(file, 'utf8');
@@ -553,6 +623,7 @@ function parseSourceMap(map, file) {
     lines.push(segs);
   }
   return {
+    sources,
     lookup(line, column) {
       const segs = lines[line - 1];
       if (!segs || segs.length === 0) return null;
@@ -651,10 +722,12 @@ async function execute(id, params) {
   } catch (err) {
     if (sandboxed) explainError(err);
     result = { success: false, error: errorMessage(err) };
+    reportThrow(call.id, err, tool.bundle);
   } finally {
     calls.delete(call.id);
   }
   if (crashing) return;
+  if (result !== null && typeof result === 'object') reportLossy(call.id, result);
   let json;
   try {
     json = JSON.stringify(result);
@@ -663,6 +736,108 @@ async function execute(id, params) {
     json = JSON.stringify({ success: false, error: `tool result cannot be serialized: ${err.message}` });
   }
   sendResult(id, json);
+}
+
+// reportLossy warns about values of a result that JSON cannot carry and JSON.stringify
+// turns silently into {} (Map, Set) or leaves out (functions, symbols, undefined in an
+// object): the author sees the warning where the model would only see something missing.
+// It looks at the first nodes only, so a large result costs no more than a small one.
+const LOSSY_NODES = 1000;
+
+function reportLossy(callId, result) {
+  const found = [];
+  const keys = []; // the path to the value being looked at; a string is made only for a find
+  let budget = LOSSY_NODES;
+  const at = () => {
+    let p = '';
+    for (const k of keys) {
+      if (typeof k === 'number') p += `[${k}]`;
+      else if (/^[A-Za-z_$][\w$]*$/.test(k)) p += p === '' ? k : `.${k}`;
+      else p += `[${JSON.stringify(k)}]`;
+    }
+    return p;
+  };
+  const walk = (v, depth) => {
+    if (--budget < 0 || found.length >= 5 || depth > 32) return;
+    if (v === null || (typeof v !== 'object' && typeof v !== 'function' && typeof v !== 'symbol')) return;
+    if (v instanceof Map) return void found.push(`${at()} is a Map, which JSON sends as {}: convert it, e.g. Object.fromEntries(map)`);
+    if (v instanceof Set) return void found.push(`${at()} is a Set, which JSON sends as {}: convert it, e.g. [...set]`);
+    if (typeof v === 'function') return void found.push(`${at()} is a function, which JSON leaves out`);
+    if (typeof v === 'symbol') return void found.push(`${at()} is a symbol, which JSON leaves out`);
+    if (typeof v.toJSON === 'function' || ArrayBuffer.isView(v)) return;
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length && budget > 0; i++) {
+        keys.push(i);
+        walk(v[i], depth + 1);
+        keys.pop();
+      }
+      return;
+    }
+    for (const k in v) {
+      if (!Object.hasOwn(v, k)) continue;
+      keys.push(k);
+      walk(v[k], depth + 1);
+      keys.pop();
+    }
+  };
+  walk(result, 0);
+  for (const msg of found) log(callId, 'warn', `execute returned a value JSON cannot carry: ${msg}`);
+}
+
+// reportThrow logs a thrown error with its stack mapped to the tool's own files
+// (tool.ts:LINE:COL): the person reading the log or `tools run`'s stderr learns where; the
+// model gets the message alone, in the result.
+function reportThrow(callId, err, bundle) {
+  const stack = toolStack(err, bundle);
+  const top = stack.frames.find((f) => !f.file.startsWith('node_modules/')) || stack.frames[0];
+  const where = top ? ` at ${top.file}:${top.line}:${top.column}` : '';
+  const data = { stack: stack.text };
+  if (top) Object.assign(data, { file: top.file, line: top.line, column: top.column });
+  try {
+    log(callId, 'error', `threw ${errorName(err)}: ${errorMessage(err)}${where}`, data);
+  } catch {}
+}
+
+// toolStack rewrites an error's stack so its frames name the tool's files relative to its
+// folder, mapped through the bundle's source map (Node has mapped them already when it runs
+// with --enable-source-maps; Bun has not). The worker's own frames and the runtime's are
+// left out.
+function toolStack(err, bundle) {
+  const raw = typeof err?.stack === 'string' ? err.stack : '';
+  const head = `${errorName(err)}: ${errorMessage(err)}`;
+  const frames = [];
+  const lines = [head];
+  for (const line of raw.split('\n')) {
+    const m = STACK_LINE.exec(line);
+    if (!m) continue;
+    let file = m[2].replace(/\?[^/]*$/, '');
+    if (file.startsWith('file://')) {
+      try {
+        file = fileURLToPath(file);
+      } catch {
+        continue;
+      }
+    }
+    if (file === SELF || !file.startsWith('/')) continue;
+    const loc = mapLocation(file, Number(m[3]), Number(m[4]), bundle);
+    const rel = toolRelative(loc.file);
+    if (rel === null) continue;
+    const fn = m[1] ? m[1].trim() : '';
+    frames.push({ file: rel, line: loc.line, column: loc.column });
+    lines.push(`    at ${fn ? fn + ' (' : ''}${rel}:${loc.line}:${loc.column}${fn ? ')' : ''}`);
+  }
+  return { text: lines.join('\n'), frames };
+}
+
+const STACK_LINE = /^\s*at (?:(.*?) \()?((?:file:\/\/)?\/[^()]*?):(\d+):(\d+)\)?\s*$/;
+
+// toolRelative names a file of the tool's folder relative to it; null for anything else
+// (the bundle itself when it has no map, the runtime).
+function toolRelative(file) {
+  for (const d of toolDirs) {
+    if (within(file, d)) return file.slice(d.length + 1);
+  }
+  return null;
 }
 
 // ToolContext is what execute receives. Its members are own properties, except abortSignal
@@ -1131,18 +1306,26 @@ function explainError(err, name, p, write) {
   if (code !== 'EACCES' && code !== 'EPERM') return err;
   const syscall = typeof err.syscall === 'string' ? err.syscall : '';
   let note;
+  let what;
   if (syscall.startsWith('spawn') || syscall.startsWith('posix_spawn') || name === 'spawn') {
     note = hint("a tool's own code starts no process unless it declares so", '{"childProcess": true}', '');
+    what = `starting a process (${syscall || 'spawn'})`;
   } else {
     const target = p || (typeof err.path === 'string' ? err.path : '');
     if (!target) return err;
     if (write === undefined) write = /^(open|write|mkdir|rmdir|unlink|rename|copyfile|symlink|link|chmod|chown|utime|ftruncate|truncate)/.test(syscall) && syscall !== 'open';
     if (modeDenies(target, write)) return err;
     const decl = JSON.stringify({ [write ? 'write' : 'read']: [target] });
+    what = `${write ? 'writing' : 'reading'} ${target}`;
     note = write
       ? hint("a tool's own code writes only in the workspace, its allowed paths and the session's folder", decl, ', or write through ctx.fs, which asks the person')
       : hint("a tool's own code reads only the system, its own folder, the workspace, its allowed paths and the session's folder", decl, ', or read through ctx.fs, which asks the person');
   }
+  // One line on stderr for the log (and `jean2 tools test`'s "refused"): the tool may catch
+  // the error and say nothing of it.
+  try {
+    process.stderr.write(`jean2 sandbox refused: ${what} (${code})\n`);
+  } catch {}
   try {
     Object.defineProperty(err, 'jean2Sandbox', { value: true });
     err.message += note;
