@@ -109,11 +109,51 @@ func grep(ctx context.Context, c *tool.Context, in grepIn) tool.Result {
 		}
 		return failf("%v", err)
 	}
-	var files []string // relative to base
-	base := root
+	// Files are searched while the walk goes on, in parallel, each through ctx.FS; results
+	// are put back in walk order so the answer does not depend on scheduling.
+	type found struct {
+		matches []grepMatch
+		count   int
+	}
+	var (
+		results []found // by walk index
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+	)
+	type job struct {
+		i         int
+		full, rel string
+	}
+	next := make(chan job, 64)
+	for range max(2, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				m, n := grepFile(ctx, c, j.full, j.rel, re, whole)
+				if n == 0 {
+					continue
+				}
+				mu.Lock()
+				results[j.i] = found{m, n}
+				mu.Unlock()
+			}
+		}()
+	}
+	send := func(full, rel string) {
+		mu.Lock()
+		i := len(results)
+		results = append(results, found{})
+		mu.Unlock()
+		select {
+		case next <- job{i, full, rel}:
+		case <-ctx.Done():
+		}
+	}
+	var walkErr error
 	if st.IsDirectory {
 		w := &walker{c: c, root: root, maxDepth: -1, gitignore: true}
-		if err := w.walk(ctx, func(rel string) {
+		walkErr = w.walk(ctx, func(rel string) {
 			if grepBinaryExts[strings.ToLower(filepath.Ext(rel))] {
 				return
 			}
@@ -125,46 +165,24 @@ func grep(ctx context.Context, c *tool.Context, in grepIn) tool.Result {
 					return
 				}
 			}
-			files = append(files, rel)
-		}); err != nil {
-			return failf("grep %s: %v", root, err)
-		}
+			send(filepath.Join(root, filepath.FromSlash(rel)), rel)
+		})
 	} else {
-		base = filepath.Dir(root)
-		files = []string{filepath.Base(root)}
-	}
-
-	// Files are searched in parallel, each through ctx.FS; results are put back in walk
-	// order so the answer does not depend on scheduling.
-	perFile := make([][]grepMatch, len(files))
-	counts := make([]int, len(files))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range max(2, runtime.GOMAXPROCS(0)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				perFile[i], counts[i] = grepFile(ctx, c, filepath.Join(base, filepath.FromSlash(files[i])), files[i], re, whole)
-			}
-		}()
-	}
-	for i := range files {
-		if ctx.Err() != nil {
-			break
-		}
-		next <- i
+		send(root, filepath.Base(root))
 	}
 	close(next)
 	wg.Wait()
+	if walkErr != nil {
+		return failf("grep %s: %v", root, walkErr)
+	}
 	if err := ctx.Err(); err != nil {
 		return failf("grep %s: %v", root, err)
 	}
 	out := grepOut{Matches: []grepMatch{}}
 	total := 0
-	for i := range files {
-		total += counts[i]
-		for _, m := range perFile[i] {
+	for _, r := range results {
+		total += r.count
+		for _, m := range r.matches {
 			if len(out.Matches) < grepMaxMatches {
 				out.Matches = append(out.Matches, m)
 			}

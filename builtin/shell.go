@@ -297,8 +297,13 @@ func (t *shellTool) Execute(ctx context.Context, c *tool.Context, args json.RawM
 // commandPrefix is what a grant is remembered for: the program and its subcommand ("npm
 // test", "git push"), or the program alone when the second word is a flag, a path or
 // absent. Leading variable assignments are skipped; a path to the program counts by its
-// base name.
+// base name. A command of several (a list, a pipeline, a substitution) is its own prefix,
+// whole: the program that needs the network may be any of them, and a grant asked as
+// "allow `ls` to reach example.com" for `ls; curl example.com` would name the wrong one.
 func shellCommandPrefix(command string) string {
+	if strings.ContainsAny(command, ";&|\n`") || strings.Contains(command, "$(") {
+		return strings.Join(strings.Fields(command), " ")
+	}
 	words := strings.Fields(command)
 	for len(words) > 0 && strings.Contains(words[0], "=") && !strings.HasPrefix(words[0], "=") {
 		words = words[1:]
@@ -315,6 +320,14 @@ func shellCommandPrefix(command string) string {
 		return prog
 	}
 	return prog + " " + sub
+}
+
+// shellGrantCovers says in an ask what a grant for the session will cover.
+func shellGrantCovers(command, prefix string) string {
+	if prefix == strings.Join(strings.Fields(command), " ") && strings.ContainsAny(prefix, ";&|\n`$") {
+		return " A grant for the session covers this command line when it runs again."
+	}
+	return fmt.Sprintf(" A grant for the session covers every command that starts with `%s`.", prefix)
 }
 
 func shellGrantKey(c *tool.Context, prefix string) string {
@@ -395,7 +408,7 @@ func (t *shellTool) askNetwork(ctx context.Context, c *tool.Context, command, pr
 	a := tool.Ask{
 		Type:        tool.AskPermission,
 		Question:    fmt.Sprintf("Allow `%s` to reach %s?", prefix, target),
-		Description: desc + fmt.Sprintf(" A grant for the session covers every command that starts with `%s`.", prefix),
+		Description: desc + shellGrantCovers(command, prefix),
 		Risk:        "medium",
 		Resource:    "network",
 		Patterns:    []string{"shell-network:" + prefix + " → " + target},

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jean2/jean2/tool"
@@ -135,6 +136,36 @@ func (j *shellJob) stop() bool {
 	}
 }
 
+// EndSession ends the session's background commands and forgets the command prefixes it
+// allowed network for: the session is over (deleted), and a dev server it started must not
+// outlive it. The host calls it (host.Host.EndSession).
+func (t *shellTool) EndSession(_ context.Context, sessionID string) error {
+	t.mu.Lock()
+	var jobs []*shellJob
+	for id, j := range t.jobs {
+		if j.session == sessionID {
+			jobs = append(jobs, j)
+			delete(t.jobs, id)
+		}
+	}
+	for k := range t.granted {
+		if strings.HasPrefix(k, sessionID+"\x00") {
+			delete(t.granted, k)
+		}
+	}
+	t.mu.Unlock()
+	var stuck []string
+	for _, j := range jobs {
+		if !j.stop() {
+			stuck = append(stuck, j.id)
+		}
+	}
+	if len(stuck) > 0 {
+		return fmt.Errorf("shell: background commands %s of session %s did not end in time", strings.Join(stuck, ", "), sessionID)
+	}
+	return nil
+}
+
 // stopAll ends every background command (the shell closes).
 func (t *shellTool) stopAll(context.Context) {
 	t.mu.Lock()
@@ -167,3 +198,7 @@ func shellTailOf(path string, max int) string {
 	data, _ := io.ReadAll(io.NewSectionReader(f, off, int64(max)))
 	return prefix + string(data)
 }
+
+// StartsProcesses tells the host that a command writes without ctx.fs (host.ProcessStarter):
+// the session's temporary folder is measured after each call.
+func (t *shellTool) StartsProcesses() bool { return true }

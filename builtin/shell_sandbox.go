@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/jean2/jean2/policy"
@@ -149,14 +147,8 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	} else if lim.MemoryMB > 0 {
 		spec.DataMB = lim.MemoryMB
 	}
-	if lim.MaxTasks > 0 {
-		if s.pids != nil {
-			spec.PidsCgroup, spec.PidsMax = s.pids.Dir(), lim.MaxTasks
-		} else {
-			spec.NProcExtra = lim.MaxTasks
-		}
-	}
-	var closers []func()
+	spec.TaskLimit(lim.MaxTasks, s.pids)
+	var exit *sandbox.Exit
 	if st.NetNS || st.NetLandlock {
 		proxy := &egress.Proxy{Tool: "shell", Allowed: func() []string { return network },
 			Log: slog.New(out.refused),
@@ -164,32 +156,16 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 				return "the shell was not allowed to reach it for this command",
 					`; name it in the call's "network" list (or run the command again): the person is asked once per command prefix and session`
 			}}
-		var ln net.Listener
-		if st.NetNS {
-			ns, err := sandbox.NewNetNS(sandbox.ProxyPort)
-			if err != nil {
-				return nil, fmt.Errorf("shell: isolate the command from the network: %w", err)
-			}
-			spec.NetNS, ln = ns.Path(), ns.Listener
-			closers = append(closers, func() { _ = ns.Close() })
-			env = append(env, shellProxyEnv(sandbox.ProxyPort)...)
-		} else {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				return nil, fmt.Errorf("shell: egress proxy: %w", err)
-			}
-			ln = l
-			spec.ProxyPort = l.Addr().(*net.TCPAddr).Port
-			env = append(env, shellProxyEnv(spec.ProxyPort)...)
+		var err error
+		if exit, err = sandbox.OpenExit(proxy, st.NetNS); err != nil {
+			return nil, fmt.Errorf("shell: isolate the command from the network: %w", err)
 		}
-		go func() { _ = proxy.Serve(ln) }()
-		closers = append([]func(){func() { _ = proxy.Close() }}, closers...)
+		exit.Apply(&spec)
+		env = append(env, exit.Env()...)
 	}
 	path, args, err := sandbox.Command(st.Launcher, spec, bash, []string{"--noprofile", "--norc", "-c", script})
 	if err != nil {
-		for _, f := range closers {
-			f()
-		}
+		exit.Close()
 		return nil, fmt.Errorf("shell: %w", err)
 	}
 	cmd := exec.Command(path, args...)
@@ -208,11 +184,7 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 			}
 		}
 	}
-	out.closeNet = func() {
-		for _, f := range closers {
-			f()
-		}
-	}
+	out.closeNet = exit.Close
 	return out, nil
 }
 
@@ -248,14 +220,6 @@ func shellCutEnv(kv string) (string, string, bool) {
 		}
 	}
 	return "", "", false
-}
-
-// proxyEnv leads the command's HTTP clients (curl, git, npm, pip, Go) to its egress proxy.
-func shellProxyEnv(port int) []string {
-	url := "http://127.0.0.1:" + strconv.Itoa(port)
-	return []string{"HTTP_PROXY=" + url, "HTTPS_PROXY=" + url, "ALL_PROXY=" + url,
-		"http_proxy=" + url, "https_proxy=" + url, "all_proxy=" + url,
-		"npm_config_proxy=" + url, "npm_config_https_proxy=" + url}
 }
 
 func shellExisting(paths ...string) []string {
@@ -342,22 +306,7 @@ func (s *shellSandbox) close() error {
 // protected (jean2's own home, when the workspace is the user's home), or that is a link or
 // not a folder, is left out.
 func (s *shellSandbox) seals(c *tool.Context, protected []string) []string {
-	if !s.status.MountSeal {
-		return nil
-	}
-	var sealed []string
-	for _, d := range (policy.Scope{Workspace: c.Workspace, Allowed: c.AllowedPaths}).SettingsDirs() {
-		real := policy.Real(d)
-		if slices.ContainsFunc(protected, func(p string) bool { return p != "" && policy.Within(real, policy.Real(p)) }) {
-			continue
-		}
-		root := policy.Real(filepath.Dir(d))
-		if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-			continue
-		}
-		if dir, err := sandbox.PrepareSealDir(root); err == nil {
-			sealed = append(sealed, dir)
-		}
-	}
-	return sealed
+	dirs := policy.Scope{Workspace: c.Workspace, Allowed: c.AllowedPaths}.SettingsDirs()
+	mounted, _, _ := sandbox.SealSettings(dirs, protected, s.status.MountSeal)
+	return mounted
 }

@@ -571,3 +571,41 @@ func TestShellSealsWorkspaceSettings(t *testing.T) {
 		t.Fatal("a command planted .jean2/mcp.json")
 	}
 }
+
+// When a session ends (it is deleted), the host ends its background commands and removes
+// its temporary folder; another session's background command goes on.
+func TestShellBackgroundEndsWithItsSession(t *testing.T) {
+	f := newShellFixture(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := func(session, pidFile string) shellOut {
+		out, res := f.run(ctx, map[string]any{"command": `sleep 100 & echo $! > ` + pidFile + `; while true; do sleep 0.05; done`, "background": true},
+			func(c *host.Call) { c.SessionID = session })
+		if !out.Result.Success || res.Background == nil {
+			t.Fatalf("%s: %+v", session, out.Result)
+		}
+		return res
+	}
+	ended := start("s-ended", "ended.pid")
+	kept := start("s-kept", "kept.pid")
+	endedChild := readPid(t, filepath.Join(f.ws, "ended.pid"))
+	keptChild := readPid(t, filepath.Join(f.ws, "kept.pid"))
+	if err := f.h.EndSession(ctx, "s-ended"); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, endedChild, "session end")
+	if _, err := os.Stat(filepath.Dir(ended.Background.Output)); !os.IsNotExist(err) {
+		t.Fatalf("the ended session's temporary folder is still there: %v", err)
+	}
+	if processGone(keptChild) {
+		t.Fatal("ending one session stopped another session's background command")
+	}
+	if _, err := os.Stat(kept.Background.Output); err != nil {
+		t.Fatalf("the other session's output file: %v", err)
+	}
+	// The job is gone from the shell too: stopping it by id says so.
+	out, _ := f.run(ctx, map[string]any{"command": "", "stop": ended.Background.ID}, func(c *host.Call) { c.SessionID = "s-ended" })
+	if out.Result.Success || !strings.Contains(out.Result.Error, "no background command") {
+		t.Fatalf("stop after the session ended: %+v", out.Result)
+	}
+}

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -288,17 +289,32 @@ func (h *Harness) release(sessionID string, t *turn) {
 	}
 }
 
-// sessionFacts returns the session's facts, made on first use and kept for the harness's
-// life, so every turn of a conversation shares them.
-func (h *Harness) sessionFacts(sessionID string) *tool.SessionFacts {
+// sessionFacts returns the session's facts, loaded from the store on first use and kept for
+// the harness's life, so every turn of a conversation shares them; each Set is written to
+// the store before it is visible, so a restarted server still has them (a todo list).
+func (h *Harness) sessionFacts(ctx context.Context, sessionID string) (*tool.SessionFacts, error) {
+	h.mu.Lock()
+	f, ok := h.facts[sessionID]
+	h.mu.Unlock()
+	if ok {
+		return f, nil
+	}
+	stored, err := h.opts.Store.SessionFacts(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	db := h.opts.Store
+	f = tool.NewKeptSessionFacts(stored, func(key string, value json.RawMessage) error {
+		// Not the call's context: a fact the tool set is kept even when the call is then stopped.
+		return db.PutSessionFact(context.WithoutCancel(ctx), sessionID, key, value)
+	})
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	f, ok := h.facts[sessionID]
-	if !ok {
-		f = tool.NewSessionFacts()
-		h.facts[sessionID] = f
+	if prev, ok := h.facts[sessionID]; ok {
+		return prev, nil // another turn loaded them first
 	}
-	return f
+	h.facts[sessionID] = f
+	return f, nil
 }
 
 // Stop cancels the session's running turn; it reports whether one was running. Calls in

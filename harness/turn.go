@@ -95,12 +95,16 @@ func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*tur
 	if prov == nil {
 		return nil, fmt.Errorf("start a turn in session %s: no provider named %q is configured", sessionID, sess.Provider)
 	}
+	facts, err := h.sessionFacts(ctx, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("start a turn in session %s: %w", sessionID, err)
+	}
 	t := &turn{
 		h: h, id: store.NewID("turn_"), sessionID: sessionID, session: sess, prov: prov, model: model,
 		done:   make(chan struct{}),
 		ws:     &host.Workspace{ID: ws.ID, Path: ws.Path, Allowed: ws.AllowedPaths},
 		ev:     h.emitter(sessionID),
-		ledger: tool.NewLedger(), facts: h.sessionFacts(sessionID),
+		ledger: tool.NewLedger(), facts: facts,
 	}
 	t.workRounds, t.maxRounds = h.limits()
 	user := store.Message{ID: store.NewID("msg_"), SessionID: sessionID, Role: store.RoleUser, Content: in.Text, Status: store.StatusComplete}

@@ -346,7 +346,7 @@ func (t *folderTool) probePool() (*worker.Pool, func(), error) {
 	// The probe's workers get a network of their own too, with nothing allowed: the
 	// declaration is not known yet.
 	p, wn := t.newPool(nil, poolScope{tempDir: dir}, true)
-	return p, func() { wn.close(); _ = fsutil.RemoveTree(dir) }, nil
+	return p, func() { wn.Close(); _ = fsutil.RemoveTree(dir) }, nil
 }
 
 func (t *folderTool) runtimeKind() string { return t.kindName }
@@ -401,8 +401,8 @@ type folderTool struct {
 // scopedPool is the pool of the workers confined to one scope.
 type scopedPool struct {
 	pool     *worker.Pool
-	net      *workerNet // nil when workers are not isolated from the network
-	active   int        // calls using it; it is not reaped while any is
+	net      *sandbox.Exit // nil when workers are not isolated from the network
+	active   int           // calls using it; it is not reaped while any is
 	lastUsed time.Time
 }
 
@@ -433,10 +433,10 @@ func (t *folderTool) launchKey(toolVars map[string]string) string {
 // newPool makes a pool of workers with the variables toolVars serving scope. For a
 // confined tool where the machine allows it, the pool's workers get a network namespace of
 // their own whose only way out is an egress proxy for the tool (probing: one that allows
-// nothing); the caller closes it (workerNet.close, nil-safe) after the pool.
-func (t *folderTool) newPool(toolVars map[string]string, scope poolScope, probing bool) (*worker.Pool, *workerNet) {
+// nothing); the caller closes it (sandbox.Exit.Close, nil-safe) after the pool.
+func (t *folderTool) newPool(toolVars map[string]string, scope poolScope, probing bool) (*worker.Pool, *sandbox.Exit) {
 	h := t.fl.h
-	var wn *workerNet
+	var wn *sandbox.Exit
 	var netErr error
 	if t.confined() && (h.sb.status.NetNS || h.sb.status.NetLandlock || h.sb.status.Seatbelt) && h.sb.status.Launcher != "" {
 		wn, netErr = t.newWorkerNet(probing)
@@ -462,7 +462,7 @@ func (t *folderTool) newPool(toolVars map[string]string, scope poolScope, probin
 
 // launcherFor says how to start a worker of this version with the variables toolVars
 // serving scope, in the network wn (nil: the host's).
-func (t *folderTool) launcherFor(toolVars map[string]string, scope poolScope, wn *workerNet) worker.Launcher {
+func (t *folderTool) launcherFor(toolVars map[string]string, scope poolScope, wn *sandbox.Exit) worker.Launcher {
 	h := t.fl.h
 	tempDir := h.layout.Temp
 	if t.confined() && scope.tempDir != "" {
@@ -471,7 +471,7 @@ func (t *folderTool) launcherFor(toolVars map[string]string, scope poolScope, wn
 	}
 	env := policy.WorkerEnv(policy.BaseEnv{RuntimeDir: t.runtimeDir, Home: h.home, TempDir: tempDir, TZ: serverVar(h.opts.ServerEnv, "TZ")}, toolVars)
 	if wn != nil {
-		env = append(env, wn.env()...) // last, so a tool's own variables cannot override them
+		env = append(env, wn.Env()...) // last, so a tool's own variables cannot override them
 	}
 	heapMB := 0
 	if h.sb.status.Mode != sandbox.ModeOff {
@@ -535,7 +535,7 @@ func (t *folderTool) reapIdleLocked(now time.Time) {
 		if sp.active == 0 && now.Sub(sp.lastUsed) >= idle {
 			delete(t.pools, key)
 			t.reaping.Add(1)
-			go func() { defer t.reaping.Done(); _ = sp.pool.Close(context.Background()); sp.net.close() }()
+			go func() { defer t.reaping.Done(); _ = sp.pool.Close(context.Background()); sp.net.Close() }()
 		}
 	}
 }
@@ -557,7 +557,7 @@ func (t *folderTool) closePool(ctx context.Context) error {
 	}
 	for _, sp := range pools {
 		errs = append(errs, sp.pool.Close(ctx))
-		sp.net.close()
+		sp.net.Close()
 	}
 	t.reaping.Wait()
 	return errors.Join(errs...)

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/jean2/jean2/loader"
@@ -60,13 +59,7 @@ func (h *Host) installSpec(cmd *exec.Cmd, readable, writable []string) (sandbox.
 		}
 		spec.Rules = plan.Rules()
 	}
-	if max := h.sb.limits.MaxTasks; max > 0 {
-		if h.sb.pids != nil {
-			spec.PidsCgroup, spec.PidsMax = h.sb.pids.Dir(), max
-		} else {
-			spec.NProcExtra = max
-		}
-	}
+	spec.TaskLimit(h.sb.limits.MaxTasks, h.sb.pids)
 	return spec, nil
 }
 
@@ -82,25 +75,18 @@ func (h *Host) installNetwork(cmd *exec.Cmd, spec *sandbox.Spec) (func(), error)
 		return func() {}, nil
 	}
 	registries := installRegistries(cmd.Env)
-	ns, err := sandbox.NewNetNS(sandbox.ProxyPort)
-	if err != nil {
-		return nil, fmt.Errorf("isolate the installer from the network: %w", err)
-	}
 	proxy := &egress.Proxy{Tool: "the dependency installer", Log: h.log, Allowed: func() []string { return registries },
 		Advice: func(string, int) (string, string) {
 			return "a dependency install reaches only the package registry (" + strings.Join(registries, ", ") + ")",
 				"; another registry is named by a registry= line of ~/.npmrc"
 		}}
-	go func() { _ = proxy.Serve(ns.Listener) }()
-	spec.NetNS = ns.Path()
-	url := "http://127.0.0.1:" + strconv.Itoa(sandbox.ProxyPort)
-	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
-		cmd.Env = append(cmd.Env, k+"="+url)
+	exit, err := sandbox.OpenExit(proxy, true)
+	if err != nil {
+		return nil, fmt.Errorf("isolate the installer from the network: %w", err)
 	}
-	return func() {
-		_ = proxy.Close()
-		_ = ns.Close()
-	}, nil
+	exit.Apply(spec)
+	cmd.Env = append(cmd.Env, exit.Env()...)
+	return exit.Close, nil
 }
 
 // defaultRegistry is where npm and bun fetch packages unless configured otherwise.

@@ -128,12 +128,15 @@ func (h *Host) Invoke(ctx context.Context, call Call) Outcome {
 	ctx, stopCall := context.WithCancelCause(ctx)
 	defer stopCall(nil)
 	stopWatch := h.watchSessionTemp(stopCall, call.Tool, call.CallID, cs.ctx.TempDir)
+	changesBefore := cs.ctx.Ledger.Len()
 	res := cat.registry.Execute(ctx, call.Tool, call.Args, &cs.ctx)
 	stopWatch()
 	out = finish(res)
 	// Measured after the call (and its overflow file): past the quota, the session's next
 	// calls are refused.
-	_ = h.measureSessionTemp(cs.ctx.TempDir)
+	if mayHaveWrittenTemp(v, out, cs.ctx.Ledger.Len() != changesBefore) {
+		_ = h.measureSessionTemp(cs.ctx.TempDir)
+	}
 	return out
 }
 

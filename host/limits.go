@@ -159,6 +159,25 @@ func (h *Host) checkSessionTemp(toolName, callID, dir string) error {
 	return nil
 }
 
+// ProcessStarter is a built-in whose calls start processes (the shell): they write where
+// the sandbox lets them, the session's temporary folder among those, without ctx.fs.
+type ProcessStarter interface {
+	StartsProcesses() bool
+}
+
+// mayHaveWrittenTemp says whether a call may have added to the session's temporary folder,
+// so it must be measured after: any call of a worker tool (it has node:fs within the
+// sandbox), a built-in that starts processes, a call that changed files through ctx.fs or
+// left an overflow file. A built-in that only read (read-file, grep) cannot have: walking
+// the folder after each of those was a tenth of a read-file call's time.
+func mayHaveWrittenTemp(v *version, out Outcome, changedFiles bool) bool {
+	if changedFiles || out.Overflow != nil || v.entry.Kind != "builtin" {
+		return true
+	}
+	ps, ok := v.tool.(ProcessStarter)
+	return ok && ps.StartsProcesses()
+}
+
 // measureSessionTemp measures the session's temporary folder after a call and remembers
 // whether it is over the quota; the error says so.
 func (h *Host) measureSessionTemp(dir string) error {

@@ -9,10 +9,12 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jean2/jean2/ask"
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/sandbox"
+	"github.com/jean2/jean2/tool"
 )
 
 // The attack of issue #12 point 11d: a worker answers with a 60 MiB result. The host must
@@ -225,5 +227,39 @@ func TestLimitSessionTempQuotaStopsAWritingCall(t *testing.T) {
 	t.Logf("stopped after %d files of 1 MiB: %s", len(entries), out.Result.Error)
 	if len(entries) >= 200 {
 		t.Fatalf("the call wrote all %d files", len(entries))
+	}
+}
+
+// A built-in that writes into the session's temporary folder through ctx.fs is measured
+// after its call like a worker tool (the host skips the measure only after a built-in call
+// that changed nothing): past the quota, the session's next call, even of a reading
+// built-in, is refused.
+func TestLimitSessionTempQuotaBuiltin(t *testing.T) {
+	f := newFixture(t)
+	f.opts.Limits.SessionTempMB = 4
+	type none struct{}
+	fill, err := tool.NewTyped(tool.Definition{Name: "go-fill", Description: "Fills the temporary folder."},
+		func(ctx context.Context, c *tool.Context, _ none) (none, error) {
+			name := filepath.Join(c.TempDir, fmt.Sprintf("blob-%d", time.Now().UnixNano()))
+			return none{}, c.FS.WriteFile(ctx, name, make([]byte, 3<<20))
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	look, err := tool.NewTyped(tool.Definition{Name: "go-look", Description: "Reads nothing."},
+		func(context.Context, *tool.Context, none) (none, error) { return none{}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.opts.Builtins = []tool.Tool{fill, look}
+	f.start()
+	for i := 0; i < 2; i++ {
+		if out := f.call("go-fill", `{}`); !out.Result.Success {
+			t.Fatalf("fill %d: %+v", i, out.Result)
+		}
+	}
+	out := f.call("go-look", `{}`)
+	if out.Result.Success || !strings.Contains(out.Result.Error, "quota of 4 MB") {
+		t.Fatalf("a call after 6 MiB in a 4 MB quota: %+v", out.Result)
 	}
 }

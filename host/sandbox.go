@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"github.com/jean2/jean2/toolfs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -165,7 +163,7 @@ func (s poolScope) key() string {
 // mechanism) and the memory and task limits through the launcher, Node's permission model
 // through Node's own flags. base is the unconfined launcher; nodeFlags receives the flags
 // of Node's permission model when that is the mechanism and returns the launcher with them.
-func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *workerNet, withNodeFlags func([]string) worker.Launcher) worker.Launcher {
+func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *sandbox.Exit, withNodeFlags func([]string) worker.Launcher) worker.Launcher {
 	h := t.fl.h
 	sb := h.sb
 	failed := func(err error) worker.Launcher {
@@ -191,7 +189,7 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 		// macOS: the profile holds the file rules and the network (only the proxy's port).
 		port := 0
 		if wn != nil {
-			port = wn.port
+			port = wn.Port()
 		}
 		prof, err := p.Seatbelt(port)
 		if err != nil {
@@ -205,22 +203,14 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	if sb.memory != nil && spec.DataMB > 0 {
 		spec.MemoryCgroup, spec.MemoryMaxMB = sb.memory.Dir(), spec.DataMB+memoryHeadroomMB
 	}
-	if wn != nil && wn.ns != nil {
-		spec.NetNS = wn.ns.Path()
-	} else if wn != nil {
-		spec.ProxyPort = wn.port
+	if wn != nil {
+		wn.Apply(&spec)
 	}
 	if spec.Landlock {
 		spec.Rules = rules
 		spec.NoFork = !t.childProcess() && sandbox.CanDenyProcesses()
 	}
-	if sb.limits.MaxTasks > 0 {
-		if sb.pids != nil {
-			spec.PidsCgroup, spec.PidsMax = sb.pids.Dir(), sb.limits.MaxTasks
-		} else {
-			spec.NProcExtra = sb.limits.MaxTasks
-		}
-	}
+	spec.TaskLimit(sb.limits.MaxTasks, sb.pids)
 	path, args, err := sandbox.Command(sb.status.Launcher, spec, base.Path, base.Args)
 	if err != nil {
 		return failed(fmt.Errorf("sandbox: %w", err))
@@ -306,29 +296,12 @@ func (t *folderTool) plan(scope poolScope) sandbox.Plan {
 // neither: the worker gets nothing of it anyway but the session's temporary folder inside
 // it, which must stay writable.
 func (t *folderTool) seals(scope poolScope) (mounted, carved []string) {
-	var dirs []string
-	for _, d := range (policy.Scope{Workspace: scope.workspace, Allowed: scope.allowed}).SettingsDirs() {
-		if !slices.ContainsFunc(t.fl.h.sb.protected, func(p string) bool { return p != "" && policy.Within(policy.Real(d), policy.Real(p)) }) {
-			dirs = append(dirs, d)
-		}
-	}
 	st := t.fl.h.sb.status
-	if !st.MountSeal || st.Launcher == "" || st.Mode == sandbox.ModeOff {
-		return nil, dirs
-	}
-	for _, d := range dirs {
-		root := policy.Real(filepath.Dir(d))
-		if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-			carved = append(carved, d) // nothing to grant there: the rules stay as they were
-			continue
-		}
-		sealed, err := sandbox.PrepareSealDir(root)
-		if err != nil {
-			t.fl.h.log.Warn("the workspace's .jean2 is sealed by Landlock rules alone", "tool", t.name, "reason", err.Error())
-			carved = append(carved, d)
-			continue
-		}
-		mounted = append(mounted, sealed)
+	canMount := st.MountSeal && st.Launcher != "" && st.Mode != sandbox.ModeOff
+	dirs := policy.Scope{Workspace: scope.workspace, Allowed: scope.allowed}.SettingsDirs()
+	mounted, carved, why := sandbox.SealSettings(dirs, t.fl.h.sb.protected, canMount)
+	for _, err := range why {
+		t.fl.h.log.Warn("the workspace's .jean2 is sealed by Landlock rules alone", "tool", t.name, "reason", err.Error())
 	}
 	return mounted, carved
 }
@@ -525,68 +498,26 @@ func (h *Host) confidential(path string) bool {
 	return false
 }
 
-// workerNet is the network of one pool's workers: a namespace with nothing but its own
-// loopback, where the tool's egress proxy listens (HTTP(S)_PROXY of the workers); or, where
-// no namespace can be had, a proxy on the host's 127.0.0.1 whose port is the only one
-// Landlock lets the workers connect to.
-type workerNet struct {
-	ns    *sandbox.NetNS // nil in the fallback
-	port  int            // the proxy's port in the workers' view
-	proxy *egress.Proxy
-}
-
-// newWorkerNet makes a pool's network. The proxy allows what the tool declares and a person
+// newWorkerNet makes a pool's way to the network (sandbox.Exit: a namespace of its own
+// whose only exit is an egress proxy). The proxy allows what the tool declares and a person
 // approved for this version, read again at every connection (a revoked approval holds at
 // once); a probing pool's allows nothing.
-func (t *folderTool) newWorkerNet(probing bool) (*workerNet, error) {
-	wn := &workerNet{proxy: &egress.Proxy{Tool: t.name, Log: t.fl.h.log}}
+func (t *folderTool) newWorkerNet(probing bool) (*sandbox.Exit, error) {
+	proxy := &egress.Proxy{Tool: t.name, Log: t.fl.h.log}
 	if !probing {
-		wn.proxy.Tool = t.def.Name
-		wn.proxy.Allowed = func() []string {
+		proxy.Tool = t.def.Name
+		proxy.Allowed = func() []string {
 			if perms := t.approvedPermissions(); perms != nil {
 				return perms.Network
 			}
 			return nil
 		}
 	}
-	var ln net.Listener
-	if t.fl.h.sb.status.NetNS {
-		ns, err := sandbox.NewNetNS(sandbox.ProxyPort)
-		if err != nil {
-			return nil, fmt.Errorf("tool %s: isolate its workers from the network: %w", t.name, err)
-		}
-		wn.ns, wn.port, ln = ns, sandbox.ProxyPort, ns.Listener
-	} else {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("tool %s: egress proxy: %w", t.name, err)
-		}
-		ln, wn.port = l, l.Addr().(*net.TCPAddr).Port
+	exit, err := sandbox.OpenExit(proxy, t.fl.h.sb.status.NetNS)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: isolate its workers from the network: %w", t.name, err)
 	}
-	go func() { _ = wn.proxy.Serve(ln) }()
-	return wn, nil
-}
-
-func (wn *workerNet) close() {
-	if wn == nil {
-		return
-	}
-	_ = wn.proxy.Close() // closes the listener
-	_ = wn.ns.Close()
-}
-
-// env leads a worker's HTTP clients to its proxy: curl, Bun's fetch, Go's net/http, pip and
-// most others read these; worker.mjs makes Node's fetch use JEAN2_EGRESS_PROXY. There is no
-// NO_PROXY (the environment is clean): every destination goes through the proxy, the only
-// way out.
-func (wn *workerNet) env() []string {
-	addr := "127.0.0.1:" + strconv.Itoa(wn.port)
-	url := "http://" + addr
-	return []string{
-		"HTTP_PROXY=" + url, "HTTPS_PROXY=" + url, "ALL_PROXY=" + url,
-		"http_proxy=" + url, "https_proxy=" + url, "all_proxy=" + url,
-		"JEAN2_EGRESS_PROXY=" + addr,
-	}
+	return exit, nil
 }
 
 // packageNetwork reads "jean2": {"permissions": {"network": [...]}} of a tool folder's

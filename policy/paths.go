@@ -136,6 +136,20 @@ func IsBlocked(p string) bool {
 	return false
 }
 
+// BlockedAsWritten reports whether the path, cleaned and taken as written (no link
+// followed), is a blocked system directory or lies below one. It is the whole answer only
+// for a path known to hold no symlink (one the kernel just opened with RESOLVE_NO_SYMLINKS);
+// IsBlocked is for any other.
+func BlockedAsWritten(p string) bool {
+	p = filepath.Clean(p)
+	for _, b := range blockedRoots {
+		if Within(p, b) {
+			return true
+		}
+	}
+	return false
+}
+
 // IsSensitive reports whether the lower-cased path contains one of the sensitive patterns.
 func IsSensitive(p string) bool {
 	lp := strings.ToLower(filepath.ToSlash(p))

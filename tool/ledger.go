@@ -61,6 +61,13 @@ func (l *Ledger) Record(c Change) {
 	l.mu.Unlock()
 }
 
+// Len is the number of entries recorded so far.
+func (l *Ledger) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.changes)
+}
+
 // Changes returns a copy of the entries in the order they were recorded.
 func (l *Ledger) Changes() []Change {
 	l.mu.Lock()

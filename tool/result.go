@@ -18,6 +18,12 @@ type Result struct {
 	Error         string          `json:"error,omitempty"`
 	Summary       string          `json:"summary,omitempty"`
 	Visualization json.RawMessage `json:"visualization,omitempty"`
+
+	// marshalled is the Result that Success made with json.Marshal (its first byte and its
+	// length): valid JSON, which ModelJSON need not walk again on every call. A Result
+	// replaced since is another slice, and is checked.
+	marshalled    *byte
+	marshalledLen int
 }
 
 // Errorf builds a failed result.
@@ -31,7 +37,16 @@ func Success(v any) Result {
 	if err != nil {
 		return Errorf("tool result cannot be serialized: %v", err)
 	}
-	return Result{Success: true, Result: raw}
+	r := Result{Success: true, Result: raw}
+	if len(raw) > 0 {
+		r.marshalled, r.marshalledLen = &raw[0], len(raw)
+	}
+	return r
+}
+
+// knownValid reports whether Result is still the JSON Success marshalled.
+func (r Result) knownValid() bool {
+	return len(r.Result) > 0 && r.marshalled == &r.Result[0] && r.marshalledLen == len(r.Result)
 }
 
 // Normalize returns the result in jean2's shape: Data (Jx) becomes Result when Result is
@@ -68,7 +83,7 @@ type ForModel struct {
 // by hand because it runs on every call: the result is already JSON.
 func (r Result) ModelJSON() []byte {
 	n := r.Normalize()
-	if n.Result != nil && !json.Valid(n.Result) {
+	if n.Result != nil && !n.knownValid() && !json.Valid(n.Result) {
 		n = Result{Error: "tool result is not valid JSON"}
 	}
 	buf := make([]byte, 0, len(n.Result)+len(n.Error)+len(n.Summary)+48)

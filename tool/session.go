@@ -11,6 +11,19 @@ import (
 type SessionFacts struct {
 	mu    sync.RWMutex
 	facts map[string]json.RawMessage
+	// keep, when set, stores a fact durably before it is visible (the server's store), so a
+	// conversation's facts outlive the process; a fact it refuses is not set.
+	keep func(key string, value json.RawMessage) error
+}
+
+// NewKeptSessionFacts makes session facts that start as initial and pass every Set to keep
+// first: a Set that keep refuses fails and changes nothing.
+func NewKeptSessionFacts(initial map[string]json.RawMessage, keep func(key string, value json.RawMessage) error) *SessionFacts {
+	facts := make(map[string]json.RawMessage, len(initial))
+	for k, v := range initial {
+		facts[k] = v
+	}
+	return &SessionFacts{facts: facts, keep: keep}
 }
 
 // NewSessionFacts makes empty session facts.
@@ -33,12 +46,19 @@ func (s *SessionFacts) Set(key string, value json.RawMessage) error {
 	if !json.Valid(value) {
 		return fmt.Errorf("session fact %q: value is not valid JSON", key)
 	}
+	value = append(json.RawMessage(nil), value...)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Kept under the lock so two Sets of one key reach the store in the order they are seen.
+	if s.keep != nil {
+		if err := s.keep(key, value); err != nil {
+			return fmt.Errorf("session fact %q: %w", key, err)
+		}
+	}
 	if s.facts == nil {
 		s.facts = map[string]json.RawMessage{}
 	}
-	s.facts[key] = append(json.RawMessage(nil), value...)
+	s.facts[key] = value
 	return nil
 }
 

@@ -286,3 +286,47 @@ func TestValidateKeepsLargeNumbersExact(t *testing.T) {
 		t.Fatalf("1.5 as integer: %v", err)
 	}
 }
+
+// Kept session facts pass every Set to the keeper first; a refused Set changes nothing.
+func TestKeptSessionFacts(t *testing.T) {
+	var kept []string
+	refuse := false
+	f := tool.NewKeptSessionFacts(map[string]json.RawMessage{"a": json.RawMessage(`1`)}, func(key string, value json.RawMessage) error {
+		if refuse {
+			return errors.New("disk full")
+		}
+		kept = append(kept, key+"="+string(value))
+		return nil
+	})
+	if v, ok := f.Get("a"); !ok || string(v) != "1" {
+		t.Fatalf("initial fact: %s %v", v, ok)
+	}
+	if err := f.Set("b", json.RawMessage(`2`)); err != nil || len(kept) != 1 || kept[0] != "b=2" {
+		t.Fatalf("set: %v %v", err, kept)
+	}
+	refuse = true
+	if err := f.Set("b", json.RawMessage(`3`)); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("refused set: %v", err)
+	}
+	if v, _ := f.Get("b"); string(v) != "2" {
+		t.Fatalf("a refused set changed the fact: %s", v)
+	}
+}
+
+// ModelJSON trusts what Success marshalled and checks anything else, a Result replaced
+// after Success included.
+func TestModelJSONChecksReplacedResults(t *testing.T) {
+	r := tool.Success(map[string]int{"n": 1})
+	if got := string(r.ModelJSON()); got != `{"success":true,"result":{"n":1}}` {
+		t.Fatalf("marshalled: %s", got)
+	}
+	r.Result = json.RawMessage(`{"n":`)
+	if got := string(r.ModelJSON()); !strings.Contains(got, "not valid JSON") {
+		t.Fatalf("replaced by invalid JSON: %s", got)
+	}
+	short := tool.Success("abcdef")
+	short.Result = short.Result[:3] // same first byte, another length
+	if got := string(short.ModelJSON()); !strings.Contains(got, "not valid JSON") {
+		t.Fatalf("cut short: %s", got)
+	}
+}
