@@ -256,7 +256,7 @@ func (p Plan) Seatbelt(proxyPort int) (SeatbeltProfile, error) {
 		b.WriteString(")\n")
 	}
 	if len(protected) > 0 {
-		b.WriteString("\n; Protected: jean2's home, the tools folder and the credential folders of the user's home,\n; denied last so that no rule above can grant them, but for places the caller put inside\n; (the session's folder), whose parent folders may only be looked up.\n")
+		b.WriteString("\n; Protected: jean2's home, the tools folder and the credential folders of the user's home,\n; denied last so that no rule above can grant them, but for places the caller put inside\n; (the session's folder, the worker's modules and their folders' listing), whose parent\n; folders may only be looked up.\n")
 		b.WriteString("(deny file-read* file-write* process-exec")
 		var inside []string
 		for i, q := range protected {
@@ -267,13 +267,24 @@ func (p Plan) Seatbelt(proxyPort int) (SeatbeltProfile, error) {
 					keep = append(keep, r.path)
 				}
 			}
-			if len(keep) == 0 {
+			var listed []string
+			for _, d := range lists {
+				if d != q && policy.Within(d, q) {
+					listed = append(listed, d)
+				}
+			}
+			if len(keep) == 0 && len(listed) == 0 {
 				fmt.Fprintf(&b, "\n  (literal %s) (subpath %s)", n, n)
 				continue
 			}
 			fmt.Fprintf(&b, "\n  (require-all (subpath %s)", n)
-			for j, k := range keep {
-				fmt.Fprintf(&b, " (require-not (subpath %s))", g.param(fmt.Sprintf("PROTECTED_%d_KEEP_%d", i, j), k))
+			for j, d := range listed {
+				fmt.Fprintf(&b, " (require-not (literal %s))", g.param(fmt.Sprintf("PROTECTED_%d_LIST_%d", i, j), d))
+			}
+			for j, k := range append(keep, listed...) {
+				if j < len(keep) {
+					fmt.Fprintf(&b, " (require-not (subpath %s))", g.param(fmt.Sprintf("PROTECTED_%d_KEEP_%d", i, j), k))
+				}
 				for d := filepath.Dir(k); d != q && policy.Within(d, q); d = filepath.Dir(d) {
 					if !slices.Contains(inside, d) {
 						inside = append(inside, d)

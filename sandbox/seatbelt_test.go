@@ -325,3 +325,33 @@ func TestSeatbeltChildProcess(t *testing.T) {
 		t.Errorf("childProcess does not allow starting programs:\n%s", s.Profile)
 	}
 }
+
+// The folders of a worker's modules may be listed even when they lie in jean2's home (the
+// bundle and worker script live in its cache): the final deny of the protected paths keeps
+// out those listings, as it keeps out the granted places inside them.
+func TestSeatbeltModuleFoldersListableInsideProtected(t *testing.T) {
+	c := seatbeltPlans()["node-worker"]
+	s, err := c.plan.Seatbelt(c.port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := sbParams(s)
+	var deny string
+	for _, f := range forms(s.Profile) {
+		if strings.HasPrefix(f, "(deny file-read* file-write* process-exec") {
+			deny = f
+		}
+	}
+	for _, m := range c.plan.Modules {
+		dir := filepath.Dir(m)
+		kept := false
+		for _, n := range namesOf(params, dir) {
+			if strings.Contains(deny, `(require-not (literal (param "`+n+`")))`) {
+				kept = true
+			}
+		}
+		if !kept {
+			t.Errorf("the listing of %s is denied at the end: %s", dir, deny)
+		}
+	}
+}
