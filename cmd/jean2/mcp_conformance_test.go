@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// conformanceSuite returns the command that runs the official MCP conformance suite
+// (scripts/setup installs it into .deps/conformance; it needs Node 22, so Bun runs it).
+func conformanceSuite(t *testing.T) []string {
+	t.Helper()
+	deps, _ := filepath.Abs("../../.deps")
+	cli := filepath.Join(deps, "conformance", "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
+	bun := os.Getenv("JEAN2_BUN")
+	if bun == "" {
+		bun = filepath.Join(deps, "node_modules", ".bin", "bun")
+	}
+	for _, f := range []string{cli, bun} {
+		if _, err := os.Stat(f); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is missing: scripts/setup installs it", f)
+			}
+			t.Skipf("%s is missing: run scripts/setup", f)
+		}
+	}
+	return []string{bun, cli}
+}
+
+// conformanceCheck is one check of a scenario's checks.json.
+type conformanceCheck struct {
+	ID           string          `json:"id"`
+	Status       string          `json:"status"`
+	Description  string          `json:"description"`
+	ErrorMessage string          `json:"errorMessage"`
+	Details      json.RawMessage `json:"details"`
+}
+
+// runConformance runs one scenario (args: "server --url U" or "client --command C") and
+// returns its checks, read from the file the suite writes.
+func runConformance(t *testing.T, suite []string, scenario string, env []string, args ...string) []conformanceCheck {
+	t.Helper()
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, suite[0], append(append(suite[1:], args...), "--scenario", scenario, "-o", out)...)
+	cmd.Env = append(os.Environ(), env...)
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	_ = cmd.Run() // a failing scenario exits non-zero; its checks say why
+	files, _ := filepath.Glob(filepath.Join(out, "*", "checks.json"))
+	if len(files) != 1 {
+		t.Fatalf("scenario %s wrote no checks.json (%v):\n%s", scenario, files, log.String())
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var checks []conformanceCheck
+	if err := json.Unmarshal(data, &checks); err != nil {
+		t.Fatalf("scenario %s: checks.json: %v", scenario, err)
+	}
+	if len(checks) == 0 {
+		t.Fatalf("scenario %s made no checks:\n%s", scenario, log.String())
+	}
+	return checks
+}
+
+// requireClean fails unless every check of a scenario passed or only informed: no failure
+// and no warning.
+func requireClean(t *testing.T, scenario string, checks []conformanceCheck) {
+	t.Helper()
+	passed := 0
+	for _, c := range checks {
+		switch c.Status {
+		case "SUCCESS":
+			passed++
+		case "INFO":
+		default:
+			t.Errorf("%s: %s %s: %s (%s) %s", scenario, c.Status, c.ID, c.Description, c.ErrorMessage, c.Details)
+		}
+	}
+	if passed == 0 {
+		t.Errorf("%s: no check succeeded: %+v", scenario, checks)
+	}
+}
+
+// The official conformance suite's server scenarios against jean2 serve's /mcp, with the API
+// token the server requires (a proxy on localhost adds it, as an MCP client configured with
+// the header would). Every scenario that applies to a tools server must pass with no
+// warning; those of resources, prompts, completion and of image, audio and embedded content
+// (jean2's tools return JSON results) do not apply.
+func TestMCPConformanceServer(t *testing.T) {
+	suite := conformanceSuite(t)
+	c := newCLI(t)
+	tools, _ := filepath.Abs("testdata/conformance/tools")
+	entries, err := os.ReadDir(tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		copyDir(t, filepath.Join(tools, e.Name()), filepath.Join(c.home, "tools", e.Name()))
+	}
+	s := startServe(t, c, nil)
+	target, _ := url.Parse(s.base)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1 // SSE events pass at once
+	direct := proxy.Director
+	proxy.Director = func(r *http.Request) {
+		direct(r)
+		r.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	front := httptest.NewServer(proxy)
+	defer front.Close()
+	// The suite's DNS rebinding scenario needs a localhost URL.
+	mcpURL := strings.Replace(front.URL, "127.0.0.1", "localhost", 1) + "/mcp"
+
+	// Without the token, /mcp refuses: the proxy is what lets the suite in.
+	resp, err := http.Post(s.base+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("/mcp without the token: %d, want 401", resp.StatusCode)
+	}
+
+	for _, scenario := range []string{
+		"server-initialize", "ping", "logging-set-level", "tools-list",
+		"tools-call-simple-text", "tools-call-error", "tools-call-with-logging", "tools-call-with-progress",
+		"tools-call-sampling", "tools-call-elicitation", "json-schema-2020-12",
+		"server-sse-polling", "server-sse-multiple-streams", "dns-rebinding-protection",
+	} {
+		checks := runConformance(t, suite, scenario, nil, "server", "--url", mcpURL)
+		requireClean(t, scenario, checks)
+	}
+	if t.Failed() {
+		fmt.Fprintln(os.Stderr, s.logs.String())
+	}
+}
