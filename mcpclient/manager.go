@@ -13,6 +13,7 @@ import (
 
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/tool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Options configure a Manager.
@@ -26,6 +27,14 @@ type Options struct {
 	// when zero).
 	MinBackoff, MaxBackoff time.Duration
 	Logger                 *slog.Logger
+	// Tokens keeps the OAuth tokens of servers that ask jean2 to sign in
+	// (NewTokenStore($JEAN2_HOME)); nil: no OAuth, a server's 401 is an error.
+	Tokens *TokenStore
+	// SignIn, when set, signs in interactively when a server asks (jean2 mcp login and
+	// probe); otherwise a server that needs a sign-in waits in state "needs sign-in".
+	SignIn *SignIn
+	// Elicit answers a server's elicitation requests; nil declines to declare elicitation.
+	Elicit func(ctx context.Context, server string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
 }
 
 // Manager runs the servers of a Config and hands their tools to the host.
@@ -67,6 +76,7 @@ func New(cfg Config, loadErr error, opts Options) *Manager {
 		ctx, cancel := context.WithCancel(context.Background())
 		s := &Server{
 			cfg: c, getenv: opts.Getenv, log: opts.Logger, version: opts.Version,
+			tokens: opts.Tokens, signIn: opts.SignIn, elicit: opts.Elicit,
 			minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
 			stderr: &tail{}, err: fmt.Errorf("MCP server %s: not connected yet", c.Name),
 			ctx: ctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}),

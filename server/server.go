@@ -167,7 +167,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	wsOpts.Off = wsOpts.Off || cfg.Getenv(mcpclient.NestedEnv) != ""
 	s.wsMCP = newWorkspaceMCP(wsOpts, mcpclient.Options{
 		Getenv:  withholdKeys(cfg.Getenv, func() []string { return append(s.providers.Set().KeyEnvNames(), tokenEnv) }),
-		Version: cfg.Version, Logger: s.log,
+		Version: cfg.Version, Logger: s.log, Tokens: mcpclient.NewTokenStore(home),
 	}, mcpclient.NewTrust(home), s.log)
 	s.wsMCP.syncFrom(ctx, s.db.ListWorkspaces)
 

@@ -59,7 +59,13 @@ func runConformance(t *testing.T, suite []string, scenario string, env []string,
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	_ = cmd.Run() // a failing scenario exits non-zero; its checks say why
-	files, _ := filepath.Glob(filepath.Join(out, "*", "checks.json"))
+	var files []string // auth/… scenarios write into a folder of their own
+	_ = filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "checks.json" {
+			files = append(files, p)
+		}
+		return nil
+	})
 	if len(files) != 1 {
 		t.Fatalf("scenario %s wrote no checks.json (%v):\n%s", scenario, files, log.String())
 	}
@@ -147,5 +153,49 @@ func TestMCPConformanceServer(t *testing.T) {
 	}
 	if t.Failed() {
 		fmt.Fprintln(os.Stderr, s.logs.String())
+	}
+}
+
+// The official conformance suite's client scenarios against jean2's MCP client, through
+// jean2 mcp probe (testdata/conformance/probe.sh passes a scenario's pre-registered client
+// and lets curl play the browser that follows the authorization server's redirect to the
+// loopback listener). Every scenario must pass with no warning; the tokens it signed in for
+// are kept 0600 under $JEAN2_HOME/mcp-oauth.
+func TestMCPConformanceClient(t *testing.T) {
+	suite := conformanceSuite(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed (it plays the browser of the sign-in)")
+	}
+	c := newCLI(t)
+	probe, _ := filepath.Abs("testdata/conformance/probe.sh")
+	env := append(c.env(), "JEAN2_BIN="+jean2Bin)
+	for _, scenario := range []string{
+		"initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry",
+		"auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
+		"auth/basic-cimd", "auth/scope-from-www-authenticate", "auth/scope-from-scopes-supported",
+		"auth/scope-omitted-when-undefined", "auth/scope-step-up", "auth/scope-retry-limit",
+		"auth/token-endpoint-auth-basic", "auth/token-endpoint-auth-post", "auth/token-endpoint-auth-none",
+		"auth/pre-registration",
+	} {
+		checks := runConformance(t, suite, scenario, env, "client", "--command", probe)
+		requireClean(t, scenario, checks)
+	}
+	dir := filepath.Join(c.home, "mcp-oauth")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(files) == 0 {
+		t.Fatalf("no token kept in %s", dir)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("%s: %v %v, want a 0700 folder", dir, fi.Mode(), err)
+	}
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want 0600", f, fi.Mode(), err)
+		}
+		data, _ := os.ReadFile(f)
+		if !strings.Contains(string(data), `"access_token"`) {
+			t.Errorf("%s holds no token: %s", f, data)
+		}
 	}
 }

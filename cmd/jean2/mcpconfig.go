@@ -57,7 +57,7 @@ func startMCPClients(ctx context.Context, e env, workspace string) (*mcpclient.M
 		return mcpclient.New(mcpclient.Config{}, nil, mcpclient.Options{}), nil
 	}
 	cfg, loadErr := mcpConfig(e, layout, workspace)
-	m := mcpclient.New(cfg, loadErr, mcpclient.Options{Getenv: e.getenv, Version: version, Logger: cliLogger(e)})
+	m := mcpclient.New(cfg, loadErr, mcpclient.Options{Getenv: e.getenv, Version: version, Logger: cliLogger(e), Tokens: mcpclient.NewTokenStore(layout.Home)})
 	wait, cancel := context.WithTimeout(ctx, mcpStartWait)
 	defer cancel()
 	m.Start(wait)
