@@ -79,7 +79,7 @@ func New(cfg Config, loadErr error, opts Options) *Manager {
 			tokens: opts.Tokens, signIn: opts.SignIn, elicit: opts.Elicit,
 			minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
 			stderr: &tail{}, err: fmt.Errorf("MCP server %s: not connected yet", c.Name),
-			ctx: ctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}),
+			ctx: ctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), wake: make(chan struct{}, 1),
 		}
 		s.changed = m.notify
 		m.servers = append(m.servers, s)

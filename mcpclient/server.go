@@ -64,6 +64,7 @@ type Server struct {
 	started atomic.Bool
 	done    chan struct{}
 	ready   chan struct{} // closed after the first connection attempt
+	wake    chan struct{} // cap 1: try again now (a sign-in was made)
 }
 
 var _ host.ToolSource = (*Server)(nil)
@@ -98,6 +99,15 @@ func (s *Server) Status() (State, error) {
 		return StateConnecting, s.err
 	}
 	return s.state, s.err
+}
+
+// Retry makes a server that is not connected try again now instead of at the end of its
+// backoff: a person just signed in to it.
+func (s *Server) Retry() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Tools lists the server's tools now; while it is not connected, the error says why.
@@ -169,6 +179,8 @@ func (s *Server) run() {
 		}
 		select {
 		case <-time.After(backoff):
+		case <-s.wake:
+			backoff = s.minBackoff / 2 // a sign-in just happened: not a failure to back off from
 		case <-s.ctx.Done():
 			return
 		}

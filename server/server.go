@@ -97,6 +97,9 @@ type Server struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// mcpSignIns are the MCP sign-ins started from the web client (mcpservers.go).
+	mcpSignIns mcpSignIns
 }
 
 // Open opens $JEAN2_HOME/jean2.db and builds the providers, the tool host, the hub, undo
@@ -394,6 +397,9 @@ func (s *Server) routes() http.Handler {
 	route("GET /api/workspaces/{id}/mcp-trust", s.getMCPTrust)
 	route("POST /api/workspaces/{id}/mcp-trust", s.postMCPTrust)
 	route("DELETE /api/workspaces/{id}/mcp-trust", s.deleteMCPTrust)
+	route("GET /api/mcp/servers", s.getMCPServers)
+	route("POST /api/mcp/servers/{name}/sign-in", s.postMCPSignIn)
+	route("DELETE /api/mcp/servers/{name}/sign-in", s.deleteMCPSignIn)
 
 	route("GET /api/sessions", s.listAllSessions)
 	route("GET /api/sessions/{id}", s.getSession)
