@@ -48,7 +48,7 @@ func TestMCPServersSignInFromTheWeb(t *testing.T) {
 		t.Fatal("no authorization page")
 	}
 	f.call("POST", "/api/mcp/servers/hosted/sign-in", nil, 409, nil) // one at a time
-	resp, err := http.Get(started.AuthorizationURL)                   // the person allows access
+	resp, err := http.Get(started.AuthorizationURL)                  // the person allows access
 	if err != nil {
 		t.Fatal(err)
 	}

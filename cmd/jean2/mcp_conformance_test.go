@@ -58,7 +58,7 @@ func runConformance(t *testing.T, suite []string, scenario string, env []string,
 	cmd.Env = append(os.Environ(), env...)
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
-	_ = cmd.Run() // a failing scenario exits non-zero; its checks say why
+	_ = cmd.Run()      // a failing scenario exits non-zero; its checks say why
 	var files []string // auth/… scenarios write into a folder of their own
 	_ = filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
 		if err == nil && d.Name() == "checks.json" {
