@@ -17,6 +17,7 @@ const DefaultSSERetry = time.Second
 // Revisions that change what an SSE stream carries.
 const (
 	rev20251125 = "2025-11-25" // priming events and the retry field (SEP-1699)
+	rev20260728 = "2026-07-28" // stateless: no sessions, input requests by retry (SEP-2575, SEP-2322)
 )
 
 // HTTPHandler serves MCP over streamable HTTP, one MCP session per client. It does no
@@ -24,21 +25,38 @@ const (
 // auth in front of it. Requests through a localhost address with another Host header are
 // refused (DNS rebinding protection).
 //
+// Requests on 2026-07-28 or later (the MCP-Protocol-Version header) are served statelessly,
+// beside the sessions of earlier revisions: no session id, each request on its own, so any
+// replica behind a load balancer answers it. One exception stays with the replica that
+// started it: a call waiting for the client's answer to an ask is parked in that process
+// under its requestState, so the retry carrying the answer must reach the same replica
+// (another answers that the requestState names no waiting call, and says to call again).
+//
 // Each SSE stream of a session on 2025-11-25 or later opens with a priming event (an id
 // and empty data) that carries a `retry` field, and its events are kept (10 MB per
 // server, the go-sdk's memory store) so that a client whose stream dropped resumes it with
 // Last-Event-ID instead of losing the call's answer.
 func (s *Server) HTTPHandler() http.Handler {
-	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+	getServer := func(*http.Request) *mcp.Server { return s.mcp }
+	sessions := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Logger:                       sdkLogger(s.log),
 		SessionTimeout:               30 * time.Minute,
 		PropagateRequestCancellation: true,
 		EventStore:                   mcp.NewMemoryEventStore(nil),
 	})
+	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Logger:                       sdkLogger(s.log),
+		Stateless:                    true,
+		PropagateRequestCancellation: true,
+	})
 	retry := []byte("retry: " + strconv.FormatInt(DefaultSSERetry.Milliseconds(), 10) + "\n")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Protocol-Version") >= rev20260728 {
+			stateless.ServeHTTP(w, r)
+			return
+		}
 		s.sessionRevision(r)
-		inner.ServeHTTP(&primingWriter{ResponseWriter: w, retry: retry}, r)
+		sessions.ServeHTTP(&primingWriter{ResponseWriter: w, retry: retry}, r)
 	})
 }
 
@@ -57,7 +75,7 @@ func (s *Server) sessionRevision(r *http.Request) {
 		if ss.ID() != id {
 			continue
 		}
-		if p := ss.InitializeParams(); p != nil && p.ProtocolVersion >= rev20251125 && p.ProtocolVersion < "2026-07-28" {
+		if p := ss.InitializeParams(); p != nil && p.ProtocolVersion >= rev20251125 && p.ProtocolVersion < rev20260728 {
 			r.Header.Set("Mcp-Protocol-Version", p.ProtocolVersion)
 		}
 		return
