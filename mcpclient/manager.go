@@ -33,7 +33,10 @@ type Options struct {
 	// SignIn, when set, signs in interactively when a server asks (jean2 mcp login and
 	// probe); otherwise a server that needs a sign-in waits in state "needs sign-in".
 	SignIn *SignIn
-	// Elicit answers a server's elicitation requests; nil declines to declare elicitation.
+	// Roots are the folders offered to the servers as roots (the workspace's folders).
+	Roots []string
+	// Elicit answers a server's elicitation requests (jean2 mcp probe); nil: through the asks
+	// of the call running (requests.go).
 	Elicit func(ctx context.Context, server string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
 }
 
@@ -76,7 +79,7 @@ func New(cfg Config, loadErr error, opts Options) *Manager {
 		ctx, cancel := context.WithCancel(context.Background())
 		s := &Server{
 			cfg: c, getenv: opts.Getenv, log: opts.Logger, version: opts.Version,
-			tokens: opts.Tokens, signIn: opts.SignIn, elicit: opts.Elicit,
+			tokens: opts.Tokens, signIn: opts.SignIn, elicit: opts.Elicit, roots: opts.Roots,
 			minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
 			stderr: &tail{}, err: fmt.Errorf("MCP server %s: not connected yet", c.Name),
 			ctx: ctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), wake: make(chan struct{}, 1),

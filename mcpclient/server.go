@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -54,6 +55,8 @@ type Server struct {
 	state   State
 	stderr  *tail
 
+	callers    callers  // the calls running, which answer the server's own requests (requests.go)
+	roots      []string // folders offered as roots (the workspace's)
 	progress   sync.Map // progress token → func(tool.Progress)
 	nextToken  atomic.Int64
 	refreshing atomic.Bool
@@ -206,8 +209,14 @@ func (s *Server) connect(ctx context.Context) error {
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			s.log.Info("MCP server log", "server", s.cfg.Name, "level", string(req.Params.Level), "logger", req.Params.Logger, "data", req.Params.Data)
 		},
-		ElicitationHandler: s.elicitHandler(),
+		ElicitationHandler:   s.elicitHandler(),
+		CreateMessageHandler: s.sampleThroughProvider,
+		// Forms and pages to open both reach the person through the running call's asks.
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}},
 	})
+	for _, r := range s.roots {
+		client.AddRoots(&mcp.Root{URI: (&url.URL{Scheme: "file", Path: r}).String(), Name: filepath.Base(r)})
+	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cs, err := client.Connect(cctx, t, nil)
@@ -252,7 +261,7 @@ func (s *Server) wait() error {
 // elicitHandler answers the server's elicitation requests through Options.Elicit.
 func (s *Server) elicitHandler() func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	if s.elicit == nil {
-		return nil
+		return s.elicitThroughAsks
 	}
 	return func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		return s.elicit(ctx, s.cfg.Name, req)
