@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -67,18 +68,22 @@ func runConformance(t *testing.T, suite []string, scenario string, env []string,
 		return nil
 	})
 	if len(files) != 1 {
-		t.Fatalf("scenario %s wrote no checks.json (%v):\n%s", scenario, files, log.String())
+		t.Errorf("scenario %s wrote no checks.json (%v):\n%s", scenario, files, log.String())
+		return nil
 	}
 	data, err := os.ReadFile(files[0])
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return nil
 	}
 	var checks []conformanceCheck
 	if err := json.Unmarshal(data, &checks); err != nil {
-		t.Fatalf("scenario %s: checks.json: %v", scenario, err)
+		t.Errorf("scenario %s: checks.json: %v", scenario, err)
+		return nil
 	}
 	if len(checks) == 0 {
-		t.Fatalf("scenario %s made no checks:\n%s", scenario, log.String())
+		t.Errorf("scenario %s made no checks:\n%s", scenario, log.String())
+		return nil
 	}
 	return checks
 }
@@ -87,6 +92,9 @@ func runConformance(t *testing.T, suite []string, scenario string, env []string,
 // and no warning.
 func requireClean(t *testing.T, scenario string, checks []conformanceCheck) {
 	t.Helper()
+	if checks == nil {
+		return // runConformance said why
+	}
 	passed := 0
 	for _, c := range checks {
 		switch c.Status {
@@ -169,17 +177,29 @@ func TestMCPConformanceClient(t *testing.T) {
 	c := newCLI(t)
 	probe, _ := filepath.Abs("testdata/conformance/probe.sh")
 	env := append(c.env(), "JEAN2_BIN="+jean2Bin)
+	// sse-retry measures how long the client waits before reconnecting: on its own, so the
+	// others' work does not delay it.
+	requireClean(t, "sse-retry", runConformance(t, suite, "sse-retry", env, "client", "--command", probe))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
 	for _, scenario := range []string{
-		"initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry",
+		"initialize", "tools_call", "elicitation-sep1034-client-defaults",
 		"auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
 		"auth/basic-cimd", "auth/scope-from-www-authenticate", "auth/scope-from-scopes-supported",
 		"auth/scope-omitted-when-undefined", "auth/scope-step-up", "auth/scope-retry-limit",
 		"auth/token-endpoint-auth-basic", "auth/token-endpoint-auth-post", "auth/token-endpoint-auth-none",
 		"auth/pre-registration",
 	} {
-		checks := runConformance(t, suite, scenario, env, "client", "--command", probe)
-		requireClean(t, scenario, checks)
+		// Four at a time: each mostly waits on its own servers and on jean2.
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			checks := runConformance(t, suite, scenario, env, "client", "--command", probe)
+			requireClean(t, scenario, checks)
+		}()
 	}
+	wg.Wait()
 	dir := filepath.Join(c.home, "mcp-oauth")
 	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	if len(files) == 0 {
