@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -284,4 +285,67 @@ func (s *Server) sampleThroughProvider(ctx context.Context, req *mcp.CreateMessa
 		return nil, fmt.Errorf("sampling for MCP server %s: %w", s.cfg.Name, err)
 	}
 	return &mcp.CreateMessageResult{Role: "assistant", Content: &mcp.TextContent{Text: text}, Model: "jean2", StopReason: "endTurn"}, nil
+}
+
+// Catalog is what a connected server offers beside its tools: resources (and resource
+// templates) and prompts, for the web client to list.
+type Catalog struct {
+	Resources []*mcp.Resource         `json:"resources"`
+	Templates []*mcp.ResourceTemplate `json:"templates"`
+	Prompts   []*mcp.Prompt           `json:"prompts"`
+}
+
+// Catalog lists the server's resources, resource templates and prompts; a kind the server
+// did not declare is left empty.
+func (s *Server) Catalog(ctx context.Context) (Catalog, error) {
+	s.mu.Lock()
+	cs := s.session
+	why := s.err
+	s.mu.Unlock()
+	out := Catalog{Resources: []*mcp.Resource{}, Templates: []*mcp.ResourceTemplate{}, Prompts: []*mcp.Prompt{}}
+	if cs == nil {
+		if why == nil {
+			why = errors.New("not connected")
+		}
+		return out, why
+	}
+	caps := cs.InitializeResult().Capabilities
+	if caps != nil && caps.Resources != nil {
+		for r, err := range cs.Resources(ctx, nil) {
+			if err != nil {
+				return out, fmt.Errorf("MCP server %s: resources/list: %w", s.cfg.Name, err)
+			}
+			out.Resources = append(out.Resources, r)
+		}
+		for r, err := range cs.ResourceTemplates(ctx, nil) {
+			if err != nil {
+				break // templates are optional even where resources are served
+			}
+			out.Templates = append(out.Templates, r)
+		}
+	}
+	if caps != nil && caps.Prompts != nil {
+		for p, err := range cs.Prompts(ctx, nil) {
+			if err != nil {
+				return out, fmt.Errorf("MCP server %s: prompts/list: %w", s.cfg.Name, err)
+			}
+			out.Prompts = append(out.Prompts, p)
+		}
+	}
+	return out, nil
+}
+
+// ReadResource reads one resource of the server.
+func (s *Server) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
+	s.mu.Lock()
+	cs := s.session
+	s.mu.Unlock()
+	if cs == nil {
+		return nil, fmt.Errorf("MCP server %s is not connected", s.cfg.Name)
+	}
+	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		return nil, fmt.Errorf("MCP server %s: resources/read %s: %w", s.cfg.Name, uri, err)
+	}
+	return res, nil
 }

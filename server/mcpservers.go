@@ -200,3 +200,45 @@ func (s *Server) deleteMCPSignIn(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
+
+// getMCPCatalog answers GET /api/mcp/servers/{name}/catalog[?workspaceId=]: the server's
+// resources, resource templates and prompts ({"resources","templates","prompts"}); 409
+// while it is not connected.
+func (s *Server) getMCPCatalog(w http.ResponseWriter, r *http.Request) error {
+	ms, _, err := s.findMCPServer(r)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	if state, _ := ms.Status(); state != mcpclient.StateConnected {
+		return errorf(http.StatusConflict, codeConflict, "MCP server %s is %s: connect it first", ms.Config().Name, state)
+	}
+	cat, err := ms.Catalog(ctx)
+	if err != nil {
+		return errorf(http.StatusBadGateway, codeUnavailable, "%v", err)
+	}
+	writeJSON(w, http.StatusOK, cat)
+	return nil
+}
+
+// getMCPResource answers GET /api/mcp/servers/{name}/resource?uri=…[&workspaceId=]: one
+// resource's contents as the server gives them ({"contents":[{"uri","mimeType","text"|"blob"}]}).
+func (s *Server) getMCPResource(w http.ResponseWriter, r *http.Request) error {
+	ms, _, err := s.findMCPServer(r)
+	if err != nil {
+		return err
+	}
+	uri := r.URL.Query().Get("uri")
+	if uri == "" {
+		return badRequest("give the resource's uri: ?uri=…")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	res, err := ms.ReadResource(ctx, uri)
+	if err != nil {
+		return errorf(http.StatusBadGateway, codeUnavailable, "%v", err)
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}

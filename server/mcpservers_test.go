@@ -5,12 +5,15 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/mcpclient"
 	"github.com/jean2/jean2/mcpclient/oauthtest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The web client's Connect: a hosted server of $JEAN2_HOME/mcp.json that needs OAuth is
@@ -70,5 +73,54 @@ func TestMCPServersSignInFromTheWeb(t *testing.T) {
 	f.call("GET", "/api/mcp/servers", nil, 200, &v)
 	if v.Servers[0].SignedIn {
 		t.Fatalf("after signing out: %+v", v.Servers)
+	}
+}
+
+// An imported server's resources and prompts are listed (GET …/catalog) and a resource read
+// (GET …/resource?uri=), for the web client; a server not connected is a 409 that says so.
+func TestMCPServerCatalog(t *testing.T) {
+	peer := mcp.NewServer(&mcp.Implementation{Name: "docs", Version: "1"}, nil)
+	peer.AddResource(&mcp.Resource{URI: "note://readme", Name: "readme", Title: "Read me", MIMEType: "text/markdown"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/markdown", Text: "# Hello"}}}, nil
+		})
+	peer.AddPrompt(&mcp.Prompt{Name: "review", Description: "Review a change."},
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{}, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return peer }, nil))
+	defer ts.Close()
+	f := newFixture(t)
+	m := mcpclient.New(mcpclient.Config{Servers: []mcpclient.ServerConfig{
+		{Name: "docs", URL: ts.URL, Type: "http", File: "mcp.json"},
+		{Name: "down", URL: "http://127.0.0.1:1/mcp", Type: "http", File: "mcp.json"},
+	}}, nil, mcpclient.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	m.Start(ctx)
+	f.cfg.Host.Sources = append([]host.ToolSource{}, m.Sources()...)
+	f.start()
+
+	var cat struct {
+		Resources []struct{ URI, Name, Title, MIMEType string }
+		Prompts   []struct{ Name, Description string }
+	}
+	f.call("GET", "/api/mcp/servers/docs/catalog", nil, 200, &cat)
+	if len(cat.Resources) != 1 || cat.Resources[0].URI != "note://readme" || cat.Resources[0].Title != "Read me" ||
+		len(cat.Prompts) != 1 || cat.Prompts[0].Name != "review" {
+		t.Fatalf("catalog: %+v", cat)
+	}
+	var read struct {
+		Contents []struct{ URI, Text string }
+	}
+	f.call("GET", "/api/mcp/servers/docs/resource?uri=note://readme", nil, 200, &read)
+	if len(read.Contents) != 1 || read.Contents[0].Text != "# Hello" {
+		t.Fatalf("read: %+v", read)
+	}
+	f.call("GET", "/api/mcp/servers/docs/resource", nil, 400, nil)
+	body := f.call("GET", "/api/mcp/servers/down/catalog", nil, 409, nil)
+	if !strings.Contains(string(body), "connect it first") {
+		t.Fatalf("down: %s", body)
 	}
 }

@@ -400,6 +400,8 @@ func (s *Server) routes() http.Handler {
 	route("GET /api/mcp/servers", s.getMCPServers)
 	route("POST /api/mcp/servers/{name}/sign-in", s.postMCPSignIn)
 	route("DELETE /api/mcp/servers/{name}/sign-in", s.deleteMCPSignIn)
+	route("GET /api/mcp/servers/{name}/catalog", s.getMCPCatalog)
+	route("GET /api/mcp/servers/{name}/resource", s.getMCPResource)
 
 	route("GET /api/sessions", s.listAllSessions)
 	route("GET /api/sessions/{id}", s.getSession)

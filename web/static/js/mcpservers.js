@@ -14,6 +14,7 @@ export function mcpServersSection() {
   const box = h("div", { class: "mcp-servers" });
   const section = h("section", { "aria-labelledby": "mcp-servers-title" },
     h("h3", { id: "mcp-servers-title" }, "MCP servers"), box);
+  const catalogBox = h("div", { class: "mcp-catalog" });
   let timer = 0;
   const path = (s) => `/api/mcp/servers/${enc(s.name)}/sign-in` + (s.workspaceId ? `?workspaceId=${enc(s.workspaceId)}` : "");
 
@@ -38,10 +39,13 @@ export function mcpServersSection() {
         h("td", { class: "small" }, s.url || s.type),
         h("td", null, h("span", { class: "badge " + (STATE_BADGE[s.state] || "") }, s.signingIn ? "waiting for your sign-in" : s.state),
           s.error ? h("div", { class: "muted small mcp-error" }, s.error) : null),
-        h("td", null, s.type === "stdio" ? null : [
-          s.state !== "connected" || !s.signedIn ? h("button", { type: "button", class: "mcp-connect", onclick: () => connect(s) }, "Connect", h("span", { class: "sr-only" }, " " + s.name)) : null,
-          s.signedIn ? h("button", { type: "button", class: "mcp-signout", onclick: () => signOut(s) }, "Sign out", h("span", { class: "sr-only" }, " " + s.name)) : null,
-        ])))))));
+        h("td", null,
+          s.state === "connected" ? h("button", { type: "button", class: "mcp-browse", onclick: () => browse(s) }, "Browse", h("span", { class: "sr-only" }, " " + s.name)) : null,
+          s.type === "stdio" ? null : [
+            s.state !== "connected" || !s.signedIn ? h("button", { type: "button", class: "mcp-connect", onclick: () => connect(s) }, "Connect", h("span", { class: "sr-only" }, " " + s.name)) : null,
+            s.signedIn ? h("button", { type: "button", class: "mcp-signout", onclick: () => signOut(s) }, "Sign out", h("span", { class: "sr-only" }, " " + s.name)) : null,
+          ])))))),
+      catalogBox);
     // A server that is not connected yet is looked at again, so a sign-in shows when it lands.
     if (servers.some((s) => s.state !== "connected" && s.state !== "error")) timer = setTimeout(() => { if (section.isConnected) load(); }, 2000);
   }
@@ -62,6 +66,38 @@ export function mcpServersSection() {
       notify(errorText(err), "error");
     }
     load();
+  }
+
+  // browse lists what a connected server offers beside its tools: resources (each one can be
+  // opened to read its text) and prompts.
+  async function browse(s) {
+    const q = s.workspaceId ? `?workspaceId=${enc(s.workspaceId)}` : "";
+    const base = `/api/mcp/servers/${enc(s.name)}`;
+    let cat;
+    try {
+      cat = await api("GET", `${base}/catalog${q}`);
+    } catch (err) {
+      replace(catalogBox, h("p", { class: "error" }, errorText(err)));
+      return;
+    }
+    const shown = h("pre", { class: "mcp-resource-text" });
+    const read = async (r) => {
+      try {
+        const res = await api("GET", `${base}/resource?uri=${enc(r.uri)}` + (s.workspaceId ? `&workspaceId=${enc(s.workspaceId)}` : ""));
+        shown.textContent = (res.contents || []).map((c) => c.text ?? `[${c.mimeType || "binary"}, ${(c.blob || "").length} base64 characters]`).join("\n");
+      } catch (err) {
+        shown.textContent = errorText(err);
+      }
+    };
+    replace(catalogBox, h("h4", null, `${s.name}: resources and prompts`),
+      (cat.resources || []).length ? h("ul", { class: "mcp-resources" }, cat.resources.map((r) => h("li", { dataset: { uri: r.uri } },
+        h("button", { type: "button", class: "link", onclick: () => read(r) }, r.title || r.name || r.uri), " ",
+        h("span", { class: "muted small" }, r.uri, r.mimeType ? ` (${r.mimeType})` : ""),
+        r.description ? h("div", { class: "small" }, r.description) : null))) : h("p", { class: "muted" }, "No resources."),
+      (cat.templates || []).length ? h("ul", { class: "mcp-templates" }, cat.templates.map((t) => h("li", null, t.title || t.name, " ", h("span", { class: "muted small" }, t.uriTemplate)))) : null,
+      (cat.prompts || []).length ? h("ul", { class: "mcp-prompts" }, cat.prompts.map((p) => h("li", { dataset: { prompt: p.name } },
+        h("strong", null, p.title || p.name), p.description ? [" — ", p.description] : null))) : h("p", { class: "muted" }, "No prompts."),
+      shown);
   }
 
   async function signOut(s) {
