@@ -57,7 +57,9 @@ func TestMCPServerBrowse(t *testing.T) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/markdown", Text: "# Hello from the resource"}}}, nil
 		})
 	peer.AddPrompt(&mcp.Prompt{Name: "review", Description: "Review a change."},
-		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return &mcp.GetPromptResult{}, nil })
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{}, nil
+		})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return peer }, nil))
 	t.Cleanup(ts.Close)
 	var m *mcpclient.Manager
