@@ -193,6 +193,11 @@ func (a *storedAuth) TokenSource(context.Context) (oauth2.TokenSource, error) { 
 func (a *storedAuth) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	if resp.StatusCode == http.StatusForbidden && !insufficientScope(resp.Header) {
+		// A refusal that no sign-in changes (as the go-sdk's own handler treats it): the
+		// request is tried once more and its 403 reported as the error it is.
+		return nil
+	}
 	why := "it refused the request"
 	switch {
 	case a.ts == nil:
@@ -203,6 +208,20 @@ func (a *storedAuth) Authorize(_ context.Context, _ *http.Request, resp *http.Re
 		why = "it refused the kept token"
 	}
 	return fmt.Errorf("%w (%s, HTTP %d)", ErrSignInNeeded, why, resp.StatusCode)
+}
+
+// insufficientScope reports whether a 403's challenge asks for more scopes (step-up).
+func insufficientScope(h http.Header) bool {
+	cs, err := oauthex.ParseWWWAuthenticate(h.Values("WWW-Authenticate"))
+	if err != nil {
+		return false
+	}
+	for _, c := range cs {
+		if c.Params["error"] == "insufficient_scope" {
+			return true
+		}
+	}
+	return false
 }
 
 // backgroundAuth is the handler of a server connected by jean2 serve or a command: the kept

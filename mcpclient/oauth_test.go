@@ -2,7 +2,9 @@ package mcpclient
 
 import (
 	"context"
+	"errors"
 	"io"
+	"net/http"
 	"log/slog"
 	"os"
 	"strings"
@@ -88,5 +90,27 @@ func TestOAuthSignInKeepAndRefresh(t *testing.T) {
 	defer m3.Close()
 	if st, err := m3.Servers()[0].Status(); st != StateNeedsSignIn {
 		t.Fatalf("after revocation: %s, %v", st, err)
+	}
+}
+
+// With nobody to sign in, a 401 or a 403 asking for more scopes means "needs sign-in"; a 403
+// for any other reason is no sign-in's business and is reported as the refusal it is.
+func TestStoredAuthRefusals(t *testing.T) {
+	a := &storedAuth{url: "https://mcp.example.com/mcp"}
+	resp := func(code int, challenge string) *http.Response {
+		h := http.Header{}
+		if challenge != "" {
+			h.Set("WWW-Authenticate", challenge)
+		}
+		return &http.Response{StatusCode: code, Header: h, Body: io.NopCloser(strings.NewReader(""))}
+	}
+	if err := a.Authorize(context.Background(), nil, resp(401, `Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource"`)); !errors.Is(err, ErrSignInNeeded) || !strings.Contains(err.Error(), "no token is kept") {
+		t.Errorf("401: %v", err)
+	}
+	if err := a.Authorize(context.Background(), nil, resp(403, `Bearer error="insufficient_scope", scope="repo"`)); !errors.Is(err, ErrSignInNeeded) {
+		t.Errorf("403 insufficient_scope: %v", err)
+	}
+	if err := a.Authorize(context.Background(), nil, resp(403, "")); err != nil {
+		t.Errorf("plain 403: %v, want it left to the request", err)
 	}
 }
