@@ -38,6 +38,8 @@ type ServerConfig struct {
 	Cwd     string            `json:"cwd,omitempty"`
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// OAuth says how jean2 identifies itself when an HTTP server asks it to sign in.
+	OAuth *OAuthConfig `json:"oauth,omitempty"`
 	// Timeout of one tool call in milliseconds (tool.DefaultTimeout when 0).
 	Timeout int `json:"timeout,omitempty"`
 	// Disabled servers are not started.
@@ -142,7 +144,7 @@ func Parse(file string, data []byte) ([]ServerConfig, error) {
 		dec := json.NewDecoder(bytes.NewReader(raw.Servers[name]))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&s); err != nil {
-			return nil, fmt.Errorf("mcpServers.%s: %w (the fields are command, args, env, cwd, url, headers, type, timeout, disabled)", name, err)
+			return nil, fmt.Errorf("mcpServers.%s: %w (the fields are command, args, env, cwd, url, headers, oauth, type, timeout, disabled)", name, err)
 		}
 		s.Name, s.File = name, file
 		if err := s.check(); err != nil {
@@ -154,6 +156,10 @@ func Parse(file string, data []byte) ([]ServerConfig, error) {
 	}
 	return out, nil
 }
+
+// Check checks an entry made elsewhere than in an mcp.json (jean2 mcp probe) as Parse
+// checks the file's, filling in its Type.
+func (s *ServerConfig) Check() error { return s.check() }
 
 func (s *ServerConfig) check() error {
 	if strings.TrimSpace(s.Name) == "" {
@@ -182,8 +188,8 @@ func (s *ServerConfig) check() error {
 		if s.Command == "" {
 			return fmt.Errorf("a stdio server needs a command")
 		}
-		if s.URL != "" || len(s.Headers) > 0 {
-			return fmt.Errorf("a stdio server takes command, args, env and cwd, not url or headers")
+		if s.URL != "" || len(s.Headers) > 0 || s.OAuth != nil {
+			return fmt.Errorf("a stdio server takes command, args, env and cwd, not url, headers or oauth")
 		}
 		for k := range s.Env {
 			if !envName.MatchString(k) {
@@ -197,6 +203,16 @@ func (s *ServerConfig) check() error {
 		u, err := url.Parse(s.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("url %q is not an http(s) URL", s.URL)
+		}
+		if o := s.OAuth; o != nil {
+			if o.ClientSecret != "" && o.ClientID == "" {
+				return fmt.Errorf("oauth: a clientSecret needs its clientId")
+			}
+			if m := o.ClientMetadataURL; m != "" {
+				if u, err := url.Parse(m); err != nil || u.Scheme != "https" || u.Path == "" || u.Path == "/" {
+					return fmt.Errorf("oauth: clientMetadataUrl %q must be an https URL with a path (the client ID metadata document jean2 is known by)", m)
+				}
+			}
 		}
 	}
 	if s.Timeout < 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/tool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Options configure a Manager.
@@ -26,6 +27,17 @@ type Options struct {
 	// when zero).
 	MinBackoff, MaxBackoff time.Duration
 	Logger                 *slog.Logger
+	// Tokens keeps the OAuth tokens of servers that ask jean2 to sign in
+	// (NewTokenStore($JEAN2_HOME)); nil: no OAuth, a server's 401 is an error.
+	Tokens *TokenStore
+	// SignIn, when set, signs in interactively when a server asks (jean2 mcp login and
+	// probe); otherwise a server that needs a sign-in waits in state "needs sign-in".
+	SignIn *SignIn
+	// Roots are the folders offered to the servers as roots (the workspace's folders).
+	Roots []string
+	// Elicit answers a server's elicitation requests (jean2 mcp probe); nil: through the asks
+	// of the call running (requests.go).
+	Elicit func(ctx context.Context, server string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
 }
 
 // Manager runs the servers of a Config and hands their tools to the host.
@@ -67,9 +79,10 @@ func New(cfg Config, loadErr error, opts Options) *Manager {
 		ctx, cancel := context.WithCancel(context.Background())
 		s := &Server{
 			cfg: c, getenv: opts.Getenv, log: opts.Logger, version: opts.Version,
+			tokens: opts.Tokens, signIn: opts.SignIn, elicit: opts.Elicit, roots: opts.Roots,
 			minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
 			stderr: &tail{}, err: fmt.Errorf("MCP server %s: not connected yet", c.Name),
-			ctx: ctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}),
+			ctx: ctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), wake: make(chan struct{}, 1),
 		}
 		s.changed = m.notify
 		m.servers = append(m.servers, s)

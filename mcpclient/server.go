@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -40,13 +41,22 @@ type Server struct {
 
 	minBackoff, maxBackoff time.Duration
 
+	tokens *TokenStore
+	signIn *SignIn
+	elicit func(ctx context.Context, server string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	// closeAuth ends the connection's sign-in listener, if it has one.
+	closeAuth func()
+
 	mu      sync.Mutex
 	session *mcp.ClientSession
 	tools   []tool.Tool
 	byJSON  map[string]*remoteTool // the listed tools by their MCP definition, kept while unchanged
 	err     error                  // why there are no tools
+	state   State
 	stderr  *tail
 
+	callers    callers  // the calls running, which answer the server's own requests (requests.go)
+	roots      []string // folders offered as roots (the workspace's)
 	progress   sync.Map // progress token → func(tool.Progress)
 	nextToken  atomic.Int64
 	refreshing atomic.Bool
@@ -57,6 +67,7 @@ type Server struct {
 	started atomic.Bool
 	done    chan struct{}
 	ready   chan struct{} // closed after the first connection attempt
+	wake    chan struct{} // cap 1: try again now (a sign-in was made)
 }
 
 var _ host.ToolSource = (*Server)(nil)
@@ -69,6 +80,38 @@ func (s *Server) Kind() string { return "mcp" }
 
 // Config returns the server's entry of mcp.json.
 func (s *Server) Config() ServerConfig { return s.cfg }
+
+// State is how a server is doing, as the tool list and the web client show it.
+type State string
+
+const (
+	StateConnecting  State = "connecting"
+	StateConnected   State = "connected"
+	StateNeedsSignIn State = "needs sign-in"
+	StateError       State = "error"
+)
+
+// Status is the server's state and, unless connected, why.
+func (s *Server) Status() (State, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.session != nil {
+		return StateConnected, nil
+	}
+	if s.state == "" {
+		return StateConnecting, s.err
+	}
+	return s.state, s.err
+}
+
+// Retry makes a server that is not connected try again now instead of at the end of its
+// backoff: a person just signed in to it.
+func (s *Server) Retry() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
 
 // Tools lists the server's tools now; while it is not connected, the error says why.
 func (s *Server) Tools() ([]tool.Tool, error) {
@@ -114,7 +157,15 @@ func (s *Server) run() {
 		s.mu.Lock()
 		hadTools := s.session != nil
 		s.session, s.tools = nil, nil
-		s.err = fmt.Errorf("MCP server %s (%s): %w; retrying in %s (attempt %d)", s.cfg.Name, s.cfg.File, err, backoff, attempt)
+		s.state = StateError
+		if errors.Is(err, ErrSignInNeeded) {
+			// Polled on at the backoff's pace, so a sign-in made elsewhere (jean2 mcp login)
+			// is picked up without a restart.
+			s.state = StateNeedsSignIn
+			s.err = fmt.Errorf("MCP server %s (%s) needs you to sign in: run jean2 mcp login %s, or press Connect in the web client's settings (%w)", s.cfg.Name, s.cfg.File, s.cfg.Name, err)
+		} else {
+			s.err = fmt.Errorf("MCP server %s (%s): %w; retrying in %s (attempt %d)", s.cfg.Name, s.cfg.File, err, backoff, attempt)
+		}
 		s.mu.Unlock()
 		// Said once per kind of failure; the retries of a server that stays down are quiet.
 		level := slog.LevelDebug
@@ -131,6 +182,8 @@ func (s *Server) run() {
 		}
 		select {
 		case <-time.After(backoff):
+		case <-s.wake:
+			backoff = s.minBackoff / 2 // a sign-in just happened: not a failure to back off from
 		case <-s.ctx.Done():
 			return
 		}
@@ -156,16 +209,25 @@ func (s *Server) connect(ctx context.Context) error {
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			s.log.Info("MCP server log", "server", s.cfg.Name, "level", string(req.Params.Level), "logger", req.Params.Logger, "data", req.Params.Data)
 		},
+		ElicitationHandler:   s.elicitHandler(),
+		CreateMessageHandler: s.sampleThroughProvider,
+		// Forms and pages to open both reach the person through the running call's asks.
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}},
 	})
+	for _, r := range s.roots {
+		client.AddRoots(&mcp.Root{URI: (&url.URL{Scheme: "file", Path: r}).String(), Name: filepath.Base(r)})
+	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cs, err := client.Connect(cctx, t, nil)
 	if err != nil {
+		s.endAuth()
 		return fmt.Errorf("connect: %w", err)
 	}
 	tools, err := s.list(cctx, cs)
 	if err != nil {
 		_ = cs.Close()
+		s.endAuth()
 		return fmt.Errorf("list tools: %w", err)
 	}
 	s.mu.Lock()
@@ -191,7 +253,26 @@ func (s *Server) wait() error {
 	case <-s.ctx.Done():
 		_ = cs.Close()
 		<-ended
+		s.endAuth()
 		return s.ctx.Err()
+	}
+}
+
+// elicitHandler answers the server's elicitation requests through Options.Elicit.
+func (s *Server) elicitHandler() func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	if s.elicit == nil {
+		return s.elicitThroughAsks
+	}
+	return func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return s.elicit(ctx, s.cfg.Name, req)
+	}
+}
+
+// endAuth closes the sign-in listener of the last connection attempt.
+func (s *Server) endAuth() {
+	if f := s.closeAuth; f != nil {
+		s.closeAuth = nil
+		f()
 	}
 }
 
@@ -276,7 +357,27 @@ func (s *Server) transport() (mcp.Transport, error) {
 		if s.cfg.Type == "sse" {
 			return &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}, nil
 		}
-		return &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}, nil
+		t := &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}
+		// A server given its own Authorization header is not signed in to.
+		if headers.Get("Authorization") != "" {
+			return t, nil
+		}
+		s.endAuth()
+		switch {
+		case s.signIn != nil:
+			h, closeFn, err := s.signIn.Handler(s.cfg)
+			if err != nil {
+				return nil, err
+			}
+			t.OAuthHandler, s.closeAuth = h, closeFn
+		case s.tokens != nil:
+			h, err := backgroundAuth(s.tokens, s.cfg.URL, http.DefaultClient)
+			if err != nil {
+				return nil, err
+			}
+			t.OAuthHandler = h
+		}
+		return t, nil
 	}
 	return nil, fmt.Errorf("unknown server type %q", s.cfg.Type)
 }

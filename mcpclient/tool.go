@@ -95,6 +95,10 @@ func (t *remoteTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 		args = json.RawMessage(`{}`)
 	}
 	params := &mcp.CallToolParams{Name: t.remote, Arguments: args}
+	if c != nil {
+		// While it runs, this call answers the server's own requests (requests.go).
+		defer t.srv.callers.add(c)()
+	}
 	if c != nil && c.Progress != nil {
 		token := fmt.Sprintf("jean2-%d", t.srv.nextToken.Add(1))
 		t.srv.progress.Store(token, c.Progress)

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,4 +102,55 @@ func benchStdio(b *testing.B, tool, transport string) {
 	}
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+}
+
+// BenchmarkHTTPServer is tools/call over streamable HTTP (HTTPHandler behind httptest, the
+// Go SDK client) to a tool compiled into the binary: a 2025-11-25 session (SSE answers,
+// priming events, the event store) and a 2026-07-28 stateless client, one call at a time
+// (p50 reported) and 32 in flight.
+func BenchmarkHTTPServer(b *testing.B) {
+	for _, version := range []string{classic, newest} {
+		name := map[string]string{newest: "2026-07-28-stateless", classic: classic + "-session"}[version]
+		for _, inflight := range []int{1, 32} {
+			b.Run(name+"/inflight="+strconv.Itoa(inflight), func(b *testing.B) {
+				r := newRig(b)
+				ts := httptest.NewServer(r.srv.HTTPHandler())
+				defer ts.Close()
+				cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).
+					Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer cs.Close()
+				params := &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}}
+				one := func() time.Duration {
+					start := time.Now()
+					if res, err := cs.CallTool(context.Background(), params); err != nil || res.IsError {
+						b.Fatal(err, res)
+					}
+					return time.Since(start)
+				}
+				for range 100 {
+					one()
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				if inflight == 1 {
+					lat := make([]time.Duration, 0, b.N)
+					for b.Loop() {
+						lat = append(lat, one())
+					}
+					slices.Sort(lat)
+					b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+					return
+				}
+				b.SetParallelism((inflight + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						one()
+					}
+				})
+			})
+		}
+	}
 }

@@ -63,8 +63,13 @@ func (s *Server) hostCall(req *mcp.CallToolRequest, def tool.Definition, ch *cha
 		Progress:   ch.progress,
 		LogHandler: &logHandler{ch: ch, logger: def.Name},
 	}
-	if !s.h.HasLLM() && caps.Sampling != nil {
-		call.LLM = llm.FromText(samplingModel{peer: p})
+	if caps.Sampling != nil {
+		switch {
+		case !s.h.HasLLM():
+			call.LLM = llm.FromText(samplingModel{peer: p})
+		case s.opts.LLM != nil:
+			call.LLM = llm.FromText(orSampling{first: s.opts.LLM, then: samplingModel{peer: p}})
+		}
 	}
 	return call
 }

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -46,4 +47,20 @@ func (m samplingModel) GenerateText(ctx context.Context, req tool.TextRequest) (
 		return "", fmt.Errorf("ctx.llm through the MCP client's sampling: the client's model answered with no text")
 	}
 	return text.String(), nil
+}
+
+// orSampling is the host's model while one is configured, and the client's (sampling) while
+// none is: jean2 serve's model is resolved at each request, so a provider set up later
+// takes over without the client reconnecting.
+type orSampling struct {
+	first tool.LLM
+	then  samplingModel
+}
+
+func (o orSampling) GenerateText(ctx context.Context, req tool.TextRequest) (string, error) {
+	text, err := o.first.GenerateText(ctx, req)
+	if errors.Is(err, tool.ErrNoLLM) {
+		return o.then.GenerateText(ctx, req)
+	}
+	return text, err
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -51,6 +50,10 @@ type Options struct {
 	// answering its only call in flight, before it sleeps (DefaultNextCallPoll when zero;
 	// negative: never). See DefaultNextCallPoll.
 	NextCallPoll time.Duration
+	// LLM is the model of the host's calls, for a host whose model is resolved at each
+	// request (jean2 serve's providers): while its requests fail with tool.ErrNoLLM, a
+	// client that declared sampling answers them. Nil: the host's HasLLM decides once.
+	LLM tool.LLM
 	// Logger receives the server's own diagnostics (not tool logs); nil discards them.
 	Logger *slog.Logger
 }
@@ -267,18 +270,6 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.handlers[name]
-}
-
-// HTTPHandler serves MCP over streamable HTTP, one MCP session per client. It does no
-// authentication of its own: the server that mounts it (jean2 serve, at /mcp) puts its
-// auth in front of it. Requests through a localhost address with another Host header are
-// refused (DNS rebinding protection).
-func (s *Server) HTTPHandler() http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
-		Logger:                       sdkLogger(s.log),
-		SessionTimeout:               30 * time.Minute,
-		PropagateRequestCancellation: true,
-	})
 }
 
 // Close stops following the host, cancels the calls parked on a client's input and the

@@ -237,7 +237,9 @@ func (w *workspaceMCP) sync(wss []store.Workspace) bool {
 	}
 	for id, nw := range want {
 		cfg, loadErr := nw.file.Config()
-		m := mcpclient.New(cfg, loadErr, w.client)
+		opts := w.client
+		opts.Roots = append([]string{nw.ws.Path}, nw.ws.AllowedPaths...) // the workspace's folders
+		m := mcpclient.New(cfg, loadErr, opts)
 		m.OnChange(func() { kick(w.changed) })
 		// Start connects in the background; a done context has it return at once.
 		started, cancel := context.WithCancel(context.Background())

@@ -97,6 +97,9 @@ type Server struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// mcpSignIns are the MCP sign-ins started from the web client (mcpservers.go).
+	mcpSignIns mcpSignIns
 }
 
 // Open opens $JEAN2_HOME/jean2.db and builds the providers, the tool host, the hub, undo
@@ -167,7 +170,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	wsOpts.Off = wsOpts.Off || cfg.Getenv(mcpclient.NestedEnv) != ""
 	s.wsMCP = newWorkspaceMCP(wsOpts, mcpclient.Options{
 		Getenv:  withholdKeys(cfg.Getenv, func() []string { return append(s.providers.Set().KeyEnvNames(), tokenEnv) }),
-		Version: cfg.Version, Logger: s.log,
+		Version: cfg.Version, Logger: s.log, Tokens: mcpclient.NewTokenStore(home),
 	}, mcpclient.NewTrust(home), s.log)
 	s.wsMCP.syncFrom(ctx, s.db.ListWorkspaces)
 
@@ -394,6 +397,11 @@ func (s *Server) routes() http.Handler {
 	route("GET /api/workspaces/{id}/mcp-trust", s.getMCPTrust)
 	route("POST /api/workspaces/{id}/mcp-trust", s.postMCPTrust)
 	route("DELETE /api/workspaces/{id}/mcp-trust", s.deleteMCPTrust)
+	route("GET /api/mcp/servers", s.getMCPServers)
+	route("POST /api/mcp/servers/{name}/sign-in", s.postMCPSignIn)
+	route("DELETE /api/mcp/servers/{name}/sign-in", s.deleteMCPSignIn)
+	route("GET /api/mcp/servers/{name}/catalog", s.getMCPCatalog)
+	route("GET /api/mcp/servers/{name}/resource", s.getMCPResource)
 
 	route("GET /api/sessions", s.listAllSessions)
 	route("GET /api/sessions/{id}", s.getSession)

@@ -1,7 +1,9 @@
-// tools/call round trips per second from one TypeScript SDK client over stdio.
-// Usage: node bench.mjs COMMAND [ARGS...]   (env CALLS, WARMUP, INFLIGHT)
+// tools/call round trips per second from one TypeScript SDK client over stdio, or over
+// streamable HTTP when the first argument is a URL (BENCH_TOKEN: a bearer token to send).
+// Usage: node bench.mjs COMMAND [ARGS...] | URL   (env CALLS, WARMUP, INFLIGHT)
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 const [command, ...args] = process.argv.slice(2);
 const calls = Number(process.env.CALLS ?? 2000);
@@ -9,7 +11,12 @@ const warmup = Number(process.env.WARMUP ?? 200);
 const inflight = Number(process.env.INFLIGHT ?? 1);
 
 const client = new Client({ name: 'bench', version: '1.0.0' });
-await client.connect(new StdioClientTransport({ command, args, env: process.env, stderr: 'ignore' }));
+if (/^https?:/.test(command)) {
+  const headers = process.env.BENCH_TOKEN ? { authorization: 'Bearer ' + process.env.BENCH_TOKEN } : {};
+  await client.connect(new StreamableHTTPClientTransport(new URL(command), { requestInit: { headers } }));
+} else {
+  await client.connect(new StdioClientTransport({ command, args, env: process.env, stderr: 'ignore' }));
+}
 
 let n = 0;
 const one = async () => {

@@ -17,6 +17,9 @@ import (
 const mcpUsage = `Usage:
   jean2 mcp [--workspace DIR] [--auto-approve RISK]
   jean2 mcp trust [--workspace DIR] [--yes | --revoke]
+  jean2 mcp login NAME [--workspace DIR] [--browser CMD] [--again]
+  jean2 mcp logout NAME [--workspace DIR]
+  jean2 mcp probe [--browser CMD] [--client-id ID ...] URL
 
 Serves jean2's tools to an MCP client over stdio (one client; stdin and stdout carry the
 protocol, log lines go to stderr). Tool folders are watched: a change sends
@@ -31,8 +34,17 @@ content with jean2 mcp trust (a changed file asks again).
 
 // mcpServe runs `jean2 mcp`: the tool registry as an MCP server on stdin/stdout.
 func mcpServe(ctx context.Context, e env, args []string) error {
-	if len(args) > 0 && args[0] == "trust" {
-		return mcpTrust(e, args[1:])
+	if len(args) > 0 {
+		switch args[0] {
+		case "trust":
+			return mcpTrust(e, args[1:])
+		case "probe":
+			return mcpProbe(ctx, e, args[1:])
+		case "login":
+			return mcpLogin(ctx, e, args[1:], false)
+		case "logout":
+			return mcpLogin(ctx, e, args[1:], true)
+		}
 	}
 	fs := newFlags("mcp", e)
 	workspace := fs.String("workspace", "", "the workspace folder")

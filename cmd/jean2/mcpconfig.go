@@ -57,11 +57,19 @@ func startMCPClients(ctx context.Context, e env, workspace string) (*mcpclient.M
 		return mcpclient.New(mcpclient.Config{}, nil, mcpclient.Options{}), nil
 	}
 	cfg, loadErr := mcpConfig(e, layout, workspace)
-	m := mcpclient.New(cfg, loadErr, mcpclient.Options{Getenv: e.getenv, Version: version, Logger: cliLogger(e)})
+	m := mcpclient.New(cfg, loadErr, mcpclient.Options{Getenv: e.getenv, Version: version, Logger: cliLogger(e), Tokens: mcpclient.NewTokenStore(layout.Home), Roots: roots(workspace)})
 	wait, cancel := context.WithTimeout(ctx, mcpStartWait)
 	defer cancel()
 	m.Start(wait)
 	return m, nil
+}
+
+// roots are the folders offered to MCP servers as roots: the workspace's, none without one.
+func roots(workspace string) []string {
+	if workspace == "" {
+		return nil
+	}
+	return []string{workspace}
 }
 
 // openHostWithMCP opens the host with the tools of the workspace's MCP servers joined in; a

@@ -167,7 +167,10 @@ func (r *statusRecorder) WriteHeader(code int) {
 // Unwrap lets the WebSocket upgrade reach the connection.
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { t.Helper(); return newFixtureWith(t, nil) }
+
+// newFixtureWith is newFixture with the server's config changed by edit first.
+func newFixtureWith(t *testing.T, edit func(f *fixture, cfg *server.Config)) *fixture {
 	t.Helper()
 	b := browsertest.New(t) // skips before any other set-up when Chromium is missing
 	root := t.TempDir()
@@ -211,6 +214,9 @@ func newFixture(t *testing.T) *fixture {
 		Watch:           &host.WatchOptions{},
 		Version:         "e2e",
 		Logger:          logger,
+	}
+	if edit != nil {
+		edit(f, &cfg)
 	}
 	f.srv, err = server.Open(context.Background(), cfg)
 	if err != nil {

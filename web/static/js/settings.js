@@ -5,6 +5,7 @@ import { api, enc } from "./api.js";
 import { h, replace } from "./dom.js";
 import { confirmAction, errorText, notify, openDialog } from "./ui.js";
 import { SHORTCUTS } from "./shortcuts.js";
+import { mcpServersSection } from "./mcpservers.js";
 
 export class SettingsView {
   constructor(app) {
@@ -20,6 +21,7 @@ export class SettingsView {
       h("section", { "aria-labelledby": "providers-title" }, h("h3", { id: "providers-title" }, "Provider and model"), this.providersBox),
       h("section", { "aria-labelledby": "grants-title" }, h("h3", { id: "grants-title" }, "Permission grants"), this.grantsBox),
       h("section", { "aria-labelledby": "server-settings-title" }, h("h3", { id: "server-settings-title" }, "When no one is watching"), this.settingsBox),
+      mcpServersSection(),
       h("section", { "aria-labelledby": "keys-title" }, h("h3", { id: "keys-title" }, "Keyboard shortcuts"), shortcutTable()));
     replace(container, this.el);
     await Promise.all([this.loadProviders(), this.loadSettings(), this.loadGrants()]);

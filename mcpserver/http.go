@@ -1,0 +1,114 @@
+package mcpserver
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultSSERetry is the reconnection delay jean2 gives a client in the priming event of
+// each SSE stream (the `retry` field of SEP-1699): after a stream drops, the client waits
+// this long and resumes it with Last-Event-ID.
+const DefaultSSERetry = time.Second
+
+// Revisions that change what an SSE stream carries.
+const (
+	rev20251125 = "2025-11-25" // priming events and the retry field (SEP-1699)
+	rev20260728 = "2026-07-28" // stateless: no sessions, input requests by retry (SEP-2575, SEP-2322)
+)
+
+// HTTPHandler serves MCP over streamable HTTP, one MCP session per client. It does no
+// authentication of its own: the server that mounts it (jean2 serve, at /mcp) puts its
+// auth in front of it. Requests through a localhost address with another Host header are
+// refused (DNS rebinding protection).
+//
+// Requests on 2026-07-28 or later (the MCP-Protocol-Version header) are served statelessly,
+// beside the sessions of earlier revisions: no session id, each request on its own, so any
+// replica behind a load balancer answers it. One exception stays with the replica that
+// started it: a call waiting for the client's answer to an ask is parked in that process
+// under its requestState, so the retry carrying the answer must reach the same replica
+// (another answers that the requestState names no waiting call, and says to call again).
+//
+// Each SSE stream of a session on 2025-11-25 or later opens with a priming event (an id
+// and empty data) that carries a `retry` field, and its events are kept (10 MB per
+// server, the go-sdk's memory store) so that a client whose stream dropped resumes it with
+// Last-Event-ID instead of losing the call's answer.
+func (s *Server) HTTPHandler() http.Handler {
+	getServer := func(*http.Request) *mcp.Server { return s.mcp }
+	sessions := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Logger:                       sdkLogger(s.log),
+		SessionTimeout:               30 * time.Minute,
+		PropagateRequestCancellation: true,
+		EventStore:                   mcp.NewMemoryEventStore(nil),
+	})
+	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Logger:                       sdkLogger(s.log),
+		Stateless:                    true,
+		PropagateRequestCancellation: true,
+	})
+	retry := []byte("retry: " + strconv.FormatInt(DefaultSSERetry.Milliseconds(), 10) + "\n")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Protocol-Version") >= rev20260728 {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		s.sessionRevision(r)
+		sessions.ServeHTTP(&primingWriter{ResponseWriter: w, retry: retry}, r)
+	})
+}
+
+// sessionRevision makes a request of a session on 2025-11-25 or later that names an older
+// revision in its MCP-Protocol-Version header be served as its session's revision. The
+// go-sdk decides from the header whether a stream gets its priming event; the revision a
+// session negotiated is the one its client speaks (the spec has the client send it in
+// every request), so a header naming an older one would only take resumability away.
+func (s *Server) sessionRevision(r *http.Request) {
+	id := r.Header.Get("Mcp-Session-Id")
+	header := r.Header.Get("Mcp-Protocol-Version")
+	if id == "" || header == "" || header >= rev20251125 {
+		return
+	}
+	for ss := range s.mcp.Sessions() {
+		if ss.ID() != id {
+			continue
+		}
+		if p := ss.InitializeParams(); p != nil && p.ProtocolVersion >= rev20251125 && p.ProtocolVersion < rev20260728 {
+			r.Header.Set("Mcp-Protocol-Version", p.ProtocolVersion)
+		}
+		return
+	}
+}
+
+// primingWriter adds the retry field to the go-sdk's priming event, which it writes
+// without one (as the first write of a stream, in one piece: "event: prime\nid: …\ndata: \n\n").
+type primingWriter struct {
+	http.ResponseWriter
+	retry  []byte
+	primed bool
+}
+
+var primeEvent = []byte("event: prime\n")
+
+func (p *primingWriter) Write(b []byte) (int, error) {
+	if p.primed || !bytes.HasPrefix(b, primeEvent) {
+		p.primed = true
+		return p.ResponseWriter.Write(b)
+	}
+	p.primed = true
+	i := bytes.Index(b, []byte("data: "))
+	if i < 0 {
+		return p.ResponseWriter.Write(b)
+	}
+	out := make([]byte, 0, len(b)+len(p.retry))
+	out = append(append(append(out, b[:i]...), p.retry...), b[i:]...)
+	if _, err := p.ResponseWriter.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// Unwrap lets http.ResponseController reach the connection's Flush.
+func (p *primingWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
