@@ -229,7 +229,7 @@ func grepFile(ctx context.Context, c *tool.Context, full, rel string, re, whole 
 		if len(out) < grepMaxMatches {
 			text := strings.TrimRight(string(l), " \t\r")
 			if len(text) > grepMaxLineLen {
-				text = truncateLine([]byte(text))
+				text = string(truncateLine([]byte(text)))
 			}
 			out = append(out, grepMatch{File: rel, Line: line, Content: text})
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/jean2/jean2/internal/fsutil"
 )
@@ -31,11 +32,11 @@ type Overflow struct {
 // a planted link is never written through.
 func cutOverflow(text []byte, tempRoot, tempDir, callID string) (string, *Overflow, error) {
 	if len(text) <= OverflowLimit { // fewer bytes than the limit means fewer characters too
-		return string(text), nil, nil
+		return owned(text), nil, nil
 	}
 	n := utf8.RuneCount(text)
 	if n <= OverflowLimit {
-		return string(text), nil, nil
+		return owned(text), nil, nil
 	}
 	rel, err := filepath.Rel(tempRoot, tempDir)
 	if err != nil {
@@ -56,6 +57,17 @@ func cutOverflow(text []byte, tempRoot, tempDir, callID string) (string, *Overfl
 	}
 	note := fmt.Sprintf("\n\n[Result truncated: %d characters in total; the first %d are shown above. The full result is in %s — read it with a file tool if you need the rest.]", n, OverflowPreview, path)
 	return string(preview) + note, &Overflow{Path: path, Chars: n}, nil
+}
+
+// owned is text as a string without a copy. text is the model's JSON that finishOutcome
+// made for this outcome alone (tool.Result.ModelJSON's fresh buffer), which nothing writes
+// again: the string can share its bytes, as strings.Builder's does. A copy here was a
+// sixth of what a read-file call allocated.
+func owned(text []byte) string {
+	if len(text) == 0 {
+		return ""
+	}
+	return unsafe.String(&text[0], len(text))
 }
 
 func safeName(s string) string {
