@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jean2/jean2/internal/fsutil"
 	"github.com/jean2/jean2/sdkjs"
 )
 
@@ -180,7 +181,7 @@ func (l *Loader) lockFolderFile(ctx context.Context, dir string) (func(), error)
 		return nil, err
 	}
 	sum := sha256.Sum256([]byte(dir))
-	return lockFile(ctx, filepath.Join(locks, hex.EncodeToString(sum[:16])+".lock"))
+	return fsutil.LockFile(ctx, filepath.Join(locks, hex.EncodeToString(sum[:16])+".lock"), nil)
 }
 
 // maxBundleAttempts bounds how often a load starts over because the folder changed while

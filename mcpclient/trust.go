@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -217,7 +218,7 @@ func (t *Trust) update(change func(*trustDoc)) error {
 	if err := os.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
 		return err
 	}
-	unlock, err := lockFile(t.path + ".lock")
+	unlock, err := fsutil.LockFile(context.Background(), t.path+".lock", nil)
 	if err != nil {
 		return fmt.Errorf("lock %s: %w", t.path, err)
 	}

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"time"
 
 	jean2 "github.com/jean2/jean2"
@@ -154,7 +153,7 @@ func ensureTypeScript(ctx context.Context, e env, layout host.Layout) (string, e
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", err
 	}
-	unlock, err := flockPath(ctx, filepath.Join(root, ".lock"))
+	unlock, err := fsutil.LockFile(ctx, filepath.Join(root, ".lock"), nil)
 	if err != nil {
 		return "", err
 	}
@@ -189,30 +188,6 @@ func ensureTypeScript(ctx context.Context, e env, layout host.Layout) (string, e
 		return "", err
 	}
 	return tsc, nil
-}
-
-// flockPath takes an exclusive lock on path, waiting while another process holds it.
-func flockPath(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // goWorkMarker starts the go.work files jean2 writes; a go.work without it is the person's.

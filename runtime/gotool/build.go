@@ -23,6 +23,7 @@ import (
 	"time"
 
 	jean2 "github.com/jean2/jean2"
+	"github.com/jean2/jean2/internal/fsutil"
 )
 
 // sdkModulePath is the module a tool folder requires for the SDK.
@@ -135,7 +136,7 @@ func Build(ctx context.Context, tc Toolchain, opts BuildOptions) (Binary, error)
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return Binary{}, fmt.Errorf("%s: build cache: %w", name, err)
 	}
-	unlock, err := lockFile(ctx, filepath.Join(root, hash+".lock"))
+	unlock, err := fsutil.LockFile(ctx, filepath.Join(root, hash+".lock"), nil)
 	if err != nil {
 		return Binary{}, fmt.Errorf("%s: wait for another build of the same source: %w", name, err)
 	}
