@@ -49,6 +49,10 @@ type turn struct {
 	rounds, works int
 	// workRounds and maxRounds are the turn's limits, fixed when it started.
 	workRounds, maxRounds int
+	// sysPrompt is the system prompt in effect when the turn started; instructions the
+	// instruction files read at its first round (nil before).
+	sysPrompt    string
+	instructions *Instructions
 	usage                 provider.Usage
 	pend                  ops            // the last answer's writes, committed with turn.finished
 	pendMsg               *store.Message // and that answer, to join the history once stored
@@ -103,6 +107,7 @@ func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*tur
 		ledger: tool.NewLedger(), facts: h.sessionFacts(sessionID),
 	}
 	t.workRounds, t.maxRounds = h.limits()
+	t.sysPrompt = h.systemPrompt()
 	user := store.Message{ID: store.NewID("msg_"), SessionID: sessionID, Role: store.RoleUser, Content: in.Text, Status: store.StatusComplete}
 	for _, img := range in.Images {
 		user.Parts = append(user.Parts, store.Part{Kind: store.PartImage, Status: store.StatusComplete, MediaType: img.MediaType, Data: img.Data})
@@ -215,17 +220,26 @@ func (t *turn) workspace() (host.Workspace, error) {
 	return host.Workspace{ID: ws.ID, Path: ws.Path, Allowed: ws.AllowedPaths}, nil
 }
 
-// system is the system prompt of the turn's requests: the configured one and the folder
-// the tools work in.
+// system is the system prompt of the turn's requests: the one in effect when the turn
+// started, the folder the tools work in, and the instruction files (read once per turn, at
+// its first round: a file changed during the turn counts from the next).
 func (t *turn) system(ws host.Workspace) string {
 	var b strings.Builder
-	b.WriteString(t.h.opts.System)
+	b.WriteString(t.sysPrompt)
 	if b.Len() > 0 {
 		b.WriteString("\n\n")
 	}
 	b.WriteString("The workspace folder is ")
 	b.WriteString(ws.Path)
 	b.WriteString("; tools resolve relative paths against it.")
+	if t.instructions == nil {
+		in := ReadInstructions(ws.Path, t.h.opts.Home)
+		t.instructions = &in
+	}
+	if p := t.instructions.prompt(); p != "" {
+		b.WriteString("\n\n")
+		b.WriteString(p)
+	}
 	return b.String()
 }
 

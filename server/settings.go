@@ -32,7 +32,14 @@ type Settings struct {
 	// DisabledBuiltins names built-in tools (read-file, grep, …) not offered, beside the
 	// ones $JEAN2_HOME/config.json's "disabledBuiltins" turns off for every command.
 	DisabledBuiltins []string `json:"disabledBuiltins,omitempty"`
+	// SystemPrompt replaces the harness's system prompt (GET /api/settings/system-prompt
+	// shows the default); "" keeps the default. The workspace folder and the AGENTS.md
+	// files are added to either.
+	SystemPrompt string `json:"systemPrompt,omitempty"`
 }
+
+// MaxSystemPromptBytes bounds the systemPrompt setting: it is sent with every request.
+const MaxSystemPromptBytes = 64 << 10
 
 // DefaultSettings are the settings of a server nobody configured.
 func DefaultSettings() Settings {
@@ -52,6 +59,10 @@ func (st Settings) check() error {
 	}
 	if st.MaxRounds < st.WorkRounds || st.MaxRounds > 1000 {
 		return fmt.Errorf("maxRounds %d must be at least workRounds (%d) and at most 1000", st.MaxRounds, st.WorkRounds)
+	}
+	if len(st.SystemPrompt) > MaxSystemPromptBytes {
+		return fmt.Errorf("systemPrompt is %d bytes, more than %d KiB: it is sent with every request; shorten it or move project rules to an AGENTS.md",
+			len(st.SystemPrompt), MaxSystemPromptBytes>>10)
 	}
 	for _, n := range st.DisabledBuiltins {
 		if strings.TrimSpace(n) == "" {
@@ -117,6 +128,8 @@ type settingsPatch struct {
 	MaxRounds         *int    `json:"maxRounds"`
 	// DisabledBuiltins replaces the whole list; [] turns every built-in back on.
 	DisabledBuiltins *[]string `json:"disabledBuiltins"`
+	// SystemPrompt replaces the system prompt; "" restores the default.
+	SystemPrompt *string `json:"systemPrompt"`
 }
 
 // update applies p, keeps the result and returns it.
@@ -142,6 +155,12 @@ func (l *liveSettings) update(ctx context.Context, p settingsPatch) (Settings, e
 	if p.DisabledBuiltins != nil {
 		st.DisabledBuiltins = slices.Clone(*p.DisabledBuiltins)
 	}
+	if p.SystemPrompt != nil {
+		st.SystemPrompt = *p.SystemPrompt
+		if strings.TrimSpace(st.SystemPrompt) == "" {
+			st.SystemPrompt = ""
+		}
+	}
 	if err := st.check(); err != nil {
 		return l.cur, badRequest("%v", err)
 	}
@@ -161,6 +180,7 @@ func (l *liveSettings) update(ctx context.Context, p settingsPatch) (Settings, e
 func (s *Server) applySettings(st Settings) {
 	s.hub.SetAskTimeout(time.Duration(st.AskTimeoutSeconds) * time.Second)
 	s.harness.SetLimits(st.WorkRounds, st.MaxRounds)
+	s.harness.SetSystem(st.SystemPrompt)
 }
 
 // applyDisabledBuiltins turns off the built-ins the settings name (and back on the ones

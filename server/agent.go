@@ -1,0 +1,50 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/jean2/jean2/harness"
+)
+
+// agentRoutes adds the routes of the agent's own features: the system prompt, the
+// instruction files in effect, compaction (docs/api.md).
+func (s *Server) agentRoutes(route func(string, handlerFunc)) {
+	route("GET /api/settings/system-prompt", s.getSystemPrompt)
+	route("GET /api/workspaces/{id}/instructions", s.getInstructions)
+}
+
+// systemPromptView is GET /api/settings/system-prompt: the default prompt (what an empty
+// systemPrompt setting means) and the one in effect.
+type systemPromptView struct {
+	Default    string `json:"default"`
+	Current    string `json:"current"`
+	Overridden bool   `json:"overridden"`
+}
+
+func (s *Server) getSystemPrompt(w http.ResponseWriter, r *http.Request) error {
+	def := s.cfg.System
+	if def == "" {
+		def = harness.DefaultSystem
+	}
+	v := systemPromptView{Default: def, Current: def}
+	if st := s.settings.get(); st.SystemPrompt != "" {
+		v.Current, v.Overridden = st.SystemPrompt, true
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// getInstructions lists the AGENTS.md files that join the system prompt of the
+// workspace's sessions: $JEAN2_HOME's, the repository's up to the workspace's own.
+func (s *Server) getInstructions(w http.ResponseWriter, r *http.Request) error {
+	ws, err := s.db.Workspace(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return storeErr(err, "workspace "+r.PathValue("id"))
+	}
+	in := s.harness.Instructions(ws.Path)
+	if in.Files == nil {
+		in.Files = []harness.InstructionFile{}
+	}
+	writeJSON(w, http.StatusOK, in)
+	return nil
+}

@@ -1,0 +1,111 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jean2/jean2/harness"
+	"github.com/jean2/jean2/provider/providertest"
+)
+
+// systemSent is the system message of the fake provider's request i.
+func systemSent(t *testing.T, f *fixture, i int) string {
+	t.Helper()
+	reqs := f.fake.Requests()
+	if i >= len(reqs) {
+		t.Fatalf("request %d of %d", i, len(reqs))
+	}
+	var body struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := reqs[i].Decode(&body); err != nil || len(body.Messages) == 0 || body.Messages[0].Role != "system" {
+		t.Fatalf("request %d: %s (%v)", i, reqs[i].Body, err)
+	}
+	var s string
+	if json.Unmarshal(body.Messages[0].Content, &s) != nil {
+		s = string(body.Messages[0].Content)
+	}
+	return s
+}
+
+func (f *fixture) turnAndWait(sessionID, text string) {
+	f.t.Helper()
+	f.call("POST", "/api/sessions/"+sessionID+"/turns", map[string]any{"text": text}, 202, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := f.srv.harness.Wait(ctx, sessionID); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// The systemPrompt setting replaces the default system prompt in the requests the
+// provider receives, survives a restart, and "" brings the default back; the workspace's
+// AGENTS.md joins whichever is in effect and GET …/instructions names it.
+func TestSystemPromptSettingReachesProvider(t *testing.T) {
+	f := newFixture(t)
+	f.tools = nil
+	if err := os.WriteFile(filepath.Join(f.ws, "AGENTS.md"), []byte("WS-RULE-42"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.start()
+	ws, ses := f.session()
+	reply := func() {
+		f.fake.Push(providertest.NewOpenAIStream("test-model").Text("ok").Finish("stop").Usage(3, 1).Done().Reply())
+	}
+
+	var sp systemPromptView
+	f.call("GET", "/api/settings/system-prompt", nil, 200, &sp)
+	if sp.Default != harness.DefaultSystem || sp.Overridden {
+		t.Fatalf("system prompt view %+v", sp)
+	}
+	reply()
+	f.turnAndWait(ses.ID, "one")
+	if sys := systemSent(t, f, 0); !strings.HasPrefix(sys, harness.DefaultSystem) || !strings.Contains(sys, "WS-RULE-42") {
+		t.Fatalf("default system prompt sent:\n%s", sys)
+	}
+
+	var st Settings
+	f.call("PATCH", "/api/settings", map[string]any{"systemPrompt": "CUSTOM-PROMPT: be terse."}, 200, &st)
+	if st.SystemPrompt != "CUSTOM-PROMPT: be terse." {
+		t.Fatalf("settings %+v", st)
+	}
+	reply()
+	f.turnAndWait(ses.ID, "two")
+	sys := systemSent(t, f, 1)
+	if !strings.HasPrefix(sys, "CUSTOM-PROMPT: be terse.") || strings.Contains(sys, "read-file before you change it") || !strings.Contains(sys, "WS-RULE-42") {
+		t.Fatalf("overridden system prompt sent:\n%s", sys)
+	}
+
+	var in harness.Instructions
+	f.call("GET", "/api/workspaces/"+ws.ID+"/instructions", nil, 200, &in)
+	if len(in.Files) != 1 || in.Files[0].Path != filepath.Join(f.ws, "AGENTS.md") || in.Files[0].Scope != "workspace" || in.Files[0].Bytes != 10 {
+		t.Fatalf("instructions %+v", in)
+	}
+
+	body := f.call("PATCH", "/api/settings", map[string]any{"systemPrompt": strings.Repeat("x", MaxSystemPromptBytes+1)}, 400, nil)
+	if !strings.Contains(string(body), "systemPrompt") {
+		t.Fatalf("refusal %s", body)
+	}
+
+	// Kept across a restart.
+	f.stop()
+	f.start()
+	f.call("GET", "/api/settings/system-prompt", nil, 200, &sp)
+	if !sp.Overridden || sp.Current != "CUSTOM-PROMPT: be terse." {
+		t.Fatalf("after restart %+v", sp)
+	}
+	f.call("PATCH", "/api/settings", map[string]any{"systemPrompt": ""}, 200, &st)
+	reply()
+	f.turnAndWait(ses.ID, "three")
+	if sys := systemSent(t, f, 2); !strings.HasPrefix(sys, harness.DefaultSystem) {
+		t.Fatalf("after clearing:\n%s", sys)
+	}
+}
