@@ -53,9 +53,9 @@ type turn struct {
 	// instruction files read at its first round (nil before).
 	sysPrompt    string
 	instructions *Instructions
-	usage                 provider.Usage
-	pend                  ops            // the last answer's writes, committed with turn.finished
-	pendMsg               *store.Message // and that answer, to join the history once stored
+	usage        provider.Usage
+	pend         ops            // the last answer's writes, committed with turn.finished
+	pendMsg      *store.Message // and that answer, to join the history once stored
 
 	// ws is the workspace as the turn's start read it, for its first round (later rounds
 	// read it again).
