@@ -124,6 +124,8 @@ type fixtureOptions struct {
 	dbDir     string            // the database's folder, when not the test's temporary folder
 	tools     map[string]string // more tools, beside testTools
 	adjust    func(*harness.Options)
+	// providerIdle, when set, is the fake provider's idle timeout.
+	providerIdle time.Duration
 }
 
 // staticModels resolves every session to one provider.
@@ -200,7 +202,7 @@ func newFixture(t testing.TB, fo fixtureOptions) *fixture {
 		f.srv = providertest.NewOpenAI(t)
 	}
 	f.srv.Key = "sk-test"
-	f.prov, err = provider.New(provider.Config{Name: "fake", Kind: kind, BaseURL: f.srv.BaseURL(), APIKey: "sk-test", MaxTokens: 1024},
+	f.prov, err = provider.New(provider.Config{Name: "fake", Kind: kind, BaseURL: f.srv.BaseURL(), APIKey: "sk-test", MaxTokens: 1024, IdleTimeout: fo.providerIdle},
 		&provider.Options{Retry: provider.Retry{MaxAttempts: 1}})
 	if err != nil {
 		t.Fatal(err)

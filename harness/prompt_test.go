@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jean2/jean2/harness"
 	"github.com/jean2/jean2/provider/providertest"
@@ -169,5 +170,29 @@ func TestInstructionFilesAreReadSafely(t *testing.T) {
 	in = harness.ReadInstructions(big, "")
 	if len(in.Files) != 1 || !in.Files[0].Truncated || in.Files[0].Bytes > harness.MaxInstructionBytes+3 {
 		t.Fatalf("big file %+v", in.Files)
+	}
+}
+
+// A model that stops sending in the middle of its answer: the turn ends with an error that
+// says the model sent nothing for the idle timeout, and the partial answer is kept for
+// people (dropped for the model); the session takes the next turn.
+func TestTurnEndsOnProviderStall(t *testing.T) {
+	f := newFixture(t, fixtureOptions{providerIdle: time.Second})
+	f.srv.Push(providertest.NewOpenAIStream("gpt-test").Text("Thinking about").Pause(time.Minute).Text(" it").Finish("stop").Done().Reply())
+	start := time.Now()
+	_, fin := f.turn("hi")
+	if fin.Reason != harness.ReasonError || !strings.Contains(fin.Error, "sent nothing for 1s") {
+		t.Fatalf("finished %+v", fin)
+	}
+	if time.Since(start) > 30*time.Second {
+		t.Fatal("the stall was waited out")
+	}
+	msgs := f.messages()
+	if last := msgs[len(msgs)-1]; last.Status != store.StatusError || last.Content != "Thinking about" {
+		t.Fatalf("the partial answer %+v", last)
+	}
+	answerOK(f)
+	if _, fin := f.turn("again"); fin.Reason != harness.ReasonDone {
+		t.Fatalf("next turn %+v", fin)
 	}
 }
