@@ -105,8 +105,8 @@ type Info struct {
 	ContextWindow      int    `json:"contextWindow,omitempty"`
 	IdleTimeoutSeconds int    `json:"idleTimeoutSeconds,omitempty"`
 	HasKey             bool   `json:"hasKey"`
-	KeyEnv    string `json:"keyEnv,omitempty"`
-	Source    string `json:"source"`
+	KeyEnv             string `json:"keyEnv,omitempty"`
+	Source             string `json:"source"`
 }
 
 // Redacted returns what may be shown of c: never the key, only whether there is one.
