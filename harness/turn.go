@@ -53,9 +53,11 @@ type turn struct {
 	// instruction files read at its first round (nil before).
 	sysPrompt    string
 	instructions *Instructions
-	usage        provider.Usage
-	pend         ops            // the last answer's writes, committed with turn.finished
-	pendMsg      *store.Message // and that answer, to join the history once stored
+	// window is the context window of the session's model in tokens, 0 when unknown.
+	window  int
+	usage   provider.Usage
+	pend    ops            // the last answer's writes, committed with turn.finished
+	pendMsg *store.Message // and that answer, to join the history once stored
 
 	// ws is the workspace as the turn's start read it, for its first round (later rounds
 	// read it again).
@@ -108,6 +110,7 @@ func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*tur
 	}
 	t.workRounds, t.maxRounds = h.limits()
 	t.sysPrompt = h.systemPrompt()
+	t.window = h.windowOf(sess.Provider, model)
 	user := store.Message{ID: store.NewID("msg_"), SessionID: sessionID, Role: store.RoleUser, Content: in.Text, Status: store.StatusComplete}
 	for _, img := range in.Images {
 		user.Parts = append(user.Parts, store.Part{Kind: store.PartImage, Status: store.StatusComplete, MediaType: img.MediaType, Data: img.Data})

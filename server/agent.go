@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/jean2/jean2/harness"
@@ -11,6 +12,35 @@ import (
 func (s *Server) agentRoutes(route func(string, handlerFunc)) {
 	route("GET /api/settings/system-prompt", s.getSystemPrompt)
 	route("GET /api/workspaces/{id}/instructions", s.getInstructions)
+	route("POST /api/sessions/{id}/compact", s.compactSession)
+}
+
+// compactSession is POST /api/sessions/{id}/compact: the session's older messages are
+// summarized now (the compaction reaches the session's clients as message.created).
+func (s *Server) compactSession(w http.ResponseWriter, r *http.Request) error {
+	ses, err := s.session(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if _, _, err := s.providers.Model(r.Context(), ses.Provider, ses.Model); err != nil {
+		return errorf(http.StatusBadRequest, codeNoProvider, "%v", err)
+	}
+	// The session may not be deleted while it is summarized (see gate).
+	defer s.gate.enter(sessionKey(ses.ID))()
+	if _, err := s.session(r.Context(), ses.ID); err != nil {
+		return err
+	}
+	info, err := s.harness.Compact(r.Context(), ses.ID)
+	switch {
+	case errors.Is(err, harness.ErrBusy):
+		return errorf(http.StatusConflict, codeBusy, "session %s is running a turn; wait for it to end, or stop it, before compacting", ses.ID)
+	case errors.Is(err, harness.ErrNothingToCompact):
+		return errorf(http.StatusConflict, codeConflict, "%v", err)
+	case err != nil:
+		return errorf(http.StatusBadGateway, codeUnavailable, "%v", err)
+	}
+	writeJSON(w, http.StatusOK, info)
+	return nil
 }
 
 // systemPromptView is GET /api/settings/system-prompt: the default prompt (what an empty

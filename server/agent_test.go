@@ -109,3 +109,62 @@ func TestSystemPromptSettingReachesProvider(t *testing.T) {
 		t.Fatalf("after clearing:\n%s", sys)
 	}
 }
+
+// POST /api/sessions/{id}/compact summarizes the older messages with the session's model
+// and stores a compaction part the messages list shows; a session with too little to
+// summarize is 409. A provider's contextWindow set through PUT /api/providers is what the
+// harness compacts to, and a model's known window applies when none is set.
+func TestCompactEndpointAndContextWindow(t *testing.T) {
+	f := newFixture(t)
+	f.tools = nil
+	f.start()
+	_, ses := f.session()
+	f.call("POST", "/api/sessions/"+ses.ID+"/compact", nil, 409, nil)
+	for i := range 3 {
+		f.fake.Push(providertest.NewOpenAIStream("test-model").Text("ok").Finish("stop").Usage(3, 1).Done().Reply())
+		f.turnAndWait(ses.ID, strings.Repeat("long words ", 100)+string(rune('A'+i)))
+	}
+	f.fake.Push(providertest.NewOpenAIStream("test-model").Text("SUMMARY-API").Finish("stop").Usage(3, 1).Done().Reply())
+	var info struct {
+		UpToSeq  int64 `json:"upToSeq"`
+		Messages int   `json:"messages"`
+		Manual   bool  `json:"manual"`
+	}
+	f.call("POST", "/api/sessions/"+ses.ID+"/compact", nil, 200, &info)
+	if info.Messages < 2 || !info.Manual || info.UpToSeq == 0 {
+		t.Fatalf("compaction %+v", info)
+	}
+	var msgs struct {
+		Messages []struct {
+			Role  string
+			Parts []struct{ Kind, Text string }
+		}
+	}
+	f.call("GET", "/api/sessions/"+ses.ID+"/messages", nil, 200, &msgs)
+	last := msgs.Messages[len(msgs.Messages)-1]
+	if last.Role != "system" || len(last.Parts) != 1 || last.Parts[0].Kind != "compaction" || last.Parts[0].Text != "SUMMARY-API" {
+		t.Fatalf("last message %+v", last)
+	}
+
+	if w := f.srv.providers.ContextWindow("", "gpt-4o-mini"); w != 128000 {
+		t.Fatalf("known window of gpt-4o-mini: %d", w)
+	}
+	if w := f.srv.providers.ContextWindow("", ""); w != 0 {
+		t.Fatalf("window of an unknown model: %d", w)
+	}
+	f.call("PUT", "/api/providers", map[string]any{"providers": []map[string]any{{"name": "openai", "kind": "openai",
+		"baseUrl": f.fake.BaseURL(), "apiKey": f.fake.Key, "model": "test-model", "contextWindow": 5000, "idleTimeoutSeconds": 30}}}, 200, nil)
+	if w := f.srv.providers.ContextWindow("openai", ""); w != 5000 {
+		t.Fatalf("configured window: %d", w)
+	}
+	var view providersView
+	f.call("GET", "/api/providers", nil, 200, &view)
+	if p := view.Providers[0]; p.ContextWindow != 5000 || p.IdleTimeoutSeconds != 30 {
+		t.Fatalf("provider view %+v", p)
+	}
+	body := f.call("PUT", "/api/providers", map[string]any{"providers": []map[string]any{{"name": "openai", "kind": "openai",
+		"baseUrl": f.fake.BaseURL(), "apiKey": f.fake.Key, "model": "test-model", "contextWindow": 100}}}, 400, nil)
+	if !strings.Contains(string(body), "contextWindow 100 is too small") {
+		t.Fatalf("refusal %s", body)
+	}
+}

@@ -147,6 +147,25 @@ func (p *Providers) Model(_ context.Context, providerName, model string) (provid
 	return prov, model, nil
 }
 
+// ContextWindow is the context window of a provider's model in tokens ("" names the
+// default provider, and model "" its default model): the provider's contextWindow, else the
+// model's known window, else 0 (unknown). The harness compacts sessions to fit it.
+func (p *Providers) ContextWindow(providerName, model string) int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if providerName == "" {
+		providerName = p.set.Default
+	}
+	cfg, ok := p.set.Lookup(providerName)
+	if !ok {
+		return 0
+	}
+	if model == "" {
+		model = cfg.Model
+	}
+	return cfg.Window(model)
+}
+
 func (p *Providers) names() string {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -213,7 +232,10 @@ type providerEntry struct {
 	APIKeyEnv string        `json:"apiKeyEnv,omitempty"`
 	Model     string        `json:"model,omitempty"`
 	MaxTokens int           `json:"maxTokens,omitempty"`
-	ClearKey  bool          `json:"clearKey,omitempty"`
+	// ContextWindow and IdleTimeoutSeconds are providers.json's (docs/providers.md).
+	ContextWindow      int  `json:"contextWindow,omitempty"`
+	IdleTimeoutSeconds int  `json:"idleTimeoutSeconds,omitempty"`
+	ClearKey           bool `json:"clearKey,omitempty"`
 	// ConfirmKeyTo is a person's consent that a key this entry does not give itself (its
 	// apiKeyEnv, or the key stored under its name) goes to this base URL, which it was not
 	// sent to before. It must name the entry's base URL (the kind's usual one when baseUrl
@@ -316,7 +338,8 @@ func (p *Providers) replace(ctx context.Context, req providersPut) error {
 			unconfirmed = append(unconfirmed, keyConfirm{Provider: e.Name, BaseURL: base, KeyFrom: from})
 		}
 		f.Providers = append(f.Providers, provider.FileEntry{Name: e.Name, Kind: e.Kind, BaseURL: strings.TrimSpace(e.BaseURL),
-			APIKey: key, APIKeyEnv: e.APIKeyEnv, Model: strings.TrimSpace(e.Model), MaxTokens: e.MaxTokens})
+			APIKey: key, APIKeyEnv: e.APIKeyEnv, Model: strings.TrimSpace(e.Model), MaxTokens: e.MaxTokens,
+			ContextWindow: e.ContextWindow, IdleTimeoutSeconds: e.IdleTimeoutSeconds})
 	}
 	if len(unconfirmed) > 0 {
 		var parts []string
