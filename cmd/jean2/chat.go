@@ -33,6 +33,8 @@ tool calls are shown with their visualizations, and the asks of tools are answer
   --session ID     go on with an earlier session instead of starting a new one
 
 In the chat:
+  /compact   summarize the older messages now to free the model's context (long sessions
+             are compacted by themselves when they near the model's context window)
   /restore   list the turns that changed files and put files back as they were before one
   /stop      stop the running turn (as Ctrl-C does)
   /help      this list

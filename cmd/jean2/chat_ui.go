@@ -341,6 +341,14 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 			u.prompt()
 		}
 		return false
+	case trimmed == "/compact":
+		if u.running {
+			u.println(u.st.dim("(a turn is running: compact when it has finished; long turns are compacted by themselves)"))
+			return false
+		}
+		u.compact()
+		u.prompt()
+		return false
 	case trimmed == "/restore":
 		if u.running {
 			u.println(u.st.dim("(a turn is running: restore when it has finished, or stop it first)"))
@@ -348,7 +356,7 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 		}
 		return u.restoreDialog(ctx, lines)
 	case strings.HasPrefix(trimmed, "/") && !strings.Contains(trimmed, " ") && len(trimmed) < 20:
-		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /restore, /stop, /help, /quit; a message starting with / needs a space in it)", cleanLine(trimmed))))
+		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /compact, /restore, /stop, /help, /quit; a message starting with / needs a space in it)", cleanLine(trimmed))))
 		u.prompt()
 		return false
 	}
@@ -533,6 +541,10 @@ func (u *chatUI) showText(partID, text string) {
 // outcome.
 func (u *chatUI) showPart(p store.Part) {
 	switch p.Kind {
+	case store.PartCompaction:
+		u.lastText = ""
+		u.lineStart()
+		u.println(u.st.dim("── " + compactionLine(p) + " ──"))
 	case store.PartText:
 		if shown := u.texts[p.ID]; len(p.Text) > shown {
 			u.showText(p.ID, p.Text[shown:])
