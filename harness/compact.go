@@ -222,6 +222,15 @@ func (c compaction) plan(history []store.Message) []int {
 	}
 	if userCut > 0 {
 		cut = userCut
+	} else if c.keep > 0 {
+		// By hand: the last exchange stays whole even when it is more than the budget, so
+		// the model keeps the person's last request in their words.
+		for k := len(cands) - 1; k >= 1; k-- {
+			if history[cands[k]].Role == store.RoleUser {
+				cut = k
+				break
+			}
+		}
 	}
 	if cut < 2 {
 		return nil // a summary of one message saves next to nothing

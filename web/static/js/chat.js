@@ -10,6 +10,7 @@ import { renderVisualization } from "./viz.js";
 import { renderAsk, showPermissionDialog } from "./asks.js";
 import { fileDiff } from "./diff.js";
 import { openDialog, confirmAction, notify, errorText, promptText } from "./ui.js";
+import { compactionView, compactSession, instructionsBar } from "./agent.js";
 
 const reasonWords = {
   stopped: "Stopped.",
@@ -113,8 +114,10 @@ export class SessionView {
     replace(this.el,
       h("header", { class: "session-head" }, this.titleEl,
         h("button", { type: "button", class: "icon-btn", "aria-label": "Rename session", title: "Rename", onclick: () => this.rename() }, "✎"),
-        h("button", { type: "button", class: "link", onclick: () => this.chooseModel() }, "Model"), this.modelEl, this.connEl),
-      this.transcript, this.looseAsks, composer);
+        h("button", { type: "button", class: "link", onclick: () => this.chooseModel() }, "Model"), this.modelEl,
+        this.compactBtn = h("button", { type: "button", class: "link", id: "compact", title: "Summarize the older messages to free the model's context",
+          onclick: () => compactSession(this.id, this.compactBtn) }, "Compact"), this.connEl),
+      instructionsBar(s.workspaceId), this.transcript, this.looseAsks, composer);
     this.showModel();
   }
 
@@ -144,6 +147,7 @@ export class SessionView {
     this.running = on;
     this.stopBtn.hidden = !on;
     this.sendBtn.disabled = on;
+    if (this.compactBtn) this.compactBtn.disabled = on;
     replace(this.statusEl, on ? "Working…" : "");
     this.el.classList.toggle("running", on);
   }
@@ -231,7 +235,9 @@ export class SessionView {
   }
 
   upsertMessage(msg) {
-    if (msg.role === "system") return; // instructions to the model, not part of the conversation
+    // System messages are instructions to the model, not part of the conversation; but a
+    // compaction (a system message with a compaction part) is shown where it happened.
+    if (msg.role === "system" && !(msg.parts || []).some((p) => p.kind === "compaction")) return;
     let m = this.messages.get(msg.id);
     if (!m) {
       const turn = this.turnFor(msg);
@@ -239,7 +245,7 @@ export class SessionView {
       m.partsEl = h("div", { class: "parts" });
       m.metaEl = h("div", { class: "msg-meta muted small" });
       m.el = h("article", { class: `message ${msg.role}`, dataset: { messageId: msg.id, seq: msg.seq } },
-        h("h3", { class: "sr-only" }, msg.role === "user" ? "You" : "Assistant"),
+        h("h3", { class: "sr-only" }, msg.role === "user" ? "You" : msg.role === "system" ? "Context" : "Assistant"),
         m.partsEl, m.metaEl);
       this.messages.set(msg.id, m);
       turn.messageIds.push(msg.id);
@@ -341,6 +347,11 @@ export class SessionView {
 
   drawPart(m, p) {
     const part = p.part;
+    if (part.kind === "compaction") {
+      p.el.className = "part part-compaction";
+      replace(p.el, compactionView(part));
+      return;
+    }
     if (part.kind === "text") {
       p.el.className = "part part-text";
       if (m.msg.role === "user") replace(p.el, h("div", { class: "user-text" }, p.text));

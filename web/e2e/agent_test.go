@@ -1,0 +1,90 @@
+package e2e_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestCompactionAndInstructions: the conversation names the AGENTS.md in effect; the
+// Compact button summarizes the older messages, and the compaction is drawn where it
+// happened ("Context compacted: N messages summarized", the summary behind a disclosure),
+// again after a reload; the next request carries the summary instead of the first message.
+func TestCompactionAndInstructions(t *testing.T) {
+	f := newFixture(t)
+	if err := os.WriteFile(filepath.Join(f.ws, "AGENTS.md"), []byte("Use tabs."), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := f.session("long one")
+	f.open("#/s/" + s.ID)
+	f.waitText(".instructions-bar", "project/AGENTS.md")
+
+	f.fake.Push(text("First answer."))
+	f.typeInto("#composer-input", "FIRST-QUESTION about the code\n")
+	f.waitText(".message.assistant", "First answer.")
+	f.waitJS("the turn's end", `!document.querySelector(".session-view").classList.contains("running")`)
+	f.fake.Push(text("Second answer."))
+	f.typeInto("#composer-input", "second question\n")
+	f.waitText(".message.assistant", "Second answer.")
+	f.waitJS("the turn's end", `!document.querySelector(".session-view").classList.contains("running") && !document.querySelector("#compact").disabled`)
+
+	f.fake.Push(text("SUMMARY-WEB: a question about the code was answered."))
+	f.click("#compact")
+	f.waitText(".compaction", "Context compacted: 2 messages summarized")
+	f.waitText(".compaction details", "SUMMARY-WEB")
+
+	f.fake.Push(text("Third answer."))
+	f.typeInto("#composer-input", "third question\n")
+	f.waitText(".message.assistant", "Third answer.")
+	reqs := f.fake.Requests()
+	last := string(reqs[len(reqs)-1].Body)
+	if !strings.Contains(last, "SUMMARY-WEB") || strings.Contains(last, "FIRST-QUESTION") || !strings.Contains(last, "Use tabs.") {
+		t.Fatalf("the request after compacting: %.2000s", last)
+	}
+
+	if err := f.b.Do(20*time.Second, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	f.waitText(".compaction", "Context compacted: 2 messages summarized")
+	// In order: the compaction after the first answers and before the third question.
+	order := f.eval(`(() => { const all = [...document.querySelectorAll(".message.assistant, .compaction")].map((e) => e.classList.contains("compaction") ? "C" : e.textContent.includes("Third") ? "3" : "a"); return all.join(""); })()`)
+	if order != "aaC3" {
+		t.Fatalf("order on the page %q, want aaC3", order)
+	}
+}
+
+// TestSystemPromptInSettings: Settings shows the default system prompt as the box's
+// placeholder; a prompt saved there is what the next turn sends; "Use the default" brings
+// the default back.
+func TestSystemPromptInSettings(t *testing.T) {
+	f := newFixture(t)
+	f.open("#/settings")
+	f.waitJS("the system prompt box", `document.querySelector("#set-system-prompt")?.placeholder.includes("read-file before you change it")`)
+	f.typeInto("#set-system-prompt", "CUSTOM-WEB-PROMPT: answer like a pirate.")
+	f.click("#save-system-prompt")
+	f.waitText("#system-prompt-status", "Your own prompt is in effect.")
+
+	s := f.session("prompted")
+	f.open("#/s/" + s.ID)
+	f.fake.Push(text("Arr."))
+	f.typeInto("#composer-input", "hello\n")
+	f.waitText(".message.assistant", "Arr.")
+	reqs := f.fake.Requests()
+	if body := string(reqs[len(reqs)-1].Body); !strings.Contains(body, "CUSTOM-WEB-PROMPT") || strings.Contains(body, "read-file before you change it") {
+		t.Fatalf("the request: %.1500s", body)
+	}
+
+	f.open("#/settings")
+	f.waitText("#system-prompt-status", "Your own prompt is in effect.")
+	f.click("#reset-system-prompt")
+	f.waitText("#system-prompt-status", "The default prompt is in effect")
+	var st struct{ SystemPrompt string }
+	f.api("GET", "/api/settings", nil, &st)
+	if st.SystemPrompt != "" {
+		t.Fatalf("settings after reset: %+v", st)
+	}
+}
