@@ -127,6 +127,10 @@ type Harness struct {
 	workRounds, maxRounds int
 	// system is the system prompt of turns started from now on (SetSystem); guarded by mu.
 	system string
+	// titles and titleModel say whether and with which model sessions are named
+	// (SetTitles); guarded by mu.
+	titles     bool
+	titleModel string
 }
 
 // SetSystem replaces the system prompt of the turns started from now on; "" restores

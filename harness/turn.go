@@ -142,6 +142,7 @@ func (t *turn) run() {
 	t.snap = t.beginSnapshot()
 	reason, why := t.loop()
 	t.finish(reason, why)
+	t.nameSession(reason)
 }
 
 // loop runs rounds until one ends the turn, and says why it ended.

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/jean2/jean2/harness"
 )
@@ -13,6 +14,25 @@ func (s *Server) agentRoutes(route func(string, handlerFunc)) {
 	route("GET /api/settings/system-prompt", s.getSystemPrompt)
 	route("GET /api/workspaces/{id}/instructions", s.getInstructions)
 	route("POST /api/sessions/{id}/compact", s.compactSession)
+	route("GET /api/search", s.search)
+}
+
+// search is GET /api/search?q=words[&workspaceId=…]: the sessions whose messages or title
+// hold every word, newest first, with snippets of their matching messages.
+func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	if q == "" {
+		return badRequest("give q: the words to look for, e.g. /api/search?q=login+bug")
+	}
+	if len(q) > 500 {
+		return badRequest("q is %d bytes; search for at most 500", len(q))
+	}
+	hits, err := s.db.Search(r.Context(), q, r.URL.Query().Get("workspaceId"), 0)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": hits})
+	return nil
 }
 
 // compactSession is POST /api/sessions/{id}/compact: the session's older messages are

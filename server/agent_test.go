@@ -168,3 +168,29 @@ func TestCompactEndpointAndContextWindow(t *testing.T) {
 		t.Fatalf("refusal %s", body)
 	}
 }
+
+// GET /api/search finds a session by the words of its turns; q is required.
+func TestSearchEndpoint(t *testing.T) {
+	f := newFixture(t)
+	f.tools = nil
+	f.start()
+	_, ses := f.session()
+	f.fake.Push(providertest.NewOpenAIStream("test-model").Text("The flux capacitor is charged.").Finish("stop").Usage(3, 1).Done().Reply())
+	f.turnAndWait(ses.ID, "charge the capacitor please")
+	var res struct {
+		Sessions []struct {
+			Session struct{ ID string }
+			Matches []struct{ Snippet, Role string }
+		}
+	}
+	f.call("GET", "/api/search?q=flux+capac", nil, 200, &res)
+	if len(res.Sessions) != 1 || res.Sessions[0].Session.ID != ses.ID || len(res.Sessions[0].Matches) != 1 ||
+		res.Sessions[0].Matches[0].Role != "assistant" || !strings.Contains(res.Sessions[0].Matches[0].Snippet, "\x02flux\x03") {
+		t.Fatalf("search %+v", res)
+	}
+	f.call("GET", "/api/search?q=nothing+like+it", nil, 200, &res)
+	if len(res.Sessions) != 0 {
+		t.Fatalf("search %+v", res)
+	}
+	f.call("GET", "/api/search", nil, 400, nil)
+}

@@ -206,6 +206,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("open server: %w", err)
 	}
 	s.harness.SetSystem(st.SystemPrompt)
+	s.harness.SetTitles(st.AutoTitle, st.TitleModel)
 	s.forwardToolChanges()
 	s.bg.Add(1)
 	go func() {

@@ -36,6 +36,10 @@ type Settings struct {
 	// shows the default); "" keeps the default. The workspace folder and the AGENTS.md
 	// files are added to either.
 	SystemPrompt string `json:"systemPrompt,omitempty"`
+	// AutoTitle names an untitled session after its first turn, by asking TitleModel (a
+	// cheaper model of the session's provider; "" the session's own model).
+	AutoTitle  bool   `json:"autoTitle"`
+	TitleModel string `json:"titleModel,omitempty"`
 }
 
 // MaxSystemPromptBytes bounds the systemPrompt setting: it is sent with every request.
@@ -43,7 +47,7 @@ const MaxSystemPromptBytes = 64 << 10
 
 // DefaultSettings are the settings of a server nobody configured.
 func DefaultSettings() Settings {
-	return Settings{AutoApprove: "none", AskTimeoutSeconds: 300, WorkRounds: 5, MaxRounds: 25}
+	return Settings{AutoApprove: "none", AskTimeoutSeconds: 300, WorkRounds: 5, MaxRounds: 25, AutoTitle: true}
 }
 
 // check says what is wrong with st, in terms a person can act on.
@@ -130,6 +134,8 @@ type settingsPatch struct {
 	DisabledBuiltins *[]string `json:"disabledBuiltins"`
 	// SystemPrompt replaces the system prompt; "" restores the default.
 	SystemPrompt *string `json:"systemPrompt"`
+	AutoTitle    *bool   `json:"autoTitle"`
+	TitleModel   *string `json:"titleModel"`
 }
 
 // update applies p, keeps the result and returns it.
@@ -154,6 +160,12 @@ func (l *liveSettings) update(ctx context.Context, p settingsPatch) (Settings, e
 	}
 	if p.DisabledBuiltins != nil {
 		st.DisabledBuiltins = slices.Clone(*p.DisabledBuiltins)
+	}
+	if p.AutoTitle != nil {
+		st.AutoTitle = *p.AutoTitle
+	}
+	if p.TitleModel != nil {
+		st.TitleModel = strings.TrimSpace(*p.TitleModel)
 	}
 	if p.SystemPrompt != nil {
 		st.SystemPrompt = *p.SystemPrompt
@@ -181,6 +193,7 @@ func (s *Server) applySettings(st Settings) {
 	s.hub.SetAskTimeout(time.Duration(st.AskTimeoutSeconds) * time.Second)
 	s.harness.SetLimits(st.WorkRounds, st.MaxRounds)
 	s.harness.SetSystem(st.SystemPrompt)
+	s.harness.SetTitles(st.AutoTitle, st.TitleModel)
 }
 
 // applyDisabledBuiltins turns off the built-ins the settings name (and back on the ones

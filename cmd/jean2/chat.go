@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +34,8 @@ tool calls are shown with their visualizations, and the asks of tools are answer
 In the chat:
   /compact   summarize the older messages now to free the model's context (long sessions
              are compacted by themselves when they near the model's context window)
+  /title T   rename the session (it is named after its first turn otherwise)
+  /search W  list the sessions whose messages or title hold the words W
   /restore   list the turns that changed files and put files back as they were before one
   /stop      stop the running turn (as Ctrl-C does)
   /help      this list
@@ -311,10 +312,4 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*localServe
 			clients.Close()
 		},
 	}, nil
-}
-
-// chatTitle makes a session title of the first message: its first line, clipped.
-func chatTitle(text string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
-	return clip(cleanLine(line), 60)
 }

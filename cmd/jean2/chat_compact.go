@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/jean2/jean2/store"
@@ -40,4 +41,61 @@ func (u *chatUI) compact() {
 			fmt.Fprintf(u.out, "%s\n", u.st.red("jean2 chat: compact: "+err.Error()))
 		}
 	}()
+}
+
+// rename gives the session a title (/title NAME).
+func (u *chatUI) rename(ctx context.Context, title string) {
+	title = strings.TrimSpace(title)
+	if title == "" {
+		u.println(u.st.dim("(give the new title: /title Fix the login bug)"))
+		return
+	}
+	if err := u.api.call(ctx, http.MethodPatch, "/api/sessions/"+url.PathEscape(u.ses.ID), map[string]any{"title": title}, nil); err != nil {
+		u.println(u.st.red("jean2 chat: rename: " + err.Error()))
+		return
+	}
+	u.ses.Title = title
+	u.println(u.st.dim("Session renamed: " + cleanLine(title)))
+}
+
+// search lists the sessions whose messages or titles hold the words (/search WORDS).
+func (u *chatUI) search(ctx context.Context, q string) {
+	q = strings.TrimSpace(q)
+	if q == "" {
+		u.println(u.st.dim("(give the words to look for: /search login bug)"))
+		return
+	}
+	var res struct {
+		Sessions []store.SearchHit `json:"sessions"`
+	}
+	if err := u.api.call(ctx, http.MethodGet, "/api/search?q="+url.QueryEscape(q), nil, &res); err != nil {
+		u.println(u.st.red("jean2 chat: search: " + err.Error()))
+		return
+	}
+	if len(res.Sessions) == 0 {
+		u.println(u.st.dim("No session holds " + cleanLine(q) + "."))
+		return
+	}
+	for _, h := range res.Sessions {
+		title := h.Session.Title
+		if title == "" {
+			title = "Untitled session"
+		}
+		u.println(u.st.bold(cleanLine(title)) + u.st.dim("  "+h.Session.UpdatedAt.Local().Format("2006-01-02 15:04")+"  jean2 chat --session "+h.Session.ID))
+		for _, m := range h.Matches {
+			// The matched words are between \x02 and \x03: cleaned piece by piece (the marks
+			// are control characters), then bold.
+			var b strings.Builder
+			for i, piece := range strings.FieldsFunc(m.Snippet, func(r rune) bool { return r == 2 }) {
+				word, rest, found := strings.Cut(piece, "\x03")
+				if !found || (i == 0 && !strings.HasPrefix(m.Snippet, "\x02")) {
+					b.WriteString(cleanLine(strings.ReplaceAll(piece, "\x03", "")))
+					continue
+				}
+				b.WriteString(u.st.bold(cleanLine(word)))
+				b.WriteString(cleanLine(rest))
+			}
+			u.println("    " + string(m.Role) + ": " + b.String())
+		}
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jean2/jean2/provider/providertest"
 )
@@ -40,5 +41,62 @@ func TestChatCompact(t *testing.T) {
 	last := string(reqs[len(reqs)-1].Body)
 	if !strings.Contains(last, "SUMMARY-CHAT") || strings.Contains(last, "FIRST-QUESTION") || !strings.Contains(last, "third question") {
 		t.Fatalf("the request after /compact: %s", last)
+	}
+}
+
+// With autoTitle on, the server names a chat's session after its first turn: the model is
+// asked, and the title shows in the session's list.
+func TestChatSessionNamed(t *testing.T) {
+	c := newChatEnv(t)
+	base := c.serve()
+	c.setAutoTitle(base, true)
+	c.fake.Push(providertest.OpenAIText("test-model", "Here is the plan."),
+		providertest.OpenAIText("test-model", "Plan the database migration"))
+	p := c.chat([]string{"NO_COLOR=1"}, "--server", base)
+	p.waitFor("> ")
+	p.send("help me plan how to migrate the database to postgres")
+	p.waitFor("Here is the plan.")
+	p.waitFor("── done")
+	var list struct {
+		Sessions []struct{ Title string }
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		getJSON(t, c.token(), base+"/api/sessions", &list)
+		if len(list.Sessions) == 1 && list.Sessions[0].Title == "Plan the database migration" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sessions %+v", list.Sessions)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.send("/quit")
+	if err := p.wait(); err != nil {
+		t.Fatalf("jean2 chat exited with %v", err)
+	}
+}
+
+// /title renames the session; /search lists the sessions that hold the words, with the
+// command that opens them.
+func TestChatTitleAndSearch(t *testing.T) {
+	c := newChatEnv(t)
+	base := c.serve()
+	c.fake.Push(providertest.OpenAIText("test-model", "The flux capacitor is charged."))
+	p := c.chat([]string{"NO_COLOR=1"}, "--server", base)
+	p.waitFor("> ")
+	p.send("charge it")
+	p.waitFor("── done")
+	p.send("/title Time machine")
+	p.waitFor("Session renamed: Time machine")
+	p.send("/search flux")
+	p.waitFor("Time machine")
+	p.waitFor("jean2 chat --session ses_")
+	p.waitFor("assistant: The flux capacitor is charged.")
+	p.send("/search nothingmatches")
+	p.waitFor("No session holds nothingmatches.")
+	p.send("/quit")
+	if err := p.wait(); err != nil {
+		t.Fatalf("jean2 chat exited with %v", err)
 	}
 }

@@ -45,7 +45,6 @@ type chatUI struct {
 	running  bool
 	own      []string // texts sent from here whose user message is still to come
 	queued   []string // lines typed while a turn ran, sent when it ends
-	titled   bool
 	lastIntr time.Time
 
 	texts     map[string]int  // text part id → bytes of its text shown
@@ -91,7 +90,7 @@ func newChatUI(e env, api *apiClient, ses chatSession, ws chatWorkspace, local b
 	}
 	return &chatUI{
 		e: e, st: chatStyleFor(e, tty), out: &lockedWriter{w: e.stdout}, api: api, ses: ses, ws: ws, local: local,
-		col0: true, titled: ses.Title != "",
+		col0:  true,
 		texts: map[string]int{}, toolShown: map[string]bool{}, toolEnded: map[string]bool{},
 		askDone: make(chan askOutcome, 1), asksKnown: map[string]bool{},
 	}
@@ -341,6 +340,14 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 			u.prompt()
 		}
 		return false
+	case strings.HasPrefix(trimmed, "/title ") || trimmed == "/title":
+		u.rename(ctx, strings.TrimPrefix(trimmed, "/title"))
+		u.prompt()
+		return false
+	case strings.HasPrefix(trimmed, "/search ") || trimmed == "/search":
+		u.search(ctx, strings.TrimPrefix(trimmed, "/search"))
+		u.prompt()
+		return false
 	case trimmed == "/compact":
 		if u.running {
 			u.println(u.st.dim("(a turn is running: compact when it has finished; long turns are compacted by themselves)"))
@@ -356,7 +363,7 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 		}
 		return u.restoreDialog(ctx, lines)
 	case strings.HasPrefix(trimmed, "/") && !strings.Contains(trimmed, " ") && len(trimmed) < 20:
-		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /compact, /restore, /stop, /help, /quit; a message starting with / needs a space in it)", cleanLine(trimmed))))
+		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /compact, /title, /search, /restore, /stop, /help, /quit; a message starting with / needs a space in it)", cleanLine(trimmed))))
 		u.prompt()
 		return false
 	}
@@ -392,15 +399,7 @@ func (u *chatUI) send(ctx context.Context, text string) {
 	}
 	u.running = true
 	u.own = append(u.own, text)
-	if !u.titled {
-		u.titled = true
-		u.wg.Add(1)
-		go func() {
-			defer u.wg.Done()
-			// A title from the first message, so the session can be told apart in lists.
-			_ = u.api.call(u.ctx, http.MethodPatch, "/api/sessions/"+url.PathEscape(u.ses.ID), map[string]any{"title": chatTitle(text)}, nil)
-		}()
-	}
+	// The server names the session after its first turn (the model, or the first line).
 }
 
 func (u *chatUI) handleStreamItem(it streamItem) {
