@@ -1,11 +1,13 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/jean2/jean2/harness"
+	"github.com/jean2/jean2/store"
 )
 
 // agentRoutes adds the routes of the agent's own features: the system prompt, the
@@ -97,4 +99,50 @@ func (s *Server) getInstructions(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, in)
 	return nil
+}
+
+// usageView is what a session's view says of its use: a preview of the person's last
+// message, the tokens used, and their cost when the settings know every model's price.
+type usageView struct {
+	Preview   string             `json:"preview,omitempty"`
+	TokensIn  int64              `json:"tokensIn"`
+	TokensOut int64              `json:"tokensOut"`
+	Usage     []store.ModelUsage `json:"usage,omitempty"`
+	// Cost is in the prices' currency (USD in the defaults' words); absent when a model
+	// that used tokens has no price in the settings.
+	Cost *float64 `json:"cost,omitempty"`
+}
+
+func (s *Server) usageOf(ctx context.Context, sessionID string) (usageView, error) {
+	sum, err := s.db.Summary(ctx, sessionID)
+	if err != nil {
+		return usageView{}, err
+	}
+	v := usageView{Preview: sum.Preview, Usage: sum.Usage}
+	prices := s.settings.get().Prices
+	cost, priced := 0.0, true
+	for _, u := range sum.Usage {
+		v.TokensIn += u.TokensIn
+		v.TokensOut += u.TokensOut
+		p, ok := prices[u.Model]
+		if !ok {
+			priced = false
+			continue
+		}
+		cost += p.cost(u.TokensIn, u.TokensOut)
+	}
+	if priced && len(sum.Usage) > 0 {
+		v.Cost = &cost
+	}
+	return v, nil
+}
+
+// Price is what a model costs per million tokens, in the settings' "prices".
+type Price struct {
+	Input  float64 `json:"input"`
+	Output float64 `json:"output"`
+}
+
+func (p Price) cost(in, out int64) float64 {
+	return (float64(in)*p.Input + float64(out)*p.Output) / 1e6
 }

@@ -194,3 +194,29 @@ func TestSearchEndpoint(t *testing.T) {
 	}
 	f.call("GET", "/api/search", nil, 400, nil)
 }
+
+// A session's view says the start of the person's last message, the tokens its answers
+// used, and their cost once the settings price every model used.
+func TestSessionPreviewTokensAndCost(t *testing.T) {
+	f := newFixture(t)
+	f.tools = nil
+	f.start()
+	_, ses := f.session()
+	f.fake.Push(providertest.NewOpenAIStream("test-model").Text("one").Finish("stop").Usage(1000, 200).Done().Reply(),
+		providertest.NewOpenAIStream("test-model").Text("two").Finish("stop").Usage(3000, 800).Done().Reply())
+	f.turnAndWait(ses.ID, "first question")
+	f.turnAndWait(ses.ID, "second question\nwith more")
+	var v sessionView
+	f.call("GET", "/api/sessions/"+ses.ID, nil, 200, &v)
+	if v.Preview != "second question\nwith more" || v.TokensIn != 4000 || v.TokensOut != 1000 || v.Cost != nil ||
+		len(v.Usage) != 1 || v.Usage[0].Model != "test-model" {
+		t.Fatalf("view %+v", v)
+	}
+	f.call("PATCH", "/api/settings", map[string]any{"prices": map[string]any{"test-model": map[string]any{"input": 2.5, "output": 10}}}, 200, nil)
+	var list struct{ Sessions []sessionView }
+	f.call("GET", "/api/sessions", nil, 200, &list)
+	if len(list.Sessions) != 1 || list.Sessions[0].Cost == nil || *list.Sessions[0].Cost != 0.02 {
+		t.Fatalf("list %+v", list.Sessions)
+	}
+	f.call("PATCH", "/api/settings", map[string]any{"prices": map[string]any{"x": map[string]any{"input": -1}}}, 400, nil)
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -40,6 +41,9 @@ type Settings struct {
 	// cheaper model of the session's provider; "" the session's own model).
 	AutoTitle  bool   `json:"autoTitle"`
 	TitleModel string `json:"titleModel,omitempty"`
+	// Prices are models' prices per million tokens ({"gpt-4o":{"input":2.5,"output":10}}):
+	// sessions and turns show their cost when every model they used has one.
+	Prices map[string]Price `json:"prices,omitempty"`
 }
 
 // MaxSystemPromptBytes bounds the systemPrompt setting: it is sent with every request.
@@ -67,6 +71,11 @@ func (st Settings) check() error {
 	if len(st.SystemPrompt) > MaxSystemPromptBytes {
 		return fmt.Errorf("systemPrompt is %d bytes, more than %d KiB: it is sent with every request; shorten it or move project rules to an AGENTS.md",
 			len(st.SystemPrompt), MaxSystemPromptBytes>>10)
+	}
+	for model, p := range st.Prices {
+		if strings.TrimSpace(model) == "" || p.Input < 0 || p.Output < 0 || p.Input > 1e6 || p.Output > 1e6 {
+			return fmt.Errorf("prices[%q] = %+v: give a model name and input and output prices per million tokens, 0 or more", model, p)
+		}
 	}
 	for _, n := range st.DisabledBuiltins {
 		if strings.TrimSpace(n) == "" {
@@ -136,6 +145,8 @@ type settingsPatch struct {
 	SystemPrompt *string `json:"systemPrompt"`
 	AutoTitle    *bool   `json:"autoTitle"`
 	TitleModel   *string `json:"titleModel"`
+	// Prices replaces the whole table; {} clears it.
+	Prices *map[string]Price `json:"prices"`
 }
 
 // update applies p, keeps the result and returns it.
@@ -160,6 +171,9 @@ func (l *liveSettings) update(ctx context.Context, p settingsPatch) (Settings, e
 	}
 	if p.DisabledBuiltins != nil {
 		st.DisabledBuiltins = slices.Clone(*p.DisabledBuiltins)
+	}
+	if p.Prices != nil {
+		st.Prices = maps.Clone(*p.Prices)
 	}
 	if p.AutoTitle != nil {
 		st.AutoTitle = *p.AutoTitle

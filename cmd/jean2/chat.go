@@ -34,6 +34,7 @@ tool calls are shown with their visualizations, and the asks of tools are answer
 In the chat:
   /compact   summarize the older messages now to free the model's context (long sessions
              are compacted by themselves when they near the model's context window)
+  /tokens    the tokens this session used, by model, and their cost when prices are set
   /title T   rename the session (it is named after its first turn otherwise)
   /search W  list the sessions whose messages or title hold the words W
   /restore   list the turns that changed files and put files back as they were before one

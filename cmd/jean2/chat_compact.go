@@ -99,3 +99,32 @@ func (u *chatUI) search(ctx context.Context, q string) {
 		}
 	}
 }
+
+// tokens prints the session's token use by model and its cost when the server knows the
+// prices (/tokens).
+func (u *chatUI) tokens(ctx context.Context) {
+	var v struct {
+		TokensIn  int64              `json:"tokensIn"`
+		TokensOut int64              `json:"tokensOut"`
+		Usage     []store.ModelUsage `json:"usage"`
+		Cost      *float64           `json:"cost"`
+	}
+	if err := u.api.call(ctx, http.MethodGet, "/api/sessions/"+url.PathEscape(u.ses.ID), nil, &v); err != nil {
+		u.println(u.st.red("jean2 chat: tokens: " + err.Error()))
+		return
+	}
+	line := fmt.Sprintf("This session: %d in / %d out tokens", v.TokensIn, v.TokensOut)
+	if v.Cost != nil {
+		line += fmt.Sprintf(", cost %.4f", *v.Cost)
+	} else if len(v.Usage) > 0 {
+		line += " (no price set for every model: PATCH /api/settings prices, or Settings in the web client)"
+	}
+	u.println(line)
+	for _, m := range v.Usage {
+		name := cleanLine(m.Model)
+		if m.Provider != "" {
+			name = cleanLine(m.Provider) + "/" + name
+		}
+		u.println(u.st.dim(fmt.Sprintf("  %s: %d in / %d out", name, m.TokensIn, m.TokensOut)))
+	}
+}
