@@ -88,3 +88,32 @@ func TestSystemPromptInSettings(t *testing.T) {
 		t.Fatalf("settings after reset: %+v", st)
 	}
 }
+
+// TestSearchListAndUsage: the menu lists a session with its date and the start of the
+// last message; the search box finds it by a word of the answer, the word marked; the
+// conversation's head shows the session's tokens, and its cost once Settings has prices.
+func TestSearchListAndUsage(t *testing.T) {
+	f := newFixture(t)
+	s := f.session("capacitor work")
+	f.open("#/s/" + s.ID)
+	f.fake.Push(text("The flux capacitor is charged."))
+	f.typeInto("#composer-input", "please charge the capacitor\n")
+	f.waitText(".message.assistant", "flux capacitor")
+	f.waitText("#session-usage", "10 in / 5 out tokens")
+	f.waitText(`.session[data-session-id="`+s.ID+`"] .session-meta`, "please charge the capacitor")
+
+	f.typeInto("#session-search", "flux")
+	f.waitText("#search-results .search-hit a", "capacitor work")
+	f.waitText("#search-results mark", "flux")
+	f.typeInto("#session-search", "zzz")
+	f.waitText("#search-results", "No session holds")
+
+	f.open("#/settings")
+	f.waitJS("the prices box", `document.querySelector("#set-prices") !== null`)
+	f.typeInto("#set-prices", "test-model 1000 2000")
+	f.click("#save-prices")
+	f.waitJS("the prices saved", `document.body.textContent.includes("Prices saved.")`)
+	f.open("#/s/" + s.ID)
+	// 10 in and 5 out at 1000 and 2000 per million: $0.0200.
+	f.waitText("#session-usage", "$0.0200")
+}

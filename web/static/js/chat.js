@@ -10,7 +10,7 @@ import { renderVisualization } from "./viz.js";
 import { renderAsk, showPermissionDialog } from "./asks.js";
 import { fileDiff } from "./diff.js";
 import { openDialog, confirmAction, notify, errorText, promptText } from "./ui.js";
-import { compactionView, compactSession, instructionsBar } from "./agent.js";
+import { compactionView, compactSession, instructionsBar, usageText } from "./agent.js";
 
 const reasonWords = {
   stopped: "Stopped.",
@@ -78,6 +78,7 @@ export class SessionView {
     const s = this.session;
     this.titleEl = h("h2", { class: "session-title" }, s.title || "Untitled session");
     this.modelEl = h("span", { class: "muted small session-model" });
+    this.usageEl = h("span", { class: "muted small session-usage", id: "session-usage" }, usageText(s));
     this.connEl = h("span", { class: "conn muted small", role: "status" });
     this.statusEl = h("span", { class: "run-status", role: "status", "aria-live": "polite" });
     this.transcript = h("div", { class: "transcript", role: "log", "aria-live": "off", "aria-label": "Messages" });
@@ -114,7 +115,7 @@ export class SessionView {
     replace(this.el,
       h("header", { class: "session-head" }, this.titleEl,
         h("button", { type: "button", class: "icon-btn", "aria-label": "Rename session", title: "Rename", onclick: () => this.rename() }, "✎"),
-        h("button", { type: "button", class: "link", onclick: () => this.chooseModel() }, "Model"), this.modelEl,
+        h("button", { type: "button", class: "link", onclick: () => this.chooseModel() }, "Model"), this.modelEl, this.usageEl,
         this.compactBtn = h("button", { type: "button", class: "link", id: "compact", title: "Summarize the older messages to free the model's context",
           onclick: () => compactSession(this.id, this.compactBtn) }, "Compact"), this.connEl),
       instructionsBar(s.workspaceId), this.transcript, this.looseAsks, composer);
@@ -558,6 +559,16 @@ export class SessionView {
     }
     this.reconcile();
     this.loadLedgers();
+    this.refreshUsage();
+  }
+
+  /** refreshUsage redraws the session's tokens and cost after a turn. */
+  refreshUsage() {
+    api("GET", `/api/sessions/${enc(this.id)}`).then((s) => {
+      this.session = { ...this.session, ...s };
+      replace(this.usageEl, usageText(this.session));
+      this.app.onSessionChanged(this.session);
+    }, () => {});
   }
 
   /** reconcile reloads the messages so the view matches the store exactly after a turn. */

@@ -5,7 +5,7 @@ import { api, enc } from "./api.js";
 import { h, replace } from "./dom.js";
 import { confirmAction, errorText, notify, openDialog } from "./ui.js";
 import { SHORTCUTS } from "./shortcuts.js";
-import { systemPromptSection } from "./agent.js";
+import { pricesSection, systemPromptSection } from "./agent.js";
 
 export class SettingsView {
   constructor(app) {
@@ -18,14 +18,16 @@ export class SettingsView {
     this.settingsBox = h("div");
     this.grantsBox = h("div");
     this.promptBox = h("div");
+    this.pricesBox = h("div");
     replace(this.el, h("h2", { id: "settings-title" }, "Settings"),
       h("section", { "aria-labelledby": "providers-title" }, h("h3", { id: "providers-title" }, "Provider and model"), this.providersBox),
       h("section", { "aria-labelledby": "prompt-title" }, h("h3", { id: "prompt-title" }, "System prompt"), this.promptBox),
+      h("section", { "aria-labelledby": "prices-title" }, h("h3", { id: "prices-title" }, "Prices"), this.pricesBox),
       h("section", { "aria-labelledby": "grants-title" }, h("h3", { id: "grants-title" }, "Permission grants"), this.grantsBox),
       h("section", { "aria-labelledby": "server-settings-title" }, h("h3", { id: "server-settings-title" }, "When no one is watching"), this.settingsBox),
       h("section", { "aria-labelledby": "keys-title" }, h("h3", { id: "keys-title" }, "Keyboard shortcuts"), shortcutTable()));
     replace(container, this.el);
-    await Promise.all([this.loadProviders(), this.loadSettings(), this.loadGrants(), systemPromptSection(this.promptBox)]);
+    await Promise.all([this.loadProviders(), this.loadSettings(), this.loadGrants(), systemPromptSection(this.promptBox), pricesSection(this.pricesBox)]);
   }
 
   unmount() {}
