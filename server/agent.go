@@ -17,6 +17,9 @@ func (s *Server) agentRoutes(route func(string, handlerFunc)) {
 	route("GET /api/workspaces/{id}/instructions", s.getInstructions)
 	route("POST /api/sessions/{id}/compact", s.compactSession)
 	route("GET /api/search", s.search)
+	route("GET /api/providers/{name}/models", s.getProviderModels)
+	route("POST /api/providers/{name}/test", s.testProvider)
+	route("POST /api/providers/probe", s.probeProvider)
 }
 
 // search is GET /api/search?q=words[&workspaceId=…]: the sessions whose messages or title

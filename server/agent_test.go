@@ -220,3 +220,67 @@ func TestSessionPreviewTokensAndCost(t *testing.T) {
 	}
 	f.call("PATCH", "/api/settings", map[string]any{"prices": map[string]any{"x": map[string]any{"input": -1}}}, 400, nil)
 }
+
+// GET /api/providers/{name}/models reads the provider's own list and keeps it ten minutes
+// (refresh=1 reads it again); a listed window is the one compaction uses; test answers
+// whether the connection and the default model are right; probe lists the models of a
+// provider not saved yet; a provider without a default model is not saved.
+func TestProviderModelsTestAndProbe(t *testing.T) {
+	f := newFixture(t)
+	f.tools = nil
+	f.fake.ModelList = `{"data":[{"id":"test-model","context_length":9000},{"id":"other-model"}]}`
+	f.start()
+	var res struct {
+		Models []struct {
+			ID            string
+			ContextWindow int
+		}
+	}
+	f.call("GET", "/api/providers/openai/models", nil, 200, &res)
+	if len(res.Models) != 2 || res.Models[1].ID != "test-model" || res.Models[1].ContextWindow != 9000 {
+		t.Fatalf("models %+v", res)
+	}
+	f.call("GET", "/api/providers/openai/models", nil, 200, &res)
+	if n := len(f.fake.Requests()); n != 1 {
+		t.Fatalf("%d requests: the list was not cached", n)
+	}
+	f.call("GET", "/api/providers/openai/models?refresh=1", nil, 200, &res)
+	if n := len(f.fake.Requests()); n != 2 {
+		t.Fatalf("%d requests after refresh", n)
+	}
+	if w := f.srv.providers.ContextWindow("", ""); w != 9000 {
+		t.Fatalf("window from the list %d", w)
+	}
+	f.call("GET", "/api/providers/nowhere/models", nil, 404, nil)
+
+	var tv testView
+	f.call("POST", "/api/providers/openai/test", nil, 200, &tv)
+	if !tv.OK || tv.Models != 2 || !tv.ModelListed || !strings.Contains(tv.Message, "Connected: 2 models") {
+		t.Fatalf("test %+v", tv)
+	}
+
+	var probe struct {
+		Test   testView
+		Models []struct{ ID string }
+	}
+	// The stored key goes with a probe of the same provider at its own address only.
+	f.call("POST", "/api/providers/probe", map[string]any{"name": "openai", "kind": "openai", "baseUrl": f.fake.BaseURL(), "model": "nope"}, 200, &probe)
+	if !probe.Test.OK || len(probe.Models) != 2 || probe.Test.ModelListed || !strings.Contains(probe.Test.Message, "nope is not among them") {
+		t.Fatalf("probe %+v", probe)
+	}
+	evil := providertest.NewOpenAI(t)
+	evil.ModelList = `{"data":[]}`
+	f.call("POST", "/api/providers/probe", map[string]any{"name": "openai", "kind": "openai", "baseUrl": evil.BaseURL()}, 200, &probe)
+	if r := evil.Requests(); len(r) != 1 || r[0].Header.Get("Authorization") != "" {
+		t.Fatalf("the stored key went to a new address: %+v", r)
+	}
+	f.call("POST", "/api/providers/probe", map[string]any{"name": "x", "kind": "openai", "baseUrl": f.fake.BaseURL(), "apiKey": "wrong"}, 200, &probe)
+	if probe.Test.OK || !strings.Contains(probe.Test.Message, "Could not connect") {
+		t.Fatalf("probe with a wrong key %+v", probe)
+	}
+
+	body := f.call("PUT", "/api/providers", map[string]any{"providers": []map[string]any{{"name": "local", "kind": "openai", "baseUrl": f.fake.BaseURL(), "apiKey": "k"}}}, 400, nil)
+	if !strings.Contains(string(body), "give it a default model") {
+		t.Fatalf("saved without a model: %s", body)
+	}
+}

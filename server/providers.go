@@ -34,6 +34,8 @@ type Providers struct {
 	mu    sync.RWMutex
 	set   provider.Set
 	built map[string]provider.Provider // made on first use; dropped when the set changes
+
+	lists modelLists // the providers' own model lists (models.go)
 }
 
 // defaultProviderKey is the settings key of a default provider chosen through the API that
@@ -162,6 +164,12 @@ func (p *Providers) ContextWindow(providerName, model string) int {
 	}
 	if model == "" {
 		model = cfg.Model
+	}
+	if cfg.ContextWindow == 0 {
+		// The provider's own list says best, once it was read.
+		if w := p.lists.window(providerName, model); w > 0 {
+			return w
+		}
 	}
 	return cfg.Window(model)
 }
@@ -316,6 +324,9 @@ func (p *Providers) replace(ctx context.Context, req providersPut) error {
 			if strings.TrimSpace(p.getenv(e.APIKeyEnv)) == "" {
 				return badRequest("provider %s: its key variable %s is not set in the server's environment", e.Name, e.APIKeyEnv)
 			}
+		}
+		if strings.TrimSpace(e.Model) == "" {
+			return badRequest("provider %s: give it a default model (GET /api/providers/%s/models lists the provider's models once it is saved with one; e.g. gpt-4o, claude-sonnet-4-5, llama3.1)", e.Name, e.Name)
 		}
 		key := e.APIKey
 		if key == "" && e.APIKeyEnv == "" && !e.ClearKey {

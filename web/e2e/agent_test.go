@@ -117,3 +117,20 @@ func TestSearchListAndUsage(t *testing.T) {
 	// 10 in and 5 out at 1000 and 2000 per million: $0.0200.
 	f.waitText("#session-usage", "$0.0200")
 }
+
+// TestSessionNamedInTheMenu: with autoTitle on, a new session is named by the model after
+// its first turn, and the page's head and menu show the name without a reload.
+func TestSessionNamedInTheMenu(t *testing.T) {
+	f := newFixture(t)
+	f.api("PATCH", "/api/settings", map[string]any{"autoTitle": true}, nil)
+	f.open("")
+	f.click("#new-workspace")
+	f.typeInto("#ws-path", f.ws)
+	f.click("dialog form button.primary")
+	f.waitJS("a new session's message box", `location.hash.startsWith("#/s/") && document.querySelector("#composer-input") !== null`)
+	f.fake.Push(text("Here is the plan."), text("Plan the database migration"))
+	f.typeInto("#composer-input", "help me migrate the database\n")
+	f.waitText(".message.assistant", "Here is the plan.")
+	f.waitText(".session-title", "Plan the database migration")
+	f.waitText(".sidebar .session a", "Plan the database migration")
+}

@@ -217,6 +217,11 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f.ts = httptest.NewServer(f.seen.wrap(f.srv.Handler()))
+	// The tests script every model request: sessions are not named by the model here
+	// (TestSessionNamedInTheMenu turns it back on).
+	if code := f.api("PATCH", "/api/settings", map[string]any{"autoTitle": false}, nil); code != 200 {
+		t.Fatalf("turn autoTitle off: %d", code)
+	}
 	t.Cleanup(func() {
 		if v := f.cspViolations(); v != "" {
 			t.Errorf("the Content-Security-Policy blocked: %s", v)
