@@ -19,7 +19,7 @@ import (
 )
 
 const chatUsage = `Usage:
-  jean2 chat [--workspace DIR] [--server URL] [--session ID]
+  jean2 chat [--workspace DIR] [--server URL] [--session ID] [--provider NAME] [--model MODEL]
 
 Talks with the agent in a terminal, through the jean2 server's API: the answer streams in,
 tool calls are shown with their visualizations, and the asks of tools are answered inline.
@@ -30,10 +30,14 @@ tool calls are shown with their visualizations, and the asks of tools are answer
                    Without --server, when no server answers there, jean2 chat starts one
                    inside itself on a free loopback port, for as long as the chat lasts
   --session ID     go on with an earlier session instead of starting a new one
+  --provider NAME  the provider the session uses (default: the server's default provider)
+  --model MODEL    the model the session uses (default: the provider's default model)
 
 In the chat:
   /compact   summarize the older messages now to free the model's context (long sessions
              are compacted by themselves when they near the model's context window)
+  /model     the session's model and the provider's models; /model M switches to model M,
+             /model P M to model M of provider P
   /tokens    the tokens this session used, by model, and their cost when prices are set
   /title T   rename the session (it is named after its first turn otherwise)
   /search W  list the sessions whose messages or title hold the words W
@@ -55,6 +59,8 @@ func chat(ctx context.Context, e env, args []string) error {
 	workspaceFlag := fs.String("workspace", "", "the folder the agent works in")
 	serverFlag := fs.String("server", "", "the jean2 server's URL")
 	sessionFlag := fs.String("session", "", "an earlier session to go on with")
+	providerFlag := fs.String("provider", "", "the provider the session uses")
+	modelFlag := fs.String("model", "", "the model the session uses")
 	if help, err := parseFlags(fs, e, args, chatUsage, "; type your message once the chat starts"); help || err != nil {
 		return err
 	}
@@ -116,6 +122,11 @@ func chat(ctx context.Context, e env, args []string) error {
 	ses, ws, err := chatSessionFor(ctx, api, workspace, *sessionFlag)
 	if err != nil {
 		return err
+	}
+	if *providerFlag != "" || *modelFlag != "" {
+		if ses, err = setChatModel(ctx, api, ses, *providerFlag, *modelFlag); err != nil {
+			return usagef("--provider %q --model %q: %v", *providerFlag, *modelFlag, err)
+		}
 	}
 	if err := chatMCPTrust(ctx, e, api, ws); err != nil {
 		return err

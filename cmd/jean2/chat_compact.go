@@ -128,3 +128,103 @@ func (u *chatUI) tokens(ctx context.Context) {
 		u.println(u.st.dim(fmt.Sprintf("  %s: %d in / %d out", name, m.TokensIn, m.TokensOut)))
 	}
 }
+
+// providerModels is GET /api/providers/{name}/models of the chat.
+type providerModels struct {
+	Models []struct {
+		ID            string `json:"id"`
+		ContextWindow int    `json:"contextWindow"`
+	} `json:"models"`
+}
+
+// setChatModel makes the session use model (of providerName, "" keeping the session's
+// provider). A model the provider's own list does not hold is refused, naming some that it
+// does; when the list cannot be read, the model is taken as given.
+func setChatModel(ctx context.Context, api *apiClient, ses chatSession, providerName, model string) (chatSession, error) {
+	body := map[string]any{}
+	prov := ses.Provider
+	if providerName != "" {
+		body["provider"], prov = providerName, providerName
+	}
+	if model != "" {
+		body["model"] = model
+		var list providerModels
+		name := prov
+		if name == "" {
+			name = "default"
+		}
+		if err := api.call(ctx, http.MethodGet, "/api/providers/"+url.PathEscape(prov)+"/models", nil, &list); err == nil && prov != "" && len(list.Models) > 0 {
+			var ids []string
+			found := false
+			for _, m := range list.Models {
+				found = found || m.ID == model
+				ids = append(ids, m.ID)
+			}
+			if !found {
+				if len(ids) > 12 {
+					ids = append(ids[:12], "…")
+				}
+				return ses, fmt.Errorf("provider %s does not list the model %s; it lists %s", name, model, strings.Join(ids, ", "))
+			}
+		}
+	}
+	var out chatSession
+	if err := api.call(ctx, http.MethodPatch, "/api/sessions/"+url.PathEscape(ses.ID), body, &out); err != nil {
+		return ses, err
+	}
+	return out, nil
+}
+
+// model shows or changes the session's model (/model, /model M, /model P M).
+func (u *chatUI) model(ctx context.Context, args string) {
+	f := strings.Fields(args)
+	switch len(f) {
+	case 0:
+		prov := u.ses.Provider
+		shown := prov
+		if shown == "" {
+			shown = "the default provider"
+		}
+		model := u.ses.Model
+		if model == "" {
+			model = "its default model"
+		}
+		u.println(fmt.Sprintf("This session uses %s of %s.", cleanLine(model), cleanLine(shown)))
+		var list providerModels
+		path := "/api/providers/" + url.PathEscape(prov) + "/models"
+		if prov == "" {
+			var ps struct {
+				Default string `json:"default"`
+			}
+			if err := u.api.call(ctx, http.MethodGet, "/api/providers", nil, &ps); err != nil || ps.Default == "" {
+				u.println(u.st.dim("(no provider is configured: set OPENAI_API_KEY and OPENAI_MODEL, or add one in the web client's Settings)"))
+				return
+			}
+			path = "/api/providers/" + url.PathEscape(ps.Default) + "/models"
+		}
+		if err := u.api.call(ctx, http.MethodGet, path, nil, &list); err != nil {
+			u.println(u.st.dim("(the provider's model list could not be read: " + err.Error() + ")"))
+			return
+		}
+		var ids []string
+		for _, m := range list.Models {
+			ids = append(ids, cleanLine(m.ID))
+		}
+		u.println(u.st.dim("Its models: " + strings.Join(ids, ", ")))
+		u.println(u.st.dim("(/model NAME switches; /model PROVIDER NAME switches provider too)"))
+	case 1, 2:
+		prov, model := "", f[0]
+		if len(f) == 2 {
+			prov, model = f[0], f[1]
+		}
+		ses, err := setChatModel(ctx, u.api, u.ses, prov, model)
+		if err != nil {
+			u.println(u.st.red("jean2 chat: model: " + err.Error()))
+			return
+		}
+		u.ses = ses
+		u.println(u.st.dim("This session now uses " + cleanLine(model) + "."))
+	default:
+		u.println(u.st.dim("(/model, /model NAME or /model PROVIDER NAME)"))
+	}
+}

@@ -103,3 +103,44 @@ func TestChatTitleAndSearch(t *testing.T) {
 		t.Fatalf("jean2 chat exited with %v", err)
 	}
 }
+
+// --provider/--model choose the session's model, checked against the provider's list;
+// /model lists the models and switches; a model the provider does not list is refused.
+func TestChatModel(t *testing.T) {
+	c := newChatEnv(t)
+	c.fake.ModelList = `{"data":[{"id":"test-model"},{"id":"other-model"}]}`
+	base := c.serve()
+	c.fake.Push(providertest.OpenAIText("other-model", "From the other one."), providertest.OpenAIText("test-model", "From the test one."))
+	p := c.chat([]string{"NO_COLOR=1"}, "--server", base, "--provider", "openai", "--model", "other-model")
+	p.waitFor("> ")
+	p.send("hello")
+	p.waitFor("From the other one.")
+	p.waitFor("── done")
+	p.send("/model")
+	p.waitFor("This session uses other-model of openai.")
+	p.waitFor("Its models: other-model, test-model")
+	p.send("/model nope")
+	p.waitFor("provider openai does not list the model nope; it lists other-model, test-model")
+	p.send("/model test-model")
+	p.waitFor("This session now uses test-model.")
+	p.send("again")
+	p.waitFor("From the test one.")
+	p.send("/quit")
+	if err := p.wait(); err != nil {
+		t.Fatalf("jean2 chat exited with %v", err)
+	}
+	var models []string
+	for _, r := range c.fake.Requests() {
+		var body struct{ Model string }
+		if r.Path == "/v1/chat/completions" && r.Decode(&body) == nil {
+			models = append(models, body.Model)
+		}
+	}
+	if strings.Join(models, ",") != "other-model,test-model" {
+		t.Fatalf("models asked %v", models)
+	}
+	bad := c.chat([]string{"NO_COLOR=1"}, "--server", base, "--provider", "openai", "--model", "missing")
+	if err := bad.wait(); err == nil || !strings.Contains(bad.screen.String(), "does not list the model missing") {
+		t.Fatalf("--model missing: %v\n%s", err, bad.screen.String())
+	}
+}
