@@ -117,6 +117,7 @@ func openHost(ctx context.Context, e env, sources ...host.ToolSource) (*host.Hos
 		return nil, err
 	}
 	return host.New(ctx, host.Options{
+		LLM:               cliLLM(e, layout.Home),
 		Builtins:          builtinTools,
 		DisabledBuiltins:  disabledBuiltins,
 		Sandbox:           sb,

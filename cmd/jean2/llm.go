@@ -1,0 +1,21 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/jean2/jean2/server"
+	"github.com/jean2/jean2/tool"
+)
+
+// cliLLM is ctx.llm for the commands that run tools outside a server (jean2 tools run,
+// jean2 mcp, …): the providers jean2 serve would use — $JEAN2_HOME/providers.json and the
+// environment — resolved at each request, the default provider and model. A
+// providers.json that does not load is said once and leaves ctx.llm saying why.
+func cliLLM(e env, home string) tool.LLM {
+	p, err := server.LoadProviders(home, e.getenv, nil)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "jean2: ctx.llm has no provider: %v\n", err)
+		return nil
+	}
+	return p.LLM("", "")
+}
