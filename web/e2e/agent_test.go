@@ -134,3 +134,49 @@ func TestSessionNamedInTheMenu(t *testing.T) {
 	f.waitText(".session-title", "Plan the database migration")
 	f.waitText(".sidebar .session a", "Plan the database migration")
 }
+
+// TestProviderSetupFromWelcome: with no provider, the welcome page leads to Settings; a
+// message sent meanwhile is refused with a link to Settings; the provider dialog refuses to
+// save without a default model, tests the connection and offers the provider's models;
+// saved, the session's model picker offers them too and the turn answers.
+func TestProviderSetupFromWelcome(t *testing.T) {
+	f := newFixtureEnv(t, map[string]string{})
+	f.fake.Key = "sk-e2e-key"
+	f.fake.ModelList = `{"data":[{"id":"test-model"},{"id":"bigger-model","context_length":64000}]}`
+	s := f.session("first")
+	f.open("")
+	f.waitText(".provider-notice", "Connect a model first")
+
+	f.open("#/s/" + s.ID)
+	f.typeInto("#composer-input", "hello\n")
+	f.waitText(".composer .error", "no LLM provider is configured")
+	f.waitJS("the link to Settings", `document.querySelector(".composer .error a[href='#/settings']") !== null`)
+	f.click(".composer .error a.settings-link")
+	f.waitJS("Settings", `location.hash === "#/settings"`)
+
+	f.clickText(".settings-view", "Add a provider")
+	f.typeInto("#prov-name", "local")
+	f.typeInto("#prov-base", f.fake.BaseURL())
+	f.typeInto("#prov-key", "sk-wrong")
+	f.click("#prov-test")
+	f.waitText("#prov-test-status", "Could not connect")
+	f.eval(`(() => { document.querySelector("#prov-key").value = ""; return ""; })()`)
+	f.typeInto("#prov-key", f.fake.Key)
+	f.click("#prov-test")
+	f.waitText("#prov-test-status", "Connected: 2 models listed.")
+	f.waitJS("the models offered", `[...document.querySelectorAll("#prov-model-list option")].map((o) => o.value).join() === "bigger-model,test-model"`)
+	f.click("dialog form button.primary")
+	f.waitText("dialog .error", "Give the provider a default model")
+	f.typeInto("#prov-model", "test-model")
+	f.click("dialog form button.primary")
+	f.waitJS("the provider saved", `document.querySelector("dialog[open]") === null && document.querySelector('tr[data-provider="local"]') !== null`)
+
+	f.open("#/s/" + s.ID)
+	f.clickText(".session-head", "Model")
+	f.waitJS("the session's model list", `[...document.querySelectorAll("#session-model-list option")].length === 2`)
+	f.waitText("#session-model-status", "2 models listed by local")
+	f.eval(`(() => { document.querySelector("dialog[open] .buttons button:not(.primary)").click(); return ""; })()`)
+	f.fake.Push(text("Connected answer."))
+	f.typeInto("#composer-input", "hello again\n")
+	f.waitText(".message.assistant", "Connected answer.")
+}

@@ -169,6 +169,13 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureEnv(t, nil)
+}
+
+// newFixtureEnv is newFixture with the server's environment replaced by env (nil: the fake
+// provider's OPENAI_* variables), e.g. none to start without a provider.
+func newFixtureEnv(t *testing.T, env map[string]string) *fixture {
+	t.Helper()
 	b := browsertest.New(t) // skips before any other set-up when Chromium is missing
 	root := t.TempDir()
 	f := &fixture{t: t, home: filepath.Join(root, "home"), ws: filepath.Join(root, "project"), b: b}
@@ -192,7 +199,9 @@ func newFixture(t *testing.T) *fixture {
 	for folder, src := range map[string]string{"show": showTool, "write-note": writeNoteTool, "ask-it": askTool, "greet": greetTool, "widen": widenTool, "broken": "export const definition = {;\n"} {
 		f.writeTool(layout.Tools, folder, src)
 	}
-	env := map[string]string{"OPENAI_API_KEY": f.fake.Key, "OPENAI_BASE_URL": f.fake.BaseURL(), "OPENAI_MODEL": "test-model"}
+	if env == nil {
+		env = map[string]string{"OPENAI_API_KEY": f.fake.Key, "OPENAI_BASE_URL": f.fake.BaseURL(), "OPENAI_MODEL": "test-model"}
+	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -207,3 +207,87 @@ export async function pricesSection(box) {
   h("label", { for: "set-prices" }, "Model prices per million tokens (one model a line: name, input, output); sessions show their cost when every model they used has one"), text,
   err, h("div", { class: "buttons" }, h("button", { type: "submit", id: "save-prices" }, "Save prices"))));
 }
+
+/** fillModels fills a datalist with a provider's own models (GET /api/providers/{name}/models). */
+async function fillModels(list, providerName, status) {
+  replace(list);
+  if (!providerName) return;
+  try {
+    const res = await api("GET", `/api/providers/${enc(providerName)}/models`);
+    replace(list, (res.models || []).map((m) => h("option", { value: m.id }, m.contextWindow ? `${m.name || m.id} · ${m.contextWindow.toLocaleString()} tokens` : m.name || null)));
+    if (status) replace(status, `${(res.models || []).length} models listed by ${providerName}.`);
+  } catch (err) {
+    if (status) replace(status, `The model list of ${providerName} could not be read: ${errorText(err)}`);
+  }
+}
+
+/**
+ * modelPicker offers the models of the provider providerOf() names as suggestions of the
+ * model input (a datalist: any name can still be typed); watch is an element whose change
+ * means another provider. It returns the nodes to add to the form.
+ */
+export function modelPicker(input, providerOf, watch) {
+  const id = `${input.id}-list`;
+  const list = h("datalist", { id });
+  const status = h("p", { class: "muted small model-list-status", id: `${input.id}-status` });
+  input.setAttribute("list", id);
+  input.setAttribute("autocomplete", "off");
+  const load = () => fillModels(list, providerOf(), status);
+  watch?.addEventListener("change", load);
+  load();
+  return [list, status];
+}
+
+/**
+ * testConnection is the provider dialog's "Test connection": the entry as typed is probed
+ * (POST /api/providers/probe), the result said, and its models offered for the model box.
+ */
+export function testConnection(entryOf, modelInput) {
+  const id = `${modelInput.id}-list`;
+  const list = h("datalist", { id });
+  modelInput.setAttribute("list", id);
+  modelInput.setAttribute("autocomplete", "off");
+  const status = h("p", { class: "small", id: "prov-test-status", role: "status" });
+  const btn = h("button", {
+    type: "button", id: "prov-test", onclick: async () => {
+      btn.disabled = true;
+      replace(status, "Testing…");
+      try {
+        const res = await api("POST", "/api/providers/probe", entryOf());
+        replace(list, (res.models || []).map((m) => h("option", { value: m.id })));
+        status.className = "small " + (res.test?.ok ? "ok" : "error");
+        replace(status, res.test?.message || "");
+      } catch (err) {
+        status.className = "small error";
+        replace(status, errorText(err));
+      } finally {
+        btn.disabled = false;
+      }
+    },
+  }, "Test connection");
+  return [btn, status, list];
+}
+
+/** noProviderHelp is what the page says when a turn is refused for want of a provider. */
+export function noProviderHelp(err) {
+  if (err?.code !== "no_provider") return null;
+  return h("span", null, errorText(err), " ", h("a", { href: "#/settings", class: "settings-link" }, "Set up a provider in Settings"), ".");
+}
+
+/** providerNotice leads a new person from the welcome page to provider setup when no
+ * provider (or no default model) is configured; empty otherwise. */
+export function providerNotice() {
+  const el = h("div", { class: "provider-notice" });
+  api("GET", "/api/providers").then((res) => {
+    const ps = res.providers || [];
+    const def = ps.find((p) => p.name === res.default);
+    if (ps.length && def?.model) return;
+    replace(el, h("div", { class: "notice", role: "note" },
+      h("h3", null, ps.length ? "Choose a default model" : "Connect a model first"),
+      h("p", null, ps.length ? `The default provider ${res.default} has no default model: sessions cannot answer until it has one.`
+        : "jean2 needs an LLM provider to answer: OpenAI, Anthropic, OpenRouter, or a local server such as Ollama, vLLM or llama.cpp."),
+      h("p", null, h("a", { href: "#/settings", class: "button primary", id: "setup-provider" }, ps.length ? "Open Settings" : "Set up a provider")),
+      h("p", { class: "muted small" }, "Or start jean2 serve with OPENAI_API_KEY and OPENAI_MODEL (or ANTHROPIC_API_KEY and ANTHROPIC_MODEL) set.")));
+  }, () => {});
+  return el;
+}

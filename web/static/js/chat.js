@@ -10,7 +10,7 @@ import { renderVisualization } from "./viz.js";
 import { renderAsk, showPermissionDialog } from "./asks.js";
 import { fileDiff } from "./diff.js";
 import { openDialog, confirmAction, notify, errorText, promptText } from "./ui.js";
-import { compactionView, compactSession, instructionsBar, usageText } from "./agent.js";
+import { compactionView, compactSession, instructionsBar, modelPicker, noProviderHelp, usageText } from "./agent.js";
 
 const reasonWords = {
   stopped: "Stopped.",
@@ -503,7 +503,7 @@ export class SessionView {
       for (const img of images) this.removeAttachment(img);
     } catch (err) {
       if (err.code !== "busy") this.setRunning(false);
-      replace(this.composerErr, errorText(err));
+      replace(this.composerErr, noProviderHelp(err) || errorText(err));
     }
   }
 
@@ -725,7 +725,8 @@ export class SessionView {
           replace(err, errorText(er));
         }
       },
-    }, h("label", { for: "session-provider" }, "Provider"), sel, h("label", { for: "session-model" }, "Model"), model, err,
+    }, h("label", { for: "session-provider" }, "Provider"), sel, h("label", { for: "session-model" }, "Model"), model,
+      modelPicker(model, () => sel.value || providers.default, sel), err,
       h("div", { class: "buttons" }, h("button", { type: "submit", class: "primary" }, "Save"), h("button", { type: "button", onclick: () => d.close() }, "Cancel")));
     const d = openDialog("Provider and model for this session", form);
   }

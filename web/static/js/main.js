@@ -9,7 +9,7 @@ import { ToolsView } from "./tools.js";
 import { SettingsView, showShortcuts } from "./settings.js";
 import { mcpTrustNotice } from "./mcptrust.js";
 import { confirmAction, errorText, notify, openDialog, promptText } from "./ui.js";
-import { searchBox, sessionMeta } from "./agent.js";
+import { providerNotice, searchBox, sessionMeta } from "./agent.js";
 
 class App {
   constructor(root) {
@@ -286,6 +286,7 @@ class App {
     const recent = [...this.sessions.values()].flat().sort((a, b) => String(b.updatedAt).localeCompare(String(a.updatedAt))).slice(0, 8);
     replace(this.main, h("section", { class: "home" },
       h("h2", null, "Welcome to jean2"),
+      providerNotice(),
       this.ws.length ? h("p", null, "Choose a session in the menu, start a new one with + beside a workspace, or open a recent one:")
         : h("p", null, "Create a workspace — a folder the tools may work in — to start a conversation."),
       recent.length ? h("ul", { class: "recent" }, recent.map((s) => h("li", null, h("a", { href: `#/s/${enc(s.id)}` }, s.title || "Untitled session"), sessionMeta(s)))) : null,

@@ -5,7 +5,7 @@ import { api, enc } from "./api.js";
 import { h, replace } from "./dom.js";
 import { confirmAction, errorText, notify, openDialog } from "./ui.js";
 import { SHORTCUTS } from "./shortcuts.js";
-import { pricesSection, systemPromptSection } from "./agent.js";
+import { pricesSection, systemPromptSection, testConnection } from "./agent.js";
 
 export class SettingsView {
   constructor(app) {
@@ -136,6 +136,10 @@ export class SettingsView {
         }
         if (base.value.trim()) entry.baseUrl = base.value.trim();
         if (model.value.trim()) entry.model = model.value.trim();
+        else {
+          replace(err, "Give the provider a default model: type its name, or use Test connection to list the provider's models.");
+          return;
+        }
         if (key.value) entry.apiKey = key.value;
         if (clearKey.checked) entry.clearKey = true;
         if (p?.maxTokens) entry.maxTokens = p.maxTokens;
@@ -148,8 +152,14 @@ export class SettingsView {
     h("label", { for: "prov-name" }, "Name"), name,
     h("label", { for: "prov-kind" }, "Kind"), kind,
     h("label", { for: "prov-base" }, "Base URL"), base,
-    h("label", { for: "prov-model" }, "Default model"), model,
+    h("label", { for: "prov-model" }, "Default model (required)"), model,
     h("label", { for: "prov-key" }, "API key"), key,
+    testConnection(() => {
+      const e = { name: name.value.trim(), kind: kind.value, model: model.value.trim() };
+      if (base.value.trim()) e.baseUrl = base.value.trim();
+      if (key.value) e.apiKey = key.value;
+      return e;
+    }, model),
     p?.hasKey ? h("div", { class: "option" }, clearKey, h("label", { for: "prov-clear" }, "Remove the stored key")) : null,
     p?.source === "environment" ? h("p", { class: "muted small" }, "This provider comes from the environment; saving keeps an override of the same name.") : null,
     h("p", { class: "muted small" }, "Keys are stored in $JEAN2_HOME/providers.json (mode 0600) and never shown again."),
