@@ -168,8 +168,28 @@ func TestProviderSetupFromWelcome(t *testing.T) {
 	f.click("dialog form button.primary")
 	f.waitText("dialog .error", "Give the provider a default model")
 	f.typeInto("#prov-model", "test-model")
+	f.typeInto("#prov-window", "8000")
 	f.click("dialog form button.primary")
 	f.waitJS("the provider saved", `document.querySelector("dialog[open]") === null && document.querySelector('tr[data-provider="local"]') !== null`)
+	var pv struct {
+		Providers []struct {
+			Name          string
+			ContextWindow int
+		}
+	}
+	f.api("GET", "/api/providers", nil, &pv)
+	if len(pv.Providers) != 1 || pv.Providers[0].ContextWindow != 8000 {
+		t.Fatalf("providers %+v", pv)
+	}
+	// The session names' model, saved from Settings.
+	f.typeInto("#set-titlemodel", "cheap-model")
+	f.click("#save-titles")
+	f.waitJS("saved", `document.body.textContent.includes("Saved.")`)
+	var st struct{ TitleModel string }
+	f.api("GET", "/api/settings", nil, &st)
+	if st.TitleModel != "cheap-model" {
+		t.Fatalf("settings %+v", st)
+	}
 
 	f.open("#/s/" + s.ID)
 	f.clickText(".session-head", "Model")

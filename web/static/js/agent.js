@@ -291,3 +291,32 @@ export function providerNotice() {
   }, () => {});
   return el;
 }
+
+/** titlesSection is the Settings form for naming sessions: on or off, and the model asked. */
+export async function titlesSection(box) {
+  let st;
+  try {
+    st = await api("GET", "/api/settings");
+  } catch (err) {
+    replace(box, h("p", { class: "error" }, errorText(err)));
+    return;
+  }
+  const on = h("input", { type: "checkbox", id: "set-autotitle", checked: !!st.autoTitle });
+  const model = h("input", { type: "text", id: "set-titlemodel", value: st.titleModel || "", placeholder: "the session's own model" });
+  const err = h("p", { class: "error", role: "alert" });
+  replace(box, h("form", {
+    onsubmit: async (e) => {
+      e.preventDefault();
+      replace(err);
+      try {
+        await api("PATCH", "/api/settings", { autoTitle: on.checked, titleModel: model.value.trim() });
+        notify("Saved.");
+      } catch (er) {
+        replace(err, errorText(er));
+      }
+    },
+  },
+  h("div", { class: "option" }, on, h("label", { for: "set-autotitle" }, "Name new sessions after their first turn, by asking the model")),
+  h("label", { for: "set-titlemodel" }, "Model asked for names (a cheaper one of the session's provider)"), model,
+  err, h("div", { class: "buttons" }, h("button", { type: "submit", id: "save-titles" }, "Save"))));
+}
