@@ -228,3 +228,30 @@ func (u *chatUI) model(ctx context.Context, args string) {
 		u.println(u.st.dim("(/model, /model NAME or /model PROVIDER NAME)"))
 	}
 }
+
+// turnCost is the cost of a turn's tokens at the model's price in the server's settings,
+// "" when the settings give none. The prices are read once, at the first turn that used
+// tokens.
+func (u *chatUI) turnCost(model string, in, out int64) string {
+	if u.prices == nil {
+		u.prices = map[string]chatPrice{}
+		ctx, cancel := context.WithTimeout(u.ctx, 3*time.Second)
+		var st struct {
+			Prices map[string]chatPrice `json:"prices"`
+		}
+		if u.api.call(ctx, http.MethodGet, "/api/settings", nil, &st) == nil && st.Prices != nil {
+			u.prices = st.Prices
+		}
+		cancel()
+	}
+	p, ok := u.prices[model]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("$%.4f", (float64(in)*p.Input+float64(out)*p.Output)/1e6)
+}
+
+type chatPrice struct {
+	Input  float64 `json:"input"`
+	Output float64 `json:"output"`
+}

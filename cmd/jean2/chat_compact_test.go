@@ -82,11 +82,13 @@ func TestChatSessionNamed(t *testing.T) {
 func TestChatTitleAndSearch(t *testing.T) {
 	c := newChatEnv(t)
 	base := c.serve()
+	c.patchSettings(base, `{"prices":{"test-model":{"input":1000,"output":2000}}}`)
 	c.fake.Push(providertest.OpenAIText("test-model", "The flux capacitor is charged."))
 	p := c.chat([]string{"NO_COLOR=1"}, "--server", base)
 	p.waitFor("> ")
 	p.send("charge it")
-	p.waitFor("── done")
+	// 10 in and 1 out at 1000 and 2000 per million tokens.
+	p.waitFor("── done · 10 in / 1 out tokens ($0.0120)")
 	p.send("/title Time machine")
 	p.waitFor("Session renamed: Time machine")
 	p.send("/search flux")
@@ -94,7 +96,7 @@ func TestChatTitleAndSearch(t *testing.T) {
 	p.waitFor("jean2 chat --session ses_")
 	p.waitFor("assistant: The flux capacitor is charged.")
 	p.send("/tokens")
-	p.waitFor("This session: 10 in / 1 out tokens (no price set")
+	p.waitFor("This session: 10 in / 1 out tokens, cost 0.0120")
 	p.waitFor("  test-model: 10 in / 1 out")
 	p.send("/search nothingmatches")
 	p.waitFor("No session holds nothingmatches.")

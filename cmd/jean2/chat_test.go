@@ -181,7 +181,13 @@ func (c *chatEnv) serve() string {
 // setAutoTitle turns the naming of sessions by the model on or off on the server at base.
 func (c *chatEnv) setAutoTitle(base string, on bool) {
 	c.t.Helper()
-	req, _ := http.NewRequest("PATCH", base+"/api/settings", strings.NewReader(fmt.Sprintf(`{"autoTitle":%v}`, on)))
+	c.patchSettings(base, fmt.Sprintf(`{"autoTitle":%v}`, on))
+}
+
+// patchSettings sends PATCH /api/settings with the JSON body to the server at base.
+func (c *chatEnv) patchSettings(base, body string) {
+	c.t.Helper()
+	req, _ := http.NewRequest("PATCH", base+"/api/settings", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+c.token())
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)

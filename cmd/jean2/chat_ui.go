@@ -42,10 +42,14 @@ type chatUI struct {
 
 	col0 bool // the cursor is at the start of a line
 
-	running  bool
-	own      []string // texts sent from here whose user message is still to come
-	queued   []string // lines typed while a turn ran, sent when it ends
-	lastIntr time.Time
+	running bool
+	own     []string // texts sent from here whose user message is still to come
+	queued  []string // lines typed while a turn ran, sent when it ends
+	// lastModel is the model of the last answer seen; prices the models' prices, read at
+	// the first turn that used tokens (chat_compact.go).
+	lastModel string
+	prices    map[string]chatPrice
+	lastIntr  time.Time
 
 	texts     map[string]int  // text part id → bytes of its text shown
 	toolShown map[string]bool // tool_call part id → its call line is shown
@@ -483,6 +487,9 @@ func (u *chatUI) handleEvent(ev store.Event) {
 			u.println(u.st.cyan("(from another client) ") + u.st.bold("you: ") + cleanText(m.Content) + u.st.dim(imagesNote(m.Parts)))
 			return
 		}
+		if m.Role == store.RoleAssistant && m.Model != "" {
+			u.lastModel = m.Model
+		}
 		for _, part := range m.Parts {
 			u.showPart(part)
 		}
@@ -654,7 +661,11 @@ func (u *chatUI) turnFinished(p finishedPayload) {
 		parts = append(parts, changed)
 	}
 	if p.Usage.InputTokens > 0 || p.Usage.OutputTokens > 0 {
-		parts = append(parts, fmt.Sprintf("%d in / %d out tokens", p.Usage.InputTokens, p.Usage.OutputTokens))
+		tokens := fmt.Sprintf("%d in / %d out tokens", p.Usage.InputTokens, p.Usage.OutputTokens)
+		if cost := u.turnCost(u.lastModel, p.Usage.InputTokens, p.Usage.OutputTokens); cost != "" {
+			tokens += " (" + cost + ")"
+		}
+		parts = append(parts, tokens)
 	}
 	u.println(u.st.dim("── ") + strings.Join(parts, u.st.dim(" · ")))
 	if p.Error != "" && p.Reason != "stopped" {

@@ -116,6 +116,11 @@ func TestSearchListAndUsage(t *testing.T) {
 	f.open("#/s/" + s.ID)
 	// 10 in and 5 out at 1000 and 2000 per million: $0.0200.
 	f.waitText("#session-usage", "$0.0200")
+	// A turn's own tokens and cost under it.
+	f.fake.Push(text("Again."))
+	f.typeInto("#composer-input", "once more\n")
+	f.waitText(".turn-usage", "This turn: 10 in / 5 out tokens · $0.0200")
+	f.waitText("#session-usage", "20 in / 10 out tokens · $0.0400")
 }
 
 // TestSessionNamedInTheMenu: with autoTitle on, a new session is named by the model after

@@ -198,6 +198,7 @@ export async function pricesSection(box) {
       }
       try {
         await api("PATCH", "/api/settings", { prices });
+        loadPrices(true);
         notify("Prices saved.");
       } catch (er) {
         replace(err, errorText(er));
@@ -319,4 +320,27 @@ export async function titlesSection(box) {
   h("div", { class: "option" }, on, h("label", { for: "set-autotitle" }, "Name new sessions after their first turn, by asking the model")),
   h("label", { for: "set-titlemodel" }, "Model asked for names (a cheaper one of the session's provider)"), model,
   err, h("div", { class: "buttons" }, h("button", { type: "submit", id: "save-titles" }, "Save"))));
+}
+
+// Prices by model, read once per page from the settings (Settings saving them reloads the page's view).
+let pricesPromise = null;
+
+/** pricesNow returns the models' prices ({} until read, or when unreadable). */
+export function loadPrices(refresh = false) {
+  if (!pricesPromise || refresh) pricesPromise = api("GET", "/api/settings").then((s) => s.prices || {}, () => ({}));
+  return pricesPromise;
+}
+
+/** turnUsage draws a turn's tokens (turn.finished's usage), and its cost when the model's price is known. */
+export function turnUsage(usage, model) {
+  const el = h("p", { class: "turn-usage muted small" });
+  if (!usage || (!usage.inputTokens && !usage.outputTokens)) return el;
+  replace(el, `This turn: ${usage.inputTokens.toLocaleString()} in / ${usage.outputTokens.toLocaleString()} out tokens`);
+  loadPrices().then((prices) => {
+    const p = prices[model];
+    if (!p) return;
+    const cost = (usage.inputTokens * p.input + usage.outputTokens * p.output) / 1e6;
+    el.append(` · $${cost.toFixed(cost < 1 ? 4 : 2)}`);
+  });
+  return el;
 }

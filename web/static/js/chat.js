@@ -10,7 +10,7 @@ import { renderVisualization } from "./viz.js";
 import { renderAsk, showPermissionDialog } from "./asks.js";
 import { fileDiff } from "./diff.js";
 import { openDialog, confirmAction, notify, errorText, promptText } from "./ui.js";
-import { compactionView, compactSession, instructionsBar, modelPicker, noProviderHelp, usageText } from "./agent.js";
+import { compactionView, compactSession, instructionsBar, modelPicker, noProviderHelp, turnUsage, usageText } from "./agent.js";
 
 const reasonWords = {
   stopped: "Stopped.",
@@ -556,6 +556,11 @@ export class SessionView {
     if (turn && p.reason && p.reason !== "done") {
       turn.body.appendChild(h("p", { class: `turn-end reason-${p.reason} ${p.reason === "error" ? "error" : "muted"}`, role: "status" },
         reasonWords[p.reason] || p.reason, p.error ? " " + p.error : ""));
+    }
+    if (turn) {
+      const model = this.messages.get(p.messageId)?.msg.model || this.session.model;
+      turn.body.querySelector(".turn-usage")?.remove();
+      turn.body.appendChild(turnUsage(p.usage, model));
     }
     this.reconcile();
     this.loadLedgers();
