@@ -39,6 +39,7 @@ In the chat:
   /model     the session's model and the provider's models; /model M switches to model M,
              /model P M to model M of provider P
   /tokens    the tokens this session used, by model, and their cost when prices are set
+  /sessions  this workspace's sessions: title, date, the start of the last message
   /title T   rename the session (it is named after its first turn otherwise)
   /search W  list the sessions whose messages or title hold the words W
   /restore   list the turns that changed files and put files back as they were before one

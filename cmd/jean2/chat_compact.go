@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -233,6 +234,9 @@ func (u *chatUI) model(ctx context.Context, args string) {
 // "" when the settings give none. The prices are read once, at the first turn that used
 // tokens.
 func (u *chatUI) turnCost(model string, in, out int64) string {
+	if model == "" || u.api == nil || u.ctx == nil {
+		return ""
+	}
 	if u.prices == nil {
 		u.prices = map[string]chatPrice{}
 		ctx, cancel := context.WithTimeout(u.ctx, 3*time.Second)
@@ -254,4 +258,43 @@ func (u *chatUI) turnCost(model string, in, out int64) string {
 type chatPrice struct {
 	Input  float64 `json:"input"`
 	Output float64 `json:"output"`
+}
+
+// sessions lists the workspace's sessions, newest first: title, date, the start of the
+// last message, and how to open each (/sessions).
+func (u *chatUI) sessions(ctx context.Context) {
+	type row struct {
+		ID        string    `json:"id"`
+		Title     string    `json:"title"`
+		Preview   string    `json:"preview"`
+		UpdatedAt time.Time `json:"updatedAt"`
+	}
+	var res struct {
+		Sessions []row `json:"sessions"`
+	}
+	if err := u.api.call(ctx, http.MethodGet, "/api/workspaces/"+url.PathEscape(u.ws.ID)+"/sessions", nil, &res); err != nil {
+		u.println(u.st.red("jean2 chat: sessions: " + err.Error()))
+		return
+	}
+	slices.SortFunc(res.Sessions, func(a, b row) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	for i, s := range res.Sessions {
+		if i == 20 {
+			u.println(u.st.dim(fmt.Sprintf("(%d more)", len(res.Sessions)-20)))
+			break
+		}
+		title := s.Title
+		if title == "" {
+			title = "Untitled session"
+		}
+		mark := "  "
+		if s.ID == u.ses.ID {
+			mark = "▸ "
+		}
+		line := mark + u.st.bold(clip(cleanLine(title), 60)) + u.st.dim("  "+s.UpdatedAt.Local().Format("2006-01-02 15:04"))
+		if first, _, _ := strings.Cut(s.Preview, "\n"); first != "" {
+			line += u.st.dim("  " + clip(cleanLine(first), 60))
+		}
+		u.println(line)
+		u.println(u.st.dim("    jean2 chat --session " + s.ID))
+	}
 }

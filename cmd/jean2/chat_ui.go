@@ -356,6 +356,10 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 		u.model(ctx, strings.TrimPrefix(trimmed, "/model"))
 		u.prompt()
 		return false
+	case trimmed == "/sessions":
+		u.sessions(ctx)
+		u.prompt()
+		return false
 	case trimmed == "/tokens":
 		u.tokens(ctx)
 		u.prompt()
@@ -375,7 +379,7 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 		}
 		return u.restoreDialog(ctx, lines)
 	case strings.HasPrefix(trimmed, "/") && !strings.Contains(trimmed, " ") && len(trimmed) < 20:
-		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /model, /compact, /tokens, /title, /search, /restore, /stop, /help, /quit; a message starting with / needs a space in it)", cleanLine(trimmed))))
+		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /model, /compact, /tokens, /sessions, /title, /search, /restore, /stop, /help, /quit; a message starting with / needs a space in it)", cleanLine(trimmed))))
 		u.prompt()
 		return false
 	}
