@@ -149,3 +149,21 @@ func TestChatModel(t *testing.T) {
 		t.Fatalf("--model missing: %v\n%s", err, bad.screen.String())
 	}
 }
+
+// With no provider, a message is refused with what to do: the web client's Settings (its
+// address given) or the environment's variables; the message is kept on screen.
+func TestChatWithoutProviderSaysWhereToAddOne(t *testing.T) {
+	c := newChatEnv(t)
+	p := c.chat([]string{"NO_COLOR=1", "JEAN2_SERVER=http://127.0.0.1:1", "OPENAI_API_KEY=", "OPENAI_BASE_URL=", "OPENAI_MODEL="})
+	p.waitFor("started one here at http://127.0.0.1:")
+	p.waitFor("> ")
+	p.send("hello there")
+	p.waitFor("Could not start the turn: no LLM provider is configured")
+	p.waitFor("/#/settings")
+	p.waitFor("OPENAI_API_KEY and OPENAI_MODEL")
+	p.waitFor("(your message: hello there)")
+	p.send("/quit")
+	if err := p.wait(); err != nil {
+		t.Fatalf("jean2 chat exited with %v", err)
+	}
+}
