@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // InstructionsFile is the name of the files whose text joins the system prompt: in the
@@ -115,7 +116,10 @@ func readInstructionFile(root, rel, scope string, budget int) *InstructionFile {
 		return f
 	}
 	defer r.Close()
-	fh, err := r.Open(rel)
+	// O_NONBLOCK: a FIFO planted under the name would otherwise block the open (and every
+	// turn of the workspace) until something wrote to it; it is refused below as not a
+	// regular file. On a regular file the flag changes nothing.
+	fh, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		f.Error = fmt.Sprintf("not read: %v (a symlink may lead only to a file inside %s)", err, root)
 		return f

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -194,5 +195,24 @@ func TestTurnEndsOnProviderStall(t *testing.T) {
 	answerOK(f)
 	if _, fin := f.turn("again"); fin.Reason != harness.ReasonDone {
 		t.Fatalf("next turn %+v", fin)
+	}
+}
+
+// The attack: a FIFO planted as AGENTS.md would block the read (and with it every turn of
+// the workspace) until something writes to it. It is listed as not a regular file, at once.
+func TestInstructionFIFODoesNotBlock(t *testing.T) {
+	ws := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(ws, "AGENTS.md"), 0o644); err != nil {
+		t.Skip("no FIFO here:", err)
+	}
+	done := make(chan harness.Instructions, 1)
+	go func() { done <- harness.ReadInstructions(ws, "") }()
+	select {
+	case in := <-done:
+		if len(in.Files) != 1 || in.Files[0].Error == "" || in.Files[0].Bytes != 0 {
+			t.Fatalf("FIFO read as %+v", in.Files)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading the instructions blocked on a FIFO")
 	}
 }
