@@ -291,3 +291,38 @@ func (s *script) push(label string, replies ...providertest.Reply) {
 	s.replies = append(s.replies, replies...)
 	s.mu.Unlock()
 }
+
+// The same on Anthropic's wire format: its "prompt is too long" refusal compacts the
+// session (the summary asked of the same model, with max_tokens) and the request is sent
+// once more.
+func TestContextExceededAnthropic(t *testing.T) {
+	f := newFixture(t, fixtureOptions{flavor: providertest.Anthropic})
+	for i := range 3 {
+		f.srv.Push(providertest.AnthropicText("claude-test", fmt.Sprintf("answer %d", i)))
+		f.turn(fmt.Sprintf("MSG-%d ", i) + strings.Repeat("words ", 300))
+	}
+	f.srv.Respond(func(r providertest.Request) providertest.Reply {
+		var body struct {
+			System    json.RawMessage `json:"system"`
+			MaxTokens int             `json:"max_tokens"`
+		}
+		_ = r.Decode(&body)
+		if strings.Contains(string(body.System), summaryMarker) {
+			if body.MaxTokens == 0 || body.MaxTokens > 4096 {
+				t.Errorf("summary max_tokens %d", body.MaxTokens)
+			}
+			return providertest.AnthropicText("claude-test", "SUMMARY-ANT")
+		}
+		return providertest.AnthropicText("claude-test", "answered")
+	})
+	f.srv.Push(providertest.AnthropicError(400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"))
+	_, fin := f.turn("MSG-3 last")
+	if fin.Reason != harness.ReasonDone {
+		t.Fatalf("finished %+v", fin)
+	}
+	reqs := f.srv.Requests()
+	last := string(reqs[len(reqs)-1].Body)
+	if !strings.Contains(last, "SUMMARY-ANT") || strings.Contains(last, "MSG-0 ") || !strings.Contains(last, "MSG-3 last") {
+		t.Fatalf("the retried request: %.2000s", last)
+	}
+}
