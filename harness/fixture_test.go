@@ -124,13 +124,20 @@ type fixtureOptions struct {
 	dbDir     string            // the database's folder, when not the test's temporary folder
 	tools     map[string]string // more tools, beside testTools
 	adjust    func(*harness.Options)
+	// providerIdle, when set, is the fake provider's idle timeout.
+	providerIdle time.Duration
+	// window is the context window the models report (0: unknown).
+	window int
 }
 
 // staticModels resolves every session to one provider.
 type staticModels struct {
-	p     provider.Provider
-	model string
+	p      provider.Provider
+	model  string
+	window int
 }
+
+func (m staticModels) ContextWindow(_, _ string) int { return m.window }
 
 func (m staticModels) Model(_ context.Context, _, model string) (provider.Provider, string, error) {
 	if model == "" {
@@ -200,7 +207,7 @@ func newFixture(t testing.TB, fo fixtureOptions) *fixture {
 		f.srv = providertest.NewOpenAI(t)
 	}
 	f.srv.Key = "sk-test"
-	f.prov, err = provider.New(provider.Config{Name: "fake", Kind: kind, BaseURL: f.srv.BaseURL(), APIKey: "sk-test", MaxTokens: 1024},
+	f.prov, err = provider.New(provider.Config{Name: "fake", Kind: kind, BaseURL: f.srv.BaseURL(), APIKey: "sk-test", MaxTokens: 1024, IdleTimeout: fo.providerIdle},
 		&provider.Options{Retry: provider.Retry{MaxAttempts: 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +222,7 @@ func newFixture(t testing.TB, fo fixtureOptions) *fixture {
 		t.Fatal(err)
 	}
 	f.opts = harness.Options{Store: f.db, Events: f.hub, Askers: f.hub, Tools: f.host,
-		Models: staticModels{p: f.prov, model: f.model}, System: "You are a test."}
+		Models: staticModels{p: f.prov, model: f.model, window: fo.window}, System: "You are a test."}
 	if fo.snapshots {
 		f.snaps, err = undo.New(undo.Options{Dir: filepath.Join(root, "undo")})
 		if err != nil {

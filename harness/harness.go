@@ -81,8 +81,13 @@ type Options struct {
 	WorkRounds int
 	// MaxRounds is the hard ceiling of model calls per turn (DefaultMaxRounds when 0).
 	MaxRounds int
-	// System is the system prompt; the workspace folder is added to it.
+	// System is the system prompt (DefaultSystem when empty); the workspace folder, the
+	// instruction files (ReadInstructions) and a compaction's summary are added to it.
+	// SetSystem replaces it for the turns started later.
 	System string
+	// Home is $JEAN2_HOME, whose AGENTS.md joins every session's system prompt; "" for
+	// none.
+	Home string
 	// MaxParallel caps read-only calls running at once in one round (default 8).
 	MaxParallel int
 	Logger      *slog.Logger
@@ -121,6 +126,36 @@ type Harness struct {
 	// workRounds and maxRounds are the limits of turns started from now on (SetLimits);
 	// guarded by mu.
 	workRounds, maxRounds int
+	// system is the system prompt of turns started from now on (SetSystem); guarded by mu.
+	system string
+	// titles and titleModel say whether and with which model sessions are named
+	// (SetTitles); guarded by mu.
+	titles     bool
+	titleModel string
+}
+
+// SetSystem replaces the system prompt of the turns started from now on; "" restores
+// Options.System (DefaultSystem when that was empty).
+func (h *Harness) SetSystem(prompt string) {
+	if strings.TrimSpace(prompt) == "" {
+		prompt = h.opts.System
+	}
+	h.mu.Lock()
+	h.system = prompt
+	h.mu.Unlock()
+}
+
+// systemPrompt is the system prompt of a turn starting now.
+func (h *Harness) systemPrompt() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.system
+}
+
+// Instructions returns the instruction files in effect for a workspace folder: those that
+// join the system prompt of its sessions' turns.
+func (h *Harness) Instructions(workspace string) Instructions {
+	return ReadInstructions(workspace, h.opts.Home)
 }
 
 // SetLimits changes the work budget and the ceiling of rounds of the turns started from now
@@ -179,8 +214,11 @@ func New(ctx context.Context, opts Options) (*Harness, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if strings.TrimSpace(opts.System) == "" {
+		opts.System = DefaultSystem
+	}
 	h := &Harness{opts: opts, log: opts.Logger, busy: map[string]*turn{}, facts: map[string]*tool.SessionFacts{},
-		workRounds: opts.WorkRounds, maxRounds: opts.MaxRounds}
+		workRounds: opts.WorkRounds, maxRounds: opts.MaxRounds, system: opts.System}
 	h.base, h.cancelBase = context.WithCancelCause(context.Background())
 	if err := h.recover(ctx); err != nil {
 		h.cancelBase(errClosing)

@@ -62,21 +62,40 @@ func (t *turn) answer() (*answer, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := provider.Request{Model: t.model, System: t.system(ws), Tools: t.h.offered(ws.ID).ListForLLM()}
+	base := t.system(ws)
+	req := provider.Request{Model: t.model, System: base, Tools: t.h.offered(ws.ID).ListForLLM()}
 	var seals ops
-	req.Messages, req.System, seals = t.request(req.System)
-
-	a := &answer{t: t, ws: ws, text: -1, byIndex: map[int]int{}, callIDs: map[string]bool{},
-		msg: store.Message{SessionID: t.sessionID, Role: store.RoleAssistant, Status: store.StatusStreaming,
-			Provider: t.session.Provider, Model: t.model, Parts: []store.Part{}},
-		// The last calls' outcomes and the seals of orphans go with the answer's first
-		// flush, or at its end.
-		pend: append(t.takeCarry(), seals...)}
-	if err := a.read(req); err != nil {
+	req.Messages, req.System, seals = t.request(base)
+	// The last calls' outcomes and the seals of orphans go with the answer's first flush,
+	// or at its end, or with a compaction.
+	pend, err := t.fit(&req, base, append(t.takeCarry(), seals...), 0)
+	if err != nil {
+		if cerr := t.ev.commit(t.wctx, pend); cerr != nil {
+			t.h.log.Error("store the last calls' outcomes", "session", t.sessionID, "error", cerr)
+		}
+		return nil, err
+	}
+	for retried := false; ; retried = true {
+		a := &answer{t: t, ws: ws, text: -1, byIndex: map[int]int{}, callIDs: map[string]bool{},
+			msg: store.Message{SessionID: t.sessionID, Role: store.RoleAssistant, Status: store.StatusStreaming,
+				Provider: t.session.Provider, Model: t.model, Parts: []store.Part{}},
+			pend: pend}
+		err := a.read(req)
+		if err == nil {
+			a.end()
+			return a, nil
+		}
+		if !retried && contextExceeded(err) && !a.stored && len(a.msg.Parts) == 0 && t.ctx.Err() == nil {
+			// The provider says the request is longer than the model's window: compact
+			// and try once more.
+			t.h.log.Warn("the provider refused the request as too long: compacting", "session", t.sessionID, "error", err)
+			if pend, err = t.fit(&req, base, a.pend, EstimateTokens(req)); err == nil {
+				continue
+			}
+			a.pend = pend
+		}
 		return a.fail(err)
 	}
-	a.end()
-	return a, nil
 }
 
 // streamItem is one result of Stream.Next (or of Stream), handed from the reading

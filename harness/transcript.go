@@ -29,8 +29,14 @@ type orphan struct{ msg, part int }
 // sealed error result in the request), a second result of a call is dropped, as are
 // results of calls that are not there and a second call with the same id. Answers that
 // broke off are left out; visualizations never go (a part's Result is the model's text).
-// System messages join the system prompt. A user message's image parts go with it.
+// System messages join the system prompt. A user message's image parts go with it. After a
+// compaction, the messages it summarized are left out and its summary joins the system
+// prompt in their place.
 func transcript(history []store.Message) (msgs []provider.Message, system []string, orphans []orphan) {
+	summary, compacted, wasCompacted := lastCompaction(history)
+	if wasCompacted {
+		system = append(system, summaryPrompt(summary))
+	}
 	// Results that arrived apart from their calls, first one per call id.
 	apart := map[string]store.Part{}
 	for _, m := range history {
@@ -44,6 +50,9 @@ func transcript(history []store.Message) (msgs []provider.Message, system []stri
 	}
 	seen := map[string]bool{} // call ids already in the request
 	for mi, m := range history {
+		if wasCompacted && m.Seq != 0 && m.Seq <= compacted.UpToSeq {
+			continue
+		}
 		switch m.Role {
 		case store.RoleSystem:
 			if s := strings.TrimSpace(m.Content); s != "" {

@@ -49,9 +49,15 @@ type turn struct {
 	rounds, works int
 	// workRounds and maxRounds are the turn's limits, fixed when it started.
 	workRounds, maxRounds int
-	usage                 provider.Usage
-	pend                  ops            // the last answer's writes, committed with turn.finished
-	pendMsg               *store.Message // and that answer, to join the history once stored
+	// sysPrompt is the system prompt in effect when the turn started; instructions the
+	// instruction files read at its first round (nil before).
+	sysPrompt    string
+	instructions *Instructions
+	// window is the context window of the session's model in tokens, 0 when unknown.
+	window  int
+	usage   provider.Usage
+	pend    ops            // the last answer's writes, committed with turn.finished
+	pendMsg *store.Message // and that answer, to join the history once stored
 
 	// ws is the workspace as the turn's start read it, for its first round (later rounds
 	// read it again).
@@ -107,6 +113,8 @@ func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*tur
 		ledger: tool.NewLedger(), facts: facts,
 	}
 	t.workRounds, t.maxRounds = h.limits()
+	t.sysPrompt = h.systemPrompt()
+	t.window = h.windowOf(sess.Provider, model)
 	user := store.Message{ID: store.NewID("msg_"), SessionID: sessionID, Role: store.RoleUser, Content: in.Text, Status: store.StatusComplete}
 	for _, img := range in.Images {
 		user.Parts = append(user.Parts, store.Part{Kind: store.PartImage, Status: store.StatusComplete, MediaType: img.MediaType, Data: img.Data})
@@ -138,6 +146,7 @@ func (t *turn) run() {
 	t.snap = t.beginSnapshot()
 	reason, why := t.loop()
 	t.finish(reason, why)
+	t.nameSession(reason)
 }
 
 // loop runs rounds until one ends the turn, and says why it ended.
@@ -219,17 +228,26 @@ func (t *turn) workspace() (host.Workspace, error) {
 	return host.Workspace{ID: ws.ID, Path: ws.Path, Allowed: ws.AllowedPaths}, nil
 }
 
-// system is the system prompt of the turn's requests: the configured one and the folder
-// the tools work in.
+// system is the system prompt of the turn's requests: the one in effect when the turn
+// started, the folder the tools work in, and the instruction files (read once per turn, at
+// its first round: a file changed during the turn counts from the next).
 func (t *turn) system(ws host.Workspace) string {
 	var b strings.Builder
-	b.WriteString(t.h.opts.System)
+	b.WriteString(t.sysPrompt)
 	if b.Len() > 0 {
 		b.WriteString("\n\n")
 	}
 	b.WriteString("The workspace folder is ")
 	b.WriteString(ws.Path)
 	b.WriteString("; tools resolve relative paths against it.")
+	if t.instructions == nil {
+		in := ReadInstructions(ws.Path, t.h.opts.Home)
+		t.instructions = &in
+	}
+	if p := t.instructions.prompt(); p != "" {
+		b.WriteString("\n\n")
+		b.WriteString(p)
+	}
 	return b.String()
 }
 

@@ -51,7 +51,7 @@ func NewAnthropic(cfg Config, opts *Options) (*Anthropic, error) {
 	}
 	// NewMessageService, not NewClient: NewClient also reads ANTHROPIC_* variables and
 	// profile files, and this provider must be exactly what its Config says.
-	return &Anthropic{name: cfg.Name, svc: anthropic.NewMessageService(ro...), retry: o.Retry, maxTokens: cfg.MaxTokens}, nil
+	return &Anthropic{name: cfg.Name, svc: anthropic.NewMessageService(ro...), retry: o.streamPolicy(cfg), maxTokens: cfg.MaxTokens}, nil
 }
 
 // Stream sends req as a streaming Messages request.

@@ -75,7 +75,13 @@ type Config struct {
 	APIKeyEnv string // the environment variable the key was read from, if any
 	Model     string // the default model, used when a session names none
 	MaxTokens int    // the default output limit of a request; 0: the provider's own
-	Source    string // where it was configured: "environment" or the file's path
+	// ContextWindow is the model's context window in tokens; 0: the known default of the
+	// model (ContextWindowOf), if any.
+	ContextWindow int
+	// IdleTimeout is how long the model may send nothing before a request is abandoned;
+	// 0: Options.IdleTimeout.
+	IdleTimeout time.Duration
+	Source      string // where it was configured: "environment" or the file's path
 }
 
 // Format prints c as its Redacted view, whatever the verb: a Config printed or logged by
@@ -95,9 +101,12 @@ type Info struct {
 	BaseURL   string `json:"baseUrl"`
 	Model     string `json:"model,omitempty"`
 	MaxTokens int    `json:"maxTokens,omitempty"`
-	HasKey    bool   `json:"hasKey"`
-	KeyEnv    string `json:"keyEnv,omitempty"`
-	Source    string `json:"source"`
+	// ContextWindow is the configured window; 0 when the model's known default applies.
+	ContextWindow      int    `json:"contextWindow,omitempty"`
+	IdleTimeoutSeconds int    `json:"idleTimeoutSeconds,omitempty"`
+	HasKey             bool   `json:"hasKey"`
+	KeyEnv             string `json:"keyEnv,omitempty"`
+	Source             string `json:"source"`
 }
 
 // Redacted returns what may be shown of c: never the key, only whether there is one.
@@ -107,6 +116,7 @@ func (c Config) Redacted() Info {
 		base = defaultBaseURL(c.Kind)
 	}
 	return Info{Name: c.Name, Kind: c.Kind, BaseURL: redactURL(base), Model: c.Model, MaxTokens: c.MaxTokens,
+		ContextWindow: c.ContextWindow, IdleTimeoutSeconds: int(c.IdleTimeout / time.Second),
 		HasKey: c.APIKey != "", KeyEnv: c.APIKeyEnv, Source: c.Source}
 }
 
@@ -159,6 +169,13 @@ func (c Config) resolved(kind Kind) (Config, error) {
 	if c.MaxTokens < 0 {
 		return c, fmt.Errorf("provider %s: maxTokens %d is negative", c.Name, c.MaxTokens)
 	}
+	if c.ContextWindow < 0 || (c.ContextWindow > 0 && c.ContextWindow < MinContextWindow) {
+		return c, fmt.Errorf("provider %s: contextWindow %d is too small: give the model's window in tokens (at least %d), or 0 for the model's known default",
+			c.Name, c.ContextWindow, MinContextWindow)
+	}
+	if c.IdleTimeout < 0 || (c.IdleTimeout > 0 && c.IdleTimeout < time.Second) {
+		return c, fmt.Errorf("provider %s: idleTimeoutSeconds must be at least 1 (or 0 for the default, %s)", c.Name, DefaultIdleTimeout)
+	}
 	return c, nil
 }
 
@@ -169,6 +186,10 @@ type Options struct {
 	// that has not answered with headers within 10 minutes.
 	HTTPClient *http.Client
 	Retry      Retry
+	// IdleTimeout is how long a model may send nothing (no headers, or nothing more of an
+	// answer) before the request is abandoned with a clear error, for providers whose
+	// Config gives none (default DefaultIdleTimeout).
+	IdleTimeout time.Duration
 }
 
 func (o *Options) orDefault() Options {
@@ -182,7 +203,21 @@ func (o *Options) orDefault() Options {
 		out.HTTPClient = &http.Client{Transport: t}
 	}
 	out.Retry = out.Retry.withDefaults()
+	if out.IdleTimeout <= 0 {
+		out.IdleTimeout = DefaultIdleTimeout
+	}
+	out.Retry.idle = out.IdleTimeout
 	return out
+}
+
+// streamPolicy is the retry policy of the provider c: the options' with c's idle timeout.
+func (o Options) streamPolicy(c Config) Retry {
+	r := o.Retry
+	r.provider = c.Name
+	if c.IdleTimeout > 0 {
+		r.idle = c.IdleTimeout
+	}
+	return r
 }
 
 // New makes the provider c describes.
@@ -314,6 +349,10 @@ type FileEntry struct {
 	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
 	Model     string `json:"model,omitempty"`
 	MaxTokens int    `json:"maxTokens,omitempty"`
+	// ContextWindow is the model's window in tokens (0: the model's known default).
+	ContextWindow int `json:"contextWindow,omitempty"`
+	// IdleTimeoutSeconds is how long the model may send nothing (0: two minutes).
+	IdleTimeoutSeconds int `json:"idleTimeoutSeconds,omitempty"`
 }
 
 // ReadFile reads and checks a providers.json. A missing file is no error: it reads as
@@ -382,7 +421,10 @@ func (f File) configs(source string, getenv func(string) string) ([]Config, erro
 			return nil, fmt.Errorf("%s: give apiKey or apiKeyEnv, not both", where)
 		}
 		c := Config{Name: e.Name, Kind: e.Kind, BaseURL: e.BaseURL, APIKey: Secret(e.APIKey), Model: e.Model,
-			MaxTokens: e.MaxTokens, Source: source}
+			MaxTokens: e.MaxTokens, ContextWindow: e.ContextWindow, IdleTimeout: time.Duration(e.IdleTimeoutSeconds) * time.Second, Source: source}
+		if e.IdleTimeoutSeconds < 0 {
+			return nil, fmt.Errorf("%s: idleTimeoutSeconds %d is negative", where, e.IdleTimeoutSeconds)
+		}
 		if e.APIKeyEnv != "" {
 			c.APIKeyEnv = e.APIKeyEnv
 			if c.APIKey = Secret(strings.TrimSpace(getenv(e.APIKeyEnv))); c.APIKey == "" {

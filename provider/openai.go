@@ -58,7 +58,7 @@ func NewOpenAI(cfg Config, opts *Options) (*OpenAI, error) {
 	return &OpenAI{
 		name:             cfg.Name,
 		svc:              openai.NewChatCompletionService(ro...),
-		retry:            o.Retry,
+		retry:            o.streamPolicy(cfg),
 		maxTokens:        cfg.MaxTokens,
 		completionTokens: u != nil && u.Hostname() == "api.openai.com",
 	}, nil

@@ -118,6 +118,38 @@ type Retry struct {
 	// OnRetry, when set, hears of each retry before its wait: attempt is the number of the
 	// attempt that failed.
 	OnRetry func(attempt int, wait time.Duration, err error)
+
+	// idle is the provider's idle timeout (see Options.IdleTimeout) and provider its name,
+	// set by the provider that uses the policy.
+	idle     time.Duration
+	provider string
+}
+
+// DefaultIdleTimeout is how long a model may send nothing — no response headers, or no
+// byte of an answer that started — before the request is abandoned.
+const DefaultIdleTimeout = 2 * time.Minute
+
+// stallError is the cause an attempt's context is cancelled with when the server sent
+// nothing for the idle timeout.
+type stallError struct {
+	idle    time.Duration
+	headers bool // no response headers came; else the answer stopped in the middle
+}
+
+func (e *stallError) Error() string {
+	what := "the answer stopped in the middle"
+	if e.headers {
+		what = "no response came (not even headers)"
+	}
+	return fmt.Sprintf("the model sent nothing for %s (the idle timeout): %s; the request was abandoned. Try again; if this model is slow to start, raise idleTimeoutSeconds for the provider in providers.json",
+		e.idle, what)
+}
+
+// IsStall reports whether err is a request abandoned because the model sent nothing for
+// the idle timeout.
+func IsStall(err error) bool {
+	var se *stallError
+	return errors.As(err, &se)
 }
 
 func (r Retry) withDefaults() Retry {
@@ -196,6 +228,14 @@ type retrying struct {
 	attempts  int
 	delivered bool
 	done      bool
+
+	// The current attempt's context is cancelled with a *stallError by timer when the
+	// server sends nothing for policy.idle: before the headers (while open waits), and
+	// during each Next.
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+	stall  *stallError
+	actx   context.Context
 }
 
 // startStream opens the first stream, retrying as policy allows.
@@ -210,7 +250,7 @@ func startStream(ctx context.Context, policy Retry, open opener) (Stream, error)
 func (r *retrying) connect() error {
 	for {
 		r.attempts++
-		s, err := r.open(r.ctx)
+		s, err := r.openOnce()
 		if err == nil {
 			r.cur = s
 			return nil
@@ -219,6 +259,65 @@ func (r *retrying) connect() error {
 			err.Attempts = r.attempts
 			return err
 		}
+	}
+}
+
+// openOnce sends the request once under a context of its own, which the idle timer
+// cancels when no headers come in time.
+func (r *retrying) openOnce() (Stream, *Error) {
+	r.release()
+	r.actx, r.cancel = context.WithCancelCause(r.ctx)
+	if r.policy.idle > 0 {
+		st := &stallError{idle: r.policy.idle, headers: true}
+		cancel := r.cancel
+		r.timer = time.AfterFunc(r.policy.idle, func() { cancel(st) })
+	}
+	s, err := r.open(r.actx)
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	if err != nil {
+		if se := r.stalled(); se != nil {
+			err = r.stallErr(se)
+		}
+		r.release()
+		return nil, err
+	}
+	if r.policy.idle > 0 {
+		// From here on the timer runs only while Next waits.
+		r.stall = &stallError{idle: r.policy.idle}
+		st, cancel := r.stall, r.cancel
+		r.timer = time.AfterFunc(time.Hour, func() { cancel(st) })
+		r.timer.Stop()
+	}
+	return s, nil
+}
+
+// stalled returns the stall that cancelled the current attempt, if one did.
+func (r *retrying) stalled() *stallError {
+	if r.actx == nil {
+		return nil
+	}
+	var se *stallError
+	if errors.As(context.Cause(r.actx), &se) {
+		return se
+	}
+	return nil
+}
+
+func (r *retrying) stallErr(se *stallError) *Error {
+	return &Error{Provider: r.policy.provider, Type: "stalled", Message: se.Error(), Err: se}
+}
+
+// release ends the current attempt's context and timer.
+func (r *retrying) release() {
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	if r.cancel != nil {
+		r.cancel(nil)
+		r.cancel = nil
 	}
 }
 
@@ -246,7 +345,22 @@ func (r *retrying) Next() (Event, error) {
 		return Event{}, io.EOF
 	}
 	for {
+		if r.timer != nil {
+			r.timer.Reset(r.policy.idle)
+		}
 		ev, err := r.cur.Next()
+		if r.timer != nil {
+			r.timer.Stop()
+		}
+		if se := r.stalled(); se != nil && err != nil && !errors.Is(err, io.EOF) {
+			// Not retried: the wait was long already, and part of the answer may be out.
+			r.done = true
+			pe := r.stallErr(se)
+			pe.Partial, pe.Attempts = r.delivered, r.attempts
+			r.cur.Close()
+			r.release()
+			return Event{}, pe
+		}
 		if err == nil {
 			r.delivered = true
 			return ev, nil
@@ -275,7 +389,9 @@ func (r *retrying) Next() (Event, error) {
 
 func (r *retrying) Close() error {
 	r.done = true
-	return r.cur.Close()
+	err := r.cur.Close()
+	r.release()
+	return err
 }
 
 // queue is the events one server chunk produced and the stream has yet to hand out.

@@ -176,7 +176,7 @@ func TestWorkspaceMCPServers(t *testing.T) {
 
 	// A turn in alpha calls the tool.
 	var ses sessionView
-	f.call("POST", "/api/workspaces/"+wsA.ID+"/sessions", map[string]any{}, 201, &ses)
+	f.call("POST", "/api/workspaces/"+wsA.ID+"/sessions", map[string]any{"title": "alpha"}, 201, &ses)
 	f.fake.Push(providertest.OpenAIToolCall("test-model", "call_1", "lookup", `{"key":"turn"}`), providertest.OpenAIText("test-model", "found"))
 	sock := f.dial("/api/sessions/"+ses.ID+"/ws", nil)
 	f.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "look it up"}, 202, nil)

@@ -34,6 +34,8 @@ type Providers struct {
 	mu    sync.RWMutex
 	set   provider.Set
 	built map[string]provider.Provider // made on first use; dropped when the set changes
+
+	lists modelLists // the providers' own model lists (models.go)
 }
 
 // defaultProviderKey is the settings key of a default provider chosen through the API that
@@ -147,6 +149,31 @@ func (p *Providers) Model(_ context.Context, providerName, model string) (provid
 	return prov, model, nil
 }
 
+// ContextWindow is the context window of a provider's model in tokens ("" names the
+// default provider, and model "" its default model): the provider's contextWindow, else the
+// model's known window, else 0 (unknown). The harness compacts sessions to fit it.
+func (p *Providers) ContextWindow(providerName, model string) int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if providerName == "" {
+		providerName = p.set.Default
+	}
+	cfg, ok := p.set.Lookup(providerName)
+	if !ok {
+		return 0
+	}
+	if model == "" {
+		model = cfg.Model
+	}
+	if cfg.ContextWindow == 0 {
+		// The provider's own list says best, once it was read.
+		if w := p.lists.window(providerName, model); w > 0 {
+			return w
+		}
+	}
+	return cfg.Window(model)
+}
+
 func (p *Providers) names() string {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -213,7 +240,10 @@ type providerEntry struct {
 	APIKeyEnv string        `json:"apiKeyEnv,omitempty"`
 	Model     string        `json:"model,omitempty"`
 	MaxTokens int           `json:"maxTokens,omitempty"`
-	ClearKey  bool          `json:"clearKey,omitempty"`
+	// ContextWindow and IdleTimeoutSeconds are providers.json's (docs/providers.md).
+	ContextWindow      int  `json:"contextWindow,omitempty"`
+	IdleTimeoutSeconds int  `json:"idleTimeoutSeconds,omitempty"`
+	ClearKey           bool `json:"clearKey,omitempty"`
 	// ConfirmKeyTo is a person's consent that a key this entry does not give itself (its
 	// apiKeyEnv, or the key stored under its name) goes to this base URL, which it was not
 	// sent to before. It must name the entry's base URL (the kind's usual one when baseUrl
@@ -295,6 +325,9 @@ func (p *Providers) replace(ctx context.Context, req providersPut) error {
 				return badRequest("provider %s: its key variable %s is not set in the server's environment", e.Name, e.APIKeyEnv)
 			}
 		}
+		if strings.TrimSpace(e.Model) == "" {
+			return badRequest("provider %s: give it a default model (GET /api/providers/%s/models lists the provider's models once it is saved with one; e.g. gpt-4o, claude-sonnet-4-5, llama3.1)", e.Name, e.Name)
+		}
 		key := e.APIKey
 		if key == "" && e.APIKeyEnv == "" && !e.ClearKey {
 			key = oldKeys[e.Name]
@@ -316,7 +349,8 @@ func (p *Providers) replace(ctx context.Context, req providersPut) error {
 			unconfirmed = append(unconfirmed, keyConfirm{Provider: e.Name, BaseURL: base, KeyFrom: from})
 		}
 		f.Providers = append(f.Providers, provider.FileEntry{Name: e.Name, Kind: e.Kind, BaseURL: strings.TrimSpace(e.BaseURL),
-			APIKey: key, APIKeyEnv: e.APIKeyEnv, Model: strings.TrimSpace(e.Model), MaxTokens: e.MaxTokens})
+			APIKey: key, APIKeyEnv: e.APIKeyEnv, Model: strings.TrimSpace(e.Model), MaxTokens: e.MaxTokens,
+			ContextWindow: e.ContextWindow, IdleTimeoutSeconds: e.IdleTimeoutSeconds})
 	}
 	if len(unconfirmed) > 0 {
 		var parts []string

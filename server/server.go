@@ -64,7 +64,8 @@ type Config struct {
 	// JEAN2_DB_SYNC in jean2 serve): "" or normal survives a crash of the process, full
 	// survives a power cut too at an fsync per commit.
 	Durability store.Durability
-	// System is the harness's system prompt ("" for its default).
+	// System is the harness's system prompt ("" for its default, harness.DefaultSystem);
+	// the settings' systemPrompt replaces it when set.
 	System  string
 	Version string
 	Logger  *slog.Logger
@@ -203,10 +204,12 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	if s.harness, err = harness.New(ctx, harness.Options{
 		Store: s.db, Events: s.hub, Askers: s.hub, Tools: &scopedTools{Host: s.host, w: s.wsMCP}, Models: s.providers, Snapshots: s.snapshots,
-		WorkRounds: st.WorkRounds, MaxRounds: st.MaxRounds, System: cfg.System, Logger: s.log,
+		WorkRounds: st.WorkRounds, MaxRounds: st.MaxRounds, System: cfg.System, Home: home, Logger: s.log,
 	}); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
 	}
+	s.harness.SetSystem(st.SystemPrompt)
+	s.harness.SetTitles(st.AutoTitle, st.TitleModel)
 	s.forwardToolChanges()
 	s.bg.Add(1)
 	go func() {
@@ -432,6 +435,7 @@ func (s *Server) routes() http.Handler {
 	route("PUT /api/providers", s.putProviders)
 	route("GET /api/settings", s.getSettings)
 	route("PATCH /api/settings", s.patchSettings)
+	s.agentRoutes(route)
 
 	mux := http.NewServeMux()
 	mux.Handle("/api/", muxErrorsAsJSON(api))

@@ -17,6 +17,7 @@ type sessionView struct {
 	store.Session
 	Running bool  `json:"running"`
 	LastSeq int64 `json:"lastSeq"`
+	usageView
 }
 
 func (s *Server) viewSession(ctx context.Context, ses store.Session) (sessionView, error) {
@@ -24,7 +25,11 @@ func (s *Server) viewSession(ctx context.Context, ses store.Session) (sessionVie
 	if err != nil {
 		return sessionView{}, err
 	}
-	return sessionView{Session: ses, Running: s.harness.Running(ses.ID), LastSeq: last}, nil
+	u, err := s.usageOf(ctx, ses.ID)
+	if err != nil {
+		return sessionView{}, err
+	}
+	return sessionView{Session: ses, Running: s.harness.Running(ses.ID), LastSeq: last, usageView: u}, nil
 }
 
 func (s *Server) viewSessions(ctx context.Context, list []store.Session) ([]sessionView, error) {

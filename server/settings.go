@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -32,11 +33,25 @@ type Settings struct {
 	// DisabledBuiltins names built-in tools (read-file, grep, …) not offered, beside the
 	// ones $JEAN2_HOME/config.json's "disabledBuiltins" turns off for every command.
 	DisabledBuiltins []string `json:"disabledBuiltins,omitempty"`
+	// SystemPrompt replaces the harness's system prompt (GET /api/settings/system-prompt
+	// shows the default); "" keeps the default. The workspace folder and the AGENTS.md
+	// files are added to either.
+	SystemPrompt string `json:"systemPrompt,omitempty"`
+	// AutoTitle names an untitled session after its first turn, by asking TitleModel (a
+	// cheaper model of the session's provider; "" the session's own model).
+	AutoTitle  bool   `json:"autoTitle"`
+	TitleModel string `json:"titleModel,omitempty"`
+	// Prices are models' prices per million tokens ({"gpt-4o":{"input":2.5,"output":10}}):
+	// sessions and turns show their cost when every model they used has one.
+	Prices map[string]Price `json:"prices,omitempty"`
 }
+
+// MaxSystemPromptBytes bounds the systemPrompt setting: it is sent with every request.
+const MaxSystemPromptBytes = 64 << 10
 
 // DefaultSettings are the settings of a server nobody configured.
 func DefaultSettings() Settings {
-	return Settings{AutoApprove: "none", AskTimeoutSeconds: 300, WorkRounds: 5, MaxRounds: 25}
+	return Settings{AutoApprove: "none", AskTimeoutSeconds: 300, WorkRounds: 5, MaxRounds: 25, AutoTitle: true}
 }
 
 // check says what is wrong with st, in terms a person can act on.
@@ -52,6 +67,15 @@ func (st Settings) check() error {
 	}
 	if st.MaxRounds < st.WorkRounds || st.MaxRounds > 1000 {
 		return fmt.Errorf("maxRounds %d must be at least workRounds (%d) and at most 1000", st.MaxRounds, st.WorkRounds)
+	}
+	if len(st.SystemPrompt) > MaxSystemPromptBytes {
+		return fmt.Errorf("systemPrompt is %d bytes, more than %d KiB: it is sent with every request; shorten it or move project rules to an AGENTS.md",
+			len(st.SystemPrompt), MaxSystemPromptBytes>>10)
+	}
+	for model, p := range st.Prices {
+		if strings.TrimSpace(model) == "" || p.Input < 0 || p.Output < 0 || p.Input > 1e6 || p.Output > 1e6 {
+			return fmt.Errorf("prices[%q] = %+v: give a model name and input and output prices per million tokens, 0 or more", model, p)
+		}
 	}
 	for _, n := range st.DisabledBuiltins {
 		if strings.TrimSpace(n) == "" {
@@ -117,6 +141,12 @@ type settingsPatch struct {
 	MaxRounds         *int    `json:"maxRounds"`
 	// DisabledBuiltins replaces the whole list; [] turns every built-in back on.
 	DisabledBuiltins *[]string `json:"disabledBuiltins"`
+	// SystemPrompt replaces the system prompt; "" restores the default.
+	SystemPrompt *string `json:"systemPrompt"`
+	AutoTitle    *bool   `json:"autoTitle"`
+	TitleModel   *string `json:"titleModel"`
+	// Prices replaces the whole table; {} clears it.
+	Prices *map[string]Price `json:"prices"`
 }
 
 // update applies p, keeps the result and returns it.
@@ -142,6 +172,21 @@ func (l *liveSettings) update(ctx context.Context, p settingsPatch) (Settings, e
 	if p.DisabledBuiltins != nil {
 		st.DisabledBuiltins = slices.Clone(*p.DisabledBuiltins)
 	}
+	if p.Prices != nil {
+		st.Prices = maps.Clone(*p.Prices)
+	}
+	if p.AutoTitle != nil {
+		st.AutoTitle = *p.AutoTitle
+	}
+	if p.TitleModel != nil {
+		st.TitleModel = strings.TrimSpace(*p.TitleModel)
+	}
+	if p.SystemPrompt != nil {
+		st.SystemPrompt = *p.SystemPrompt
+		if strings.TrimSpace(st.SystemPrompt) == "" {
+			st.SystemPrompt = ""
+		}
+	}
 	if err := st.check(); err != nil {
 		return l.cur, badRequest("%v", err)
 	}
@@ -161,6 +206,8 @@ func (l *liveSettings) update(ctx context.Context, p settingsPatch) (Settings, e
 func (s *Server) applySettings(st Settings) {
 	s.hub.SetAskTimeout(time.Duration(st.AskTimeoutSeconds) * time.Second)
 	s.harness.SetLimits(st.WorkRounds, st.MaxRounds)
+	s.harness.SetSystem(st.SystemPrompt)
+	s.harness.SetTitles(st.AutoTitle, st.TitleModel)
 }
 
 // applyDisabledBuiltins turns off the built-ins the settings name (and back on the ones

@@ -44,7 +44,19 @@ const (
 	PartToolCall   PartKind = "tool_call"
 	PartToolResult PartKind = "tool_result"
 	PartImage      PartKind = "image"
+	// PartCompaction is a compaction's summary (Text) of the session's messages up to a
+	// seq, which the model is sent in their place; Args holds CompactionInfo as JSON.
+	PartCompaction PartKind = "compaction"
 )
+
+// CompactionInfo is what a compaction part says of what it replaced (its Args, as JSON).
+type CompactionInfo struct {
+	UpToSeq      int64 `json:"upToSeq"`      // the messages up to this seq are summarized
+	Messages     int   `json:"messages"`     // how many messages this compaction summarized
+	TokensBefore int   `json:"tokensBefore"` // the estimated request before, in tokens
+	TokensAfter  int   `json:"tokensAfter"`  // and after
+	Manual       bool  `json:"manual,omitempty"`
+}
 
 // Message is one message of a session with its parts in order.
 type Message struct {
@@ -122,7 +134,7 @@ func checkMessage(m *Message) error {
 
 func checkPart(p *Part) error {
 	switch p.Kind {
-	case PartText, PartToolCall, PartToolResult:
+	case PartText, PartToolCall, PartToolResult, PartCompaction:
 		if p.MediaType != "" || len(p.Data) > 0 {
 			return fmt.Errorf("a %s part holds no media type nor data: only image parts do", p.Kind)
 		}
@@ -131,7 +143,7 @@ func checkPart(p *Part) error {
 			return err
 		}
 	default:
-		return fmt.Errorf("part kind %q is not one of text, tool_call, tool_result, image", p.Kind)
+		return fmt.Errorf("part kind %q is not one of text, tool_call, tool_result, image, compaction", p.Kind)
 	}
 	if p.Status == "" {
 		p.Status = StatusComplete

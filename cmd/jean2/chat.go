@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,7 +19,7 @@ import (
 )
 
 const chatUsage = `Usage:
-  jean2 chat [--workspace DIR] [--server URL] [--session ID]
+  jean2 chat [--workspace DIR] [--server URL] [--session ID] [--provider NAME] [--model MODEL]
 
 Talks with the agent in a terminal, through the jean2 server's API: the answer streams in,
 tool calls are shown with their visualizations, and the asks of tools are answered inline.
@@ -31,8 +30,18 @@ tool calls are shown with their visualizations, and the asks of tools are answer
                    Without --server, when no server answers there, jean2 chat starts one
                    inside itself on a free loopback port, for as long as the chat lasts
   --session ID     go on with an earlier session instead of starting a new one
+  --provider NAME  the provider the session uses (default: the server's default provider)
+  --model MODEL    the model the session uses (default: the provider's default model)
 
 In the chat:
+  /compact   summarize the older messages now to free the model's context (long sessions
+             are compacted by themselves when they near the model's context window)
+  /model     the session's model and the provider's models; /model M switches to model M,
+             /model P M to model M of provider P
+  /tokens    the tokens this session used, by model, and their cost when prices are set
+  /sessions  this workspace's sessions: title, date, the start of the last message
+  /title T   rename the session (it is named after its first turn otherwise)
+  /search W  list the sessions whose messages or title hold the words W
   /restore   list the turns that changed files and put files back as they were before one
   /stop      stop the running turn (as Ctrl-C does)
   /help      this list
@@ -51,6 +60,8 @@ func chat(ctx context.Context, e env, args []string) error {
 	workspaceFlag := fs.String("workspace", "", "the folder the agent works in")
 	serverFlag := fs.String("server", "", "the jean2 server's URL")
 	sessionFlag := fs.String("session", "", "an earlier session to go on with")
+	providerFlag := fs.String("provider", "", "the provider the session uses")
+	modelFlag := fs.String("model", "", "the model the session uses")
 	if help, err := parseFlags(fs, e, args, chatUsage, "; type your message once the chat starts"); help || err != nil {
 		return err
 	}
@@ -112,6 +123,11 @@ func chat(ctx context.Context, e env, args []string) error {
 	ses, ws, err := chatSessionFor(ctx, api, workspace, *sessionFlag)
 	if err != nil {
 		return err
+	}
+	if *providerFlag != "" || *modelFlag != "" {
+		if ses, err = setChatModel(ctx, api, ses, *providerFlag, *modelFlag); err != nil {
+			return usagef("--provider %q --model %q: %v", *providerFlag, *modelFlag, err)
+		}
 	}
 	if err := chatMCPTrust(ctx, e, api, ws); err != nil {
 		return err
@@ -309,10 +325,4 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*localServe
 			clients.Close()
 		},
 	}, nil
-}
-
-// chatTitle makes a session title of the first message: its first line, clipped.
-func chatTitle(text string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
-	return clip(cleanLine(line), 60)
 }

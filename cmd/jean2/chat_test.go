@@ -168,10 +168,35 @@ func (c *chatEnv) serve() string {
 	})
 	select {
 	case u := <-found:
+		// Sessions are not named by the model here: the tests script every model request
+		// (TestChatSessionNamed turns it back on).
+		c.setAutoTitle(u, false)
 		return u
 	case <-time.After(60 * time.Second):
 		c.t.Fatalf("jean2 serve did not start; its output:\n%s", log.String())
 		return ""
+	}
+}
+
+// setAutoTitle turns the naming of sessions by the model on or off on the server at base.
+func (c *chatEnv) setAutoTitle(base string, on bool) {
+	c.t.Helper()
+	c.patchSettings(base, fmt.Sprintf(`{"autoTitle":%v}`, on))
+}
+
+// patchSettings sends PATCH /api/settings with the JSON body to the server at base.
+func (c *chatEnv) patchSettings(base, body string) {
+	c.t.Helper()
+	req, _ := http.NewRequest("PATCH", base+"/api/settings", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+c.token())
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		c.t.Fatalf("PATCH /api/settings: %d", resp.StatusCode)
 	}
 }
 

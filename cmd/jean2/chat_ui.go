@@ -42,11 +42,14 @@ type chatUI struct {
 
 	col0 bool // the cursor is at the start of a line
 
-	running  bool
-	own      []string // texts sent from here whose user message is still to come
-	queued   []string // lines typed while a turn ran, sent when it ends
-	titled   bool
-	lastIntr time.Time
+	running bool
+	own     []string // texts sent from here whose user message is still to come
+	queued  []string // lines typed while a turn ran, sent when it ends
+	// lastModel is the model of the last answer seen; prices the models' prices, read at
+	// the first turn that used tokens (chat_compact.go).
+	lastModel string
+	prices    map[string]chatPrice
+	lastIntr  time.Time
 
 	texts     map[string]int  // text part id → bytes of its text shown
 	toolShown map[string]bool // tool_call part id → its call line is shown
@@ -91,7 +94,7 @@ func newChatUI(e env, api *apiClient, ses chatSession, ws chatWorkspace, local b
 	}
 	return &chatUI{
 		e: e, st: chatStyleFor(e, tty), out: &lockedWriter{w: e.stdout}, api: api, ses: ses, ws: ws, local: local,
-		col0: true, titled: ses.Title != "",
+		col0:  true,
 		texts: map[string]int{}, toolShown: map[string]bool{}, toolEnded: map[string]bool{},
 		askDone: make(chan askOutcome, 1), asksKnown: map[string]bool{},
 	}
@@ -341,6 +344,34 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 			u.prompt()
 		}
 		return false
+	case strings.HasPrefix(trimmed, "/title ") || trimmed == "/title":
+		u.rename(ctx, strings.TrimPrefix(trimmed, "/title"))
+		u.prompt()
+		return false
+	case strings.HasPrefix(trimmed, "/search ") || trimmed == "/search":
+		u.search(ctx, strings.TrimPrefix(trimmed, "/search"))
+		u.prompt()
+		return false
+	case trimmed == "/model" || strings.HasPrefix(trimmed, "/model "):
+		u.model(ctx, strings.TrimPrefix(trimmed, "/model"))
+		u.prompt()
+		return false
+	case trimmed == "/sessions":
+		u.sessions(ctx)
+		u.prompt()
+		return false
+	case trimmed == "/tokens":
+		u.tokens(ctx)
+		u.prompt()
+		return false
+	case trimmed == "/compact":
+		if u.running {
+			u.println(u.st.dim("(a turn is running: compact when it has finished; long turns are compacted by themselves)"))
+			return false
+		}
+		u.compact()
+		u.prompt()
+		return false
 	case trimmed == "/restore":
 		if u.running {
 			u.println(u.st.dim("(a turn is running: restore when it has finished, or stop it first)"))
@@ -348,7 +379,7 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 		}
 		return u.restoreDialog(ctx, lines)
 	case strings.HasPrefix(trimmed, "/") && !strings.Contains(trimmed, " ") && len(trimmed) < 20:
-		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /restore, /stop, /help, /quit; a message starting with / needs a space in it)", cleanLine(trimmed))))
+		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /model, /compact, /tokens, /sessions, /title, /search, /restore, /stop, /help, /quit; a message starting with / needs a space in it)", cleanLine(trimmed))))
 		u.prompt()
 		return false
 	}
@@ -378,21 +409,16 @@ func (u *chatUI) send(ctx context.Context, text string) {
 	}
 	if err != nil {
 		u.println(u.st.red("Could not start the turn: " + err.Error()))
+		if _, none := isAPIError(err, "no_provider"); none {
+			u.println(u.st.dim("(add a provider in the web client's Settings — " + u.api.base + "/#/settings — or restart the server with OPENAI_API_KEY and OPENAI_MODEL set; /model lists a provider's models)"))
+		}
 		u.println(u.st.dim("(your message: " + clip(cleanLine(text), 200) + ")"))
 		u.prompt()
 		return
 	}
 	u.running = true
 	u.own = append(u.own, text)
-	if !u.titled {
-		u.titled = true
-		u.wg.Add(1)
-		go func() {
-			defer u.wg.Done()
-			// A title from the first message, so the session can be told apart in lists.
-			_ = u.api.call(u.ctx, http.MethodPatch, "/api/sessions/"+url.PathEscape(u.ses.ID), map[string]any{"title": chatTitle(text)}, nil)
-		}()
-	}
+	// The server names the session after its first turn (the model, or the first line).
 }
 
 func (u *chatUI) handleStreamItem(it streamItem) {
@@ -468,6 +494,9 @@ func (u *chatUI) handleEvent(ev store.Event) {
 			u.println(u.st.cyan("(from another client) ") + u.st.bold("you: ") + cleanText(m.Content) + u.st.dim(imagesNote(m.Parts)))
 			return
 		}
+		if m.Role == store.RoleAssistant && m.Model != "" {
+			u.lastModel = m.Model
+		}
 		for _, part := range m.Parts {
 			u.showPart(part)
 		}
@@ -533,6 +562,10 @@ func (u *chatUI) showText(partID, text string) {
 // outcome.
 func (u *chatUI) showPart(p store.Part) {
 	switch p.Kind {
+	case store.PartCompaction:
+		u.lastText = ""
+		u.lineStart()
+		u.println(u.st.dim("── " + compactionLine(p) + " ──"))
 	case store.PartText:
 		if shown := u.texts[p.ID]; len(p.Text) > shown {
 			u.showText(p.ID, p.Text[shown:])
@@ -635,7 +668,11 @@ func (u *chatUI) turnFinished(p finishedPayload) {
 		parts = append(parts, changed)
 	}
 	if p.Usage.InputTokens > 0 || p.Usage.OutputTokens > 0 {
-		parts = append(parts, fmt.Sprintf("%d in / %d out tokens", p.Usage.InputTokens, p.Usage.OutputTokens))
+		tokens := fmt.Sprintf("%d in / %d out tokens", p.Usage.InputTokens, p.Usage.OutputTokens)
+		if cost := u.turnCost(u.lastModel, p.Usage.InputTokens, p.Usage.OutputTokens); cost != "" {
+			tokens += " (" + cost + ")"
+		}
+		parts = append(parts, tokens)
 	}
 	u.println(u.st.dim("── ") + strings.Join(parts, u.st.dim(" · ")))
 	if p.Error != "" && p.Reason != "stopped" {

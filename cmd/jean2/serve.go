@@ -151,6 +151,9 @@ func serve(ctx context.Context, e env, args []string) error {
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(e.stderr, "jean2 serve: tool workers: %s\n", srv.Host().Sandbox().Summary())
 	fmt.Fprintf(e.stderr, "jean2 serve: database %s (JEAN2_DB_SYNC=%s)\n", srv.Store().Path(), durability)
+	for _, line := range providerLines(srv.Providers().Set()) {
+		fmt.Fprintf(e.stderr, "jean2 serve: %s\n", line)
+	}
 	if *newToken {
 		if err := printToken(ctx, e, srv, base); err != nil {
 			ln.Close()

@@ -217,6 +217,7 @@ func openHostTuned(ctx context.Context, e env, tune func(*host.Options), sources
 		return nil, err
 	}
 	opts := host.Options{
+		LLM:               cliLLM(e, layout.Home),
 		Builtins:          builtinTools,
 		DisabledBuiltins:  disabledBuiltins,
 		Sandbox:           sb,

@@ -49,6 +49,10 @@ type Server struct {
 	// x-api-key for Anthropic); a request without it gets the real 401 error.
 	Key string
 
+	// ModelList, when set, is the body GET /v1/models answers (the key checked as for
+	// completions); unset, that path is a 404 as other unknown paths are.
+	ModelList string
+
 	flavor Flavor
 	t      testing.TB
 	srv    *httptest.Server
@@ -139,6 +143,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.requests = append(s.requests, req)
 	s.mu.Unlock()
 
+	if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+		s.mu.Lock()
+		list := s.ModelList
+		s.mu.Unlock()
+		if list != "" {
+			if reply, bad := s.checkKey(req); bad {
+				s.write(w, reply, r.Context().Done())
+				return
+			}
+			s.write(w, Reply{Body: list}, r.Context().Done())
+			return
+		}
+	}
 	if reply, bad := s.check(req); bad {
 		s.write(w, reply, r.Context().Done())
 		return
@@ -173,14 +190,8 @@ func (s *Server) check(r Request) (Reply, bool) {
 	if r.Method != http.MethodPost || r.Path != path {
 		return s.apiError(http.StatusNotFound, "not_found_error", fmt.Sprintf("Unknown request URL: %s %s", r.Method, r.Path)), true
 	}
-	if s.Key != "" {
-		got := r.Header.Get("X-Api-Key")
-		if s.flavor == OpenAI {
-			got = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-		}
-		if got != s.Key {
-			return s.apiError(http.StatusUnauthorized, "authentication_error", "Incorrect API key provided."), true
-		}
+	if reply, bad := s.checkKey(r); bad {
+		return reply, true
 	}
 	if s.flavor == Anthropic && r.Header.Get("Anthropic-Version") == "" {
 		return s.apiError(http.StatusBadRequest, "invalid_request_error", "anthropic-version: header is required"), true
@@ -198,6 +209,20 @@ func (s *Server) check(r Request) (Reply, bool) {
 	if s.flavor == Anthropic {
 		if _, ok := body["max_tokens"].(float64); !ok {
 			return s.apiError(http.StatusBadRequest, "invalid_request_error", "max_tokens: Field required"), true
+		}
+	}
+	return Reply{}, false
+}
+
+// checkKey refuses a request without the server's key, as the real APIs do.
+func (s *Server) checkKey(r Request) (Reply, bool) {
+	if s.Key != "" {
+		got := r.Header.Get("X-Api-Key")
+		if s.flavor == OpenAI {
+			got = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		}
+		if got != s.Key {
+			return s.apiError(http.StatusUnauthorized, "authentication_error", "Incorrect API key provided."), true
 		}
 	}
 	return Reply{}, false

@@ -172,6 +172,13 @@ func newFixture(t *testing.T) *fixture { t.Helper(); return newFixtureWith(t, ni
 // newFixtureWith is newFixture with the server's config changed by edit first.
 func newFixtureWith(t *testing.T, edit func(f *fixture, cfg *server.Config)) *fixture {
 	t.Helper()
+	return newFixtureEnv(t, nil)
+}
+
+// newFixtureEnv is newFixture with the server's environment replaced by env (nil: the fake
+// provider's OPENAI_* variables), e.g. none to start without a provider.
+func newFixtureEnv(t *testing.T, env map[string]string) *fixture {
+	t.Helper()
 	b := browsertest.New(t) // skips before any other set-up when Chromium is missing
 	root := t.TempDir()
 	f := &fixture{t: t, home: filepath.Join(root, "home"), ws: filepath.Join(root, "project"), b: b}
@@ -195,7 +202,9 @@ func newFixtureWith(t *testing.T, edit func(f *fixture, cfg *server.Config)) *fi
 	for folder, src := range map[string]string{"show": showTool, "write-note": writeNoteTool, "ask-it": askTool, "greet": greetTool, "widen": widenTool, "broken": "export const definition = {;\n"} {
 		f.writeTool(layout.Tools, folder, src)
 	}
-	env := map[string]string{"OPENAI_API_KEY": f.fake.Key, "OPENAI_BASE_URL": f.fake.BaseURL(), "OPENAI_MODEL": "test-model"}
+	if env == nil {
+		env = map[string]string{"OPENAI_API_KEY": f.fake.Key, "OPENAI_BASE_URL": f.fake.BaseURL(), "OPENAI_MODEL": "test-model"}
+	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -223,6 +232,11 @@ func newFixtureWith(t *testing.T, edit func(f *fixture, cfg *server.Config)) *fi
 		t.Fatal(err)
 	}
 	f.ts = httptest.NewServer(f.seen.wrap(f.srv.Handler()))
+	// The tests script every model request: sessions are not named by the model here
+	// (TestSessionNamedInTheMenu turns it back on).
+	if code := f.api("PATCH", "/api/settings", map[string]any{"autoTitle": false}, nil); code != 200 {
+		t.Fatalf("turn autoTitle off: %d", code)
+	}
 	t.Cleanup(func() {
 		if v := f.cspViolations(); v != "" {
 			t.Errorf("the Content-Security-Policy blocked: %s", v)

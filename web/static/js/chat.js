@@ -10,6 +10,7 @@ import { renderVisualization } from "./viz.js";
 import { renderAsk, showPermissionDialog } from "./asks.js";
 import { fileDiff } from "./diff.js";
 import { openDialog, confirmAction, notify, errorText, promptText } from "./ui.js";
+import { compactionView, compactSession, instructionsBar, modelPicker, noProviderHelp, turnUsage, usageText } from "./agent.js";
 
 const reasonWords = {
   stopped: "Stopped.",
@@ -77,6 +78,7 @@ export class SessionView {
     const s = this.session;
     this.titleEl = h("h2", { class: "session-title" }, s.title || "Untitled session");
     this.modelEl = h("span", { class: "muted small session-model" });
+    this.usageEl = h("span", { class: "muted small session-usage", id: "session-usage" }, usageText(s));
     this.connEl = h("span", { class: "conn muted small", role: "status" });
     this.statusEl = h("span", { class: "run-status", role: "status", "aria-live": "polite" });
     this.transcript = h("div", { class: "transcript", role: "log", "aria-live": "off", "aria-label": "Messages" });
@@ -113,8 +115,10 @@ export class SessionView {
     replace(this.el,
       h("header", { class: "session-head" }, this.titleEl,
         h("button", { type: "button", class: "icon-btn", "aria-label": "Rename session", title: "Rename", onclick: () => this.rename() }, "✎"),
-        h("button", { type: "button", class: "link", onclick: () => this.chooseModel() }, "Model"), this.modelEl, this.connEl),
-      this.transcript, this.looseAsks, composer);
+        h("button", { type: "button", class: "link", onclick: () => this.chooseModel() }, "Model"), this.modelEl, this.usageEl,
+        this.compactBtn = h("button", { type: "button", class: "link", id: "compact", title: "Summarize the older messages to free the model's context",
+          onclick: () => compactSession(this.id, this.compactBtn) }, "Compact"), this.connEl),
+      instructionsBar(s.workspaceId), this.transcript, this.looseAsks, composer);
     this.showModel();
   }
 
@@ -144,6 +148,7 @@ export class SessionView {
     this.running = on;
     this.stopBtn.hidden = !on;
     this.sendBtn.disabled = on;
+    if (this.compactBtn) this.compactBtn.disabled = on;
     replace(this.statusEl, on ? "Working…" : "");
     this.el.classList.toggle("running", on);
   }
@@ -231,7 +236,9 @@ export class SessionView {
   }
 
   upsertMessage(msg) {
-    if (msg.role === "system") return; // instructions to the model, not part of the conversation
+    // System messages are instructions to the model, not part of the conversation; but a
+    // compaction (a system message with a compaction part) is shown where it happened.
+    if (msg.role === "system" && !(msg.parts || []).some((p) => p.kind === "compaction")) return;
     let m = this.messages.get(msg.id);
     if (!m) {
       const turn = this.turnFor(msg);
@@ -239,7 +246,7 @@ export class SessionView {
       m.partsEl = h("div", { class: "parts" });
       m.metaEl = h("div", { class: "msg-meta muted small" });
       m.el = h("article", { class: `message ${msg.role}`, dataset: { messageId: msg.id, seq: msg.seq } },
-        h("h3", { class: "sr-only" }, msg.role === "user" ? "You" : "Assistant"),
+        h("h3", { class: "sr-only" }, msg.role === "user" ? "You" : msg.role === "system" ? "Context" : "Assistant"),
         m.partsEl, m.metaEl);
       this.messages.set(msg.id, m);
       turn.messageIds.push(msg.id);
@@ -341,6 +348,11 @@ export class SessionView {
 
   drawPart(m, p) {
     const part = p.part;
+    if (part.kind === "compaction") {
+      p.el.className = "part part-compaction";
+      replace(p.el, compactionView(part));
+      return;
+    }
     if (part.kind === "text") {
       p.el.className = "part part-text";
       if (m.msg.role === "user") replace(p.el, h("div", { class: "user-text" }, p.text));
@@ -491,7 +503,7 @@ export class SessionView {
       for (const img of images) this.removeAttachment(img);
     } catch (err) {
       if (err.code !== "busy") this.setRunning(false);
-      replace(this.composerErr, errorText(err));
+      replace(this.composerErr, noProviderHelp(err) || errorText(err));
     }
   }
 
@@ -545,8 +557,23 @@ export class SessionView {
       turn.body.appendChild(h("p", { class: `turn-end reason-${p.reason} ${p.reason === "error" ? "error" : "muted"}`, role: "status" },
         reasonWords[p.reason] || p.reason, p.error ? " " + p.error : ""));
     }
+    if (turn) {
+      const model = this.messages.get(p.messageId)?.msg.model || this.session.model;
+      turn.body.querySelector(".turn-usage")?.remove();
+      turn.body.appendChild(turnUsage(p.usage, model));
+    }
     this.reconcile();
     this.loadLedgers();
+    this.refreshUsage();
+  }
+
+  /** refreshUsage redraws the session's tokens and cost after a turn. */
+  refreshUsage() {
+    api("GET", `/api/sessions/${enc(this.id)}`).then((s) => {
+      this.session = { ...this.session, ...s };
+      replace(this.usageEl, usageText(this.session));
+      this.app.onSessionChanged(this.session);
+    }, () => {});
   }
 
   /** reconcile reloads the messages so the view matches the store exactly after a turn. */
@@ -703,7 +730,8 @@ export class SessionView {
           replace(err, errorText(er));
         }
       },
-    }, h("label", { for: "session-provider" }, "Provider"), sel, h("label", { for: "session-model" }, "Model"), model, err,
+    }, h("label", { for: "session-provider" }, "Provider"), sel, h("label", { for: "session-model" }, "Model"), model,
+      modelPicker(model, () => sel.value || providers.default, sel), err,
       h("div", { class: "buttons" }, h("button", { type: "submit", class: "primary" }, "Save"), h("button", { type: "button", onclick: () => d.close() }, "Cancel")));
     const d = openDialog("Provider and model for this session", form);
   }

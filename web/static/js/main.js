@@ -9,6 +9,7 @@ import { ToolsView } from "./tools.js";
 import { SettingsView, showShortcuts } from "./settings.js";
 import { mcpTrustNotice } from "./mcptrust.js";
 import { confirmAction, errorText, notify, openDialog, promptText } from "./ui.js";
+import { providerNotice, searchBox, sessionMeta } from "./agent.js";
 
 class App {
   constructor(root) {
@@ -119,10 +120,13 @@ class App {
         h("ul", { class: "sessions" }, sessions.length ? sessions.map((s) => h("li", { class: "session", dataset: { sessionId: s.id } },
           h("a", { href: `#/s/${enc(s.id)}`, "aria-current": this.currentSession === s.id ? "page" : null }, s.title || "Untitled session", s.running ? h("span", { class: "running-dot", title: "running" }, " ●") : null),
           h("button", { type: "button", class: "icon-btn", "aria-label": `Rename session ${s.title || "Untitled session"}`, title: "Rename", onclick: () => this.renameSession(s) }, "✎"),
-          h("button", { type: "button", class: "icon-btn danger", "aria-label": `Delete session ${s.title || "Untitled session"}`, title: "Delete", onclick: () => this.deleteSession(s) }, "✕")))
+          h("button", { type: "button", class: "icon-btn danger", "aria-label": `Delete session ${s.title || "Untitled session"}`, title: "Delete", onclick: () => this.deleteSession(s) }, "✕"),
+          sessionMeta(s)))
           : h("li", { class: "muted small" }, "No sessions yet.")));
     });
-    replace(this.sidebar,
+    // The search box is kept across redraws (what is typed and its results stay).
+    this.searchEl ||= searchBox();
+    replace(this.sidebar, this.searchEl,
       h("div", { class: "sidebar-head" }, h("h2", null, "Workspaces"),
         h("button", { type: "button", id: "new-workspace", onclick: () => this.newWorkspace() }, "New workspace")),
       this.ws.length ? h("ul", { class: "workspaces" }, items) : h("p", { class: "muted small" }, "No workspace yet: a workspace is a folder the tools work in."));
@@ -282,9 +286,10 @@ class App {
     const recent = [...this.sessions.values()].flat().sort((a, b) => String(b.updatedAt).localeCompare(String(a.updatedAt))).slice(0, 8);
     replace(this.main, h("section", { class: "home" },
       h("h2", null, "Welcome to jean2"),
+      providerNotice(),
       this.ws.length ? h("p", null, "Choose a session in the menu, start a new one with + beside a workspace, or open a recent one:")
         : h("p", null, "Create a workspace — a folder the tools may work in — to start a conversation."),
-      recent.length ? h("ul", { class: "recent" }, recent.map((s) => h("li", null, h("a", { href: `#/s/${enc(s.id)}` }, s.title || "Untitled session")))) : null,
+      recent.length ? h("ul", { class: "recent" }, recent.map((s) => h("li", null, h("a", { href: `#/s/${enc(s.id)}` }, s.title || "Untitled session"), sessionMeta(s)))) : null,
       h("p", null, h("button", { type: "button", class: "primary", onclick: () => this.newWorkspace() }, "New workspace"))));
   }
 

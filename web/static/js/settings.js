@@ -6,6 +6,7 @@ import { h, replace } from "./dom.js";
 import { confirmAction, errorText, notify, openDialog } from "./ui.js";
 import { SHORTCUTS } from "./shortcuts.js";
 import { mcpServersSection } from "./mcpservers.js";
+import { pricesSection, systemPromptSection, testConnection, titlesSection } from "./agent.js";
 
 export class SettingsView {
   constructor(app) {
@@ -17,14 +18,20 @@ export class SettingsView {
     this.providersBox = h("div");
     this.settingsBox = h("div");
     this.grantsBox = h("div");
+    this.promptBox = h("div");
+    this.pricesBox = h("div");
+    this.titlesBox = h("div");
     replace(this.el, h("h2", { id: "settings-title" }, "Settings"),
       h("section", { "aria-labelledby": "providers-title" }, h("h3", { id: "providers-title" }, "Provider and model"), this.providersBox),
+      h("section", { "aria-labelledby": "prompt-title" }, h("h3", { id: "prompt-title" }, "System prompt"), this.promptBox),
+      h("section", { "aria-labelledby": "prices-title" }, h("h3", { id: "prices-title" }, "Prices"), this.pricesBox),
+      h("section", { "aria-labelledby": "titles-title" }, h("h3", { id: "titles-title" }, "Session names"), this.titlesBox),
       h("section", { "aria-labelledby": "grants-title" }, h("h3", { id: "grants-title" }, "Permission grants"), this.grantsBox),
       h("section", { "aria-labelledby": "server-settings-title" }, h("h3", { id: "server-settings-title" }, "When no one is watching"), this.settingsBox),
       mcpServersSection(),
       h("section", { "aria-labelledby": "keys-title" }, h("h3", { id: "keys-title" }, "Keyboard shortcuts"), shortcutTable()));
     replace(container, this.el);
-    await Promise.all([this.loadProviders(), this.loadSettings(), this.loadGrants()]);
+    await Promise.all([this.loadProviders(), this.loadSettings(), this.loadGrants(), systemPromptSection(this.promptBox), pricesSection(this.pricesBox), titlesSection(this.titlesBox)]);
   }
 
   unmount() {}
@@ -72,6 +79,8 @@ export class SettingsView {
       if (p.baseUrl) e.baseUrl = p.baseUrl;
       if (p.model) e.model = p.model;
       if (p.maxTokens) e.maxTokens = p.maxTokens;
+      if (p.contextWindow) e.contextWindow = p.contextWindow;
+      if (p.idleTimeoutSeconds) e.idleTimeoutSeconds = p.idleTimeoutSeconds;
       if (p.keyEnv) e.apiKeyEnv = p.keyEnv;
       return e;
     });
@@ -120,6 +129,8 @@ export class SettingsView {
     const kind = h("select", { id: "prov-kind" }, ["openai", "anthropic"].map((k) => h("option", { value: k, selected: k === v.kind }, k)));
     const base = h("input", { type: "url", id: "prov-base", value: v.baseUrl || "", placeholder: "the kind's usual address" });
     const model = h("input", { type: "text", id: "prov-model", value: v.model || "" });
+    const windowIn = h("input", { type: "number", id: "prov-window", min: 1024, step: 1, value: v.contextWindow || "", placeholder: "the model's known window" });
+    const idleIn = h("input", { type: "number", id: "prov-idle", min: 1, step: 1, value: v.idleTimeoutSeconds || "", placeholder: "120" });
     const key = h("input", { type: "password", id: "prov-key", autocomplete: "off", placeholder: p?.hasKey ? "(kept — type to replace)" : "" });
     const clearKey = h("input", { type: "checkbox", id: "prov-clear" });
     const err = h("p", { class: "error", role: "alert" });
@@ -133,9 +144,15 @@ export class SettingsView {
         }
         if (base.value.trim()) entry.baseUrl = base.value.trim();
         if (model.value.trim()) entry.model = model.value.trim();
+        else {
+          replace(err, "Give the provider a default model: type its name, or use Test connection to list the provider's models.");
+          return;
+        }
         if (key.value) entry.apiKey = key.value;
         if (clearKey.checked) entry.clearKey = true;
         if (p?.maxTokens) entry.maxTokens = p.maxTokens;
+        if (windowIn.value) entry.contextWindow = Number(windowIn.value);
+        if (idleIn.value) entry.idleTimeoutSeconds = Number(idleIn.value);
         if (p?.keyEnv && !key.value) entry.apiKeyEnv = p.keyEnv;
         const problem = await this.saveProviders(res, entry);
         if (problem) replace(err, problem);
@@ -145,8 +162,16 @@ export class SettingsView {
     h("label", { for: "prov-name" }, "Name"), name,
     h("label", { for: "prov-kind" }, "Kind"), kind,
     h("label", { for: "prov-base" }, "Base URL"), base,
-    h("label", { for: "prov-model" }, "Default model"), model,
+    h("label", { for: "prov-model" }, "Default model (required)"), model,
     h("label", { for: "prov-key" }, "API key"), key,
+    testConnection(() => {
+      const e = { name: name.value.trim(), kind: kind.value, model: model.value.trim() };
+      if (base.value.trim()) e.baseUrl = base.value.trim();
+      if (key.value) e.apiKey = key.value;
+      return e;
+    }, model),
+    h("label", { for: "prov-window" }, "Context window in tokens (empty: the model's known window; long sessions are compacted to fit it)"), windowIn,
+    h("label", { for: "prov-idle" }, "Seconds the model may send nothing before a request is given up (empty: 120)"), idleIn,
     p?.hasKey ? h("div", { class: "option" }, clearKey, h("label", { for: "prov-clear" }, "Remove the stored key")) : null,
     p?.source === "environment" ? h("p", { class: "muted small" }, "This provider comes from the environment; saving keeps an override of the same name.") : null,
     h("p", { class: "muted small" }, "Keys are stored in $JEAN2_HOME/providers.json (mode 0600) and never shown again."),

@@ -1,0 +1,136 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// SearchHit is a session that matched a search: its newest matching messages' snippets.
+type SearchHit struct {
+	Session Session `json:"session"`
+	// Matches are up to three snippets of matching messages, newest first; the matched words
+	// are between \x02 and \x03 (clients mark them). Empty when only the title matched.
+	Matches []SearchMatch `json:"matches"`
+}
+
+// SearchMatch is one matching message.
+type SearchMatch struct {
+	MessageID string    `json:"messageId"`
+	Role      Role      `json:"role"`
+	Snippet   string    `json:"snippet"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// MaxSearchHits bounds the sessions a search returns.
+const MaxSearchHits = 50
+
+// ftsQuery turns what a person typed into an FTS5 query: each word a quoted prefix term,
+// all required, so punctuation and FTS5 operators in the input are plain text.
+func ftsQuery(q string) string {
+	words := strings.FieldsFunc(q, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) && r != '_' })
+	var terms []string
+	for _, w := range words {
+		terms = append(terms, `"`+w+`"*`)
+		if len(terms) == 16 {
+			break
+		}
+	}
+	return strings.Join(terms, " ")
+}
+
+// Search finds the sessions whose messages (user and assistant text) or title hold every
+// word of q (as a word prefix, case and accents ignored), newest activity first, at most
+// limit (MaxSearchHits when 0 or more). workspaceID "" searches every workspace.
+func (db *DB) Search(ctx context.Context, q, workspaceID string, limit int) ([]SearchHit, error) {
+	fq := ftsQuery(q)
+	if fq == "" {
+		return []SearchHit{}, nil
+	}
+	if limit <= 0 || limit > MaxSearchHits {
+		limit = MaxSearchHits
+	}
+	rows, err := db.read.QueryContext(ctx, `
+		SELECT s.message_id, s.session_id, snippet(message_search, 0, char(2), char(3), '…', 12), m.role, m.created_at
+		FROM message_search s JOIN messages m ON m.id = s.message_id
+		WHERE message_search MATCH ? ORDER BY s.rank LIMIT 500`, fq)
+	if err != nil {
+		return nil, fmt.Errorf("search %q: %w", q, err)
+	}
+	type match struct {
+		msg, ses, snip string
+		role           Role
+		created        int64
+	}
+	var found []match
+	for rows.Next() {
+		var m match
+		if err := rows.Scan(&m.msg, &m.ses, &m.snip, &m.role, &m.created); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("search %q: %w", q, err)
+		}
+		found = append(found, m)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search %q: %w", q, err)
+	}
+	bySession := map[string]*SearchHit{}
+	var order []string
+	add := func(sesID string) *SearchHit {
+		if h, ok := bySession[sesID]; ok {
+			return h
+		}
+		s, err := db.Session(ctx, sesID)
+		if err != nil || (workspaceID != "" && s.WorkspaceID != workspaceID) {
+			bySession[sesID] = nil
+			return nil
+		}
+		h := &SearchHit{Session: s, Matches: []SearchMatch{}}
+		bySession[sesID] = h
+		order = append(order, sesID)
+		return h
+	}
+	for _, m := range found {
+		h := add(m.ses)
+		if h == nil || len(h.Matches) >= 3 {
+			continue
+		}
+		h.Matches = append(h.Matches, SearchMatch{MessageID: m.msg, Role: m.role, Snippet: m.snip, CreatedAt: toTime(m.created)})
+	}
+	// Titles: every word in the title.
+	like := `SELECT id FROM sessions WHERE 1=1`
+	var args []any
+	for _, w := range strings.Fields(q) {
+		like += ` AND title LIKE ? ESCAPE '\'`
+		args = append(args, "%"+strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(w)+"%")
+	}
+	trows, err := db.read.QueryContext(ctx, like+` LIMIT 200`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search %q in titles: %w", q, err)
+	}
+	var titled []string
+	for trows.Next() {
+		var id string
+		if trows.Scan(&id) == nil {
+			titled = append(titled, id)
+		}
+	}
+	trows.Close()
+	for _, id := range titled {
+		add(id)
+	}
+	out := make([]SearchHit, 0, len(order))
+	for _, id := range order {
+		out = append(out, *bySession[id])
+	}
+	// Newest activity first.
+	slices.SortStableFunc(out, func(a, b SearchHit) int { return b.Session.UpdatedAt.Compare(a.Session.UpdatedAt) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
