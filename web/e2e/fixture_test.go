@@ -167,17 +167,22 @@ func (r *statusRecorder) WriteHeader(code int) {
 // Unwrap lets the WebSocket upgrade reach the connection.
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-func newFixture(t *testing.T) *fixture { t.Helper(); return newFixtureWith(t, nil) }
+func newFixture(t *testing.T) *fixture { t.Helper(); return newFixtureAt(t, nil, nil) }
 
 // newFixtureWith is newFixture with the server's config changed by edit first.
 func newFixtureWith(t *testing.T, edit func(f *fixture, cfg *server.Config)) *fixture {
 	t.Helper()
-	return newFixtureEnv(t, nil)
+	return newFixtureAt(t, nil, edit)
 }
 
 // newFixtureEnv is newFixture with the server's environment replaced by env (nil: the fake
 // provider's OPENAI_* variables), e.g. none to start without a provider.
 func newFixtureEnv(t *testing.T, env map[string]string) *fixture {
+	t.Helper()
+	return newFixtureAt(t, env, nil)
+}
+
+func newFixtureAt(t *testing.T, env map[string]string, edit func(f *fixture, cfg *server.Config)) *fixture {
 	t.Helper()
 	b := browsertest.New(t) // skips before any other set-up when Chromium is missing
 	root := t.TempDir()
