@@ -312,14 +312,10 @@ func (s *shellSandbox) close() error {
 // shellSystemReadOnly are the system's folders a command reads and executes beside what
 // every confined process gets (Landlock's system rules, the Seatbelt profile's header):
 // programs (bash, git, compilers) and their configuration (/etc/gitconfig). Not the users'
-// homes, /tmp or /run. On macOS the programs outside /usr/lib: /bin, /usr/bin, Homebrew's
-// /opt/homebrew and /usr/local, the command line tools git and cc run from
-// (/usr/bin/git is a shim that asks xcode-select where they are).
+// homes, /tmp or /run.
 func shellSystemReadOnly(goos string) []string {
 	if goos == "darwin" {
-		return []string{"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/libexec", "/usr/local", "/opt",
-			"/private/etc", "/Library/Developer/CommandLineTools", "/Applications/Xcode.app",
-			"/private/var/db/xcode_select_link"}
+		return sandbox.SeatbeltPrograms()
 	}
 	return []string{"/etc", "/opt", "/usr/local"}
 }
