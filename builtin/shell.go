@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -27,7 +28,9 @@ import (
 type ShellOptions struct {
 	// Sandbox is the host's sandbox mode and launcher. Mode off runs commands unconfined
 	// (still with a clean environment, a timeout and the whole group ended); any other mode
-	// needs Landlock through the launcher, or the shell refuses to run.
+	// confines them through the launcher, with Landlock on Linux and Seatbelt on macOS
+	// (where neither can be had, auto asks the person before each command prefix and
+	// landlock or require refuse to run).
 	Sandbox host.SandboxOptions
 	// Limits caps a command and everything it starts: memory (a memory cgroup over the
 	// whole command), tasks (a pids cgroup) and file size. Zero fields take the shell's
@@ -430,7 +433,7 @@ func (t *shellTool) writable(ctx context.Context, c *tool.Context, command strin
 		if c.IsBlockedPath(abs) {
 			return nil, fmt.Errorf("write %s: a system path no command may write", abs)
 		}
-		for _, prot := range t.opts.protected(c.Home) {
+		for _, prot := range t.opts.protected(c.Home, runtime.GOOS) {
 			if policy.Within(policy.Real(abs), policy.Real(prot)) || policy.Within(policy.Real(prot), policy.Real(abs)) {
 				return nil, fmt.Errorf("write %s: it is or holds a place no command may touch (%s)", abs, prot)
 			}

@@ -38,8 +38,8 @@ func (s *shellSandbox) init() {
 			mode = sandbox.ModeOff
 		}
 		launcher := s.opts.Sandbox.Launcher
-		if runtime.GOOS != "linux" {
-			launcher = ""
+		if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+			launcher = "" // the launcher applies Landlock on Linux and Seatbelt on macOS only
 		}
 		s.status = sandbox.Probe(mode, launcher)
 		if s.opts.Sandbox.NoNetNS && s.status.NetNS {
@@ -63,7 +63,8 @@ func (s *shellSandbox) init() {
 }
 
 // unconfined says why commands would run without the sandbox although the mode did not
-// turn it off (auto or node mode on a machine without Landlock or without a launcher): then
+// turn it off (auto or node mode on a machine without Landlock or Seatbelt, or without a
+// launcher): then
 // every command prefix needs a person's yes. "" when commands are confined, or when the
 // person turned the sandbox off. An error when the mode requires what cannot be had.
 func (s *shellSandbox) unconfined() (string, error) {
@@ -72,8 +73,11 @@ func (s *shellSandbox) unconfined() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("shell: %w", err)
 	}
-	if mech == sandbox.Landlock || s.status.Mode == sandbox.ModeOff {
+	if mech == sandbox.Landlock || mech == sandbox.Seatbelt || s.status.Mode == sandbox.ModeOff {
 		return "", nil
+	}
+	if s.status.OS == "darwin" {
+		return "Seatbelt is not available here (" + s.status.SeatbeltError + ")", nil
 	}
 	if s.status.LandlockABI < 1 {
 		return "Landlock is not available here (" + s.status.LandlockError + ")", nil
@@ -104,38 +108,50 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	if err != nil {
 		return nil, fmt.Errorf("shell: %w", err)
 	}
-	if mech != sandbox.Landlock {
-		// Mode off, or auto/node where Landlock cannot be had (Execute asked the person
-		// first, see unconfined): bash as it is, with a clean environment and its process
-		// group ended; no cgroup, so a process that leaves the group (setsid) survives.
+	if mech != sandbox.Landlock && mech != sandbox.Seatbelt {
+		// Mode off, or auto/node where neither Landlock nor Seatbelt can be had (Execute
+		// asked the person first, see unconfined): bash as it is, with a clean environment
+		// and its process group ended; no cgroup, so a process that leaves the group
+		// (setsid) survives.
 		cmd := exec.Command(bash, "--noprofile", "--norc", "-c", script)
 		cmd.Dir, cmd.Env = cwd, env
 		out.cmd = cmd
 		return out, nil
 	}
-	protected := slices.Clone(s.opts.protected(c.Home))
-	plan := sandbox.Plan{
-		Program:      bash,
-		ChildProcess: true,
-		// The system's programs and configuration (bash, git, compilers, /etc/gitconfig);
-		// systemRules add the libraries and devices. Not /home, /root, /tmp, /run.
-		ReadOnly:  append(shellExisting("/etc", "/opt", "/usr/local"), shellExisting(s.opts.ReadOnly...)...),
-		ReadWrite: append([]string{c.Workspace}, c.AllowedPaths...),
-		Protected: protected,
-	}
-	if c.TempDir != "" {
-		plan.ReadWrite = append(plan.ReadWrite, c.TempDir)
-	}
-	plan.DeclaredWrite = writable
+	protected := s.opts.protected(c.Home, st.OS)
+	readOnly := append(shellExisting(shellSystemReadOnly(st.OS)...), shellExisting(s.opts.ReadOnly...)...)
 	// Each workspace root's .jean2 is sealed by a read-only mount where the launcher can
-	// mount, as for workers. Where it cannot, it is left writable rather than carved as for
-	// workers: the carve makes the workspace folder itself read-only (Landlock cannot refuse
-	// one name of a folder whose other new entries are allowed), and a command must create
-	// files there; what .jean2 holds that jean2 acts on, mcp.json, starts only once a person
-	// trusted its content (mcpclient's trust store), so a command that writes one gains nothing.
-	sealed := s.seals(c, protected)
-	plan.MountSealed = sealed
-	spec := sandbox.Spec{Landlock: true, Rules: plan.Rules(), SealedDirs: sealed}
+	// mount, as for workers, and by the profile under Seatbelt (which refuses one name
+	// without refusing its folder). Where Landlock cannot mount it is left writable rather
+	// than carved as for workers: the carve makes the workspace folder itself read-only
+	// (Landlock cannot refuse one name of a folder whose other new entries are allowed), and
+	// a command must create files there; what .jean2 holds that jean2 acts on, mcp.json,
+	// starts only once a person trusted its content (mcpclient's trust store), so a command
+	// that writes one gains nothing.
+	dirs := policy.Scope{Workspace: c.Workspace, Allowed: c.AllowedPaths}.SettingsDirs()
+	mounted, unsealed, _ := sandbox.SealSettings(dirs, protected, mech == sandbox.Landlock && st.MountSeal)
+	plan := shellPlan(mech, bash, readOnly, c.Workspace, c.AllowedPaths, c.TempDir, writable, protected, mounted, unsealed)
+	var exit *sandbox.Exit
+	if mech == sandbox.Seatbelt || st.NetNS || st.NetLandlock {
+		proxy := &egress.Proxy{Tool: "shell", Allowed: func() []string { return network },
+			Log: slog.New(out.refused),
+			Advice: func(host string, port int) (string, string) {
+				return "the shell was not allowed to reach it for this command",
+					`; name it in the call's "network" list (or run the command again): the person is asked once per command prefix and session`
+			}}
+		var err error
+		// Under Seatbelt the proxy listens on the host's loopback and the profile allows
+		// only its port; under Landlock it is in the command's namespace where there is one.
+		if exit, err = sandbox.OpenExit(proxy, mech == sandbox.Landlock && st.NetNS); err != nil {
+			return nil, fmt.Errorf("shell: isolate the command from the network: %w", err)
+		}
+		env = append(env, exit.Env()...)
+	}
+	spec, err := shellSpec(mech, plan, exit)
+	if err != nil {
+		exit.Close()
+		return nil, fmt.Errorf("shell: %w", err)
+	}
 	lim := s.opts.Limits
 	if lim.MaxFileMB > 0 {
 		spec.FileMB = lim.MaxFileMB
@@ -148,21 +164,6 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 		spec.DataMB = lim.MemoryMB
 	}
 	spec.TaskLimit(lim.MaxTasks, s.pids)
-	var exit *sandbox.Exit
-	if st.NetNS || st.NetLandlock {
-		proxy := &egress.Proxy{Tool: "shell", Allowed: func() []string { return network },
-			Log: slog.New(out.refused),
-			Advice: func(host string, port int) (string, string) {
-				return "the shell was not allowed to reach it for this command",
-					`; name it in the call's "network" list (or run the command again): the person is asked once per command prefix and session`
-			}}
-		var err error
-		if exit, err = sandbox.OpenExit(proxy, st.NetNS); err != nil {
-			return nil, fmt.Errorf("shell: isolate the command from the network: %w", err)
-		}
-		exit.Apply(&spec)
-		env = append(env, exit.Env()...)
-	}
 	path, args, err := sandbox.Command(st.Launcher, spec, bash, []string{"--noprofile", "--norc", "-c", script})
 	if err != nil {
 		exit.Close()
@@ -195,6 +196,9 @@ func (s *shellSandbox) env(c *tool.Context) []string {
 	path := s.opts.Path
 	if path == "" {
 		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+		if runtime.GOOS == "darwin" {
+			path = "/opt/homebrew/bin:/opt/homebrew/sbin:" + path // Homebrew on Apple silicon
+		}
 	}
 	tmp := c.TempDir
 	env := []string{"PATH=" + path, "HOME=" + tmp, "TMPDIR=" + tmp, "TERM=dumb", "LANG=C.UTF-8", "NO_COLOR=1",
@@ -233,11 +237,15 @@ func shellExisting(paths ...string) []string {
 }
 
 // protected is what no command may reach: jean2's home and tools folder as the host knows
-// them, and the credential folders of the user's home.
-func (o *ShellOptions) protected(home string) []string {
+// them, the credential folders of the user's home, and the machine's own secrets in /etc
+// (readable for the programs' configuration otherwise). goos is the system's (macOS keeps
+// its /etc in /private/etc, and its password hashes in master.passwd).
+func (o *ShellOptions) protected(home, goos string) []string {
 	out := policy.ProtectedPaths(home, o.Layout.Home, o.Layout.Tools)
 	out = append(out, o.Protected...)
-	// /etc is readable for the programs' configuration, but not the machine's own secrets.
+	if goos == "darwin" {
+		return append(out, "/private/etc/master.passwd", "/private/etc/ssh", "/private/etc/sudoers", "/private/etc/sudoers.d")
+	}
 	return append(out, "/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/ssh", "/etc/sudoers", "/etc/sudoers.d")
 }
 
@@ -301,12 +309,63 @@ func (s *shellSandbox) close() error {
 	return errors.Join(errs...)
 }
 
-// seals prepares the .jean2 of each workspace root of the call for a read-only mount and
-// returns them, when the launcher can mount (nil otherwise). A root's .jean2 that is
-// protected (jean2's own home, when the workspace is the user's home), or that is a link or
-// not a folder, is left out.
-func (s *shellSandbox) seals(c *tool.Context, protected []string) []string {
-	dirs := policy.Scope{Workspace: c.Workspace, Allowed: c.AllowedPaths}.SettingsDirs()
-	mounted, _, _ := sandbox.SealSettings(dirs, protected, s.status.MountSeal)
-	return mounted
+// shellSystemReadOnly are the system's folders a command reads and executes beside what
+// every confined process gets (Landlock's system rules, the Seatbelt profile's header):
+// programs (bash, git, compilers) and their configuration (/etc/gitconfig). Not the users'
+// homes, /tmp or /run.
+func shellSystemReadOnly(goos string) []string {
+	if goos == "darwin" {
+		return sandbox.SeatbeltPrograms()
+	}
+	return []string{"/etc", "/opt", "/usr/local"}
+}
+
+// shellPlan is what one confined command may touch: the system's programs (readOnly), the
+// call's workspace, allowed paths and session folder, and the approved writable paths;
+// never the protected paths. mounted are the .jean2 folders the launcher mounts read-only
+// (Landlock); unsealed the others, which the Seatbelt profile keeps read-only and Landlock
+// leaves (see command).
+func shellPlan(mech sandbox.Mechanism, bash string, readOnly []string, workspace string, allowed []string, tempDir string, writable, protected, mounted, unsealed []string) sandbox.Plan {
+	plan := sandbox.Plan{
+		Program:       bash,
+		ChildProcess:  true,
+		ReadOnly:      readOnly,
+		ReadWrite:     append([]string{workspace}, allowed...),
+		DeclaredWrite: writable,
+		Protected:     protected,
+		MountSealed:   mounted,
+	}
+	if tempDir != "" {
+		plan.ReadWrite = append(plan.ReadWrite, tempDir)
+	}
+	if mech == sandbox.Seatbelt {
+		plan.Sealed = unsealed
+	}
+	return plan
+}
+
+// shellSpec is the launcher's spec of a command confined by mech: Landlock's rules and the
+// exit's namespace or port, or the Seatbelt profile of the same plan, which holds the files
+// and the network (only the exit's port on localhost; none without an exit). Limits are
+// added by the caller.
+func shellSpec(mech sandbox.Mechanism, plan sandbox.Plan, exit *sandbox.Exit) (sandbox.Spec, error) {
+	switch mech {
+	case sandbox.Landlock:
+		spec := sandbox.Spec{Landlock: true, Rules: plan.Rules(), SealedDirs: plan.MountSealed}
+		if exit != nil {
+			exit.Apply(&spec)
+		}
+		return spec, nil
+	case sandbox.Seatbelt:
+		port := 0
+		if exit != nil {
+			port = exit.Port()
+		}
+		prof, err := plan.Seatbelt(port)
+		if err != nil {
+			return sandbox.Spec{}, err
+		}
+		return sandbox.Spec{Seatbelt: &prof}, nil
+	}
+	return sandbox.Spec{}, fmt.Errorf("commands are not confined by %q", mech)
 }

@@ -434,10 +434,13 @@ func (t *folderTool) confined() bool {
 }
 
 // sandboxName is what Rules.Sandbox tells the worker: "landlock" when Landlock and seccomp
-// confine its own code.
+// confine its own code, "seatbelt" when macOS's Seatbelt does (its refusals are EPERM).
 func (t *folderTool) sandboxName() string {
-	if t.mech == sandbox.Landlock {
+	switch t.mech {
+	case sandbox.Landlock:
 		return "landlock"
+	case sandbox.Seatbelt:
+		return "seatbelt"
 	}
 	return ""
 }

@@ -22,9 +22,11 @@ import (
 // dependency tree.
 const InstallMemoryMB = 2048
 
-// installSpec is the launcher's spec for an install: the file rules (under Landlock) and
-// the workers' task limit and a memory cap for everything the install starts.
-func (h *Host) installSpec(cmd *exec.Cmd, readable, writable []string) (sandbox.Spec, error) {
+// installSpec is the launcher's spec for an install: the file rules (under Landlock, or
+// the Seatbelt profile on macOS, which also holds the network: only exit's port on
+// localhost), the workers' task limit and a memory cap for everything the install starts.
+// exit is the install's way to the network (installExit), nil for none.
+func (h *Host) installSpec(cmd *exec.Cmd, readable, writable []string, exit *sandbox.Exit) (sandbox.Spec, error) {
 	st := h.sb.status
 	// The loader names the tool's folder first and then its local dependencies, which it
 	// has checked lie in the folder; anything else would be a read grant beyond it.
@@ -46,33 +48,56 @@ func (h *Host) installSpec(cmd *exec.Cmd, readable, writable []string) (sandbox.
 		}
 	}
 	spec := sandbox.Spec{Landlock: st.LandlockABI >= 1, DataMB: InstallMemoryMB}
-	if spec.Landlock {
-		plan := sandbox.Plan{
-			Program: cmd.Path,
-			// The tool's folder and the runtimes are read like a worker reads them; local
-			// dependencies lie in the folder (the loader refuses any other).
-			ReadOnly:     append(roots, readable...),
-			ReadWrite:    writable,
-			ChildProcess: true,
-			// jean2's home and every credential folder, ~/.npmrc included.
-			Protected: h.sb.protected,
+	switch {
+	case spec.Landlock:
+		spec.Rules = installPlan(cmd.Path, roots, readable, writable, h.sb.protected).Rules()
+	case st.Seatbelt:
+		// macOS: npm's scripts and node-gyp start the system's programs (sh, make, cc,
+		// python), which Landlock's system rules cover on Linux and the profile names here.
+		plan := installPlan(cmd.Path, append(roots, sandbox.SeatbeltPrograms()...), readable, writable, h.sb.protected)
+		port := 0
+		if exit != nil {
+			port = exit.Port()
 		}
-		spec.Rules = plan.Rules()
+		prof, err := plan.Seatbelt(port)
+		if err != nil {
+			return sandbox.Spec{}, fmt.Errorf("the installer's Seatbelt profile: %w", err)
+		}
+		spec.Seatbelt = &prof
+	}
+	if exit != nil && spec.Seatbelt == nil {
+		exit.Apply(&spec) // the namespace to join
 	}
 	spec.TaskLimit(h.sb.limits.MaxTasks, h.sb.pids)
 	return spec, nil
 }
 
-// installNetwork gives an install the network of a worker whose one declared host is the
-// package registry: a namespace of its own with nothing but its loopback, where an egress
-// proxy allows only the registries the installer is configured with (installRegistries).
-// npm and bun reach them through HTTP(S)_PROXY; an install script reaches nothing else,
-// not the host's loopback services, not the jean2 API, not the rest of the network. The
-// returned function ends the proxy and the namespace once the install is over. Where no
-// namespace can be had the network stays as it is (docs/security.md says so).
-func (h *Host) installNetwork(cmd *exec.Cmd, spec *sandbox.Spec) (func(), error) {
-	if !h.sb.status.NetNS {
-		return func() {}, nil
+// installPlan is what an install may touch: the tool's folder and the runtimes (and, on
+// macOS, the system's programs) read as a worker reads them — local dependencies lie in
+// the folder, the loader refuses any other —, the install's folders written, processes
+// started, and nothing of jean2's home or the credential folders (~/.npmrc included).
+func installPlan(program string, readOnly, readable, writable, protected []string) sandbox.Plan {
+	return sandbox.Plan{
+		Program:      program,
+		ReadOnly:     append(slices.Clone(readOnly), readable...),
+		ReadWrite:    writable,
+		ChildProcess: true,
+		Protected:    protected,
+	}
+}
+
+// installExit gives an install the network of a worker whose one declared host is the
+// package registry: an egress proxy that allows only the registries the installer is
+// configured with (installRegistries), in a namespace of its own with nothing but its
+// loopback (Linux), or on this machine's loopback with the Seatbelt profile allowing only
+// its port (macOS). npm and bun reach it through HTTP(S)_PROXY; an install script reaches
+// nothing else, not the host's loopback services, not the jean2 API, not the rest of the
+// network. The exit's Close ends the proxy and the namespace once the install is over.
+// nil when neither can be had: the network then stays as it is (docs/security.md says so).
+func (h *Host) installExit(cmd *exec.Cmd) (*sandbox.Exit, error) {
+	st := h.sb.status
+	if !st.NetNS && !st.Seatbelt {
+		return nil, nil
 	}
 	registries := installRegistries(cmd.Env)
 	proxy := &egress.Proxy{Tool: "the dependency installer", Log: h.log, Allowed: func() []string { return registries },
@@ -80,13 +105,12 @@ func (h *Host) installNetwork(cmd *exec.Cmd, spec *sandbox.Spec) (func(), error)
 			return "a dependency install reaches only the package registry (" + strings.Join(registries, ", ") + ")",
 				"; another registry is named by a registry= line of ~/.npmrc"
 		}}
-	exit, err := sandbox.OpenExit(proxy, true)
+	exit, err := sandbox.OpenExit(proxy, st.NetNS)
 	if err != nil {
 		return nil, fmt.Errorf("isolate the installer from the network: %w", err)
 	}
-	exit.Apply(spec)
 	cmd.Env = append(cmd.Env, exit.Env()...)
-	return exit.Close, nil
+	return exit, nil
 }
 
 // defaultRegistry is where npm and bun fetch packages unless configured otherwise.

@@ -16,10 +16,10 @@ func TestInstallSpecGrantsNothingBeyondTheFolder(t *testing.T) {
 	h := &Host{home: filepath.Join(root, "home"), sb: &hostSandbox{status: sandbox.Status{LandlockABI: 1}, limits: Limits{MaxTasks: 10}}}
 	folder := filepath.Join(root, "tools", "t")
 	cmd := exec.Command("/bin/true")
-	if _, err := h.installSpec(cmd, []string{folder, "/"}, nil); err == nil || !strings.Contains(err.Error(), "outside the tool folder") {
+	if _, err := h.installSpec(cmd, []string{folder, "/"}, nil, nil); err == nil || !strings.Contains(err.Error(), "outside the tool folder") {
 		t.Fatalf("a read of / was not refused: %v", err)
 	}
-	spec, err := h.installSpec(cmd, []string{folder, filepath.Join(folder, "vendor", "x.tgz")}, []string{filepath.Join(root, "scratch")})
+	spec, err := h.installSpec(cmd, []string{folder, filepath.Join(folder, "vendor", "x.tgz")}, []string{filepath.Join(root, "scratch")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

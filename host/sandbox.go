@@ -417,16 +417,17 @@ func (h *Host) ApprovePermissions(name string) (*tool.Permissions, error) {
 func (h *Host) RevokePermissions(name string) error { return h.sb.approvals.Revoke(name) }
 
 // confineInstall runs a tool's dependency installer (npm or bun) through the launcher, as a
-// worker is run. Under Landlock the installer and the install scripts may read the system,
-// the runtimes and the tool's folder (its local dependencies lie in it), write the install's
-// scratch folder, the installer's private folder and the installers' caches, and start
-// processes; nothing of jean2's home, the credential folders (~/.npmrc too: the loader
-// gives npm a configuration of its own) or the rest of the user's files. Everything the
-// install starts shares one pids cgroup capped at the workers' task limit and a memory cap,
-// and the group is ended when the installer exits (the release function), so no daemon
-// survives it. The network is the registry's only, through an egress proxy (installNetwork).
-// Without the launcher (sandbox off) the installer runs unconfined; the loader still
-// passes --ignore-scripts unless scripts were approved, and ends its process group.
+// worker is run. Under Landlock (Seatbelt on macOS, from the same plan) the installer and
+// the install scripts may read the system, the runtimes and the tool's folder (its local
+// dependencies lie in it), write the install's scratch folder, the installer's private
+// folder and the installers' caches, and start processes; nothing of jean2's home, the
+// credential folders (~/.npmrc too: the loader gives npm a configuration of its own) or the
+// rest of the user's files. Everything the install starts shares one pids cgroup capped at
+// the workers' task limit and a memory cap, and the group is ended when the installer exits
+// (the release function), so no daemon survives it. The network is the registry's only,
+// through an egress proxy (installExit). Without the launcher (sandbox off) the installer
+// runs unconfined; the loader still passes --ignore-scripts unless scripts were approved,
+// and ends its process group.
 func (h *Host) confineInstall(cmd *exec.Cmd, readable, writable []string) (func(), error) {
 	st := h.sb.status
 	if st.Mode == sandbox.ModeOff || st.Launcher == "" {
@@ -437,17 +438,18 @@ func (h *Host) confineInstall(cmd *exec.Cmd, readable, writable []string) (func(
 			return nil, err
 		}
 	}
-	spec, err := h.installSpec(cmd, readable, writable)
+	exit, err := h.installExit(cmd)
 	if err != nil {
 		return nil, err
 	}
-	endNetwork, err := h.installNetwork(cmd, &spec)
+	spec, err := h.installSpec(cmd, readable, writable, exit)
 	if err != nil {
+		exit.Close()
 		return nil, err
 	}
 	path, args, err := sandbox.Command(st.Launcher, spec, cmd.Path, cmd.Args[1:])
 	if err != nil {
-		endNetwork()
+		exit.Close()
 		return nil, err
 	}
 	cmd.Path = path
@@ -457,7 +459,7 @@ func (h *Host) confineInstall(cmd *exec.Cmd, readable, writable []string) (func(
 		if cmd.Process != nil && spec.PidsCgroup != "" && pids != nil {
 			pids.Release(cmd.Process.Pid)
 		}
-		endNetwork()
+		exit.Close()
 	}, nil
 }
 

@@ -309,6 +309,17 @@ func (p Plan) Seatbelt(proxyPort int) (SeatbeltProfile, error) {
 	return s, s.Check()
 }
 
+// SeatbeltPrograms are the folders of macOS's programs outside what every profile reads
+// (seatbeltHeader): /bin and /usr/bin, Homebrew's /opt/homebrew and /usr/local, /etc's
+// configuration, and the command line tools git and cc run from (/usr/bin/git is a shim
+// that asks xcode-select where they are). The shell's commands and dependency installs,
+// which start programs, read them; workers read only their runtime.
+func SeatbeltPrograms() []string {
+	return []string{"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/libexec", "/usr/local", "/opt",
+		"/private/etc", "/Library/Developer/CommandLineTools", "/Applications/Xcode.app",
+		"/private/var/db/xcode_select_link"}
+}
+
 // sbGen hands out parameters: each path once per name.
 type sbGen struct {
 	params map[string]string

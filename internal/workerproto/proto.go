@@ -71,8 +71,9 @@ type Rules struct {
 	Sensitive []string          `json:"sensitive"`
 	Home      string            `json:"home"`
 	Languages map[string]string `json:"languages"` // file extension (".ts") → language id
-	// Sandbox names what confines the worker's own code ("landlock"; "" for none or Node's
-	// permission model), so that the worker can say who refused an EACCES/EPERM.
+	// Sandbox names what confines the worker's own code ("landlock" on Linux, "seatbelt" on
+	// macOS; "" for none or Node's permission model), so that the worker can say who refused
+	// an EACCES/EPERM (Seatbelt answers every refusal with EPERM).
 	Sandbox string `json:"sandbox,omitempty"`
 }
 

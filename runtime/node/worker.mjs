@@ -309,7 +309,10 @@ async function initialize(id, params) {
     } catch {}
   }
   // Before the tool's module loads, so that its imports of node:fs see the wrapped functions.
-  if (r.sandbox === 'landlock') explainRefusals();
+  if (r.sandbox === 'landlock' || r.sandbox === 'seatbelt') {
+    sandboxName = r.sandbox;
+    explainRefusals();
+  }
   const m = await loadModule(id, params);
   if (m) defaultModule = m;
 }
@@ -1235,12 +1238,16 @@ function describe(v) {
 
 // ---------------------------------------------------------------------------------------
 // Refusals. In a confined worker, an EACCES or EPERM from the tool's own node:fs or
-// node:child_process use is most often Landlock or seccomp refusing what the tool did not
-// declare, which Node reports as a bare "permission denied". The error the tool gets says
-// so, and which declaration would allow it. The wrappers only look at an error once it
-// happened: a call that succeeds pays one extra function call.
+// node:child_process use is most often the sandbox refusing what the tool did not declare:
+// Landlock or seccomp on Linux, which Node reports as a bare "permission denied" (EACCES),
+// or Seatbelt on macOS, which answers every refusal with EPERM, "operation not permitted".
+// The error the tool gets says so, and which declaration would allow it. The wrappers only
+// look at an error once it happened: a call that succeeds pays one extra function call.
 
 let sandboxed = false;
+// sandboxName is what confines this worker, from initialize's rules.sandbox: 'landlock'
+// (Linux) or 'seatbelt' (macOS).
+let sandboxName = '';
 
 const WRITE_CALLS = new Set([
   'writeFile', 'appendFile', 'mkdir', 'mkdtemp', 'rm', 'rmdir', 'unlink', 'rename', 'copyFile', 'cp',
@@ -1291,11 +1298,31 @@ function modeDenies(p, write) {
   return (mode & bits) === 0;
 }
 
+// systemEPERM reports whether an EPERM is the system's own answer rather than the
+// sandbox's: unlink of a folder (macOS says EPERM where Linux says EISDIR), and a change of
+// the owner, mode or times of a file this user does not own.
+function systemEPERM(syscall, target) {
+  let st;
+  try {
+    st = fs.lstatSync(target);
+  } catch {
+    return false;
+  }
+  if (syscall === 'unlink') return st.isDirectory();
+  if (/^(l|f)?(chown|chmod|utime)/.test(syscall)) {
+    const uid = typeof process.getuid === 'function' ? process.getuid() : 0;
+    return uid !== 0 && st.uid !== uid;
+  }
+  return false;
+}
+
 // hint is what an explained refusal adds: who refused, why, and the declaration (a
-// permissions entry) that would allow it.
+// permissions entry) that would allow it. Under Seatbelt it says that macOS words the
+// refusal "operation not permitted", which a tool's author would not take for the sandbox's.
 function hint(why, decl, extra) {
   const approve = toolName ? `jean2 tools approve ${toolName}` : 'jean2 tools approve NAME';
-  return ` (refused by jean2's sandbox: ${why}; to allow it, declare ${decl} in the tool's permissions (definition.permissions, or "jean2": {"permissions": …} in package.json) and approve it with \`${approve}\`${extra})`;
+  const who = sandboxName === 'seatbelt' ? '; macOS\'s Seatbelt, which confines the tool, says "operation not permitted" for it' : '';
+  return ` (refused by jean2's sandbox: ${why}${who}; to allow it, declare ${decl} in the tool's permissions (definition.permissions, or "jean2": {"permissions": …} in package.json) and approve it with \`${approve}\`${extra})`;
 }
 
 // explainError adds who refused, once, to an EACCES/EPERM error (of an fs call name on path p
@@ -1315,6 +1342,7 @@ function explainError(err, name, p, write) {
     if (!target) return err;
     if (write === undefined) write = /^(open|write|mkdir|rmdir|unlink|rename|copyfile|symlink|link|chmod|chown|utime|ftruncate|truncate)/.test(syscall) && syscall !== 'open';
     if (modeDenies(target, write)) return err;
+    if (code === 'EPERM' && systemEPERM(syscall, target)) return err;
     const decl = JSON.stringify({ [write ? 'write' : 'read']: [target] });
     what = `${write ? 'writing' : 'reading'} ${target}`;
     note = write
@@ -1324,7 +1352,7 @@ function explainError(err, name, p, write) {
   // One line on stderr for the log (and `jean2 tools test`'s "refused"): the tool may catch
   // the error and say nothing of it.
   try {
-    process.stderr.write(`jean2 sandbox refused: ${what} (${code})\n`);
+    process.stderr.write(`jean2 sandbox refused: ${what} (${code}${sandboxName === 'seatbelt' ? ', Seatbelt' : ''})\n`);
   } catch {}
   try {
     Object.defineProperty(err, 'jean2Sandbox', { value: true });
