@@ -728,3 +728,11 @@ func TestChatDrawsEventsOnce(t *testing.T) {
 		t.Errorf("escape in the output or still running (%v):\n%q", u.running, got)
 	}
 }
+
+// A tool call's arguments are shown compact and as written: no \u0026 for & or \u003e for >.
+func TestArgsSummaryKeepsShellOperators(t *testing.T) {
+	got := argsSummary(`{"command": "python3 hello.py && git status 2>&1 | head -3"}`)
+	if want := ` {"command":"python3 hello.py && git status 2>&1 | head -3"}`; got != want {
+		t.Fatalf("argsSummary = %q, want %q", got, want)
+	}
+}

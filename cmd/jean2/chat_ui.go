@@ -621,10 +621,14 @@ func argsSummary(args string) string {
 	if args == "" || args == "{}" {
 		return ""
 	}
+	// Compacted, and without JSON's HTML escaping: a command reads `a && b`, not `a \u0026\u0026 b`.
 	var v any
 	if json.Unmarshal([]byte(args), &v) == nil {
-		if b, err := json.Marshal(v); err == nil {
-			args = string(b)
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if enc.Encode(v) == nil {
+			args = strings.TrimSuffix(b.String(), "\n")
 		}
 	}
 	return " " + clip(cleanLine(args), 120)
