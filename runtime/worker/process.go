@@ -344,6 +344,16 @@ func (w *worker) monitor() {
 	var waitErr error
 	select {
 	case waitErr = <-waited:
+		// The process is gone, but what it wrote just before exiting may still be in the
+		// pipe (a crash's "every call running failed" answers): the connection reads to the
+		// pipe's end before it is closed. A grandchild holding the pipe open is not waited
+		// for long.
+		t := time.NewTimer(250 * time.Millisecond)
+		select {
+		case <-w.conn.Done():
+		case <-t.C:
+		}
+		t.Stop()
 	case <-w.conn.Done():
 		connErr := w.conn.Err()
 		switch {
