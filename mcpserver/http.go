@@ -2,10 +2,14 @@ package mcpserver
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -56,6 +60,9 @@ func (s *Server) HTTPHandler() http.Handler {
 			return
 		}
 		s.sessionRevision(r)
+		if s.serveTask(w, r) {
+			return
+		}
 		sessions.ServeHTTP(&primingWriter{ResponseWriter: w, retry: retry}, r)
 	})
 }
@@ -112,3 +119,60 @@ func (p *primingWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the connection's Flush.
 func (p *primingWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
+
+// maxTaskBody bounds the body read to look for a task message; a larger one goes to the
+// go-sdk untouched (a tools/call carrying that much is never a task message of jean2's
+// making, and the go-sdk has its own limits).
+const maxTaskBody = 4 << 20
+
+// serveTask answers a POST of a session that carries one task message (tasks.go) and
+// reports whether it did; anything else is left to the go-sdk with its body intact.
+func (s *Server) serveTask(w http.ResponseWriter, r *http.Request) bool {
+	id := r.Header.Get("Mcp-Session-Id")
+	if r.Method != http.MethodPost || id == "" || r.Body == nil {
+		return false
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxTaskBody+1))
+	rest := r.Body
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(body), rest), rest}
+	if err != nil || len(body) > maxTaskBody || !(bytes.Contains(body, []byte(`"tasks/`)) || bytes.Contains(body, []byte(`"task"`))) {
+		return false
+	}
+	msg, err := jsonrpc.DecodeMessage(body)
+	if err != nil {
+		return false
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !isTaskMessage(req) {
+		return false
+	}
+	var ss *mcp.ServerSession
+	for x := range s.mcp.Sessions() {
+		if x.ID() == id {
+			ss = x
+			break
+		}
+	}
+	if !offersTasks(ss) {
+		return false // an unknown session (the go-sdk answers 404), or a client not offered tasks
+	}
+	res, err := s.taskRequest(r.Context(), ss, req)
+	resp := &jsonrpc.Response{ID: req.ID, Error: err}
+	if err == nil {
+		if resp.Result, err = json.Marshal(res); err != nil {
+			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s: encoding the result: %v", req.Method, err)}
+		}
+	}
+	out, err := jsonrpc.EncodeMessage(resp)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("%s: encoding the answer: %v", req.Method, err), http.StatusInternalServerError)
+		return true
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Mcp-Session-Id", id)
+	_, _ = w.Write(out)
+	return true
+}

@@ -350,3 +350,85 @@ func TestMCPSaysWhichProtectionIsActive(t *testing.T) {
 		t.Fatalf("stderr does not name the protection:\n%s", stderr)
 	}
 }
+
+// The official TypeScript SDK's experimental tasks client, against `jean2 mcp`: jean2
+// declares tasks and every tool's taskSupport, so the SDK runs calls as tasks by itself and
+// follows them to the result (asks answered through elicitation on the way); a long call run
+// as a task shows its progress as the status message, is listed, and tasks/cancel stops it
+// (the tool sees its signal aborted).
+func TestMCPTasksFromTypeScriptClient(t *testing.T) {
+	c := newCLI(t)
+	scripts := mcpScripts(t)
+	for _, name := range []string{"echo", "ask", "wait"} {
+		copyDir(t, filepath.Join("testdata", "mcp", "tools", name), filepath.Join(c.home, "tools", name))
+	}
+	type step struct {
+		Type   string    `json:"type"`
+		Status string    `json:"status"`
+		TTL    float64   `json:"ttl"`
+		Result mcpResult `json:"result"`
+		Error  string    `json:"error"`
+	}
+	type taskState struct {
+		TaskID        string `json:"taskId"`
+		Status        string `json:"status"`
+		StatusMessage string `json:"statusMessage"`
+	}
+	var got struct {
+		Capabilities struct {
+			Tasks json.RawMessage `json:"tasks"`
+		} `json:"capabilities"`
+		Tools []struct {
+			Name      string `json:"name"`
+			Execution struct {
+				TaskSupport string `json:"taskSupport"`
+			} `json:"execution"`
+		} `json:"tools"`
+		Echo        []step    `json:"echo"`
+		Ask         []step    `json:"ask"`
+		Running     taskState `json:"running"`
+		Listed      []string  `json:"listed"`
+		Cancel      taskState `json:"cancel"`
+		AfterCancel taskState `json:"afterCancel"`
+		Report      mcpResult `json:"report"`
+		Unknown     string    `json:"unknown"`
+	}
+	c.tsClient(scripts, "tasks", &got)
+
+	if string(got.Capabilities.Tasks) != `{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}` {
+		t.Fatalf("capabilities.tasks: %s", got.Capabilities.Tasks)
+	}
+	for _, tl := range got.Tools {
+		if tl.Execution.TaskSupport != "optional" {
+			t.Fatalf("tool %s listed with taskSupport %q", tl.Name, tl.Execution.TaskSupport)
+		}
+	}
+	last := func(what string, steps []step) step {
+		t.Helper()
+		if len(steps) < 2 || steps[0].Type != "taskCreated" || steps[0].TTL != 60000 || steps[len(steps)-1].Type != "result" {
+			t.Fatalf("%s as a task: %+v", what, steps)
+		}
+		return steps[len(steps)-1]
+	}
+	if r := last("echo", got.Echo).Result; r.text() != `{"success":true,"result":{"echo":"hi"}}` || string(r.StructuredContent) != `{"echo":"hi"}` {
+		t.Fatalf("echo's task result: %+v", r)
+	}
+	if r := last("ask", got.Ask).Result; r.text() != `{"success":true,"result":{"name":"Ada","env":"staging","allowed":true}}` {
+		t.Fatalf("ask's task result: %+v", r)
+	}
+	if got.Running.Status != "working" || got.Running.StatusMessage != "step 3" {
+		t.Fatalf("the running task: %+v", got.Running)
+	}
+	if !slices.Equal(got.Listed, []string{"completed", "completed", "working"}) {
+		t.Fatalf("tasks/list: %v", got.Listed)
+	}
+	if got.Cancel.Status != "cancelled" || got.AfterCancel.Status != "cancelled" {
+		t.Fatalf("tasks/cancel: %+v then %+v", got.Cancel, got.AfterCancel)
+	}
+	if got.Report.text() != `{"success":true,"result":{"lastAbort":{"aborted":true,"reason":"The call was stopped"}}}` {
+		t.Fatalf("the cancelled task's tool did not see its signal aborted: %s", got.Report.text())
+	}
+	if !strings.Contains(got.Unknown, "no task") {
+		t.Fatalf("tasks/get of an unknown task: %s", got.Unknown)
+	}
+}
