@@ -362,38 +362,82 @@ func TestMCPTasksFromTypeScriptClient(t *testing.T) {
 	for _, name := range []string{"echo", "ask", "wait"} {
 		copyDir(t, filepath.Join("testdata", "mcp", "tools", name), filepath.Join(c.home, "tools", name))
 	}
-	type step struct {
-		Type   string    `json:"type"`
-		Status string    `json:"status"`
-		TTL    float64   `json:"ttl"`
-		Result mcpResult `json:"result"`
-		Error  string    `json:"error"`
-	}
-	type taskState struct {
-		TaskID        string `json:"taskId"`
-		Status        string `json:"status"`
-		StatusMessage string `json:"statusMessage"`
-	}
-	var got struct {
-		Capabilities struct {
-			Tasks json.RawMessage `json:"tasks"`
-		} `json:"capabilities"`
-		Tools []struct {
-			Name      string `json:"name"`
-			Execution struct {
-				TaskSupport string `json:"taskSupport"`
-			} `json:"execution"`
-		} `json:"tools"`
-		Echo        []step    `json:"echo"`
-		Ask         []step    `json:"ask"`
-		Running     taskState `json:"running"`
-		Listed      []string  `json:"listed"`
-		Cancel      taskState `json:"cancel"`
-		AfterCancel taskState `json:"afterCancel"`
-		Report      mcpResult `json:"report"`
-		Unknown     string    `json:"unknown"`
-	}
+	var got tsTasksSeen
 	c.tsClient(scripts, "tasks", &got)
+	got.check(t)
+}
+
+// The same over streamable HTTP, against jean2 serve's /mcp: the asks of a task travel on
+// the session's GET stream, since no request of the client is open for them.
+func TestMCPTasksOverHTTPFromTypeScriptClient(t *testing.T) {
+	c := newChatEnv(t)
+	scripts := mcpScripts(t)
+	for _, name := range []string{"echo", "ask", "wait"} {
+		copyDir(t, filepath.Join("testdata", "mcp", "tools", name), filepath.Join(c.home, "tools", name))
+	}
+	u := c.serve()
+	cmd := exec.Command("node", filepath.Join(scripts, "client.mjs"), "tasks", "", c.ws, "")
+	cmd.Env = c.env("MCP_URL="+u+"/mcp", "MCP_TOKEN="+c.token())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	done := make(chan struct{})
+	timer := time.AfterFunc(2*time.Minute, func() { _ = cmd.Process.Kill(); close(done) })
+	out, err := cmd.Output()
+	if !timer.Stop() {
+		<-done
+		t.Fatalf("client.mjs tasks over HTTP did not finish: %s\n%s", out, stderr.String())
+	}
+	if err != nil {
+		t.Fatalf("client.mjs tasks over HTTP: %v\n%s\n%s", err, out, stderr.String())
+	}
+	var got tsTasksSeen
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("client.mjs printed %q: %v", out, err)
+	}
+	if got.Error != "" {
+		t.Fatalf("client.mjs tasks over HTTP failed: %s", got.Error)
+	}
+	got.check(t)
+}
+
+type tsTaskStep struct {
+	Type   string    `json:"type"`
+	Status string    `json:"status"`
+	TTL    float64   `json:"ttl"`
+	Result mcpResult `json:"result"`
+	Error  string    `json:"error"`
+}
+
+type tsTaskState struct {
+	TaskID        string `json:"taskId"`
+	Status        string `json:"status"`
+	StatusMessage string `json:"statusMessage"`
+}
+
+// tsTasksSeen is what client.mjs's tasks scenario saw.
+type tsTasksSeen struct {
+	Error        string `json:"error"`
+	Capabilities struct {
+		Tasks json.RawMessage `json:"tasks"`
+	} `json:"capabilities"`
+	Tools []struct {
+		Name      string `json:"name"`
+		Execution struct {
+			TaskSupport string `json:"taskSupport"`
+		} `json:"execution"`
+	} `json:"tools"`
+	Echo        []tsTaskStep `json:"echo"`
+	Ask         []tsTaskStep `json:"ask"`
+	Running     tsTaskState  `json:"running"`
+	Listed      []string     `json:"listed"`
+	Cancel      tsTaskState  `json:"cancel"`
+	AfterCancel tsTaskState  `json:"afterCancel"`
+	Report      mcpResult    `json:"report"`
+	Unknown     string       `json:"unknown"`
+}
+
+func (got tsTasksSeen) check(t *testing.T) {
+	t.Helper()
 
 	if string(got.Capabilities.Tasks) != `{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}` {
 		t.Fatalf("capabilities.tasks: %s", got.Capabilities.Tasks)
@@ -403,7 +447,7 @@ func TestMCPTasksFromTypeScriptClient(t *testing.T) {
 			t.Fatalf("tool %s listed with taskSupport %q", tl.Name, tl.Execution.TaskSupport)
 		}
 	}
-	last := func(what string, steps []step) step {
+	last := func(what string, steps []tsTaskStep) tsTaskStep {
 		t.Helper()
 		if len(steps) < 2 || steps[0].Type != "taskCreated" || steps[0].TTL != 60000 || steps[len(steps)-1].Type != "result" {
 			t.Fatalf("%s as a task: %+v", what, steps)

@@ -1,10 +1,12 @@
 // The official TypeScript SDK as a client of `jean2 mcp`. Usage:
 //   node client.mjs SCENARIO JEAN2_BIN WORKSPACE TOOLS_DIR
-// It prints one JSON object with what it saw.
+// It prints one JSON object with what it saw. With MCP_URL (and MCP_TOKEN) set, it talks to
+// that streamable HTTP endpoint (jean2 serve's /mcp) instead of starting JEAN2_BIN.
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   CallToolResultSchema, CreateTaskResultSchema, CreateMessageRequestSchema, ElicitRequestSchema,
   LoggingMessageNotificationSchema, ToolListChangedNotificationSchema,
@@ -38,7 +40,9 @@ let listChanged = () => {};
 client.setNotificationHandler(ToolListChangedNotificationSchema, () => listChanged());
 const nextListChange = () => new Promise((res) => { listChanged = res; });
 
-const transport = new StdioClientTransport({ command: bin, args: ['mcp', '--workspace', ws], env: process.env, stderr: 'pipe' });
+const transport = process.env.MCP_URL
+  ? new StreamableHTTPClientTransport(new URL(process.env.MCP_URL), { requestInit: { headers: { Authorization: 'Bearer ' + process.env.MCP_TOKEN } } })
+  : new StdioClientTransport({ command: bin, args: ['mcp', '--workspace', ws], env: process.env, stderr: 'pipe' });
 let stderr = '';
 transport.stderr?.on('data', (d) => { stderr += d; });
 await client.connect(transport);
