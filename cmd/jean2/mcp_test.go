@@ -28,7 +28,7 @@ func mcpScripts(t *testing.T) string {
 		t.Skip("node is not installed")
 	}
 	dir := t.TempDir()
-	for _, f := range []string{"client.mjs", "server.mjs"} {
+	for _, f := range []string{"client.mjs", "server.mjs", "task-server.mjs"} {
 		data, err := os.ReadFile(filepath.Join("testdata", "mcp", f))
 		if err != nil {
 			t.Fatal(err)
@@ -474,5 +474,43 @@ func (got tsTasksSeen) check(t *testing.T) {
 	}
 	if !strings.Contains(got.Unknown, "no task") {
 		t.Fatalf("tasks/get of an unknown task: %s", got.Unknown)
+	}
+}
+
+// An imported server whose tools run only as tasks (the TypeScript SDK's experimental tasks,
+// taskSupport "required"): jean2 calls them as tasks, follows each to its result, and when
+// the call times out, cancels the task on the server (tasks/cancel).
+func TestMCPImportTaskServer(t *testing.T) {
+	c := newCLI(t)
+	scripts := mcpScripts(t)
+	marker := filepath.Join(t.TempDir(), "cancelled.txt")
+	data, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"tasks": map[string]any{"command": "node", "args": []string{filepath.Join(scripts, "task-server.mjs")}, "timeout": 1500, "env": map[string]string{"MARKER": marker}},
+	}})
+	if err := os.WriteFile(filepath.Join(c.home, "mcp.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := c.run("", "tools", "run", "delay", "--input", `{"ms":300}`)
+	if code != 0 || !strings.Contains(out, "waited 300 ms as task yes") {
+		t.Fatalf("run delay (a task): exit %d %s %s", code, out, stderr)
+	}
+	out, stderr, code = c.run("", "tools", "run", "plain")
+	if code != 0 || !strings.Contains(out, "plain answer") {
+		t.Fatalf("run plain: exit %d %s %s", code, out, stderr)
+	}
+	out, stderr, code = c.run("", "tools", "run", "hang")
+	if code == 0 {
+		t.Fatalf("run hang ended well: %s %s", out, stderr)
+	}
+	waitUntil := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(marker)
+		if err == nil && strings.HasPrefix(string(b), "cancelled ") {
+			break
+		}
+		if time.Now().After(waitUntil) {
+			t.Fatalf("the timed-out task was not cancelled on the server (%v %q); run hang said: %s %s", err, b, out, stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
