@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // rawHTTP is a hand-written MCP client over streamable HTTP: the go-sdk's client cannot ask
@@ -249,5 +253,90 @@ func TestTasksOverHTTP(t *testing.T) {
 	c.ok("tools/call", map[string]any{"name": "count", "arguments": map[string]int{"n": 1}}, &plain)
 	if len(plain.Content) != 1 || plain.Content[0].Text != `{"success":true,"result":[1]}` {
 		t.Fatalf("plain call: %+v", plain)
+	}
+}
+
+// The same through Server.Connect (the path of jean2 mcp's stdio), with messages written by
+// hand on an in-memory transport: a task runs and is collected, a task-augmented call of an
+// unknown tool is refused, and a session's end cancels its running tasks (the tool's signal
+// aborts).
+func TestTasksOnConnect(t *testing.T) {
+	r := newRig(t)
+	open := func(version string) (mcp.Connection, func(method string, params any) *jsonrpc.Response) {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := r.srv.Connect(context.Background(), st); err != nil {
+			t.Fatal(err)
+		}
+		conn, err := ct.Connect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := 0
+		send := func(method string, params any) *jsonrpc.Response {
+			t.Helper()
+			raw, _ := json.Marshal(params)
+			if strings.HasPrefix(method, "notifications/") {
+				if err := conn.Write(context.Background(), &jsonrpc.Request{Method: method, Params: raw}); err != nil {
+					t.Fatal(err)
+				}
+				return nil
+			}
+			next++
+			id, _ := jsonrpc.MakeID(float64(next))
+			if err := conn.Write(context.Background(), &jsonrpc.Request{ID: id, Method: method, Params: raw}); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				msg, err := conn.Read(ctx)
+				cancel()
+				if err != nil {
+					t.Fatalf("%s: %v", method, err)
+				}
+				if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID == id {
+					return resp
+				}
+			}
+		}
+		init := send("initialize", map[string]any{"protocolVersion": version, "clientInfo": map[string]string{"name": "raw", "version": "1"}, "capabilities": map[string]any{}})
+		if init.Error != nil {
+			t.Fatal(init.Error)
+		}
+		if !strings.Contains(string(init.Result), `"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`) {
+			t.Fatalf("%s: initialize's result %s", version, init.Result)
+		}
+		send("notifications/initialized", map[string]any{})
+		return conn, send
+	}
+
+	_, send := open(classic)
+	resp := send("tools/call", map[string]any{"name": "greet", "arguments": map[string]string{"name": "ada"}, "task": map[string]any{}})
+	var created struct{ Task taskWire }
+	if resp.Error != nil || json.Unmarshal(resp.Result, &created) != nil || created.Task.Status != "working" {
+		t.Fatalf("task-augmented call: %s %v", resp.Result, resp.Error)
+	}
+	resp = send("tasks/result", map[string]string{"taskId": created.Task.TaskID})
+	if resp.Error != nil || !strings.Contains(string(resp.Result), `"structuredContent":{"greeting":"hello ada"}`) {
+		t.Fatalf("tasks/result: %s %v", resp.Result, resp.Error)
+	}
+	if resp = send("tools/call", map[string]any{"name": "nosuch", "task": map[string]any{}}); resp.Error == nil || !strings.Contains(resp.Error.Error(), `unknown tool "nosuch"`) {
+		t.Fatalf("unknown tool as a task: %s %v", resp.Result, resp.Error)
+	}
+
+	conn, send := open(classic)
+	resp = send("tools/call", map[string]any{"name": "slow", "task": map[string]any{}})
+	if resp.Error != nil {
+		t.Fatal(resp.Error)
+	}
+	select {
+	case <-r.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow tool did not start")
+	}
+	_ = conn.Close()
+	select {
+	case <-r.aborted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session's end did not cancel its task")
 	}
 }
