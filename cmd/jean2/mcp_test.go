@@ -478,39 +478,61 @@ func (got tsTasksSeen) check(t *testing.T) {
 }
 
 // An imported server whose tools run only as tasks (the TypeScript SDK's experimental tasks,
-// taskSupport "required"): jean2 calls them as tasks, follows each to its result, and when
-// the call times out, cancels the task on the server (tasks/cancel).
+// taskSupport "required"), over stdio and over streamable HTTP: jean2 calls them as tasks,
+// follows each to its result, and when the call times out, cancels the task on the server
+// (tasks/cancel).
 func TestMCPImportTaskServer(t *testing.T) {
-	c := newCLI(t)
-	scripts := mcpScripts(t)
-	marker := filepath.Join(t.TempDir(), "cancelled.txt")
-	data, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"tasks": map[string]any{"command": "node", "args": []string{filepath.Join(scripts, "task-server.mjs")}, "timeout": 1500, "env": map[string]string{"MARKER": marker}},
-	}})
-	if err := os.WriteFile(filepath.Join(c.home, "mcp.json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, stderr, code := c.run("", "tools", "run", "delay", "--input", `{"ms":300}`)
-	if code != 0 || !strings.Contains(out, "waited 300 ms as task yes") {
-		t.Fatalf("run delay (a task): exit %d %s %s", code, out, stderr)
-	}
-	out, stderr, code = c.run("", "tools", "run", "plain")
-	if code != 0 || !strings.Contains(out, "plain answer") {
-		t.Fatalf("run plain: exit %d %s %s", code, out, stderr)
-	}
-	out, stderr, code = c.run("", "tools", "run", "hang")
-	if code == 0 {
-		t.Fatalf("run hang ended well: %s %s", out, stderr)
-	}
-	waitUntil := time.Now().Add(10 * time.Second)
-	for {
-		b, err := os.ReadFile(marker)
-		if err == nil && strings.HasPrefix(string(b), "cancelled ") {
-			break
-		}
-		if time.Now().After(waitUntil) {
-			t.Fatalf("the timed-out task was not cancelled on the server (%v %q); run hang said: %s %s", err, b, out, stderr)
-		}
-		time.Sleep(100 * time.Millisecond)
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			c := newCLI(t)
+			scripts := mcpScripts(t)
+			marker := filepath.Join(t.TempDir(), "cancelled.txt")
+			server := filepath.Join(scripts, "task-server.mjs")
+			entry := map[string]any{"command": "node", "args": []string{server}, "timeout": 1500, "env": map[string]string{"MARKER": marker}}
+			if transport == "http" {
+				portFile := filepath.Join(t.TempDir(), "port")
+				cmd := exec.Command("node", server)
+				cmd.Env = append(os.Environ(), "MARKER="+marker, "PORT_FILE="+portFile)
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+				var port []byte
+				for deadline := time.Now().Add(20 * time.Second); len(port) == 0; time.Sleep(50 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("the HTTP task server did not start")
+					}
+					port, _ = os.ReadFile(portFile)
+				}
+				entry = map[string]any{"url": "http://127.0.0.1:" + string(port) + "/mcp", "timeout": 1500}
+			}
+			data, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"tasks": entry}})
+			if err := os.WriteFile(filepath.Join(c.home, "mcp.json"), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, stderr, code := c.run("", "tools", "run", "delay", "--input", `{"ms":300}`)
+			if code != 0 || !strings.Contains(out, "waited 300 ms as task yes") {
+				t.Fatalf("run delay (a task): exit %d %s %s", code, out, stderr)
+			}
+			out, stderr, code = c.run("", "tools", "run", "plain")
+			if code != 0 || !strings.Contains(out, "plain answer") {
+				t.Fatalf("run plain: exit %d %s %s", code, out, stderr)
+			}
+			out, stderr, code = c.run("", "tools", "run", "hang")
+			if code == 0 {
+				t.Fatalf("run hang ended well: %s %s", out, stderr)
+			}
+			waitUntil := time.Now().Add(10 * time.Second)
+			for {
+				b, err := os.ReadFile(marker)
+				if err == nil && strings.HasPrefix(string(b), "cancelled ") {
+					break
+				}
+				if time.Now().After(waitUntil) {
+					t.Fatalf("the timed-out task was not cancelled on the server (%v %q); run hang said: %s %s", err, b, out, stderr)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
 	}
 }

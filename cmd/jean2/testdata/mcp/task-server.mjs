@@ -1,17 +1,23 @@
 // An MCP server built with the official TypeScript SDK whose tools run only as tasks
 // (execution.taskSupport "required", the SDK's experimental tasks), for jean2 to import.
+// Over stdio, or with PORT_FILE set over streamable HTTP on a free port written there.
 import fs from 'node:fs';
+import http from 'node:http';
+import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
 import { z } from 'zod';
 
 const taskStore = new InMemoryTaskStore();
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function makeServer() {
 const server = new McpServer({ name: 'ts-tasks', version: '1.0.0' }, {
   capabilities: { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
   taskStore,
 });
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 server.experimental.tasks.registerToolTask('delay', {
   description: 'Wait ms milliseconds as a task, then say so.',
@@ -56,4 +62,20 @@ server.experimental.tasks.registerToolTask('hang', {
 
 server.registerTool('plain', { description: 'Answer on the request.' }, async () => ({ content: [{ type: 'text', text: 'plain answer' }] }));
 
-await server.connect(new StdioServerTransport());
+return server;
+}
+
+if (process.env.PORT_FILE) {
+  const sessions = {};
+  const httpServer = http.createServer(async (req, res) => {
+    let t = sessions[req.headers['mcp-session-id']];
+    if (!t) {
+      t = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => { sessions[id] = t; } });
+      await makeServer().connect(t);
+    }
+    await t.handleRequest(req, res);
+  });
+  httpServer.listen(0, '127.0.0.1', () => fs.writeFileSync(process.env.PORT_FILE, String(httpServer.address().port)));
+} else {
+  await makeServer().connect(new StdioServerTransport());
+}
