@@ -201,9 +201,9 @@ func (s *Server) connect(ctx context.Context) error {
 		return err
 	}
 	if s.cfg.Type == "stdio" {
-		// Follows the tasks of tools that run only as tasks (tasks.go). Not over HTTP: the
-		// go-sdk's HTTP connection learns the session's state through an unexported method
-		// a wrapper cannot pass on.
+		// Follows the tasks of tools that run only as tasks (tasks.go). HTTP servers' are
+		// followed from their http.Client (tasks_http.go): the go-sdk's HTTP connection
+		// learns the session's state through an unexported method a wrapper cannot pass on.
 		t = &taskTransport{inner: t}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "jean2", Version: s.version}, &mcp.ClientOptions{

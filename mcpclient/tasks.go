@@ -27,8 +27,8 @@ import (
 // Only stdio servers are followed so: the go-sdk's streamable HTTP connection learns the
 // session's state (its protocol version header, the GET stream) through an unexported
 // method (sessionUpdated) that a wrapping connection cannot pass on, so a wrapped HTTP
-// connection would lose them. A tool that requires tasks on an HTTP server fails as the
-// server answers a plain call.
+// connection would lose them. HTTP servers' tasks are followed from their http.Client
+// instead (tasks_http.go).
 
 // taskTransport wraps a transport so that its connection follows tasks.
 type taskTransport struct{ inner mcp.Transport }
