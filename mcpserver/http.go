@@ -132,13 +132,29 @@ func (s *Server) serveTask(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodPost || id == "" || r.Body == nil {
 		return false
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxTaskBody+1))
-	rest := r.Body
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(body), rest), rest}
-	if err != nil || len(body) > maxTaskBody || !(bytes.Contains(body, []byte(`"tasks/`)) || bytes.Contains(body, []byte(`"task"`))) {
+	if r.ContentLength > maxTaskBody {
+		return false
+	}
+	// The body is read whole here, and handed on as it was read; sized by Content-Length
+	// when the client sent one, so a call costs one allocation more than the go-sdk's own.
+	var body []byte
+	var err error
+	if r.ContentLength >= 0 {
+		body = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(r.Body, body)
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r.Body, maxTaskBody+1))
+	}
+	if err != nil || len(body) > maxTaskBody {
+		rest := r.Body
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), rest), rest}
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if !bytes.Contains(body, []byte(`"tasks/`)) && !bytes.Contains(body, []byte(`"task"`)) {
 		return false
 	}
 	msg, err := jsonrpc.DecodeMessage(body)
