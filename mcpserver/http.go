@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -132,6 +134,9 @@ func (s *Server) serveTask(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodPost || id == "" || r.Body == nil {
 		return false
 	}
+	if rebound(r) {
+		return false // the go-sdk refuses it (DNS rebinding protection)
+	}
 	if r.ContentLength > maxTaskBody {
 		return false
 	}
@@ -191,4 +196,25 @@ func (s *Server) serveTask(w http.ResponseWriter, r *http.Request) bool {
 	w.Header().Set("Mcp-Session-Id", id)
 	_, _ = w.Write(out)
 	return true
+}
+
+// rebound reports a request that came through a loopback address with a Host header naming
+// another host, which the go-sdk's handler refuses (DNS rebinding protection): answered
+// beside it, task messages must be refused the same way.
+func rebound(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && local != nil && isLoopback(local.String()) && !isLoopback(r.Host)
+}
+
+// isLoopback reports whether a host or host:port names the loopback interface.
+func isLoopback(addr string) bool {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }

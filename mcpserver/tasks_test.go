@@ -340,3 +340,33 @@ func TestTasksOnConnect(t *testing.T) {
 		t.Fatal("the session's end did not cancel its task")
 	}
 }
+
+// The task messages answered beside the go-sdk keep its DNS-rebinding protection: a POST
+// through the loopback address whose Host header names another host is refused, even with
+// a valid session id.
+func TestTasksKeepRebindingProtection(t *testing.T) {
+	r := newRig(t)
+	ts := httptest.NewServer(r.srv.HTTPHandler())
+	defer ts.Close()
+	c := rawConnect(t, ts.URL)
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"tasks/list","params":{}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"count","arguments":{"n":1},"task":{}}}`,
+	} {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL, strings.NewReader(body))
+		req.Host = "evil.example:80"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		req.Header.Set("Mcp-Session-Id", c.session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("%s with Host evil.example: HTTP %d %s, want 403", body, resp.StatusCode, b)
+		}
+	}
+}
