@@ -137,6 +137,9 @@ func (s *Server) serveTask(w http.ResponseWriter, r *http.Request) bool {
 	if rebound(r) {
 		return false // the go-sdk refuses it (DNS rebinding protection)
 	}
+	if ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); !strings.EqualFold(strings.TrimSpace(ct), "application/json") {
+		return false // the go-sdk refuses it (415)
+	}
 	if r.ContentLength > maxTaskBody {
 		return false
 	}

@@ -343,7 +343,8 @@ func TestTasksOnConnect(t *testing.T) {
 
 // The task messages answered beside the go-sdk keep its DNS-rebinding protection: a POST
 // through the loopback address whose Host header names another host is refused, even with
-// a valid session id.
+// a valid session id. So is one that is not application/json (what a page can send without
+// asking first).
 func TestTasksKeepRebindingProtection(t *testing.T) {
 	r := newRig(t)
 	ts := httptest.NewServer(r.srv.HTTPHandler())
@@ -368,5 +369,18 @@ func TestTasksKeepRebindingProtection(t *testing.T) {
 		if resp.StatusCode != http.StatusForbidden {
 			t.Fatalf("%s with Host evil.example: HTTP %d %s, want 403", body, resp.StatusCode, b)
 		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, ts.URL, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tasks/list","params":{}}`))
+	req.Header.Set("Content-Type", "text/plain")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnsupportedMediaType {
+		t.Fatalf("tasks/list as text/plain: HTTP %d %s, want 415", resp.StatusCode, b)
 	}
 }
