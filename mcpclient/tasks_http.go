@@ -55,8 +55,11 @@ func (h *httpTasks) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		data, _ := io.ReadAll(io.LimitReader(b, maxSniff))
 		_ = b.Close()
-		_ = json.Unmarshal(data, &m)
-		method = m.Method
+		// Only two methods matter; a call's arguments are not decoded for nothing.
+		if bytes.Contains(data, []byte(`"initialize"`)) || bytes.Contains(data, []byte(`"tools/list"`)) {
+			_ = json.Unmarshal(data, &m)
+			method = m.Method
+		}
 	}
 	if r.Header.Get("Mcp-Session-Id") != "" {
 		h.mu.Lock()
