@@ -40,6 +40,9 @@ type Server struct {
 	changed func() // the server's tools changed (connected, list_changed, gone)
 
 	minBackoff, maxBackoff time.Duration
+	// httpTasks runs the calls of an HTTP server's tools that require tasks (tasks_http.go);
+	// nil for other servers.
+	httpTasks atomic.Pointer[httpTasks]
 
 	tokens *TokenStore
 	signIn *SignIn
@@ -196,6 +199,12 @@ func (s *Server) connect(ctx context.Context) error {
 	t, err := s.transport()
 	if err != nil {
 		return err
+	}
+	if s.cfg.Type == "stdio" {
+		// Follows the tasks of tools that run only as tasks (tasks.go). HTTP servers' are
+		// followed from their http.Client (tasks_http.go): the go-sdk's HTTP connection
+		// learns the session's state through an unexported method a wrapper cannot pass on.
+		t = &taskTransport{inner: t}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "jean2", Version: s.version}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
@@ -357,6 +366,9 @@ func (s *Server) transport() (mcp.Transport, error) {
 		if s.cfg.Type == "sse" {
 			return &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}, nil
 		}
+		ht := newHTTPTasks(hc.Transport)
+		hc.Transport = ht
+		s.httpTasks.Store(ht)
 		t := &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}
 		// A server given its own Authorization header is not signed in to.
 		if headers.Get("Authorization") != "" {

@@ -99,13 +99,20 @@ func (t *remoteTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 		// While it runs, this call answers the server's own requests (requests.go).
 		defer t.srv.callers.add(c)()
 	}
+	var token string
 	if c != nil && c.Progress != nil {
-		token := fmt.Sprintf("jean2-%d", t.srv.nextToken.Add(1))
+		token = fmt.Sprintf("jean2-%d", t.srv.nextToken.Add(1))
 		t.srv.progress.Store(token, c.Progress)
 		defer t.srv.progress.Delete(token)
 		params.SetProgressToken(token)
 	}
-	res, err := cs.CallTool(ctx, params)
+	var res *mcp.CallToolResult
+	var err error
+	if ht := t.srv.httpTasks.Load(); ht != nil && ht.requires(t.remote) {
+		res, err = ht.call(ctx, t.remote, args, token)
+	} else {
+		res, err = cs.CallTool(ctx, params)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			t.srv.lastCancel.Store(time.Now().UnixNano())

@@ -37,6 +37,9 @@ func (s *Server) handler(def tool.Definition) mcp.ToolHandler {
 			p = parked
 		}
 		call := s.hostCall(req, def, ch, p)
+		if t := taskOf(ctx); t != nil {
+			t.follow(&call)
+		}
 		if parked != nil {
 			return s.rounds.start(ctx, req, parked, func(ctx context.Context) host.Outcome { return s.h.Invoke(ctx, call) })
 		}

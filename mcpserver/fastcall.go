@@ -126,6 +126,13 @@ func (c *fastConn) take(msg jsonrpc.Message) bool {
 	if !ok {
 		return false
 	}
+	if isTaskMessage(req) {
+		if ss := c.session.Load(); offersTasks(ss) {
+			c.startTaskRequest(ss, req)
+			return true
+		}
+		return false // the go-sdk refuses it, or runs the call without a task
+	}
 	switch req.Method {
 	case "tools/call":
 		return c.tryFast(req)
@@ -260,6 +267,24 @@ func (c *fastConn) respond(id jsonrpc.ID, res *mcp.CallToolResult, err error) {
 		}
 	}
 	_ = c.inner.Write(context.Background(), resp)
+}
+
+// startTaskRequest answers a task message (tasks.go) on its own goroutine, since
+// tasks/result waits for the task's end. Closing the connection cancels the wait.
+func (c *fastConn) startTaskRequest(ss *mcp.ServerSession, req *jsonrpc.Request) {
+	c.srv.calls.Add(1)
+	go func() {
+		defer c.srv.calls.Done()
+		res, err := c.srv.taskRequest(c.base, ss, req)
+		resp := &jsonrpc.Response{ID: req.ID, Error: err}
+		if err == nil {
+			resp.Result, err = json.Marshal(res)
+			if err != nil {
+				resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s: encoding the result: %v", req.Method, err)}
+			}
+		}
+		_ = c.inner.Write(context.Background(), resp)
+	}()
 }
 
 // cancelled cancels the fast call a notifications/cancelled names, if it is one.

@@ -2,10 +2,16 @@ package mcpserver
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -56,6 +62,9 @@ func (s *Server) HTTPHandler() http.Handler {
 			return
 		}
 		s.sessionRevision(r)
+		if s.serveTask(w, r) {
+			return
+		}
 		sessions.ServeHTTP(&primingWriter{ResponseWriter: w, retry: retry}, r)
 	})
 }
@@ -112,3 +121,103 @@ func (p *primingWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the connection's Flush.
 func (p *primingWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
+
+// maxTaskBody bounds the body read to look for a task message; a larger one goes to the
+// go-sdk untouched (a tools/call carrying that much is never a task message of jean2's
+// making, and the go-sdk has its own limits).
+const maxTaskBody = 4 << 20
+
+// serveTask answers a POST of a session that carries one task message (tasks.go) and
+// reports whether it did; anything else is left to the go-sdk with its body intact.
+func (s *Server) serveTask(w http.ResponseWriter, r *http.Request) bool {
+	id := r.Header.Get("Mcp-Session-Id")
+	if r.Method != http.MethodPost || id == "" || r.Body == nil {
+		return false
+	}
+	if rebound(r) {
+		return false // the go-sdk refuses it (DNS rebinding protection)
+	}
+	if ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); !strings.EqualFold(strings.TrimSpace(ct), "application/json") {
+		return false // the go-sdk refuses it (415)
+	}
+	if r.ContentLength > maxTaskBody {
+		return false
+	}
+	// The body is read whole here, and handed on as it was read; sized by Content-Length
+	// when the client sent one, so a call costs one allocation more than the go-sdk's own.
+	var body []byte
+	var err error
+	if r.ContentLength >= 0 {
+		body = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(r.Body, body)
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r.Body, maxTaskBody+1))
+	}
+	if err != nil || len(body) > maxTaskBody {
+		rest := r.Body
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), rest), rest}
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if !bytes.Contains(body, []byte(`"tasks/`)) && !bytes.Contains(body, []byte(`"task"`)) {
+		return false
+	}
+	msg, err := jsonrpc.DecodeMessage(body)
+	if err != nil {
+		return false
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !isTaskMessage(req) {
+		return false
+	}
+	var ss *mcp.ServerSession
+	for x := range s.mcp.Sessions() {
+		if x.ID() == id {
+			ss = x
+			break
+		}
+	}
+	if !offersTasks(ss) {
+		return false // an unknown session (the go-sdk answers 404), or a client not offered tasks
+	}
+	res, err := s.taskRequest(r.Context(), ss, req)
+	resp := &jsonrpc.Response{ID: req.ID, Error: err}
+	if err == nil {
+		if resp.Result, err = json.Marshal(res); err != nil {
+			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s: encoding the result: %v", req.Method, err)}
+		}
+	}
+	out, err := jsonrpc.EncodeMessage(resp)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("%s: encoding the answer: %v", req.Method, err), http.StatusInternalServerError)
+		return true
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Mcp-Session-Id", id)
+	_, _ = w.Write(out)
+	return true
+}
+
+// rebound reports a request that came through a loopback address with a Host header naming
+// another host, which the go-sdk's handler refuses (DNS rebinding protection): answered
+// beside it, task messages must be refused the same way.
+func rebound(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && local != nil && isLoopback(local.String()) && !isLoopback(r.Host)
+}
+
+// isLoopback reports whether a host or host:port names the loopback interface.
+func isLoopback(addr string) bool {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}

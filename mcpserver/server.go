@@ -67,6 +67,7 @@ type Server struct {
 	mcp  *mcp.Server
 
 	rounds  *rounds
+	tasks   *taskTable
 	serving atomic.Pointer[serving] // the workspace and policy calls run with now
 
 	mu       sync.Mutex
@@ -178,6 +179,7 @@ func New(h Host, opts Options) (*Server, error) {
 	}
 	s.serving.Store(&serving{workspace: opts.Workspace, policy: opts.Policy})
 	s.rounds = newRounds(opts.InputTimeout)
+	s.tasks = newTaskTable()
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "jean2", Title: "jean2 tool host", Version: opts.Version}, &mcp.ServerOptions{
 		Logger: sdkLogger(opts.Logger),
 		// Tools are announced even while there are none, so a client learns that the list
@@ -187,6 +189,7 @@ func New(h Host, opts Options) (*Server, error) {
 			Logging: &mcp.LoggingCapabilities{},
 		},
 	})
+	s.mcp.AddReceivingMiddleware(tasksMiddleware)
 	// Subscribe before the first sync so that no reload falls between the two.
 	events := make(chan host.ToolsChanged, 16)
 	s.unsubscribe = h.Subscribe(events)
@@ -279,6 +282,7 @@ func (s *Server) Close() error {
 		s.unsubscribe()
 		close(s.done)
 		s.rounds.close()
+		s.tasks.close()
 		s.connMu.Lock()
 		s.connClosed = true
 		conns := s.conns

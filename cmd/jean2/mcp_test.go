@@ -28,7 +28,7 @@ func mcpScripts(t *testing.T) string {
 		t.Skip("node is not installed")
 	}
 	dir := t.TempDir()
-	for _, f := range []string{"client.mjs", "server.mjs"} {
+	for _, f := range []string{"client.mjs", "server.mjs", "task-server.mjs"} {
 		data, err := os.ReadFile(filepath.Join("testdata", "mcp", f))
 		if err != nil {
 			t.Fatal(err)
@@ -348,5 +348,191 @@ func TestMCPSaysWhichProtectionIsActive(t *testing.T) {
 	_, stderr, _ := c.run("", "mcp", "--workspace", c.ws)
 	if !strings.Contains(stderr, "jean2 mcp: tool workers: ") {
 		t.Fatalf("stderr does not name the protection:\n%s", stderr)
+	}
+}
+
+// The official TypeScript SDK's experimental tasks client, against `jean2 mcp`: jean2
+// declares tasks and every tool's taskSupport, so the SDK runs calls as tasks by itself and
+// follows them to the result (asks answered through elicitation on the way); a long call run
+// as a task shows its progress as the status message, is listed, and tasks/cancel stops it
+// (the tool sees its signal aborted).
+func TestMCPTasksFromTypeScriptClient(t *testing.T) {
+	c := newCLI(t)
+	scripts := mcpScripts(t)
+	for _, name := range []string{"echo", "ask", "wait"} {
+		copyDir(t, filepath.Join("testdata", "mcp", "tools", name), filepath.Join(c.home, "tools", name))
+	}
+	var got tsTasksSeen
+	c.tsClient(scripts, "tasks", &got)
+	got.check(t)
+}
+
+// The same over streamable HTTP, against jean2 serve's /mcp: the asks of a task travel on
+// the session's GET stream, since no request of the client is open for them.
+func TestMCPTasksOverHTTPFromTypeScriptClient(t *testing.T) {
+	c := newChatEnv(t)
+	scripts := mcpScripts(t)
+	for _, name := range []string{"echo", "ask", "wait"} {
+		copyDir(t, filepath.Join("testdata", "mcp", "tools", name), filepath.Join(c.home, "tools", name))
+	}
+	u := c.serve()
+	cmd := exec.Command("node", filepath.Join(scripts, "client.mjs"), "tasks", "", c.ws, "")
+	cmd.Env = c.env("MCP_URL="+u+"/mcp", "MCP_TOKEN="+c.token())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	done := make(chan struct{})
+	timer := time.AfterFunc(2*time.Minute, func() { _ = cmd.Process.Kill(); close(done) })
+	out, err := cmd.Output()
+	if !timer.Stop() {
+		<-done
+		t.Fatalf("client.mjs tasks over HTTP did not finish: %s\n%s", out, stderr.String())
+	}
+	if err != nil {
+		t.Fatalf("client.mjs tasks over HTTP: %v\n%s\n%s", err, out, stderr.String())
+	}
+	var got tsTasksSeen
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("client.mjs printed %q: %v", out, err)
+	}
+	if got.Error != "" {
+		t.Fatalf("client.mjs tasks over HTTP failed: %s", got.Error)
+	}
+	got.check(t)
+}
+
+type tsTaskStep struct {
+	Type   string    `json:"type"`
+	Status string    `json:"status"`
+	TTL    float64   `json:"ttl"`
+	Result mcpResult `json:"result"`
+	Error  string    `json:"error"`
+}
+
+type tsTaskState struct {
+	TaskID        string `json:"taskId"`
+	Status        string `json:"status"`
+	StatusMessage string `json:"statusMessage"`
+}
+
+// tsTasksSeen is what client.mjs's tasks scenario saw.
+type tsTasksSeen struct {
+	Error        string `json:"error"`
+	Capabilities struct {
+		Tasks json.RawMessage `json:"tasks"`
+	} `json:"capabilities"`
+	Tools []struct {
+		Name      string `json:"name"`
+		Execution struct {
+			TaskSupport string `json:"taskSupport"`
+		} `json:"execution"`
+	} `json:"tools"`
+	Echo        []tsTaskStep `json:"echo"`
+	Ask         []tsTaskStep `json:"ask"`
+	Running     tsTaskState  `json:"running"`
+	Listed      []string     `json:"listed"`
+	Cancel      tsTaskState  `json:"cancel"`
+	AfterCancel tsTaskState  `json:"afterCancel"`
+	Report      mcpResult    `json:"report"`
+	Unknown     string       `json:"unknown"`
+}
+
+func (got tsTasksSeen) check(t *testing.T) {
+	t.Helper()
+
+	if string(got.Capabilities.Tasks) != `{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}` {
+		t.Fatalf("capabilities.tasks: %s", got.Capabilities.Tasks)
+	}
+	for _, tl := range got.Tools {
+		if tl.Execution.TaskSupport != "optional" {
+			t.Fatalf("tool %s listed with taskSupport %q", tl.Name, tl.Execution.TaskSupport)
+		}
+	}
+	last := func(what string, steps []tsTaskStep) tsTaskStep {
+		t.Helper()
+		if len(steps) < 2 || steps[0].Type != "taskCreated" || steps[0].TTL != 60000 || steps[len(steps)-1].Type != "result" {
+			t.Fatalf("%s as a task: %+v", what, steps)
+		}
+		return steps[len(steps)-1]
+	}
+	if r := last("echo", got.Echo).Result; r.text() != `{"success":true,"result":{"echo":"hi"}}` || string(r.StructuredContent) != `{"echo":"hi"}` {
+		t.Fatalf("echo's task result: %+v", r)
+	}
+	if r := last("ask", got.Ask).Result; r.text() != `{"success":true,"result":{"name":"Ada","env":"staging","allowed":true}}` {
+		t.Fatalf("ask's task result: %+v", r)
+	}
+	if got.Running.Status != "working" || got.Running.StatusMessage != "step 3" {
+		t.Fatalf("the running task: %+v", got.Running)
+	}
+	if !slices.Equal(got.Listed, []string{"completed", "completed", "working"}) {
+		t.Fatalf("tasks/list: %v", got.Listed)
+	}
+	if got.Cancel.Status != "cancelled" || got.AfterCancel.Status != "cancelled" {
+		t.Fatalf("tasks/cancel: %+v then %+v", got.Cancel, got.AfterCancel)
+	}
+	if got.Report.text() != `{"success":true,"result":{"lastAbort":{"aborted":true,"reason":"The call was stopped"}}}` {
+		t.Fatalf("the cancelled task's tool did not see its signal aborted: %s", got.Report.text())
+	}
+	if !strings.Contains(got.Unknown, "no task") {
+		t.Fatalf("tasks/get of an unknown task: %s", got.Unknown)
+	}
+}
+
+// An imported server whose tools run only as tasks (the TypeScript SDK's experimental tasks,
+// taskSupport "required"), over stdio and over streamable HTTP: jean2 calls them as tasks,
+// follows each to its result, and when the call times out, cancels the task on the server
+// (tasks/cancel).
+func TestMCPImportTaskServer(t *testing.T) {
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			c := newCLI(t)
+			scripts := mcpScripts(t)
+			marker := filepath.Join(t.TempDir(), "cancelled.txt")
+			server := filepath.Join(scripts, "task-server.mjs")
+			entry := map[string]any{"command": "node", "args": []string{server}, "timeout": 1500, "env": map[string]string{"MARKER": marker}}
+			if transport == "http" {
+				portFile := filepath.Join(t.TempDir(), "port")
+				cmd := exec.Command("node", server)
+				cmd.Env = append(os.Environ(), "MARKER="+marker, "PORT_FILE="+portFile)
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+				var port []byte
+				for deadline := time.Now().Add(20 * time.Second); len(port) == 0; time.Sleep(50 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("the HTTP task server did not start")
+					}
+					port, _ = os.ReadFile(portFile)
+				}
+				entry = map[string]any{"url": "http://127.0.0.1:" + string(port) + "/mcp", "timeout": 1500}
+			}
+			data, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"tasks": entry}})
+			if err := os.WriteFile(filepath.Join(c.home, "mcp.json"), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, stderr, code := c.run("", "tools", "run", "delay", "--input", `{"ms":300}`)
+			if code != 0 || !strings.Contains(out, "waited 300 ms as task yes") {
+				t.Fatalf("run delay (a task): exit %d %s %s", code, out, stderr)
+			}
+			out, stderr, code = c.run("", "tools", "run", "plain")
+			if code != 0 || !strings.Contains(out, "plain answer") {
+				t.Fatalf("run plain: exit %d %s %s", code, out, stderr)
+			}
+			out, stderr, code = c.run("", "tools", "run", "hang")
+			if code == 0 {
+				t.Fatalf("run hang ended well: %s %s", out, stderr)
+			}
+			waitUntil := time.Now().Add(10 * time.Second)
+			for {
+				b, err := os.ReadFile(marker)
+				if err == nil && strings.HasPrefix(string(b), "cancelled ") {
+					break
+				}
+				if time.Now().After(waitUntil) {
+					t.Fatalf("the timed-out task was not cancelled on the server (%v %q); run hang said: %s %s", err, b, out, stderr)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
 	}
 }

@@ -1,12 +1,14 @@
 // The official TypeScript SDK as a client of `jean2 mcp`. Usage:
 //   node client.mjs SCENARIO JEAN2_BIN WORKSPACE TOOLS_DIR
-// It prints one JSON object with what it saw.
+// It prints one JSON object with what it saw. With MCP_URL (and MCP_TOKEN) set, it talks to
+// that streamable HTTP endpoint (jean2 serve's /mcp) instead of starting JEAN2_BIN.
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
-  CallToolResultSchema, CreateMessageRequestSchema, ElicitRequestSchema,
+  CallToolResultSchema, CreateTaskResultSchema, CreateMessageRequestSchema, ElicitRequestSchema,
   LoggingMessageNotificationSchema, ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 
@@ -38,7 +40,9 @@ let listChanged = () => {};
 client.setNotificationHandler(ToolListChangedNotificationSchema, () => listChanged());
 const nextListChange = () => new Promise((res) => { listChanged = res; });
 
-const transport = new StdioClientTransport({ command: bin, args: ['mcp', '--workspace', ws], env: process.env, stderr: 'pipe' });
+const transport = process.env.MCP_URL
+  ? new StreamableHTTPClientTransport(new URL(process.env.MCP_URL), { requestInit: { headers: { Authorization: 'Bearer ' + process.env.MCP_TOKEN } } })
+  : new StdioClientTransport({ command: bin, args: ['mcp', '--workspace', ws], env: process.env, stderr: 'pipe' });
 let stderr = '';
 transport.stderr?.on('data', (d) => { stderr += d; });
 await client.connect(transport);
@@ -83,6 +87,45 @@ try {
     await withTimeout(changed, 20000, 'tools/list_changed after grow');
     out.afterGrow = (await client.listTools()).tools.map((t) => t.name).sort();
     out.grown = await client.callTool({ name: 'grown', arguments: {} });
+  } else if (scenario === 'tasks') {
+    // Tasks (2025-11-25) through the SDK's experimental client: the SDK asks for a task
+    // by itself for tools listed with execution.taskSupport, and follows it to its result.
+    out.capabilities = client.getServerCapabilities();
+    out.tools = (await client.listTools()).tools.map((t) => ({ name: t.name, execution: t.execution }));
+    const follow = async (params) => {
+      const seen = [];
+      for await (const m of client.experimental.tasks.callToolStream(params, CallToolResultSchema, { task: { ttl: 60000 } })) {
+        seen.push(m.type === 'taskCreated' || m.type === 'taskStatus' ? { type: m.type, status: m.task.status, ttl: m.task.ttl }
+          : m.type === 'result' ? { type: m.type, result: m.result } : { type: m.type, error: String(m.error?.message ?? m.error) });
+      }
+      return seen;
+    };
+    out.echo = await follow({ name: 'echo', arguments: { text: 'hi' } });
+    // Asks during a task: the status is input_required while the client answers.
+    out.ask = await follow({ name: 'ask', arguments: {} });
+
+    // A long call as a task, cancelled: the tool's signal aborts.
+    const created = await client.request({ method: 'tools/call', params: { name: 'wait', arguments: {}, task: {} } }, CreateTaskResultSchema);
+    const id = created.task.taskId;
+    for (let i = 0; i < 100; i++) {
+      out.running = await client.experimental.tasks.getTask(id);
+      if (out.running.statusMessage === 'step 3') break;
+      await sleep(100);
+    }
+    out.listed = (await client.experimental.tasks.listTasks()).tasks.map((t) => t.status);
+    out.cancel = await client.experimental.tasks.cancelTask(id);
+    out.afterCancel = await client.experimental.tasks.getTask(id);
+    for (let i = 0; i < 50; i++) {
+      await sleep(200);
+      out.report = await client.callTool({ name: 'wait', arguments: { report: true } });
+      if (!out.report.content[0].text.includes('"lastAbort":null')) break;
+    }
+    try {
+      await client.experimental.tasks.getTask('no-such-task');
+      out.unknown = 'answered';
+    } catch (e) {
+      out.unknown = String(e?.message ?? e);
+    }
   } else {
     throw new Error('unknown scenario ' + scenario);
   }
