@@ -141,6 +141,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		return nil, err
 	}
 	h.loader = fl
+	h.cleanStaleTemps()
 	h.cat.Store(emptyCatalog())
 	if err := h.Reload(ctx); err != nil {
 		_ = h.Close(context.Background())

@@ -28,10 +28,13 @@ type Workspace struct {
 
 // Call is one tool call as a caller (the harness, the CLI, MCP, the API) hands it to Invoke.
 type Call struct {
-	Tool      string
-	Args      json.RawMessage
-	CallID    string // the provider's tool-call id; one is made when empty
-	SessionID string // "" → a session of its own
+	Tool   string
+	Args   json.RawMessage
+	CallID string // the provider's tool-call id; one is made when empty
+	// SessionID names the session whose workers and temporary folder the call shares. ""
+	// shares those of the workspace's other sessionless calls (Workspace.ID), or, with no
+	// workspace ID either, gives the call a temporary folder removed when it ends.
+	SessionID string
 	Workspace Workspace
 
 	// Asker answers the call's asks (a terminal, a web client, an MCP client, a policy).
@@ -134,6 +137,7 @@ func (h *Host) Invoke(ctx context.Context, call Call) Outcome {
 	// Measured after the call (and its overflow file): past the quota, the session's next
 	// calls are refused.
 	_ = h.measureSessionTemp(cs.ctx.TempDir)
+	h.dropCallTemp(call, out)
 	return out
 }
 
@@ -157,7 +161,7 @@ func (h *Host) finishOutcome(out *Outcome, call Call) {
 		out.Result = tool.Result{Error: err.Error()}.Normalize()
 		text = out.Result.ModelJSON()
 	}
-	tempDir, err := h.sessionTemp(sessionOrCall(call.SessionID, out.CallID))
+	tempDir, err := h.sessionTemp(tempKey(call, out.CallID))
 	if err != nil {
 		out.ModelText = string(text)
 		return
@@ -183,13 +187,6 @@ func (h *Host) sessionTemp(sessionID string) (string, error) {
 	return dir, nil
 }
 
-func sessionOrCall(sessionID, callID string) string {
-	if sessionID != "" {
-		return sessionID
-	}
-	return "call-" + safeName(callID)
-}
-
 // callState is what the host makes for one call, in one allocation: the tool.Context,
 // its logger, and the powers behind its file system, asks and workspace changes.
 type callState struct {
@@ -209,7 +206,7 @@ func (h *Host) callContext(call *Call, v *version) (*callState, error) {
 	if ws.Path == "" {
 		return nil, fmt.Errorf("the call has no workspace folder")
 	}
-	tempDir, err := h.sessionTemp(sessionOrCall(call.SessionID, call.CallID))
+	tempDir, err := h.sessionTemp(tempKey(*call, call.CallID))
 	if err != nil {
 		return nil, err
 	}

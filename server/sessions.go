@@ -199,10 +199,13 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// forgetSession drops what outlives a deleted session elsewhere: its grants and its
-// clients' sockets.
+// forgetSession drops what outlives a deleted session elsewhere: its grants, its clients'
+// sockets and its temporary folder.
 func (s *Server) forgetSession(ctx context.Context, id string) {
 	s.sockets.deleted(id)
+	if err := s.host.RemoveSessionTemp(id); err != nil {
+		s.log.Warn("remove the temporary folder of a deleted session", "session", id, "error", err)
+	}
 	if err := s.grants.EndSession(ctx, id); err != nil {
 		s.log.Warn("forget the grants of a deleted session", "session", id, "error", err)
 	}

@@ -244,6 +244,9 @@ func (s *Server) deleteWorkspace(w http.ResponseWriter, r *http.Request) error {
 	for _, ses := range sessions {
 		s.forgetSession(r.Context(), ses.ID)
 	}
+	if err := s.host.RemoveWorkspaceTemp(id); err != nil {
+		s.log.Warn("remove the temporary folder of a deleted workspace's tool runs", "workspace", id, "error", err)
+	}
 	s.mcp.drop(id)
 	s.wsMCP.workspacesChanged()
 	w.WriteHeader(http.StatusNoContent)
