@@ -50,7 +50,7 @@ func LayoutFromEnv(getenv func(string) string) (Layout, error) {
 func (l Layout) Ensure() error {
 	for _, d := range []string{l.Home, l.Tools, l.Cache, l.Temp} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("create %s: %w", d, err)
+			return ExplainStorage("create its folder", d, fmt.Errorf("create %s: %w", d, err))
 		}
 	}
 	return nil
@@ -63,7 +63,7 @@ func (l Layout) SessionTemp(sessionID string) (string, error) {
 	}
 	dir := filepath.Join(l.Temp, "sessions", sessionID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("create session temp folder: %w", err)
+		return "", ExplainStorage("create the session's temporary folder", dir, fmt.Errorf("create session temp folder: %w", err))
 	}
 	return dir, nil
 }

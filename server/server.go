@@ -135,15 +135,20 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		cfg.UserHome, _ = os.UserHomeDir()
 		s.cfg.UserHome = cfg.UserHome
 	}
-	if s.db, err = store.OpenWith(ctx, filepath.Join(home, DBFile), store.Options{Durability: cfg.Durability}); err != nil {
-		return nil, err
+	// The home first, so a disk that is full or read-only is named with the folder.
+	if err := cfg.Host.Layout.Ensure(); err != nil {
+		return nil, fmt.Errorf("open server: %w", err)
+	}
+	dbPath := filepath.Join(home, DBFile)
+	if s.db, err = store.OpenWith(ctx, dbPath, store.Options{Durability: cfg.Durability}); err != nil {
+		return nil, host.ExplainStorage("open its database", dbPath, err)
 	}
 	// Every request but the client's assets, /auth and the health check carries this
 	// token (or one of the database's), whatever address the server is bound to. The
 	// store made home, if it was missing.
 	token, err := EnsureTokenFile(home)
 	if err != nil {
-		return nil, fmt.Errorf("open server: %w", err)
+		return nil, fmt.Errorf("open server: %w", host.ExplainStorage("write the API token", filepath.Join(home, TokenFile), err))
 	}
 	if s.providers, err = LoadProviders(home, cfg.Getenv, cfg.ProviderOptions); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
