@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -72,4 +73,10 @@ export async function execute() { setTimeout(() => process.exit(3), 100); return
 		}
 		t.Fatalf("%d pipes open after three workers exited, %d before: the exited workers' pipes were not closed", after, before)
 	}
+}
+
+// sessionTemp is the temporary folder of session id of the fixture's workspace (w1).
+func (f *fixture) sessionTemp(id string) (string, error) {
+	dir := filepath.Join(f.layout.WorkspaceTemp("w1"), id)
+	return dir, os.MkdirAll(dir, 0o700)
 }

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,56 +10,85 @@ import (
 	"github.com/jean2/jean2/internal/fsutil"
 )
 
-// Names of the temporary folders that are not a session's, under Layout.Temp/sessions.
-const (
-	workspaceTempPrefix = "workspace-" // sessionless calls of one workspace
-	callTempPrefix      = "call-"      // a call with neither session nor workspace ID
-)
+// callTempPrefix names the folder, under Layout.Temp/sessions, of a call with neither
+// session nor workspace ID.
+const callTempPrefix = "call-"
 
-// tempKey names the temporary folder, and so the confined workers' scope, of a call: its
-// session's; for a sessionless call, its workspace's, shared by every sessionless call
-// there (the API's Run form: a folder and a worker per call piled up under load); with
-// neither, one of its own that dropCallTemp removes when the call ends.
-func tempKey(call Call, callID string) string {
-	switch {
-	case call.SessionID != "":
-		return call.SessionID
-	case call.Workspace.ID != "":
-		return workspaceTempPrefix + safeName(call.Workspace.ID)
+// runsTemp is the folder, in a workspace's temporary folder, of its sessionless calls (a
+// session's id never has a dot).
+const runsTemp = ".runs"
+
+// tempKey is the path under Layout.Temp of a call's temporary folder: its session's, in its
+// workspace's folder; for a sessionless call, the one every sessionless call of the
+// workspace shares (the API's Run form: a folder and a worker per call piled up under
+// load); a session without workspace ID (jean2 tools run) has one under sessions/; a call
+// with neither has one of its own that dropCallTemp removes when the call ends.
+func tempKey(call Call, callID string) (string, error) {
+	if call.SessionID != "" && !validID(call.SessionID) {
+		return "", fmt.Errorf("session id %q is not valid: use letters, digits, '-' and '_' (at most 128)", call.SessionID)
 	}
-	return callTempPrefix + safeName(callID)
+	switch {
+	case call.Workspace.ID != "" && call.SessionID != "":
+		return filepath.Join("workspaces", safeName(call.Workspace.ID), call.SessionID), nil
+	case call.Workspace.ID != "":
+		return filepath.Join("workspaces", safeName(call.Workspace.ID), runsTemp), nil
+	case call.SessionID != "":
+		return filepath.Join("sessions", call.SessionID), nil
+	}
+	return filepath.Join("sessions", callTempPrefix+safeName(callID)), nil
+}
+
+// scopeTemp is the folder a confined worker serving a call whose temporary folder is dir may
+// write (and its TMPDIR): the workspace's folder that holds dir, else dir itself.
+func (h *Host) scopeTemp(dir string) string {
+	parent := filepath.Dir(dir)
+	if filepath.Dir(parent) == filepath.Join(h.layout.Temp, "workspaces") {
+		return parent
+	}
+	return dir
 }
 
 // dropCallTemp removes the temporary folder of a call that had one of its own, unless the
 // call's overflow file is in it (the outcome names that file to its caller).
 func (h *Host) dropCallTemp(call Call, out Outcome) {
-	key := tempKey(call, out.CallID)
-	if !strings.HasPrefix(key, callTempPrefix) || out.Overflow != nil {
+	key, err := tempKey(call, out.CallID)
+	if err != nil || !strings.HasPrefix(filepath.Base(key), callTempPrefix) || call.SessionID != "" || call.Workspace.ID != "" || out.Overflow != nil {
 		return
 	}
-	h.removeTemp(key)
+	_ = h.removeTemp(key)
 }
 
 // RemoveSessionTemp removes a session's temporary folder and what is in it: the server
 // calls it when the session is deleted.
-func (h *Host) RemoveSessionTemp(sessionID string) error {
-	if !validID(sessionID) {
+func (h *Host) RemoveSessionTemp(workspaceID, sessionID string) error {
+	key, err := tempKey(Call{SessionID: sessionID, Workspace: Workspace{ID: workspaceID}}, "")
+	if err != nil || sessionID == "" {
 		return nil
 	}
-	return h.removeTemp(sessionID)
+	return h.removeTemp(key)
 }
 
-// RemoveWorkspaceTemp removes the temporary folder the workspace's sessionless calls
-// share: the server calls it when the workspace is deleted.
+// RemoveWorkspaceTemp removes the workspace's temporary folder (its sessions' and its
+// sessionless calls'): the server calls it when the workspace is deleted.
 func (h *Host) RemoveWorkspaceTemp(workspaceID string) error {
-	return h.removeTemp(workspaceTempPrefix + safeName(workspaceID))
+	if workspaceID == "" {
+		return nil
+	}
+	h.temps.Range(func(k, _ any) bool {
+		if strings.HasPrefix(k.(string), filepath.Join("workspaces", safeName(workspaceID))+string(filepath.Separator)) {
+			h.temps.Delete(k)
+		}
+		return true
+	})
+	return fsutil.RemoveTree(h.layout.WorkspaceTemp(workspaceID))
 }
 
 func (h *Host) removeTemp(key string) error {
 	h.temps.Delete(key)
-	h.tempQuota.over.Delete(filepath.Join(h.layout.Temp, "sessions", key))
+	dir := filepath.Join(h.layout.Temp, key)
+	h.tempQuota.over.Delete(dir)
 	// RemoveTree removes links a worker left and never what they point to.
-	return fsutil.RemoveTree(filepath.Join(h.layout.Temp, "sessions", key))
+	return fsutil.RemoveTree(dir)
 }
 
 // staleCallTemp is the age past which a call's own temporary folder found at start is

@@ -29,16 +29,17 @@ export async function execute(input, ctx) {
 }
 `
 
-// tempFolders lists what lies in $JEAN2_HOME/tmp/sessions.
+// tempFolders lists the temporary folders in $JEAN2_HOME/tmp (sessions/NAME and
+// workspaces/ID/NAME).
 func (f *fixture) tempFolders() []string {
 	f.t.Helper()
-	entries, err := os.ReadDir(filepath.Join(f.cfg.Host.Layout.Temp, "sessions"))
-	if err != nil && !os.IsNotExist(err) {
-		f.t.Fatal(err)
-	}
 	var out []string
-	for _, e := range entries {
-		out = append(out, e.Name())
+	for _, pattern := range []string{"sessions/*", "workspaces/*/*"} {
+		m, err := filepath.Glob(filepath.Join(f.cfg.Host.Layout.Temp, pattern))
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		out = append(out, m...)
 	}
 	return out
 }

@@ -181,12 +181,13 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if _, err := s.session(r.Context(), id); err != nil {
+	ses, err := s.session(r.Context(), id)
+	if err != nil {
 		return err
 	}
 	// Checked and deleted with no work starting in between (see gate).
 	done := s.gate.deleting()
-	err := s.sessionBusy(id)
+	err = s.sessionBusy(id)
 	if err == nil {
 		err = storeErr(s.db.DeleteSession(r.Context(), id), "session "+id)
 	}
@@ -194,16 +195,16 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.forgetSession(r.Context(), id)
+	s.forgetSession(r.Context(), ses.WorkspaceID, id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
 // forgetSession drops what outlives a deleted session elsewhere: its grants, its clients'
 // sockets and its temporary folder.
-func (s *Server) forgetSession(ctx context.Context, id string) {
+func (s *Server) forgetSession(ctx context.Context, workspaceID, id string) {
 	s.sockets.deleted(id)
-	if err := s.host.RemoveSessionTemp(id); err != nil {
+	if err := s.host.RemoveSessionTemp(workspaceID, id); err != nil {
 		s.log.Warn("remove the temporary folder of a deleted session", "session", id, "error", err)
 	}
 	if err := s.grants.EndSession(ctx, id); err != nil {
