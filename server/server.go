@@ -414,6 +414,13 @@ func (s *Server) routes() http.Handler {
 	route("POST /api/sessions/{id}/asks/{askId}", s.postAnswer)
 	route("GET /api/sessions/{id}/ledgers", s.listLedgers)
 	route("POST /api/sessions/{id}/restore", s.restore)
+	// Conversation controls (controls.go).
+	route("POST /api/sessions/{id}/queue", s.queueMessage)
+	route("GET /api/sessions/{id}/queue", s.listQueue)
+	route("DELETE /api/sessions/{id}/queue/{queueId}", s.unqueue)
+	route("POST /api/sessions/{id}/messages/{messageId}/resend", s.resendMessage)
+	route("POST /api/sessions/{id}/regenerate", s.regenerate)
+	route("POST /api/sessions/{id}/fork", s.fork)
 
 	route("GET /api/tools", s.listTools)
 	route("GET /api/tools/{name}", s.getTool)
