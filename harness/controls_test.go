@@ -50,7 +50,7 @@ func (f *fixture) waitIdle() {
 // before it has ended; queue.changed says the queue after each change.
 func TestQueuedMessagesSentWhenTheTurnEnds(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
-	f.srv.Push(providertest.NewOpenAIStream("gpt-test").Text("one").Pause(700*time.Millisecond).Text(" done").Finish("stop").Done().Reply())
+	f.srv.Push(providertest.NewOpenAIStream("gpt-test").Text("one").Pause(700 * time.Millisecond).Text(" done").Finish("stop").Done().Reply())
 	f.srv.Push(providertest.OpenAIText("gpt-test", "two done"))
 	f.srv.Push(providertest.OpenAIText("gpt-test", "three done"))
 	ctx := context.Background()
@@ -86,7 +86,7 @@ func TestQueuedMessagesSentWhenTheTurnEnds(t *testing.T) {
 		t.Fatalf("%d queue.changed events, last %+v; want 4 ending empty", n, last)
 	}
 	// A queued message can be taken back before it is sent.
-	f.srv.Push(providertest.NewOpenAIStream("gpt-test").Text("four").Pause(500*time.Millisecond).Finish("stop").Done().Reply())
+	f.srv.Push(providertest.NewOpenAIStream("gpt-test").Text("four").Pause(500 * time.Millisecond).Finish("stop").Done().Reply())
 	if _, _, err := f.h.Enqueue(ctx, f.session.ID, harness.Input{Text: "fourth"}); err != nil {
 		t.Fatal(err)
 	}

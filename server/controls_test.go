@@ -36,7 +36,9 @@ func TestConversationControlsOverAPI(t *testing.T) {
 		providertest.OpenAIText("test-model", "wrote"),
 		providertest.OpenAIText("test-model", "second answer"),
 	)
-	var first struct{ Turn struct{ ID, UserMessageID string } }
+	var first struct {
+		Turn struct{ ID, UserMessageID string }
+	}
 	f.call("POST", "/api/sessions/"+ses.ID+"/queue", map[string]any{"text": "write a note"}, 202, &first)
 	if first.Turn.ID == "" {
 		t.Fatalf("an idle session's message starts a turn: %+v", first)
