@@ -66,6 +66,17 @@ export async function execute(input, ctx) {
   return { success: true, result: { wrote: input.path } };
 }
 `
+	// slowNoteTool writes a file, then waits, so a turn runs long enough to queue behind.
+	slowNoteTool = `export const definition = {
+  name: 'slow_note', description: 'Write a file, then wait.',
+  inputSchema: { type: 'object', properties: { path: { type: 'string' }, text: { type: 'string' }, waitMs: { type: 'number' } }, required: ['path', 'text'] },
+};
+export async function execute(input, ctx) {
+  await ctx.fs.writeFile(ctx.resolvePath(input.path), input.text);
+  await new Promise((r) => setTimeout(r, input.waitMs || 0));
+  return { success: true, result: { wrote: input.path } };
+}
+`
 	// widenTool adds a folder to the workspace, then takes it away again when asked to.
 	widenTool = `export const definition = {
   name: 'widen', description: 'Allow or disallow a folder.',
@@ -189,7 +200,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	// "broken" does not load: the tools page lists it with its error.
-	for folder, src := range map[string]string{"show": showTool, "write-note": writeNoteTool, "ask-it": askTool, "greet": greetTool, "widen": widenTool, "broken": "export const definition = {;\n"} {
+	for folder, src := range map[string]string{"show": showTool, "write-note": writeNoteTool, "ask-it": askTool, "greet": greetTool, "widen": widenTool, "slow-note": slowNoteTool, "broken": "export const definition = {;\n"} {
 		f.writeTool(layout.Tools, folder, src)
 	}
 	env := map[string]string{"OPENAI_API_KEY": f.fake.Key, "OPENAI_BASE_URL": f.fake.BaseURL(), "OPENAI_MODEL": "test-model"}

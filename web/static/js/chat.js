@@ -10,6 +10,7 @@ import { renderVisualization } from "./viz.js";
 import { renderAsk, showPermissionDialog } from "./asks.js";
 import { fileDiff } from "./diff.js";
 import { openDialog, confirmAction, notify, errorText, promptText } from "./ui.js";
+import { messageActions, sendOrQueue, drawQueue, loadQueue, cutFrom } from "./controls.js";
 
 const reasonWords = {
   stopped: "Stopped.",
@@ -60,6 +61,7 @@ export class SessionView {
     for (const m of msgs) this.upsertMessage(m);
     this.setRunning(!!this.session.running);
     this.loadLedgers();
+    loadQueue(this);
     this.stream = new EventStream(`/api/sessions/${enc(this.id)}/ws`, this.session.lastSeq || 0, {
       onHello: (f) => this.onHello(f),
       onEvent: (ev) => this.onEvent(ev),
@@ -107,8 +109,9 @@ export class SessionView {
     this.sendBtn = h("button", { type: "submit", class: "primary", id: "send" }, "Send");
     this.stopBtn = h("button", { type: "button", class: "danger", id: "stop", hidden: true, onclick: () => this.stop(), "aria-keyshortcuts": "Control+." }, "Stop");
     this.composerErr = h("p", { class: "error", role: "alert" });
+    this.queueEl = h("div", { class: "queue", "aria-label": "Queued messages", hidden: true });
     const composer = h("form", { class: "composer", onsubmit: (e) => { e.preventDefault(); this.send(); } },
-      this.input, this.attachList,
+      this.queueEl, this.input, this.attachList,
       h("div", { class: "composer-actions" }, this.fileInput, attachBtn, this.statusEl, this.stopBtn, this.sendBtn), this.composerErr);
     replace(this.el,
       h("header", { class: "session-head" }, this.titleEl,
@@ -143,7 +146,8 @@ export class SessionView {
   setRunning(on) {
     this.running = on;
     this.stopBtn.hidden = !on;
-    this.sendBtn.disabled = on;
+    // While a turn runs, a message is queued for its end.
+    replace(this.sendBtn, on ? "Queue" : "Send");
     replace(this.statusEl, on ? "Working…" : "");
     this.el.classList.toggle("running", on);
   }
@@ -190,6 +194,12 @@ export class SessionView {
         break;
       case "restore.done":
         this.loadLedgers();
+        break;
+      case "queue.changed":
+        drawQueue(this, p.items || [], p.error);
+        break;
+      case "messages.cut":
+        cutFrom(this, p.fromSeq);
         break;
       case "workspace.updated":
         this.workspaceUpdated(p);
@@ -241,6 +251,7 @@ export class SessionView {
       m.el = h("article", { class: `message ${msg.role}`, dataset: { messageId: msg.id, seq: msg.seq } },
         h("h3", { class: "sr-only" }, msg.role === "user" ? "You" : "Assistant"),
         m.partsEl, m.metaEl);
+      m.el.appendChild(messageActions(this, m));
       this.messages.set(msg.id, m);
       turn.messageIds.push(msg.id);
       // In seq order within the turn.
@@ -474,23 +485,22 @@ export class SessionView {
       replace(this.composerErr, "Write a message first.");
       return;
     }
-    if (this.running) {
-      replace(this.composerErr, "A turn is running: wait for it to finish, or Stop it (Ctrl+.). Your message stays here.");
-      return;
-    }
     replace(this.composerErr);
-    // Running from now: the turn's events may all arrive (turn.finished included) before
-    // the POST's answer, so nothing after the answer may set it again.
-    this.setRunning(true);
+    // Running from now (unless it was queued): the turn's events may all arrive
+    // (turn.finished included) before the POST's answer, so nothing after the answer may
+    // set it again.
+    const wasRunning = this.running;
+    if (!wasRunning) this.setRunning(true);
     try {
       const body = { text };
       if (images.length) body.images = images.map(({ mediaType, data }) => ({ mediaType, data }));
-      await api("POST", `/api/sessions/${enc(this.id)}/turns`, body);
+      // Sent now when the session is idle, else queued for the running turn's end.
+      await sendOrQueue(this, body);
       // Clear only what was sent; anything typed or attached since stays.
       if (this.input.value.trim() === text.trim()) this.input.value = "";
       for (const img of images) this.removeAttachment(img);
     } catch (err) {
-      if (err.code !== "busy") this.setRunning(false);
+      if (!wasRunning && err.code !== "busy") this.setRunning(false);
       replace(this.composerErr, errorText(err));
     }
   }
