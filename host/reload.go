@@ -227,6 +227,7 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 			}
 		}()
 	}
+	ev.Failed = newFailures(old.entries, next.entries)
 	sort.Strings(ev.Added)
 	sort.Strings(ev.Changed)
 	sort.Strings(ev.Removed)
@@ -287,4 +288,20 @@ func sameTool(a, b tool.Tool) bool {
 	// function) cannot be compared and count as new.
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	return va.Kind() == reflect.Pointer && vb.Kind() == reflect.Pointer && va.Type() == vb.Type() && va.Pointer() == vb.Pointer()
+}
+
+// newFailures lists the tools whose load error is new since the last catalog (a tool that
+// failed before with the same error is not news).
+func newFailures(before, after []Entry) []ToolFailure {
+	was := make(map[string]string, len(before))
+	for _, e := range before {
+		was[e.Name] = e.Error
+	}
+	var out []ToolFailure
+	for _, e := range after {
+		if e.Error != "" && was[e.Name] != e.Error {
+			out = append(out, ToolFailure{Name: e.Name, Error: e.Error})
+		}
+	}
+	return out
 }

@@ -198,6 +198,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		AskTimeout:       time.Duration(st.AskTimeoutSeconds) * time.Second,
 		Unattended:       func(string) tool.Asker { return s.settings.policy() },
 		SubscriberBuffer: cfg.SubscriberBuffer,
+		Published:        s.sessionStatus,
 		Logger:           s.log,
 	})
 	if s.snapshots, err = undo.New(undo.Options{Dir: filepath.Join(home, "undo"), Logger: s.log}); err != nil {
@@ -262,8 +263,12 @@ func (s *Server) forwardToolChanges() {
 		for {
 			select {
 			case ev := <-ch:
+				failed := ev.Failed
+				if failed == nil {
+					failed = []host.ToolFailure{}
+				}
 				s.publishServer(s.ctx, "tools.changed", map[string]any{
-					"added": nonNil(ev.Added), "changed": nonNil(ev.Changed), "removed": nonNil(ev.Removed)})
+					"added": nonNil(ev.Added), "changed": nonNil(ev.Changed), "removed": nonNil(ev.Removed), "failed": failed})
 			case <-s.ctx.Done():
 				return
 			}

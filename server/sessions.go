@@ -17,6 +17,9 @@ type sessionView struct {
 	store.Session
 	Running bool  `json:"running"`
 	LastSeq int64 `json:"lastSeq"`
+	// Waiting is how many questions of the session wait for a person (session.status
+	// keeps it live).
+	Waiting int `json:"waiting"`
 }
 
 func (s *Server) viewSession(ctx context.Context, ses store.Session) (sessionView, error) {
@@ -24,7 +27,7 @@ func (s *Server) viewSession(ctx context.Context, ses store.Session) (sessionVie
 	if err != nil {
 		return sessionView{}, err
 	}
-	return sessionView{Session: ses, Running: s.harness.Running(ses.ID), LastSeq: last}, nil
+	return sessionView{Session: ses, Running: s.harness.Running(ses.ID), LastSeq: last, Waiting: len(s.hub.Pending(ses.ID))}, nil
 }
 
 func (s *Server) viewSessions(ctx context.Context, list []store.Session) ([]sessionView, error) {

@@ -51,6 +51,9 @@ const vizs = {
   'todo-list': { type: 'todo-list', items: [{ content: 'todoKeyItem', status: 'in_progress', priority: 'high' }] },
   'structured-response': { type: 'structured-response', formatName: 'KeyFormat', data: { structuredKey: 'structuredKeyValue' } },
   none: { type: 'none', message: 'noneKeyMessage' },
+  'wide-structured': { type: 'structured-response', formatName: 'Wide', data: { rows: [
+    { id: 1, name: 'averyveryverylongnamethatdoesnotbreak', path: '/a/very/long/path/that/keeps/going/and/going/and/going', owner: { name: 'Ada', team: 'core' }, note: 'more text in a wide column' },
+    { id: 2, name: 'anotherquitelongnamewithoutspaces', path: '/another/long/path/that/keeps/going/and/going', owner: { name: 'Bob', team: 'web' }, note: 'and another wide cell' }] } },
 };
 export async function execute(input) {
   return { success: true, result: { shown: input.type }, visualization: vizs[input.type] };

@@ -227,7 +227,9 @@ await test("ask permission", async () => {
   eq(await answerOf(p, (n) => button(n, "Deny")), { granted: false }, "deny");
   const n = renderAsk(p, async () => {});
   ok(n.textContent.includes("High risk") && n.textContent.includes("/srv/app"), "risk and paths shown");
-  ok(n.querySelector("button.primary").dataset.duration === "session", "the suggested duration is the default button");
+  ok(n.querySelector("button.primary").dataset.duration === "once", "high risk: the narrowest grant is the default button, not the suggested session");
+  const medium = renderAsk({ ...p, ask: { ...p.ask, risk: "medium" } }, async () => {});
+  ok(medium.querySelector("button.primary").dataset.duration === "session", "medium risk: the suggested duration is the default button");
 });
 
 await test("ask selects, text, confirm, form", async () => {

@@ -7,10 +7,11 @@ import { h, clear, replace, plural, formatDuration, durationMsOf, prettyJSON } f
 import { highlight } from "./highlight.js";
 import { renderMarkdown } from "./markdown.js";
 import { renderVisualization } from "./viz.js";
-import { renderAsk, showPermissionDialog } from "./asks.js";
+import { renderAsk, showPermissionDialog, answeredSummary } from "./asks.js";
 import { fileDiff } from "./diff.js";
 import { openDialog, confirmAction, notify, errorText, promptText } from "./ui.js";
 import { messageActions, sendOrQueue, drawQueue, loadQueue, cutFrom } from "./controls.js";
+import { announce, notifyQuestion, askNotifications, isStopped, followBottom, openAtLatest, jumpButton } from "./follow.js";
 
 const reasonWords = {
   stopped: "Stopped.",
@@ -22,7 +23,7 @@ const reasonWords = {
 
 const utf8 = new TextEncoder();
 
-const statusWords = { pending: "waiting", running: "running", complete: "done", error: "failed", streaming: "writing" };
+const statusWords = { pending: "waiting", running: "running", complete: "done", error: "failed", streaming: "writing", stopped: "stopped" };
 
 export class SessionView {
   /** app gives: onSessionChanged(session), providers(), workspace(id). */
@@ -59,6 +60,7 @@ export class SessionView {
     }
     this.build();
     for (const m of msgs) this.upsertMessage(m);
+    openAtLatest(this);
     this.setRunning(!!this.session.running);
     this.loadLedgers();
     loadQueue(this);
@@ -81,6 +83,7 @@ export class SessionView {
     this.modelEl = h("span", { class: "muted small session-model" });
     this.connEl = h("span", { class: "conn muted small", role: "status" });
     this.statusEl = h("span", { class: "run-status", role: "status", "aria-live": "polite" });
+    this.announcer = h("p", { class: "sr-only", role: "alert", "aria-live": "assertive" });
     this.transcript = h("div", { class: "transcript", role: "log", "aria-live": "off", "aria-label": "Messages" });
     this.looseAsks = h("div", { class: "loose-asks" });
     this.input = h("textarea", {
@@ -114,10 +117,11 @@ export class SessionView {
       this.queueEl, this.input, this.attachList,
       h("div", { class: "composer-actions" }, this.fileInput, attachBtn, this.statusEl, this.stopBtn, this.sendBtn), this.composerErr);
     replace(this.el,
+      this.announcer,
       h("header", { class: "session-head" }, this.titleEl,
         h("button", { type: "button", class: "icon-btn", "aria-label": "Rename session", title: "Rename", onclick: () => this.rename() }, "✎"),
-        h("button", { type: "button", class: "link", onclick: () => this.chooseModel() }, "Model"), this.modelEl, this.connEl),
-      this.transcript, this.looseAsks, composer);
+        h("button", { type: "button", class: "link", onclick: () => this.chooseModel() }, "Model"), this.modelEl, askNotifications(), this.connEl),
+      this.transcript, this.looseAsks, jumpButton(this), composer);
     this.showModel();
   }
 
@@ -148,6 +152,7 @@ export class SessionView {
     this.stopBtn.hidden = !on;
     // While a turn runs, a message is queued for its end.
     replace(this.sendBtn, on ? "Queue" : "Send");
+    // "Stopping…" too goes when the turn has ended.
     replace(this.statusEl, on ? "Working…" : "");
     this.el.classList.toggle("running", on);
   }
@@ -287,9 +292,9 @@ export class SessionView {
   showMessageMeta(m) {
     const msg = m.msg;
     m.el.classList.toggle("streaming", msg.status === "streaming");
-    m.el.classList.toggle("failed", msg.status === "error");
+    m.el.classList.toggle("failed", msg.status === "error" && !isStopped(msg.error));
     const bits = [];
-    if (msg.status === "error" && msg.error) bits.push(h("span", { class: "error" }, msg.error));
+    if (msg.status === "error" && msg.error) bits.push(isStopped(msg.error) ? h("span", { class: "muted stopped" }, "Stopped.") : h("span", { class: "error" }, msg.error));
     if (msg.role === "assistant" && msg.status !== "streaming" && (msg.tokensIn || msg.tokensOut)) {
       bits.push(h("span", null, `${msg.model ? msg.model + " · " : ""}${msg.tokensIn} in / ${msg.tokensOut} out tokens`));
     }
@@ -371,7 +376,8 @@ export class SessionView {
 
   drawToolCard(p) {
     const part = p.part;
-    const status = part.status || "pending";
+    // A call the person stopped is stopped, not failed.
+    const status = part.status === "error" && isStopped(part.error) ? "stopped" : part.status || "pending";
     p.el.className = `part tool-card status-${status}`;
     p.el.dataset.callId = part.callId || "";
     p.el.dataset.tool = part.toolName || "";
@@ -386,11 +392,11 @@ export class SessionView {
     p.progressEl = p.progressEl || h("p", { class: "tool-progress muted small", role: "status" });
     p.askSlot = p.askSlot || h("div", { class: "ask-slot" });
     const viz = part.visualization ? renderVisualization(part.visualization) : null;
-    const err = part.error ? h("p", { class: "error tool-error" }, part.error) : null;
+    const err = part.error && status !== "stopped" ? h("p", { class: "error tool-error" }, part.error) : null;
     const notes = (p.workspaceNotes || []).map((t) => h("p", { class: "tool-workspace-note small" }, t));
     const result = part.result ? h("details", { class: "tool-result" }, h("summary", null, "Result sent to the model"),
       h("pre", { class: "json" }, highlight(prettyJSON(part.result), "json"))) : null;
-    if (status === "complete" || status === "error") clear(p.progressEl);
+    if (status === "complete" || status === "error" || status === "stopped") clear(p.progressEl);
     // Keep the open/closed state of details the person toggled.
     const open = new Set([...p.el.querySelectorAll("details[open]")].map((d) => d.className));
     replace(p.el, head, args, p.progressEl, p.askSlot, notes, viz, err, result);
@@ -440,10 +446,18 @@ export class SessionView {
     a.inline = renderAsk(pending, (v) => this.answer(pending.id, v));
     this.asks.set(pending.id, a);
     this.placeAsk(a);
+    const who = pending.tool ? `${pending.tool} asks` : "A tool asks";
+    announce(this, `${who}: ${pending.ask?.question || "a question waits for your answer"}`);
+    notifyQuestion(this, pending);
     if (pending.ask?.type === "permission" && !(this.dialogAsk && this.dialogAsk.dialog.open)) {
       const dialog = showPermissionDialog(pending, (v) => this.answer(pending.id, v));
       this.dialogAsk = { id: pending.id, dialog };
+    } else if (!(this.dialogAsk && this.dialogAsk.dialog.open)) {
+      // Focus moves to the new question (unless a dialog holds it).
+      a.inline.querySelector("input, textarea, select, button")?.focus({ preventScroll: true });
+      a.inline.scrollIntoView({ block: "nearest" });
     }
+    this.app.onAsksChanged?.(this.id, this.asks.size);
     this.scrollToEnd();
   }
 
@@ -454,8 +468,8 @@ export class SessionView {
 
   async answer(askId, value) {
     await api("POST", `/api/sessions/${enc(this.id)}/asks/${enc(askId)}`, { answer: value });
-    // The ask.resolved event removes the form; this covers a socket that is reconnecting.
-    this.removeAsk(askId);
+    // The ask.resolved event says so; this covers a socket that is reconnecting.
+    this.resolveAsk({ askId, outcome: "answered", answer: value });
   }
 
   removeAsk(askId) {
@@ -468,12 +482,12 @@ export class SessionView {
 
   resolveAsk(p) {
     const a = this.asks.get(p.askId);
-    this.removeAsk(p.askId);
-    const card = this.cardFor(p.callId || a?.pending.callId);
-    if (card && p.outcome && p.outcome !== "answered") {
-      const words = { timeout: "The question timed out.", cancelled: "The question was cancelled.", policy: "Decided by the unattended policy." };
-      card.askSlot.appendChild(h("p", { class: "muted small" }, words[p.outcome] || p.outcome));
-    }
+    if (!a) return;
+    this.asks.delete(p.askId);
+    if (this.dialogAsk?.id === p.askId && this.dialogAsk.dialog.open) this.dialogAsk.dialog.close();
+    // The question stays readable where it was, with what became of it.
+    answeredSummary(a.inline, p);
+    this.app.onAsksChanged?.(this.id, this.asks.size);
   }
 
   // ---- turns ------------------------------------------------------------------------------
@@ -610,8 +624,10 @@ export class SessionView {
     const ledgers = turn.messageIds.map((id) => this.ledgers.get(id)).filter(Boolean);
     const items = [];
     for (const l of ledgers) {
-      const n = l.changed?.files ?? (l.files || []).length;
-      const failed = l.changed?.failed || 0;
+      // The count is of what the dialog lists; nothing changed, nothing to say.
+      const n = (l.files || []).length;
+      if (!n) continue;
+      const failed = (l.files || []).filter((f) => f.ok === false).length;
       items.push(h("button", { type: "button", class: "changed-files link", onclick: () => this.showChanges(l) },
         `Changed ${plural(n, "file")}`, failed ? ` (${failed} failed)` : ""));
       if (l.restoredAt) items.push(h("span", { class: "badge" }, "restored"));
@@ -626,7 +642,7 @@ export class SessionView {
     const nodes = [];
     for (const f of l.files || []) nodes.push(fileChangeView(f));
     if (!nodes.length) nodes.push(h("p", { class: "muted" }, "No files changed."));
-    openDialog(`Changed ${plural(l.changed?.files ?? (l.files || []).length, "file")}`, h("div", { class: "changes" }, nodes), { class: "wide" });
+    openDialog(`Changed ${plural((l.files || []).length, "file")}`, h("div", { class: "changes" }, nodes), { class: "wide" });
   }
 
   async restore(turn) {
@@ -723,10 +739,8 @@ export class SessionView {
   }
 
   scrollToEnd() {
-    // Follow new output only when the person is already at the bottom.
-    const sc = document.scrollingElement;
-    if (!sc) return;
-    if (sc.scrollHeight - sc.scrollTop - sc.clientHeight < 200) sc.scrollTop = sc.scrollHeight;
+    // Follow new output only when the person is following the bottom (follow.js).
+    followBottom(this);
   }
 }
 
