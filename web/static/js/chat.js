@@ -96,7 +96,7 @@ export class SessionView {
       },
     });
     this.attachments = []; // [{mediaType, data (base64), name, el}] sent with the next message
-    this.attachList = h("div", { class: "composer-attachments", "aria-label": "Attached images" });
+    this.attachList = h("div", { class: "composer-attachments", role: "group", "aria-label": "Attached images" });
     this.fileInput = h("input", {
       type: "file", id: "attach-input", accept: IMAGE_TYPES.join(","), multiple: true, hidden: true,
       onchange: () => { this.attachFiles([...this.fileInput.files]); this.fileInput.value = ""; },

@@ -57,6 +57,7 @@ export async function sendOrQueue(view, body) {
 /** drawQueue shows the session's queued messages under the composer, each removable. */
 export function drawQueue(view, items, error) {
   if (!view.queueEl) return;
+  view.queueEl.setAttribute("role", "group");
   if (!items.length && !error) {
     replace(view.queueEl);
     view.queueEl.hidden = true;
