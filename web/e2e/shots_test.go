@@ -51,12 +51,12 @@ func TestScreenshots(t *testing.T) {
 				f.open(page)
 				time.Sleep(500 * time.Millisecond)
 				ctx, cancel := context.WithTimeout(f.b.Ctx, 20*time.Second)
-				buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(80))
+				buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 				cancel()
 				if err != nil {
 					t.Fatal(err)
 				}
-				name := filepath.Join(dir, fmt.Sprintf("%s-%s-%s.jpg", size.name, scheme, map[bool]string{true: "chat", false: "settings"}[page != "#/settings"]))
+				name := filepath.Join(dir, fmt.Sprintf("%s-%s-%s.png", size.name, scheme, map[bool]string{true: "chat", false: "settings"}[page != "#/settings"]))
 				if err := os.WriteFile(name, buf, 0o644); err != nil {
 					t.Fatal(err)
 				}

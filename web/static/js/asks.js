@@ -82,7 +82,7 @@ export function renderAsk(pending, answer, opts = {}) {
   }
   return h("section", { class: `ask ask-${a.type || "unknown"}`, dataset: { askId: pending.id }, "aria-label": "Question from " + (pending.tool || "a tool") },
     head, body, status,
-    pending.expiresAt ? h("p", { class: "muted small" }, "Waits until ", new Date(pending.expiresAt).toLocaleTimeString(), ", then the call goes on without an answer.") : null);
+    pending.expiresAt ? h("p", { class: "muted small ask-expires" }, "Waits until ", new Date(pending.expiresAt).toLocaleTimeString(), ", then the call goes on without an answer.") : null);
 }
 
 function kindWord(a) {
