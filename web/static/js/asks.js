@@ -259,6 +259,14 @@ export function showPermissionDialog(pending, answer) {
   dialog.setAttribute("aria-labelledby", titleId);
   dialog.append(h("header", null, h("h2", { id: titleId }, "Permission needed"), close), body);
   dialog.addEventListener("close", () => dialog.remove());
+  // Escape closes it (the question stays in the conversation), always: Chrome's own Escape
+  // handling of a dialog shown without a person's gesture sometimes waits for a second press.
+  dialog.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") {
+      e.preventDefault();
+      dialog.close();
+    }
+  });
   document.body.appendChild(dialog);
   dialog.showModal();
   dialog.querySelector("button.primary")?.focus();
