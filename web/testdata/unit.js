@@ -292,6 +292,8 @@ await test("viz tall cards are capped with Show all; copy buttons", () => {
   btn.click();
   ok(cap.clientHeight >= cap.scrollHeight - 1 && btn.getAttribute("aria-expanded") === "true", "Show all shows everything");
   ok(box.querySelector(".copy-bar button.copy"), "code has a Copy button");
+  const table = mount(renderVisualization({ type: "table", columns: ["n"], rows: Array.from({ length: 40 }, (_, i) => ({ n: i })) }));
+  ok(table.querySelector(".capped") && table.querySelector("button.show-all").textContent.includes("40 rows"), "a 40-row table is capped");
   const small = mount(renderVisualization({ type: "code", path: "s.txt", content: "one\ntwo" }));
   ok(!small.querySelector(".capped"), "a short card is not capped");
   const diff = mount(renderVisualization(vizCases.diff[0]));

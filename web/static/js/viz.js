@@ -220,10 +220,10 @@ function renderTable(v) {
   }
   if (typeof v.totalRows === "number" && v.totalRows > rows.length) notes.push(h("p", { class: "muted" }, `Showing ${rows.length} of ${v.totalRows} rows.`));
   else if (v.hasMore) notes.push(h("p", { class: "muted" }, "More rows exist than are shown."));
-  return h("div", { class: "table-wrap" },
+  return h("div", null, capped(h("div", { class: "table-wrap" },
     h("table", { class: "data" },
       h("thead", null, h("tr", null, cols.map((c) => h("th", { scope: "col", style: c.width ? `width:${cssWidth(c.width)}` : null }, c.label || c.key || "(unnamed)")))),
-      tbody),
+      tbody)), rows.length > CAP_LINES / 2, plural(rows.length, "row")),
     notes);
 }
 
