@@ -67,6 +67,7 @@ func (h *Harness) Resend(ctx context.Context, sessionID, messageID string, in In
 	defer func() {
 		if !launched {
 			h.release(sessionID, nil)
+			h.sendQueued(sessionID) // a message queued meanwhile goes once the session is free
 		}
 	}()
 	if opts.Restore != nil {
