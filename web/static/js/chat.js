@@ -457,7 +457,6 @@ export class SessionView {
       a.inline.querySelector("input, textarea, select, button")?.focus({ preventScroll: true });
       a.inline.scrollIntoView({ block: "nearest" });
     }
-    this.app.onAsksChanged?.(this.id, this.asks.size);
     this.scrollToEnd();
   }
 
@@ -487,7 +486,6 @@ export class SessionView {
     if (this.dialogAsk?.id === p.askId && this.dialogAsk.dialog.open) this.dialogAsk.dialog.close();
     // The question stays readable where it was, with what became of it.
     answeredSummary(a.inline, p);
-    this.app.onAsksChanged?.(this.id, this.asks.size);
   }
 
   // ---- turns ------------------------------------------------------------------------------
