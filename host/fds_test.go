@@ -80,3 +80,34 @@ func (f *fixture) sessionTemp(id string) (string, error) {
 	dir := filepath.Join(f.layout.WorkspaceTemp("w1"), id)
 	return dir, os.MkdirAll(dir, 0o700)
 }
+
+// What sessionless calls leave in their workspace's shared folder (.runs) is removed once
+// it is older than an hour, so runs nobody reads do not fill the workspace's quota; a new
+// file stays for its caller to read.
+func TestSessionlessRunsPruneOldFiles(t *testing.T) {
+	f := newFixture(t)
+	f.addTool("big", map[string]string{"tool.js": `export const definition = { name: 'big', description: 'a long result', inputSchema: { type: 'object', properties: {} } };
+export async function execute() { return { success: true, result: 'x'.repeat(60000) }; }
+`})
+	f.start()
+	sessionless := func(c *host.Call) { c.SessionID = "" }
+	first := f.call("big", `{}`, sessionless)
+	if first.Overflow == nil {
+		t.Fatalf("no overflow file: %+v", first.Result.Error)
+	}
+	runs := filepath.Dir(first.Overflow.Path)
+	if filepath.Base(runs) != ".runs" || filepath.Dir(runs) != f.layout.WorkspaceTemp("w1") {
+		t.Fatalf("a sessionless call's overflow in %s, want the workspace's .runs", runs)
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(first.Overflow.Path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	second := f.call("big", `{}`, sessionless)
+	if _, err := os.Stat(first.Overflow.Path); !os.IsNotExist(err) {
+		t.Errorf("the two-hour-old overflow file is still there: %v", err)
+	}
+	if _, err := os.Stat(second.Overflow.Path); err != nil {
+		t.Errorf("the new overflow file went: %v", err)
+	}
+}

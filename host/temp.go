@@ -48,14 +48,46 @@ func (h *Host) scopeTemp(dir string) string {
 	return dir
 }
 
-// dropCallTemp removes the temporary folder of a call that had one of its own, unless the
-// call's overflow file is in it (the outcome names that file to its caller).
+// runsKeep is how long what a sessionless call left in its workspace's .runs folder (an
+// overflow file its caller may still read) is kept.
+const runsKeep = time.Hour
+
+// dropCallTemp cleans up after a sessionless call: a call with a folder of its own has it
+// removed, unless the call's overflow file is in it (the outcome names that file to its
+// caller); in a workspace's shared .runs folder, what is older than runsKeep goes, so the
+// workspace's quota is not filled by runs nobody reads any more.
 func (h *Host) dropCallTemp(call Call, out Outcome) {
-	key, err := tempKey(call, out.CallID)
-	if err != nil || !strings.HasPrefix(filepath.Base(key), callTempPrefix) || call.SessionID != "" || call.Workspace.ID != "" || out.Overflow != nil {
+	if call.SessionID != "" {
 		return
 	}
-	_ = h.removeTemp(key)
+	key, err := tempKey(call, out.CallID)
+	if err != nil {
+		return
+	}
+	if call.Workspace.ID != "" {
+		h.pruneOld(filepath.Join(h.layout.Temp, key), runsKeep)
+		return
+	}
+	if out.Overflow == nil {
+		_ = h.removeTemp(key)
+	}
+}
+
+// pruneOld removes the entries of dir last changed more than keep ago.
+func (h *Host) pruneOld(dir string, keep time.Duration) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil || time.Since(fi.ModTime()) < keep {
+			continue
+		}
+		if err := fsutil.RemoveTree(filepath.Join(dir, e.Name())); err != nil {
+			h.log.Warn("remove an old file of sessionless runs", "path", filepath.Join(dir, e.Name()), "error", err)
+		}
+	}
 }
 
 // RemoveSessionTemp removes a session's temporary folder and what is in it: the server
