@@ -23,12 +23,18 @@ export function jumpButton(view) {
   view.following = true;
   view.jumpBtn = h("button", { type: "button", class: "jump-latest", hidden: true,
     onclick: () => { view.following = true; toBottom(); view.jumpBtn.hidden = true; } }, "Jump to latest ↓");
+  let lastTop = 0;
   const onScroll = () => {
     if (!view.el.isConnected) {
       window.removeEventListener("scroll", onScroll);
       return;
     }
-    view.following = atBottom();
+    const top = document.scrollingElement?.scrollTop ?? 0;
+    // Only the person scrolling up stops the following: content that grew below between a
+    // scroll to the end and its event leaves the page short of the bottom without that.
+    if (atBottom()) view.following = true;
+    else if (top < lastTop - 2) view.following = false;
+    lastTop = top;
     view.jumpBtn.hidden = view.following;
   };
   window.addEventListener("scroll", onScroll, { passive: true });
