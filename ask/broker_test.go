@@ -356,7 +356,7 @@ func TestBrokerWithTerminalOverPTY(t *testing.T) {
 	}()
 	p.screen.waitFor(t, "[tool reader asks]")
 	p.screen.waitFor(t, "3) allow for workspace   (default)")
-	p.screen.waitFor(t, "Choose 1-4 [3]: ")
+	p.screen.waitFor(t, "Choose 1-4 (y/n) [3]: ")
 	p.typeLine(t, "2")
 	if r := wait(t, res); r.err != nil || string(r.v) != "true" {
 		t.Fatalf("= %s, %v", r.v, r.err)

@@ -165,18 +165,18 @@ func (t *Terminal) AskPermission(ctx context.Context, a tool.Ask) (Decision, err
 		}
 		t.printf("  %d) %s%s\n", i+1, c.label, mark)
 	}
-	prompt := "Choose 1-4: "
+	prompt := "Choose 1-4 (y/n): "
 	if def != "" {
-		prompt = fmt.Sprintf("Choose 1-4 [%s]: ", def)
+		prompt = fmt.Sprintf("Choose 1-4 (y/n) [%s]: ", def)
 	}
 	d, err := promptFor(ctx, t, prompt, func(line string) (Decision, string) {
 		switch strings.ToLower(line) {
 		case "":
 			if a.Duration == "" {
-				return Decision{}, "Please choose: type 1, 2, 3 or 4 (or once, session, workspace, deny)."
+				return Decision{}, "Please choose: type 1, 2, 3 or 4 (or once, session, workspace, deny; y allows once, n denies)."
 			}
 			return Decision{Granted: true, Duration: a.Duration}, ""
-		case "1", "o", "once", "allow once":
+		case "1", "o", "once", "allow once", "y", "yes":
 			return Decision{Granted: true, Duration: tool.DurationOnce}, ""
 		case "2", "s", "session", "allow for session":
 			return Decision{Granted: true, Duration: tool.DurationSession}, ""
@@ -185,7 +185,7 @@ func (t *Terminal) AskPermission(ctx context.Context, a tool.Ask) (Decision, err
 		case "4", "d", "n", "no", "deny":
 			return Decision{}, ""
 		}
-		return Decision{}, fmt.Sprintf("%q is not a choice: type 1, 2, 3 or 4 (or once, session, workspace, deny).", clean(line))
+		return Decision{}, fmt.Sprintf("%q is not a choice: type 1, 2, 3 or 4 (or once, session, workspace, deny; y allows once, n denies).", clean(line))
 	})
 	if err != nil {
 		return Decision{}, fmt.Errorf("permission ask %q: %w", a.Question, err)

@@ -157,12 +157,12 @@ func TestTerminalPermission(t *testing.T) {
 	res := p.askPermission(ctx, a)
 	for _, want := range []string{"[tool word_count asks]", "Permission requested: Read file outside workspace: /tmp/x.txt?",
 		"Counting words.", "Risk: medium", "Resource: file", "Paths: /tmp/x.txt", "Patterns: file:/tmp/x.txt",
-		"1) allow once", "2) allow for session", "3) allow for workspace   (default)", "4) deny", "Choose 1-4 [3]: "} {
+		"1) allow once", "2) allow for session", "3) allow for workspace   (default)", "4) deny", "Choose 1-4 (y/n) [3]: "} {
 		p.screen.waitFor(t, want)
 	}
 	p.typeLine(t, "maybe")
 	p.screen.waitFor(t, `"maybe" is not a choice: type 1, 2, 3 or 4`)
-	p.screen.waitFor(t, "Choose 1-4 [3]: ")
+	p.screen.waitFor(t, "Choose 1-4 (y/n) [3]: ")
 	p.typeLine(t, "")
 	r := wait(t, res)
 	if r.err != nil || r.d != (Decision{Granted: true, Duration: tool.DurationWorkspace}) {
@@ -173,9 +173,12 @@ func TestTerminalPermission(t *testing.T) {
 		"2":    {Granted: true, Duration: tool.DurationSession},
 		"once": {Granted: true, Duration: tool.DurationOnce},
 		"4":    {},
+		"y":    {Granted: true, Duration: tool.DurationOnce}, // y/n: the narrowest grant
+		"Yes":  {Granted: true, Duration: tool.DurationOnce},
+		"n":    {},
 	} {
 		res = p.askPermission(ctx, a)
-		p.screen.waitFor(t, "Choose 1-4 [3]: ")
+		p.screen.waitFor(t, "Choose 1-4 (y/n) [3]: ")
 		p.typeLine(t, line)
 		if r := wait(t, res); r.err != nil || r.d != want {
 			t.Fatalf("%q = %+v, %v; want %+v", line, r.d, r.err, want)
@@ -185,7 +188,7 @@ func TestTerminalPermission(t *testing.T) {
 	// Ask reports the boolean only; with no suggested duration, an empty line is no answer.
 	a.Duration = ""
 	res = p.ask(ctx, a)
-	p.screen.waitFor(t, "Choose 1-4: ")
+	p.screen.waitFor(t, "Choose 1-4 (y/n): ")
 	p.typeLine(t, "")
 	p.screen.waitFor(t, "Please choose")
 	p.typeLine(t, "deny")

@@ -590,7 +590,7 @@ func TestShellBackgroundEndsWithItsSession(t *testing.T) {
 	kept := start("s-kept", "kept.pid")
 	endedChild := readPid(t, filepath.Join(f.ws, "ended.pid"))
 	keptChild := readPid(t, filepath.Join(f.ws, "kept.pid"))
-	if err := f.h.EndSession(ctx, "s-ended"); err != nil {
+	if err := f.h.EndSession(ctx, "w1", "s-ended"); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, endedChild, "session end")

@@ -121,7 +121,8 @@ type Harness struct {
 	busy   map[string]*turn              // session → its running turn (nil value: a restore holds it)
 	facts  map[string]*tool.SessionFacts // session → its facts, for the harness's life
 
-	hist histories // transcripts kept between turns
+	hist  histories // transcripts kept between turns
+	queue queues    // messages waiting for their session's turn to end (queue.go)
 
 	// workRounds and maxRounds are the limits of turns started from now on (SetLimits);
 	// guarded by mu.
@@ -236,6 +237,12 @@ func (h *Harness) Start(ctx context.Context, sessionID string, in Input) (TurnIn
 	if err := h.reserve(sessionID); err != nil {
 		return TurnInfo{}, err
 	}
+	return h.launch(ctx, sessionID, in)
+}
+
+// launch runs a turn on in, in a session reserve claimed for it; the session is released
+// when the turn ends or fails to start. The next queued message (queue.go) follows the end.
+func (h *Harness) launch(ctx context.Context, sessionID string, in Input) (TurnInfo, error) {
 	t, err := h.prepare(ctx, sessionID, in)
 	if err != nil {
 		h.release(sessionID, nil)
@@ -259,6 +266,7 @@ func (h *Harness) Start(ctx context.Context, sessionID string, in Input) (TurnIn
 	h.mu.Unlock()
 	go func() {
 		defer h.wg.Done()
+		defer h.sendQueued(sessionID) // after release, so the session is free
 		defer h.release(sessionID, t)
 		t.run()
 	}()

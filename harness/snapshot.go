@@ -34,6 +34,7 @@ func (h *Harness) Restore(ctx context.Context, sessionID, messageID string, opts
 	if err := h.reserve(sessionID); err != nil {
 		return undo.Report{}, err
 	}
+	defer h.sendQueued(sessionID) // a message queued meanwhile goes once the session is free
 	defer h.release(sessionID, nil)
 	report, err := h.opts.Snapshots.Restore(ctx, h.opts.Store, sessionID, messageID, opts)
 	if err != nil {

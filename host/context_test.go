@@ -146,7 +146,7 @@ func testEveryContextMember(t *testing.T, runtime string) {
 		}
 	}
 
-	tempDir, _ := f.layout.SessionTemp("s1")
+	tempDir, _ := f.sessionTemp("s1")
 	want("facts", fmt.Sprintf(`"sessionId":"s1","workspacePath":%q,"workspaceId":"w1","callId":"call_probe_1"`, f.ws))
 	want("facts", `"signalIsAbortSignal":true,"signalAlias":true,"aborted":false`)
 	want("facts", fmt.Sprintf(`"tempDir":%q`, tempDir))

@@ -174,7 +174,7 @@ export async function execute(input: { how: string }, ctx: ToolContext): Promise
 	if err != nil || !bytes.HasSuffix(full, []byte(`END"}`)) || !bytes.Equal(full, out.Result.ModelJSON()) {
 		t.Fatalf("overflow file: %v %.100s", err, full)
 	}
-	sessionTemp, _ := f.layout.SessionTemp("s1")
+	sessionTemp, _ := f.sessionTemp("s1")
 	if filepath.Dir(out.Overflow.Path) != sessionTemp {
 		t.Fatalf("overflow file %s is not in the session's temp folder %s", out.Overflow.Path, sessionTemp)
 	}

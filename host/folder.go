@@ -589,7 +589,8 @@ func (t *folderTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 	if err := t.checkApproval(); err != nil {
 		return tool.Result{Error: err.Error()}
 	}
-	mod, done, err := t.workers(poolScope{workspace: c.Workspace, allowed: c.AllowedPaths, tempDir: c.TempDir})
+	// The workers of a workspace serve all its sessions (Layout.WorkspaceTemp).
+	mod, done, err := t.workers(poolScope{workspace: c.Workspace, allowed: c.AllowedPaths, tempDir: t.fl.h.scopeTemp(c.TempDir)})
 	if err != nil {
 		return tool.Result{Error: err.Error()}
 	}

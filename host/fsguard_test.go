@@ -80,7 +80,7 @@ func TestContextFSProtectedPlaces(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(other, "evil.ts")); err == nil {
 		t.Fatal("another tool's folder was written")
 	}
-	tmp := filepath.Join(f.layout.Temp, "sessions", "s1", "note.txt")
+	tmp := filepath.Join(f.layout.Temp, "workspaces", "w1", "s1", "note.txt")
 	if out := f.call("go-fs", `{"op":"write","path":"`+tmp+`"}`); !out.Result.Success {
 		t.Fatalf("write in the session's temporary folder: %+v", out.Result)
 	}

@@ -95,9 +95,18 @@ type Host struct {
 	next  int
 }
 
-// ToolsChanged is sent to subscribers after a reload changed the list.
+// ToolsChanged is sent to subscribers after a reload changed the list, or a tool's load
+// failed anew (Failed: a changed tool that does not load keeps its last version serving,
+// so nothing else changes, yet the person must hear why their change is not live).
 type ToolsChanged struct {
 	Added, Changed, Removed []string
+	Failed                  []ToolFailure
+}
+
+// ToolFailure is a tool whose last load failed, and why.
+type ToolFailure struct {
+	Name  string `json:"name"`
+	Error string `json:"error"`
 }
 
 // New makes a host and loads every tool folder once. A broken tool is listed with its
@@ -146,6 +155,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		return nil, err
 	}
 	h.loader = fl
+	h.cleanStaleTemps()
 	h.cat.Store(emptyCatalog())
 	if err := h.Reload(ctx); err != nil {
 		_ = h.Close(context.Background())
@@ -191,7 +201,7 @@ func (h *Host) Subscribe(ch chan<- ToolsChanged) (cancel func()) {
 }
 
 func (h *Host) publish(ev ToolsChanged) {
-	if len(ev.Added)+len(ev.Changed)+len(ev.Removed) == 0 {
+	if len(ev.Added)+len(ev.Changed)+len(ev.Removed)+len(ev.Failed) == 0 {
 		return
 	}
 	h.subMu.Lock()

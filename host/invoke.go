@@ -28,10 +28,14 @@ type Workspace struct {
 
 // Call is one tool call as a caller (the harness, the CLI, MCP, the API) hands it to Invoke.
 type Call struct {
-	Tool      string
-	Args      json.RawMessage
-	CallID    string // the provider's tool-call id; one is made when empty
-	SessionID string // "" → a session of its own
+	Tool   string
+	Args   json.RawMessage
+	CallID string // the provider's tool-call id; one is made when empty
+	// SessionID names the session whose temporary folder the call uses; its workers are
+	// those of its workspace (Workspace.ID). "" shares the workspace's folder for
+	// sessionless calls, or, with no workspace ID either, gives the call a temporary folder
+	// removed when it ends.
+	SessionID string
 	Workspace Workspace
 
 	// Asker answers the call's asks (a terminal, a web client, an MCP client, a policy).
@@ -122,12 +126,15 @@ func (h *Host) Invoke(ctx context.Context, call Call) Outcome {
 	}
 	// The broker forgets the call's once-grants when the call ends.
 	defer cs.powers.close()
-	if err := h.checkSessionTemp(call.Tool, call.CallID, cs.ctx.TempDir); err != nil {
+	// The quota holds for what the call's workers may write: the workspace's temporary
+	// folder, which holds its sessions' folders and is their TMPDIR.
+	quotaDir := h.scopeTemp(cs.ctx.TempDir)
+	if err := h.checkSessionTemp(call.Tool, call.CallID, quotaDir); err != nil {
 		return finish(tool.Result{Error: err.Error()})
 	}
 	ctx, stopCall := context.WithCancelCause(ctx)
 	defer stopCall(nil)
-	stopWatch := h.watchSessionTemp(stopCall, call.Tool, call.CallID, cs.ctx.TempDir)
+	stopWatch := h.watchSessionTemp(stopCall, call.Tool, call.CallID, quotaDir)
 	changesBefore := cs.ctx.Ledger.Len()
 	res := cat.registry.Execute(ctx, call.Tool, call.Args, &cs.ctx)
 	stopWatch()
@@ -135,8 +142,9 @@ func (h *Host) Invoke(ctx context.Context, call Call) Outcome {
 	// Measured after the call (and its overflow file): past the quota, the session's next
 	// calls are refused.
 	if mayHaveWrittenTemp(v, out, cs.ctx.Ledger.Len() != changesBefore) {
-		_ = h.measureSessionTemp(cs.ctx.TempDir)
+		_ = h.measureSessionTemp(quotaDir)
 	}
+	h.dropCallTemp(call, out)
 	return out
 }
 
@@ -160,7 +168,12 @@ func (h *Host) finishOutcome(out *Outcome, call Call) {
 		out.Result = tool.Result{Error: err.Error()}.Normalize()
 		text = out.Result.ModelJSON()
 	}
-	tempDir, err := h.sessionTemp(sessionOrCall(call.SessionID, out.CallID))
+	key, err := tempKey(call, out.CallID)
+	if err != nil {
+		out.ModelText = string(text)
+		return
+	}
+	tempDir, err := h.sessionTemp(key)
 	if err != nil {
 		out.ModelText = string(text)
 		return
@@ -173,24 +186,18 @@ func (h *Host) finishOutcome(out *Outcome, call Call) {
 	}
 }
 
-// sessionTemp returns the session's temporary folder, creating it once per host.
-func (h *Host) sessionTemp(sessionID string) (string, error) {
-	if dir, ok := h.temps.Load(sessionID); ok {
+// sessionTemp returns a call's temporary folder (tempKey's path under Layout.Temp),
+// creating it once per host.
+func (h *Host) sessionTemp(key string) (string, error) {
+	if dir, ok := h.temps.Load(key); ok {
 		return dir.(string), nil
 	}
-	dir, err := h.layout.SessionTemp(sessionID)
+	dir, err := h.layout.tempFolder(key)
 	if err != nil {
 		return "", err
 	}
-	h.temps.Store(sessionID, dir)
+	h.temps.Store(key, dir)
 	return dir, nil
-}
-
-func sessionOrCall(sessionID, callID string) string {
-	if sessionID != "" {
-		return sessionID
-	}
-	return "call-" + safeName(callID)
 }
 
 // callState is what the host makes for one call, in one allocation: the tool.Context,
@@ -212,7 +219,11 @@ func (h *Host) callContext(call *Call, v *version) (*callState, error) {
 	if ws.Path == "" {
 		return nil, fmt.Errorf("the call has no workspace folder")
 	}
-	tempDir, err := h.sessionTemp(sessionOrCall(call.SessionID, call.CallID))
+	key, err := tempKey(*call, call.CallID)
+	if err != nil {
+		return nil, err
+	}
+	tempDir, err := h.sessionTemp(key)
 	if err != nil {
 		return nil, err
 	}

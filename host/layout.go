@@ -50,20 +50,34 @@ func LayoutFromEnv(getenv func(string) string) (Layout, error) {
 func (l Layout) Ensure() error {
 	for _, d := range []string{l.Home, l.Tools, l.Cache, l.Temp} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("create %s: %w", d, err)
+			return ExplainStorage("create its folder", d, fmt.Errorf("create %s: %w", d, err))
 		}
 	}
 	return nil
 }
 
-// SessionTemp is the session's temporary folder (ctx.fs.tempDir), created on demand.
+// SessionTemp is the temporary folder (ctx.fs.tempDir) of a session that belongs to no
+// workspace ID (jean2 tools run), created on demand.
 func (l Layout) SessionTemp(sessionID string) (string, error) {
 	if !validID(sessionID) {
 		return "", fmt.Errorf("session id %q is not valid: use letters, digits, '-' and '_' (at most 128)", sessionID)
 	}
-	dir := filepath.Join(l.Temp, "sessions", sessionID)
+	return l.tempFolder(filepath.Join("sessions", sessionID))
+}
+
+// WorkspaceTemp is the folder that holds the temporary folders of a workspace's sessions
+// (one folder each, named by the session's id) and of its sessionless calls (".runs"). It
+// is what the workspace's workers may write and their TMPDIR: the workers of a workspace
+// serve all its sessions, which spares each new session a sandboxed worker's start.
+func (l Layout) WorkspaceTemp(workspaceID string) string {
+	return filepath.Join(l.Temp, "workspaces", safeName(workspaceID))
+}
+
+// tempFolder creates the folder rel under Temp.
+func (l Layout) tempFolder(rel string) (string, error) {
+	dir := filepath.Join(l.Temp, rel)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("create session temp folder: %w", err)
+		return "", ExplainStorage("create a temporary folder", dir, fmt.Errorf("create session temp folder: %w", err))
 	}
 	return dir, nil
 }

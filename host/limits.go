@@ -44,8 +44,9 @@ type Limits struct {
 	MaxLogLines int
 	// MaxPendingAsks caps the asks of one call waiting for an answer at once (default 8).
 	MaxPendingAsks int
-	// SessionTempMB caps what one session's temporary folder (ctx.fs.tempDir) holds, in
-	// MiB (default 1024). The host measures the folder every 250 ms while a call runs and
+	// SessionTempMB caps what one workspace's temporary folder holds (its sessions'
+	// ctx.fs.tempDir folders and its workers' TMPDIR, Layout.WorkspaceTemp), in MiB
+	// (default 1024). The host measures the folder every 250 ms while a call runs and
 	// after it: a call that takes the folder past the quota is stopped, and the session's
 	// next calls are refused with a message naming it until files are removed from the
 	// folder. Between two measurements a call may write more (as fast as the disk takes

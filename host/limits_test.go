@@ -143,15 +143,16 @@ func TestLimitSessionTempQuota(t *testing.T) {
 	if wrote > 8+3 {
 		t.Fatalf("the session wrote %d MiB past a quota of 8 MB", wrote)
 	}
-	// Another session has its own folder.
-	if out := f.call("fill", `{"mb":1}`, func(c *host.Call) { c.SessionID = "s2" }); !out.Result.Success {
-		t.Fatalf("another session: %+v", out.Result)
+	// The sessions of a workspace share its folder (their workers' TMPDIR); another
+	// workspace has its own.
+	if out := f.call("fill", `{"mb":1}`, func(c *host.Call) { c.SessionID = "s2" }); out.Result.Success {
+		t.Fatalf("another session of the workspace past its quota: %+v", out.Result)
+	}
+	if out := f.call("fill", `{"mb":1}`, func(c *host.Call) { c.Workspace.ID = "w2" }); !out.Result.Success {
+		t.Fatalf("another workspace: %+v", out.Result)
 	}
 	// Emptied, the session works again.
-	dir, err := f.layout.SessionTemp("s1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := filepath.Join(f.layout.WorkspaceTemp("w1"), "s1")
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestLimitSessionTempQuotaStopsAWritingCall(t *testing.T) {
 	if out.Result.Success || !strings.Contains(out.Result.Error, "quota of 8 MB") {
 		t.Fatalf("a call writing 200 MiB into an 8 MB quota: %+v", out.Result)
 	}
-	dir, err := f.layout.SessionTemp("s1")
+	dir, err := f.sessionTemp("s1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ export async function execute(input: { target: string }, ctx: ToolContext): Prom
 }
 `})
 	f.start()
-	sessionTemp, err := f.layout.SessionTemp("s1")
+	sessionTemp, err := f.sessionTemp("s1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -237,6 +237,7 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 			}
 		}()
 	}
+	ev.Failed = newFailures(old.entries, next.entries)
 	sort.Strings(ev.Added)
 	sort.Strings(ev.Changed)
 	sort.Strings(ev.Removed)
@@ -316,4 +317,20 @@ func (h *Host) logReloadFailure(old *catalog, f loader.Folder, r folderResult) {
 		return
 	}
 	h.log.Warn(fmt.Sprintf("tool %s failed to load: %v", f.Name, r.err), "tool", f.Name, "folder", f.Dir)
+}
+
+// newFailures lists the tools whose load error is new since the last catalog (a tool that
+// failed before with the same error is not news).
+func newFailures(before, after []Entry) []ToolFailure {
+	was := make(map[string]string, len(before))
+	for _, e := range before {
+		was[e.Name] = e.Error
+	}
+	var out []ToolFailure
+	for _, e := range after {
+		if e.Error != "" && was[e.Name] != e.Error {
+			out = append(out, ToolFailure{Name: e.Name, Error: e.Error})
+		}
+	}
+	return out
 }

@@ -293,7 +293,7 @@ func TestSandboxReadDotEnvThroughCat(t *testing.T) {
 				t.Errorf("the child process sees %s", line)
 			}
 		}
-		if strings.Contains(envText, secretValue) || !strings.Contains(envText, "TMPDIR="+filepath.Join(sf.layout.Temp, "sessions", "s1")) {
+		if strings.Contains(envText, secretValue) || !strings.Contains(envText, "TMPDIR="+filepath.Join(sf.layout.Temp, "workspaces", "w1")) {
 			t.Fatalf("child environment: %s", envText)
 		}
 		sf.unaffected(t)
@@ -360,7 +360,7 @@ func TestSandboxWriteOutsideWorkspace(t *testing.T) {
 	// The workspace and the session's temporary folder are the tool's (where .jean2 is
 	// sealed by Landlock's rules alone, new entries of the workspace folder itself are made
 	// through ctx.fs).
-	for _, p := range []string{sf.madePath(), filepath.Join(sf.layout.Temp, "sessions", "s1", "scratch.txt")} {
+	for _, p := range []string{sf.madePath(), filepath.Join(sf.layout.Temp, "workspaces", "w1", "s1", "scratch.txt")} {
 		if r, out := sf.try(t, map[string]any{"op": "write", "path": p}); !r.OK {
 			t.Fatalf("write %s: %+v %s", p, r, out.Result.Error)
 		}

@@ -230,7 +230,7 @@ func TestSandboxWorkspaceDotJean2IsJean2Home(t *testing.T) {
 			f.addTool("hostile", map[string]string{"package.json": pkgJSON, "tool.js": hostileSource("hostile", "")})
 			f.start()
 			sf := &sandboxFixture{fixture: f}
-			scratch := filepath.Join(l.Temp, "sessions", "s1", "scratch.txt")
+			scratch := filepath.Join(l.Temp, "workspaces", "w1", "s1", "scratch.txt")
 			if r, out := sf.try(t, map[string]any{"op": "write", "path": scratch}); !r.OK {
 				t.Errorf("write in the session's temporary folder: %+v %s", r, out.Result.Error)
 			}

@@ -53,6 +53,11 @@ type Options struct {
 	// MaxPendingAsks caps the asks waiting at once in one session; 0 means
 	// DefaultMaxPendingAsks.
 	MaxPendingAsks int
+	// Published, when set, is told of the events of every log once they are stored and
+	// handed to the subscribers (the server derives a session's live status from them). It
+	// runs under the log's publish lock: it must be quick and must not publish on the same
+	// log.
+	Published func(sessionID string, evs []store.Event)
 }
 
 // Hub fans a session's event log out to its subscribers and holds the asks waiting for a
@@ -64,6 +69,7 @@ type Hub struct {
 	log        *slog.Logger
 	subBuffer  int
 	maxAsks    int
+	published  func(sessionID string, evs []store.Event)
 
 	mu       sync.Mutex
 	sessions map[string]*session // sessions with subscribers, asks or a Publish in flight
@@ -99,6 +105,7 @@ func New(opts Options) *Hub {
 		unattended: opts.Unattended,
 		log:        opts.Logger,
 		subBuffer:  opts.SubscriberBuffer,
+		published:  opts.Published,
 		maxAsks:    opts.MaxPendingAsks,
 		sessions:   map[string]*session{},
 	}
@@ -240,6 +247,9 @@ func (h *Hub) publish(ctx context.Context, sessionID string, appendEvents func()
 	s.mu.Unlock()
 	for _, sub := range subs {
 		sub.offer(out)
+	}
+	if h.published != nil {
+		h.published(sessionID, out)
 	}
 	return out, nil
 }

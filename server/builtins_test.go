@@ -180,7 +180,7 @@ func TestTurnReadsEditsRunsAndKeepsTodos(t *testing.T) {
 		t.Fatalf("todoread after a restart did not give the list back: %q", listed)
 	}
 	// Deleting the session ends what the host kept for it: its temporary folder goes.
-	temp := filepath.Join(f.cfg.Host.Layout.Temp, "sessions", ses.ID)
+	temp := filepath.Join(f.cfg.Host.Layout.WorkspaceTemp(ses.WorkspaceID), ses.ID)
 	if _, err := os.Stat(temp); err != nil {
 		t.Fatalf("the session's temporary folder: %v", err)
 	}

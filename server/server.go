@@ -139,15 +139,20 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		cfg.UserHome, _ = os.UserHomeDir()
 		s.cfg.UserHome = cfg.UserHome
 	}
-	if s.db, err = store.OpenWith(ctx, filepath.Join(home, DBFile), store.Options{Durability: cfg.Durability}); err != nil {
-		return nil, err
+	// The home first, so a disk that is full or read-only is named with the folder.
+	if err := cfg.Host.Layout.Ensure(); err != nil {
+		return nil, fmt.Errorf("open server: %w", err)
+	}
+	dbPath := filepath.Join(home, DBFile)
+	if s.db, err = store.OpenWith(ctx, dbPath, store.Options{Durability: cfg.Durability}); err != nil {
+		return nil, host.ExplainStorage("open its database", dbPath, err)
 	}
 	// Every request but the client's assets, /auth and the health check carries this
 	// token (or one of the database's), whatever address the server is bound to. The
 	// store made home, if it was missing.
 	token, err := EnsureTokenFile(home)
 	if err != nil {
-		return nil, fmt.Errorf("open server: %w", err)
+		return nil, fmt.Errorf("open server: %w", host.ExplainStorage("write the API token", filepath.Join(home, TokenFile), err))
 	}
 	if s.providers, err = LoadProviders(home, cfg.Getenv, cfg.ProviderOptions); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
@@ -197,6 +202,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		AskTimeout:       time.Duration(st.AskTimeoutSeconds) * time.Second,
 		Unattended:       func(string) tool.Asker { return s.settings.policy() },
 		SubscriberBuffer: cfg.SubscriberBuffer,
+		Published:        s.sessionStatus,
 		Logger:           s.log,
 	})
 	if s.snapshots, err = undo.New(undo.Options{Dir: filepath.Join(home, "undo"), Logger: s.log}); err != nil {
@@ -263,8 +269,12 @@ func (s *Server) forwardToolChanges() {
 		for {
 			select {
 			case ev := <-ch:
+				failed := ev.Failed
+				if failed == nil {
+					failed = []host.ToolFailure{}
+				}
 				s.publishServer(s.ctx, "tools.changed", map[string]any{
-					"added": nonNil(ev.Added), "changed": nonNil(ev.Changed), "removed": nonNil(ev.Removed)})
+					"added": nonNil(ev.Added), "changed": nonNil(ev.Changed), "removed": nonNil(ev.Removed), "failed": failed})
 			case <-s.ctx.Done():
 				return
 			}
@@ -420,6 +430,13 @@ func (s *Server) routes() http.Handler {
 	route("POST /api/sessions/{id}/asks/{askId}", s.postAnswer)
 	route("GET /api/sessions/{id}/ledgers", s.listLedgers)
 	route("POST /api/sessions/{id}/restore", s.restore)
+	// Conversation controls (controls.go).
+	route("POST /api/sessions/{id}/queue", s.queueMessage)
+	route("GET /api/sessions/{id}/queue", s.listQueue)
+	route("DELETE /api/sessions/{id}/queue/{queueId}", s.unqueue)
+	route("POST /api/sessions/{id}/messages/{messageId}/resend", s.resendMessage)
+	route("POST /api/sessions/{id}/regenerate", s.regenerate)
+	route("POST /api/sessions/{id}/fork", s.fork)
 
 	route("GET /api/tools", s.listTools)
 	route("GET /api/tools/{name}", s.getTool)

@@ -18,6 +18,9 @@ type sessionView struct {
 	Running bool  `json:"running"`
 	LastSeq int64 `json:"lastSeq"`
 	usageView
+	// Waiting is how many questions of the session wait for a person (session.status
+	// keeps it live).
+	Waiting int `json:"waiting"`
 }
 
 func (s *Server) viewSession(ctx context.Context, ses store.Session) (sessionView, error) {
@@ -29,7 +32,7 @@ func (s *Server) viewSession(ctx context.Context, ses store.Session) (sessionVie
 	if err != nil {
 		return sessionView{}, err
 	}
-	return sessionView{Session: ses, Running: s.harness.Running(ses.ID), LastSeq: last, usageView: u}, nil
+	return sessionView{Session: ses, Running: s.harness.Running(ses.ID), LastSeq: last, usageView: u, Waiting: len(s.hub.Pending(ses.ID))}, nil
 }
 
 func (s *Server) viewSessions(ctx context.Context, list []store.Session) ([]sessionView, error) {
@@ -186,12 +189,13 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if _, err := s.session(r.Context(), id); err != nil {
+	ses, err := s.session(r.Context(), id)
+	if err != nil {
 		return err
 	}
 	// Checked and deleted with no work starting in between (see gate).
 	done := s.gate.deleting()
-	err := s.sessionBusy(id)
+	err = s.sessionBusy(id)
 	if err == nil {
 		err = storeErr(s.db.DeleteSession(r.Context(), id), "session "+id)
 	}
@@ -199,19 +203,19 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.forgetSession(r.Context(), id)
+	s.forgetSession(r.Context(), ses.WorkspaceID, id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
 // forgetSession drops what outlives a deleted session elsewhere: its grants, its clients'
 // sockets, and what the host keeps for it (background commands, its temporary folder).
-func (s *Server) forgetSession(ctx context.Context, id string) {
+func (s *Server) forgetSession(ctx context.Context, workspaceID, id string) {
 	s.sockets.deleted(id)
 	if err := s.grants.EndSession(ctx, id); err != nil {
 		s.log.Warn("forget the grants of a deleted session", "session", id, "error", err)
 	}
-	if err := s.host.EndSession(ctx, id); err != nil {
+	if err := s.host.EndSession(ctx, workspaceID, id); err != nil {
 		s.log.Warn("end what the host keeps for a deleted session", "session", id, "error", err)
 	}
 }

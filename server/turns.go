@@ -21,6 +21,27 @@ type turnBody struct {
 	Images []imageBody `json:"images"`
 }
 
+// input is the message of the body, checked.
+func (b turnBody) input() (harness.Input, error) {
+	in := harness.Input{Text: b.Text}
+	if strings.TrimSpace(b.Text) == "" && len(b.Images) == 0 {
+		return in, badRequest("the message is empty: send some text or an image")
+	}
+	for i, img := range b.Images {
+		switch img.MediaType {
+		case "image/png", "image/jpeg", "image/gif", "image/webp":
+		default:
+			return in, badRequest("images[%d].mediaType %q is not image/png, image/jpeg, image/gif or image/webp", i, img.MediaType)
+		}
+		data, err := base64.StdEncoding.DecodeString(img.Data)
+		if err != nil || len(data) == 0 {
+			return in, badRequest("images[%d].data must be the image's bytes in base64", i)
+		}
+		in.Images = append(in.Images, provider.Image{MediaType: img.MediaType, Data: data})
+	}
+	return in, nil
+}
+
 func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) error {
 	var b turnBody
 	if err := decodeBody(w, r, &b); err != nil {
@@ -30,21 +51,9 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := harness.Input{Text: b.Text}
-	if strings.TrimSpace(b.Text) == "" && len(b.Images) == 0 {
-		return badRequest("the message is empty: send some text or an image")
-	}
-	for i, img := range b.Images {
-		switch img.MediaType {
-		case "image/png", "image/jpeg", "image/gif", "image/webp":
-		default:
-			return badRequest("images[%d].mediaType %q is not image/png, image/jpeg, image/gif or image/webp", i, img.MediaType)
-		}
-		data, err := base64.StdEncoding.DecodeString(img.Data)
-		if err != nil || len(data) == 0 {
-			return badRequest("images[%d].data must be the image's bytes in base64", i)
-		}
-		in.Images = append(in.Images, provider.Image{MediaType: img.MediaType, Data: data})
+	in, err := b.input()
+	if err != nil {
+		return err
 	}
 	// Refuse a turn that cannot reach a model before storing the user's message.
 	if _, _, err := s.providers.Model(r.Context(), ses.Provider, ses.Model); err != nil {

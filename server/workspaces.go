@@ -242,7 +242,10 @@ func (s *Server) deleteWorkspace(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	for _, ses := range sessions {
-		s.forgetSession(r.Context(), ses.ID)
+		s.forgetSession(r.Context(), id, ses.ID)
+	}
+	if err := s.host.RemoveWorkspaceTemp(id); err != nil {
+		s.log.Warn("remove the temporary folder of a deleted workspace's tool runs", "workspace", id, "error", err)
 	}
 	s.mcp.drop(id)
 	s.wsMCP.workspacesChanged()

@@ -43,9 +43,13 @@ In the chat:
   /title T   rename the session (it is named after its first turn otherwise)
   /search W  list the sessions whose messages or title hold the words W
   /restore   list the turns that changed files and put files back as they were before one
+  /edit TEXT send your last message again as TEXT, dropping what came after it
+             (add --restore to put the files back as they were before it)
+  /retry     answer your last message again (--restore as for /edit)
+  /fork      a new session with this conversation so far
   /stop      stop the running turn (as Ctrl-C does)
   /help      this list
-  /quit      leave (as Ctrl-D, or Ctrl-C twice within 2 seconds)
+  /quit      leave (as Ctrl-D, or Ctrl-C twice within 2 seconds; also at a question)
   Ctrl-C     stop the running turn; a second Ctrl-C within 2 seconds leaves
 
 The server's API token is read from $JEAN2_TOKEN, else from $JEAN2_HOME/token (which

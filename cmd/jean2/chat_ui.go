@@ -317,6 +317,11 @@ func (u *chatUI) stopTurn() {
 // reports whether the chat should end.
 func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan inputLine) bool {
 	if u.active != nil {
+		// A question on screen does not keep the person in: /quit leaves (the ask stays
+		// pending for another client, or times out).
+		if t := strings.TrimSpace(text); t == "/quit" || t == "/exit" {
+			return true
+		}
 		select {
 		case u.askIn <- text:
 		default:
@@ -378,8 +383,10 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 			return false
 		}
 		return u.restoreDialog(ctx, lines)
+	case u.controlCommand(ctx, trimmed):
+		return false
 	case strings.HasPrefix(trimmed, "/") && !strings.Contains(trimmed, " ") && len(trimmed) < 20:
-		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /model, /compact, /tokens, /sessions, /title, /search, /restore, /stop, /help, /quit; a message starting with / needs a space in it)", cleanLine(trimmed))))
+		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /model, /compact, /tokens, /sessions, /title, /search, /restore, /edit, /retry, /fork, /stop, /help, /quit; a message starting with / needs a space in it)", cleanLine(trimmed))))
 		u.prompt()
 		return false
 	}
@@ -503,7 +510,11 @@ func (u *chatUI) handleEvent(ev store.Event) {
 	case "message.updated":
 		var p messagePayload
 		if decode(&p) && p.Message.Status == store.StatusError && p.Message.Error != "" {
-			u.println(u.st.red("The model failed: " + cleanText(p.Message.Error)))
+			if stoppedByUser(p.Message.Error) {
+				u.println(u.st.yellow("■ Stopped."))
+			} else {
+				u.println(u.st.red("The model failed: " + cleanText(p.Message.Error)))
+			}
 		}
 	case "part.created", "part.updated":
 		var p partPayload
@@ -587,7 +598,9 @@ func (u *chatUI) showPart(p store.Part) {
 		if p.Duration > 0 {
 			took = " " + p.Duration.Round(time.Millisecond).String()
 		}
-		if p.Status == store.StatusError {
+		if p.Status == store.StatusError && stoppedByUser(p.Error) {
+			u.println("  " + u.st.yellow("■ stopped") + u.st.dim(took))
+		} else if p.Status == store.StatusError {
 			u.println("  " + u.st.red("✗ "+cleanText(p.Error)) + u.st.dim(took))
 		} else {
 			u.println("  " + u.st.green("✓") + u.st.dim(took))

@@ -174,7 +174,7 @@ func doctor(ctx context.Context, e env, args []string) error {
 		}
 	}
 	rep.Sandbox = st
-	add("worker places", checkOK, "workers may write only the call's workspace, its allowed paths and the session's folder under %s", filepath.Join(layout.Temp, "sessions"))
+	add("worker places", checkOK, "workers may write only the call's workspace, its allowed paths and the workspace's folder under %s", filepath.Join(layout.Temp, "workspaces"))
 	return finishDoctor(e, rep, *asJSON)
 }
 

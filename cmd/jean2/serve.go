@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -170,9 +169,11 @@ func serve(ctx context.Context, e env, args []string) error {
 	fmt.Fprintf(e.stderr, "jean2 serve: listening on %s (API %s/api/, MCP %s/mcp; API token in %s)\n",
 		base, base, base, filepath.Join(layout.Home, server.TokenFile))
 
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+	// Timeouts and a connection cap, so slow or idle clients cannot hold every descriptor.
+	lim := server.HTTPLimits{}
+	hs := srv.HTTPServer(lim)
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(server.LimitListener(ln, lim)) }()
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve on %s: %w", addr, err)

@@ -396,19 +396,22 @@ exited:
 	w.log.Debug("worker exited", "err", w.exitErr)
 }
 
-// drainOutput lets the output readers reach the end of what the worker wrote; a grandchild
-// that still holds the pipes open is not waited for.
+// drainOutput lets the output readers reach the end of what the worker wrote (a grandchild
+// that still holds the pipes open is not waited for), then closes the host's ends of the
+// output pipes: left to the garbage collector, an exited worker's descriptors stayed open
+// until something (often the tool's next call) made it run.
 func (w *worker) drainOutput() {
 	done := make(chan struct{})
 	go func() { w.outputs.Wait(); close(done) }()
 	select {
 	case <-done:
-		return
 	case <-time.After(250 * time.Millisecond):
+		_ = w.outR.Close()
+		_ = w.errR.Close()
+		<-done
 	}
 	_ = w.outR.Close()
 	_ = w.errR.Close()
-	<-done
 }
 
 func (w *worker) describeExit(waitErr error, note string) error {

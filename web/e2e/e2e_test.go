@@ -117,7 +117,7 @@ func TestAskAnsweredByClick(t *testing.T) {
 	f.waitText(".tool-card .ask-confirm", "Really continue?")
 	f.clickText(".tool-card .ask-confirm", "Yes")
 	f.waitText(".message.assistant", "Deployed.")
-	f.waitJS("both calls complete", `document.querySelectorAll(".tool-card.status-complete").length === 2 && document.querySelectorAll(".ask").length === 0`)
+	f.waitJS("both calls complete", `document.querySelectorAll(".tool-card.status-complete").length === 2 && document.querySelectorAll(".ask:not(.answered)").length === 0`)
 	f.waitText(".tool-card .tool-result", `"answer": true`)
 
 	// The grant is listed in Settings and can be revoked.

@@ -51,6 +51,9 @@ const vizs = {
   'todo-list': { type: 'todo-list', items: [{ content: 'todoKeyItem', status: 'in_progress', priority: 'high' }] },
   'structured-response': { type: 'structured-response', formatName: 'KeyFormat', data: { structuredKey: 'structuredKeyValue' } },
   none: { type: 'none', message: 'noneKeyMessage' },
+  'wide-structured': { type: 'structured-response', formatName: 'Wide', data: { rows: [
+    { id: 1, name: 'averyveryverylongnamethatdoesnotbreak', path: '/a/very/long/path/that/keeps/going/and/going/and/going', owner: { name: 'Ada', team: 'core' }, note: 'more text in a wide column' },
+    { id: 2, name: 'anotherquitelongnamewithoutspaces', path: '/another/long/path/that/keeps/going/and/going', owner: { name: 'Bob', team: 'web' }, note: 'and another wide cell' }] } },
 };
 export async function execute(input) {
   return { success: true, result: { shown: input.type }, visualization: vizs[input.type] };
@@ -63,6 +66,17 @@ export async function execute(input) {
 };
 export async function execute(input, ctx) {
   await ctx.fs.writeFile(ctx.resolvePath(input.path), input.text);
+  return { success: true, result: { wrote: input.path } };
+}
+`
+	// slowNoteTool writes a file, then waits, so a turn runs long enough to queue behind.
+	slowNoteTool = `export const definition = {
+  name: 'slow_note', description: 'Write a file, then wait.',
+  inputSchema: { type: 'object', properties: { path: { type: 'string' }, text: { type: 'string' }, waitMs: { type: 'number' } }, required: ['path', 'text'] },
+};
+export async function execute(input, ctx) {
+  await ctx.fs.writeFile(ctx.resolvePath(input.path), input.text);
+  await new Promise((r) => setTimeout(r, input.waitMs || 0));
   return { success: true, result: { wrote: input.path } };
 }
 `
@@ -204,7 +218,7 @@ func newFixtureAt(t *testing.T, env map[string]string, edit func(f *fixture, cfg
 		t.Fatal(err)
 	}
 	// "broken" does not load: the tools page lists it with its error.
-	for folder, src := range map[string]string{"show": showTool, "write-note": writeNoteTool, "ask-it": askTool, "greet": greetTool, "widen": widenTool, "broken": "export const definition = {;\n"} {
+	for folder, src := range map[string]string{"show": showTool, "write-note": writeNoteTool, "ask-it": askTool, "greet": greetTool, "widen": widenTool, "slow-note": slowNoteTool, "broken": "export const definition = {;\n"} {
 		f.writeTool(layout.Tools, folder, src)
 	}
 	if env == nil {

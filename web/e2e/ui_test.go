@@ -109,6 +109,8 @@ func TestSessionModel(t *testing.T) {
 	f.eval(`(() => { document.querySelector("#session-provider").value = ` + jsString(name) + `; return ""; })()`)
 	f.typeInto("#session-model", "other-model\n")
 	f.waitText(".session-model", "other-model")
+	// session.updated may draw the model before the dialog has had the PATCH's answer and closed.
+	f.waitJS("the dialog closed", `document.querySelector("dialog[open]") === null`)
 
 	f.fake.Push(text("ok"))
 	f.typeInto("#composer-input", "hi\n")

@@ -136,7 +136,7 @@ const vizCases = {
     { type: "diff", path: "two.txt", additions: 0, deletions: 1, hunks: [{ oldStart: 1, oldLines: 1, newStart: 0, newLines: 0, changes: [{ type: "removed", content: "second file line", oldLineNumber: 1 }] }] }] }, ["one.txt", "two.txt", "first file line", "second file line"]],
   code: [{ type: "code", path: "hello.py", content: "def hello():\n    return 'hi'\n", created: true, highlightLines: [2] }, ["hello.py", "def hello", "created"]],
   "file-list": [{ type: "file-list", files: [{ path: "a/created.txt", action: "created" }], groups: [{ label: "Matches", icon: "search", files: [{ path: "b/found.txt", line: 7, content: "needle" }] }], total: 5 }, ["a/created.txt", "Matches", "b/found.txt", "needle", "Showing 2 of 5"]],
-  table: [{ type: "table", columns: [{ key: "name", label: "Name" }, { key: "qty" }], rows: [{ name: "apples", qty: 3 }, { name: "pears", qty: { n: 1 } }], totalRows: 10 }, ["Name", "qty", "apples", "pears", '{"n":1}', "Showing 2 of 10"]],
+  table: [{ type: "table", columns: [{ key: "name", label: "Name" }, { key: "qty" }], rows: [{ name: "apples", qty: 3 }, { name: "pears", qty: { n: 1 } }], totalRows: 10 }, ["Name", "qty", "apples", "pears", "1 field", "Showing 2 of 10"]],
   markdown: [{ type: "markdown", content: "## Report\n\n*all good*", sourceUrl: "https://example.com/r" }, ["Report", "all good", "https://example.com/r"]],
   "shell-output": [{ type: "shell-output", command: "ls -la", stdout: "total 0", stderr: "ls: warning", exitCode: 2 }, ["ls -la", "total 0", "ls: warning", "exit 2"]],
   "todo-list": [{ type: "todo-list", items: [{ content: "write tests", status: "completed", priority: "high" }, { content: "ship it", status: "in_progress", priority: "low" }] }, ["write tests", "ship it", "high", "1/2 done"]],
@@ -227,7 +227,9 @@ await test("ask permission", async () => {
   eq(await answerOf(p, (n) => button(n, "Deny")), { granted: false }, "deny");
   const n = renderAsk(p, async () => {});
   ok(n.textContent.includes("High risk") && n.textContent.includes("/srv/app"), "risk and paths shown");
-  ok(n.querySelector("button.primary").dataset.duration === "session", "the suggested duration is the default button");
+  ok(n.querySelector("button.primary").dataset.duration === "once", "high risk: the narrowest grant is the default button, not the suggested session");
+  const medium = renderAsk({ ...p, ask: { ...p.ask, risk: "medium" } }, async () => {});
+  ok(medium.querySelector("button.primary").dataset.duration === "session", "medium risk: the suggested duration is the default button");
 });
 
 await test("ask selects, text, confirm, form", async () => {
@@ -264,6 +266,52 @@ await test("dom helpers", () => {
   eq([formatDuration(850), formatDuration(2400), formatDuration(65000)], ["850 ms", "2.4 s", "1 m 05 s"], "durations");
   const el = h("a", { href: "javascript:alert(1)" }, "x");
   ok(!el.hasAttribute("href"), "h() drops an unsafe href");
+});
+
+await test("viz shell-output: ANSI colours drawn, escapes gone, the command once", () => {
+  const box = mount(renderVisualization({ type: "shell-output", command: "make test", exitCode: 1,
+    stdout: "\x1b[1;31mFAIL\x1b[0m pkg \x1b[32mok\x1b[39m done\x1b[2K", stderr: "\x1b[38;5;208mwarn\x1b[0m" }));
+  const red = box.querySelector(".stdout .ansi-fg-1.ansi-bold");
+  ok(red && red.textContent === "FAIL", "bold red FAIL");
+  ok(box.querySelector(".stdout .ansi-fg-2")?.textContent === "ok", "green ok");
+  ok(!box.textContent.includes("\x1b"), "no escape left in the text");
+  ok(box.querySelector(".stderr").textContent.includes("warn"), "a 256-colour code keeps its text");
+  eq(box.textContent.split("make test").length - 1, 1, "the command is shown once");
+  const multi = mount(renderVisualization({ type: "shell-output", command: "a &&\nb", stdout: "x", exitCode: 0 }));
+  ok(multi.querySelector(".shell-cmd"), "a command of several lines is shown whole in the body");
+});
+
+await test("viz tall cards are capped with Show all; copy buttons", () => {
+  const content = Array.from({ length: 120 }, (_, i) => `line ${i + 1}`).join("\n");
+  const box = mount(renderVisualization({ type: "code", path: "big.txt", content }));
+  const cap = box.querySelector(".capped");
+  ok(cap, "a 120-line code card is capped");
+  ok(cap.clientHeight < cap.scrollHeight, "the capped box hides the rest");
+  const btn = box.querySelector("button.show-all");
+  ok(btn && btn.textContent.includes("120 lines"), "Show all names the lines");
+  btn.click();
+  ok(cap.clientHeight >= cap.scrollHeight - 1 && btn.getAttribute("aria-expanded") === "true", "Show all shows everything");
+  ok(box.querySelector(".copy-bar button.copy"), "code has a Copy button");
+  const table = mount(renderVisualization({ type: "table", columns: ["n"], rows: Array.from({ length: 40 }, (_, i) => ({ n: i })) }));
+  ok(table.querySelector(".capped") && table.querySelector("button.show-all").textContent.includes("40 rows"), "a 40-row table is capped");
+  const small = mount(renderVisualization({ type: "code", path: "s.txt", content: "one\ntwo" }));
+  ok(!small.querySelector(".capped"), "a short card is not capped");
+  const diff = mount(renderVisualization(vizCases.diff[0]));
+  ok(diff.querySelector(".copy-bar button.copy"), "a diff has a Copy button");
+  ok(!diff.querySelector(".sign[aria-label]"), "diff signs carry no aria-label (aria-prohibited-attr)");
+  ok(diff.querySelector("tr.removed .sr-only")?.textContent.includes("removed"), "a removed line says so in words");
+  const shell = mount(renderVisualization({ type: "shell-output", command: "x", stdout: "y", exitCode: 0 }));
+  ok(shell.querySelector(".copy-bar button.copy"), "shell output has a Copy button");
+});
+
+await test("viz structured-response: nested data as a tree, not JSON in cells", () => {
+  const box = mount(renderVisualization({ type: "structured-response", formatName: "Deep", data: {
+    owner: { name: "Ada", address: { city: "London" } },
+    items: [{ id: 1, meta: { tag: "a" } }, { id: 2, meta: { tag: "b" } }] } }));
+  ok(box.querySelector("details.value-tree"), "a nested object is a foldable branch");
+  const cells = [...box.querySelectorAll("table.data td")].map((td) => td.textContent);
+  ok(cells.length && !cells.some((t) => t.includes("{")), `no JSON in table cells: ${JSON.stringify(cells)}`);
+  ok(box.textContent.includes("London") && box.textContent.includes("tag"), "nested values drawn");
 });
 
 window.__done = true;

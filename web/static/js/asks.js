@@ -14,6 +14,28 @@ const riskWords = { low: "Low risk", medium: "Medium risk", high: "High risk", c
  * renderAsk returns the form of one pending ask. answer(value) must return a promise; while it
  * runs the form is disabled; a rejection is shown beside the form.
  */
+/**
+ * answeredSummary turns an ask's form into a read-only record of what became of it: the
+ * question stays readable in its card, its buttons go, and what was answered is said.
+ */
+export function answeredSummary(node, resolved) {
+  for (const el of node.querySelectorAll("button, input, textarea, select")) {
+    if (el.tagName === "BUTTON") el.remove();
+    else el.disabled = true;
+  }
+  node.classList.add("answered");
+  const status = node.querySelector(".ask-status");
+  const words = { answered: "Answered", timeout: "Timed out", cancelled: "Cancelled", policy: "Decided by the unattended policy" };
+  let what = words[resolved.outcome] || resolved.outcome || "Answered";
+  const ans = resolved.answer;
+  if (ans && typeof ans === "object" && "granted" in ans) what += ans.granted ? `: allowed${ans.duration ? " (" + ans.duration + ")" : ""}` : ": denied";
+  else if (ans !== undefined && ans !== null) what += ": " + (typeof ans === "string" ? ans : JSON.stringify(ans));
+  if (status) {
+    status.classList.remove("error");
+    replace(status, what + ".");
+  }
+}
+
 export function renderAsk(pending, answer, opts = {}) {
   const a = pending.ask || {};
   const status = h("p", { class: "ask-status", role: "status", "aria-live": "polite" });
@@ -24,7 +46,8 @@ export function renderAsk(pending, answer, opts = {}) {
     status.classList.remove("error");
     try {
       await answer(value);
-      replace(status, "Answered.");
+      // answeredSummary may have said what was answered already.
+      if (!status.closest(".ask")?.classList.contains("answered")) replace(status, "Answered.");
     } catch (err) {
       controls.forEach((c) => (c.disabled = false));
       status.classList.add("error");
@@ -59,7 +82,7 @@ export function renderAsk(pending, answer, opts = {}) {
   }
   return h("section", { class: `ask ask-${a.type || "unknown"}`, dataset: { askId: pending.id }, "aria-label": "Question from " + (pending.tool || "a tool") },
     head, body, status,
-    pending.expiresAt ? h("p", { class: "muted small" }, "Waits until ", new Date(pending.expiresAt).toLocaleTimeString(), ", then the call goes on without an answer.") : null);
+    pending.expiresAt ? h("p", { class: "muted small ask-expires" }, "Waits until ", new Date(pending.expiresAt).toLocaleTimeString(), ", then the call goes on without an answer.") : null);
 }
 
 function kindWord(a) {
@@ -67,7 +90,9 @@ function kindWord(a) {
 }
 
 function permissionForm(a, send, opts) {
-  const suggested = a.duration || "once";
+  // For high and critical risk the default button is the narrowest grant, whatever the
+  // tool suggests: a reflexive Enter allows this one call only.
+  const suggested = a.risk === "high" || a.risk === "critical" ? "once" : a.duration || "once";
   const form = h("form", { class: "permission", onsubmit: (e) => e.preventDefault() });
   const grant = (duration) => send({ granted: true, duration }, form);
   const btn = (duration, label) => h("button", {
@@ -234,6 +259,14 @@ export function showPermissionDialog(pending, answer) {
   dialog.setAttribute("aria-labelledby", titleId);
   dialog.append(h("header", null, h("h2", { id: titleId }, "Permission needed"), close), body);
   dialog.addEventListener("close", () => dialog.remove());
+  // Escape closes it (the question stays in the conversation), always: Chrome's own Escape
+  // handling of a dialog shown without a person's gesture sometimes waits for a second press.
+  dialog.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") {
+      e.preventDefault();
+      dialog.close();
+    }
+  });
   document.body.appendChild(dialog);
   dialog.showModal();
   dialog.querySelector("button.primary")?.focus();

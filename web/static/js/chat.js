@@ -7,10 +7,12 @@ import { h, clear, replace, plural, formatDuration, durationMsOf, prettyJSON } f
 import { highlight } from "./highlight.js";
 import { renderMarkdown } from "./markdown.js";
 import { renderVisualization } from "./viz.js";
-import { renderAsk, showPermissionDialog } from "./asks.js";
+import { renderAsk, showPermissionDialog, answeredSummary } from "./asks.js";
 import { fileDiff } from "./diff.js";
 import { openDialog, confirmAction, notify, errorText, promptText } from "./ui.js";
 import { compactionView, compactSession, instructionsBar, modelPicker, noProviderHelp, turnUsage, usageText } from "./agent.js";
+import { messageActions, sendOrQueue, drawQueue, loadQueue, cutFrom } from "./controls.js";
+import { announce, notifyQuestion, askNotifications, isStopped, followBottom, openAtLatest, jumpButton } from "./follow.js";
 
 const reasonWords = {
   stopped: "Stopped.",
@@ -22,7 +24,7 @@ const reasonWords = {
 
 const utf8 = new TextEncoder();
 
-const statusWords = { pending: "waiting", running: "running", complete: "done", error: "failed", streaming: "writing" };
+const statusWords = { pending: "waiting", running: "running", complete: "done", error: "failed", streaming: "writing", stopped: "stopped" };
 
 export class SessionView {
   /** app gives: onSessionChanged(session), providers(), workspace(id). */
@@ -59,8 +61,10 @@ export class SessionView {
     }
     this.build();
     for (const m of msgs) this.upsertMessage(m);
+    openAtLatest(this);
     this.setRunning(!!this.session.running);
     this.loadLedgers();
+    loadQueue(this);
     this.stream = new EventStream(`/api/sessions/${enc(this.id)}/ws`, this.session.lastSeq || 0, {
       onHello: (f) => this.onHello(f),
       onEvent: (ev) => this.onEvent(ev),
@@ -81,6 +85,7 @@ export class SessionView {
     this.usageEl = h("span", { class: "muted small session-usage", id: "session-usage" }, usageText(s));
     this.connEl = h("span", { class: "conn muted small", role: "status" });
     this.statusEl = h("span", { class: "run-status", role: "status", "aria-live": "polite" });
+    this.announcer = h("p", { class: "sr-only", role: "alert", "aria-live": "assertive" });
     this.transcript = h("div", { class: "transcript", role: "log", "aria-live": "off", "aria-label": "Messages" });
     this.looseAsks = h("div", { class: "loose-asks" });
     this.input = h("textarea", {
@@ -93,7 +98,7 @@ export class SessionView {
       },
     });
     this.attachments = []; // [{mediaType, data (base64), name, el}] sent with the next message
-    this.attachList = h("div", { class: "composer-attachments", "aria-label": "Attached images" });
+    this.attachList = h("div", { class: "composer-attachments", role: "group", "aria-label": "Attached images" });
     this.fileInput = h("input", {
       type: "file", id: "attach-input", accept: IMAGE_TYPES.join(","), multiple: true, hidden: true,
       onchange: () => { this.attachFiles([...this.fileInput.files]); this.fileInput.value = ""; },
@@ -109,16 +114,18 @@ export class SessionView {
     this.sendBtn = h("button", { type: "submit", class: "primary", id: "send" }, "Send");
     this.stopBtn = h("button", { type: "button", class: "danger", id: "stop", hidden: true, onclick: () => this.stop(), "aria-keyshortcuts": "Control+." }, "Stop");
     this.composerErr = h("p", { class: "error", role: "alert" });
+    this.queueEl = h("div", { class: "queue", "aria-label": "Queued messages", hidden: true });
     const composer = h("form", { class: "composer", onsubmit: (e) => { e.preventDefault(); this.send(); } },
-      this.input, this.attachList,
+      this.queueEl, this.input, this.attachList,
       h("div", { class: "composer-actions" }, this.fileInput, attachBtn, this.statusEl, this.stopBtn, this.sendBtn), this.composerErr);
     replace(this.el,
+      this.announcer,
       h("header", { class: "session-head" }, this.titleEl,
         h("button", { type: "button", class: "icon-btn", "aria-label": "Rename session", title: "Rename", onclick: () => this.rename() }, "✎"),
         h("button", { type: "button", class: "link", onclick: () => this.chooseModel() }, "Model"), this.modelEl, this.usageEl,
         this.compactBtn = h("button", { type: "button", class: "link", id: "compact", title: "Summarize the older messages to free the model's context",
-          onclick: () => compactSession(this.id, this.compactBtn) }, "Compact"), this.connEl),
-      instructionsBar(s.workspaceId), this.transcript, this.looseAsks, composer);
+          onclick: () => compactSession(this.id, this.compactBtn) }, "Compact"), askNotifications(), this.connEl),
+      instructionsBar(s.workspaceId), this.transcript, this.looseAsks, jumpButton(this), composer);
     this.showModel();
   }
 
@@ -147,8 +154,10 @@ export class SessionView {
   setRunning(on) {
     this.running = on;
     this.stopBtn.hidden = !on;
-    this.sendBtn.disabled = on;
     if (this.compactBtn) this.compactBtn.disabled = on;
+    // While a turn runs, a message is queued for its end.
+    replace(this.sendBtn, on ? "Queue" : "Send");
+    // "Stopping…" too goes when the turn has ended.
     replace(this.statusEl, on ? "Working…" : "");
     this.el.classList.toggle("running", on);
   }
@@ -195,6 +204,12 @@ export class SessionView {
         break;
       case "restore.done":
         this.loadLedgers();
+        break;
+      case "queue.changed":
+        drawQueue(this, p.items || [], p.error);
+        break;
+      case "messages.cut":
+        cutFrom(this, p.fromSeq);
         break;
       case "workspace.updated":
         this.workspaceUpdated(p);
@@ -248,6 +263,7 @@ export class SessionView {
       m.el = h("article", { class: `message ${msg.role}`, dataset: { messageId: msg.id, seq: msg.seq } },
         h("h3", { class: "sr-only" }, msg.role === "user" ? "You" : msg.role === "system" ? "Context" : "Assistant"),
         m.partsEl, m.metaEl);
+      m.el.appendChild(messageActions(this, m));
       this.messages.set(msg.id, m);
       turn.messageIds.push(msg.id);
       // In seq order within the turn.
@@ -283,9 +299,9 @@ export class SessionView {
   showMessageMeta(m) {
     const msg = m.msg;
     m.el.classList.toggle("streaming", msg.status === "streaming");
-    m.el.classList.toggle("failed", msg.status === "error");
+    m.el.classList.toggle("failed", msg.status === "error" && !isStopped(msg.error));
     const bits = [];
-    if (msg.status === "error" && msg.error) bits.push(h("span", { class: "error" }, msg.error));
+    if (msg.status === "error" && msg.error) bits.push(isStopped(msg.error) ? h("span", { class: "muted stopped" }, "Stopped.") : h("span", { class: "error" }, msg.error));
     if (msg.role === "assistant" && msg.status !== "streaming" && (msg.tokensIn || msg.tokensOut)) {
       bits.push(h("span", null, `${msg.model ? msg.model + " · " : ""}${msg.tokensIn} in / ${msg.tokensOut} out tokens`));
     }
@@ -372,7 +388,8 @@ export class SessionView {
 
   drawToolCard(p) {
     const part = p.part;
-    const status = part.status || "pending";
+    // A call the person stopped is stopped, not failed.
+    const status = part.status === "error" && isStopped(part.error) ? "stopped" : part.status || "pending";
     p.el.className = `part tool-card status-${status}`;
     p.el.dataset.callId = part.callId || "";
     p.el.dataset.tool = part.toolName || "";
@@ -387,11 +404,11 @@ export class SessionView {
     p.progressEl = p.progressEl || h("p", { class: "tool-progress muted small", role: "status" });
     p.askSlot = p.askSlot || h("div", { class: "ask-slot" });
     const viz = part.visualization ? renderVisualization(part.visualization) : null;
-    const err = part.error ? h("p", { class: "error tool-error" }, part.error) : null;
+    const err = part.error && status !== "stopped" ? h("p", { class: "error tool-error" }, part.error) : null;
     const notes = (p.workspaceNotes || []).map((t) => h("p", { class: "tool-workspace-note small" }, t));
     const result = part.result ? h("details", { class: "tool-result" }, h("summary", null, "Result sent to the model"),
       h("pre", { class: "json" }, highlight(prettyJSON(part.result), "json"))) : null;
-    if (status === "complete" || status === "error") clear(p.progressEl);
+    if (status === "complete" || status === "error" || status === "stopped") clear(p.progressEl);
     // Keep the open/closed state of details the person toggled.
     const open = new Set([...p.el.querySelectorAll("details[open]")].map((d) => d.className));
     replace(p.el, head, args, p.progressEl, p.askSlot, notes, viz, err, result);
@@ -441,9 +458,16 @@ export class SessionView {
     a.inline = renderAsk(pending, (v) => this.answer(pending.id, v));
     this.asks.set(pending.id, a);
     this.placeAsk(a);
+    const who = pending.tool ? `${pending.tool} asks` : "A tool asks";
+    announce(this, `${who}: ${pending.ask?.question || "a question waits for your answer"}`);
+    notifyQuestion(this, pending);
     if (pending.ask?.type === "permission" && !(this.dialogAsk && this.dialogAsk.dialog.open)) {
       const dialog = showPermissionDialog(pending, (v) => this.answer(pending.id, v));
       this.dialogAsk = { id: pending.id, dialog };
+    } else if (!(this.dialogAsk && this.dialogAsk.dialog.open)) {
+      // Focus moves to the new question (unless a dialog holds it).
+      a.inline.querySelector("input, textarea, select, button")?.focus({ preventScroll: true });
+      a.inline.scrollIntoView({ block: "nearest" });
     }
     this.scrollToEnd();
   }
@@ -455,8 +479,8 @@ export class SessionView {
 
   async answer(askId, value) {
     await api("POST", `/api/sessions/${enc(this.id)}/asks/${enc(askId)}`, { answer: value });
-    // The ask.resolved event removes the form; this covers a socket that is reconnecting.
-    this.removeAsk(askId);
+    // The ask.resolved event says so; this covers a socket that is reconnecting.
+    this.resolveAsk({ askId, outcome: "answered", answer: value });
   }
 
   removeAsk(askId) {
@@ -469,12 +493,11 @@ export class SessionView {
 
   resolveAsk(p) {
     const a = this.asks.get(p.askId);
-    this.removeAsk(p.askId);
-    const card = this.cardFor(p.callId || a?.pending.callId);
-    if (card && p.outcome && p.outcome !== "answered") {
-      const words = { timeout: "The question timed out.", cancelled: "The question was cancelled.", policy: "Decided by the unattended policy." };
-      card.askSlot.appendChild(h("p", { class: "muted small" }, words[p.outcome] || p.outcome));
-    }
+    if (!a) return;
+    this.asks.delete(p.askId);
+    if (this.dialogAsk?.id === p.askId && this.dialogAsk.dialog.open) this.dialogAsk.dialog.close();
+    // The question stays readable where it was, with what became of it.
+    answeredSummary(a.inline, p);
   }
 
   // ---- turns ------------------------------------------------------------------------------
@@ -486,23 +509,22 @@ export class SessionView {
       replace(this.composerErr, "Write a message first.");
       return;
     }
-    if (this.running) {
-      replace(this.composerErr, "A turn is running: wait for it to finish, or Stop it (Ctrl+.). Your message stays here.");
-      return;
-    }
     replace(this.composerErr);
-    // Running from now: the turn's events may all arrive (turn.finished included) before
-    // the POST's answer, so nothing after the answer may set it again.
-    this.setRunning(true);
+    // Running from now (unless it was queued): the turn's events may all arrive
+    // (turn.finished included) before the POST's answer, so nothing after the answer may
+    // set it again.
+    const wasRunning = this.running;
+    if (!wasRunning) this.setRunning(true);
     try {
       const body = { text };
       if (images.length) body.images = images.map(({ mediaType, data }) => ({ mediaType, data }));
-      await api("POST", `/api/sessions/${enc(this.id)}/turns`, body);
+      // Sent now when the session is idle, else queued for the running turn's end.
+      await sendOrQueue(this, body);
       // Clear only what was sent; anything typed or attached since stays.
       if (this.input.value.trim() === text.trim()) this.input.value = "";
       for (const img of images) this.removeAttachment(img);
     } catch (err) {
-      if (err.code !== "busy") this.setRunning(false);
+      if (!wasRunning && err.code !== "busy") this.setRunning(false);
       replace(this.composerErr, noProviderHelp(err) || errorText(err));
     }
   }
@@ -627,8 +649,10 @@ export class SessionView {
     const ledgers = turn.messageIds.map((id) => this.ledgers.get(id)).filter(Boolean);
     const items = [];
     for (const l of ledgers) {
-      const n = l.changed?.files ?? (l.files || []).length;
-      const failed = l.changed?.failed || 0;
+      // The count is of what the dialog lists; nothing changed, nothing to say.
+      const n = (l.files || []).length;
+      if (!n) continue;
+      const failed = (l.files || []).filter((f) => f.ok === false).length;
       items.push(h("button", { type: "button", class: "changed-files link", onclick: () => this.showChanges(l) },
         `Changed ${plural(n, "file")}`, failed ? ` (${failed} failed)` : ""));
       if (l.restoredAt) items.push(h("span", { class: "badge" }, "restored"));
@@ -643,7 +667,7 @@ export class SessionView {
     const nodes = [];
     for (const f of l.files || []) nodes.push(fileChangeView(f));
     if (!nodes.length) nodes.push(h("p", { class: "muted" }, "No files changed."));
-    openDialog(`Changed ${plural(l.changed?.files ?? (l.files || []).length, "file")}`, h("div", { class: "changes" }, nodes), { class: "wide" });
+    openDialog(`Changed ${plural((l.files || []).length, "file")}`, h("div", { class: "changes" }, nodes), { class: "wide" });
   }
 
   async restore(turn) {
@@ -741,10 +765,8 @@ export class SessionView {
   }
 
   scrollToEnd() {
-    // Follow new output only when the person is already at the bottom.
-    const sc = document.scrollingElement;
-    if (!sc) return;
-    if (sc.scrollHeight - sc.scrollTop - sc.clientHeight < 200) sc.scrollTop = sc.scrollHeight;
+    // Follow new output only when the person is following the bottom (follow.js).
+    followBottom(this);
   }
 }
 

@@ -118,7 +118,7 @@ class App {
         h("div", { class: "ws-path muted small" }, w.path),
         mcpTrustNotice(w),
         h("ul", { class: "sessions" }, sessions.length ? sessions.map((s) => h("li", { class: "session", dataset: { sessionId: s.id } },
-          h("a", { href: `#/s/${enc(s.id)}`, "aria-current": this.currentSession === s.id ? "page" : null }, s.title || "Untitled session", s.running ? h("span", { class: "running-dot", title: "running" }, " ●") : null),
+          h("a", { href: `#/s/${enc(s.id)}`, "aria-current": this.currentSession === s.id ? "page" : null }, s.title || "Untitled session", sessionBadge(s)),
           h("button", { type: "button", class: "icon-btn", "aria-label": `Rename session ${s.title || "Untitled session"}`, title: "Rename", onclick: () => this.renameSession(s) }, "✎"),
           h("button", { type: "button", class: "icon-btn danger", "aria-label": `Delete session ${s.title || "Untitled session"}`, title: "Delete", onclick: () => this.deleteSession(s) }, "✕"),
           sessionMeta(s)))
@@ -279,7 +279,8 @@ class App {
     this.drawSidebar();
     if (this.view) this.view.mount(this.main);
     else this.home();
-    document.title = page === "chat" ? "jean2" : `jean2 — ${page}`;
+    this.pageTitle = page === "chat" ? "jean2" : `jean2 — ${page}`;
+    this.showTitle();
   }
 
   home() {
@@ -297,9 +298,35 @@ class App {
 
   onServerEvent(ev) {
     const p = ev.payload || {};
+    if (ev.type === "session.status") this.sessionStatus(p);
+    if (ev.type === "session.created" && p.session) {
+      const list = this.sessions.get(p.session.workspaceId) || [];
+      if (!list.some((x) => x.id === p.session.id)) this.sessions.set(p.session.workspaceId, [p.session, ...list]);
+      this.drawSidebar();
+    }
     if (ev.type === "tools.changed" && this.view instanceof ToolsView) this.view.onToolsChanged(p);
     if (ev.type === "tool.run.progress" && this.view instanceof ToolsView) this.view.onRunProgress(p);
     if ((ev.type === "providers.changed" || ev.type === "settings.changed") && this.view instanceof SettingsView) this.view.onServerEvent(ev);
+  }
+
+  /** sessionStatus keeps a session's live status in the list and the tab title (session.status). */
+  sessionStatus(p) {
+    for (const list of this.sessions.values()) {
+      const s = list.find((x) => x.id === p.sessionId);
+      if (s) {
+        s.running = !!p.running;
+        s.waiting = p.waiting || 0;
+      }
+    }
+    this.drawSidebar();
+    this.showTitle();
+  }
+
+  /** showTitle puts the number of sessions waiting for an answer in the tab's title. */
+  showTitle() {
+    const base = this.pageTitle || document.title.replace(/^\(\d+\) /, "");
+    const waiting = [...this.sessions.values()].flat().filter((s) => s.waiting > 0).length;
+    document.title = waiting ? `(${waiting}) ${base}` : base;
   }
 
   /** sessionsOf lists the sessions of a workspace, most recently updated first. */
@@ -348,6 +375,13 @@ class App {
       showShortcuts();
     }
   }
+}
+
+/** sessionBadge says in the list whether a session waits for an answer or runs. */
+function sessionBadge(s) {
+  if (s.waiting > 0) return h("span", { class: "session-status waiting", title: "needs your answer" }, " ", h("span", { "aria-hidden": "true" }, "?"), h("span", { class: "sr-only" }, "(needs your answer)"));
+  if (s.running) return h("span", { class: "session-status running", title: "running" }, " ", h("span", { class: "running-dot", "aria-hidden": "true" }, "●"), h("span", { class: "sr-only" }, "(running)"));
+  return null;
 }
 
 new App(document.getElementById("app")).start();

@@ -43,7 +43,10 @@ export class ToolsView {
     if (p.added?.length) said.push(`added ${p.added.join(", ")}`);
     if (p.changed?.length) said.push(`changed ${p.changed.join(", ")}`);
     if (p.removed?.length) said.push(`removed ${p.removed.join(", ")}`);
-    await this.refresh(new Set([...(p.added || []), ...(p.changed || [])]));
+    // A changed tool that does not load: its card says why (its last version may still serve).
+    const failed = p.failed || [];
+    for (const f of failed) said.push(`${f.name} failed to load: ${f.error}`);
+    await this.refresh(new Set([...(p.added || []), ...(p.changed || []), ...failed.map((f) => f.name)]));
     replace(this.live, `Tools reloaded${said.length ? ": " + said.join("; ") : ""}.`);
   }
 

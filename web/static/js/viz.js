@@ -92,12 +92,60 @@ function renderDiff(v) {
       rows.push(h("tr", { class: "line " + (c.type || "context") },
         h("td", { class: "ln old" }, c.oldLineNumber ?? ""),
         h("td", { class: "ln new" }, c.newLineNumber ?? ""),
-        h("td", { class: "code" }, h("span", { class: "sign", "aria-label": c.type }, sign), highlight(c.content ?? "", lang))));
+        // The sign is drawn for the eye; the line's kind is said in words for a reader.
+        h("td", { class: "code" }, h("span", { class: "sign", "aria-hidden": "true" }, sign),
+          c.type === "added" || c.type === "removed" ? h("span", { class: "sr-only" }, c.type + ": ") : null,
+          highlight(c.content ?? "", lang))));
     }
   }
   if (!rows.length) rows.push(h("tr", null, h("td", { colspan: 3, class: "empty" }, "No line changes.")));
   // The path and the counts are in the summary line above.
-  return h("div", { class: "diff-wrap" }, h("table", { class: "diff" }, h("tbody", null, rows)));
+  return h("div", null, copyBar(() => unifiedDiff(v)),
+    capped(h("div", { class: "diff-wrap" }, h("table", { class: "diff" }, h("tbody", null, rows))), rows.length > CAP_LINES, `${rows.length} lines`));
+}
+
+/** unifiedDiff is a diff visualization as unified diff text, for the clipboard. */
+function unifiedDiff(v) {
+  const out = [`--- ${v.oldPath || v.path || ""}`, `+++ ${v.path || ""}`];
+  for (const hunk of v.hunks || []) {
+    out.push(`@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`);
+    for (const c of hunk.changes || []) out.push((c.type === "added" ? "+" : c.type === "removed" ? "-" : " ") + (c.content ?? ""));
+  }
+  return out.join("\n") + "\n";
+}
+
+// CAP_LINES is how many lines (rows) a card shows before the rest waits behind "Show all".
+const CAP_LINES = 30;
+
+/**
+ * capped holds a tall body to a fixed height with a "Show all" button that lets it grow
+ * (and "Show less" to fold it again). Not tall: the body as it is.
+ */
+export function capped(body, tall, what) {
+  if (!tall) return body;
+  const box = h("div", { class: "capped" }, body);
+  const btn = h("button", { type: "button", class: "link small show-all", "aria-expanded": "false",
+    onclick: () => {
+      const open = box.classList.toggle("expanded");
+      btn.setAttribute("aria-expanded", String(open));
+      btn.textContent = open ? "Show less" : `Show all (${what})`;
+    } }, `Show all (${what})`);
+  return h("div", { class: "cap-wrap" }, box, btn);
+}
+
+/** copyBar is a small bar with a Copy button that copies what text() returns. */
+export function copyBar(text, label = "Copy") {
+  const btn = h("button", { type: "button", class: "link small copy", title: "Copy to the clipboard",
+    onclick: async () => {
+      try {
+        await navigator.clipboard.writeText(text());
+        btn.textContent = "Copied";
+      } catch {
+        btn.textContent = "Copy failed";
+      }
+      setTimeout(() => (btn.textContent = label), 1500);
+    } }, label);
+  return h("div", { class: "copy-bar" }, btn);
 }
 
 function renderDiffs(v) {
@@ -112,9 +160,10 @@ function renderCode(v) {
   const lines = highlightLines(v.content ?? "", lang);
   if (lines.length > 1 && lines[lines.length - 1].length === 0 && String(v.content).endsWith("\n")) lines.pop();
   return h("div", { class: "code-wrap" },
-    h("div", { class: "code-head" }, h("span", { class: "lang" }, lang), " · ", plural(v.lineCount ?? lines.length, "line")),
-    h("table", { class: "code-lines" }, h("tbody", null, lines.map((nodes, i) =>
-      h("tr", { class: marked.has(i + 1) ? "marked" : null }, h("td", { class: "ln" }, i + 1), h("td", { class: "code" }, nodes))))));
+    h("div", { class: "code-head" }, h("span", { class: "lang" }, lang), " · ", plural(v.lineCount ?? lines.length, "line"), copyBar(() => String(v.content ?? ""))),
+    capped(h("table", { class: "code-lines" }, h("tbody", null, lines.map((nodes, i) =>
+      h("tr", { class: marked.has(i + 1) ? "marked" : null }, h("td", { class: "ln" }, i + 1), h("td", { class: "code" }, nodes))))),
+    lines.length > CAP_LINES, plural(lines.length, "line")));
 }
 
 const actionIcons = { created: ["+", "created"], modified: ["✎", "modified"], deleted: ["−", "deleted"] };
@@ -149,13 +198,19 @@ function cellText(value) {
   return String(value);
 }
 
+/** cellValue draws a table cell: text, or nested data as a tree (not JSON in the cell). */
+function cellValue(value, depth) {
+  if (value && typeof value === "object") return renderValue(value, depth + 1);
+  return cellText(value);
+}
+
 function renderTable(v) {
   const cols = (v.columns || []).map((c) => (typeof c === "string" ? { key: c } : c));
   const rows = Array.isArray(v.rows) ? v.rows : [];
   const tbody = h("tbody");
   const drawRows = (limit) => {
     while (tbody.firstChild) tbody.removeChild(tbody.firstChild);
-    for (const r of rows.slice(0, limit)) tbody.appendChild(h("tr", null, cols.map((c) => h("td", null, cellText(r?.[c.key])))));
+    for (const r of rows.slice(0, limit)) tbody.appendChild(h("tr", null, cols.map((c) => h("td", null, cellValue(r?.[c.key], 0)))));
   };
   drawRows(MAX_ROWS);
   const notes = [];
@@ -165,10 +220,10 @@ function renderTable(v) {
   }
   if (typeof v.totalRows === "number" && v.totalRows > rows.length) notes.push(h("p", { class: "muted" }, `Showing ${rows.length} of ${v.totalRows} rows.`));
   else if (v.hasMore) notes.push(h("p", { class: "muted" }, "More rows exist than are shown."));
-  return h("div", { class: "table-wrap" },
+  return h("div", null, capped(h("div", { class: "table-wrap" },
     h("table", { class: "data" },
-      h("thead", null, h("tr", null, cols.map((c) => h("th", { scope: "col", style: c.width ? `width:${cssWidth(c.width)}` : null }, c.label || c.key)))),
-      tbody),
+      h("thead", null, h("tr", null, cols.map((c) => h("th", { scope: "col", style: c.width ? `width:${cssWidth(c.width)}` : null }, c.label || c.key || "(unnamed)")))),
+      tbody)), rows.length > CAP_LINES / 2, plural(rows.length, "row")),
     notes);
 }
 
@@ -184,11 +239,76 @@ function exitBadge(code) {
 }
 
 function renderShell(v) {
+  const cmd = String(v.command ?? "");
+  // The summary line says "$ command" already: the command is repeated here only when the
+  // summary could not show it whole (a title of the tool's own, or several lines).
+  const showCmd = (typeof v.title === "string" && v.title) || cmd.includes("\n");
+  const lines = (t) => (t ? String(t).split("\n").length : 0);
+  const out = [];
+  if (v.stdout) out.push(h("pre", { class: "stdout" }, h("span", { class: "sr-only" }, "Standard output: "), ansi(v.stdout)));
+  if (v.stderr) out.push(h("pre", { class: "stderr" }, h("span", { class: "sr-only" }, "Standard error: "), ansi(v.stderr)));
   return h("div", { class: "shell" },
-    h("div", { class: "shell-cmd" }, h("span", { class: "prompt", "aria-hidden": "true" }, "$ "), h("code", null, v.command ?? ""), " ", exitBadge(v.exitCode)),
-    v.stdout ? h("pre", { class: "stdout", "aria-label": "standard output" }, v.stdout) : null,
-    v.stderr ? h("pre", { class: "stderr", "aria-label": "standard error" }, v.stderr) : null,
+    showCmd ? h("div", { class: "shell-cmd" }, h("span", { class: "prompt", "aria-hidden": "true" }, "$ "), h("code", null, cmd)) : null,
+    out.length ? copyBar(() => stripANSI([v.stdout, v.stderr].filter(Boolean).join("\n"))) : null,
+    out.length ? capped(h("div", null, out), lines(v.stdout) + lines(v.stderr) > CAP_LINES, plural(lines(v.stdout) + lines(v.stderr), "line")) : null,
     !v.stdout && !v.stderr ? h("p", { class: "muted" }, "No output.") : null);
+}
+
+// ANSI escape sequences: SGR (colours, bold) are drawn; every other escape is dropped.
+const ESCAPES = /\x1b\[[0-9;?]*[ -\/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]/g;
+
+export function stripANSI(text) {
+  return String(text).replace(ESCAPES, "");
+}
+
+/**
+ * ansi draws terminal output with its SGR colours as spans of classes (ansi-fg-N for the
+ * 16 colours, ansi-bold, ansi-dim, ansi-italic, ansi-underline); 256-colour and RGB codes
+ * fall back to no colour. Text stays text: nothing of it becomes markup.
+ */
+export function ansi(text) {
+  const src = String(text);
+  const nodes = [];
+  let state = { fg: null, bg: null, bold: false, dim: false, italic: false, underline: false };
+  let last = 0;
+  const flush = (chunk) => {
+    if (!chunk) return;
+    const cls = [];
+    if (state.fg !== null) cls.push(`ansi-fg-${state.fg}`);
+    if (state.bg !== null) cls.push(`ansi-bg-${state.bg}`);
+    for (const k of ["bold", "dim", "italic", "underline"]) if (state[k]) cls.push(`ansi-${k}`);
+    nodes.push(cls.length ? h("span", { class: cls.join(" ") }, chunk) : document.createTextNode(chunk));
+  };
+  for (const m of src.matchAll(ESCAPES)) {
+    flush(src.slice(last, m.index));
+    last = m.index + m[0].length;
+    const sgr = /^\x1b\[([0-9;]*)m$/.exec(m[0]);
+    if (!sgr) continue;
+    const codes = sgr[1] === "" ? [0] : sgr[1].split(";").map(Number);
+    for (let i = 0; i < codes.length; i++) {
+      const c = codes[i];
+      if (c === 0) state = { fg: null, bg: null, bold: false, dim: false, italic: false, underline: false };
+      else if (c === 1) state.bold = true;
+      else if (c === 2) state.dim = true;
+      else if (c === 3) state.italic = true;
+      else if (c === 4) state.underline = true;
+      else if (c === 22) state.bold = state.dim = false;
+      else if (c === 23) state.italic = false;
+      else if (c === 24) state.underline = false;
+      else if (c >= 30 && c <= 37) state.fg = c - 30;
+      else if (c >= 90 && c <= 97) state.fg = c - 90 + 8;
+      else if (c === 39) state.fg = null;
+      else if (c >= 40 && c <= 47) state.bg = c - 40;
+      else if (c >= 100 && c <= 107) state.bg = c - 100 + 8;
+      else if (c === 49) state.bg = null;
+      else if (c === 38 || c === 48) {
+        // 38;5;N or 38;2;R;G;B: skipped (no colour), with their arguments.
+        i += codes[i + 1] === 5 ? 2 : codes[i + 1] === 2 ? 4 : 0;
+      }
+    }
+  }
+  flush(src.slice(last));
+  return nodes;
 }
 
 const todoGlyphs = { pending: "○", in_progress: "◐", completed: "●", cancelled: "⊘" };
@@ -219,16 +339,20 @@ export function renderValue(value, depth) {
     if (!value.length) return h("span", { class: "muted" }, "(empty list)");
     if (value.every((x) => x && typeof x === "object" && !Array.isArray(x)) && value.length > 1) {
       const keys = [...new Set(value.flatMap((x) => Object.keys(x)))].slice(0, 20);
+      // Rows of flat records read best as a table; nested values in it are drawn as trees.
       return h("div", { class: "table-wrap" }, h("table", { class: "data" },
-        h("thead", null, h("tr", null, keys.map((k) => h("th", { scope: "col" }, k)))),
-        h("tbody", null, value.slice(0, MAX_ROWS).map((x) => h("tr", null, keys.map((k) => h("td", null, cellText(x[k]))))))));
+        h("thead", null, h("tr", null, keys.map((k) => h("th", { scope: "col" }, k || "(unnamed)")))),
+        h("tbody", null, value.slice(0, MAX_ROWS).map((x) => h("tr", null, keys.map((k) => h("td", null, cellValue(x[k], depth))))))));
     }
     return h("ol", { class: "value-list" }, value.slice(0, MAX_ROWS).map((x) => h("li", null, renderValue(x, depth + 1))));
   }
   if (value && typeof value === "object") {
     const entries = Object.entries(value);
     if (!entries.length) return h("span", { class: "muted" }, "(empty)");
-    return h("dl", { class: "value-map" }, entries.map(([k, x]) => [h("dt", null, k), h("dd", null, renderValue(x, depth + 1))]));
+    const map = h("dl", { class: "value-map" }, entries.map(([k, x]) => [h("dt", null, k), h("dd", null, renderValue(x, depth + 1))]));
+    // Below the top, a nested object is a branch of the tree that can be folded.
+    if (depth === 0) return map;
+    return h("details", { class: "value-tree", open: depth < 3 }, h("summary", { class: "muted small" }, plural(entries.length, "field")), map);
   }
   if (typeof value === "string") return h("span", { class: "value-string" }, value);
   return h("code", { class: "value-scalar" }, String(value));

@@ -1,0 +1,150 @@
+package host
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jean2/jean2/internal/fsutil"
+)
+
+// callTempPrefix names the folder, under Layout.Temp/sessions, of a call with neither
+// session nor workspace ID.
+const callTempPrefix = "call-"
+
+// runsTemp is the folder, in a workspace's temporary folder, of its sessionless calls (a
+// session's id never has a dot).
+const runsTemp = ".runs"
+
+// tempKey is the path under Layout.Temp of a call's temporary folder: its session's, in its
+// workspace's folder; for a sessionless call, the one every sessionless call of the
+// workspace shares (the API's Run form: a folder and a worker per call piled up under
+// load); a session without workspace ID (jean2 tools run) has one under sessions/; a call
+// with neither has one of its own that dropCallTemp removes when the call ends.
+func tempKey(call Call, callID string) (string, error) {
+	if call.SessionID != "" && !validID(call.SessionID) {
+		return "", fmt.Errorf("session id %q is not valid: use letters, digits, '-' and '_' (at most 128)", call.SessionID)
+	}
+	switch {
+	case call.Workspace.ID != "" && call.SessionID != "":
+		return filepath.Join("workspaces", safeName(call.Workspace.ID), call.SessionID), nil
+	case call.Workspace.ID != "":
+		return filepath.Join("workspaces", safeName(call.Workspace.ID), runsTemp), nil
+	case call.SessionID != "":
+		return filepath.Join("sessions", call.SessionID), nil
+	}
+	return filepath.Join("sessions", callTempPrefix+safeName(callID)), nil
+}
+
+// scopeTemp is the folder a confined worker serving a call whose temporary folder is dir may
+// write (and its TMPDIR): the workspace's folder that holds dir, else dir itself.
+func (h *Host) scopeTemp(dir string) string {
+	parent := filepath.Dir(dir)
+	if filepath.Dir(parent) == filepath.Join(h.layout.Temp, "workspaces") {
+		return parent
+	}
+	return dir
+}
+
+// runsKeep is how long what a sessionless call left in its workspace's .runs folder (an
+// overflow file its caller may still read) is kept.
+const runsKeep = time.Hour
+
+// dropCallTemp cleans up after a sessionless call: a call with a folder of its own has it
+// removed, unless the call's overflow file is in it (the outcome names that file to its
+// caller); in a workspace's shared .runs folder, what is older than runsKeep goes, so the
+// workspace's quota is not filled by runs nobody reads any more.
+func (h *Host) dropCallTemp(call Call, out Outcome) {
+	if call.SessionID != "" {
+		return
+	}
+	key, err := tempKey(call, out.CallID)
+	if err != nil {
+		return
+	}
+	if call.Workspace.ID != "" {
+		h.pruneOld(filepath.Join(h.layout.Temp, key), runsKeep)
+		return
+	}
+	if out.Overflow == nil {
+		_ = h.removeTemp(key)
+	}
+}
+
+// pruneOld removes the entries of dir last changed more than keep ago.
+func (h *Host) pruneOld(dir string, keep time.Duration) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil || time.Since(fi.ModTime()) < keep {
+			continue
+		}
+		if err := fsutil.RemoveTree(filepath.Join(dir, e.Name())); err != nil {
+			h.log.Warn("remove an old file of sessionless runs", "path", filepath.Join(dir, e.Name()), "error", err)
+		}
+	}
+}
+
+// RemoveSessionTemp removes a session's temporary folder and what is in it: the server
+// calls it when the session is deleted.
+func (h *Host) RemoveSessionTemp(workspaceID, sessionID string) error {
+	key, err := tempKey(Call{SessionID: sessionID, Workspace: Workspace{ID: workspaceID}}, "")
+	if err != nil || sessionID == "" {
+		return nil
+	}
+	return h.removeTemp(key)
+}
+
+// RemoveWorkspaceTemp removes the workspace's temporary folder (its sessions' and its
+// sessionless calls'): the server calls it when the workspace is deleted.
+func (h *Host) RemoveWorkspaceTemp(workspaceID string) error {
+	if workspaceID == "" {
+		return nil
+	}
+	h.temps.Range(func(k, _ any) bool {
+		if strings.HasPrefix(k.(string), filepath.Join("workspaces", safeName(workspaceID))+string(filepath.Separator)) {
+			h.temps.Delete(k)
+		}
+		return true
+	})
+	return fsutil.RemoveTree(h.layout.WorkspaceTemp(workspaceID))
+}
+
+func (h *Host) removeTemp(key string) error {
+	h.temps.Delete(key)
+	dir := filepath.Join(h.layout.Temp, key)
+	h.tempQuota.over.Delete(dir)
+	// RemoveTree removes links a worker left and never what they point to.
+	return fsutil.RemoveTree(dir)
+}
+
+// staleCallTemp is the age past which a call's own temporary folder found at start is
+// removed: another jean2 process on the same home may be running a call in a younger one.
+const staleCallTemp = time.Hour
+
+// cleanStaleTemps removes, at the host's start, the old folders of calls that had one of
+// their own (earlier versions made one for every sessionless call and never removed it).
+func (h *Host) cleanStaleTemps() {
+	dir := filepath.Join(h.layout.Temp, "sessions")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), callTempPrefix) {
+			continue
+		}
+		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < staleCallTemp {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if err := fsutil.RemoveTree(p); err != nil {
+			h.log.Warn("remove a call's old temporary folder", "path", p, "error", err)
+		}
+	}
+}
