@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"syscall"
 	"time"
 
 	"golang.org/x/net/netutil"
@@ -34,10 +33,9 @@ const DefaultMaxConns = 4096
 func (l HTTPLimits) withDefaults() HTTPLimits {
 	if l.MaxConns <= 0 {
 		l.MaxConns = DefaultMaxConns
-		var rl syscall.Rlimit
-		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Cur > 0 && rl.Cur/2 < uint64(l.MaxConns) {
+		if fds := openFileLimit(); fds > 0 && fds/2 < uint64(l.MaxConns) {
 			// The other half is for the database, the workers' pipes and tool folders.
-			l.MaxConns = max(int(rl.Cur/2), 16)
+			l.MaxConns = max(int(fds/2), 16)
 		}
 	}
 	if l.HeaderTimeout <= 0 {
