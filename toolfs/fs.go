@@ -384,21 +384,7 @@ func (f *FS) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	file := os.NewFile(uintptr(fd), t.real)
-	defer file.Close()
-	fi, err := file.Stat()
-	if err != nil {
-		return nil, t.fail(err)
-	}
-	switch {
-	case fi.IsDir():
-		return nil, t.fail(errnoErr("read", t.real, syscall.EISDIR))
-	case !fi.Mode().IsRegular():
-		return nil, t.fail(ErrNotRegular)
-	case fi.Size() > f.opts.MaxReadBytes:
-		return nil, t.fail(tooLarge(fi.Size(), f.opts.MaxReadBytes))
-	}
-	data, err := readAll(ctx, file, fi.Size(), f.opts.MaxReadBytes)
+	data, err := readOpened(ctx, fd, t.real, f.opts.MaxReadBytes)
 	if err != nil {
 		return nil, t.fail(err)
 	}
