@@ -23,7 +23,7 @@ import (
 	"sync"
 )
 
-//go:embed go.mod go.sum tool/*.go policy/*.go internal/jsonrpc/*.go internal/workerproto/*.go internal/rawio/*.go
+//go:embed go.mod go.sum tool/*.go policy/*.go internal/jsonrpc/*.go internal/workerproto/*.go internal/rawio/*.go internal/textdist/*.go
 var sdkSource embed.FS
 
 // sdkFile is one file of the SDK module; name is slash-separated, relative to the root.

@@ -15,7 +15,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/jean2/jean2/internal/fsutil"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,6 +22,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/jean2/jean2/internal/fsutil"
+	"github.com/jean2/jean2/internal/textdist"
 	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/tool"
 )
@@ -248,7 +249,7 @@ func Exports() []string {
 func Closest(name string) string {
 	best, bestD := "", -1
 	for _, e := range Exports() {
-		d := editDistance(strings.ToLower(name), strings.ToLower(e))
+		d := textdist.Distance(strings.ToLower(name), strings.ToLower(e))
 		if bestD < 0 || d < bestD {
 			best, bestD = e, d
 		}
@@ -257,24 +258,4 @@ func Closest(name string) string {
 		return ""
 	}
 	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/jean2/jean2/internal/textdist"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
@@ -235,29 +236,9 @@ func nearestKeyword(k string) string {
 	best, bestD := "", 3
 	lk := strings.ToLower(k)
 	for kw := range schemaKeywords {
-		if d := levenshtein(lk, strings.ToLower(kw)); d < bestD || (d == bestD && best != "" && kw < best) {
+		if d := textdist.Distance(lk, strings.ToLower(kw)); d < bestD || (d == bestD && best != "" && kw < best) {
 			best, bestD = kw, d
 		}
 	}
 	return best
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

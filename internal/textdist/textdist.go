@@ -1,0 +1,26 @@
+// Package textdist measures how far apart two words are, for "did you mean" suggestions
+// (a misspelt schema keyword, a misspelt SDK export). It is part of the Go SDK tools are
+// built with (sdksource.go embeds it), so it depends on nothing.
+package textdist
+
+// Distance is the Levenshtein distance between a and b, byte-wise: the fewest single-byte
+// insertions, deletions and substitutions that turn a into b.
+func Distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
