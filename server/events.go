@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -103,7 +104,14 @@ func (s *Server) writeEvents(w http.ResponseWriter, r *http.Request, sessionID s
 	if limit == 0 || limit > 10000 {
 		limit = 10000
 	}
-	evs, err := s.db.EventsAfter(r.Context(), sessionID, after, int(limit))
+	var evs []store.Event
+	if types := r.URL.Query().Get("types"); types != "" && sessionID != "" {
+		// The last limit events of these types, whatever after says: a reopened page reads
+		// its answered asks so, without replaying the whole log.
+		evs, err = s.db.EventsOfTypes(r.Context(), sessionID, strings.Split(types, ","), int(limit))
+	} else {
+		evs, err = s.db.EventsAfter(r.Context(), sessionID, after, int(limit))
+	}
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -96,6 +98,47 @@ func (tx *Tx) AppendEvents(ctx context.Context, sessionID string, events ...NewE
 // EventsAfter returns a session's events with Seq above afterSeq, in order; at most limit
 // of them when limit is above zero. A client that finds the first Seq above afterSeq+1
 // missed events that were pruned and should reload the session instead.
+// EventsOfTypes returns the session's last limit events whose type is one of types, oldest
+// first: what a client needs of the log without replaying all of it (the asks a reopened
+// page shows as answered).
+func (db *DB) EventsOfTypes(ctx context.Context, sessionID string, types []string, limit int) ([]Event, error) {
+	if len(types) == 0 {
+		return []Event{}, nil
+	}
+	if limit <= 0 {
+		limit = -1
+	}
+	args := []any{sessionID}
+	marks := make([]string, len(types))
+	for i, t := range types {
+		marks[i] = "?"
+		args = append(args, t)
+	}
+	args = append(args, limit)
+	rows, err := db.read.QueryContext(ctx, `SELECT seq, type, payload, created_at FROM events
+		WHERE session_id = ? AND type IN (`+strings.Join(marks, ", ")+`) ORDER BY seq DESC LIMIT ?`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("events of session %q of types %v: %w", sessionID, types, err)
+	}
+	defer rows.Close()
+	out := []Event{}
+	for rows.Next() {
+		e := Event{SessionID: sessionID}
+		var payload string
+		var created int64
+		if err := rows.Scan(&e.Seq, &e.Type, &payload, &created); err != nil {
+			return nil, fmt.Errorf("events of session %q of types %v: %w", sessionID, types, err)
+		}
+		e.Payload, e.CreatedAt = json.RawMessage(payload), toTime(created)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("events of session %q of types %v: %w", sessionID, types, err)
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
 func (db *DB) EventsAfter(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]Event, error) {
 	if limit <= 0 {
 		limit = -1

@@ -64,6 +64,19 @@ func TestLiveStatusAndQuestions(t *testing.T) {
 	f.waitText(".tool-card .ask-permission.answered", "allowed (once)")
 	f.waitJS("the title without a count", `!document.title.startsWith("(")`)
 	f.waitJS("no session marked as waiting", `document.querySelector(".session-status.waiting") === null`)
+
+	// Reloaded, the page shows both questions answered in their cards.
+	if err := f.b.Do(30*time.Second, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	f.waitText(".message.assistant", "Shipped.")
+	f.waitText(".tool-card .ask-confirm.answered", "Ship the release?")
+	f.waitText(".tool-card .ask-confirm.answered", "Answered: true")
+	f.waitText(".tool-card .ask-permission.answered", "May I delete the cache?")
+	f.waitText(".tool-card .ask-permission.answered", "allowed (once)")
+	if n := f.eval(`String(document.querySelectorAll(".tool-card .ask button").length)`); n != "0" {
+		t.Errorf("an answered question offers %s buttons after the page was opened again", n)
+	}
 }
 
 // TestStopAndChanges: "Stopping…" goes when the turn ends and a stopped call shows as

@@ -61,6 +61,7 @@ export class SessionView {
     }
     this.build();
     for (const m of msgs) this.upsertMessage(m);
+    await this.loadAnsweredAsks();
     openAtLatest(this);
     this.setRunning(!!this.session.running);
     this.loadLedgers();
@@ -470,6 +471,30 @@ export class SessionView {
       a.inline.scrollIntoView({ block: "nearest" });
     }
     this.scrollToEnd();
+  }
+
+  // loadAnsweredAsks puts back, in their cards, the questions of this session that were
+  // answered (or timed out) before the page was opened, read-only with what became of them.
+  // Questions still waiting come with the socket's hello.
+  async loadAnsweredAsks() {
+    let events;
+    try {
+      events = (await api("GET", `/api/sessions/${enc(this.id)}/events?types=ask.pending,ask.resolved&limit=500`)).events || [];
+    } catch {
+      return; // the conversation is shown all the same
+    }
+    const pending = new Map();
+    for (const ev of events) {
+      const p = ev.payload || {};
+      if (ev.type === "ask.pending" && p.ask) pending.set(p.ask.id, p.ask);
+      if (ev.type !== "ask.resolved") continue;
+      const ask = pending.get(p.askId);
+      const card = ask && this.cardFor(ask.callId);
+      if (!card || this.asks.has(p.askId)) continue;
+      const node = renderAsk(ask, () => Promise.reject(new Error("This question was answered already.")));
+      card.askSlot.appendChild(node);
+      answeredSummary(node, p);
+    }
   }
 
   placeAsk(a) {
