@@ -13,6 +13,8 @@ require (
 	golang.org/x/text v0.42.0
 )
 
+require github.com/andybalholm/brotli v1.3.0
+
 require (
 	github.com/JohannesKaufmann/dom v0.3.1 // indirect
 	github.com/JohannesKaufmann/html-to-markdown/v2 v2.5.2

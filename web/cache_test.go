@@ -10,11 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/andybalholm/brotli"
+
 	"github.com/jean2/jean2/web"
 )
 
 // TestAssetsCompressedAndCached: the page links its assets under /a/<version>/, served
-// immutable; every asset comes gzipped to a browser that takes it (and whole to one that
+// immutable; every asset comes compressed, brotli or gzip, to a browser that takes it (and whole to one that
 // does not), with an ETag that answers 304; the index page itself is always revalidated.
 func TestAssetsCompressedAndCached(t *testing.T) {
 	h := web.Handler()
@@ -31,20 +33,33 @@ func TestAssetsCompressedAndCached(t *testing.T) {
 	req.Header.Set("Accept-Encoding", "br, gzip;q=0.8")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	if rec.Code != 200 || rec.Header().Get("Content-Encoding") != "gzip" || !strings.Contains(rec.Header().Get("Cache-Control"), "immutable") {
+	if rec.Code != 200 || rec.Header().Get("Content-Encoding") != "br" || !strings.Contains(rec.Header().Get("Cache-Control"), "immutable") {
 		t.Fatalf("GET %s: %d, encoding %q, cache %q", main, rec.Code, rec.Header().Get("Content-Encoding"), rec.Header().Get("Cache-Control"))
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(rec.Body.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain, err := io.ReadAll(zr)
+	plain, err := io.ReadAll(brotli.NewReader(bytes.NewReader(rec.Body.Bytes())))
 	if err != nil {
 		t.Fatal(err)
 	}
 	whole := get(t, h, "/js/main.js")
 	if !bytes.Equal(plain, whole.Body.Bytes()) || len(rec.Body.Bytes()) >= len(plain) {
-		t.Errorf("the gzipped main.js (%d bytes) is not main.js (%d bytes) made smaller", len(rec.Body.Bytes()), len(plain))
+		t.Errorf("the brotli main.js (%d bytes) is not main.js (%d bytes) made smaller", len(rec.Body.Bytes()), len(plain))
+	}
+	// A browser that takes gzip alone (or refuses brotli) gets gzip.
+	for _, accept := range []string{"gzip", "br;q=0, gzip"} {
+		req := httptest.NewRequest("GET", main, nil)
+		req.Header.Set("Accept-Encoding", accept)
+		gzRec := httptest.NewRecorder()
+		h.ServeHTTP(gzRec, req)
+		if gzRec.Header().Get("Content-Encoding") != "gzip" {
+			t.Fatalf("Accept-Encoding %q: encoding %q, want gzip", accept, gzRec.Header().Get("Content-Encoding"))
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(gzRec.Body.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if unzipped, err := io.ReadAll(zr); err != nil || !bytes.Equal(unzipped, plain) {
+			t.Fatalf("the gzipped main.js is not main.js: %v", err)
+		}
 	}
 	if whole.Header().Get("Content-Encoding") != "" || whole.Header().Get("Cache-Control") != "no-cache" {
 		t.Errorf("plain /js/main.js without Accept-Encoding: encoding %q, cache %q", whole.Header().Get("Content-Encoding"), whole.Header().Get("Cache-Control"))
