@@ -108,9 +108,10 @@ func summaryPrompt(summary string) string {
 var overflowPath = regexp.MustCompile(`The full result is in (\S+?) — `)
 
 // prune replaces the tool results of msgs before index keepFrom that are longer than
-// pruneMinChars with a note naming their overflow file, when they have one; it returns
-// how many it replaced.
-func prune(msgs []provider.Message, keepFrom int) int {
+// pruneMinChars with a note naming a file that holds the whole result: the overflow file the
+// result already names, or one keep writes (nil keep, or keep failing, gives a note that
+// says to call the tool again). It returns how many it replaced.
+func prune(msgs []provider.Message, keepFrom int, keep func(callID, text string) string) int {
 	n := 0
 	for i := range min(keepFrom, len(msgs)) {
 		m := &msgs[i]
@@ -118,8 +119,14 @@ func prune(msgs []provider.Message, keepFrom int) int {
 			continue
 		}
 		note := fmt.Sprintf("[This older tool result (%d characters) was pruned to keep the conversation within the model's context window.", len(m.Text))
+		path := ""
 		if p := overflowPath.FindStringSubmatch(m.Text); p != nil {
-			note += " The full result is in " + p[1] + ": read it with read-file if you need it again.]"
+			path = p[1]
+		} else if keep != nil {
+			path = keep(m.ToolCallID, m.Text)
+		}
+		if path != "" {
+			note += " The full result is in " + path + ": read it with read-file if you need it again.]"
 		} else {
 			note += " Call the tool again if you need it.]"
 		}
@@ -402,7 +409,7 @@ func (t *turn) fit(req *provider.Request, base string, pend ops, failed int) (op
 		return pend, nil
 	}
 	keep := keepFrom(req.Messages, window*keepPercent/100)
-	if pruned := prune(req.Messages, keep); failed == 0 && pruned > 0 {
+	if pruned := prune(req.Messages, keep, t.keepResult); failed == 0 && pruned > 0 {
 		if after := EstimateTokens(*req); after <= c.limit() {
 			t.h.log.Info("pruned old tool results to fit the context window", "session", t.sessionID, "results", pruned,
 				"tokens", est, "after", after, "window", window)
@@ -423,17 +430,38 @@ func (t *turn) fit(req *provider.Request, base string, pend ops, failed int) (op
 		var seals ops
 		req.Messages, req.System, seals = t.request(base)
 		pend = append(pend, seals...)
-		prune(req.Messages, keepFrom(req.Messages, window*keepPercent/100))
+		prune(req.Messages, keepFrom(req.Messages, window*keepPercent/100), t.keepResult)
 	}
 	if after := EstimateTokens(*req); after > c.limit() {
 		// Last resort: every tool result but the last message's is pruned.
-		prune(req.Messages, len(req.Messages)-1)
+		prune(req.Messages, len(req.Messages)-1, t.keepResult)
 		if after = EstimateTokens(*req); after > c.limit() {
 			return pend, fmt.Errorf("the request takes about %d tokens even compacted, more than %d%% of the model's context window of %d tokens: the system prompt, the tools offered (%d) and the last message take too much; start a new session, turn tools off, or give the provider a larger contextWindow",
 				after, compactAtPercent, window, len(req.Tools))
 		}
 	}
 	return pend, nil
+}
+
+// ResultKeeper keeps a tool result's whole text in the session's temporary folder and says
+// where (*host.Host): a result pruned from a request is then named, not lost to the model.
+type ResultKeeper interface {
+	KeepResult(workspaceID, sessionID, callID, text string) (string, error)
+}
+
+// keepResult keeps a pruned result through the harness's tools when they can; "" when
+// they cannot or writing failed (the note then says to call the tool again).
+func (t *turn) keepResult(callID, text string) string {
+	k, ok := t.h.opts.Tools.(ResultKeeper)
+	if !ok || callID == "" {
+		return ""
+	}
+	path, err := k.KeepResult(t.session.WorkspaceID, t.sessionID, callID, text)
+	if err != nil {
+		t.h.log.Warn("a pruned tool result could not be kept", "session", t.sessionID, "call", callID, "error", err)
+		return ""
+	}
+	return path
 }
 
 // Compact summarizes the session's older messages now, as a person's /compact asks,

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -178,6 +180,16 @@ func TestCompactionPrunesOldToolResultsFirst(t *testing.T) {
 	last := string(reqs[2].Body)
 	if strings.Contains(last, "BIGRESULT") || !strings.Contains(last, "was pruned to keep the conversation within") {
 		t.Fatal("the old result was not pruned in the last request")
+	}
+	// The note names a file in the session's folder that holds the whole result (it had
+	// no overflow file of its own: it is under the overflow limit).
+	m := regexp.MustCompile(`The full result is in (\S+): read it with read-file`).FindStringSubmatch(last)
+	if m == nil {
+		t.Fatalf("the pruned result's note names no file: %.600s", last[strings.Index(last, "was pruned")-200:])
+	}
+	kept, err := os.ReadFile(m[1])
+	if err != nil || !strings.Contains(string(kept), "BIGRESULT "+strings.Repeat("x", 14000)) {
+		t.Fatalf("the kept result %s: %v (%d bytes)", m[1], err, len(kept))
 	}
 	if n := wireTokens(t, reqs[2].Body); n > 6000 {
 		t.Fatalf("last request %d tokens", n)

@@ -112,6 +112,7 @@ func (h *Host) RemoveWorkspaceTemp(workspaceID string) error {
 		}
 		return true
 	})
+	h.forgetKept(h.layout.WorkspaceTemp(workspaceID))
 	return fsutil.RemoveTree(h.layout.WorkspaceTemp(workspaceID))
 }
 
@@ -119,6 +120,7 @@ func (h *Host) removeTemp(key string) error {
 	h.temps.Delete(key)
 	dir := filepath.Join(h.layout.Temp, key)
 	h.tempQuota.over.Delete(dir)
+	h.forgetKept(dir)
 	// RemoveTree removes links a worker left and never what they point to.
 	return fsutil.RemoveTree(dir)
 }
