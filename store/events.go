@@ -98,6 +98,19 @@ func (tx *Tx) AppendEvents(ctx context.Context, sessionID string, events ...NewE
 // EventsAfter returns a session's events with Seq above afterSeq, in order; at most limit
 // of them when limit is above zero. A client that finds the first Seq above afterSeq+1
 // missed events that were pruned and should reload the session instead.
+func (db *DB) EventsAfter(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]Event, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := db.read.QueryContext(ctx, `SELECT seq, type, payload, created_at FROM events WHERE session_id = ? AND seq > ?
+		ORDER BY seq LIMIT ?`, sessionID, afterSeq, limit)
+	out, err := scanEvents(rows, err, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("events of session %q after %d: %w", sessionID, afterSeq, err)
+	}
+	return out, nil
+}
+
 // EventsOfTypes returns the session's last limit events whose type is one of types, oldest
 // first: what a client needs of the log without replaying all of it (the asks a reopened
 // page shows as answered).
@@ -117,36 +130,19 @@ func (db *DB) EventsOfTypes(ctx context.Context, sessionID string, types []strin
 	args = append(args, limit)
 	rows, err := db.read.QueryContext(ctx, `SELECT seq, type, payload, created_at FROM events
 		WHERE session_id = ? AND type IN (`+strings.Join(marks, ", ")+`) ORDER BY seq DESC LIMIT ?`, args...)
+	out, err := scanEvents(rows, err, sessionID)
 	if err != nil {
-		return nil, fmt.Errorf("events of session %q of types %v: %w", sessionID, types, err)
-	}
-	defer rows.Close()
-	out := []Event{}
-	for rows.Next() {
-		e := Event{SessionID: sessionID}
-		var payload string
-		var created int64
-		if err := rows.Scan(&e.Seq, &e.Type, &payload, &created); err != nil {
-			return nil, fmt.Errorf("events of session %q of types %v: %w", sessionID, types, err)
-		}
-		e.Payload, e.CreatedAt = json.RawMessage(payload), toTime(created)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("events of session %q of types %v: %w", sessionID, types, err)
 	}
 	slices.Reverse(out)
 	return out, nil
 }
 
-func (db *DB) EventsAfter(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]Event, error) {
-	if limit <= 0 {
-		limit = -1
-	}
-	rows, err := db.read.QueryContext(ctx, `SELECT seq, type, payload, created_at FROM events WHERE session_id = ? AND seq > ?
-		ORDER BY seq LIMIT ?`, sessionID, afterSeq, limit)
-	if err != nil {
-		return nil, fmt.Errorf("events of session %q after %d: %w", sessionID, afterSeq, err)
+// scanEvents reads the rows of a query for (seq, type, payload, created_at), which queryErr
+// is the error of, and closes them.
+func scanEvents(rows *sql.Rows, queryErr error, sessionID string) ([]Event, error) {
+	if queryErr != nil {
+		return nil, queryErr
 	}
 	defer rows.Close()
 	out := []Event{}
@@ -155,15 +151,12 @@ func (db *DB) EventsAfter(ctx context.Context, sessionID string, afterSeq int64,
 		var payload string
 		var created int64
 		if err := rows.Scan(&e.Seq, &e.Type, &payload, &created); err != nil {
-			return nil, fmt.Errorf("events of session %q after %d: %w", sessionID, afterSeq, err)
+			return nil, err
 		}
 		e.Payload, e.CreatedAt = json.RawMessage(payload), toTime(created)
 		out = append(out, e)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("events of session %q after %d: %w", sessionID, afterSeq, err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // LastEventSeq is the Seq of the last event appended to a session's log (0 when none).
