@@ -55,7 +55,11 @@ func destructive() *tool.Annotations {
 
 // ok builds a successful result with a visualization.
 func ok(result any, viz any) tool.Result {
-	r := tool.Success(result)
+	return withViz(tool.Success(result), viz)
+}
+
+// withViz adds the visualization viz to a successful result r.
+func withViz(r tool.Result, viz any) tool.Result {
 	if !r.Success || viz == nil {
 		return r
 	}

@@ -134,7 +134,12 @@ func (h *Host) Invoke(ctx context.Context, call Call) Outcome {
 	}
 	ctx, stopCall := context.WithCancelCause(ctx)
 	defer stopCall(nil)
-	stopWatch := h.watchSessionTemp(stopCall, call.Tool, call.CallID, quotaDir)
+	// Only a call that can write beside ctx.fs (a worker, a built-in that starts processes)
+	// needs watching while it runs; what a built-in writes through ctx.fs is measured after.
+	stopWatch := func() {}
+	if mayWriteBesideFS(v) {
+		stopWatch = h.watchSessionTemp(stopCall, call.Tool, call.CallID, quotaDir)
+	}
 	changesBefore := cs.ctx.Ledger.Len()
 	res := cat.registry.Execute(ctx, call.Tool, call.Args, &cs.ctx)
 	stopWatch()

@@ -172,7 +172,13 @@ type ProcessStarter interface {
 // left an overflow file. A built-in that only read (read-file, grep) cannot have: walking
 // the folder after each of those was a tenth of a read-file call's time.
 func mayHaveWrittenTemp(v *version, out Outcome, changedFiles bool) bool {
-	if changedFiles || out.Overflow != nil || v.entry.Kind != "builtin" {
+	return changedFiles || out.Overflow != nil || mayWriteBesideFS(v)
+}
+
+// mayWriteBesideFS says whether the version's calls can write files other than through
+// ctx.fs: a worker tool's (node:fs, within the sandbox), a built-in's that starts processes.
+func mayWriteBesideFS(v *version) bool {
+	if v.entry.Kind != "builtin" {
 		return true
 	}
 	ps, ok := v.tool.(ProcessStarter)

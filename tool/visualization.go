@@ -110,6 +110,9 @@ func CheckVisualization(raw json.RawMessage) error {
 	return checkViz("visualization", v, "")
 }
 
+// commonVizFields are the fields every visualization type may have.
+var commonVizFields = map[string]fieldRule{"title": {kind: kString}, "collapsed": {kind: kBool}}
+
 func checkViz(path string, v any, want string) error {
 	obj, ok := v.(map[string]any)
 	if !ok {
@@ -123,8 +126,7 @@ func checkViz(path string, v any, want string) error {
 	if want != "" && typ != want {
 		return fmt.Errorf("%s.type is %q; %q expected here", path, typ, want)
 	}
-	common := map[string]fieldRule{"title": {kind: kString}, "collapsed": {kind: kBool}}
-	if err := checkFields(path, obj, common); err != nil {
+	if err := checkFields(path, obj, commonVizFields); err != nil {
 		return err
 	}
 	if err := checkFields(path, obj, rules); err != nil {
