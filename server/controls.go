@@ -40,20 +40,9 @@ func controlErr(sessionID string, err error) error {
 // queueMessage sends the message now when the session is idle (202 with the turn), else
 // queues it to be sent when the running turn ends (202 with queued).
 func (s *Server) queueMessage(w http.ResponseWriter, r *http.Request) error {
-	var b turnBody
-	if err := decodeBody(w, r, &b); err != nil {
-		return err
-	}
-	ses, err := s.session(r.Context(), r.PathValue("id"))
+	ses, in, err := s.messageRequest(w, r)
 	if err != nil {
 		return err
-	}
-	in, err := b.input()
-	if err != nil {
-		return err
-	}
-	if _, _, err := s.providers.Model(r.Context(), ses.Provider, ses.Model); err != nil {
-		return errorf(http.StatusBadRequest, codeNoProvider, "%v", err)
 	}
 	started := s.gate.starting()
 	q, turn, err := s.harness.Enqueue(r.Context(), ses.ID, in)

@@ -42,22 +42,32 @@ func (b turnBody) input() (harness.Input, error) {
 	return in, nil
 }
 
-func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) error {
+// messageRequest reads a request that sends the person's message to a session (a turn, or
+// a message queued for the running turn's end): the body, the session, the input, and a
+// model that can be reached, refused before anything is stored.
+func (s *Server) messageRequest(w http.ResponseWriter, r *http.Request) (store.Session, harness.Input, error) {
 	var b turnBody
 	if err := decodeBody(w, r, &b); err != nil {
-		return err
+		return store.Session{}, harness.Input{}, err
 	}
 	ses, err := s.session(r.Context(), r.PathValue("id"))
 	if err != nil {
-		return err
+		return store.Session{}, harness.Input{}, err
 	}
 	in, err := b.input()
 	if err != nil {
-		return err
+		return store.Session{}, harness.Input{}, err
 	}
-	// Refuse a turn that cannot reach a model before storing the user's message.
 	if _, _, err := s.providers.Model(r.Context(), ses.Provider, ses.Model); err != nil {
-		return errorf(http.StatusBadRequest, codeNoProvider, "%v", err)
+		return store.Session{}, harness.Input{}, errorf(http.StatusBadRequest, codeNoProvider, "%v", err)
+	}
+	return ses, in, nil
+}
+
+func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) error {
+	ses, in, err := s.messageRequest(w, r)
+	if err != nil {
+		return err
 	}
 	// A delete of the session waits until the harness has claimed it (see gate); one that
 	// came first leaves the session gone, and Start says so.
