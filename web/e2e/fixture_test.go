@@ -455,7 +455,16 @@ func (f *fixture) clickText(scope, text string) {
 // typeInto focuses a field and types text (a "\n" presses Enter).
 func (f *fixture) typeInto(sel, text string) {
 	f.t.Helper()
-	if err := f.b.Do(20*time.Second, chromedp.SendKeys(chromedp.CSS(sel), text)); err != nil {
+	var err error
+	for try := 0; try < 3; try++ {
+		err = f.b.Do(20*time.Second, chromedp.SendKeys(chromedp.CSS(sel), text))
+		// The page may redraw the element between finding it and typing (a live update of
+		// the session list): the node found is gone, nothing was typed; find it again.
+		if err == nil || !strings.Contains(err.Error(), "Could not find node") {
+			break
+		}
+	}
+	if err != nil {
 		f.t.Fatalf("type into %s: %v", sel, err)
 	}
 }
