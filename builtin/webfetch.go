@@ -218,7 +218,10 @@ func (t *webfetchTool) Execute(ctx context.Context, c *tool.Context, args json.R
 	req.Header.Set("Accept-Language", "en-US,en;q=0.5")
 	resp, err := client.Do(req)
 	if err != nil {
-		if ctx.Err() == context.DeadlineExceeded {
+		// The call's deadline, or the transport's own wait for headers (the same timeout,
+		// which can fire first): either way the fetch timed out.
+		var ne net.Error
+		if ctx.Err() == context.DeadlineExceeded || (errors.As(err, &ne) && ne.Timeout()) {
 			return tool.Errorf("fetch %s: timed out after %s", u.Redacted(), timeout)
 		}
 		var ref *egress.Refusal
