@@ -33,8 +33,7 @@ func TestConversationControls(t *testing.T) {
 
 	// Edit the first message, restoring the files.
 	f.fake.Push(text("Edited answer."))
-	f.click(`.message.user .edit-msg`)
-	f.waitJS("the edit dialog", `document.querySelector("dialog[open] #edit-text") !== null`)
+	f.actUntil("the edit dialog", func() { f.click(`.message.user .edit-msg`) }, `document.querySelector("dialog[open] #edit-text") !== null`)
 	f.eval(`(() => { const t = document.querySelector("dialog[open] #edit-text"); t.value = "do not write"; return ""; })()`)
 	f.click(`dialog[open] #edit-restore`)
 	f.clickText("dialog[open]", "Send again")

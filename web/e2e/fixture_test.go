@@ -500,3 +500,21 @@ func text(pieces ...string) providertest.Reply {
 	}
 	return s.Finish("stop").Usage(10, 5).Done().Reply()
 }
+
+// actUntil does act and waits (up to 5 s) for cond, three times at most: for an action a
+// loaded machine may lose (a key pressed as the focus moves, a click on a node being
+// redrawn), where doing it again is harmless.
+func (f *fixture) actUntil(what string, act func(), cond string) {
+	f.t.Helper()
+	for try := 0; try < 3; try++ {
+		act()
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			if v, err := browsertest.Eval[bool](f.b, 5*time.Second, cond); err == nil && v {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	f.waitJS(what, cond)
+}
