@@ -112,8 +112,11 @@ func readFile(ctx context.Context, c *tool.Context, in readFileIn) tool.Result {
 	// empty last line.
 	total := bytes.Count(data, []byte{'\n'}) + 1
 	start := offset - 1
-	var out strings.Builder
-	out.Grow(min(len(data), readMaxBytes) + 8*min(total, limit) + 80) // the text, the numbers, the note
+	// The fields of readFileOut, written by tool.Object: the numbered lines are escaped
+	// straight into the result (faster than json.Marshal, and never held as a text of their
+	// own), which the host trusts without a second pass.
+	res := tool.NewObject(min(len(data), readMaxBytes) + min(len(data), readMaxBytes)/8 + 8*min(total, limit) + 240).
+		OpenString("content")
 	used, returned := 0, 0
 	rest := data
 	for i := 0; i < start && rest != nil; i++ {
@@ -124,7 +127,7 @@ func readFile(ctx context.Context, c *tool.Context, in readFileIn) tool.Result {
 		}
 	}
 	lineNo := start
-	var num [20]byte
+	var num [24]byte
 	for rest != nil && returned < limit {
 		var line []byte
 		if j := bytes.IndexByte(rest, '\n'); j >= 0 {
@@ -134,38 +137,36 @@ func readFile(ctx context.Context, c *tool.Context, in readFileIn) tool.Result {
 		}
 		lineNo++
 		text := truncateLine(line)
-		digits := strconv.AppendInt(num[:0], int64(lineNo), 10)
-		size := len(digits) + 2 + len(text)
+		prefix := num[:0]
 		if returned > 0 {
-			size++
+			prefix = append(prefix, '\n')
 		}
+		prefix = strconv.AppendInt(prefix, int64(lineNo), 10)
+		prefix = append(prefix, ':', ' ')
+		size := len(prefix) + len(text)
 		if used+size > readMaxBytes {
 			break
 		}
-		if returned > 0 {
-			out.WriteByte('\n')
-		}
-		out.Write(digits)
-		out.WriteString(": ")
-		out.Write(text)
+		res.AppendBytes(prefix).AppendBytes(text)
 		used += size
 		returned++
 	}
 	last := start + returned
 	truncated := last < total
+	var note []byte
 	if truncated {
-		fmt.Fprintf(&out, "\n\n(Showing lines %d-%d of %d. Use offset=%d to continue.)", offset, last, total, last+1)
+		note = fmt.Appendf(num[:0], "\n\n(Showing lines %d-%d of %d. Use offset=%d to continue.)", offset, last, total, last+1)
 	} else {
-		fmt.Fprintf(&out, "\n\n(End of file - total %d lines)", total)
+		note = fmt.Appendf(num[:0], "\n\n(End of file - total %d lines)", total)
 	}
-	// The fields of readFileOut, written by tool.Object: a big text escaped faster than
-	// json.Marshal does, and trusted by the host without a second pass.
-	content := out.String()
-	res := tool.NewObject(len(content)+len(content)/8+160).
-		String("content", content).String("revision", "sha256:"+hex.EncodeToString(sum[:])).
+	var rev [7 + 2*sha256.Size]byte
+	copy(rev[:], "sha256:")
+	hex.Encode(rev[7:], sum[:])
+	result := res.AppendBytes(note).CloseString().
+		String("revision", string(rev[:])).
 		Int("totalLines", total).Int("offset", offset).Int("linesReturned", returned).Bool("truncated", truncated).
 		Success()
-	return withViz(res, none("Read: %s", resolved))
+	return withViz(result, none("Read: %s", resolved))
 }
 
 // truncateLine cuts a line longer than readMaxLine characters, saying so; a line within

@@ -10,18 +10,24 @@ import (
 // and valid by construction, so the host need not check it again. Only strings, integers
 // and booleans can be put in it; keys are written as given and must be unique.
 type Object struct {
+	// buf starts with modelPrefix: Success leaves the model's whole JSON around the object,
+	// so ModelJSON hands it out without copying the object again.
 	buf []byte
 }
 
+// modelPrefix is how ModelJSON starts a successful result; the result follows, then '}'.
+const modelPrefix = `{"success":true,"result":`
+
 // NewObject starts an object, with room for about size bytes.
 func NewObject(size int) *Object {
-	o := &Object{buf: make([]byte, 0, size+2)}
+	o := &Object{buf: make([]byte, 0, len(modelPrefix)+size+3)}
+	o.buf = append(o.buf, modelPrefix...)
 	o.buf = append(o.buf, '{')
 	return o
 }
 
 func (o *Object) key(k string) {
-	if len(o.buf) > 1 {
+	if len(o.buf) > len(modelPrefix)+1 {
 		o.buf = append(o.buf, ',')
 	}
 	o.buf = appendString(o.buf, k)
@@ -45,12 +51,31 @@ func (o *Object) Bool(k string, v bool) *Object {
 	return o
 }
 
-// Success is the successful result holding the object.
+// OpenString starts a string field whose text is given piece by piece (Append, AppendBytes)
+// and ended by CloseString: a text put together from many pieces (numbered lines) is
+// escaped straight into the object, never held whole on its own. A piece must not end
+// inside a UTF-8 sequence that the next piece finishes (it would read as invalid).
+func (o *Object) OpenString(k string) *Object {
+	o.key(k)
+	o.buf = append(o.buf, '"')
+	return o
+}
+
+// Append adds a piece of the open string field.
+func (o *Object) Append(s string) *Object { o.buf = appendEscaped(o.buf, s); return o }
+
+// AppendBytes adds a piece of the open string field.
+func (o *Object) AppendBytes(b []byte) *Object { o.buf = appendEscaped(o.buf, b); return o }
+
+// CloseString ends the string field OpenString began.
+func (o *Object) CloseString() *Object { o.buf = append(o.buf, '"'); return o }
+
+// Success is the successful result holding the object. Its model JSON is the same buffer.
 func (o *Object) Success() Result {
-	raw := append(o.buf, '}')
-	r := Result{Success: true, Result: raw}
-	r.marshalled, r.marshalledLen = &raw[0], len(raw)
-	return r
+	model := append(o.buf, '}', '}')
+	// The cap ends at the result: an append to it must not write over the closing brace.
+	raw := model[len(modelPrefix) : len(model)-1 : len(model)-1]
+	return Result{Success: true, Result: raw, known: model, knownAt: len(modelPrefix)}
 }
 
 const hexDigits = "0123456789abcdef"
@@ -60,6 +85,12 @@ const hexDigits = "0123456789abcdef"
 // result reads the same either way). Runs of plain bytes are copied at once.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	dst = appendEscaped(dst, s)
+	return append(dst, '"')
+}
+
+// appendEscaped appends s escaped as the inside of a JSON string (appendString's rules).
+func appendEscaped[T string | []byte](dst []byte, s T) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		// Eight plain bytes at a time: none below 0x20, none a quote or a backslash, none
@@ -98,7 +129,7 @@ func appendString(dst []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := decodeRune(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
 			dst = append(dst, s[start:i]...)
@@ -113,8 +144,17 @@ func appendString(dst []byte, s string) []byte {
 		i += size
 		start = i
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
+}
+
+func decodeRune[T string | []byte](s T) (rune, int) {
+	switch v := any(s).(type) {
+	case string:
+		return utf8.DecodeRuneInString(v)
+	case []byte:
+		return utf8.DecodeRune(v)
+	}
+	panic("unreachable")
 }
 
 const (

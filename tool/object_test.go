@@ -63,3 +63,66 @@ func TestObjectStringsAgreeWithEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// A string given piece by piece (OpenString, Append, AppendBytes, CloseString) is the same
+// JSON as the whole string given at once, for pieces cut at line ends as read-file cuts them.
+func TestObjectPiecesAgreeWithWholeString(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := []byte("ab \"\\\t\x00\x1f\xc3\xa9\xe2\x80\xa8\xff\n")
+	for range 2000 {
+		b := make([]byte, rng.IntN(60))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		whole := tool.NewObject(0).String("s", string(b)).Int("n", 1).Success()
+		o := tool.NewObject(0).OpenString("s")
+		for i, line := range strings.SplitAfter(string(b), "\n") {
+			if i%2 == 0 {
+				o.Append(line)
+			} else {
+				o.AppendBytes([]byte(line))
+			}
+		}
+		pieces := o.CloseString().Int("n", 1).Success()
+		if string(pieces.Result) != string(whole.Result) {
+			t.Fatalf("%q: pieces %s, whole %s", b, pieces.Result, whole.Result)
+		}
+	}
+}
+
+// An Object's model JSON is the same text ModelJSON builds for any other result, and it
+// stays right when the result is appended to or replaced afterwards.
+func TestObjectModelJSON(t *testing.T) {
+	r := tool.NewObject(0).String("content", "x\ny").Int("n", 2).Success()
+	want := `{"success":true,"result":{"content":"x\ny","n":2}}`
+	if got := string(r.ModelJSON()); got != want {
+		t.Fatalf("model JSON %s, want %s", got, want)
+	}
+	generic := tool.Result{Success: true, Result: append(json.RawMessage(nil), r.Result...)}
+	if got := string(generic.ModelJSON()); got != want {
+		t.Fatalf("generic model JSON %s, want %s", got, want)
+	}
+	// Appending to the result must not write over the model JSON's closing brace.
+	_ = append(r.Result, 'Z')
+	if got := string(r.ModelJSON()); got != want {
+		t.Fatalf("after an append to the result: %s", got)
+	}
+	// A summary or an error is added, not dropped.
+	s := r
+	s.Summary = "two"
+	if got := string(s.ModelJSON()); got != `{"success":true,"result":{"content":"x\ny","n":2},"summary":"two"}` {
+		t.Fatalf("with a summary: %s", got)
+	}
+	// A result replaced by invalid JSON is checked, not trusted.
+	bad := r
+	bad.Result = json.RawMessage(`{"content":`)
+	if got := string(bad.ModelJSON()); !strings.Contains(got, "not valid JSON") {
+		t.Fatalf("replaced result trusted: %s", got)
+	}
+	// The same bytes cut shorter (a prefix of the known result) are not trusted either.
+	cut := r
+	cut.Result = r.Result[:5]
+	if got := string(cut.ModelJSON()); !strings.Contains(got, "not valid JSON") {
+		t.Fatalf("cut result trusted: %s", got)
+	}
+}

@@ -19,11 +19,12 @@ type Result struct {
 	Summary       string          `json:"summary,omitempty"`
 	Visualization json.RawMessage `json:"visualization,omitempty"`
 
-	// marshalled is the Result that Success made with json.Marshal (its first byte and its
-	// length): valid JSON, which ModelJSON need not walk again on every call. A Result
+	// known holds the Result that Success or an Object made, valid JSON that ModelJSON need
+	// not walk again on every call; the Result starts at known[knownAt]. An Object's known
+	// is the model's whole JSON (knownAt > 0: modelPrefix, the result, '}'). A Result
 	// replaced since is another slice, and is checked.
-	marshalled    *byte
-	marshalledLen int
+	known   []byte
+	knownAt int
 }
 
 // Errorf builds a failed result.
@@ -37,16 +38,13 @@ func Success(v any) Result {
 	if err != nil {
 		return Errorf("tool result cannot be serialized: %v", err)
 	}
-	r := Result{Success: true, Result: raw}
-	if len(raw) > 0 {
-		r.marshalled, r.marshalledLen = &raw[0], len(raw)
-	}
-	return r
+	return Result{Success: true, Result: raw, known: raw}
 }
 
-// knownValid reports whether Result is still the JSON Success marshalled.
+// knownValid reports whether Result is still the JSON Success or an Object made.
 func (r Result) knownValid() bool {
-	return len(r.Result) > 0 && r.marshalled == &r.Result[0] && r.marshalledLen == len(r.Result)
+	return len(r.Result) > 0 && r.knownAt < len(r.known) && &r.known[r.knownAt] == &r.Result[0] &&
+		len(r.known) == r.knownAt+len(r.Result)+min(r.knownAt, 1)
 }
 
 // Normalize returns the result in jean2's shape: Data (Jx) becomes Result when Result is
@@ -83,7 +81,11 @@ type ForModel struct {
 // by hand because it runs on every call: the result is already JSON.
 func (r Result) ModelJSON() []byte {
 	n := r.Normalize()
-	if n.Result != nil && !n.knownValid() && !json.Valid(n.Result) {
+	known := n.knownValid()
+	if known && n.knownAt > 0 && n.Success && n.Error == "" && n.Summary == "" {
+		return n.known // an Object's result, already wrapped as the model sees it
+	}
+	if n.Result != nil && !known && !json.Valid(n.Result) {
 		n = Result{Error: "tool result is not valid JSON"}
 	}
 	buf := make([]byte, 0, len(n.Result)+len(n.Error)+len(n.Summary)+48)
