@@ -1,4 +1,4 @@
-package main
+package chat
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/jean2/jean2/store"
+	"github.com/jean2/jean2/undo"
 )
 
 // errDialogCancelled ends a dialog the person left with Ctrl-C or an empty answer.
@@ -60,7 +61,7 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 	var led struct {
 		Turns []turnChanges `json:"turns"`
 	}
-	if err := u.api.call(ctx, http.MethodGet, "/api/sessions/"+sid+"/ledgers", nil, &led); err != nil {
+	if err := u.api.Call(ctx, http.MethodGet, "/api/sessions/"+sid+"/ledgers", nil, &led); err != nil {
 		return fmt.Errorf("list the turns' changes: %w", err)
 	}
 	if len(led.Turns) == 0 {
@@ -71,7 +72,7 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 	var msgs struct {
 		Messages []store.Message `json:"messages"`
 	}
-	if err := u.api.call(ctx, http.MethodGet, "/api/sessions/"+sid+"/messages", nil, &msgs); err != nil {
+	if err := u.api.Call(ctx, http.MethodGet, "/api/sessions/"+sid+"/messages", nil, &msgs); err != nil {
 		return fmt.Errorf("list the session's messages: %w", err)
 	}
 	asked := func(seq int64) string {
@@ -122,7 +123,7 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 	turn := led.Turns[n-1]
 
 	// What would change, before anything does.
-	preview, err := u.api.restore(ctx, u.ses.ID, turn.MessageID, restoreOptions{DryRun: true})
+	preview, err := u.api.restore(ctx, u.ses.ID, turn.MessageID, undo.RestoreOptions{DryRun: true})
 	if _, refused := isAPIError(err, "conflict"); err != nil && !refused {
 		return err
 	}
@@ -159,8 +160,8 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 // confirmRestore asks whether to go ahead with the restore a report plans, saying what
 // forcing past conflicts or leaving unrestorable files means, and returns the options to
 // restore with.
-func (u *chatUI) confirmRestore(ctx context.Context, lines <-chan inputLine, r restoreReport) (restoreOptions, error) {
-	var o restoreOptions
+func (u *chatUI) confirmRestore(ctx context.Context, lines <-chan inputLine, r undo.Report) (undo.RestoreOptions, error) {
+	var o undo.RestoreOptions
 	question := "Restore? [y/N]: "
 	if len(r.Conflicts) > 0 {
 		o.Force = true
@@ -191,7 +192,7 @@ func isYes(s string) bool {
 }
 
 // showReport lists what a restore did, or would do.
-func (u *chatUI) showReport(r restoreReport) {
+func (u *chatUI) showReport(r undo.Report) {
 	verb := func(done, planned string) string {
 		if r.DryRun {
 			return planned
@@ -203,7 +204,7 @@ func (u *chatUI) showReport(r restoreReport) {
 			u.println("  " + style(fmt.Sprintf("%-12s", label)) + " " + u.rel(p))
 		}
 	}
-	problems := func(label string, ps []restoreProblem, style func(string) string) {
+	problems := func(label string, ps []undo.Problem, style func(string) string) {
 		for _, p := range ps {
 			u.println("  " + style(fmt.Sprintf("%-12s", label)) + " " + u.rel(p.Path) + u.st.dim(" — "+cleanLine(p.Reason)))
 		}

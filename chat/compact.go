@@ -1,4 +1,4 @@
-package main
+package chat
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jean2/jean2/provider"
+	"github.com/jean2/jean2/server"
 	"github.com/jean2/jean2/store"
 )
 
@@ -37,7 +39,7 @@ func (u *chatUI) compact() {
 		defer u.wg.Done()
 		ctx, cancel := context.WithTimeout(u.ctx, 10*time.Minute)
 		defer cancel()
-		err := u.api.call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/compact", nil, nil)
+		err := u.api.Call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/compact", nil, nil)
 		if err != nil && u.ctx.Err() == nil {
 			fmt.Fprintf(u.out, "%s\n", u.st.red("jean2 chat: compact: "+err.Error()))
 		}
@@ -51,7 +53,7 @@ func (u *chatUI) rename(ctx context.Context, title string) {
 		u.println(u.st.dim("(give the new title: /title Fix the login bug)"))
 		return
 	}
-	if err := u.api.call(ctx, http.MethodPatch, "/api/sessions/"+url.PathEscape(u.ses.ID), map[string]any{"title": title}, nil); err != nil {
+	if err := u.api.Call(ctx, http.MethodPatch, "/api/sessions/"+url.PathEscape(u.ses.ID), map[string]any{"title": title}, nil); err != nil {
 		u.println(u.st.red("jean2 chat: rename: " + err.Error()))
 		return
 	}
@@ -69,7 +71,7 @@ func (u *chatUI) search(ctx context.Context, q string) {
 	var res struct {
 		Sessions []store.SearchHit `json:"sessions"`
 	}
-	if err := u.api.call(ctx, http.MethodGet, "/api/search?q="+url.QueryEscape(q), nil, &res); err != nil {
+	if err := u.api.Call(ctx, http.MethodGet, "/api/search?q="+url.QueryEscape(q), nil, &res); err != nil {
 		u.println(u.st.red("jean2 chat: search: " + err.Error()))
 		return
 	}
@@ -110,7 +112,7 @@ func (u *chatUI) tokens(ctx context.Context) {
 		Usage     []store.ModelUsage `json:"usage"`
 		Cost      *float64           `json:"cost"`
 	}
-	if err := u.api.call(ctx, http.MethodGet, "/api/sessions/"+url.PathEscape(u.ses.ID), nil, &v); err != nil {
+	if err := u.api.Call(ctx, http.MethodGet, "/api/sessions/"+url.PathEscape(u.ses.ID), nil, &v); err != nil {
 		u.println(u.st.red("jean2 chat: tokens: " + err.Error()))
 		return
 	}
@@ -130,18 +132,15 @@ func (u *chatUI) tokens(ctx context.Context) {
 	}
 }
 
-// providerModels is GET /api/providers/{name}/models of the chat.
+// providerModels is the answer of GET /api/providers/{name}/models.
 type providerModels struct {
-	Models []struct {
-		ID            string `json:"id"`
-		ContextWindow int    `json:"contextWindow"`
-	} `json:"models"`
+	Models []provider.ModelInfo `json:"models"`
 }
 
 // setChatModel makes the session use model (of providerName, "" keeping the session's
 // provider). A model the provider's own list does not hold is refused, naming some that it
 // does; when the list cannot be read, the model is taken as given.
-func setChatModel(ctx context.Context, api *apiClient, ses chatSession, providerName, model string) (chatSession, error) {
+func setChatModel(ctx context.Context, api *Client, ses session, providerName, model string) (session, error) {
 	body := map[string]any{}
 	prov := ses.Provider
 	if providerName != "" {
@@ -154,7 +153,7 @@ func setChatModel(ctx context.Context, api *apiClient, ses chatSession, provider
 		if name == "" {
 			name = "default"
 		}
-		if err := api.call(ctx, http.MethodGet, "/api/providers/"+url.PathEscape(prov)+"/models", nil, &list); err == nil && prov != "" && len(list.Models) > 0 {
+		if err := api.Call(ctx, http.MethodGet, "/api/providers/"+url.PathEscape(prov)+"/models", nil, &list); err == nil && prov != "" && len(list.Models) > 0 {
 			var ids []string
 			found := false
 			for _, m := range list.Models {
@@ -169,8 +168,8 @@ func setChatModel(ctx context.Context, api *apiClient, ses chatSession, provider
 			}
 		}
 	}
-	var out chatSession
-	if err := api.call(ctx, http.MethodPatch, "/api/sessions/"+url.PathEscape(ses.ID), body, &out); err != nil {
+	var out session
+	if err := api.Call(ctx, http.MethodPatch, "/api/sessions/"+url.PathEscape(ses.ID), body, &out); err != nil {
 		return ses, err
 	}
 	return out, nil
@@ -197,13 +196,13 @@ func (u *chatUI) model(ctx context.Context, args string) {
 			var ps struct {
 				Default string `json:"default"`
 			}
-			if err := u.api.call(ctx, http.MethodGet, "/api/providers", nil, &ps); err != nil || ps.Default == "" {
+			if err := u.api.Call(ctx, http.MethodGet, "/api/providers", nil, &ps); err != nil || ps.Default == "" {
 				u.println(u.st.dim("(no provider is configured: set OPENAI_API_KEY and OPENAI_MODEL, or add one in the web client's Settings)"))
 				return
 			}
 			path = "/api/providers/" + url.PathEscape(ps.Default) + "/models"
 		}
-		if err := u.api.call(ctx, http.MethodGet, path, nil, &list); err != nil {
+		if err := u.api.Call(ctx, http.MethodGet, path, nil, &list); err != nil {
 			u.println(u.st.dim("(the provider's model list could not be read: " + err.Error() + ")"))
 			return
 		}
@@ -238,12 +237,12 @@ func (u *chatUI) turnCost(model string, in, out int64) string {
 		return ""
 	}
 	if u.prices == nil {
-		u.prices = map[string]chatPrice{}
+		u.prices = map[string]server.Price{}
 		ctx, cancel := context.WithTimeout(u.ctx, 3*time.Second)
 		var st struct {
-			Prices map[string]chatPrice `json:"prices"`
+			Prices map[string]server.Price `json:"prices"`
 		}
-		if u.api.call(ctx, http.MethodGet, "/api/settings", nil, &st) == nil && st.Prices != nil {
+		if u.api.Call(ctx, http.MethodGet, "/api/settings", nil, &st) == nil && st.Prices != nil {
 			u.prices = st.Prices
 		}
 		cancel()
@@ -253,11 +252,6 @@ func (u *chatUI) turnCost(model string, in, out int64) string {
 		return ""
 	}
 	return fmt.Sprintf("$%.4f", (float64(in)*p.Input+float64(out)*p.Output)/1e6)
-}
-
-type chatPrice struct {
-	Input  float64 `json:"input"`
-	Output float64 `json:"output"`
 }
 
 // sessions lists the workspace's sessions, newest first: title, date, the start of the
@@ -272,7 +266,7 @@ func (u *chatUI) sessions(ctx context.Context) {
 	var res struct {
 		Sessions []row `json:"sessions"`
 	}
-	if err := u.api.call(ctx, http.MethodGet, "/api/workspaces/"+url.PathEscape(u.ws.ID)+"/sessions", nil, &res); err != nil {
+	if err := u.api.Call(ctx, http.MethodGet, "/api/workspaces/"+url.PathEscape(u.ws.ID)+"/sessions", nil, &res); err != nil {
 		u.println(u.st.red("jean2 chat: sessions: " + err.Error()))
 		return
 	}

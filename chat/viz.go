@@ -1,4 +1,4 @@
-package main
+package chat
 
 import (
 	"bytes"
@@ -31,15 +31,6 @@ func (s chatStyle) green(t string) string  { return s.wrap("32", t) }
 func (s chatStyle) yellow(t string) string { return s.wrap("33", t) }
 func (s chatStyle) cyan(t string) string   { return s.wrap("36", t) }
 func (s chatStyle) strike(t string) string { return s.wrap("9", t) }
-
-// chatStyleFor decides whether to colour: only a terminal, only without NO_COLOR, never on
-// TERM=dumb.
-func chatStyleFor(e env, stdoutIsTerminal bool) chatStyle {
-	if !stdoutIsTerminal || e.getenv("NO_COLOR") != "" || e.getenv("TERM") == "dumb" {
-		return chatStyle{}
-	}
-	return chatStyle{color: true}
-}
 
 // cleanText makes text from a model or a tool safe to print: escape sequences and other
 // control characters are shown as \uXXXX instead of acting on the terminal (a tool must not

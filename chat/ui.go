@@ -1,4 +1,4 @@
-package main
+package chat
 
 import (
 	"bufio"
@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/jean2/jean2/ask"
+	"github.com/jean2/jean2/harness"
 	"github.com/jean2/jean2/hub"
+	"github.com/jean2/jean2/server"
 	"github.com/jean2/jean2/store"
 	"github.com/jean2/jean2/tool"
 )
@@ -28,12 +30,12 @@ const secondInterrupt = 2 * time.Second
 // except the ask prompts, which draw while the loop waits for their answer; both write
 // through out, which serializes them.
 type chatUI struct {
-	e       env
+	stdin   io.Reader
 	st      chatStyle
 	out     *lockedWriter
-	api     *apiClient
-	ses     chatSession
-	ws      chatWorkspace
+	api     *Client
+	ses     session
+	ws      store.Workspace
 	local   bool // the server runs inside this process and ends with it
 	ctx     context.Context
 	intr    chan os.Signal
@@ -46,9 +48,9 @@ type chatUI struct {
 	own     []string // texts sent from here whose user message is still to come
 	queued  []string // lines typed while a turn ran, sent when it ends
 	// lastModel is the model of the last answer seen; prices the models' prices, read at
-	// the first turn that used tokens (chat_compact.go).
+	// the first turn that used tokens (compact.go).
 	lastModel string
-	prices    map[string]chatPrice
+	prices    map[string]server.Price
 	lastIntr  time.Time
 
 	texts     map[string]int  // text part id → bytes of its text shown
@@ -87,13 +89,9 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-func newChatUI(e env, api *apiClient, ses chatSession, ws chatWorkspace, local bool) *chatUI {
-	tty := false
-	if f, ok := e.stdout.(*os.File); ok {
-		tty = isTerminal(f)
-	}
+func newChatUI(o Options, api *Client, ses session, ws store.Workspace, local bool) *chatUI {
 	return &chatUI{
-		e: e, st: chatStyleFor(e, tty), out: &lockedWriter{w: e.stdout}, api: api, ses: ses, ws: ws, local: local,
+		stdin: o.Stdin, st: chatStyle{color: o.Color}, out: &lockedWriter{w: o.Stdout}, api: api, ses: ses, ws: ws, local: local,
 		col0:  true,
 		texts: map[string]int{}, toolShown: map[string]bool{}, toolEnded: map[string]bool{},
 		askDone: make(chan askOutcome, 1), asksKnown: map[string]bool{},
@@ -188,7 +186,7 @@ func (u *chatUI) run(parent context.Context) error {
 	}()
 
 	lines := make(chan inputLine, 16)
-	go readChatInput(u.e.stdin, lines)
+	go readChatInput(u.stdin, lines)
 
 	u.banner()
 	after := u.ses.LastSeq
@@ -307,7 +305,7 @@ func (u *chatUI) stopTurn() {
 		var out struct {
 			Stopped bool `json:"stopped"`
 		}
-		if err := u.api.call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/stop", nil, &out); err != nil && u.ctx.Err() == nil {
+		if err := u.api.Call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/stop", nil, &out); err != nil && u.ctx.Err() == nil {
 			fmt.Fprintf(u.out, "%s\n", u.st.red("jean2 chat: stop the turn: "+err.Error()))
 		}
 	}()
@@ -337,7 +335,7 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 	case trimmed == "/quit" || trimmed == "/exit":
 		return true
 	case trimmed == "/help":
-		u.println(chatUsage[strings.Index(chatUsage, "In the chat:"):])
+		u.println(Commands)
 		u.prompt()
 		return false
 	case trimmed == "/stop":
@@ -407,7 +405,7 @@ func (u *chatUI) send(ctx context.Context, text string) {
 			UserMessageID string `json:"userMessageId"`
 		} `json:"turn"`
 	}
-	err := u.api.call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/turns", map[string]any{"text": text}, &out)
+	err := u.api.Call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/turns", map[string]any{"text": text}, &out)
 	if _, busy := isAPIError(err, "busy"); busy {
 		u.queued = append(u.queued, text)
 		u.running = true
@@ -445,50 +443,13 @@ func (u *chatUI) handleStreamItem(it streamItem) {
 	}
 }
 
-// Payloads of the events the chat draws (the contract's shapes).
-type (
-	messagePayload struct {
-		Message store.Message `json:"message"`
-	}
-	partPayload struct {
-		Part store.Part `json:"part"`
-	}
-	deltaPayload struct {
-		MessageID string `json:"messageId"`
-		PartID    string `json:"partId"`
-		Text      string `json:"text"`
-	}
-	progressPayload struct {
-		PartID   string        `json:"partId"`
-		Progress tool.Progress `json:"progress"`
-	}
-	finishedPayload struct {
-		Reason    string `json:"reason"`
-		Error     string `json:"error"`
-		MessageID string `json:"messageId"`
-		Rounds    int    `json:"rounds"`
-		Changed   struct {
-			Files  int `json:"files"`
-			Failed int `json:"failed"`
-		} `json:"changed"`
-		Usage struct {
-			InputTokens  int64 `json:"inputTokens"`
-			OutputTokens int64 `json:"outputTokens"`
-		} `json:"usage"`
-	}
-	restoreDonePayload struct {
-		MessageID string        `json:"messageId"`
-		Report    restoreReport `json:"report"`
-	}
-)
-
 func (u *chatUI) handleEvent(ev store.Event) {
 	decode := func(v any) bool { return json.Unmarshal(ev.Payload, v) == nil }
 	switch ev.Type {
-	case "turn.started":
+	case harness.EventTurnStarted:
 		u.running = true
-	case "message.created":
-		var p messagePayload
+	case harness.EventMessageCreated:
+		var p harness.MessageEvent
 		if !decode(&p) {
 			return
 		}
@@ -507,8 +468,8 @@ func (u *chatUI) handleEvent(ev store.Event) {
 		for _, part := range m.Parts {
 			u.showPart(part)
 		}
-	case "message.updated":
-		var p messagePayload
+	case harness.EventMessageUpdated:
+		var p harness.MessageEvent
 		if decode(&p) && p.Message.Status == store.StatusError && p.Message.Error != "" {
 			if stoppedByUser(p.Message.Error) {
 				u.println(u.st.yellow("■ Stopped."))
@@ -516,18 +477,18 @@ func (u *chatUI) handleEvent(ev store.Event) {
 				u.println(u.st.red("The model failed: " + cleanText(p.Message.Error)))
 			}
 		}
-	case "part.created", "part.updated":
-		var p partPayload
+	case harness.EventPartCreated, harness.EventPartUpdated:
+		var p harness.PartEvent
 		if decode(&p) {
 			u.showPart(p.Part)
 		}
-	case "part.delta":
-		var p deltaPayload
+	case harness.EventPartDelta:
+		var p harness.PartDelta
 		if decode(&p) {
 			u.showText(p.PartID, p.Text)
 		}
-	case "tool.progress":
-		var p progressPayload
+	case harness.EventToolProgress:
+		var p harness.ToolProgress
 		if decode(&p) {
 			u.showProgress(p.Progress)
 		}
@@ -541,13 +502,13 @@ func (u *chatUI) handleEvent(ev store.Event) {
 		if decode(&p) {
 			u.askResolved(p)
 		}
-	case "turn.finished":
-		var p finishedPayload
+	case harness.EventTurnFinished:
+		var p harness.TurnFinished
 		if decode(&p) {
 			u.turnFinished(p)
 		}
-	case "restore.done":
-		var p restoreDonePayload
+	case harness.EventRestoreDone:
+		var p harness.RestoreDone
 		if decode(&p) && p.MessageID != u.restoredHere {
 			u.println(u.st.cyan("Files were restored from another client:"))
 			u.showReport(p.Report)
@@ -657,22 +618,22 @@ func (u *chatUI) showProgress(p tool.Progress) {
 	}
 }
 
-func (u *chatUI) turnFinished(p finishedPayload) {
+func (u *chatUI) turnFinished(p harness.TurnFinished) {
 	u.running = false
 	u.lastText = ""
 	var parts []string
 	switch p.Reason {
-	case "done":
+	case harness.ReasonDone:
 		parts = append(parts, u.st.green("done"))
-	case "stopped":
+	case harness.ReasonStopped:
 		parts = append(parts, u.st.yellow("stopped"))
-	case "budget":
+	case harness.ReasonBudget:
 		parts = append(parts, u.st.yellow("paused: the work budget of this turn is spent (say \"go on\" to continue)"))
-	case "ceiling":
+	case harness.ReasonCeiling:
 		parts = append(parts, u.st.yellow("ended: the most rounds a turn may take"))
-	case "interrupted":
+	case harness.ReasonInterrupted:
 		parts = append(parts, u.st.yellow("interrupted (the server stopped)"))
-	case "error":
+	case harness.ReasonError:
 		parts = append(parts, u.st.red("failed"))
 	default:
 		parts = append(parts, cleanLine(p.Reason))
@@ -692,7 +653,7 @@ func (u *chatUI) turnFinished(p finishedPayload) {
 		parts = append(parts, tokens)
 	}
 	u.println(u.st.dim("── ") + strings.Join(parts, u.st.dim(" · ")))
-	if p.Error != "" && p.Reason != "stopped" {
+	if p.Error != "" && p.Reason != harness.ReasonStopped {
 		u.println(u.st.red(cleanText(p.Error)))
 	}
 	if len(u.queued) > 0 {
@@ -758,7 +719,7 @@ func (u *chatUI) nextAsk() {
 		if err == nil {
 			// Sent even when the ask was withdrawn meanwhile: the server says whether it
 			// still counts.
-			err = u.api.call(u.ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/asks/"+url.PathEscape(p.ID),
+			err = u.api.Call(u.ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/asks/"+url.PathEscape(p.ID),
 				map[string]any{"answer": answer}, nil)
 		} else if cause := context.Cause(ctx); cause != nil {
 			err = cause
@@ -842,7 +803,7 @@ func (u *chatUI) showHistory(ctx context.Context) int64 {
 		Messages []store.Message `json:"messages"`
 		LastSeq  *int64          `json:"lastSeq"`
 	}
-	if err := u.api.call(ctx, http.MethodGet, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/messages", nil, &out); err != nil {
+	if err := u.api.Call(ctx, http.MethodGet, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/messages", nil, &out); err != nil {
 		u.println(u.st.red("Could not load the session's messages: " + err.Error()))
 		return u.ses.LastSeq
 	}
