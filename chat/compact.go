@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jean2/jean2/internal/termtext"
 	"github.com/jean2/jean2/provider"
 	"github.com/jean2/jean2/server"
 	"github.com/jean2/jean2/store"
@@ -58,7 +59,7 @@ func (u *chatUI) rename(ctx context.Context, title string) {
 		return
 	}
 	u.ses.Title = title
-	u.println(u.st.dim("Session renamed: " + cleanLine(title)))
+	u.println(u.st.dim("Session renamed: " + termtext.Line(title)))
 }
 
 // search lists the sessions whose messages or titles hold the words (/search WORDS).
@@ -76,7 +77,7 @@ func (u *chatUI) search(ctx context.Context, q string) {
 		return
 	}
 	if len(res.Sessions) == 0 {
-		u.println(u.st.dim("No session holds " + cleanLine(q) + "."))
+		u.println(u.st.dim("No session holds " + termtext.Line(q) + "."))
 		return
 	}
 	for _, h := range res.Sessions {
@@ -84,7 +85,7 @@ func (u *chatUI) search(ctx context.Context, q string) {
 		if title == "" {
 			title = "Untitled session"
 		}
-		u.println(u.st.bold(cleanLine(title)) + u.st.dim("  "+h.Session.UpdatedAt.Local().Format("2006-01-02 15:04")+"  jean2 chat --session "+h.Session.ID))
+		u.println(u.st.bold(termtext.Line(title)) + u.st.dim("  "+h.Session.UpdatedAt.Local().Format("2006-01-02 15:04")+"  jean2 chat --session "+h.Session.ID))
 		for _, m := range h.Matches {
 			// The matched words are between \x02 and \x03: cleaned piece by piece (the marks
 			// are control characters), then bold.
@@ -92,11 +93,11 @@ func (u *chatUI) search(ctx context.Context, q string) {
 			for i, piece := range strings.FieldsFunc(m.Snippet, func(r rune) bool { return r == 2 }) {
 				word, rest, found := strings.Cut(piece, "\x03")
 				if !found || (i == 0 && !strings.HasPrefix(m.Snippet, "\x02")) {
-					b.WriteString(cleanLine(strings.ReplaceAll(piece, "\x03", "")))
+					b.WriteString(termtext.Line(strings.ReplaceAll(piece, "\x03", "")))
 					continue
 				}
-				b.WriteString(u.st.bold(cleanLine(word)))
-				b.WriteString(cleanLine(rest))
+				b.WriteString(u.st.bold(termtext.Line(word)))
+				b.WriteString(termtext.Line(rest))
 			}
 			u.println("    " + string(m.Role) + ": " + b.String())
 		}
@@ -124,9 +125,9 @@ func (u *chatUI) tokens(ctx context.Context) {
 	}
 	u.println(line)
 	for _, m := range v.Usage {
-		name := cleanLine(m.Model)
+		name := termtext.Line(m.Model)
 		if m.Provider != "" {
-			name = cleanLine(m.Provider) + "/" + name
+			name = termtext.Line(m.Provider) + "/" + name
 		}
 		u.println(u.st.dim(fmt.Sprintf("  %s: %d in / %d out", name, m.TokensIn, m.TokensOut)))
 	}
@@ -189,7 +190,7 @@ func (u *chatUI) model(ctx context.Context, args string) {
 		if model == "" {
 			model = "its default model"
 		}
-		u.println(fmt.Sprintf("This session uses %s of %s.", cleanLine(model), cleanLine(shown)))
+		u.println(fmt.Sprintf("This session uses %s of %s.", termtext.Line(model), termtext.Line(shown)))
 		var list providerModels
 		path := "/api/providers/" + url.PathEscape(prov) + "/models"
 		if prov == "" {
@@ -208,7 +209,7 @@ func (u *chatUI) model(ctx context.Context, args string) {
 		}
 		var ids []string
 		for _, m := range list.Models {
-			ids = append(ids, cleanLine(m.ID))
+			ids = append(ids, termtext.Line(m.ID))
 		}
 		u.println(u.st.dim("Its models: " + strings.Join(ids, ", ")))
 		u.println(u.st.dim("(/model NAME switches; /model PROVIDER NAME switches provider too)"))
@@ -223,7 +224,7 @@ func (u *chatUI) model(ctx context.Context, args string) {
 			return
 		}
 		u.ses = ses
-		u.println(u.st.dim("This session now uses " + cleanLine(model) + "."))
+		u.println(u.st.dim("This session now uses " + termtext.Line(model) + "."))
 	default:
 		u.println(u.st.dim("(/model, /model NAME or /model PROVIDER NAME)"))
 	}
@@ -284,9 +285,9 @@ func (u *chatUI) sessions(ctx context.Context) {
 		if s.ID == u.ses.ID {
 			mark = "▸ "
 		}
-		line := mark + u.st.bold(clip(cleanLine(title), 60)) + u.st.dim("  "+s.UpdatedAt.Local().Format("2006-01-02 15:04"))
+		line := mark + u.st.bold(clip(termtext.Line(title), 60)) + u.st.dim("  "+s.UpdatedAt.Local().Format("2006-01-02 15:04"))
 		if first, _, _ := strings.Cut(s.Preview, "\n"); first != "" {
-			line += u.st.dim("  " + clip(cleanLine(first), 60))
+			line += u.st.dim("  " + clip(termtext.Line(first), 60))
 		}
 		u.println(line)
 		u.println(u.st.dim("    jean2 chat --session " + s.ID))

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/jean2/jean2/internal/termtext"
 	"github.com/jean2/jean2/store"
 )
 
@@ -81,7 +82,7 @@ func (u *chatUI) controlCommand(ctx context.Context, trimmed string) (ok bool) {
 	if err := u.api.Call(ctx, http.MethodPost, path, body, &out); err != nil {
 		u.println(u.st.red("Could not send it again: " + err.Error()))
 		if cmd == "/edit" {
-			u.println(u.st.dim("(your text: " + clip(cleanLine(arg), 200) + ")"))
+			u.println(u.st.dim("(your text: " + clip(termtext.Line(arg), 200) + ")"))
 		}
 		u.prompt()
 		return true

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jean2/jean2/internal/termtext"
 	"github.com/jean2/jean2/store"
 	"github.com/jean2/jean2/undo"
 )
@@ -50,7 +51,7 @@ func (u *chatUI) restoreDialog(ctx context.Context, lines <-chan inputLine) bool
 	case errors.Is(err, errDialogCancelled):
 		u.println(u.st.dim("(nothing was restored)"))
 	case err != nil:
-		u.println(u.st.red("Restore failed: " + cleanText(err.Error())))
+		u.println(u.st.red("Restore failed: " + termtext.Text(err.Error())))
 	}
 	u.prompt()
 	return false
@@ -95,7 +96,7 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 			changed += fmt.Sprintf(" (%d failed)", t.Changed.Failed)
 		}
 		line := fmt.Sprintf("  %d) %s  %s  %s", i+1, t.CreatedAt.Local().Format("Jan 2 15:04"),
-			u.st.bold(strconv.Quote(clip(cleanLine(asked(t.MessageSeq)), 50))), changed)
+			u.st.bold(strconv.Quote(clip(termtext.Line(asked(t.MessageSeq)), 50))), changed)
 		if !t.RestoredAt.IsZero() {
 			line += u.st.dim("  (restored)")
 		}
@@ -117,7 +118,7 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 	}
 	n, err := strconv.Atoi(answer)
 	if err != nil || n < 1 || n > len(led.Turns) {
-		u.println(u.st.dim(fmt.Sprintf("(%q is not a turn number from 1 to %d)", clip(cleanLine(answer), 40), len(led.Turns))))
+		u.println(u.st.dim(fmt.Sprintf("(%q is not a turn number from 1 to %d)", clip(termtext.Line(answer), 40), len(led.Turns))))
 		return errDialogCancelled
 	}
 	turn := led.Turns[n-1]
@@ -206,7 +207,7 @@ func (u *chatUI) showReport(r undo.Report) {
 	}
 	problems := func(label string, ps []undo.Problem, style func(string) string) {
 		for _, p := range ps {
-			u.println("  " + style(fmt.Sprintf("%-12s", label)) + " " + u.rel(p.Path) + u.st.dim(" — "+cleanLine(p.Reason)))
+			u.println("  " + style(fmt.Sprintf("%-12s", label)) + " " + u.rel(p.Path) + u.st.dim(" — "+termtext.Line(p.Reason)))
 		}
 	}
 	id := func(s string) string { return s }
@@ -229,8 +230,8 @@ func (u *chatUI) showReport(r undo.Report) {
 func (u *chatUI) rel(p string) string {
 	if u.ws.Path != "" {
 		if r, err := filepath.Rel(u.ws.Path, p); err == nil && r != ".." && !strings.HasPrefix(r, "../") {
-			return cleanLine(r)
+			return termtext.Line(r)
 		}
 	}
-	return cleanLine(p)
+	return termtext.Line(p)
 }

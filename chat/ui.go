@@ -18,6 +18,7 @@ import (
 	"github.com/jean2/jean2/ask"
 	"github.com/jean2/jean2/harness"
 	"github.com/jean2/jean2/hub"
+	"github.com/jean2/jean2/internal/termtext"
 	"github.com/jean2/jean2/server"
 	"github.com/jean2/jean2/store"
 	"github.com/jean2/jean2/tool"
@@ -260,7 +261,7 @@ func (u *chatUI) banner() {
 	if where == "" {
 		where = u.ws.ID
 	}
-	u.println(u.st.bold("jean2 chat") + u.st.dim(fmt.Sprintf(" · session %s · %s", u.ses.ID, cleanLine(where))))
+	u.println(u.st.bold("jean2 chat") + u.st.dim(fmt.Sprintf(" · session %s · %s", u.ses.ID, termtext.Line(where))))
 	u.println(u.st.dim("Type a message. /restore puts files back, /help lists commands; Ctrl-C stops a turn, twice leaves."))
 }
 
@@ -384,7 +385,7 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 	case u.controlCommand(ctx, trimmed):
 		return false
 	case strings.HasPrefix(trimmed, "/") && !strings.Contains(trimmed, " ") && len(trimmed) < 20:
-		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /model, /compact, /tokens, /sessions, /title, /search, /restore, /edit, /retry, /fork, /stop, /help, /quit; a message starting with / needs a space in it)", cleanLine(trimmed))))
+		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /model, /compact, /tokens, /sessions, /title, /search, /restore, /edit, /retry, /fork, /stop, /help, /quit; a message starting with / needs a space in it)", termtext.Line(trimmed))))
 		u.prompt()
 		return false
 	}
@@ -417,7 +418,7 @@ func (u *chatUI) send(ctx context.Context, text string) {
 		if _, none := isAPIError(err, "no_provider"); none {
 			u.println(u.st.dim("(add a provider in the web client's Settings — " + u.api.base + "/#/settings — or restart the server with OPENAI_API_KEY and OPENAI_MODEL set; /model lists a provider's models)"))
 		}
-		u.println(u.st.dim("(your message: " + clip(cleanLine(text), 200) + ")"))
+		u.println(u.st.dim("(your message: " + clip(termtext.Line(text), 200) + ")"))
 		u.prompt()
 		return
 	}
@@ -459,7 +460,7 @@ func (u *chatUI) handleEvent(ev store.Event) {
 				u.own = u.own[1:]
 				return
 			}
-			u.println(u.st.cyan("(from another client) ") + u.st.bold("you: ") + cleanText(m.Content) + u.st.dim(imagesNote(m.Parts)))
+			u.println(u.st.cyan("(from another client) ") + u.st.bold("you: ") + termtext.Text(m.Content) + u.st.dim(imagesNote(m.Parts)))
 			return
 		}
 		if m.Role == store.RoleAssistant && m.Model != "" {
@@ -474,7 +475,7 @@ func (u *chatUI) handleEvent(ev store.Event) {
 			if stoppedByUser(p.Message.Error) {
 				u.println(u.st.yellow("■ Stopped."))
 			} else {
-				u.println(u.st.red("The model failed: " + cleanText(p.Message.Error)))
+				u.println(u.st.red("The model failed: " + termtext.Text(p.Message.Error)))
 			}
 		}
 	case harness.EventPartCreated, harness.EventPartUpdated:
@@ -526,7 +527,7 @@ func (u *chatUI) showText(partID, text string) {
 		u.lineStart()
 		u.lastText = partID
 	}
-	u.print(cleanText(text))
+	u.print(termtext.Text(text))
 	u.texts[partID] += len(text)
 }
 
@@ -549,7 +550,7 @@ func (u *chatUI) showPart(p store.Part) {
 		u.lastText = ""
 		if !u.toolShown[p.ID] {
 			u.toolShown[p.ID] = true
-			u.println(u.st.cyan("⏺ ") + u.st.bold(cleanLine(p.ToolName)) + u.st.dim(argsSummary(p.Args)))
+			u.println(u.st.cyan("⏺ ") + u.st.bold(termtext.Line(p.ToolName)) + u.st.dim(argsSummary(p.Args)))
 		}
 		if u.toolEnded[p.ID] || (p.Status != store.StatusComplete && p.Status != store.StatusError) {
 			return
@@ -562,7 +563,7 @@ func (u *chatUI) showPart(p store.Part) {
 		if p.Status == store.StatusError && stoppedByUser(p.Error) {
 			u.println("  " + u.st.yellow("■ stopped") + u.st.dim(took))
 		} else if p.Status == store.StatusError {
-			u.println("  " + u.st.red("✗ "+cleanText(p.Error)) + u.st.dim(took))
+			u.println("  " + u.st.red("✗ "+termtext.Text(p.Error)) + u.st.dim(took))
 		} else {
 			u.println("  " + u.st.green("✓") + u.st.dim(took))
 		}
@@ -605,11 +606,11 @@ func argsSummary(args string) string {
 			args = strings.TrimSuffix(b.String(), "\n")
 		}
 	}
-	return " " + clip(cleanLine(args), 120)
+	return " " + clip(termtext.Line(args), 120)
 }
 
 func (u *chatUI) showProgress(p tool.Progress) {
-	msg := cleanLine(p.Message)
+	msg := termtext.Line(p.Message)
 	if p.Total > 0 {
 		msg = strings.TrimSpace(fmt.Sprintf("%s %.0f/%.0f", msg, p.Current, p.Total))
 	}
@@ -636,7 +637,7 @@ func (u *chatUI) turnFinished(p harness.TurnFinished) {
 	case harness.ReasonError:
 		parts = append(parts, u.st.red("failed"))
 	default:
-		parts = append(parts, cleanLine(p.Reason))
+		parts = append(parts, termtext.Line(p.Reason))
 	}
 	if p.Changed.Files > 0 || p.Changed.Failed > 0 {
 		changed := fmt.Sprintf("Changed %d file%s", p.Changed.Files, plural(p.Changed.Files))
@@ -654,12 +655,12 @@ func (u *chatUI) turnFinished(p harness.TurnFinished) {
 	}
 	u.println(u.st.dim("── ") + strings.Join(parts, u.st.dim(" · ")))
 	if p.Error != "" && p.Reason != harness.ReasonStopped {
-		u.println(u.st.red(cleanText(p.Error)))
+		u.println(u.st.red(termtext.Text(p.Error)))
 	}
 	if len(u.queued) > 0 {
 		text := strings.Join(u.queued, "\n")
 		u.queued = nil
-		u.println(u.st.bold("> ") + cleanText(text))
+		u.println(u.st.bold("> ") + termtext.Text(text))
 		u.send(u.ctx, text)
 		return
 	}
@@ -682,7 +683,7 @@ func (u *chatUI) queueAsk(p hub.PendingAsk) {
 	u.asksKnown[p.ID] = true
 	if p.Ask.Type == tool.AskClientCapability {
 		u.println(u.st.dim(fmt.Sprintf("(tool %s asks for the client capability %q, which the terminal does not have; another client may answer)",
-			cleanLine(p.Tool), cleanLine(p.Ask.Capability))))
+			termtext.Line(p.Tool), termtext.Line(p.Ask.Capability))))
 		return
 	}
 	u.askQueue = append(u.askQueue, p)
@@ -745,7 +746,7 @@ func (u *chatUI) askEnded(o askOutcome) {
 		if _, gone := isAPIError(o.err, "not_found"); gone {
 			u.println(u.st.dim("(that question had been answered elsewhere, or had ended)"))
 		} else if u.ctx.Err() == nil {
-			u.println(u.st.red("The answer was not taken: " + cleanText(o.err.Error())))
+			u.println(u.st.red("The answer was not taken: " + termtext.Text(o.err.Error())))
 		}
 	}
 	u.nextAsk()
@@ -780,7 +781,7 @@ func (u *chatUI) askResolved(p hub.AskResolvedPayload) {
 			hub.OutcomeCancelled: "the call no longer waits for it",
 		}[p.Outcome]
 		if why == "" {
-			why = cleanLine(p.Outcome)
+			why = termtext.Line(p.Outcome)
 		}
 		u.active.cancel(askSettled{why})
 	}
@@ -792,7 +793,7 @@ func (u *chatUI) askResolved(p hub.AskResolvedPayload) {
 		} else if p.Answer != nil && p.Error == "" && p.Ask.Type == tool.AskPermission {
 			decided = "denied"
 		}
-		u.println(u.st.dim(fmt.Sprintf("(no one was attached: the policy %s %s's %q)", decided, cleanLine(p.Tool), cleanLine(p.Ask.Question))))
+		u.println(u.st.dim(fmt.Sprintf("(no one was attached: the policy %s %s's %q)", decided, termtext.Line(p.Tool), termtext.Line(p.Ask.Question))))
 	}
 }
 
@@ -815,7 +816,7 @@ func (u *chatUI) showHistory(ctx context.Context) int64 {
 	}
 	for _, m := range msgs {
 		if m.Role == store.RoleUser {
-			u.println(u.st.bold("> ") + cleanText(m.Content) + u.st.dim(imagesNote(m.Parts)))
+			u.println(u.st.bold("> ") + termtext.Text(m.Content) + u.st.dim(imagesNote(m.Parts)))
 			continue
 		}
 		for _, p := range m.Parts {
