@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -30,6 +31,7 @@ import (
 //     apply each step once;
 //   - errors: a unique violation is ErrConflict and a missing reference ErrNotFound, as
 //     with SQLite (isUnique, isForeignKey);
+//   - text: Postgres's holds no NUL and only UTF-8; such characters are replaced (pgText);
 //   - search: a text search vector instead of FTS5 (search.go, searchPostgres);
 //   - no PRAGMAs and no checkpointer: the server does its own.
 //
@@ -272,13 +274,27 @@ func (c *pgConn) QueryContext(ctx context.Context, q string, args []driver.Named
 func (c *pgConn) Ping(ctx context.Context) error { return c.inner.Ping(ctx) }
 
 // CheckNamedValue stores a bool as 1 or 0, as SQLite does: the schema's flags are integers.
+// And a string Postgres's text cannot hold (a NUL character, bytes that are not UTF-8:
+// a model or a tool can produce both) is stored with U+FFFD in their place, where SQLite
+// keeps it as given: the write of a turn must not fail on a character.
 func (c *pgConn) CheckNamedValue(nv *driver.NamedValue) error {
-	if v, ok := nv.Value.(bool); ok {
+	switch v := nv.Value.(type) {
+	case bool:
 		nv.Value = int64(0)
 		if v {
 			nv.Value = int64(1)
 		}
+	case string:
+		nv.Value = pgText(v)
 	}
 	return c.inner.CheckNamedValue(nv)
+}
+
+// pgText is s with NUL characters and invalid UTF-8 replaced by U+FFFD.
+func pgText(s string) string {
+	if utf8.ValidString(s) && !strings.Contains(s, "\x00") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 func (c *pgConn) ResetSession(ctx context.Context) error { return c.inner.ResetSession(ctx) }

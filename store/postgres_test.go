@@ -152,3 +152,29 @@ func TestPostgresOpenConcurrentlyMigratesOnce(t *testing.T) {
 		t.Fatalf("a missing workspace: %v, want ErrNotFound", err)
 	}
 }
+
+// Text Postgres cannot hold (NUL, bytes that are not UTF-8) does not fail the write: SQLite
+// keeps it as given, Postgres with U+FFFD in place of each such character.
+func TestOddTextIsStored(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		ws := mustWorkspace(t, db, "/w")
+		ses := mustSession(t, db, ws.ID)
+		odd := "a\x00b\xffc ok é"
+		m, err := db.AppendMessage(ctx, Message{SessionID: ses.ID, Role: RoleAssistant, Content: odd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.ListMessages(ctx, ses.ID)
+		if err != nil || len(got) != 1 || got[0].ID != m.ID {
+			t.Fatalf("%+v, %v", got, err)
+		}
+		want := odd
+		if db.dialect == dialectPostgres {
+			want = "a\uFFFDb\uFFFDc ok é"
+		}
+		if got[0].Content != want {
+			t.Fatalf("content %q, want %q", got[0].Content, want)
+		}
+	})
+}
