@@ -147,8 +147,9 @@ func (db *DB) searchMessages(ctx context.Context, q, fq string) ([]searchMatch, 
 		FROM message_search s JOIN messages m ON m.id = s.message_id
 		WHERE message_search MATCH ? ORDER BY s.rank LIMIT 500`, []any{fq}
 	if db.dialect == dialectPostgres {
-		// The same words as prefixes of the unaccented, lower-cased text (migration 0008);
-		// jean2_search_vector(content) is the indexed expression, so the index answers.
+		// The same words as prefixes of the unaccented, lower-cased text of user and
+		// assistant messages (search_vector, migration 0008, indexed). The snippet marks
+		// the words in the text as written.
 		tq := tsQuery(q)
 		query, args = `
 		WITH q AS (SELECT to_tsquery('simple', jean2_unaccent(?)) AS q)
@@ -156,8 +157,8 @@ func (db *DB) searchMessages(ctx context.Context, q, fq string) ([]searchMatch, 
 		       ts_headline('simple', m.content, to_tsquery('simple', ?), 'StartSel=' || chr(2) || ', StopSel=' || chr(3) || ', MaxWords=12, MinWords=4'),
 		       m.role, m.created_at
 		FROM messages m, q
-		WHERE m.role IN ('user', 'assistant') AND m.content <> '' AND jean2_search_vector(m.content) @@ q.q
-		ORDER BY ts_rank(jean2_search_vector(m.content), q.q) DESC, m.created_at DESC LIMIT 500`,
+		WHERE m.search_vector @@ q.q
+		ORDER BY ts_rank(m.search_vector, q.q) DESC, m.created_at DESC LIMIT 500`,
 			[]any{tq, tq}
 	}
 	rows, err := db.read.QueryContext(ctx, query, args...)
