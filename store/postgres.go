@@ -66,7 +66,7 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 	}
 	where = fmt.Sprintf("postgres://%s/%s", net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), cfg.Database)
 	if strings.HasPrefix(cfg.Host, "/") {
-		where = fmt.Sprintf("postgres://%s (socket)/%s", cfg.Host, cfg.Database)
+		where = fmt.Sprintf("postgres:///%s?host=%s&port=%d", cfg.Database, cfg.Host, cfg.Port)
 	}
 	tr := &pgDialect{cache: map[string]string{}}
 	write := sql.OpenDB(pgConnector{inner: stdlib.GetConnector(*cfg), tr: tr})
