@@ -55,6 +55,9 @@ const (
 	EnvURL = "JEAN2_TEST_POSTGRES"
 	// EnvRequire, set to 1, turns "no PostgreSQL here" from a skip into a failure.
 	EnvRequire = "JEAN2_TEST_REQUIRE_POSTGRES"
+	// EnvBin names the folder of initdb and postgres to use (default: found on PATH or in
+	// /usr/lib/postgresql/*/bin, the newest).
+	EnvBin = "JEAN2_TEST_POSTGRES_BIN"
 	// envUnavailable carries, from Main to the tests, why no cluster could be started.
 	envUnavailable = "JEAN2_TEST_POSTGRES_UNAVAILABLE"
 )
@@ -331,9 +334,17 @@ func (c *Cluster) Stop() error {
 	return nil
 }
 
-// findBin finds the folder with initdb and postgres: on PATH (initdb beside postgres), or
+// findBin finds the folder with initdb and postgres: EnvBin, else on PATH (initdb beside postgres), or
 // Debian's /usr/lib/postgresql/<version>/bin, the newest version first.
 func findBin() (string, error) {
+	if dir := os.Getenv(EnvBin); dir != "" {
+		for _, name := range []string{"initdb", "postgres"} {
+			if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+				return "", fmt.Errorf("%s=%s: no %s there: %w", EnvBin, dir, name, err)
+			}
+		}
+		return dir, nil
+	}
 	if p, err := exec.LookPath("initdb"); err == nil {
 		if real, err := filepath.EvalSymlinks(p); err == nil {
 			p = real
