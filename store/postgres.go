@@ -83,8 +83,12 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 		return nil, fmt.Errorf("open database %s: %w", where, err)
 	}
 	rcfg := cfg.Copy()
-	// The readers cannot write by mistake, like SQLite's query_only readers.
+	// The readers cannot write by mistake, like SQLite's query_only readers. And a read
+	// transaction sees one snapshot, as a SQLite read transaction does (Postgres's default,
+	// read committed, takes a new one per statement: the parts read after the messages
+	// could be newer than them); read-only, it can never fail to serialize.
 	rcfg.RuntimeParams["default_transaction_read_only"] = "on"
+	rcfg.RuntimeParams["default_transaction_isolation"] = "repeatable read"
 	read := sql.OpenDB(pgConnector{inner: stdlib.GetConnector(*rcfg), tr: tr})
 	readers := max(2, min(runtime.GOMAXPROCS(0), 8))
 	read.SetMaxOpenConns(readers)

@@ -178,3 +178,36 @@ func TestOddTextIsStored(t *testing.T) {
 		}
 	})
 }
+
+// A read transaction sees one snapshot on both databases: a message added after it began
+// is not in it (ListMessagesAfter reads messages, then their parts, in one).
+func TestReadTransactionIsOneSnapshot(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		ses := mustSession(t, db, mustWorkspace(t, db, "/w").ID)
+		if _, err := db.AppendMessage(ctx, Message{SessionID: ses.ID, Role: RoleUser, Content: "one"}); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := db.read.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		count := func() int {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages WHERE session_id = ?`, ses.ID).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if n := count(); n != 1 {
+			t.Fatalf("%d messages", n)
+		}
+		if _, err := db.AppendMessage(ctx, Message{SessionID: ses.ID, Role: RoleUser, Content: "two"}); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(); n != 1 {
+			t.Fatalf("the read transaction saw a later write: %d messages", n)
+		}
+	})
+}
