@@ -286,14 +286,26 @@ func startServer(ctx context.Context, bin, dir string, cred *identity) (*Cluster
 	cmd.Env = pgEnv()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = sysProcAttr(cred, true)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("postgres test cluster: start %s: %w", cmd.Path, err)
-	}
 	c := &Cluster{dir: dir, port: port, cmd: cmd, exit: make(chan struct{})}
+	// Pdeathsig fires when the thread that started the child ends, not the process: a Go
+	// thread may end while the test binary goes on (a goroutine that locked it and
+	// returned). So the child is started and waited for on a thread locked for the
+	// purpose, which lives as long as postgres does.
+	started := make(chan error, 1)
 	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if err := cmd.Start(); err != nil {
+			started <- err
+			close(c.exit)
+			return
+		}
+		started <- nil
 		c.err = cmd.Wait()
 		close(c.exit)
 	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("postgres test cluster: start %s: %w", cmd.Path, err)
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
