@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -63,6 +64,11 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: the URL does not parse (postgres://user:password@host:port/database): %w", where, redactErr(err, url))
+	}
+	if cfg.ConnectTimeout == 0 {
+		// Without one, a server that drops packets holds the start for the system's TCP
+		// timeout (minutes) before saying anything; connect_timeout in the URL overrides it.
+		cfg.ConnectTimeout = defaultConnectTimeout
 	}
 	where = fmt.Sprintf("postgres://%s/%s", net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), cfg.Database)
 	if strings.HasPrefix(cfg.Host, "/") {
@@ -153,6 +159,9 @@ type redacted struct {
 
 func (r redacted) Error() string { return r.msg }
 func (r redacted) Unwrap() error { return r.err }
+
+// defaultConnectTimeout bounds a connection attempt whose URL sets no connect_timeout.
+const defaultConnectTimeout = 15 * time.Second
 
 // migrationLock is the key of the advisory lock migrations hold on PostgreSQL ("jean2mig").
 const migrationLock = 0x6a65616e326d6967
