@@ -83,7 +83,7 @@ func OpenPostgres(ctx context.Context, dbURL string) (*DB, error) {
 	db := &DB{path: where, dialect: dialectPostgres, url: dbURL, write: write}
 	if err := write.PingContext(ctx); err != nil {
 		write.Close()
-		return nil, fmt.Errorf("open database %s: cannot reach the server: %w", where, redactErr(unwrapBadConn(ctx, cfg), dbURL))
+		return nil, fmt.Errorf("open database %s: cannot connect: %w", where, redactErr(unwrapBadConn(ctx, cfg), dbURL))
 	}
 	if err := db.migrate(ctx); err != nil {
 		write.Close()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -96,6 +97,16 @@ func TestOpenPostgresErrorsNameTheServerNotThePassword(t *testing.T) {
 		if got := RedactURL(in); got != want {
 			t.Errorf("RedactURL(%s) = %q, want %q", in, got, want)
 		}
+	}
+	// A server that answers but has no such database says so.
+	missing, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing.Path = "/no_such_database"
+	if _, err := OpenPostgres(ctx, missing.String()); err == nil || !strings.Contains(err.Error(), `"no_such_database" does not exist`) ||
+		!strings.Contains(err.Error(), missing.Host) {
+		t.Errorf("a missing database: %v", err)
 	}
 	// A password with characters a URL encodes stays out of the errors too, in both forms.
 	for _, u := range []string{
