@@ -12,6 +12,7 @@ import { fileDiff } from "./diff.js";
 import { openDialog, confirmAction, notify, errorText, promptText } from "./ui.js";
 import { compactionView, compactSession, instructionsBar, modelPicker, noProviderHelp, turnUsage, usageText } from "./agent.js";
 import { messageActions, sendOrQueue, drawQueue, loadQueue, cutFrom } from "./controls.js";
+import { pickResource, resourceChip, resourcePartView } from "./mcpresources.js";
 import { announce, notifyQuestion, askNotifications, isStopped, followBottom, openAtLatest, jumpButton } from "./follow.js";
 
 const reasonWords = {
@@ -99,12 +100,20 @@ export class SessionView {
       },
     });
     this.attachments = []; // [{mediaType, data (base64), name, el}] sent with the next message
-    this.attachList = h("div", { class: "composer-attachments", role: "group", "aria-label": "Attached images" });
+    this.attachList = h("div", { class: "composer-attachments", role: "group", "aria-label": "Attachments" });
     this.fileInput = h("input", {
       type: "file", id: "attach-input", accept: IMAGE_TYPES.join(","), multiple: true, hidden: true,
       onchange: () => { this.attachFiles([...this.fileInput.files]); this.fileInput.value = ""; },
     });
     const attachBtn = h("button", { type: "button", class: "link", id: "attach", title: "Attach images (or paste them)", onclick: () => this.fileInput.click() }, "Attach image");
+    this.resources = []; // [{server, workspaceId, uri, label, el}] MCP resources read when the message is sent
+    const attachResBtn = h("button", {
+      type: "button", class: "link", id: "attach-resource", title: "Attach a resource of a connected MCP server",
+      onclick: async () => {
+        const res = await pickResource(this.session.workspaceId);
+        if (res) this.attachResource(res);
+      },
+    }, "Attach resource");
     this.input.addEventListener("paste", (e) => {
       const files = [...(e.clipboardData?.files || [])].filter((f) => f.type.startsWith("image/"));
       if (files.length) {
@@ -118,7 +127,7 @@ export class SessionView {
     this.queueEl = h("div", { class: "queue", "aria-label": "Queued messages", hidden: true });
     const composer = h("form", { class: "composer", onsubmit: (e) => { e.preventDefault(); this.send(); } },
       this.queueEl, this.input, this.attachList,
-      h("div", { class: "composer-actions" }, this.fileInput, attachBtn, this.statusEl, this.stopBtn, this.sendBtn), this.composerErr);
+      h("div", { class: "composer-actions" }, this.fileInput, attachBtn, attachResBtn, this.statusEl, this.stopBtn, this.sendBtn), this.composerErr);
     replace(this.el,
       this.announcer,
       h("header", { class: "session-head" }, this.titleEl,
@@ -376,6 +385,11 @@ export class SessionView {
       else replace(p.el, renderMarkdown(p.text));
       return;
     }
+    if (part.kind === "resource") {
+      p.el.className = "part part-resource";
+      replace(p.el, resourcePartView(part));
+      return;
+    }
     if (part.kind === "image") {
       p.el.className = "part part-image";
       // message.created leaves an image's bytes out; the server answers them by the part's id.
@@ -530,7 +544,8 @@ export class SessionView {
   async send() {
     const text = this.input.value;
     const images = this.attachments.slice();
-    if (!text.trim() && !images.length) {
+    const resources = this.resources.slice();
+    if (!text.trim() && !images.length && !resources.length) {
       replace(this.composerErr, "Write a message first.");
       return;
     }
@@ -543,11 +558,13 @@ export class SessionView {
     try {
       const body = { text };
       if (images.length) body.images = images.map(({ mediaType, data }) => ({ mediaType, data }));
+      if (resources.length) body.resources = resources.map(({ server, workspaceId, uri }) => ({ server, workspaceId, uri }));
       // Sent now when the session is idle, else queued for the running turn's end.
       await sendOrQueue(this, body);
       // Clear only what was sent; anything typed or attached since stays.
       if (this.input.value.trim() === text.trim()) this.input.value = "";
       for (const img of images) this.removeAttachment(img);
+      for (const res of resources) this.removeResource(res);
     } catch (err) {
       if (!wasRunning && err.code !== "busy") this.setRunning(false);
       replace(this.composerErr, noProviderHelp(err) || errorText(err));
@@ -579,6 +596,18 @@ export class SessionView {
       this.attachments.push(img);
       this.attachList.appendChild(img.el);
     }
+  }
+
+  attachResource(res) {
+    if (this.resources.some((r) => r.server === res.server && r.workspaceId === res.workspaceId && r.uri === res.uri)) return;
+    res.el = resourceChip(res, () => this.removeResource(res));
+    this.resources.push(res);
+    this.attachList.appendChild(res.el);
+  }
+
+  removeResource(res) {
+    this.resources = this.resources.filter((r) => r !== res);
+    res.el.remove();
   }
 
   removeAttachment(img) {
