@@ -65,6 +65,8 @@ type Options struct {
 	// the commands listed; nil trusts nothing.
 	ConfirmMCPTrust func(file, workspace string, commands []string) bool
 
+	// Stdin is what the person types, read a line at a time until it ends (the chat ends
+	// with it). Stdout shows the conversation; Stderr the chat's notices (Stdout when nil).
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	// Color draws with ANSI colours (a terminal without NO_COLOR).
@@ -77,7 +79,7 @@ type LocalServer struct {
 	URL    string
 	Token  string
 	SignIn string // a one-time address that signs a browser in to it
-	Close  func()
+	Close  func() // stops it; the chat calls it as it ends
 }
 
 // UsageError says that the options named something that does not fit (a session of
