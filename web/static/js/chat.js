@@ -43,11 +43,18 @@ export class SessionView {
     this.renderQueue = new Set();
     this.rafPending = false;
     this.dialogAsk = null;
+    // gone is set when the view is replaced (unmount), which may come while mount is still
+    // loading: mount then stops at its next step, so a view left behind never subscribes
+    // to the session's events (it would open its questions' dialogs over the new view and
+    // scroll the page).
+    this.gone = false;
     this.el = h("section", { class: "session-view", "aria-label": "Conversation" });
   }
 
   async mount(container) {
     replace(container, this.el);
+    // Busy until the conversation is drawn, at its latest message, and followed live.
+    this.el.setAttribute("aria-busy", "true");
     replace(this.el, h("p", { class: "muted" }, "Loading the conversation…"));
     let msgs;
     try {
@@ -58,11 +65,14 @@ export class SessionView {
       if (typeof res.lastSeq === "number") this.session.lastSeq = res.lastSeq;
     } catch (err) {
       replace(this.el, h("p", { class: "error", role: "alert" }, `Cannot open this session: ${errorText(err)}`));
+      this.el.removeAttribute("aria-busy");
       return;
     }
+    if (this.gone) return;
     this.build();
     for (const m of msgs) this.upsertMessage(m);
     await this.loadAnsweredAsks();
+    if (this.gone) return;
     openAtLatest(this);
     this.setRunning(!!this.session.running);
     this.loadLedgers();
@@ -72,9 +82,11 @@ export class SessionView {
       onEvent: (ev) => this.onEvent(ev),
       onStatus: (s) => this.setConnection(s),
     });
+    this.el.removeAttribute("aria-busy");
   }
 
   unmount() {
+    this.gone = true;
     this.stream?.close();
     this.stream = null;
     if (this.dialogAsk?.dialog?.open) this.dialogAsk.dialog.close();
