@@ -27,6 +27,8 @@ const Commands = `In the chat:
              /model P M to model M of provider P
   /tokens    the tokens this session used, by model, and their cost when prices are set
   /sessions  this workspace's sessions: title, date, the start of the last message
+  /attach S U attach resource U of MCP server S to your next message (read when sent);
+             /attach alone lists the connected servers' resources; /detach drops them
   /title T   rename the session (it is named after its first turn otherwise)
   /search W  list the sessions whose messages or title hold the words W
   /restore   list the turns that changed files and put files back as they were before one

@@ -133,4 +133,25 @@ func TestAttachedMCPResourceReachesTheModel(t *testing.T) {
 	if len(msgs.Messages) != 2 || len(f.fake.Requests()) != 1 {
 		t.Fatalf("refused messages were stored or sent: %d messages, %d requests", len(msgs.Messages), len(f.fake.Requests()))
 	}
+
+	// An edit attaches resources as a turn does: read again, now.
+	f.fake.Push(providertest.OpenAIText("test-model", "Edited."))
+	f.call("POST", "/api/sessions/"+ses.ID+"/messages/"+user.ID+"/resend", map[string]any{"text": "Only the readme, please.",
+		"resources": []map[string]string{{"server": "docs", "uri": "note://readme"}}}, 202, nil)
+	for {
+		f.call("GET", "/api/sessions/"+ses.ID+"/messages", nil, 200, &msgs)
+		if len(msgs.Messages) == 2 && msgs.Messages[0].Content == "Only the readme, please." && msgs.Messages[1].Status == store.StatusComplete {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the edit's turn did not finish: %+v", msgs.Messages)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if parts := msgs.Messages[0].Parts; len(parts) != 1 || parts[0].Kind != store.PartResource || parts[0].Text != "# Hello from docs" {
+		t.Fatalf("the edited message's parts: %+v", parts)
+	}
+	if reqs := f.fake.Requests(); len(reqs) != 2 || !strings.Contains(string(reqs[1].Body), "# Hello from docs") || strings.Contains(string(reqs[1].Body), "image/png") {
+		t.Fatalf("the edit's request (%d requests): %s", len(reqs), reqs[len(reqs)-1].Body)
+	}
 }
