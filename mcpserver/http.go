@@ -42,6 +42,11 @@ const (
 // and empty data) that carries a `retry` field, and its events are kept (10 MB per
 // server, the go-sdk's memory store) so that a client whose stream dropped resumes it with
 // Last-Event-ID instead of losing the call's answer.
+//
+// A session's tools/call that can send the client nothing but its answer takes a fast path
+// beside the go-sdk (httpfast.go): answered as JSON when it ends within FastJSONWait, else
+// on a resumable SSE stream of its own. Sessions left idle are closed after
+// HTTPSessionTimeout, counting those calls too.
 func (s *Server) HTTPHandler() http.Handler {
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	sessions := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
