@@ -265,6 +265,9 @@ func render(history []store.Message, idx []int) []string {
 				if p.Kind == store.PartImage {
 					b.WriteString("\n[an image]")
 				}
+				if r, ok := resourceOf(p); ok {
+					fmt.Fprintf(&b, "\n[resource %s of MCP server %s]", r.URI, r.Server)
+				}
 			}
 		case store.RoleAssistant:
 			if m.Finish == finishDropped {

@@ -120,6 +120,9 @@ func (h *Harness) Regenerate(ctx context.Context, sessionID string, restore *und
 			if p.Kind == store.PartImage {
 				in.Images = append(in.Images, provider.Image{MediaType: p.MediaType, Data: p.Data})
 			}
+			if r, ok := resourceOf(p); ok {
+				in.Resources = append(in.Resources, r)
+			}
 		}
 		return h.Resend(ctx, sessionID, m.ID, in, ResendOptions{Restore: restore, Reason: "regenerate"})
 	}

@@ -97,6 +97,34 @@ type Options struct {
 type Input struct {
 	Text   string
 	Images []provider.Image
+	// Resources are resources of imported MCP servers attached to the message, read by
+	// the caller when the message was sent; they are stored with it (as resource parts)
+	// and go to the model on every later turn, as they were read.
+	Resources []Resource
+}
+
+// Resource is an attached resource's contents as its MCP server gave them.
+type Resource struct {
+	store.ResourceInfo
+	MimeType string // "" when the server gave none
+	Text     string // a text resource's contents
+	Blob     []byte // a binary resource's bytes (nil for a text one)
+}
+
+// part is the resource as a part of the user's message.
+func (r Resource) part() store.Part {
+	args, _ := json.Marshal(r.ResourceInfo) // plain strings: cannot fail
+	return store.Part{Kind: store.PartResource, Status: store.StatusComplete, Args: string(args),
+		MediaType: r.MimeType, Text: r.Text, Data: r.Blob}
+}
+
+// resourceOf is the resource a resource part holds; ok is false for another part.
+func resourceOf(p store.Part) (r Resource, ok bool) {
+	if p.Kind != store.PartResource {
+		return Resource{}, false
+	}
+	_ = json.Unmarshal([]byte(p.Args), &r.ResourceInfo) // checked when stored
+	return Resource{ResourceInfo: r.ResourceInfo, MimeType: p.MediaType, Text: p.Text, Blob: p.Data}, true
 }
 
 // TurnInfo names a turn that started.
@@ -281,11 +309,22 @@ var ErrBadInput = errors.New("the message cannot be sent")
 const (
 	MaxImages          = 10
 	MaxImageTotalBytes = 20 << 20
+	// MaxResources is the most resources one message may carry, each at most
+	// store.MaxResourceBytes.
+	MaxResources = 10
 )
 
 func checkInput(in Input) error {
-	if strings.TrimSpace(in.Text) == "" && len(in.Images) == 0 {
-		return fmt.Errorf("%w: it is empty: send some text or an image", ErrBadInput)
+	if strings.TrimSpace(in.Text) == "" && len(in.Images) == 0 && len(in.Resources) == 0 {
+		return fmt.Errorf("%w: it is empty: send some text, an image or a resource", ErrBadInput)
+	}
+	if len(in.Resources) > MaxResources {
+		return fmt.Errorf("%w: it has %d resources attached; attach at most %d", ErrBadInput, len(in.Resources), MaxResources)
+	}
+	for i, r := range in.Resources {
+		if err := store.CheckResource(r.part()); err != nil {
+			return fmt.Errorf("%w: resource %d: %w", ErrBadInput, i+1, err)
+		}
 	}
 	if len(in.Images) > MaxImages {
 		return fmt.Errorf("%w: it has %d images; send at most %d", ErrBadInput, len(in.Images), MaxImages)

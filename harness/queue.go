@@ -17,11 +17,13 @@ const EventQueueChanged = "queue.changed"
 
 // Queued is a message waiting for the session's running turn to end.
 type Queued struct {
-	ID       string    `json:"id"`
-	Text     string    `json:"text"`
-	Images   int       `json:"images,omitempty"`
-	QueuedAt time.Time `json:"queuedAt"`
-	in       Input
+	ID     string `json:"id"`
+	Text   string `json:"text"`
+	Images int    `json:"images,omitempty"`
+	// Resources is how many MCP resources the message carries.
+	Resources int       `json:"resources,omitempty"`
+	QueuedAt  time.Time `json:"queuedAt"`
+	in        Input
 }
 
 // QueueChanged is the payload of queue.changed. Error says why the first message could not
@@ -58,7 +60,7 @@ func (h *Harness) Enqueue(ctx context.Context, sessionID string, in Input) (q Qu
 			return Queued{}, nil, err
 		}
 	}
-	q = Queued{ID: store.NewID("q_"), Text: in.Text, Images: len(in.Images), QueuedAt: time.Now().UTC(), in: in}
+	q = Queued{ID: store.NewID("q_"), Text: in.Text, Images: len(in.Images), Resources: len(in.Resources), QueuedAt: time.Now().UTC(), in: in}
 	h.queue.mu.Lock()
 	if len(h.queue.m[sessionID]) >= MaxQueued {
 		h.queue.mu.Unlock()

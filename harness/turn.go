@@ -119,6 +119,9 @@ func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*tur
 	for _, img := range in.Images {
 		user.Parts = append(user.Parts, store.Part{Kind: store.PartImage, Status: store.StatusComplete, MediaType: img.MediaType, Data: img.Data})
 	}
+	for _, r := range in.Resources {
+		user.Parts = append(user.Parts, r.part())
+	}
 	// The turn goes on whatever becomes of the request that started it, but its message
 	// is stored only while the request waits for it.
 	err = t.ev.commit(ctx, ops{func(ctx context.Context, tx *store.Tx) ([]store.NewEvent, error) {

@@ -19,13 +19,16 @@ type imageBody struct {
 type turnBody struct {
 	Text   string      `json:"text"`
 	Images []imageBody `json:"images"`
+	// Resources are resources of imported MCP servers to attach, read when the message is
+	// sent (see readResources).
+	Resources []resourceRef `json:"resources"`
 }
 
 // input is the message of the body, checked.
 func (b turnBody) input() (harness.Input, error) {
 	in := harness.Input{Text: b.Text}
-	if strings.TrimSpace(b.Text) == "" && len(b.Images) == 0 {
-		return in, badRequest("the message is empty: send some text or an image")
+	if strings.TrimSpace(b.Text) == "" && len(b.Images) == 0 && len(b.Resources) == 0 {
+		return in, badRequest("the message is empty: send some text, an image or a resource")
 	}
 	for i, img := range b.Images {
 		switch img.MediaType {
@@ -60,6 +63,10 @@ func (s *Server) messageRequest(w http.ResponseWriter, r *http.Request) (store.S
 	}
 	if _, _, err := s.providers.Model(r.Context(), ses.Provider, ses.Model); err != nil {
 		return store.Session{}, harness.Input{}, errorf(http.StatusBadRequest, codeNoProvider, "%v", err)
+	}
+	// Read last: a message refused for another reason costs no MCP server a read.
+	if in.Resources, err = s.readResources(r.Context(), ses, b.Resources); err != nil {
+		return store.Session{}, harness.Input{}, err
 	}
 	return ses, in, nil
 }
