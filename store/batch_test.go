@@ -200,51 +200,52 @@ func TestImagePartsAndCheckImage(t *testing.T) {
 // A resource part keeps what names it (server, uri), its MIME type and its text or bytes,
 // and survives a fork; CheckResource refuses one that names nothing, holds both or is too big.
 func TestResourcePartsAndCheckResource(t *testing.T) {
-	ctx := context.Background()
-	db := openTest(t)
-	s := mustSession(t, db, mustWorkspace(t, db, "/r").ID)
-	args := `{"server":"docs","uri":"note://readme"}`
-	blob := []byte{0, 1, 2, 255}
-	m, err := db.AppendMessage(ctx, Message{SessionID: s.ID, Role: RoleUser, Content: "read this",
-		Parts: []Part{
-			{Kind: PartResource, Args: args, MediaType: "text/markdown", Text: "# Hello"},
-			{Kind: PartResource, Args: `{"server":"docs","uri":"bin://x"}`, MediaType: "application/octet-stream", Data: blob},
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := db.ListMessages(ctx, s.ID)
-	if err != nil || len(got) != 1 || len(got[0].Parts) != 2 {
-		t.Fatalf("%+v, %v", got, err)
-	}
-	if p := got[0].Parts[0]; p.Kind != PartResource || p.Args != args || p.MediaType != "text/markdown" || p.Text != "# Hello" || p.MessageID != m.ID {
-		t.Fatalf("text resource part %+v", p)
-	}
-	if p := got[0].Parts[1]; p.Kind != PartResource || !bytes.Equal(p.Data, blob) || p.Text != "" {
-		t.Fatalf("binary resource part %+v", p)
-	}
-	fork, err := db.ForkSession(ctx, s.ID, m.Seq, "fork")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fm, err := db.ListMessages(ctx, fork.ID); err != nil || len(fm) != 1 || len(fm[0].Parts) != 2 || fm[0].Parts[0].Text != "# Hello" {
-		t.Fatalf("forked: %+v, %v", fm, err)
-	}
-	for _, c := range []struct {
-		part Part
-		want string
-	}{
-		{Part{Kind: PartResource, Args: `{"uri":"x://y"}`, Text: "t"}, "must be JSON naming the server and the uri"},
-		{Part{Kind: PartResource, Args: "not json", Text: "t"}, "must be JSON naming the server and the uri"},
-		{Part{Kind: PartResource, Args: args, Text: "t", Data: blob}, "holds both text and bytes"},
-		{Part{Kind: PartResource, Args: args, Text: strings.Repeat("a", MaxResourceBytes+1)}, "more than the 1048576 (1 MiB)"},
-		{Part{Kind: PartResource, Args: args, Data: make([]byte, MaxResourceBytes+1)}, "resource note://readme of MCP server docs is 1048577 bytes"},
-	} {
-		_, err := db.AppendMessage(ctx, Message{SessionID: s.ID, Role: RoleUser, Parts: []Part{c.part}})
-		if !errors.Is(err, ErrBadResource) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("stored %q: %v, want %q", c.part.Args, err, c.want)
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		s := mustSession(t, db, mustWorkspace(t, db, "/r").ID)
+		args := `{"server":"docs","uri":"note://readme"}`
+		blob := []byte{0, 1, 2, 255}
+		m, err := db.AppendMessage(ctx, Message{SessionID: s.ID, Role: RoleUser, Content: "read this",
+			Parts: []Part{
+				{Kind: PartResource, Args: args, MediaType: "text/markdown", Text: "# Hello"},
+				{Kind: PartResource, Args: `{"server":"docs","uri":"bin://x"}`, MediaType: "application/octet-stream", Data: blob},
+			}})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		got, err := db.ListMessages(ctx, s.ID)
+		if err != nil || len(got) != 1 || len(got[0].Parts) != 2 {
+			t.Fatalf("%+v, %v", got, err)
+		}
+		if p := got[0].Parts[0]; p.Kind != PartResource || p.Args != args || p.MediaType != "text/markdown" || p.Text != "# Hello" || p.MessageID != m.ID {
+			t.Fatalf("text resource part %+v", p)
+		}
+		if p := got[0].Parts[1]; p.Kind != PartResource || !bytes.Equal(p.Data, blob) || p.Text != "" {
+			t.Fatalf("binary resource part %+v", p)
+		}
+		fork, err := db.ForkSession(ctx, s.ID, m.Seq, "fork")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fm, err := db.ListMessages(ctx, fork.ID); err != nil || len(fm) != 1 || len(fm[0].Parts) != 2 || fm[0].Parts[0].Text != "# Hello" {
+			t.Fatalf("forked: %+v, %v", fm, err)
+		}
+		for _, c := range []struct {
+			part Part
+			want string
+		}{
+			{Part{Kind: PartResource, Args: `{"uri":"x://y"}`, Text: "t"}, "must be JSON naming the server and the uri"},
+			{Part{Kind: PartResource, Args: "not json", Text: "t"}, "must be JSON naming the server and the uri"},
+			{Part{Kind: PartResource, Args: args, Text: "t", Data: blob}, "holds both text and bytes"},
+			{Part{Kind: PartResource, Args: args, Text: strings.Repeat("a", MaxResourceBytes+1)}, "more than the 1048576 (1 MiB)"},
+			{Part{Kind: PartResource, Args: args, Data: make([]byte, MaxResourceBytes+1)}, "resource note://readme of MCP server docs is 1048577 bytes"},
+		} {
+			_, err := db.AppendMessage(ctx, Message{SessionID: s.ID, Role: RoleUser, Parts: []Part{c.part}})
+			if !errors.Is(err, ErrBadResource) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("stored %q: %v, want %q", c.part.Args, err, c.want)
+			}
+		}
+	})
 }
 
 // The open turn of a session is set and cleared with the turn's writes; a later turn's
