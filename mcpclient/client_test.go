@@ -43,6 +43,7 @@ func TestParse(t *testing.T) {
 		{`{"mcpServers": {"x": {"type": "ws", "url": "http://b"}}}`, `type "ws" is not stdio, http or sse`},
 		{`{"mcpServers": {"x": {"url": "http://b", "args": ["a"]}}}`, "not command, args or env"},
 		{`{"mcpServers": {"x": {"command": "a", "timeout": -1}}}`, "timeout -1"},
+		{`{"mcpServers": {"x": {"command": "a", "maxMessageBytes": -1}}}`, "maxMessageBytes -1: give a positive number of bytes"},
 	} {
 		if _, err := Parse("f", []byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.in, err, tc.want)

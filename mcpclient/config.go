@@ -44,6 +44,10 @@ type ServerConfig struct {
 	Timeout int `json:"timeout,omitempty"`
 	// Disabled servers are not started.
 	Disabled bool `json:"disabled,omitempty"`
+	// MaxMessageBytes caps one message jean2 reads from the server: a stdio line, an HTTP
+	// response body, one SSE event (DefaultMaxMessageBytes when 0). A server that sends more
+	// is disconnected and listed in error, so it cannot make jean2 hold unbounded memory.
+	MaxMessageBytes int64 `json:"maxMessageBytes,omitempty"`
 
 	// Name is the key of the entry; File the mcp.json it came from.
 	Name string `json:"-"`
@@ -144,7 +148,7 @@ func Parse(file string, data []byte) ([]ServerConfig, error) {
 		dec := json.NewDecoder(bytes.NewReader(raw.Servers[name]))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&s); err != nil {
-			return nil, fmt.Errorf("mcpServers.%s: %w (the fields are command, args, env, cwd, url, headers, oauth, type, timeout, disabled)", name, err)
+			return nil, fmt.Errorf("mcpServers.%s: %w (the fields are command, args, env, cwd, url, headers, oauth, type, timeout, maxMessageBytes, disabled)", name, err)
 		}
 		s.Name, s.File = name, file
 		if err := s.check(); err != nil {
@@ -214,6 +218,9 @@ func (s *ServerConfig) check() error {
 				}
 			}
 		}
+	}
+	if s.MaxMessageBytes < 0 {
+		return fmt.Errorf("maxMessageBytes %d: give a positive number of bytes (0 or none: %d)", s.MaxMessageBytes, DefaultMaxMessageBytes)
 	}
 	if s.Timeout < 0 {
 		return fmt.Errorf("timeout %d: give a positive number of milliseconds", s.Timeout)

@@ -64,6 +64,9 @@ type Server struct {
 	nextToken  atomic.Int64
 	refreshing atomic.Bool
 	lastCancel atomic.Int64 // when a call was last cancelled (unix ns)
+	// tooLarge is set when the server sent a message over its cap (limit.go): the
+	// connection is dropped, and its calls and state say why.
+	tooLarge atomic.Pointer[MessageTooLargeError]
 
 	ctx     context.Context // ends at Close
 	cancel  context.CancelFunc
@@ -154,7 +157,9 @@ func (s *Server) run() {
 		if s.ctx.Err() != nil {
 			return
 		}
-		if stderr := s.stderr.String(); stderr != "" && s.cfg.Type == "stdio" {
+		if e := s.tooLarge.Load(); e != nil {
+			err = e
+		} else if stderr := s.stderr.String(); stderr != "" && s.cfg.Type == "stdio" {
 			err = fmt.Errorf("%w; its last output: %s", err, stderr)
 		}
 		s.mu.Lock()
@@ -166,6 +171,8 @@ func (s *Server) run() {
 			// is picked up without a restart.
 			s.state = StateNeedsSignIn
 			s.err = fmt.Errorf("MCP server %s (%s) needs you to sign in: run jean2 mcp login %s, or press Connect in the web client's settings (%w)", s.cfg.Name, s.cfg.File, s.cfg.Name, err)
+		} else if e := (*MessageTooLargeError)(nil); errors.As(err, &e) {
+			s.err = fmt.Errorf("%w (%s); retrying in %s (attempt %d)", err, s.cfg.File, backoff, attempt)
 		} else {
 			s.err = fmt.Errorf("MCP server %s (%s): %w; retrying in %s (attempt %d)", s.cfg.Name, s.cfg.File, err, backoff, attempt)
 		}
@@ -196,6 +203,7 @@ func (s *Server) run() {
 
 // connect starts or reaches the server, lists its tools and makes them the source's.
 func (s *Server) connect(ctx context.Context) error {
+	s.tooLarge.Store(nil)
 	t, err := s.transport()
 	if err != nil {
 		return err
@@ -356,20 +364,22 @@ func (s *Server) transport() (mcp.Transport, error) {
 		}
 		s.stderr.Reset()
 		cmd.Stderr = s.stderr
-		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+		return &commandTransport{cmd: cmd, terminate: 2 * time.Second, server: s.cfg.Name, limit: s.cfg.maxMessageBytes(), tooBig: s.messageTooLarge}, nil
 	case "http", "sse":
 		headers := http.Header{}
 		for k, v := range s.cfg.Headers {
 			headers.Set(k, expand(v, s.getenv))
 		}
-		hc := &http.Client{Transport: headerTransport{headers: headers, next: http.DefaultTransport}}
+		limit := s.cfg.maxMessageBytes()
+		capped := capTransport{next: http.DefaultTransport, server: s.cfg.Name, limit: limit, tooBig: s.messageTooLarge}
+		hc := &http.Client{Transport: headerTransport{headers: headers, next: capped}}
 		if s.cfg.Type == "sse" {
-			return &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}, nil
+			return &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: sdkBackstop(limit)}, nil
 		}
 		ht := newHTTPTasks(hc.Transport)
 		hc.Transport = ht
 		s.httpTasks.Store(ht)
-		t := &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}
+		t := &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: sdkBackstop(limit)}
 		// A server given its own Authorization header is not signed in to.
 		if headers.Get("Authorization") != "" {
 			return t, nil
@@ -392,6 +402,24 @@ func (s *Server) transport() (mcp.Transport, error) {
 		return t, nil
 	}
 	return nil, fmt.Errorf("unknown server type %q", s.cfg.Type)
+}
+
+// messageTooLarge drops the connection of a server that sent a message over its cap: the
+// reader already refused it, and the server is not to be trusted with the next one either.
+// run then lists the server in error with e, and retries it after the backoff.
+func (s *Server) messageTooLarge(err error) {
+	e, ok := err.(*MessageTooLargeError)
+	if !ok {
+		return
+	}
+	s.tooLarge.Store(e)
+	s.log.Warn("MCP server sent a message over its cap", "server", s.cfg.Name, "limit", e.Limit, "what", e.What)
+	s.mu.Lock()
+	cs := s.session
+	s.mu.Unlock()
+	if cs != nil {
+		go func() { _ = cs.Close() }()
+	}
 }
 
 // close disconnects and stops the server process (stdin closed, then SIGTERM, then SIGKILL).

@@ -71,11 +71,21 @@ func (h *httpTasks) RoundTrip(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxSniff))
-	_ = resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(data))
-	if err != nil {
+	if err != nil || len(data) == maxSniff {
+		// The go-sdk reads on what was sniffed, then the rest of the body or the read's
+		// error (a message over the server's cap, limit.go), never a silently cut body.
+		rest := resp.Body
+		if err != nil {
+			rest = io.NopCloser(errReader{err})
+		}
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(data), rest), resp.Body}
 		return resp, nil
 	}
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(data))
 	for _, msg := range messages(resp.Header.Get("Content-Type"), data) {
 		res, ok := msg.(*jsonrpc.Response)
 		if !ok || res.Error != nil {
@@ -309,3 +319,8 @@ func messages(contentType string, data []byte) []jsonrpc.Message {
 	}
 	return out
 }
+
+// errReader fails every read with err.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }

@@ -123,6 +123,9 @@ func (t *remoteTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 		case ctx.Err() != nil:
 			return tool.Errorf("the call was cancelled: %v", context.Cause(ctx))
 		}
+		if e := t.srv.tooLarge.Load(); e != nil {
+			return tool.Errorf("tools/call %s: %v", t.remote, e)
+		}
 		return tool.Errorf("MCP server %s: tools/call %s: %v", t.srv.cfg.Name, t.remote, err)
 	}
 	return fromResult(res)
