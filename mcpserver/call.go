@@ -79,6 +79,9 @@ func (s *Server) hostCall(req *mcp.CallToolRequest, def tool.Definition, ch *cha
 
 // clientCaps are the capabilities the client declared (none when it declared nothing).
 func clientCaps(ss *mcp.ServerSession) mcp.ClientCapabilities {
+	if ss == nil {
+		return mcp.ClientCapabilities{} // a stateless fast call: only one that declared neither elicitation nor sampling
+	}
 	if p := ss.InitializeParams(); p != nil && p.Capabilities != nil {
 		return *p.Capabilities
 	}
@@ -87,7 +90,11 @@ func clientCaps(ss *mcp.ServerSession) mcp.ClientCapabilities {
 
 // usesRounds reports whether the client speaks protocol revision 2026-07-28 or later, where
 // a server asks for input by returning input requests rather than sending requests.
+// A call with no session is a stateless fast call (httpstateless.go), on 2026-07-28 or later.
 func usesRounds(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return true
+	}
 	p := ss.InitializeParams()
 	return p != nil && p.ProtocolVersion >= "2026-07-28"
 }

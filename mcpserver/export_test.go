@@ -45,3 +45,11 @@ func HTTPFastServed(s *Server) (asJSON, overSSE int64) {
 	defer s.httpFast.mu.Unlock()
 	return s.httpFast.served[0], s.httpFast.served[1]
 }
+
+// HTTPStatelessServed counts the stateless tools/calls HTTPHandler answered on its fast
+// path: as JSON, and over SSE (httpstateless.go).
+func HTTPStatelessServed(s *Server) (asJSON, overSSE int64) {
+	s.httpFast.mu.Lock()
+	defer s.httpFast.mu.Unlock()
+	return s.httpFast.stateless[0], s.httpFast.stateless[1]
+}

@@ -67,6 +67,9 @@ func (s *Server) HTTPHandler() http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Mcp-Protocol-Version") >= rev20260728 {
+			if s.serveStatelessCall(w, r) {
+				return
+			}
 			stateless.ServeHTTP(w, r)
 			return
 		}
@@ -157,14 +160,38 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) bool {
 	if rebound(r) {
 		return false // the go-sdk refuses it (DNS rebinding protection)
 	}
-	if ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); !strings.EqualFold(strings.TrimSpace(ct), "application/json") {
+	if !jsonContent(r) {
 		return false // the go-sdk refuses it (415)
 	}
-	if r.ContentLength > maxTaskBody {
+	body, ok := peekBody(r)
+	if !ok {
 		return false
 	}
-	// The body is read whole here, and handed on as it was read; sized by Content-Length
-	// when the client sent one, so a call costs one allocation more than the go-sdk's own.
+	if (bytes.Contains(body, []byte(`"tasks/`)) || bytes.Contains(body, []byte(`"task"`))) && s.serveTask(w, r, id, body) {
+		return true
+	}
+	if bytes.Contains(body, []byte(`"tools/call"`)) && s.serveFastCall(w, r, id, body) {
+		return true
+	}
+	s.notePost(id, body)
+	return false
+}
+
+// jsonContent reports whether a request's Content-Type is application/json, which the
+// go-sdk requires of a POST (415 otherwise).
+func jsonContent(r *http.Request) bool {
+	ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
+	return strings.EqualFold(strings.TrimSpace(ct), "application/json")
+}
+
+// peekBody reads a POST's body (up to maxTaskBody) and puts it back as it was read, for the
+// go-sdk to read again when the request is its; false when it is larger or the read failed
+// (what was read is then handed on before the rest). Sized by Content-Length when the
+// client sent one, so a call costs one allocation more than the go-sdk's own.
+func peekBody(r *http.Request) ([]byte, bool) {
+	if r.ContentLength > maxTaskBody {
+		return nil, false
+	}
 	var body []byte
 	var err error
 	if r.ContentLength >= 0 {
@@ -179,17 +206,10 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) bool {
 			io.Reader
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(body), rest), rest}
-		return false
+		return nil, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	if (bytes.Contains(body, []byte(`"tasks/`)) || bytes.Contains(body, []byte(`"task"`))) && s.serveTask(w, r, id, body) {
-		return true
-	}
-	if bytes.Contains(body, []byte(`"tools/call"`)) && s.serveFastCall(w, r, id, body) {
-		return true
-	}
-	s.notePost(id, body)
-	return false
+	return body, true
 }
 
 // serveTask answers a session's POSTed task message and reports whether it did.

@@ -67,6 +67,8 @@ type httpFast struct {
 	sessions map[string]*httpSession // by Mcp-Session-Id
 	streams  map[string]*httpCall    // calls answered over SSE, by stream id, for Last-Event-ID
 	served   [2]int64                // fast calls answered as JSON, and over SSE (for tests)
+	// stateless fast calls (httpstateless.go) answered as JSON, and over SSE (for tests)
+	stateless [2]int64
 }
 
 // httpSession is one session's fast calls; its context ends with the session.
@@ -270,7 +272,7 @@ func (s *Server) serveFastCall(w http.ResponseWriter, r *http.Request, id string
 		if err == nil && res.Content == nil {
 			res.Content = []mcp.Content{} // as the go-sdk: [] rather than null
 		}
-		call.resp = encodeCallResponse(req.ID, res, err)
+		call.resp = encodeCallResponse(req.ID, res, err, "")
 		call.ended = time.Now()
 		close(call.done)
 	}()
@@ -392,8 +394,9 @@ func writeJSON(w http.ResponseWriter, sessionID string, out []byte) {
 }
 
 // encodeCallResponse encodes a call's answer as the go-sdk would: the result with HTML
-// characters unescaped.
-func encodeCallResponse(id jsonrpc.ID, res *mcp.CallToolResult, err error) []byte {
+// characters unescaped, and resultType when given (2026-07-28: the go-sdk's field for it is
+// unexported, so it is added to the encoded object, where the go-sdk's encoder puts it).
+func encodeCallResponse(id jsonrpc.ID, res *mcp.CallToolResult, err error, resultType string) []byte {
 	resp := &jsonrpc.Response{ID: id, Error: err}
 	if err == nil {
 		var buf bytes.Buffer
@@ -403,6 +406,13 @@ func encodeCallResponse(id jsonrpc.ID, res *mcp.CallToolResult, err error) []byt
 			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("encoding the result: %v", merr)}
 		} else {
 			resp.Result = bytes.TrimRight(buf.Bytes(), "\n")
+			if resultType != "" && len(resp.Result) > 1 {
+				obj := resp.Result[:len(resp.Result)-1] // without its closing brace
+				if len(obj) > 1 {
+					obj = append(obj, ',')
+				}
+				resp.Result = append(append(obj, `"resultType":"`+resultType+`"`...), '}')
+			}
 		}
 	}
 	out, eerr := jsonrpc.EncodeMessage(resp)

@@ -93,6 +93,7 @@ type Server struct {
 
 	unsubscribe func()
 	done        chan struct{}
+	impl        *mcp.Implementation // what the server says it is (serverInfo)
 	closeOnce   sync.Once
 }
 
@@ -189,7 +190,8 @@ func New(h Host, opts Options) (*Server, error) {
 	s.serving.Store(&serving{workspace: opts.Workspace, policy: opts.Policy})
 	s.rounds = newRounds(opts.InputTimeout)
 	s.tasks = newTaskTable()
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "jean2", Title: "jean2 tool host", Version: opts.Version}, &mcp.ServerOptions{
+	s.impl = &mcp.Implementation{Name: "jean2", Title: "jean2 tool host", Version: opts.Version}
+	s.mcp = mcp.NewServer(s.impl, &mcp.ServerOptions{
 		Logger: sdkLogger(opts.Logger),
 		// Tools are announced even while there are none, so a client learns that the list
 		// can change; logging lets it set a level for the tools' log lines.
@@ -401,6 +403,11 @@ func objectSchema(raw json.RawMessage, fill bool) (json.RawMessage, error) {
 // session returns jean2's record of an MCP session, made on its first call and forgotten
 // when the session ends.
 func (s *Server) session(ss *mcp.ServerSession) *session {
+	if ss == nil {
+		// A stateless fast call (httpstateless.go): a session of its own, as the go-sdk's
+		// per-request session of a stateless request gets.
+		return &session{id: "mcp-" + randomID(), facts: tool.NewSessionFacts()}
+	}
 	s.sessMu.Lock()
 	defer s.sessMu.Unlock()
 	if sess, ok := s.sessions[ss]; ok {

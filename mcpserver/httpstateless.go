@@ -1,0 +1,174 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The fast path for stateless tools/call (revision 2026-07-28).
+//
+// The go-sdk serves a stateless request by making a session for it (a server session, its
+// transport, its connection and goroutines, its event stream), most of such a call's cost.
+// A stateless tools/call whose answer is all that can go back is answered here instead,
+// with the tool's handler called as the session path would call it but with no session
+// (call.go takes a nil session as a stateless one):
+//
+//   - one request (not a batch), tools/call of a listed tool, with an id and params; no
+//     task, no progress token, not a multi-round-trip retry (requestState, inputResponses);
+//   - the request's _meta names the same revision (2026-07-28 or later) as its
+//     MCP-Protocol-Version header, carries clientCapabilities that declare neither
+//     elicitation nor sampling (so no ask can become an input request and no model call a
+//     sampling one), a clientInfo that decodes if there is one, and no logLevel (so no log
+//     goes back);
+//   - the headers are ones the go-sdk takes (Content-Type, Accept naming both types, no DNS
+//     rebinding).
+//
+// The answer is JSON when the call ends within FastJSONWait, else an SSE stream with one
+// event (a stateless stream is not resumable: there is no session to resume it in). A
+// client that drops the request cancels the call, as the go-sdk's PropagateRequestCancellation
+// does. Everything else is the go-sdk's, with the body as it was sent.
+
+// serveStatelessCall answers a stateless POST on the fast path when it fits, and reports
+// whether it did.
+func (s *Server) serveStatelessCall(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodPost || r.Body == nil || rebound(r) || !jsonContent(r) || !acceptsBoth(r.Header.Values("Accept")) {
+		return false
+	}
+	body, ok := peekBody(r)
+	if !ok || !bytes.Contains(body, []byte(`"tools/call"`)) {
+		return false
+	}
+	msg, err := jsonrpc.DecodeMessage(body)
+	if err != nil {
+		return false
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || req.Method != "tools/call" || !req.ID.IsValid() || len(req.Params) == 0 {
+		return false
+	}
+	var raw callParams
+	if json.Unmarshal(req.Params, &raw) != nil || raw == nil {
+		return false
+	}
+	for _, k := range []string{"task", "requestState", "inputResponses"} {
+		if _, ok := raw[k]; ok {
+			return false
+		}
+	}
+	params := &mcp.CallToolParamsRaw{}
+	if json.Unmarshal(raw["name"], &params.Name) != nil || json.Unmarshal(raw["_meta"], &params.Meta) != nil {
+		return false
+	}
+	if !statelessMetaFits(params.Meta, r.Header.Get("Mcp-Protocol-Version")) || params.GetProgressToken() != nil {
+		return false
+	}
+	if a, ok := raw["arguments"]; ok && !bytes.Equal(bytes.TrimSpace(a), []byte("null")) {
+		params.Arguments = a
+	}
+	h := s.toolHandler(params.Name)
+	if h == nil {
+		return false // an unknown tool: the go-sdk's error
+	}
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	done := make(chan []byte, 1)
+	s.calls.Add(1)
+	go func() {
+		defer s.calls.Done()
+		res, err := h(ctx, &mcp.CallToolRequest{Params: params})
+		if err == nil && res == nil {
+			err = fmt.Errorf("tool %s: the handler returned no result", params.Name)
+		}
+		resultType := "complete"
+		if err == nil {
+			if res.Content == nil && res.InputRequests == nil {
+				res.Content = []mcp.Content{} // as the go-sdk: [] rather than null
+			}
+			if res.InputRequests != nil {
+				resultType = "input_required"
+			}
+			// As the go-sdk annotates every result of the new protocol (SEP-2575).
+			if res.Meta == nil {
+				res.Meta = mcp.Meta{}
+			}
+			if _, ok := res.Meta[mcp.MetaKeyServerInfo]; !ok {
+				res.Meta[mcp.MetaKeyServerInfo] = s.impl
+			}
+		}
+		done <- encodeCallResponse(req.ID, res, err, resultType)
+	}()
+
+	wait := s.opts.FastJSONWait
+	if wait == 0 {
+		wait = DefaultFastJSONWait
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case out := <-done:
+		s.countStateless(0)
+		writeJSON(w, "", out)
+		return true
+	case <-s.done:
+		cancel() // Close: the call ends, and its answer says so
+		s.countStateless(0)
+		writeJSON(w, "", <-done)
+		return true
+	case <-timer.C:
+	}
+	s.countStateless(1)
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache, no-transform")
+	w.WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(w).Flush()
+	select {
+	case out := <-done:
+		_ = writeEvent(w, "event: message\ndata: "+string(out)+"\n\n")
+	case <-s.done:
+		cancel()
+		_ = writeEvent(w, "event: message\ndata: "+string(<-done)+"\n\n")
+	case <-r.Context().Done():
+		// The client dropped the request: cancel (deferred) ends the call.
+	}
+	return true
+}
+
+// statelessMetaFits reports whether a request's _meta is one the fast path may answer (see
+// the top of this file); anything else, valid or not, the go-sdk judges.
+func statelessMetaFits(meta mcp.Meta, header string) bool {
+	version, _ := meta[mcp.MetaKeyProtocolVersion].(string)
+	if version < rev20260728 || version != header {
+		return false
+	}
+	if _, ok := meta[mcp.MetaKeyLogLevel]; ok {
+		return false
+	}
+	if info, ok := meta[mcp.MetaKeyClientInfo]; ok {
+		if _, isObject := info.(map[string]any); !isObject {
+			return false
+		}
+	}
+	caps, ok := meta[mcp.MetaKeyClientCapabilities].(map[string]any)
+	if !ok {
+		return false
+	}
+	_, elicit := caps["elicitation"]
+	_, sampling := caps["sampling"]
+	return !elicit && !sampling
+}
+
+// countStateless counts a stateless fast call answered as JSON (0) or over SSE (1).
+func (s *Server) countStateless(i int) {
+	s.httpFast.mu.Lock()
+	s.httpFast.stateless[i]++
+	s.httpFast.mu.Unlock()
+}

@@ -1,0 +1,151 @@
+package mcpserver_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jean2/jean2/mcpserver"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// statelessClient connects a Go SDK client on 2026-07-28 (stateless over HTTP).
+func statelessClient(t *testing.T, url string, opts *mcp.ClientOptions, rt http.RoundTripper) *mcp.ClientSession {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stateless-fast", Version: "1"}, opts).
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rt}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %s", v)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// A stateless tools/call of a client that declared neither elicitation nor sampling, with
+// no progress token, is answered as JSON beside the go-sdk, with the result the go-sdk gives;
+// an unknown tool, a call with a progress token and the calls of a client that declared
+// elicitation go to the go-sdk (SSE), and their progress and asks still reach the client.
+func TestHTTPStatelessFastPath(t *testing.T) {
+	r := newRig(t)
+	ts := httptest.NewServer(r.srv.HTTPHandler())
+	t.Cleanup(ts.Close)
+	types := &contentTypes{}
+	plain := statelessClient(t, ts.URL, nil, types)
+	fastRes := call(t, plain, "greet", map[string]string{"name": "web"})
+	if got := types.take(); got != "application/json" {
+		t.Fatalf("a plain stateless call was answered as %q, want application/json", got)
+	}
+	if j, s := mcpserver.HTTPStatelessServed(r.srv); j != 1 || s != 0 {
+		t.Fatalf("stateless fast path: %d JSON, %d SSE answers, want 1 and 0", j, s)
+	}
+	if res := call(t, plain, "greet", map[string]string{"name": "nobody"}); !res.IsError || !strings.Contains(text(res), "no one to greet") {
+		t.Fatalf("a failing call on the fast path: %s", toJSON(res))
+	}
+	if _, err := plain.CallTool(context.Background(), &mcp.CallToolParams{Name: "no-such-tool"}); err == nil {
+		t.Fatal("an unknown tool was answered")
+	}
+	types.take()
+	if j, _ := mcpserver.HTTPStatelessServed(r.srv); j != 2 {
+		t.Fatalf("%d calls on the fast path, want the two greets (an unknown tool is the go-sdk's)", j)
+	}
+
+	var seen []string
+	var mu sync.Mutex
+	asking := statelessClient(t, ts.URL, &mcp.ClientOptions{ElicitationHandler: answerer(t, &seen, &mu)}, types)
+	slowRes := call(t, asking, "greet", map[string]string{"name": "web"})
+	if got := types.take(); got != "text/event-stream" {
+		t.Fatalf("the call of a client that declared elicitation was answered as %q, want the go-sdk's", got)
+	}
+	if toJSON(fastRes) != toJSON(slowRes) {
+		t.Fatalf("the fast path's result differs from the go-sdk's:\n%s\n%s", toJSON(fastRes), toJSON(slowRes))
+	}
+	if res := call(t, asking, "asker", obj(`{"asks":[{"type":"text","question":"Name?"}]}`)); text(res) != `{"success":true,"result":["Ada"]}` {
+		t.Fatalf("asks by input requests: %s", text(res))
+	}
+	types.take()
+
+	var progress []string
+	notified := statelessClient(t, ts.URL, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			progress = append(progress, req.Params.Message)
+		},
+	}, types)
+	params := &mcp.CallToolParams{Name: "count", Arguments: map[string]int{"n": 2}}
+	params.SetProgressToken("tok")
+	if res, err := notified.CallTool(context.Background(), params); err != nil || res.IsError {
+		t.Fatalf("count with progress: %v %s", err, toJSON(res))
+	}
+	if got := types.take(); got != "text/event-stream" {
+		t.Fatalf("a call with a progress token was answered as %q", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := len(progress)
+		mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("progress %q: want 2", progress)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if j, s := mcpserver.HTTPStatelessServed(r.srv); j != 2 || s != 0 {
+		t.Fatalf("%d JSON, %d SSE fast answers, want the plain client's 2 and 0", j, s)
+	}
+}
+
+// A stateless fast call past FastJSONWait is answered over SSE (one event, the answer),
+// and a client that drops the request cancels the call.
+func TestHTTPStatelessFastPathStreamsAndCancels(t *testing.T) {
+	r := newRig(t, func(r *rig) { r.opts.FastJSONWait = time.Millisecond })
+	ts := httptest.NewServer(r.srv.HTTPHandler())
+	t.Cleanup(ts.Close)
+	types := &contentTypes{}
+	cs := statelessClient(t, ts.URL, nil, types)
+	if res := call(t, cs, "nap", map[string]int{"ms": 50}); text(res) != `{"success":true,"result":"slept 50 ms"}` {
+		t.Fatalf("over SSE: %s", toJSON(res))
+	}
+	if got := types.take(); got != "text/event-stream" {
+		t.Fatalf("a long stateless call was answered as %q", got)
+	}
+	if j, s := mcpserver.HTTPStatelessServed(r.srv); j != 0 || s != 1 {
+		t.Fatalf("stateless fast path: %d JSON, %d SSE answers, want 0 and 1", j, s)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{}})
+		done <- err
+	}()
+	<-r.started
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, s := mcpserver.HTTPStatelessServed(r.srv); s == 2 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the slow call did not take the fast path (%d SSE answers)", s)
+		}
+	}
+	cancel()
+	select {
+	case err := <-r.aborted:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("aborted with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("dropping the request did not cancel the stateless fast call")
+	}
+	<-done
+}
