@@ -82,25 +82,37 @@ func allocated(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-func startOne(t *testing.T, cfg ServerConfig) (*Manager, *Server) {
+func startOne(t *testing.T, cfg ServerConfig, others ...ServerConfig) (*Manager, *Server) {
 	t.Helper()
 	cfg.File = "mcp.json"
-	m := New(Config{Servers: []ServerConfig{cfg}}, nil, Options{MinBackoff: time.Hour, MaxBackoff: time.Hour})
+	for i := range others {
+		others[i].File = "mcp.json"
+	}
+	m := New(Config{Servers: append([]ServerConfig{cfg}, others...)}, nil, Options{MinBackoff: time.Hour, MaxBackoff: time.Hour})
 	t.Cleanup(m.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	m.Start(ctx)
-	return m, m.Servers()[0]
+	for _, s := range m.Servers() {
+		if s.cfg.Name == cfg.Name {
+			return m, s
+		}
+	}
+	t.Fatalf("no server %s", cfg.Name)
+	return nil, nil
 }
 
 // An HTTP server that answers tools/call with 200 MB (a JSON body, or one SSE event) cannot
 // make jean2 read it all: the read stops at the server's cap, the call fails saying so, the
-// server is marked in error, and the heap stays far below the flood.
+// server is marked in error, jean2 allocates far less than the flood, and another server of
+// the same manager goes on answering.
 func TestHostileHTTPServerCannotFloodMemory(t *testing.T) {
 	for _, sse := range []bool{false, true} {
 		t.Run(map[bool]string{false: "json", true: "sse"}[sse], func(t *testing.T) {
 			url, written := hostileHTTP(t, sse, "tools/call")
-			_, s := startOne(t, ServerConfig{Name: "hostile", Type: "http", URL: url, MaxMessageBytes: 1 << 20})
+			healthy := newPeer(t)
+			m, s := startOne(t, ServerConfig{Name: "hostile", Type: "http", URL: url, MaxMessageBytes: 1 << 20},
+				ServerConfig{Name: "healthy", Type: "http", URL: healthy.url})
 			tools, err := s.Tools()
 			if err != nil || len(tools) != 1 {
 				t.Fatalf("tools %v %v", tools, err)
@@ -122,6 +134,25 @@ func TestHostileHTTPServerCannotFloodMemory(t *testing.T) {
 			if w := written.Load(); w >= floodBytes {
 				t.Fatalf("jean2 read the whole flood (%d bytes)", w)
 			}
+			for _, other := range m.Servers() {
+				if other.cfg.Name != "healthy" {
+					continue
+				}
+				tools, err := other.Tools()
+				if err != nil {
+					t.Fatalf("the healthy server: %v", err)
+				}
+				for _, tl := range tools {
+					if tl.Definition().Name == "add" {
+						if r := run(t, tl, `{"A":2,"B":3}`, nil); !r.Success || !strings.Contains(string(r.Result), "5") {
+							t.Fatalf("the healthy server's call: %+v", r)
+						}
+						return
+					}
+				}
+				t.Fatalf("the healthy server lists no add: %d tools", len(tools))
+			}
+			t.Fatal("no healthy server")
 		})
 	}
 }
