@@ -388,7 +388,9 @@ func writeEvent(w http.ResponseWriter, ev string) error {
 // writeJSON answers a POST with one JSON-RPC message.
 func writeJSON(w http.ResponseWriter, sessionID string, out []byte) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Mcp-Session-Id", sessionID)
+	if sessionID != "" { // none for a stateless request
+		w.Header().Set("Mcp-Session-Id", sessionID)
+	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	_, _ = w.Write(out)
 }

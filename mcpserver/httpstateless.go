@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -22,13 +23,14 @@ import (
 //
 //   - one request (not a batch), tools/call of a listed tool, with an id and params; no
 //     task, no progress token, not a multi-round-trip retry (requestState, inputResponses);
-//   - the request's _meta names the same revision (2026-07-28 or later) as its
+//   - the request's _meta names the same revision (2026-07-28) as its
 //     MCP-Protocol-Version header, carries clientCapabilities that declare neither
 //     elicitation nor sampling (so no ask can become an input request and no model call a
 //     sampling one), a clientInfo that decodes if there is one, and no logLevel (so no log
 //     goes back);
 //   - the headers are ones the go-sdk takes (Content-Type, Accept naming both types, no DNS
-//     rebinding).
+//     rebinding, Mcp-Method and Mcp-Name naming the call), and none binds an argument
+//     (Mcp-Param-*, x-mcp-header in the tool's schema: SEP-2243), which the go-sdk checks.
 //
 // The answer is JSON when the call ends within FastJSONWait, else an SSE stream with one
 // event (a stateless stream is not resumable: there is no session to resume it in). A
@@ -38,8 +40,14 @@ import (
 // serveStatelessCall answers a stateless POST on the fast path when it fits, and reports
 // whether it did.
 func (s *Server) serveStatelessCall(w http.ResponseWriter, r *http.Request) bool {
-	if r.Method != http.MethodPost || r.Body == nil || rebound(r) || !jsonContent(r) || !acceptsBoth(r.Header.Values("Accept")) {
+	if r.Method != http.MethodPost || r.Body == nil || rebound(r) || !jsonContent(r) || !acceptsBoth(r.Header.Values("Accept")) ||
+		r.Header.Get("Mcp-Method") != "tools/call" {
 		return false
+	}
+	for k := range r.Header {
+		if strings.HasPrefix(k, "Mcp-Param-") {
+			return false // the go-sdk checks them against the arguments (SEP-2243)
+		}
 	}
 	body, ok := peekBody(r)
 	if !ok || !bytes.Contains(body, []byte(`"tools/call"`)) {
@@ -66,15 +74,16 @@ func (s *Server) serveStatelessCall(w http.ResponseWriter, r *http.Request) bool
 	if json.Unmarshal(raw["name"], &params.Name) != nil || json.Unmarshal(raw["_meta"], &params.Meta) != nil {
 		return false
 	}
-	if !statelessMetaFits(params.Meta, r.Header.Get("Mcp-Protocol-Version")) || params.GetProgressToken() != nil {
+	if !statelessMetaFits(params.Meta, r.Header.Get("Mcp-Protocol-Version")) || params.GetProgressToken() != nil ||
+		r.Header.Get("Mcp-Name") != params.Name {
 		return false
 	}
 	if a, ok := raw["arguments"]; ok && !bytes.Equal(bytes.TrimSpace(a), []byte("null")) {
 		params.Arguments = a
 	}
 	h := s.toolHandler(params.Name)
-	if h == nil {
-		return false // an unknown tool: the go-sdk's error
+	if h == nil || s.bindsHeaders(params.Name) {
+		return false // an unknown tool (the go-sdk's error), or one whose arguments travel in headers too
 	}
 
 	ctx, cancel := context.WithCancel(r.Context())
@@ -146,7 +155,8 @@ func (s *Server) serveStatelessCall(w http.ResponseWriter, r *http.Request) bool
 // the top of this file); anything else, valid or not, the go-sdk judges.
 func statelessMetaFits(meta mcp.Meta, header string) bool {
 	version, _ := meta[mcp.MetaKeyProtocolVersion].(string)
-	if version < rev20260728 || version != header {
+	// The one stateless revision the go-sdk speaks; a later one is its to refuse.
+	if version != rev20260728 || version != header {
 		return false
 	}
 	if _, ok := meta[mcp.MetaKeyLogLevel]; ok {
@@ -164,6 +174,14 @@ func statelessMetaFits(meta mcp.Meta, header string) bool {
 	_, elicit := caps["elicitation"]
 	_, sampling := caps["sampling"]
 	return !elicit && !sampling
+}
+
+// bindsHeaders reports whether a listed tool's input schema binds arguments to headers
+// (x-mcp-header), which the go-sdk checks against the request's Mcp-Param-* headers.
+func (s *Server) bindsHeaders(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Contains(s.listed[name], `"x-mcp-header"`)
 }
 
 // countStateless counts a stateless fast call answered as JSON (0) or over SSE (1).

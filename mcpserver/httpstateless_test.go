@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -148,4 +149,51 @@ func TestHTTPStatelessFastPathStreamsAndCancels(t *testing.T) {
 		t.Fatal("dropping the request did not cancel the stateless fast call")
 	}
 	<-done
+}
+
+// Raw stateless POSTs: one that fits is answered as JSON with no session id; one whose _meta
+// names another revision than its header, one that sets a log level and one whose client
+// declared sampling are the go-sdk's (its error, or its SSE answer), never the fast path's.
+func TestHTTPStatelessFastPathRules(t *testing.T) {
+	r := newRig(t)
+	ts := httptest.NewServer(r.srv.HTTPHandler())
+	t.Cleanup(ts.Close)
+	post := func(header, name, meta string) (*http.Response, string) {
+		body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"greet","arguments":{"name":"raw"},"_meta":` + meta + `}}`
+		req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", header)
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", name)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp, string(data)
+	}
+	const v = "2026-07-28"
+	resp, body := post(v, "greet", `{"io.modelcontextprotocol/protocolVersion":"`+v+`","io.modelcontextprotocol/clientCapabilities":{}}`)
+	if resp.Header.Get("Content-Type") != "application/json" || len(resp.Header.Values("Mcp-Session-Id")) != 0 ||
+		!strings.Contains(body, `"id":7`) || !strings.Contains(body, `hello raw`) || !strings.Contains(body, `"resultType":"complete"`) {
+		t.Fatalf("a fitting call: %s %v %s", resp.Header.Get("Content-Type"), resp.Header, body)
+	}
+	for _, c := range []struct{ name, header, mcpName, meta, want string }{
+		{"another Mcp-Name", v, "count", `{"io.modelcontextprotocol/protocolVersion":"` + v + `","io.modelcontextprotocol/clientCapabilities":{}}`, "does not match"},
+		{"mismatched revision", "2026-08-01", "greet", `{"io.modelcontextprotocol/protocolVersion":"` + v + `","io.modelcontextprotocol/clientCapabilities":{}}`, "does not match"},
+		{"an unknown revision", "2027-01-01", "greet", `{"io.modelcontextprotocol/protocolVersion":"2027-01-01","io.modelcontextprotocol/clientCapabilities":{}}`, "error"},
+		{"no capabilities", v, "greet", `{"io.modelcontextprotocol/protocolVersion":"` + v + `"}`, "clientCapabilities"},
+		{"a log level", v, "greet", `{"io.modelcontextprotocol/protocolVersion":"` + v + `","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"info"}`, "hello raw"},
+		{"sampling", v, "greet", `{"io.modelcontextprotocol/protocolVersion":"` + v + `","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`, "hello raw"},
+	} {
+		_, body := post(c.header, c.mcpName, c.meta)
+		if !strings.Contains(body, c.want) {
+			t.Errorf("%s: %s, want %q", c.name, body, c.want)
+		}
+	}
+	if j, s := mcpserver.HTTPStatelessServed(r.srv); j != 1 || s != 0 {
+		t.Fatalf("stateless fast path: %d JSON, %d SSE answers, want only the fitting call's", j, s)
+	}
 }
