@@ -51,6 +51,7 @@ export async function execute(input, ctx) {
     case 'read': return done(attempt(() => fs.readFileSync(input.path, 'utf8')));
     case 'readdir': return done(attempt(() => fs.readdirSync(input.path)));
     case 'write': return done(attempt(() => { fs.writeFileSync(input.path, 'pwned'); return 'written'; }));
+    case 'link': return done(attempt(() => { fs.linkSync(input.path, input.to); return 'linked'; }));
     case 'ctxRead':
       try { return done({ ok: true, value: await ctx.fs.readFile(input.path, 'utf-8') }); }
       catch (e) { return done({ ok: false, code: e.code ?? null, message: String(e.message) }); }
