@@ -192,13 +192,22 @@ func (h *Host) finishOutcome(out *Outcome, call Call) {
 }
 
 // sessionTemp returns a call's temporary folder (tempKey's path under Layout.Temp),
-// creating it once per host.
+// creating it once per host and making sure at every call that it is a real folder: the
+// workers of a workspace may write the folder that holds its sessions' folders, so a
+// hostile one can put a link (to "/") in a session's place, which ctx.fs would take for a
+// root and the shell for a folder to grant its commands (TestSandboxAttackSessionFolder…).
 func (h *Host) sessionTemp(key string) (string, error) {
 	if dir, ok := h.temps.Load(key); ok {
+		if err := keepRealFolder(dir.(string)); err != nil {
+			return "", err
+		}
 		return dir.(string), nil
 	}
 	dir, err := h.layout.tempFolder(key)
 	if err != nil {
+		return "", err
+	}
+	if err := keepRealFolder(dir); err != nil {
 		return "", err
 	}
 	h.temps.Store(key, dir)

@@ -90,6 +90,32 @@ func (h *Host) pruneOld(dir string, keep time.Duration) {
 	}
 }
 
+// keepRealFolder makes sure dir is a folder and not a link (or anything else) in its place:
+// what stands there instead is removed, never followed, and a folder made. Only dir's last
+// element is a worker's to change (the folders above it are not writable by workers), and
+// it costs one lstat when all is well.
+func keepRealFolder(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err == nil && fi.IsDir() {
+		return nil
+	}
+	if err == nil {
+		// RemoveTree unlinks a link and never what it points to.
+		if err := fsutil.RemoveTree(dir); err != nil {
+			return fmt.Errorf("a %s stands in place of the temporary folder %s and cannot be removed: %w", fi.Mode().Type(), dir, err)
+		}
+	} else if !os.IsNotExist(err) {
+		return fmt.Errorf("temporary folder %s: %w", dir, err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+		return fmt.Errorf("make the temporary folder %s again: %w", dir, err)
+	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("the temporary folder %s keeps being replaced (by a tool of its workspace?): refused", dir)
+	}
+	return nil
+}
+
 // RemoveSessionTemp removes a session's temporary folder and what is in it: the server
 // calls it when the session is deleted.
 func (h *Host) RemoveSessionTemp(workspaceID, sessionID string) error {

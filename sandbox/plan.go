@@ -94,7 +94,7 @@ func (p Plan) Rules() []Rule {
 		if p.ChildProcess && a&(Read|Write) != 0 {
 			a |= Exec
 		}
-		out = append(out, carve(Rule{Path: policy.Real(filepath.Clean(path)), Access: a, Optional: optional}, protected, seals{sealed, mounted, pinned}, dropInside)...)
+		out = append(out, carve(Rule{Path: policy.Real(filepath.Clean(path)), Access: a, Optional: optional, Exact: true}, protected, seals{sealed, mounted, pinned}, dropInside)...)
 	}
 	for _, r := range systemRules() {
 		if p.ChildProcess && r.Access&Read != 0 {
@@ -190,9 +190,9 @@ func carve(r Rule, protected []string, s seals, dropInside bool) []Rule {
 	var out []Rule
 	switch {
 	case len(inner) > 0 && r.Access&(Read|Write) != 0:
-		out = append(out, Rule{Path: r.Path, Access: List, Optional: true})
+		out = append(out, Rule{Path: r.Path, Access: List, Optional: true, Exact: r.Exact})
 	case len(inner) == 0:
-		out = append(out, Rule{Path: r.Path, Access: r.Access &^ (Write | Device), Optional: r.Optional})
+		out = append(out, Rule{Path: r.Path, Access: r.Access &^ (Write | Device), Optional: r.Optional, Exact: r.Exact})
 	}
 	entries, err := os.ReadDir(r.Path)
 	if err != nil {
@@ -212,7 +212,7 @@ func carve(r Rule, protected []string, s seals, dropInside bool) []Rule {
 			continue
 		}
 		kept++
-		out = append(out, carve(Rule{Path: filepath.Join(r.Path, e.Name()), Access: r.Access, Optional: true}, inner, below, dropInside)...)
+		out = append(out, carve(Rule{Path: filepath.Join(r.Path, e.Name()), Access: r.Access, Optional: true, Exact: r.Exact}, inner, below, dropInside)...)
 	}
 	return out
 }
@@ -229,6 +229,7 @@ func dedupe(rules []Rule) []Rule {
 		if i, ok := idx[r.Path]; ok {
 			out[i].Access |= r.Access
 			out[i].Optional = out[i].Optional && r.Optional
+			out[i].Exact = out[i].Exact || r.Exact
 			continue
 		}
 		idx[r.Path] = len(out)

@@ -1,0 +1,60 @@
+package host_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/sandbox"
+)
+
+// TestSandboxAttackSessionFolderSwappedForALink: a confined worker may write its workspace's
+// temporary folder, which holds a folder per session (ctx.fs.tempDir). The hostile tool
+// replaces its session's folder, and another session's, with a link to "/". The host made
+// each folder once and then trusted the path: a scope root resolved through the link, so
+// ctx.fs of the next calls took "/" for a root and read and wrote the user's files outside
+// every workspace, as the host, without an ask. Now the host makes sure at every call that
+// the folder is a real folder (a link in its place is removed, never followed) and ctx.fs
+// never takes a temporary folder that leads elsewhere for a root.
+func TestSandboxAttackSessionFolderSwappedForALink(t *testing.T) {
+	sf := newSandboxFixture(t, sandbox.ModeLandlock, "")
+	outside := filepath.Join(t.TempDir(), "user-files")
+	notes := filepath.Join(outside, "notes.txt")
+	write(t, notes, "the user's private notes")
+	planted := filepath.Join(outside, "planted.txt")
+
+	// The session's first call makes its folder; the tool then swaps it (and session s2's).
+	if r, out := sf.try(t, map[string]any{"op": "ctxWrite", "path": "mine-too.txt"}); !out.Result.Success || !r.OK {
+		t.Fatalf("first call: %+v %s", r, out.Result.Error)
+	}
+	inS2 := func(c *host.Call) { c.SessionID = "s2" }
+	if r, out := sf.try(t, map[string]any{"op": "ctxWrite", "path": "s2.txt"}, inS2); !out.Result.Success || !r.OK {
+		t.Fatalf("first call of s2: %+v %s", r, out.Result.Error)
+	}
+	for _, session := range []string{"", "s2"} {
+		r, out := sf.try(t, map[string]any{"op": "swapTemp", "path": "/", "session": session})
+		if !out.Result.Success || !r.OK {
+			t.Fatalf("the worker could not swap the session folder %q (the attack needs it): %+v %s", session, r, out.Result.Error)
+		}
+	}
+	for _, mod := range [][]func(*host.Call){nil, {inS2}} {
+		r, out := sf.try(t, map[string]any{"op": "ctxRead", "path": notes}, mod...)
+		if strings.Contains(string(r.Value), "private notes") {
+			t.Errorf("ctx.fs read a file outside every workspace through the swapped session folder: %+v", r)
+		}
+		if !out.Result.Success {
+			t.Fatalf("read: %s", out.Result.Error)
+		}
+		sf.try(t, map[string]any{"op": "ctxWriteAbs", "path": planted}, mod...)
+		if _, err := os.Stat(planted); err == nil {
+			t.Errorf("ctx.fs wrote %s outside every workspace through the swapped session folder", planted)
+		}
+	}
+	// The session keeps a temporary folder of its own, a real one.
+	if r, out := sf.try(t, map[string]any{"op": "ctxWrite", "path": "after.txt"}); !out.Result.Success || !r.OK {
+		t.Fatalf("a call after the attack: %+v %s", r, out.Result.Error)
+	}
+	sf.unaffected(t)
+}
