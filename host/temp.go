@@ -1,7 +1,9 @@
 package host
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,19 +75,41 @@ func (h *Host) dropCallTemp(call Call, out Outcome) {
 	}
 }
 
-// pruneOld removes the entries of dir last changed more than keep ago.
+// pruneOld removes the entries of dir last changed more than keep ago. dir is a worker's to
+// change (the workspace's workers write the folder that holds it), so it is reached as an
+// os.Root from that folder, which no worker can change: a link put in dir's place that
+// leads out of it is refused, and nothing is listed or removed through one (before, the
+// host deleted through such a link every old file of the place it led to).
 func (h *Host) pruneOld(dir string, keep time.Duration) {
-	entries, err := os.ReadDir(dir)
+	parent, err := os.OpenRoot(filepath.Dir(dir))
 	if err != nil {
 		return
 	}
-	for _, e := range entries {
-		fi, err := e.Info()
+	defer parent.Close()
+	root, err := parent.OpenRoot(filepath.Base(dir))
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			h.log.Warn("sessionless runs' folder not pruned", "path", dir, "error", err)
+		}
+		return
+	}
+	defer root.Close()
+	d, err := root.Open(".")
+	if err != nil {
+		return
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		fi, err := root.Lstat(name)
 		if err != nil || time.Since(fi.ModTime()) < keep {
 			continue
 		}
-		if err := fsutil.RemoveTree(filepath.Join(dir, e.Name())); err != nil {
-			h.log.Warn("remove an old file of sessionless runs", "path", filepath.Join(dir, e.Name()), "error", err)
+		if err := root.RemoveAll(name); err != nil {
+			h.log.Warn("remove an old file of sessionless runs", "path", filepath.Join(dir, name), "error", err)
 		}
 	}
 }

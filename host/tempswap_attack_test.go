@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/sandbox"
@@ -55,6 +56,40 @@ func TestSandboxAttackSessionFolderSwappedForALink(t *testing.T) {
 	// The session keeps a temporary folder of its own, a real one.
 	if r, out := sf.try(t, map[string]any{"op": "ctxWrite", "path": "after.txt"}); !out.Result.Success || !r.OK {
 		t.Fatalf("a call after the attack: %+v %s", r, out.Result.Error)
+	}
+	sf.unaffected(t)
+}
+
+// TestSandboxAttackRunsFolderSwappedForALink: sessionless calls of a workspace (the API's
+// Run form) share its temporary folder's .runs, and after each such call the host removes
+// what in it is older than an hour. The hostile tool, in a sessionless call, swaps .runs
+// for a link to the user's files: the host listed and removed through the link, deleting
+// every file and folder there older than an hour. Now the host lists and removes in .runs
+// opened without following a link, and a link in its place is removed itself.
+func TestSandboxAttackRunsFolderSwappedForALink(t *testing.T) {
+	sf := newSandboxFixture(t, sandbox.ModeLandlock, "")
+	user := filepath.Join(t.TempDir(), "user-files")
+	old := time.Now().Add(-3 * time.Hour)
+	for _, p := range []string{filepath.Join(user, "thesis.tex"), filepath.Join(user, "photos", "2019.jpg")} {
+		write(t, p, "years of work")
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chtimes(filepath.Join(user, "photos"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	sessionless := func(c *host.Call) { c.SessionID = "" }
+	r, out := sf.try(t, map[string]any{"op": "swapTemp", "path": user}, sessionless)
+	if !out.Result.Success || !r.OK || !strings.HasSuffix(strings.Trim(string(r.Value), `"`), ".runs") {
+		t.Fatalf("the worker could not swap .runs (the attack needs it): %+v %s", r, out.Result.Error)
+	}
+	// One more sessionless call (the host prunes after each).
+	sf.try(t, map[string]any{"op": "pid"}, sessionless)
+	for _, p := range []string{filepath.Join(user, "thesis.tex"), filepath.Join(user, "photos", "2019.jpg")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("the host removed the user's %s through the swapped .runs folder: %v", p, err)
+		}
 	}
 	sf.unaffected(t)
 }
