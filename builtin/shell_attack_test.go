@@ -1,10 +1,18 @@
 package builtin_test
 
 import (
+	"context"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jean2/jean2/ask"
+	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/tool"
 )
 
 // TestShellAttackSessionFolderSwappedForALink: a tool worker of the workspace may write the
@@ -46,5 +54,53 @@ func TestShellAttackSessionFolderSwappedForALink(t *testing.T) {
 	}
 	if fi, err := os.Lstat(session); err != nil || !fi.IsDir() {
 		t.Errorf("the session's folder after the command: %v %v", fi, err)
+	}
+}
+
+// TestShellAttackNetworkToSpecialAddressUnattended: a hostile model reply (or a page it read)
+// runs curl against a service of this machine — here one on loopback; the cloud's metadata
+// address or a database on the private network alike — naming it in "network", in a
+// session nobody watches. Before, every network ask of the shell was labelled "medium",
+// and the unattended policy at "medium" granted it: the command read the service. Now an
+// address the egress rules call special, localhost, or a range of addresses is asked at
+// "high"; a name (which the proxy lets reach public addresses only) stays "medium".
+func TestShellAttackNetworkToSpecialAddressUnattended(t *testing.T) {
+	f := newShellFixture(t, nil)
+	addr, _ := loopbackServer(t)
+	_, port, _ := net.SplitHostPort(addr)
+	policy, err := ask.NewPolicy("medium")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, target := range []string{addr, "localhost:" + port, "127.0.0.0/8", "169.254.169.254", "[::1]:" + port} {
+		var asked []tool.Ask
+		unattended := func(c *host.Call) {
+			c.Asker = recordingPolicy{policy, &asked}
+			c.SessionID = fmt.Sprintf("unattended-%d", i)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		out, res := f.run(ctx, map[string]any{"command": "curl -sS -m 5 http://" + addr + "/", "network": []string{target}}, unattended)
+		cancel()
+		if strings.Contains(res.Stdout, "hello from the loopback service") {
+			t.Errorf("network %q: the command reached this machine's service unattended: %+v", target, res)
+		}
+		if len(asked) == 0 || asked[0].Risk != "high" {
+			t.Errorf("network %q: asked %+v (outcome %+v)", target, asked, out.Result)
+		}
+	}
+	// Not named, refused, then offered again: the same.
+	var asked []tool.Ask
+	_, res := f.sh("curl -sS -m 5 http://"+addr+"/", func(c *host.Call) { c.Asker = recordingPolicy{policy, &asked}; c.SessionID = "unattended-retry" })
+	if strings.Contains(res.Stdout, "hello from the loopback service") || len(asked) != 1 || asked[0].Risk != "high" {
+		t.Errorf("the retry's ask: %+v, asked %+v", res, asked)
+	}
+	// A name is an ordinary ask.
+	asked = nil
+	f.run(context.Background(), map[string]any{"command": "true", "network": []string{"registry.npmjs.org"}}, func(c *host.Call) {
+		c.Asker = recordingPolicy{policy, &asked}
+		c.SessionID = "unattended-name"
+	})
+	if len(asked) != 1 || asked[0].Risk != "medium" {
+		t.Errorf("a name: asked %+v", asked)
 	}
 }
