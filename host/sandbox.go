@@ -174,6 +174,15 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	if t.mech == sandbox.Unconfined && sb.status.Mode == sandbox.ModeOff {
 		return base
 	}
+	// The workspace folder and allowed paths lead where they led when first served (pinRoot);
+	// a link put in one's place since would have the rules grant its target.
+	for _, root := range append([]string{scope.workspace}, scope.allowed...) {
+		if root != "" {
+			if _, err := h.pinRoot(root); err != nil {
+				return failed(err)
+			}
+		}
+	}
 	mounted, carved := t.seals(scope)
 	p := t.plan(scope)
 	p.Sealed, p.MountSealed = carved, mounted

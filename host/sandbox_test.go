@@ -53,6 +53,7 @@ export async function execute(input, ctx) {
     case 'write': return done(attempt(() => { fs.writeFileSync(input.path, 'pwned'); return 'written'; }));
     case 'link': return done(attempt(() => { fs.linkSync(input.path, input.to); return 'linked'; }));
     case 'swapTemp': return done(attempt(() => { const d = input.session ? ctx.fs.tempDir.replace(/[^/]+$/, input.session) : ctx.fs.tempDir; fs.rmSync(d, { recursive: true, force: true }); fs.symlinkSync(input.path, d); return d; }));
+    case 'swap': return done(attempt(() => { fs.renameSync(input.path, input.to); fs.symlinkSync(input.target, input.path); return 'swapped'; }));
     case 'ctxWriteAbs':
       try { await ctx.fs.writeFile(input.path, 'pwned by a tool'); return done({ ok: true }); }
       catch (e) { return done({ ok: false, code: e.code ?? null, message: String(e.message) }); }

@@ -93,3 +93,45 @@ func TestSandboxAttackRunsFolderSwappedForALink(t *testing.T) {
 	}
 	sf.unaffected(t)
 }
+
+// TestSandboxAttackNestedWorkspaceSwappedForALink: a person has two workspaces, one inside
+// the other (~/code and ~/code/app). A hostile tool run in the outer one may write the
+// inner one's folder, so it moves it aside and puts a link in its place, to the rest of the
+// user's files (or "/"). The host resolved the inner workspace's path at every call: its
+// tools' ctx.fs took the link's target for their workspace and read and wrote there. Now
+// the host keeps where each workspace folder really was when it first served it and
+// refuses calls while the path leads elsewhere.
+func TestSandboxAttackNestedWorkspaceSwappedForALink(t *testing.T) {
+	sf := newSandboxFixture(t, sandbox.ModeLandlock, "")
+	inner := filepath.Join(sf.ws, "app")
+	write(t, filepath.Join(inner, "main.go"), "package main")
+	user := filepath.Join(t.TempDir(), "user-files")
+	write(t, filepath.Join(user, "notes.txt"), "the user's private notes")
+	inApp := func(c *host.Call) { c.Workspace = host.Workspace{ID: "wapp", Path: inner}; c.SessionID = "sapp" }
+	if r, out := sf.try(t, map[string]any{"op": "ctxRead", "path": "main.go"}, inApp); !out.Result.Success || !r.OK {
+		t.Fatalf("the inner workspace before: %+v %s", r, out.Result.Error)
+	}
+	// In the outer workspace, the tool swaps the inner one's folder.
+	r, out := sf.try(t, map[string]any{"op": "swap", "path": inner, "to": filepath.Join(sf.ws, "app-aside"), "target": user})
+	if !out.Result.Success || !r.OK {
+		t.Fatalf("the swap (the attack needs it): %+v %s", r, out.Result.Error)
+	}
+	r, out = sf.try(t, map[string]any{"op": "ctxRead", "path": "notes.txt"}, inApp)
+	if strings.Contains(string(r.Value), "private notes") {
+		t.Errorf("ctx.fs in the inner workspace read the user's files through the link: %+v", r)
+	}
+	sf.try(t, map[string]any{"op": "ctxWrite", "path": "planted.txt"}, inApp)
+	if _, err := os.Stat(filepath.Join(user, "planted.txt")); err == nil {
+		t.Errorf("ctx.fs in the inner workspace wrote among the user's files through the link")
+	}
+	r, out = sf.try(t, map[string]any{"op": "read", "path": filepath.Join(user, "notes.txt")}, inApp)
+	if strings.Contains(string(r.Value), "private notes") {
+		t.Errorf("the worker of the inner workspace read the user's files through the link: %+v", r)
+	}
+	if out.Result.Success {
+		t.Logf("the inner workspace's call ran: %+v", r)
+	} else if !strings.Contains(out.Result.Error, "now leads to") {
+		t.Errorf("the refusal does not say what happened: %s", out.Result.Error)
+	}
+	sf.unaffected(t)
+}

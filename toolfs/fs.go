@@ -69,6 +69,11 @@ type Options struct {
 	// by the caller (the host, at its start and each reload) so that a call does not
 	// resolve every protected place again (one lstat per path element of each).
 	ProtectedPlaces []string
+	// RealRoots, when set, says where the scope's workspace folder and allowed paths really
+	// are (their paths as given → real paths), as the caller pinned them: used instead of
+	// resolving their links again, so a root a hostile tool replaced by a link since leads
+	// nowhere new.
+	RealRoots map[string]string
 	// ReadOnly are places read but never changed (each workspace root's .jean2 folder,
 	// whose settings jean2 acts on). A rename or recursive rm of a folder that holds one is
 	// refused too.
@@ -128,7 +133,12 @@ func New(opts Options) *FS {
 func (f *FS) places() *FS {
 	f.placesOnce.Do(func() {
 		for _, root := range append([]string{f.opts.Scope.Workspace}, f.opts.Scope.Allowed...) {
-			if root != "" && filepath.IsAbs(root) {
+			if root == "" || !filepath.IsAbs(root) {
+				continue
+			}
+			if real, ok := f.opts.RealRoots[filepath.Clean(root)]; ok {
+				f.roots = append(f.roots, real)
+			} else {
 				f.roots = append(f.roots, policy.Real(root))
 			}
 		}
