@@ -55,3 +55,48 @@ func TestLauncherAttackFolderSwappedAfterThePlan(t *testing.T) {
 		t.Fatalf("the real folder: exit %d %q %s", code, out, stderr)
 	}
 }
+
+// TestPlanAttackWritableFolderLeadsToTheSystem: a folder the plan grants read-write (a
+// workspace, an allowed path, a session folder, a declared write) that a hostile tool
+// replaced by a link before the plan was made — to "/", /etc or /usr/bin — was granted
+// where the link led: a worker (uid 0 without capabilities still owns the system's files)
+// could write /etc/cron.d. Now such a grant is dropped, as ctx.fs never touches those
+// places either; a folder below /root (root's home, a workspace there) is still granted.
+func TestPlanAttackWritableFolderLeadsToTheSystem(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	system := map[string]bool{}
+	for _, r := range (Plan{}).Rules() {
+		system[r.Path] = true
+	}
+	for _, target := range []string{"/", "/etc", "/usr/bin", "/etc/cron.d"} {
+		link := filepath.Join(root, "ws-"+strings.ReplaceAll(target, "/", "_"))
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []Plan{{ReadWrite: []string{link}}, {DeclaredWrite: []string{link}}} {
+			for _, r := range p.Rules() {
+				if system[r.Path] {
+					continue
+				}
+				if r.Access&Write != 0 {
+					t.Errorf("a writable folder that leads to %s: rule %s", target, r)
+				}
+				if r.Path == "/" || r.Path == "/etc" || r.Path == "/usr/bin" {
+					t.Errorf("a writable folder that leads to %s: rule %s", target, r)
+				}
+			}
+		}
+	}
+	// A workspace below /root stays writable (root's projects), and an ordinary folder too.
+	for _, ws := range []string{"/root/project", root} {
+		found := false
+		for _, r := range (Plan{ReadWrite: []string{ws}}).Rules() {
+			if r.Path == ws && r.Access&Write != 0 {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s is no longer granted", ws)
+		}
+	}
+}

@@ -118,15 +118,35 @@ func (p Plan) Rules() []Rule {
 		add(filepath.Dir(x), List, true, false)
 	}
 	for _, x := range p.ReadWrite {
-		add(x, Read|Write, true, false)
+		if !systemPlace(x) {
+			add(x, Read|Write, true, false)
+		}
 	}
 	for _, x := range p.DeclaredRead {
 		add(x, Read, true, true)
 	}
 	for _, x := range p.DeclaredWrite {
-		add(x, Read|Write, true, true)
+		if !systemPlace(x) {
+			add(x, Read|Write, true, true)
+		}
 	}
 	return dedupe(out)
+}
+
+// systemPlace reports whether a folder to be granted read-write really is (links
+// resolved) the root or lies in a system folder no tool may touch (policy.BlockedRoots; a
+// folder below /root, root's home, excepted): a workspace or session folder a hostile tool
+// replaced by a link to "/", /etc or /usr/bin before the plan was made. ctx.fs never touches
+// those places either. Such a grant is dropped.
+func systemPlace(x string) bool {
+	if x == "" || !filepath.IsAbs(x) {
+		return false
+	}
+	real := policy.Real(filepath.Clean(x))
+	if real == string(filepath.Separator) {
+		return true
+	}
+	return policy.BlockedAsWritten(real) && !policy.Within(real, "/root")
 }
 
 // seals are what carve keeps from being written: sealed paths (by Landlock alone), paths
