@@ -167,9 +167,10 @@ func mcpTrust(e env, args []string) error {
 // confirmMCPTrust shows what a workspace's mcp.json starts and asks y/N on the terminal;
 // yes answers for the person (a script's --yes). The chat asks with it too.
 func confirmMCPTrust(e env, file, workspace string, commands []string, yes bool) bool {
-	fmt.Fprintf(e.stdout, "%s wants to start (as you, outside the sandbox):\n", file)
+	fmt.Fprintf(e.stdout, "%s wants to start (as you, outside the sandbox):\n", cleanLine(file))
 	for _, c := range commands {
-		fmt.Fprintf(e.stdout, "  %s\n", c)
+		// The workspace's file wrote it: nothing in it may redraw the terminal.
+		fmt.Fprintf(e.stdout, "  %s\n", cleanLine(c))
 	}
 	if len(commands) == 0 {
 		fmt.Fprintln(e.stdout, "  (no servers)")

@@ -292,7 +292,9 @@ func toolsList(ctx context.Context, e env, args []string) error {
 				msg = strings.TrimSpace(msg + " (jean2 tools approve " + t.Name + ")")
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Version, t.Runtime, status, perms, firstLine(msg))
+		// A tool's strings (its declaration, its error) are printed with control characters
+		// escaped: none may redraw the terminal.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cleanLine(t.Name), cleanLine(t.Version), t.Runtime, status, cleanLine(perms), cleanLine(firstLine(msg)))
 	}
 	return tw.Flush()
 }
