@@ -104,3 +104,41 @@ func TestShellAttackNetworkToSpecialAddressUnattended(t *testing.T) {
 		t.Errorf("a name: asked %+v", asked)
 	}
 }
+
+// TestShellAttackNestedWorkspaceSwappedForALink: a workspace inside another (~/code/app in
+// ~/code) is replaced by a link to the user's other files by a tool of the outer one (the
+// test does it for the tool). A command in the inner workspace was granted the link's
+// target read-write; now it is refused and says why.
+func TestShellAttackNestedWorkspaceSwappedForALink(t *testing.T) {
+	f := newShellFixture(t, nil)
+	inner := filepath.Join(f.ws, "app")
+	user := filepath.Join(t.TempDir(), "user-files")
+	for _, d := range []string{inner, user} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(user, "notes.txt"), []byte("the user's private notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inApp := func(c *host.Call) { c.Workspace = host.Workspace{ID: "wapp", Path: inner}; c.SessionID = "sapp" }
+	if out, res := f.sh("pwd", inApp); !out.Result.Success || strings.TrimSpace(res.Stdout) != inner {
+		t.Fatalf("before: %+v %+v", out.Result, res)
+	}
+	if err := os.Rename(inner, inner+"-aside"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(user, inner); err != nil {
+		t.Fatal(err)
+	}
+	out, res := f.sh("cat notes.txt; echo planted > planted.txt", inApp)
+	if strings.Contains(res.Stdout, "private notes") {
+		t.Errorf("the command read the user's files through the link: %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(user, "planted.txt")); err == nil {
+		t.Errorf("the command wrote among the user's files through the link")
+	}
+	if out.Result.Success || !strings.Contains(out.Result.Error, "now leads to") {
+		t.Errorf("the refusal: %+v", out.Result)
+	}
+}

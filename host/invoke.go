@@ -235,40 +235,8 @@ func (h *Host) pinRoots(ws Workspace) (map[string]string, error) {
 	return out, nil
 }
 
-// pinnedRoot is where a workspace folder led when first served, and the folder found there
-// (by the last check), so that a call costs one stat while nothing moved.
-type pinnedRoot struct {
-	real string
-	fi   os.FileInfo
-}
-
-// pinRoot is pinRoots for one folder.
-func (h *Host) pinRoot(root string) (string, error) {
-	root = filepath.Clean(root)
-	fi, statErr := os.Stat(root)
-	if v, ok := h.roots.Load(root); ok && statErr == nil && os.SameFile(v.(*pinnedRoot).fi, fi) {
-		return v.(*pinnedRoot).real, nil
-	}
-	// First use, or another folder there: the same place (a folder made again where it was)
-	// is fine, anywhere else is not.
-	real := policy.Real(root)
-	if real == string(filepath.Separator) {
-		return "", fmt.Errorf("the workspace folder %s now leads to the whole file system (a folder on its way was replaced by a link): its calls are refused until it is put back", root)
-	}
-	pin := &pinnedRoot{real: real, fi: fi}
-	if statErr != nil {
-		pin.fi = nil
-	}
-	if was, loaded := h.roots.LoadOrStore(root, pin); loaded {
-		if was.(*pinnedRoot).real != real {
-			return "", fmt.Errorf("the workspace folder %s now leads to %s, not to %s as when jean2 first served it: a folder on its way was replaced, by a link perhaps (a tool of a workspace that holds it can do that). Its calls are refused until the folder is put back; if you moved it on purpose, restart jean2", root, real, was.(*pinnedRoot).real)
-		}
-		if pin.fi != nil {
-			h.roots.Store(root, pin)
-		}
-	}
-	return real, nil
-}
+// pinRoot is pinRoots for one folder (sandbox.Pins: one stat while nothing moved).
+func (h *Host) pinRoot(root string) (string, error) { return h.pins.Real(root) }
 
 // callState is what the host makes for one call, in one allocation: the tool.Context,
 // its logger, and the powers behind its file system, asks and workspace changes.
