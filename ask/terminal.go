@@ -11,8 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
+	"github.com/jean2/jean2/internal/termtext"
 	"github.com/jean2/jean2/tool"
 )
 
@@ -549,24 +549,10 @@ func (t *Terminal) printf(format string, args ...any) {
 	}
 }
 
-// clean makes text from a tool safe to print: control characters (escape sequences, carriage
-// returns, bidirectional overrides) are shown as escapes instead of acting on the terminal.
-func clean(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\t':
-			b.WriteByte(' ')
-		case r == unicode.ReplacementChar:
-			b.WriteRune(r)
-		case unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029':
-			fmt.Fprintf(&b, "\\u%04x", r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
+// clean makes text from a tool safe to print on one line (termtext.Line): control
+// characters (escape sequences, carriage returns, bidirectional overrides) are shown as
+// escapes instead of acting on the terminal.
+func clean(s string) string { return termtext.Line(s) }
 
 func cleanList(items []string) string {
 	out := make([]string, len(items))

@@ -4,15 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/jean2/jean2/chat"
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/server"
 	"github.com/jean2/jean2/web"
@@ -33,33 +35,14 @@ tool calls are shown with their visualizations, and the asks of tools are answer
   --provider NAME  the provider the session uses (default: the server's default provider)
   --model MODEL    the model the session uses (default: the provider's default model)
 
-In the chat:
-  /compact   summarize the older messages now to free the model's context (long sessions
-             are compacted by themselves when they near the model's context window)
-  /model     the session's model and the provider's models; /model M switches to model M,
-             /model P M to model M of provider P
-  /tokens    the tokens this session used, by model, and their cost when prices are set
-  /sessions  this workspace's sessions: title, date, the start of the last message
-  /title T   rename the session (it is named after its first turn otherwise)
-  /search W  list the sessions whose messages or title hold the words W
-  /restore   list the turns that changed files and put files back as they were before one
-  /edit TEXT send your last message again as TEXT, dropping what came after it
-             (add --restore to put the files back as they were before it)
-  /retry     answer your last message again (--restore as for /edit)
-  /fork      a new session with this conversation so far
-  /stop      stop the running turn (as Ctrl-C does)
-  /help      this list
-  /quit      leave (as Ctrl-D, or Ctrl-C twice within 2 seconds; also at a question)
-  Ctrl-C     stop the running turn; a second Ctrl-C within 2 seconds leaves
-
+` + chat.Commands + `
 The server's API token is read from $JEAN2_TOKEN, else from $JEAN2_HOME/token (which
 jean2 serve writes at its first start).
 `
 
-const defaultChatServer = "http://127.0.0.1:8742"
-
-// chat runs `jean2 chat`.
-func chat(ctx context.Context, e env, args []string) error {
+// runChat runs `jean2 chat`: the flags and the environment make the chat's options; the
+// terminal client itself is package chat.
+func runChat(ctx context.Context, e env, args []string) error {
 	fs := newFlags("chat", e)
 	workspaceFlag := fs.String("workspace", "", "the folder the agent works in")
 	serverFlag := fs.String("server", "", "the jean2 server's URL")
@@ -75,9 +58,9 @@ func chat(ctx context.Context, e env, args []string) error {
 		base, explicit = e.getenv("JEAN2_SERVER"), false
 	}
 	if base == "" {
-		base = defaultChatServer
+		base = chat.DefaultServer
 	}
-	if err := checkServerURL(base); err != nil {
+	if err := chat.CheckServerURL(base); err != nil {
 		return usagef("--server %s: %v", base, err)
 	}
 	workspace := ""
@@ -95,140 +78,62 @@ func chat(ctx context.Context, e env, args []string) error {
 		}
 		workspace = abs
 	}
-
 	token, err := clientToken(e)
 	if err != nil {
 		return err
 	}
-	api := newAPIClient(base, token)
-	var local *localServer
-	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	_, err = api.health(hctx)
-	cancel()
-	if err != nil {
-		var ae *apiError
-		if explicit || errors.As(err, &ae) || !isLoopbackURL(base) {
-			return fmt.Errorf("no jean2 server answers at %s: %w (start one with jean2 serve, or leave --server out to have jean2 chat start its own)", base, err)
-		}
-		mcpDir := workspace
-		if mcpDir == "" {
-			mcpDir = workingDir()
-		}
-		if local, err = startLocalServer(ctx, e, mcpDir); err != nil {
-			return fmt.Errorf("no jean2 server answers at %s, and starting one here failed: %w", base, err)
-		}
-		defer local.close()
-		api = newAPIClient(local.base, local.token)
-		fmt.Fprintf(e.stderr, "jean2 chat: no server at %s; started one here at %s until the chat ends (web client: %s)\n", base, local.base, local.signIn)
-	} else if api.token == "" {
-		return fmt.Errorf("the jean2 server at %s needs its API token, and there is none here: set JEAN2_TOKEN, or run jean2 chat where $JEAN2_HOME is the server's (its token file is $JEAN2_HOME/%s)", base, server.TokenFile)
+	o := chat.Options{
+		Server: base, Token: token, Workspace: workspace, Session: *sessionFlag,
+		Provider: *providerFlag, Model: *modelFlag,
+		ConfirmMCPTrust: func(file, workspace string, commands []string) bool {
+			return confirmMCPTrust(e, file, workspace, commands, false)
+		},
+		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr,
+		Color: chatColor(e, stdoutIsTerminal(e)),
 	}
-
-	ses, ws, err := chatSessionFor(ctx, api, workspace, *sessionFlag)
-	if err != nil {
-		return err
-	}
-	if *providerFlag != "" || *modelFlag != "" {
-		if ses, err = setChatModel(ctx, api, ses, *providerFlag, *modelFlag); err != nil {
-			return usagef("--provider %q --model %q: %v", *providerFlag, *modelFlag, err)
-		}
-	}
-	if err := chatMCPTrust(ctx, e, api, ws); err != nil {
-		return err
-	}
-	ui := newChatUI(e, api, ses, ws, local != nil)
-	return ui.run(ctx)
-}
-
-func checkServerURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return err
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return errors.New("use an http:// or https:// URL, e.g. http://127.0.0.1:8742")
-	}
-	if u.Host == "" {
-		return errors.New("the URL names no host")
-	}
-	if u.Path != "" && u.Path != "/" {
-		return errors.New("give the server's root, without a path")
-	}
-	return nil
-}
-
-func isLoopbackURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && server.IsLoopback(u.Hostname())
-}
-
-// chatSessionFor finds or makes the workspace of dir and makes a session in it, or finds
-// the session named by sessionID (which must be in dir's workspace when dir is given).
-func chatSessionFor(ctx context.Context, api *apiClient, dir, sessionID string) (chatSession, chatWorkspace, error) {
-	var ses chatSession
-	var ws chatWorkspace
-	if sessionID != "" {
-		if err := api.call(ctx, http.MethodGet, "/api/sessions/"+url.PathEscape(sessionID), nil, &ses); err != nil {
-			return ses, ws, fmt.Errorf("session %s: %w", sessionID, err)
-		}
-		if err := api.call(ctx, http.MethodGet, "/api/workspaces/"+url.PathEscape(ses.WorkspaceID), nil, &ws); err != nil {
-			return ses, ws, fmt.Errorf("the workspace of session %s: %w", sessionID, err)
-		}
-		if dir != "" && filepath.Clean(ws.Path) != filepath.Clean(dir) {
-			return ses, ws, usagef("session %s belongs to the workspace %s, not %s: leave --workspace out to go on with it", sessionID, ws.Path, dir)
-		}
-		return ses, ws, nil
-	}
-	ws, err := workspaceFor(ctx, api, dir)
-	if err != nil {
-		return ses, ws, err
-	}
-	if err := api.call(ctx, http.MethodPost, "/api/workspaces/"+url.PathEscape(ws.ID)+"/sessions", map[string]any{}, &ses); err != nil {
-		return ses, ws, fmt.Errorf("start a session in %s: %w", ws.Path, err)
-	}
-	return ses, ws, nil
-}
-
-// workspaceFor returns the server's workspace of dir, making it when there is none.
-func workspaceFor(ctx context.Context, api *apiClient, dir string) (chatWorkspace, error) {
-	find := func() (chatWorkspace, bool, error) {
-		var list struct {
-			Workspaces []chatWorkspace `json:"workspaces"`
-		}
-		if err := api.call(ctx, http.MethodGet, "/api/workspaces", nil, &list); err != nil {
-			return chatWorkspace{}, false, fmt.Errorf("list the server's workspaces: %w", err)
-		}
-		real, _ := filepath.EvalSymlinks(dir)
-		for _, w := range list.Workspaces {
-			if p := filepath.Clean(w.Path); p == dir || p == real {
-				return w, true, nil
+	if !explicit {
+		o.StartServer = func(ctx context.Context) (*chat.LocalServer, error) {
+			// Its workspace MCP servers are those of the chat's workspace.
+			dir := workspace
+			if dir == "" {
+				dir = workingDir()
 			}
-		}
-		return chatWorkspace{}, false, nil
-	}
-	if w, ok, err := find(); err != nil || ok {
-		return w, err
-	}
-	var w chatWorkspace
-	err := api.call(ctx, http.MethodPost, "/api/workspaces", map[string]any{"path": dir}, &w)
-	if _, conflict := isAPIError(err, "conflict"); conflict {
-		// Made meanwhile by another client, or under another spelling of the path.
-		if w, ok, ferr := find(); ferr == nil && ok {
-			return w, nil
+			return startLocalServer(ctx, e, dir)
 		}
 	}
-	if err != nil {
-		return w, fmt.Errorf("make %s a workspace: %w", dir, err)
+	err = chat.Run(ctx, o)
+	if ue, ok := errors.AsType[chat.UsageError](err); ok {
+		return usageError{ue.Msg}
 	}
-	return w, nil
+	return err
 }
 
-// localServer is a jean2 server run inside the chat's process, on a free loopback port.
-type localServer struct {
-	base   string
-	token  string
-	signIn string // a one-time address that signs a browser in to it
-	close  func()
+// chatColor decides whether the chat colours its output: only on a terminal, only without
+// NO_COLOR (https://no-color.org), never on TERM=dumb.
+func chatColor(e env, stdoutIsTerminal bool) bool {
+	return stdoutIsTerminal && e.getenv("NO_COLOR") == "" && e.getenv("TERM") != "dumb"
+}
+
+func stdoutIsTerminal(e env) bool {
+	f, ok := e.stdout.(*os.File)
+	return ok && isTerminal(f)
+}
+
+// clientToken is the API token a client of a jean2 server sends: $JEAN2_TOKEN, else the
+// local token jean2 serve wrote to $JEAN2_HOME/token; "" when neither is there.
+func clientToken(e env) (string, error) {
+	if tok := strings.TrimSpace(e.getenv("JEAN2_TOKEN")); tok != "" {
+		return tok, nil
+	}
+	layout, err := host.LayoutFromEnv(e.getenv)
+	if err != nil {
+		return "", err
+	}
+	tok, err := server.ReadTokenFile(layout.Home)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	return tok, err
 }
 
 // localServerWait bounds the wait for the local server's turns and workers to stop.
@@ -237,7 +142,7 @@ const localServerWait = 10 * time.Second
 // startLocalServer starts the server jean2 serve would run, with the same configuration
 // (tools, MCP servers of $JEAN2_HOME/mcp.json, providers, the sandbox), listening on a free
 // port of 127.0.0.1.
-func startLocalServer(ctx context.Context, e env, workspace string) (*localServer, error) {
+func startLocalServer(ctx context.Context, e env, workspace string) (*chat.LocalServer, error) {
 	layout, err := host.LayoutFromEnv(e.getenv)
 	if err != nil {
 		return nil, err
@@ -312,11 +217,11 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*localServe
 	if err != nil {
 		signIn = base + "/ (jean2 signin --server " + base + " signs a browser in)"
 	}
-	return &localServer{
-		base:   base,
-		token:  srv.Token(),
-		signIn: signIn,
-		close: func() {
+	return &chat.LocalServer{
+		URL:    base,
+		Token:  srv.Token(),
+		SignIn: signIn,
+		Close: func() {
 			cctx, cancel := context.WithTimeout(context.Background(), localServerWait)
 			defer cancel()
 			// The server ends its turns and sockets; then the listener closes.

@@ -85,7 +85,7 @@ func run(ctx context.Context, e env, args []string) error {
 	case "serve":
 		return serve(ctx, e, args[1:])
 	case "chat":
-		return chat(ctx, e, args[1:])
+		return runChat(ctx, e, args[1:])
 	case "signin":
 		return signin(ctx, e, args[1:])
 	case "doctor":

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"time"
 
+	"github.com/jean2/jean2/chat"
 	"github.com/jean2/jean2/server"
 )
 
@@ -35,9 +36,9 @@ func signin(ctx context.Context, e env, args []string) error {
 		base = e.getenv("JEAN2_SERVER")
 	}
 	if base == "" {
-		base = defaultChatServer
+		base = chat.DefaultServer
 	}
-	if err := checkServerURL(base); err != nil {
+	if err := chat.CheckServerURL(base); err != nil {
 		return usagef("--server %s: %v", base, err)
 	}
 	token, err := clientToken(e)
@@ -47,20 +48,20 @@ func signin(ctx context.Context, e env, args []string) error {
 	if token == "" {
 		return fmt.Errorf("no API token here: $JEAN2_HOME/%s is missing (jean2 serve writes it at its first start) and JEAN2_TOKEN is not set", server.TokenFile)
 	}
-	api := newAPIClient(base, token)
+	api := chat.NewClient(base, token)
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var code struct {
 		Path string `json:"path"`
 	}
-	if err := api.call(cctx, http.MethodPost, "/api/auth/codes", map[string]any{}, &code); err != nil {
-		var ae *apiError
+	if err := api.Call(cctx, http.MethodPost, "/api/auth/codes", map[string]any{}, &code); err != nil {
+		var ae *chat.APIError
 		if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
 			return fmt.Errorf("the jean2 server at %s does not take this token (is it another $JEAN2_HOME's server?): %w", base, err)
 		}
 		return fmt.Errorf("no jean2 server answers at %s: %w (start one with jean2 serve)", base, err)
 	}
-	addr := api.base + code.Path
+	addr := api.Base() + code.Path
 	fmt.Fprintln(e.stdout, addr)
 	if *openFlag {
 		if err := exec.CommandContext(ctx, "xdg-open", addr).Start(); err != nil {

@@ -211,3 +211,10 @@ func writeGoWork(layout host.Layout, dir string) error {
 		"go " + jean2.SDKGoVersion() + "\n\nuse .\n\nreplace github.com/jean2/jean2 => " + sdk + "\n"
 	return fsutil.WriteFileAtomic(p, []byte(content))
 }
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,4 +1,4 @@
-package main
+package chat
 
 import (
 	"bytes"
@@ -7,9 +7,9 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/jean2/jean2/internal/termtext"
 	"github.com/jean2/jean2/tool"
 )
 
@@ -31,49 +31,6 @@ func (s chatStyle) green(t string) string  { return s.wrap("32", t) }
 func (s chatStyle) yellow(t string) string { return s.wrap("33", t) }
 func (s chatStyle) cyan(t string) string   { return s.wrap("36", t) }
 func (s chatStyle) strike(t string) string { return s.wrap("9", t) }
-
-// chatStyleFor decides whether to colour: only a terminal, only without NO_COLOR, never on
-// TERM=dumb.
-func chatStyleFor(e env, stdoutIsTerminal bool) chatStyle {
-	if !stdoutIsTerminal || e.getenv("NO_COLOR") != "" || e.getenv("TERM") == "dumb" {
-		return chatStyle{}
-	}
-	return chatStyle{color: true}
-}
-
-// cleanText makes text from a model or a tool safe to print: escape sequences and other
-// control characters are shown as \uXXXX instead of acting on the terminal (a tool must not
-// be able to redraw the screen or disguise an ask). Newlines stay; tabs become spaces.
-func cleanText(s string) string {
-	if !strings.ContainsFunc(s, needsCleaning) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n':
-			b.WriteByte('\n')
-		case r == '\t':
-			b.WriteString("    ")
-		case r == utf8.RuneError:
-			b.WriteRune(r)
-		case needsCleaning(r):
-			fmt.Fprintf(&b, "\\u%04x", r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-func needsCleaning(r rune) bool {
-	return r != '\n' && (unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029')
-}
-
-// cleanLine is cleanText for text that must stay on one line.
-func cleanLine(s string) string {
-	return strings.ReplaceAll(cleanText(s), "\n", "⏎")
-}
 
 // clip shortens s to at most n runes, marking the cut.
 func clip(s string, n int) string {
@@ -229,11 +186,11 @@ func drawViz(w io.Writer, st chatStyle, raw json.RawMessage, indent string) {
 		v.limit = vizCollapsedLines
 	}
 	if common.Title != "" {
-		v.line(st.bold(cleanLine(common.Title)))
+		v.line(st.bold(termtext.Line(common.Title)))
 	}
 	decode := func(into any) bool {
 		if err := json.Unmarshal(raw, into); err != nil {
-			v.line(st.dim(fmt.Sprintf("(a %s visualization that could not be read: %v)", cleanLine(common.Type), err)))
+			v.line(st.dim(fmt.Sprintf("(a %s visualization that could not be read: %v)", termtext.Line(common.Type), err)))
 			return false
 		}
 		return true
@@ -294,17 +251,17 @@ func drawViz(w io.Writer, st chatStyle, raw json.RawMessage, indent string) {
 	case tool.VizNone:
 		var n vizNone
 		if decode(&n) && n.Message != "" {
-			v.line(st.dim(cleanLine(n.Message)))
+			v.line(st.dim(termtext.Line(n.Message)))
 		}
 	default:
-		v.line(st.dim(fmt.Sprintf("(a %q visualization, which the terminal does not draw)", cleanLine(common.Type))))
+		v.line(st.dim(fmt.Sprintf("(a %q visualization, which the terminal does not draw)", termtext.Line(common.Type))))
 	}
 	v.finish()
 }
 
 func drawDiff(v *vizWriter, d vizDiff) {
 	st := v.st
-	v.line(fmt.Sprintf("%s  %s %s", st.bold(cleanLine(d.Path)), st.green(fmt.Sprintf("+%d", d.Additions)), st.red(fmt.Sprintf("-%d", d.Deletions))))
+	v.line(fmt.Sprintf("%s  %s %s", st.bold(termtext.Line(d.Path)), st.green(fmt.Sprintf("+%d", d.Additions)), st.red(fmt.Sprintf("-%d", d.Deletions))))
 	// The line-number gutter is as wide as the largest number in the diff.
 	width := 1
 	for _, h := range d.Hunks {
@@ -327,7 +284,7 @@ func drawDiff(v *vizWriter, d vizDiff) {
 			if c.NewLineNumber != nil {
 				n = *c.NewLineNumber
 			}
-			content := cleanLine(strings.TrimRight(c.Content, "\r\n"))
+			content := termtext.Line(strings.TrimRight(c.Content, "\r\n"))
 			switch c.Type {
 			case "added":
 				v.line(st.dim(num(0, false)+" "+num(n, true)+" ") + st.green("+"+content))
@@ -355,9 +312,9 @@ func drawCode(v *vizWriter, c vizCode) {
 		what = "created, " + what
 	}
 	if c.Language != "" {
-		what += ", " + cleanLine(c.Language)
+		what += ", " + termtext.Line(c.Language)
 	}
-	v.line(fmt.Sprintf("%s  %s", st.bold(cleanLine(c.Path)), st.dim("("+what+")")))
+	v.line(fmt.Sprintf("%s  %s", st.bold(termtext.Line(c.Path)), st.dim("("+what+")")))
 	highlight := map[int]bool{}
 	for _, n := range c.HighlightLines {
 		highlight[n] = true
@@ -366,7 +323,7 @@ func drawCode(v *vizWriter, c vizCode) {
 	for i, l := range lines {
 		n := i + 1
 		gutter := st.dim(fmt.Sprintf("%*d │", width, n))
-		text := cleanLine(strings.TrimRight(l, "\r"))
+		text := termtext.Line(strings.TrimRight(l, "\r"))
 		if highlight[n] {
 			gutter = st.yellow(fmt.Sprintf("%*d ▶", width, n))
 			text = st.bold(text)
@@ -381,7 +338,7 @@ func drawFileList(v *vizWriter, f vizFileList) {
 	files := func(list []vizFile, indent string) {
 		for _, file := range list {
 			shown++
-			mark, path := " ", cleanLine(file.Path)
+			mark, path := " ", termtext.Line(file.Path)
 			switch file.Action {
 			case "created":
 				mark, path = st.green("+"), st.green(path)
@@ -395,7 +352,7 @@ func drawFileList(v *vizWriter, f vizFileList) {
 				s += st.dim(fmt.Sprintf(":%d", file.Line))
 			}
 			if file.Content != "" {
-				s += "  " + st.dim(clip(strings.TrimSpace(cleanLine(file.Content)), 120))
+				s += "  " + st.dim(clip(strings.TrimSpace(termtext.Line(file.Content)), 120))
 			}
 			v.line(s)
 		}
@@ -407,7 +364,7 @@ func drawFileList(v *vizWriter, f vizFileList) {
 		if icon != "" {
 			icon += " "
 		}
-		v.line(st.bold(icon+cleanLine(g.Label)) + st.dim(fmt.Sprintf(" (%d)", len(g.Files))))
+		v.line(st.bold(icon+termtext.Line(g.Label)) + st.dim(fmt.Sprintf(" (%d)", len(g.Files))))
 		files(g.Files, "  ")
 	}
 	if f.Total > shown {
@@ -421,7 +378,7 @@ func drawFileList(v *vizWriter, f vizFileList) {
 func cellText(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return cleanLine(s)
+		return termtext.Line(s)
 	}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -429,9 +386,9 @@ func cellText(raw json.RawMessage) string {
 	}
 	var buf bytes.Buffer
 	if json.Compact(&buf, raw) == nil {
-		return cleanLine(buf.String())
+		return termtext.Line(buf.String())
 	}
-	return cleanLine(string(raw))
+	return termtext.Line(string(raw))
 }
 
 func drawTable(v *vizWriter, t vizTable) {
@@ -447,7 +404,7 @@ func drawTable(v *vizWriter, t vizTable) {
 		if head[i] == "" {
 			head[i] = c.Key
 		}
-		head[i] = clip(cleanLine(head[i]), vizMaxCell)
+		head[i] = clip(termtext.Line(head[i]), vizMaxCell)
 		widths[i] = utf8.RuneCountInString(head[i])
 	}
 	cells := make([][]string, len(t.Rows))
@@ -486,7 +443,7 @@ func drawTable(v *vizWriter, t vizTable) {
 func drawMarkdown(v *vizWriter, m vizMarkdown) {
 	st := v.st
 	fence := false
-	for _, l := range strings.Split(strings.TrimRight(cleanText(m.Content), "\n"), "\n") {
+	for _, l := range strings.Split(strings.TrimRight(termtext.Text(m.Content), "\n"), "\n") {
 		trimmed := strings.TrimSpace(l)
 		switch {
 		case strings.HasPrefix(trimmed, "```"):
@@ -501,13 +458,13 @@ func drawMarkdown(v *vizWriter, m vizMarkdown) {
 		}
 	}
 	if m.SourceURL != "" {
-		v.line(st.dim("source: " + cleanLine(m.SourceURL)))
+		v.line(st.dim("source: " + termtext.Line(m.SourceURL)))
 	}
 }
 
 func drawShell(v *vizWriter, s vizShell) {
 	st := v.st
-	v.line(st.bold("$ " + cleanLine(s.Command)))
+	v.line(st.bold("$ " + termtext.Line(s.Command)))
 	for _, l := range outputLines(s.Stdout) {
 		v.line(l)
 	}
@@ -527,13 +484,13 @@ func outputLines(s string) []string {
 	if s == "" {
 		return nil
 	}
-	return strings.Split(cleanText(strings.ReplaceAll(s, "\r\n", "\n")), "\n")
+	return strings.Split(termtext.Text(strings.ReplaceAll(s, "\r\n", "\n")), "\n")
 }
 
 func drawTodo(v *vizWriter, t vizTodo) {
 	st := v.st
 	for _, it := range t.Items {
-		content := cleanLine(it.Content)
+		content := termtext.Line(it.Content)
 		var s string
 		switch it.Status {
 		case "completed":
@@ -560,14 +517,14 @@ func drawTodo(v *vizWriter, t vizTodo) {
 
 func drawStructured(v *vizWriter, s vizStructured) {
 	if s.FormatName != "" {
-		v.line(v.st.bold(cleanLine(s.FormatName)))
+		v.line(v.st.bold(termtext.Line(s.FormatName)))
 	}
 	var buf bytes.Buffer
 	if err := json.Indent(&buf, bytes.TrimSpace(s.Data), "", "  "); err != nil {
-		v.line(cleanLine(string(s.Data)))
+		v.line(termtext.Line(string(s.Data)))
 		return
 	}
 	for _, l := range strings.Split(buf.String(), "\n") {
-		v.line(cleanLine(l))
+		v.line(termtext.Line(l))
 	}
 }

@@ -1,18 +1,20 @@
-package main
+package chat
 
 import (
 	"context"
 	"fmt"
 	"net/http"
 	"net/url"
+
+	"github.com/jean2/jean2/store"
 )
 
-// chatMCPTrust asks, as the chat opens a workspace, whether to trust its .jean2/mcp.json
+// askMCPTrust asks, as the chat opens a workspace, whether to trust its .jean2/mcp.json
 // when no person has trusted that content yet (the server does not start its servers until
 // then): it shows what the file starts and, on y, trusts exactly that content. A file
 // that changed between the question and the answer is not trusted (the server answers
 // 409), and is asked about at the next chat.
-func chatMCPTrust(ctx context.Context, e env, api *apiClient, ws chatWorkspace) error {
+func askMCPTrust(ctx context.Context, o Options, api *Client, ws store.Workspace) error {
 	path := "/api/workspaces/" + url.PathEscape(ws.ID) + "/mcp-trust"
 	var st struct {
 		File     string   `json:"file"`
@@ -22,7 +24,7 @@ func chatMCPTrust(ctx context.Context, e env, api *apiClient, ws chatWorkspace) 
 		Commands []string `json:"commands"`
 		Error    string   `json:"error"`
 	}
-	if err := api.call(ctx, http.MethodGet, path, nil, &st); err != nil {
+	if err := api.Call(ctx, http.MethodGet, path, nil, &st); err != nil {
 		if _, missing := isAPIError(err, "not_found"); missing {
 			return nil // a server without the route: nothing to ask
 		}
@@ -32,16 +34,16 @@ func chatMCPTrust(ctx context.Context, e env, api *apiClient, ws chatWorkspace) 
 		return nil
 	}
 	if st.Error != "" {
-		fmt.Fprintf(e.stderr, "jean2 chat: %s cannot be used: %s\n", st.File, st.Error)
+		fmt.Fprintf(o.Stderr, "jean2 chat: %s cannot be used: %s\n", st.File, st.Error)
 		return nil
 	}
-	if !confirmMCPTrust(e, st.File, ws.Path, st.Commands, false) {
-		fmt.Fprintf(e.stdout, "Its MCP servers stay off; trust it later with jean2 mcp trust --workspace %s.\n", ws.Path)
+	if o.ConfirmMCPTrust == nil || !o.ConfirmMCPTrust(st.File, ws.Path, st.Commands) {
+		fmt.Fprintf(o.Stdout, "Its MCP servers stay off; trust it later with jean2 mcp trust --workspace %s.\n", ws.Path)
 		return nil
 	}
-	if err := api.call(ctx, http.MethodPost, path, map[string]any{"sha256": st.SHA256}, nil); err != nil {
+	if err := api.Call(ctx, http.MethodPost, path, map[string]any{"sha256": st.SHA256}, nil); err != nil {
 		return fmt.Errorf("trust %s: %w", st.File, err)
 	}
-	fmt.Fprintf(e.stdout, "Trusted; its MCP servers are starting.\n")
+	fmt.Fprintf(o.Stdout, "Trusted; its MCP servers are starting.\n")
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package chat
 
 import (
 	"bufio"
@@ -16,7 +16,10 @@ import (
 	"time"
 
 	"github.com/jean2/jean2/ask"
+	"github.com/jean2/jean2/harness"
 	"github.com/jean2/jean2/hub"
+	"github.com/jean2/jean2/internal/termtext"
+	"github.com/jean2/jean2/server"
 	"github.com/jean2/jean2/store"
 	"github.com/jean2/jean2/tool"
 )
@@ -28,12 +31,12 @@ const secondInterrupt = 2 * time.Second
 // except the ask prompts, which draw while the loop waits for their answer; both write
 // through out, which serializes them.
 type chatUI struct {
-	e       env
+	stdin   io.Reader
 	st      chatStyle
 	out     *lockedWriter
-	api     *apiClient
-	ses     chatSession
-	ws      chatWorkspace
+	api     *Client
+	ses     session
+	ws      store.Workspace
 	local   bool // the server runs inside this process and ends with it
 	ctx     context.Context
 	intr    chan os.Signal
@@ -46,9 +49,9 @@ type chatUI struct {
 	own     []string // texts sent from here whose user message is still to come
 	queued  []string // lines typed while a turn ran, sent when it ends
 	// lastModel is the model of the last answer seen; prices the models' prices, read at
-	// the first turn that used tokens (chat_compact.go).
+	// the first turn that used tokens (compact.go).
 	lastModel string
-	prices    map[string]chatPrice
+	prices    map[string]server.Price
 	lastIntr  time.Time
 
 	texts     map[string]int  // text part id → bytes of its text shown
@@ -87,13 +90,9 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-func newChatUI(e env, api *apiClient, ses chatSession, ws chatWorkspace, local bool) *chatUI {
-	tty := false
-	if f, ok := e.stdout.(*os.File); ok {
-		tty = isTerminal(f)
-	}
+func newChatUI(o Options, api *Client, ses session, ws store.Workspace, local bool) *chatUI {
 	return &chatUI{
-		e: e, st: chatStyleFor(e, tty), out: &lockedWriter{w: e.stdout}, api: api, ses: ses, ws: ws, local: local,
+		stdin: o.Stdin, st: chatStyle{color: o.Color}, out: &lockedWriter{w: o.Stdout}, api: api, ses: ses, ws: ws, local: local,
 		col0:  true,
 		texts: map[string]int{}, toolShown: map[string]bool{}, toolEnded: map[string]bool{},
 		askDone: make(chan askOutcome, 1), asksKnown: map[string]bool{},
@@ -188,7 +187,7 @@ func (u *chatUI) run(parent context.Context) error {
 	}()
 
 	lines := make(chan inputLine, 16)
-	go readChatInput(u.e.stdin, lines)
+	go readChatInput(u.stdin, lines)
 
 	u.banner()
 	after := u.ses.LastSeq
@@ -262,7 +261,7 @@ func (u *chatUI) banner() {
 	if where == "" {
 		where = u.ws.ID
 	}
-	u.println(u.st.bold("jean2 chat") + u.st.dim(fmt.Sprintf(" · session %s · %s", u.ses.ID, cleanLine(where))))
+	u.println(u.st.bold("jean2 chat") + u.st.dim(fmt.Sprintf(" · session %s · %s", u.ses.ID, termtext.Line(where))))
 	u.println(u.st.dim("Type a message. /restore puts files back, /help lists commands; Ctrl-C stops a turn, twice leaves."))
 }
 
@@ -307,7 +306,7 @@ func (u *chatUI) stopTurn() {
 		var out struct {
 			Stopped bool `json:"stopped"`
 		}
-		if err := u.api.call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/stop", nil, &out); err != nil && u.ctx.Err() == nil {
+		if err := u.api.Call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/stop", nil, &out); err != nil && u.ctx.Err() == nil {
 			fmt.Fprintf(u.out, "%s\n", u.st.red("jean2 chat: stop the turn: "+err.Error()))
 		}
 	}()
@@ -337,7 +336,7 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 	case trimmed == "/quit" || trimmed == "/exit":
 		return true
 	case trimmed == "/help":
-		u.println(chatUsage[strings.Index(chatUsage, "In the chat:"):])
+		u.println(Commands)
 		u.prompt()
 		return false
 	case trimmed == "/stop":
@@ -386,7 +385,7 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 	case u.controlCommand(ctx, trimmed):
 		return false
 	case strings.HasPrefix(trimmed, "/") && !strings.Contains(trimmed, " ") && len(trimmed) < 20:
-		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /model, /compact, /tokens, /sessions, /title, /search, /restore, /edit, /retry, /fork, /stop, /help, /quit; a message starting with / needs a space in it)", cleanLine(trimmed))))
+		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /model, /compact, /tokens, /sessions, /title, /search, /restore, /edit, /retry, /fork, /stop, /help, /quit; a message starting with / needs a space in it)", termtext.Line(trimmed))))
 		u.prompt()
 		return false
 	}
@@ -407,7 +406,7 @@ func (u *chatUI) send(ctx context.Context, text string) {
 			UserMessageID string `json:"userMessageId"`
 		} `json:"turn"`
 	}
-	err := u.api.call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/turns", map[string]any{"text": text}, &out)
+	err := u.api.Call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/turns", map[string]any{"text": text}, &out)
 	if _, busy := isAPIError(err, "busy"); busy {
 		u.queued = append(u.queued, text)
 		u.running = true
@@ -419,7 +418,7 @@ func (u *chatUI) send(ctx context.Context, text string) {
 		if _, none := isAPIError(err, "no_provider"); none {
 			u.println(u.st.dim("(add a provider in the web client's Settings — " + u.api.base + "/#/settings — or restart the server with OPENAI_API_KEY and OPENAI_MODEL set; /model lists a provider's models)"))
 		}
-		u.println(u.st.dim("(your message: " + clip(cleanLine(text), 200) + ")"))
+		u.println(u.st.dim("(your message: " + clip(termtext.Line(text), 200) + ")"))
 		u.prompt()
 		return
 	}
@@ -445,50 +444,13 @@ func (u *chatUI) handleStreamItem(it streamItem) {
 	}
 }
 
-// Payloads of the events the chat draws (the contract's shapes).
-type (
-	messagePayload struct {
-		Message store.Message `json:"message"`
-	}
-	partPayload struct {
-		Part store.Part `json:"part"`
-	}
-	deltaPayload struct {
-		MessageID string `json:"messageId"`
-		PartID    string `json:"partId"`
-		Text      string `json:"text"`
-	}
-	progressPayload struct {
-		PartID   string        `json:"partId"`
-		Progress tool.Progress `json:"progress"`
-	}
-	finishedPayload struct {
-		Reason    string `json:"reason"`
-		Error     string `json:"error"`
-		MessageID string `json:"messageId"`
-		Rounds    int    `json:"rounds"`
-		Changed   struct {
-			Files  int `json:"files"`
-			Failed int `json:"failed"`
-		} `json:"changed"`
-		Usage struct {
-			InputTokens  int64 `json:"inputTokens"`
-			OutputTokens int64 `json:"outputTokens"`
-		} `json:"usage"`
-	}
-	restoreDonePayload struct {
-		MessageID string        `json:"messageId"`
-		Report    restoreReport `json:"report"`
-	}
-)
-
 func (u *chatUI) handleEvent(ev store.Event) {
 	decode := func(v any) bool { return json.Unmarshal(ev.Payload, v) == nil }
 	switch ev.Type {
-	case "turn.started":
+	case harness.EventTurnStarted:
 		u.running = true
-	case "message.created":
-		var p messagePayload
+	case harness.EventMessageCreated:
+		var p harness.MessageEvent
 		if !decode(&p) {
 			return
 		}
@@ -498,7 +460,7 @@ func (u *chatUI) handleEvent(ev store.Event) {
 				u.own = u.own[1:]
 				return
 			}
-			u.println(u.st.cyan("(from another client) ") + u.st.bold("you: ") + cleanText(m.Content) + u.st.dim(imagesNote(m.Parts)))
+			u.println(u.st.cyan("(from another client) ") + u.st.bold("you: ") + termtext.Text(m.Content) + u.st.dim(imagesNote(m.Parts)))
 			return
 		}
 		if m.Role == store.RoleAssistant && m.Model != "" {
@@ -507,27 +469,27 @@ func (u *chatUI) handleEvent(ev store.Event) {
 		for _, part := range m.Parts {
 			u.showPart(part)
 		}
-	case "message.updated":
-		var p messagePayload
+	case harness.EventMessageUpdated:
+		var p harness.MessageEvent
 		if decode(&p) && p.Message.Status == store.StatusError && p.Message.Error != "" {
 			if stoppedByUser(p.Message.Error) {
 				u.println(u.st.yellow("■ Stopped."))
 			} else {
-				u.println(u.st.red("The model failed: " + cleanText(p.Message.Error)))
+				u.println(u.st.red("The model failed: " + termtext.Text(p.Message.Error)))
 			}
 		}
-	case "part.created", "part.updated":
-		var p partPayload
+	case harness.EventPartCreated, harness.EventPartUpdated:
+		var p harness.PartEvent
 		if decode(&p) {
 			u.showPart(p.Part)
 		}
-	case "part.delta":
-		var p deltaPayload
+	case harness.EventPartDelta:
+		var p harness.PartDelta
 		if decode(&p) {
 			u.showText(p.PartID, p.Text)
 		}
-	case "tool.progress":
-		var p progressPayload
+	case harness.EventToolProgress:
+		var p harness.ToolProgress
 		if decode(&p) {
 			u.showProgress(p.Progress)
 		}
@@ -541,13 +503,13 @@ func (u *chatUI) handleEvent(ev store.Event) {
 		if decode(&p) {
 			u.askResolved(p)
 		}
-	case "turn.finished":
-		var p finishedPayload
+	case harness.EventTurnFinished:
+		var p harness.TurnFinished
 		if decode(&p) {
 			u.turnFinished(p)
 		}
-	case "restore.done":
-		var p restoreDonePayload
+	case harness.EventRestoreDone:
+		var p harness.RestoreDone
 		if decode(&p) && p.MessageID != u.restoredHere {
 			u.println(u.st.cyan("Files were restored from another client:"))
 			u.showReport(p.Report)
@@ -565,7 +527,7 @@ func (u *chatUI) showText(partID, text string) {
 		u.lineStart()
 		u.lastText = partID
 	}
-	u.print(cleanText(text))
+	u.print(termtext.Text(text))
 	u.texts[partID] += len(text)
 }
 
@@ -588,7 +550,7 @@ func (u *chatUI) showPart(p store.Part) {
 		u.lastText = ""
 		if !u.toolShown[p.ID] {
 			u.toolShown[p.ID] = true
-			u.println(u.st.cyan("⏺ ") + u.st.bold(cleanLine(p.ToolName)) + u.st.dim(argsSummary(p.Args)))
+			u.println(u.st.cyan("⏺ ") + u.st.bold(termtext.Line(p.ToolName)) + u.st.dim(argsSummary(p.Args)))
 		}
 		if u.toolEnded[p.ID] || (p.Status != store.StatusComplete && p.Status != store.StatusError) {
 			return
@@ -601,7 +563,7 @@ func (u *chatUI) showPart(p store.Part) {
 		if p.Status == store.StatusError && stoppedByUser(p.Error) {
 			u.println("  " + u.st.yellow("■ stopped") + u.st.dim(took))
 		} else if p.Status == store.StatusError {
-			u.println("  " + u.st.red("✗ "+cleanText(p.Error)) + u.st.dim(took))
+			u.println("  " + u.st.red("✗ "+termtext.Text(p.Error)) + u.st.dim(took))
 		} else {
 			u.println("  " + u.st.green("✓") + u.st.dim(took))
 		}
@@ -644,11 +606,11 @@ func argsSummary(args string) string {
 			args = strings.TrimSuffix(b.String(), "\n")
 		}
 	}
-	return " " + clip(cleanLine(args), 120)
+	return " " + clip(termtext.Line(args), 120)
 }
 
 func (u *chatUI) showProgress(p tool.Progress) {
-	msg := cleanLine(p.Message)
+	msg := termtext.Line(p.Message)
 	if p.Total > 0 {
 		msg = strings.TrimSpace(fmt.Sprintf("%s %.0f/%.0f", msg, p.Current, p.Total))
 	}
@@ -657,25 +619,25 @@ func (u *chatUI) showProgress(p tool.Progress) {
 	}
 }
 
-func (u *chatUI) turnFinished(p finishedPayload) {
+func (u *chatUI) turnFinished(p harness.TurnFinished) {
 	u.running = false
 	u.lastText = ""
 	var parts []string
 	switch p.Reason {
-	case "done":
+	case harness.ReasonDone:
 		parts = append(parts, u.st.green("done"))
-	case "stopped":
+	case harness.ReasonStopped:
 		parts = append(parts, u.st.yellow("stopped"))
-	case "budget":
+	case harness.ReasonBudget:
 		parts = append(parts, u.st.yellow("paused: the work budget of this turn is spent (say \"go on\" to continue)"))
-	case "ceiling":
+	case harness.ReasonCeiling:
 		parts = append(parts, u.st.yellow("ended: the most rounds a turn may take"))
-	case "interrupted":
+	case harness.ReasonInterrupted:
 		parts = append(parts, u.st.yellow("interrupted (the server stopped)"))
-	case "error":
+	case harness.ReasonError:
 		parts = append(parts, u.st.red("failed"))
 	default:
-		parts = append(parts, cleanLine(p.Reason))
+		parts = append(parts, termtext.Line(p.Reason))
 	}
 	if p.Changed.Files > 0 || p.Changed.Failed > 0 {
 		changed := fmt.Sprintf("Changed %d file%s", p.Changed.Files, plural(p.Changed.Files))
@@ -692,13 +654,13 @@ func (u *chatUI) turnFinished(p finishedPayload) {
 		parts = append(parts, tokens)
 	}
 	u.println(u.st.dim("── ") + strings.Join(parts, u.st.dim(" · ")))
-	if p.Error != "" && p.Reason != "stopped" {
-		u.println(u.st.red(cleanText(p.Error)))
+	if p.Error != "" && p.Reason != harness.ReasonStopped {
+		u.println(u.st.red(termtext.Text(p.Error)))
 	}
 	if len(u.queued) > 0 {
 		text := strings.Join(u.queued, "\n")
 		u.queued = nil
-		u.println(u.st.bold("> ") + cleanText(text))
+		u.println(u.st.bold("> ") + termtext.Text(text))
 		u.send(u.ctx, text)
 		return
 	}
@@ -721,7 +683,7 @@ func (u *chatUI) queueAsk(p hub.PendingAsk) {
 	u.asksKnown[p.ID] = true
 	if p.Ask.Type == tool.AskClientCapability {
 		u.println(u.st.dim(fmt.Sprintf("(tool %s asks for the client capability %q, which the terminal does not have; another client may answer)",
-			cleanLine(p.Tool), cleanLine(p.Ask.Capability))))
+			termtext.Line(p.Tool), termtext.Line(p.Ask.Capability))))
 		return
 	}
 	u.askQueue = append(u.askQueue, p)
@@ -758,7 +720,7 @@ func (u *chatUI) nextAsk() {
 		if err == nil {
 			// Sent even when the ask was withdrawn meanwhile: the server says whether it
 			// still counts.
-			err = u.api.call(u.ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/asks/"+url.PathEscape(p.ID),
+			err = u.api.Call(u.ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/asks/"+url.PathEscape(p.ID),
 				map[string]any{"answer": answer}, nil)
 		} else if cause := context.Cause(ctx); cause != nil {
 			err = cause
@@ -784,7 +746,7 @@ func (u *chatUI) askEnded(o askOutcome) {
 		if _, gone := isAPIError(o.err, "not_found"); gone {
 			u.println(u.st.dim("(that question had been answered elsewhere, or had ended)"))
 		} else if u.ctx.Err() == nil {
-			u.println(u.st.red("The answer was not taken: " + cleanText(o.err.Error())))
+			u.println(u.st.red("The answer was not taken: " + termtext.Text(o.err.Error())))
 		}
 	}
 	u.nextAsk()
@@ -819,7 +781,7 @@ func (u *chatUI) askResolved(p hub.AskResolvedPayload) {
 			hub.OutcomeCancelled: "the call no longer waits for it",
 		}[p.Outcome]
 		if why == "" {
-			why = cleanLine(p.Outcome)
+			why = termtext.Line(p.Outcome)
 		}
 		u.active.cancel(askSettled{why})
 	}
@@ -831,7 +793,7 @@ func (u *chatUI) askResolved(p hub.AskResolvedPayload) {
 		} else if p.Answer != nil && p.Error == "" && p.Ask.Type == tool.AskPermission {
 			decided = "denied"
 		}
-		u.println(u.st.dim(fmt.Sprintf("(no one was attached: the policy %s %s's %q)", decided, cleanLine(p.Tool), cleanLine(p.Ask.Question))))
+		u.println(u.st.dim(fmt.Sprintf("(no one was attached: the policy %s %s's %q)", decided, termtext.Line(p.Tool), termtext.Line(p.Ask.Question))))
 	}
 }
 
@@ -842,7 +804,7 @@ func (u *chatUI) showHistory(ctx context.Context) int64 {
 		Messages []store.Message `json:"messages"`
 		LastSeq  *int64          `json:"lastSeq"`
 	}
-	if err := u.api.call(ctx, http.MethodGet, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/messages", nil, &out); err != nil {
+	if err := u.api.Call(ctx, http.MethodGet, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/messages", nil, &out); err != nil {
 		u.println(u.st.red("Could not load the session's messages: " + err.Error()))
 		return u.ses.LastSeq
 	}
@@ -854,7 +816,7 @@ func (u *chatUI) showHistory(ctx context.Context) int64 {
 	}
 	for _, m := range msgs {
 		if m.Role == store.RoleUser {
-			u.println(u.st.bold("> ") + cleanText(m.Content) + u.st.dim(imagesNote(m.Parts)))
+			u.println(u.st.bold("> ") + termtext.Text(m.Content) + u.st.dim(imagesNote(m.Parts)))
 			continue
 		}
 		for _, p := range m.Parts {

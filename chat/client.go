@@ -1,4 +1,4 @@
-package main
+package chat
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,10 +14,10 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/hub"
 	"github.com/jean2/jean2/server"
 	"github.com/jean2/jean2/store"
+	"github.com/jean2/jean2/undo"
 )
 
 // maxAPIResponse bounds what the chat reads of one API response (a long session's messages
@@ -28,26 +27,32 @@ const maxAPIResponse = 256 << 20
 // maxEventFrame bounds one WebSocket frame of the event stream.
 const maxEventFrame = 64 << 20
 
-// apiClient calls the jean2 server's HTTP API (docs/api.md).
-type apiClient struct {
+// Client calls the jean2 server's HTTP API (docs/api.md).
+type Client struct {
 	base  string // e.g. http://127.0.0.1:8742
 	token string // the API token, for a server that requires one
 	http  *http.Client
 }
 
-func newAPIClient(base, token string) *apiClient {
-	return &apiClient{base: strings.TrimRight(base, "/"), token: token, http: &http.Client{}}
+// NewClient returns a client of the server at base (e.g. http://127.0.0.1:8742) that sends
+// token, when not "", as its bearer token.
+func NewClient(base, token string) *Client {
+	return &Client{base: strings.TrimRight(base, "/"), token: token, http: &http.Client{}}
 }
 
-// apiError is an error answer of the API: {"error":{"code","message","details"}}.
-type apiError struct {
+// Base is the server's URL, without a trailing slash.
+func (c *Client) Base() string { return c.base }
+
+// APIError is an error answer of the API: {"error":{"code","message","details"}}, with the
+// HTTP status it came with.
+type APIError struct {
 	Status  int
 	Code    string          `json:"code"`
 	Message string          `json:"message"`
 	Details json.RawMessage `json:"details"`
 }
 
-func (e *apiError) Error() string {
+func (e *APIError) Error() string {
 	if e.Message == "" {
 		return fmt.Sprintf("the server answered %d %s", e.Status, http.StatusText(e.Status))
 	}
@@ -55,16 +60,17 @@ func (e *apiError) Error() string {
 }
 
 // isAPIError reports whether err is an API error with the code.
-func isAPIError(err error, code string) (*apiError, bool) {
-	var ae *apiError
+func isAPIError(err error, code string) (*APIError, bool) {
+	var ae *APIError
 	if errors.As(err, &ae) && ae.Code == code {
 		return ae, true
 	}
 	return nil, false
 }
 
-// call sends in (when not nil) as JSON and decodes the answer into out (when not nil).
-func (c *apiClient) call(ctx context.Context, method, path string, in, out any) error {
+// Call sends in (when not nil) as JSON to the API path (e.g. /api/health) and decodes the
+// answer into out (when not nil). An error answer of the server is an *APIError.
+func (c *Client) Call(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		data, err := json.Marshal(in)
@@ -94,7 +100,7 @@ func (c *apiClient) call(ctx context.Context, method, path string, in, out any) 
 	}
 	if resp.StatusCode >= 300 {
 		var wrapped struct {
-			Error apiError `json:"error"`
+			Error APIError `json:"error"`
 		}
 		_ = json.Unmarshal(data, &wrapped)
 		ae := wrapped.Error
@@ -110,9 +116,9 @@ func (c *apiClient) call(ctx context.Context, method, path string, in, out any) 
 }
 
 // health asks whether a jean2 server answers at the base URL.
-func (c *apiClient) health(ctx context.Context) (chatHealth, error) {
-	var h chatHealth
-	if err := c.call(ctx, http.MethodGet, "/api/health", nil, &h); err != nil {
+func (c *Client) health(ctx context.Context) (healthAnswer, error) {
+	var h healthAnswer
+	if err := c.Call(ctx, http.MethodGet, "/api/health", nil, &h); err != nil {
 		return h, err
 	}
 	if h.Status != "ok" {
@@ -121,41 +127,16 @@ func (c *apiClient) health(ctx context.Context) (chatHealth, error) {
 	return h, nil
 }
 
-type chatHealth struct {
+type healthAnswer struct {
 	Status string `json:"status"`
 }
 
-// clientToken is the API token a client of a jean2 server sends: $JEAN2_TOKEN, else the
-// local token jean2 serve wrote to $JEAN2_HOME/token; "" when neither is there.
-func clientToken(e env) (string, error) {
-	if tok := strings.TrimSpace(e.getenv("JEAN2_TOKEN")); tok != "" {
-		return tok, nil
-	}
-	layout, err := host.LayoutFromEnv(e.getenv)
-	if err != nil {
-		return "", err
-	}
-	tok, err := server.ReadTokenFile(layout.Home)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	return tok, err
-}
-
-type chatWorkspace struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-	Path string `json:"path"`
-}
-
-type chatSession struct {
-	ID          string `json:"id"`
-	WorkspaceID string `json:"workspaceId"`
-	Title       string `json:"title"`
-	Provider    string `json:"provider"`
-	Model       string `json:"model"`
-	Running     bool   `json:"running"`
-	LastSeq     int64  `json:"lastSeq"`
+// session is a session as the API shows it: the stored fields, whether a turn runs, and
+// the seq of its last event (the server's sessionView, of which the chat reads these).
+type session struct {
+	store.Session
+	Running bool  `json:"running"`
+	LastSeq int64 `json:"lastSeq"`
 }
 
 // turnChanges is one turn of GET /api/sessions/{id}/ledgers.
@@ -176,43 +157,19 @@ type turnChanges struct {
 	} `json:"files"`
 }
 
-// restoreReport is the undo package's report, as the API sends it.
-type restoreReport struct {
-	MessageID    string           `json:"messageId"`
-	DryRun       bool             `json:"dryRun"`
-	Forced       bool             `json:"forced"`
-	Applied      bool             `json:"applied"`
-	Restored     []string         `json:"restored"`
-	Recreated    []string         `json:"recreated"`
-	Removed      []string         `json:"removed"`
-	Conflicts    []restoreProblem `json:"conflicts"`
-	Unrestorable []restoreProblem `json:"unrestorable"`
-	Unverified   []string         `json:"unverified"`
-	Errors       []restoreProblem `json:"errors"`
-}
-
-type restoreProblem struct {
-	Path   string `json:"path"`
-	Reason string `json:"reason"`
-}
-
-// restoreOptions are the restore request's switches (docs/api.md).
-type restoreOptions struct {
-	Force   bool `json:"force"`   // put back files changed outside jean2 since
-	Partial bool `json:"partial"` // leave the files that cannot be put back exactly
-	DryRun  bool `json:"dryRun"`  // change nothing; say what would change
-}
-
-func (c *apiClient) restore(ctx context.Context, sessionID, messageID string, o restoreOptions) (restoreReport, error) {
+// restore asks the server to put the session's files back as they were before the turn
+// of messageID (POST /api/sessions/{id}/restore). A refusal (conflict) comes with the report
+// that names the files changed outside jean2.
+func (c *Client) restore(ctx context.Context, sessionID, messageID string, o undo.RestoreOptions) (undo.Report, error) {
 	var out struct {
-		Report restoreReport `json:"report"`
+		Report undo.Report `json:"report"`
 	}
-	err := c.call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(sessionID)+"/restore",
+	err := c.Call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(sessionID)+"/restore",
 		map[string]any{"messageId": messageID, "force": o.Force, "partial": o.Partial, "dryRun": o.DryRun}, &out)
 	if ae, ok := isAPIError(err, "conflict"); ok {
 		// The refusal's report names the files changed outside jean2.
 		var d struct {
-			Report restoreReport `json:"report"`
+			Report undo.Report `json:"report"`
 		}
 		if json.Unmarshal(ae.Details, &d) == nil {
 			return d.Report, err
@@ -236,15 +193,10 @@ type helloFrame struct {
 	PendingAsks []hub.PendingAsk `json:"pendingAsks"`
 }
 
-// WebSocket close codes the server uses (docs/api.md).
-const (
-	closeSlowSubscriber websocket.StatusCode = 4008
-)
-
 // streamEvents follows the session's events from after, reconnecting with the last seq
 // received when the connection drops (or the server drops a reader that fell behind), until
 // ctx ends or the server goes away. It closes out when it returns.
-func (c *apiClient) streamEvents(ctx context.Context, sessionID string, after int64, out chan<- streamItem) {
+func (c *Client) streamEvents(ctx context.Context, sessionID string, after int64, out chan<- streamItem) {
 	defer close(out)
 	send := func(it streamItem) bool {
 		select {
@@ -263,14 +215,14 @@ func (c *apiClient) streamEvents(ctx context.Context, sessionID string, after in
 		}
 		status := websocket.CloseStatus(err)
 		switch {
-		case status == closeSlowSubscriber:
+		case status == server.CloseSlowSubscriber:
 			failures = 0
 			continue // catch up at once from the last seq received
 		case status == websocket.StatusGoingAway:
 			send(streamItem{err: errors.New("the server shut down")})
 			return
 		}
-		var ae *apiError
+		var ae *APIError
 		if errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 {
 			send(streamItem{err: fmt.Errorf("the event stream was refused: %w", err)})
 			return
@@ -292,7 +244,7 @@ func (c *apiClient) streamEvents(ctx context.Context, sessionID string, after in
 }
 
 // streamOnce reads one WebSocket connection until it ends; *last follows the events read.
-func (c *apiClient) streamOnce(ctx context.Context, sessionID string, last *int64, send func(streamItem) bool) error {
+func (c *Client) streamOnce(ctx context.Context, sessionID string, last *int64, send func(streamItem) bool) error {
 	u := c.base + "/api/sessions/" + url.PathEscape(sessionID) + "/ws?after=" + fmt.Sprint(*last)
 	u = "ws" + strings.TrimPrefix(u, "http")
 	header := http.Header{}
@@ -302,7 +254,7 @@ func (c *apiClient) streamOnce(ctx context.Context, sessionID string, last *int6
 	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: header, HTTPClient: c.http})
 	if err != nil {
 		if resp != nil && resp.StatusCode >= 400 {
-			return &apiError{Status: resp.StatusCode, Message: fmt.Sprintf("the server refused the event stream: %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))}
+			return &APIError{Status: resp.StatusCode, Message: fmt.Sprintf("the server refused the event stream: %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))}
 		}
 		return err
 	}

@@ -1,4 +1,4 @@
-package main
+package chat
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/jean2/jean2/internal/termtext"
 	"github.com/jean2/jean2/store"
 )
 
@@ -25,7 +26,7 @@ func (u *chatUI) lastUserMessage(ctx context.Context) (store.Message, error) {
 	var out struct {
 		Messages []store.Message `json:"messages"`
 	}
-	if err := u.api.call(ctx, http.MethodGet, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/messages", nil, &out); err != nil {
+	if err := u.api.Call(ctx, http.MethodGet, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/messages", nil, &out); err != nil {
 		return store.Message{}, err
 	}
 	for i := len(out.Messages) - 1; i >= 0; i-- {
@@ -78,10 +79,10 @@ func (u *chatUI) controlCommand(ctx context.Context, trimmed string) (ok bool) {
 			Count int `json:"count"`
 		} `json:"cut"`
 	}
-	if err := u.api.call(ctx, http.MethodPost, path, body, &out); err != nil {
+	if err := u.api.Call(ctx, http.MethodPost, path, body, &out); err != nil {
 		u.println(u.st.red("Could not send it again: " + err.Error()))
 		if cmd == "/edit" {
-			u.println(u.st.dim("(your text: " + clip(cleanLine(arg), 200) + ")"))
+			u.println(u.st.dim("(your text: " + clip(termtext.Line(arg), 200) + ")"))
 		}
 		u.prompt()
 		return true
@@ -101,14 +102,14 @@ func (u *chatUI) fork(ctx context.Context) {
 	var out struct {
 		Messages []store.Message `json:"messages"`
 	}
-	if err := u.api.call(ctx, http.MethodGet, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/messages", nil, &out); err != nil || len(out.Messages) == 0 {
+	if err := u.api.Call(ctx, http.MethodGet, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/messages", nil, &out); err != nil || len(out.Messages) == 0 {
 		u.println(u.st.dim("(nothing to fork yet)"))
 		u.prompt()
 		return
 	}
 	last := out.Messages[len(out.Messages)-1]
-	var ses chatSession
-	if err := u.api.call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/fork", map[string]any{"messageId": last.ID}, &ses); err != nil {
+	var ses session
+	if err := u.api.Call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/fork", map[string]any{"messageId": last.ID}, &ses); err != nil {
 		u.println(u.st.red("Could not fork: " + err.Error()))
 	} else {
 		u.println(u.st.cyan(fmt.Sprintf("Forked as session %s: jean2 chat --session %s goes on there.", ses.ID, ses.ID)))

@@ -1,4 +1,4 @@
-package main
+package chat
 
 import (
 	"context"
@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jean2/jean2/internal/termtext"
 	"github.com/jean2/jean2/store"
+	"github.com/jean2/jean2/undo"
 )
 
 // errDialogCancelled ends a dialog the person left with Ctrl-C or an empty answer.
@@ -49,7 +51,7 @@ func (u *chatUI) restoreDialog(ctx context.Context, lines <-chan inputLine) bool
 	case errors.Is(err, errDialogCancelled):
 		u.println(u.st.dim("(nothing was restored)"))
 	case err != nil:
-		u.println(u.st.red("Restore failed: " + cleanText(err.Error())))
+		u.println(u.st.red("Restore failed: " + termtext.Text(err.Error())))
 	}
 	u.prompt()
 	return false
@@ -60,7 +62,7 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 	var led struct {
 		Turns []turnChanges `json:"turns"`
 	}
-	if err := u.api.call(ctx, http.MethodGet, "/api/sessions/"+sid+"/ledgers", nil, &led); err != nil {
+	if err := u.api.Call(ctx, http.MethodGet, "/api/sessions/"+sid+"/ledgers", nil, &led); err != nil {
 		return fmt.Errorf("list the turns' changes: %w", err)
 	}
 	if len(led.Turns) == 0 {
@@ -71,7 +73,7 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 	var msgs struct {
 		Messages []store.Message `json:"messages"`
 	}
-	if err := u.api.call(ctx, http.MethodGet, "/api/sessions/"+sid+"/messages", nil, &msgs); err != nil {
+	if err := u.api.Call(ctx, http.MethodGet, "/api/sessions/"+sid+"/messages", nil, &msgs); err != nil {
 		return fmt.Errorf("list the session's messages: %w", err)
 	}
 	asked := func(seq int64) string {
@@ -94,7 +96,7 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 			changed += fmt.Sprintf(" (%d failed)", t.Changed.Failed)
 		}
 		line := fmt.Sprintf("  %d) %s  %s  %s", i+1, t.CreatedAt.Local().Format("Jan 2 15:04"),
-			u.st.bold(strconv.Quote(clip(cleanLine(asked(t.MessageSeq)), 50))), changed)
+			u.st.bold(strconv.Quote(clip(termtext.Line(asked(t.MessageSeq)), 50))), changed)
 		if !t.RestoredAt.IsZero() {
 			line += u.st.dim("  (restored)")
 		}
@@ -116,13 +118,13 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 	}
 	n, err := strconv.Atoi(answer)
 	if err != nil || n < 1 || n > len(led.Turns) {
-		u.println(u.st.dim(fmt.Sprintf("(%q is not a turn number from 1 to %d)", clip(cleanLine(answer), 40), len(led.Turns))))
+		u.println(u.st.dim(fmt.Sprintf("(%q is not a turn number from 1 to %d)", clip(termtext.Line(answer), 40), len(led.Turns))))
 		return errDialogCancelled
 	}
 	turn := led.Turns[n-1]
 
 	// What would change, before anything does.
-	preview, err := u.api.restore(ctx, u.ses.ID, turn.MessageID, restoreOptions{DryRun: true})
+	preview, err := u.api.restore(ctx, u.ses.ID, turn.MessageID, undo.RestoreOptions{DryRun: true})
 	if _, refused := isAPIError(err, "conflict"); err != nil && !refused {
 		return err
 	}
@@ -159,8 +161,8 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 // confirmRestore asks whether to go ahead with the restore a report plans, saying what
 // forcing past conflicts or leaving unrestorable files means, and returns the options to
 // restore with.
-func (u *chatUI) confirmRestore(ctx context.Context, lines <-chan inputLine, r restoreReport) (restoreOptions, error) {
-	var o restoreOptions
+func (u *chatUI) confirmRestore(ctx context.Context, lines <-chan inputLine, r undo.Report) (undo.RestoreOptions, error) {
+	var o undo.RestoreOptions
 	question := "Restore? [y/N]: "
 	if len(r.Conflicts) > 0 {
 		o.Force = true
@@ -191,7 +193,7 @@ func isYes(s string) bool {
 }
 
 // showReport lists what a restore did, or would do.
-func (u *chatUI) showReport(r restoreReport) {
+func (u *chatUI) showReport(r undo.Report) {
 	verb := func(done, planned string) string {
 		if r.DryRun {
 			return planned
@@ -203,9 +205,9 @@ func (u *chatUI) showReport(r restoreReport) {
 			u.println("  " + style(fmt.Sprintf("%-12s", label)) + " " + u.rel(p))
 		}
 	}
-	problems := func(label string, ps []restoreProblem, style func(string) string) {
+	problems := func(label string, ps []undo.Problem, style func(string) string) {
 		for _, p := range ps {
-			u.println("  " + style(fmt.Sprintf("%-12s", label)) + " " + u.rel(p.Path) + u.st.dim(" — "+cleanLine(p.Reason)))
+			u.println("  " + style(fmt.Sprintf("%-12s", label)) + " " + u.rel(p.Path) + u.st.dim(" — "+termtext.Line(p.Reason)))
 		}
 	}
 	id := func(s string) string { return s }
@@ -228,8 +230,8 @@ func (u *chatUI) showReport(r restoreReport) {
 func (u *chatUI) rel(p string) string {
 	if u.ws.Path != "" {
 		if r, err := filepath.Rel(u.ws.Path, p); err == nil && r != ".." && !strings.HasPrefix(r, "../") {
-			return cleanLine(r)
+			return termtext.Line(r)
 		}
 	}
-	return cleanLine(p)
+	return termtext.Line(p)
 }

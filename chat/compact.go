@@ -1,4 +1,4 @@
-package main
+package chat
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jean2/jean2/internal/termtext"
+	"github.com/jean2/jean2/provider"
+	"github.com/jean2/jean2/server"
 	"github.com/jean2/jean2/store"
 )
 
@@ -37,7 +40,7 @@ func (u *chatUI) compact() {
 		defer u.wg.Done()
 		ctx, cancel := context.WithTimeout(u.ctx, 10*time.Minute)
 		defer cancel()
-		err := u.api.call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/compact", nil, nil)
+		err := u.api.Call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/compact", nil, nil)
 		if err != nil && u.ctx.Err() == nil {
 			fmt.Fprintf(u.out, "%s\n", u.st.red("jean2 chat: compact: "+err.Error()))
 		}
@@ -51,12 +54,12 @@ func (u *chatUI) rename(ctx context.Context, title string) {
 		u.println(u.st.dim("(give the new title: /title Fix the login bug)"))
 		return
 	}
-	if err := u.api.call(ctx, http.MethodPatch, "/api/sessions/"+url.PathEscape(u.ses.ID), map[string]any{"title": title}, nil); err != nil {
+	if err := u.api.Call(ctx, http.MethodPatch, "/api/sessions/"+url.PathEscape(u.ses.ID), map[string]any{"title": title}, nil); err != nil {
 		u.println(u.st.red("jean2 chat: rename: " + err.Error()))
 		return
 	}
 	u.ses.Title = title
-	u.println(u.st.dim("Session renamed: " + cleanLine(title)))
+	u.println(u.st.dim("Session renamed: " + termtext.Line(title)))
 }
 
 // search lists the sessions whose messages or titles hold the words (/search WORDS).
@@ -69,12 +72,12 @@ func (u *chatUI) search(ctx context.Context, q string) {
 	var res struct {
 		Sessions []store.SearchHit `json:"sessions"`
 	}
-	if err := u.api.call(ctx, http.MethodGet, "/api/search?q="+url.QueryEscape(q), nil, &res); err != nil {
+	if err := u.api.Call(ctx, http.MethodGet, "/api/search?q="+url.QueryEscape(q), nil, &res); err != nil {
 		u.println(u.st.red("jean2 chat: search: " + err.Error()))
 		return
 	}
 	if len(res.Sessions) == 0 {
-		u.println(u.st.dim("No session holds " + cleanLine(q) + "."))
+		u.println(u.st.dim("No session holds " + termtext.Line(q) + "."))
 		return
 	}
 	for _, h := range res.Sessions {
@@ -82,7 +85,7 @@ func (u *chatUI) search(ctx context.Context, q string) {
 		if title == "" {
 			title = "Untitled session"
 		}
-		u.println(u.st.bold(cleanLine(title)) + u.st.dim("  "+h.Session.UpdatedAt.Local().Format("2006-01-02 15:04")+"  jean2 chat --session "+h.Session.ID))
+		u.println(u.st.bold(termtext.Line(title)) + u.st.dim("  "+h.Session.UpdatedAt.Local().Format("2006-01-02 15:04")+"  jean2 chat --session "+h.Session.ID))
 		for _, m := range h.Matches {
 			// The matched words are between \x02 and \x03: cleaned piece by piece (the marks
 			// are control characters), then bold.
@@ -90,11 +93,11 @@ func (u *chatUI) search(ctx context.Context, q string) {
 			for i, piece := range strings.FieldsFunc(m.Snippet, func(r rune) bool { return r == 2 }) {
 				word, rest, found := strings.Cut(piece, "\x03")
 				if !found || (i == 0 && !strings.HasPrefix(m.Snippet, "\x02")) {
-					b.WriteString(cleanLine(strings.ReplaceAll(piece, "\x03", "")))
+					b.WriteString(termtext.Line(strings.ReplaceAll(piece, "\x03", "")))
 					continue
 				}
-				b.WriteString(u.st.bold(cleanLine(word)))
-				b.WriteString(cleanLine(rest))
+				b.WriteString(u.st.bold(termtext.Line(word)))
+				b.WriteString(termtext.Line(rest))
 			}
 			u.println("    " + string(m.Role) + ": " + b.String())
 		}
@@ -110,7 +113,7 @@ func (u *chatUI) tokens(ctx context.Context) {
 		Usage     []store.ModelUsage `json:"usage"`
 		Cost      *float64           `json:"cost"`
 	}
-	if err := u.api.call(ctx, http.MethodGet, "/api/sessions/"+url.PathEscape(u.ses.ID), nil, &v); err != nil {
+	if err := u.api.Call(ctx, http.MethodGet, "/api/sessions/"+url.PathEscape(u.ses.ID), nil, &v); err != nil {
 		u.println(u.st.red("jean2 chat: tokens: " + err.Error()))
 		return
 	}
@@ -122,26 +125,23 @@ func (u *chatUI) tokens(ctx context.Context) {
 	}
 	u.println(line)
 	for _, m := range v.Usage {
-		name := cleanLine(m.Model)
+		name := termtext.Line(m.Model)
 		if m.Provider != "" {
-			name = cleanLine(m.Provider) + "/" + name
+			name = termtext.Line(m.Provider) + "/" + name
 		}
 		u.println(u.st.dim(fmt.Sprintf("  %s: %d in / %d out", name, m.TokensIn, m.TokensOut)))
 	}
 }
 
-// providerModels is GET /api/providers/{name}/models of the chat.
+// providerModels is the answer of GET /api/providers/{name}/models.
 type providerModels struct {
-	Models []struct {
-		ID            string `json:"id"`
-		ContextWindow int    `json:"contextWindow"`
-	} `json:"models"`
+	Models []provider.ModelInfo `json:"models"`
 }
 
 // setChatModel makes the session use model (of providerName, "" keeping the session's
 // provider). A model the provider's own list does not hold is refused, naming some that it
 // does; when the list cannot be read, the model is taken as given.
-func setChatModel(ctx context.Context, api *apiClient, ses chatSession, providerName, model string) (chatSession, error) {
+func setChatModel(ctx context.Context, api *Client, ses session, providerName, model string) (session, error) {
 	body := map[string]any{}
 	prov := ses.Provider
 	if providerName != "" {
@@ -154,7 +154,7 @@ func setChatModel(ctx context.Context, api *apiClient, ses chatSession, provider
 		if name == "" {
 			name = "default"
 		}
-		if err := api.call(ctx, http.MethodGet, "/api/providers/"+url.PathEscape(prov)+"/models", nil, &list); err == nil && prov != "" && len(list.Models) > 0 {
+		if err := api.Call(ctx, http.MethodGet, "/api/providers/"+url.PathEscape(prov)+"/models", nil, &list); err == nil && prov != "" && len(list.Models) > 0 {
 			var ids []string
 			found := false
 			for _, m := range list.Models {
@@ -169,8 +169,8 @@ func setChatModel(ctx context.Context, api *apiClient, ses chatSession, provider
 			}
 		}
 	}
-	var out chatSession
-	if err := api.call(ctx, http.MethodPatch, "/api/sessions/"+url.PathEscape(ses.ID), body, &out); err != nil {
+	var out session
+	if err := api.Call(ctx, http.MethodPatch, "/api/sessions/"+url.PathEscape(ses.ID), body, &out); err != nil {
 		return ses, err
 	}
 	return out, nil
@@ -190,26 +190,26 @@ func (u *chatUI) model(ctx context.Context, args string) {
 		if model == "" {
 			model = "its default model"
 		}
-		u.println(fmt.Sprintf("This session uses %s of %s.", cleanLine(model), cleanLine(shown)))
+		u.println(fmt.Sprintf("This session uses %s of %s.", termtext.Line(model), termtext.Line(shown)))
 		var list providerModels
 		path := "/api/providers/" + url.PathEscape(prov) + "/models"
 		if prov == "" {
 			var ps struct {
 				Default string `json:"default"`
 			}
-			if err := u.api.call(ctx, http.MethodGet, "/api/providers", nil, &ps); err != nil || ps.Default == "" {
+			if err := u.api.Call(ctx, http.MethodGet, "/api/providers", nil, &ps); err != nil || ps.Default == "" {
 				u.println(u.st.dim("(no provider is configured: set OPENAI_API_KEY and OPENAI_MODEL, or add one in the web client's Settings)"))
 				return
 			}
 			path = "/api/providers/" + url.PathEscape(ps.Default) + "/models"
 		}
-		if err := u.api.call(ctx, http.MethodGet, path, nil, &list); err != nil {
+		if err := u.api.Call(ctx, http.MethodGet, path, nil, &list); err != nil {
 			u.println(u.st.dim("(the provider's model list could not be read: " + err.Error() + ")"))
 			return
 		}
 		var ids []string
 		for _, m := range list.Models {
-			ids = append(ids, cleanLine(m.ID))
+			ids = append(ids, termtext.Line(m.ID))
 		}
 		u.println(u.st.dim("Its models: " + strings.Join(ids, ", ")))
 		u.println(u.st.dim("(/model NAME switches; /model PROVIDER NAME switches provider too)"))
@@ -224,7 +224,7 @@ func (u *chatUI) model(ctx context.Context, args string) {
 			return
 		}
 		u.ses = ses
-		u.println(u.st.dim("This session now uses " + cleanLine(model) + "."))
+		u.println(u.st.dim("This session now uses " + termtext.Line(model) + "."))
 	default:
 		u.println(u.st.dim("(/model, /model NAME or /model PROVIDER NAME)"))
 	}
@@ -238,12 +238,12 @@ func (u *chatUI) turnCost(model string, in, out int64) string {
 		return ""
 	}
 	if u.prices == nil {
-		u.prices = map[string]chatPrice{}
+		u.prices = map[string]server.Price{}
 		ctx, cancel := context.WithTimeout(u.ctx, 3*time.Second)
 		var st struct {
-			Prices map[string]chatPrice `json:"prices"`
+			Prices map[string]server.Price `json:"prices"`
 		}
-		if u.api.call(ctx, http.MethodGet, "/api/settings", nil, &st) == nil && st.Prices != nil {
+		if u.api.Call(ctx, http.MethodGet, "/api/settings", nil, &st) == nil && st.Prices != nil {
 			u.prices = st.Prices
 		}
 		cancel()
@@ -253,11 +253,6 @@ func (u *chatUI) turnCost(model string, in, out int64) string {
 		return ""
 	}
 	return fmt.Sprintf("$%.4f", (float64(in)*p.Input+float64(out)*p.Output)/1e6)
-}
-
-type chatPrice struct {
-	Input  float64 `json:"input"`
-	Output float64 `json:"output"`
 }
 
 // sessions lists the workspace's sessions, newest first: title, date, the start of the
@@ -272,7 +267,7 @@ func (u *chatUI) sessions(ctx context.Context) {
 	var res struct {
 		Sessions []row `json:"sessions"`
 	}
-	if err := u.api.call(ctx, http.MethodGet, "/api/workspaces/"+url.PathEscape(u.ws.ID)+"/sessions", nil, &res); err != nil {
+	if err := u.api.Call(ctx, http.MethodGet, "/api/workspaces/"+url.PathEscape(u.ws.ID)+"/sessions", nil, &res); err != nil {
 		u.println(u.st.red("jean2 chat: sessions: " + err.Error()))
 		return
 	}
@@ -290,9 +285,9 @@ func (u *chatUI) sessions(ctx context.Context) {
 		if s.ID == u.ses.ID {
 			mark = "▸ "
 		}
-		line := mark + u.st.bold(clip(cleanLine(title), 60)) + u.st.dim("  "+s.UpdatedAt.Local().Format("2006-01-02 15:04"))
+		line := mark + u.st.bold(clip(termtext.Line(title), 60)) + u.st.dim("  "+s.UpdatedAt.Local().Format("2006-01-02 15:04"))
 		if first, _, _ := strings.Cut(s.Preview, "\n"); first != "" {
-			line += u.st.dim("  " + clip(cleanLine(first), 60))
+			line += u.st.dim("  " + clip(termtext.Line(first), 60))
 		}
 		u.println(line)
 		u.println(u.st.dim("    jean2 chat --session " + s.ID))
