@@ -235,6 +235,12 @@ func (h *Host) pinRoots(ws Workspace) (map[string]string, error) {
 	return out, nil
 }
 
+// PinFolder pins a workspace folder or allowed path where it leads now, replacing an
+// earlier pin: the server calls it when a person adds a workspace or changes its folders,
+// and at its start for the workspaces it has, so that a folder swapped before its first
+// call is not taken for the workspace (pinRoots).
+func (h *Host) PinFolder(path string) string { return h.pins.Set(path) }
+
 // pinRoot is pinRoots for one folder (sandbox.Pins: one stat while nothing moved).
 func (h *Host) pinRoot(root string) (string, error) { return h.pins.Real(root) }
 

@@ -135,3 +135,29 @@ func TestSandboxAttackNestedWorkspaceSwappedForALink(t *testing.T) {
 	}
 	sf.unaffected(t)
 }
+
+// TestSandboxAttackWorkspaceSwappedBeforeItsFirstCall: the pin of a workspace folder is
+// taken when the person adds it (the server calls PinFolder, and again for every workspace
+// at its start), not at its first call: a folder a tool of an enclosing workspace replaced
+// by a link in between is refused too. Before, the first call took the link's target for
+// the workspace.
+func TestSandboxAttackWorkspaceSwappedBeforeItsFirstCall(t *testing.T) {
+	sf := newSandboxFixture(t, sandbox.ModeLandlock, "")
+	inner := filepath.Join(sf.ws, "lib")
+	write(t, filepath.Join(inner, "lib.go"), "package lib")
+	user := filepath.Join(t.TempDir(), "user-files")
+	write(t, filepath.Join(user, "notes.txt"), "the user's private notes")
+	sf.h.PinFolder(inner) // the person added the workspace
+	r, out := sf.try(t, map[string]any{"op": "swap", "path": inner, "to": filepath.Join(sf.ws, "lib-aside"), "target": user})
+	if !out.Result.Success || !r.OK {
+		t.Fatalf("the swap (the attack needs it): %+v %s", r, out.Result.Error)
+	}
+	inLib := func(c *host.Call) { c.Workspace = host.Workspace{ID: "wlib", Path: inner}; c.SessionID = "slib" }
+	r, out = sf.try(t, map[string]any{"op": "ctxRead", "path": "notes.txt"}, inLib)
+	if strings.Contains(string(r.Value), "private notes") {
+		t.Errorf("the first call in the swapped workspace read the user's files: %+v", r)
+	}
+	if out.Result.Success || !strings.Contains(out.Result.Error, "now leads to") {
+		t.Errorf("the refusal: %+v", out.Result)
+	}
+}

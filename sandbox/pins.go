@@ -51,6 +51,18 @@ func (p *Pins) Real(root string) (string, error) {
 	return real, nil
 }
 
+// Set pins root where it leads now, replacing an earlier pin: a person just chose the
+// folder (added a workspace, changed its path), which is the judgement to keep.
+func (p *Pins) Set(root string) string {
+	root = filepath.Clean(root)
+	next := &pin{real: policy.Real(root)}
+	if fi, err := os.Stat(root); err == nil {
+		next.fi = fi
+	}
+	p.m.Store(root, next)
+	return next.real
+}
+
 // WritesWithin checks the rules a plan made: every rule the planner resolved (Exact) that
 // grants writing lies within one of places (real paths). The planner resolves each folder
 // again; a folder swapped for a link between the caller's check (Pins) and the plan would

@@ -3,8 +3,12 @@ package server
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jean2/jean2/host"
 )
 
 // jean2's own /mcp on the stateless revision (2026-07-28: no session, every request on its
@@ -65,5 +69,43 @@ func TestAttackStatelessMCPWithoutToken(t *testing.T) {
 	status, resp := f.raw("POST", "/mcp", "", list, stateless(bearer, list))
 	if status != http.StatusOK || !strings.Contains(string(resp), `"tools"`) {
 		t.Fatalf("with the token: %d %.300s", status, resp)
+	}
+}
+
+// TestAttackWorkspaceFolderSwappedAfterItWasAdded: a person adds ~/code/app as a workspace;
+// before its first call, a tool of an enclosing workspace replaces the folder by a link to
+// the user's other files. The server pins the folder when it is added (host.PinFolder), so
+// the first call there is refused and says why; before, it read through the link.
+func TestAttackWorkspaceFolderSwappedAfterItWasAdded(t *testing.T) {
+	f := newFixture(t)
+	f.tools = map[string]string{"read-note": `export const definition = { name: 'read_note', description: 'Reads a note.',
+  inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } };
+export async function execute(input, ctx) { return { success: true, result: await ctx.fs.readFile(input.path, 'utf-8') }; }
+`}
+	f.start()
+	app := filepath.Join(f.ws, "app")
+	user := filepath.Join(f.root, "user-files")
+	for _, d := range []string{app, user} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(user, "notes.txt"), []byte("the user's private notes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ws struct {
+		ID string `json:"id"`
+	}
+	f.call("POST", "/api/workspaces", map[string]any{"path": app}, 201, &ws)
+	if err := os.Rename(app, app+"-aside"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(user, app); err != nil {
+		t.Fatal(err)
+	}
+	var out host.Outcome
+	f.call("POST", "/api/tools/read_note/run", map[string]any{"args": map[string]any{"path": "notes.txt"}, "workspaceId": ws.ID}, 200, &out)
+	if out.Result.Success || strings.Contains(string(out.Result.Result), "private notes") || !strings.Contains(out.Result.Error, "now leads to") {
+		t.Fatalf("the first call in the swapped workspace: %+v", out.Result)
 	}
 }

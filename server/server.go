@@ -192,6 +192,15 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("open server: %w", err)
 	}
 	s.wsMCP.setHost(s.host)
+	// Where each workspace's folders lead now is kept from the start, not from their first
+	// call: a folder replaced by a link in between is refused (host.PinFolder).
+	if wss, err := s.db.ListWorkspaces(ctx); err == nil {
+		for _, ws := range wss {
+			for _, p := range append([]string{ws.Path}, ws.AllowedPaths...) {
+				s.host.PinFolder(p)
+			}
+		}
+	}
 	if len(st.DisabledBuiltins) > 0 {
 		if err := s.applyDisabledBuiltins(ctx, st.DisabledBuiltins); err != nil {
 			return nil, fmt.Errorf("open server: %w", err)
