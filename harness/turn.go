@@ -207,7 +207,7 @@ func (t *turn) stopped() (reason, why string, stop bool) {
 		return "", "", false
 	}
 	cause := context.Cause(t.ctx)
-	if errors.Is(cause, errClosing) {
+	if errors.Is(cause, errClosing) || errors.Is(cause, errLeaseLost) {
 		return ReasonInterrupted, cause.Error(), true
 	}
 	return ReasonStopped, cause.Error(), true
