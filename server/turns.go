@@ -78,7 +78,7 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) error {
 	case errors.Is(err, store.ErrNotFound):
 		return notFound("session %s not found: it was deleted", ses.ID)
 	case errors.Is(err, harness.ErrBusy):
-		return errorf(http.StatusConflict, codeBusy, "session %s is running a turn; wait for turn.finished or stop it", ses.ID)
+		return busyError(ses.ID, err, "wait for turn.finished or stop it")
 	case errors.Is(err, harness.ErrClosed):
 		return errorf(http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down")
 	case err != nil:
@@ -93,6 +93,14 @@ func (s *Server) stopTurn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"stopped": s.harness.Stop(ses.ID)})
+	stopped, instance, err := s.stop(r.Context(), ses.ID)
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"stopped": stopped}
+	if s.node != nil && instance != "" {
+		out["instance"] = instance // where the turn ran
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -75,6 +75,10 @@ func serve(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return usagef("JEAN2_DB_SYNC: %v (normal: a crash of jean2 loses nothing; full: a power cut neither, at an fsync per commit)", err)
 	}
+	clusterCfg, dbPath, err := clusterConfig(e)
+	if err != nil {
+		return err
+	}
 	sb, err := sandboxOptions(e)
 	if err != nil {
 		return err
@@ -124,6 +128,8 @@ func serve(ctx context.Context, e env, args []string) error {
 		Watch:        &host.WatchOptions{},
 		Version:      version,
 		Logger:       log,
+		DBPath:       dbPath,
+		Cluster:      clusterCfg,
 	})
 	if err != nil {
 		return err
@@ -150,6 +156,9 @@ func serve(ctx context.Context, e env, args []string) error {
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(e.stderr, "jean2 serve: tool workers: %s\n", srv.Host().Sandbox().Summary())
 	fmt.Fprintf(e.stderr, "jean2 serve: database %s (JEAN2_DB_SYNC=%s)\n", srv.Store().Path(), durability)
+	if clusterCfg.On {
+		fmt.Fprintf(e.stderr, "jean2 serve: instance %s, one of several sharing the database (JEAN2_CLUSTER=on)\n", srv.Instance())
+	}
 	for _, line := range providerLines(srv.Providers().Set()) {
 		fmt.Fprintf(e.stderr, "jean2 serve: %s\n", line)
 	}

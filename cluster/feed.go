@@ -1,0 +1,97 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// feedLoop brings the events other instances write to this instance's subscribers, runs
+// the commands sent to this instance, and keeps the record of the sessions it has clients
+// attached to. It reads the store every poll, and at once when a notification wakes it.
+func (n *Node) feedLoop(ctx context.Context) {
+	f := feed{seen: map[string]int64{}}
+	t := time.NewTicker(n.poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			n.forget()
+			return
+		case sid := <-n.wakeEvents:
+			// Notified: the session's log grew. Its subscriptions read it themselves.
+			n.events.Poke(sid)
+		case <-n.wakeCommands:
+			n.runCommands(ctx)
+		case <-t.C:
+			n.pollEvents(ctx, &f)
+			n.runCommands(ctx)
+		}
+	}
+}
+
+// feed is what the feed loop remembers between polls.
+type feed struct {
+	seen      map[string]int64 // watched session → the last seq of its log at the last poll
+	watched   []string         // the sessions last recorded as watched
+	recorded  time.Time        // when they were
+	recordErr bool
+}
+
+// pollEvents pokes the subscriptions of each watched session whose log grew since the last
+// poll, or that was not watched then (its subscription may have caught up before another
+// instance's last commit). A subscription reads the store after the last event it sent, so
+// a poke too many costs one read and a poke is never needed twice.
+func (n *Node) pollEvents(ctx context.Context, f *feed) {
+	watched := n.events.Subscribed()
+	slices.Sort(watched)
+	if !slices.Equal(watched, f.watched) || time.Since(f.recorded) > n.ttl/3 || f.recordErr {
+		err := n.db.SetWatched(ctx, n.id, watched, n.ttl)
+		f.recordErr = err != nil
+		if err != nil && ctx.Err() == nil {
+			n.log.Warn("record the sessions with clients attached here", "error", err)
+		}
+		f.watched, f.recorded = watched, time.Now()
+	}
+	for sid := range f.seen {
+		if _, ok := slices.BinarySearch(watched, sid); !ok {
+			delete(f.seen, sid)
+		}
+	}
+	for _, sid := range watched {
+		last, err := n.db.LastEventSeq(ctx, sid)
+		if err != nil {
+			if ctx.Err() == nil {
+				n.log.Warn("read the last event of a watched session", "session", sid, "error", err)
+			}
+			continue
+		}
+		if prev, ok := f.seen[sid]; !ok || prev != last {
+			f.seen[sid] = last
+			n.events.Poke(sid)
+		}
+	}
+}
+
+// forget drops this instance's watch records as it stops, so asks go to the policy at
+// once rather than after the records expire.
+func (n *Node) forget() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := n.db.SetWatched(ctx, n.id, nil, n.ttl); err != nil {
+		n.log.Warn("drop the records of the sessions watched here", "error", err)
+	}
+}
+
+// AttachedElsewhere reports whether another instance has a client of the session attached
+// (hub.Options.AttachedElsewhere). A failure to read says no: the ask goes to the policy,
+// which is what a lone instance does.
+func (n *Node) AttachedElsewhere(sessionID string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ok, err := n.db.WatchedElsewhere(ctx, sessionID, n.id)
+	if err != nil {
+		n.log.Warn("who watches a session elsewhere", "session", sessionID, "error", err)
+	}
+	return ok
+}

@@ -1,0 +1,137 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/jean2/jean2/cluster"
+	"github.com/jean2/jean2/harness"
+	"github.com/jean2/jean2/hub"
+	"github.com/jean2/jean2/store"
+)
+
+// ClusterConfig puts the server in a cluster: several instances sharing one database
+// (docs/deploy.md). The zero value is one instance, as always.
+type ClusterConfig struct {
+	// On turns the cluster mechanisms on: turn leases, the reaper, the events feed, the
+	// command channel.
+	On bool
+	// Instance is this instance's id ("" → cluster.NewInstanceID(): host:pid:random).
+	Instance string
+	// LeaseTTL and Poll: see cluster.Options.
+	LeaseTTL time.Duration
+	Poll     time.Duration
+	// Notifier wakes the feed early (Postgres LISTEN); nil polls only.
+	Notifier cluster.Notifier
+}
+
+// Instance is this server's instance id: in its logs (cluster mode), in GET /api/status.
+func (s *Server) Instance() string { return s.instance }
+
+// statusView is GET /api/status.
+type statusView struct {
+	Instance string `json:"instance"`
+	Version  string `json:"version"`
+	Cluster  bool   `json:"cluster"`
+	// LeaseTTLSeconds is how long a turn's lease lasts unrenewed (cluster mode).
+	LeaseTTLSeconds float64 `json:"leaseTtlSeconds,omitempty"`
+	Database        string  `json:"database"`
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
+	v := statusView{Instance: s.instance, Version: s.cfg.Version, Cluster: s.node != nil, Database: "sqlite"}
+	if s.node != nil {
+		v.LeaseTTLSeconds = s.node.LeaseTTL().Seconds()
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// running reports whether the session runs a turn here or, in a cluster, on another live
+// instance.
+func (s *Server) running(ctx context.Context, sessionID string) bool {
+	if s.harness.Running(sessionID) {
+		return true
+	}
+	if s.node == nil {
+		return false
+	}
+	_, other, err := s.node.Holder(ctx, sessionID)
+	if err != nil {
+		s.log.Warn("read a session's turn lease", "session", sessionID, "error", err)
+	}
+	return other
+}
+
+// pending lists the session's asks waiting for a person: this instance's, and in a cluster
+// those waiting on other instances as the log tells them.
+func (s *Server) pending(ctx context.Context, sessionID string) []hub.PendingAsk {
+	local := s.hub.Pending(sessionID)
+	if s.node == nil || sessionID == "" {
+		return local
+	}
+	fromLog, err := s.node.PendingAsks(ctx, sessionID)
+	if err != nil {
+		s.log.Warn("read the asks pending on other instances", "session", sessionID, "error", err)
+		return local
+	}
+	return cluster.MergePending(local, fromLog)
+}
+
+// stop stops the session's turn here or, in a cluster, on the instance that runs it.
+func (s *Server) stop(ctx context.Context, sessionID string) (stopped bool, instance string, err error) {
+	if s.harness.Stop(sessionID) {
+		return true, s.instance, nil
+	}
+	if s.node == nil {
+		return false, "", nil
+	}
+	instance, stopped, err = s.node.Stop(ctx, sessionID)
+	if errors.Is(err, cluster.ErrNoReply) {
+		return false, instance, errorf(http.StatusGatewayTimeout, codeUnavailable, "%v", err)
+	}
+	return stopped, instance, err
+}
+
+// busyError is the 409 of a session that runs a turn (here, or on the instance its lease
+// names) for an action that needs it idle.
+func busyError(sessionID string, err error, what string) error {
+	var held *store.LeaseHeldError
+	if errors.As(err, &held) {
+		return errorf(http.StatusConflict, codeBusy, "session %s is running a turn on instance %s; %s", sessionID, held.Held.InstanceID, what)
+	}
+	return errorf(http.StatusConflict, codeBusy, "session %s is running a turn; %s", sessionID, what)
+}
+
+// openCluster makes the cluster node before the hub and the harness that use it.
+func (s *Server) openCluster(cfg ClusterConfig) error {
+	if !cfg.On {
+		return nil
+	}
+	node, err := cluster.New(cluster.Options{Store: s.db, Instance: s.instance, LeaseTTL: cfg.LeaseTTL, Poll: cfg.Poll,
+		Notifier: cfg.Notifier, Logger: s.log})
+	if err != nil {
+		return fmt.Errorf("open server: %w", err)
+	}
+	s.node = node
+	return nil
+}
+
+// leaser is the harness's Leaser: the node in a cluster, none on one instance.
+func (s *Server) leaser() harness.Leaser {
+	if s.node == nil {
+		return nil
+	}
+	return s.node
+}
+
+// attachedElsewhere is the hub's AttachedElsewhere in a cluster.
+func (s *Server) attachedElsewhere() func(string) bool {
+	if s.node == nil {
+		return nil
+	}
+	return s.node.AttachedElsewhere
+}
