@@ -292,7 +292,7 @@ func (db *DB) ListMessages(ctx context.Context, sessionID string) ([]Message, er
 // order, with their parts; at most limit of them when limit is above zero.
 func (db *DB) ListMessagesAfter(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]Message, error) {
 	if limit <= 0 {
-		limit = -1 // SQLite: no limit
+		limit = noLimit
 	}
 	// One read transaction, so the parts match the messages even while a turn writes.
 	tx, err := db.read.BeginTx(ctx, nil)

@@ -18,7 +18,7 @@ func TestMigrationsKeepAnOlderDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := loadMigrations()
+	ms, err := loadMigrations("migrations")
 	if err != nil {
 		t.Fatal(err)
 	}

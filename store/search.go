@@ -28,18 +28,32 @@ type SearchMatch struct {
 // MaxSearchHits bounds the sessions a search returns.
 const MaxSearchHits = 50
 
-// ftsQuery turns what a person typed into an FTS5 query: each word a quoted prefix term,
-// all required, so punctuation and FTS5 operators in the input are plain text.
-func ftsQuery(q string) string {
+// searchWords are the words of what a person typed that a search looks for: runs of
+// letters, digits and _, at most 16, so punctuation and query operators in the input are
+// plain text.
+func searchWords(q string) []string {
 	words := strings.FieldsFunc(q, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) && r != '_' })
+	return words[:min(len(words), 16)]
+}
+
+// ftsQuery turns what a person typed into an FTS5 query: each word a quoted prefix term,
+// all required.
+func ftsQuery(q string) string {
 	var terms []string
-	for _, w := range words {
+	for _, w := range searchWords(q) {
 		terms = append(terms, `"`+w+`"*`)
-		if len(terms) == 16 {
-			break
-		}
 	}
 	return strings.Join(terms, " ")
+}
+
+// tsQuery is ftsQuery for Postgres's to_tsquery: each word a quoted prefix, all required.
+// The words hold no quote or operator (searchWords).
+func tsQuery(q string) string {
+	var terms []string
+	for _, w := range searchWords(q) {
+		terms = append(terms, "'"+w+"':*")
+	}
+	return strings.Join(terms, " & ")
 }
 
 // Search finds the sessions whose messages (user and assistant text) or title hold every
@@ -53,29 +67,8 @@ func (db *DB) Search(ctx context.Context, q, workspaceID string, limit int) ([]S
 	if limit <= 0 || limit > MaxSearchHits {
 		limit = MaxSearchHits
 	}
-	rows, err := db.read.QueryContext(ctx, `
-		SELECT s.message_id, s.session_id, snippet(message_search, 0, char(2), char(3), '…', 12), m.role, m.created_at
-		FROM message_search s JOIN messages m ON m.id = s.message_id
-		WHERE message_search MATCH ? ORDER BY s.rank LIMIT 500`, fq)
+	found, err := db.searchMessages(ctx, q, fq)
 	if err != nil {
-		return nil, fmt.Errorf("search %q: %w", q, err)
-	}
-	type match struct {
-		msg, ses, snip string
-		role           Role
-		created        int64
-	}
-	var found []match
-	for rows.Next() {
-		var m match
-		if err := rows.Scan(&m.msg, &m.ses, &m.snip, &m.role, &m.created); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("search %q: %w", q, err)
-		}
-		found = append(found, m)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("search %q: %w", q, err)
 	}
 	bySession := map[string]*SearchHit{}
@@ -103,9 +96,13 @@ func (db *DB) Search(ctx context.Context, q, workspaceID string, limit int) ([]S
 	}
 	// Titles: every word in the title.
 	like := `SELECT id FROM sessions WHERE 1=1`
+	op := "LIKE" // SQLite's LIKE ignores case
+	if db.dialect == dialectPostgres {
+		op = "ILIKE"
+	}
 	var args []any
 	for _, w := range strings.Fields(q) {
-		like += ` AND title LIKE ? ESCAPE '\'`
+		like += ` AND title ` + op + ` ? ESCAPE '\'`
 		args = append(args, "%"+strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(w)+"%")
 	}
 	trows, err := db.read.QueryContext(ctx, like+` LIMIT 200`, args...)
@@ -133,4 +130,48 @@ func (db *DB) Search(ctx context.Context, q, workspaceID string, limit int) ([]S
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+// searchMatch is a message that matched a search.
+type searchMatch struct {
+	msg, ses, snip string
+	role           Role
+	created        int64
+}
+
+// searchMessages finds up to 500 messages holding every word of q as a word prefix, best
+// first: FTS5 on SQLite (fq is its query), a text search vector on Postgres.
+func (db *DB) searchMessages(ctx context.Context, q, fq string) ([]searchMatch, error) {
+	query, args := `
+		SELECT s.message_id, s.session_id, snippet(message_search, 0, char(2), char(3), '…', 12), m.role, m.created_at
+		FROM message_search s JOIN messages m ON m.id = s.message_id
+		WHERE message_search MATCH ? ORDER BY s.rank LIMIT 500`, []any{fq}
+	if db.dialect == dialectPostgres {
+		// The same words as prefixes of the unaccented, lower-cased text (migration 0008);
+		// jean2_search_vector(content) is the indexed expression, so the index answers.
+		tq := tsQuery(q)
+		query, args = `
+		WITH q AS (SELECT to_tsquery('simple', jean2_unaccent(?)) AS q)
+		SELECT m.id, m.session_id,
+		       ts_headline('simple', m.content, to_tsquery('simple', ?), 'StartSel=' || chr(2) || ', StopSel=' || chr(3) || ', MaxWords=12, MinWords=4'),
+		       m.role, m.created_at
+		FROM messages m, q
+		WHERE m.role IN ('user', 'assistant') AND m.content <> '' AND jean2_search_vector(m.content) @@ q.q
+		ORDER BY ts_rank(jean2_search_vector(m.content), q.q) DESC, m.created_at DESC LIMIT 500`,
+			[]any{tq, tq}
+	}
+	rows, err := db.read.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var found []searchMatch
+	for rows.Next() {
+		var m searchMatch
+		if err := rows.Scan(&m.msg, &m.ses, &m.snip, &m.role, &m.created); err != nil {
+			return nil, err
+		}
+		found = append(found, m)
+	}
+	return found, rows.Err()
 }

@@ -1,0 +1,284 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// PostgreSQL: the same *DB, its statements written once in SQLite's dialect, which is the
+// store's own (the embedded default). What differs between the two dialects lives here
+// and nowhere else:
+//
+//   - statement text: placeholders ? and ?N become $N, and the scalar MAX(a, b) becomes
+//     GREATEST(a, b), by pgDialect.translate in the driver under database/sql, so no call
+//     site knows which database it talks to;
+//   - the schema: migrations/postgres/NNNN_name.sql, the same steps as migrations/*.sql;
+//   - migrations take an advisory lock (migrationLock) so instances starting together
+//     apply each step once;
+//   - errors: a unique violation is ErrConflict and a missing reference ErrNotFound, as
+//     with SQLite (isUnique, isForeignKey);
+//   - search: a text search vector instead of FTS5 (search.go, searchPostgres);
+//   - no PRAGMAs and no checkpointer: the server does its own.
+//
+// Concurrency is kept as SQLite's: one connection writes, so the writes of one jean2 are
+// applied in the order they were made (a message's seq is the next of its session, found
+// in the INSERT), and a pool of read-only connections reads beside it.
+
+// dialect says which database a DB talks to.
+type dialect int
+
+const (
+	dialectSQLite dialect = iota
+	dialectPostgres
+)
+
+// IsPostgresURL reports whether s names a PostgreSQL server (postgres:// or postgresql://)
+// rather than a file.
+func IsPostgresURL(s string) bool {
+	s = strings.ToLower(strings.TrimSpace(s))
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// OpenPostgres opens jean2's database on the PostgreSQL server that url names
+// (postgres://user:password@host:port/database?sslmode=…) and brings its schema up to
+// date, refusing a schema newer than this binary knows (ErrTooNew). Errors name the server
+// and database, never the password.
+func OpenPostgres(ctx context.Context, url string) (*DB, error) {
+	where := RedactURL(url)
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: the URL does not parse (postgres://user:password@host:port/database): %w", where, redactErr(err, url))
+	}
+	where = fmt.Sprintf("postgres://%s/%s", net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), cfg.Database)
+	if strings.HasPrefix(cfg.Host, "/") {
+		where = fmt.Sprintf("postgres://%s (socket)/%s", cfg.Host, cfg.Database)
+	}
+	tr := &pgDialect{cache: map[string]string{}}
+	write := sql.OpenDB(pgConnector{inner: stdlib.GetConnector(*cfg), tr: tr})
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	db := &DB{path: where, dialect: dialectPostgres, url: url, write: write}
+	if err := write.PingContext(ctx); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open database %s: cannot reach the server: %w", where, redactErr(unwrapBadConn(ctx, cfg), url))
+	}
+	if err := db.migrate(ctx); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open database %s: %w", where, err)
+	}
+	rcfg := cfg.Copy()
+	// The readers cannot write by mistake, like SQLite's query_only readers.
+	rcfg.RuntimeParams["default_transaction_read_only"] = "on"
+	read := sql.OpenDB(pgConnector{inner: stdlib.GetConnector(*rcfg), tr: tr})
+	readers := max(2, min(runtime.GOMAXPROCS(0), 8))
+	read.SetMaxOpenConns(readers)
+	read.SetMaxIdleConns(readers)
+	db.read = read
+	if err := read.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", where, redactErr(err, url))
+	}
+	if err := db.prepare(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", where, err)
+	}
+	return db, nil
+}
+
+// unwrapBadConn gets the reason a connection failed: database/sql's Ping turns every
+// failure of the driver's Ping into driver.ErrBadConn, so connect once more by hand for
+// the server's own words.
+func unwrapBadConn(ctx context.Context, cfg *pgx.ConnConfig) error {
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	conn.Close(ctx)
+	return errors.New("the connection failed, then worked when tried again")
+}
+
+// RedactURL is url with its password replaced by "xxxxx", for messages and logs.
+func RedactURL(url string) string {
+	cfg, err := pgconn.ParseConfig(url)
+	if err == nil && cfg.Password != "" {
+		return strings.ReplaceAll(url, cfg.Password, "xxxxx")
+	}
+	if i := strings.Index(url, "://"); i >= 0 {
+		rest := url[i+3:]
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			if colon := strings.Index(rest[:at], ":"); colon >= 0 {
+				return url[:i+3] + rest[:colon] + ":xxxxx" + rest[at:]
+			}
+		}
+	}
+	return url
+}
+
+// redactErr keeps the password of url out of err's text.
+func redactErr(err error, url string) error {
+	if err == nil {
+		return nil
+	}
+	cfg, perr := pgconn.ParseConfig(url)
+	if perr != nil || cfg.Password == "" || !strings.Contains(err.Error(), cfg.Password) {
+		return err
+	}
+	return redacted{msg: strings.ReplaceAll(err.Error(), cfg.Password, "xxxxx"), err: err}
+}
+
+type redacted struct {
+	msg string
+	err error
+}
+
+func (r redacted) Error() string { return r.msg }
+func (r redacted) Unwrap() error { return r.err }
+
+// migrationLock is the key of the advisory lock migrations hold on PostgreSQL ("jean2mig").
+const migrationLock = 0x6a65616e326d6967
+
+// pgCode is the SQLSTATE of a PostgreSQL error, "" for any other error.
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// pgDialect turns the store's statements (SQLite's dialect) into PostgreSQL's. Each text
+// is translated once and remembered: the store runs a few hundred distinct statements.
+type pgDialect struct {
+	mu    sync.Mutex
+	cache map[string]string
+}
+
+// scalarMax is SQLite's two-argument MAX(column, …), Postgres's GREATEST. The aggregate
+// MAX(column) has no comma and is left alone.
+var scalarMax = regexp.MustCompile(`\bMAX\(([a-z_][a-z_0-9.]*),`)
+
+func (d *pgDialect) translate(q string) string {
+	d.mu.Lock()
+	out, ok := d.cache[q]
+	d.mu.Unlock()
+	if ok {
+		return out
+	}
+	out = scalarMax.ReplaceAllString(rebind(q), "GREATEST($1,")
+	d.mu.Lock()
+	if len(d.cache) < 10000 { // the store's statements are few; a bound keeps a bug from growing it forever
+		d.cache[q] = out
+	}
+	d.mu.Unlock()
+	return out
+}
+
+// rebind turns ? (the next parameter) and ?N (parameter N) into $N, outside string
+// literals, quoted identifiers and comments.
+func rebind(q string) string {
+	if !strings.Contains(q, "?") {
+		return q
+	}
+	var b strings.Builder
+	b.Grow(len(q) + 16)
+	next := 0
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case c == '\'' || c == '"':
+			j := i + 1
+			for j < len(q) && q[j] != c {
+				j++
+			}
+			b.WriteString(q[i:min(j+1, len(q))])
+			i = j
+		case c == '-' && i+1 < len(q) && q[i+1] == '-':
+			j := strings.IndexByte(q[i:], '\n')
+			if j < 0 {
+				j = len(q) - i
+			}
+			b.WriteString(q[i : i+j])
+			i += j - 1
+		case c == '?':
+			j := i + 1
+			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+				j++
+			}
+			if j > i+1 {
+				b.WriteString("$" + q[i+1:j])
+				i = j - 1
+			} else {
+				next++
+				b.WriteString("$" + strconv.Itoa(next))
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// pgConnector hands database/sql connections that translate statements.
+type pgConnector struct {
+	inner driver.Connector
+	tr    *pgDialect
+}
+
+func (c pgConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &pgConn{inner: conn.(*stdlib.Conn), tr: c.tr}, nil
+}
+
+func (c pgConnector) Driver() driver.Driver { return c.inner.Driver() }
+
+// pgConn is pgx's database/sql connection with every statement's text translated.
+type pgConn struct {
+	inner *stdlib.Conn
+	tr    *pgDialect
+}
+
+func (c *pgConn) Prepare(q string) (driver.Stmt, error) { return c.inner.Prepare(c.tr.translate(q)) }
+func (c *pgConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, error) {
+	return c.inner.PrepareContext(ctx, c.tr.translate(q))
+}
+func (c *pgConn) Close() error              { return c.inner.Close() }
+func (c *pgConn) Begin() (driver.Tx, error) { return c.inner.Begin() } //nolint:staticcheck // driver.Conn needs it
+func (c *pgConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	return c.inner.BeginTx(ctx, opts)
+}
+func (c *pgConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
+	return c.inner.ExecContext(ctx, c.tr.translate(q), args)
+}
+func (c *pgConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
+	return c.inner.QueryContext(ctx, c.tr.translate(q), args)
+}
+func (c *pgConn) Ping(ctx context.Context) error { return c.inner.Ping(ctx) }
+
+// CheckNamedValue stores a bool as 1 or 0, as SQLite does: the schema's flags are integers.
+func (c *pgConn) CheckNamedValue(nv *driver.NamedValue) error {
+	if v, ok := nv.Value.(bool); ok {
+		nv.Value = int64(0)
+		if v {
+			nv.Value = int64(1)
+		}
+	}
+	return c.inner.CheckNamedValue(nv)
+}
+func (c *pgConn) ResetSession(ctx context.Context) error { return c.inner.ResetSession(ctx) }

@@ -1,0 +1,154 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jean2/jean2/internal/pgtest"
+)
+
+// Both dialects have the same migrations, by number and name: a schema step added to one
+// and forgotten in the other fails here.
+func TestMigrationSetsMatch(t *testing.T) {
+	lite, err := loadMigrations(dialectSQLite.migrationDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, err := loadMigrations(dialectPostgres.migrationDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(ms []migration) string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.name)
+		}
+		return strings.Join(out, ", ")
+	}
+	if names(lite) != names(pg) {
+		t.Fatalf("the migrations differ:\nsqlite:   %s\npostgres: %s", names(lite), names(pg))
+	}
+	// And no stray file (a typo in a name would not load at all).
+	entries, err := fs.ReadDir(migrationFiles, dialectPostgres.migrationDir())
+	if err != nil || len(entries) != len(pg) {
+		t.Fatalf("%d files in %s, %d migrations (%v)", len(entries), dialectPostgres.migrationDir(), len(pg), err)
+	}
+}
+
+func TestRebind(t *testing.T) {
+	for in, want := range map[string]string{
+		`SELECT a FROM t WHERE b = ? AND c = ?`:                `SELECT a FROM t WHERE b = $1 AND c = $2`,
+		`VALUES (?1, ?2, (SELECT x FROM y WHERE z = ?2), ?12)`: `VALUES ($1, $2, (SELECT x FROM y WHERE z = $2), $12)`,
+		`SELECT '?' , "a?", ? -- what?` + "\n" + `, ?`:         `SELECT '?' , "a?", $1 -- what?` + "\n" + `, $2`,
+		`SELECT 'it''s ?', ?`:                                  `SELECT 'it''s ?', $1`,
+		`SELECT 1`:                                             `SELECT 1`,
+	} {
+		if got := rebind(in); got != want {
+			t.Errorf("rebind(%q) = %q, want %q", in, got, want)
+		}
+	}
+	d := &pgDialect{cache: map[string]string{}}
+	got := d.translate(`UPDATE sessions SET updated_at = MAX(updated_at, ?) WHERE id = ? AND seq = (SELECT MAX(seq) FROM m)`)
+	if want := `UPDATE sessions SET updated_at = GREATEST(updated_at, $1) WHERE id = $2 AND seq = (SELECT MAX(seq) FROM m)`; got != want {
+		t.Errorf("translate = %q, want %q", got, want)
+	}
+}
+
+// A URL that does not parse, and a server that does not answer, are refused with the server
+// named and the password nowhere in the message.
+func TestOpenPostgresErrorsNameTheServerNotThePassword(t *testing.T) {
+	ctx := context.Background()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	for _, url := range []string{
+		"postgres://jean2:s3cretpw@" + addr + "/jean2?sslmode=disable&connect_timeout=5",
+		"postgres://jean2:s3cretpw@" + addr + "/jean2?sslmode=nonsense",
+		"postgresql://jean2:s3cretpw@[::1/jean2",
+	} {
+		_, err := OpenPostgres(ctx, url)
+		if err == nil {
+			t.Fatalf("OpenPostgres(%s) worked", url)
+		}
+		t.Log(err)
+		if strings.Contains(err.Error(), "s3cretpw") {
+			t.Errorf("the password is in the error: %v", err)
+		}
+		if !strings.Contains(err.Error(), "127.0.0.1") && !strings.Contains(err.Error(), "::1") {
+			t.Errorf("the server is not named: %v", err)
+		}
+	}
+	if got := RedactURL("postgres://u:pw@h:5/d"); got != "postgres://u:xxxxx@h:5/d" {
+		t.Errorf("RedactURL = %q", got)
+	}
+	// The Open every command uses takes the URL too.
+	if _, err := Open(ctx, "postgres://jean2:s3cretpw@"+addr+"/jean2?sslmode=disable"); err == nil || strings.Contains(err.Error(), "s3cretpw") ||
+		!strings.Contains(err.Error(), addr) {
+		t.Errorf("Open of an unreachable server: %v", err)
+	}
+}
+
+// Instances starting together on one new database apply each migration once: the advisory
+// lock makes the others wait.
+func TestPostgresOpenConcurrentlyMigratesOnce(t *testing.T) {
+	url := pgtest.URL(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			db, err := OpenPostgres(context.Background(), url)
+			if err != nil {
+				errs <- err
+				return
+			}
+			errs <- db.Close()
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := OpenPostgres(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ms, _ := loadMigrations(dialectPostgres.migrationDir())
+	var rows int
+	if err := db.read.QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&rows); err != nil || rows != len(ms) {
+		t.Fatalf("%d migration rows (%v), want one per migration, %d", rows, err, len(ms))
+	}
+	if v, err := db.SchemaVersion(context.Background()); err != nil || v != len(ms) {
+		t.Fatalf("schema version %d, %v", v, err)
+	}
+	// The readers refuse writes, as SQLite's query_only ones do.
+	if _, err := db.read.Exec(`INSERT INTO grants (id, tool, duration, granted_at, data) VALUES ('x','t','session',1,'{}')`); err == nil {
+		t.Fatal("the read pool accepted a write")
+	}
+	// Errors map as on SQLite.
+	ctx := context.Background()
+	w, err := db.CreateWorkspace(ctx, Workspace{Path: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateWorkspace(ctx, Workspace{Path: "/w"}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a second workspace on one folder: %v, want ErrConflict", err)
+	}
+	if _, err := db.CreateSession(ctx, Session{WorkspaceID: "ws_nope"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a session in a missing workspace: %v, want ErrNotFound", err)
+	}
+	if _, err := db.Workspace(ctx, w.ID+"x"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a missing workspace: %v, want ErrNotFound", err)
+	}
+}
