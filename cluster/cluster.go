@@ -88,6 +88,9 @@ type Node struct {
 	mu   sync.Mutex
 	held map[string]*lease // the leases this instance's harness holds, by session
 
+	// watchMu orders the records of the sessions watched here (feed.go).
+	watchMu sync.Mutex
+
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }

@@ -43,6 +43,9 @@ type feed struct {
 // instance's last commit). A subscription reads the store after the last event it sent, so
 // a poke too many costs one read and a poke is never needed twice.
 func (n *Node) pollEvents(ctx context.Context, f *feed) {
+	// Under watchMu, so that an Attach after a subscription began is never undone by a
+	// record made from a list read before it.
+	n.watchMu.Lock()
 	watched := n.events.Subscribed()
 	slices.Sort(watched)
 	if !slices.Equal(watched, f.watched) || time.Since(f.recorded) > n.ttl/3 || f.recordErr {
@@ -53,6 +56,7 @@ func (n *Node) pollEvents(ctx context.Context, f *feed) {
 		}
 		f.watched, f.recorded = watched, time.Now()
 	}
+	n.watchMu.Unlock()
 	for sid := range f.seen {
 		if _, ok := slices.BinarySearch(watched, sid); !ok {
 			delete(f.seen, sid)
@@ -70,6 +74,17 @@ func (n *Node) pollEvents(ctx context.Context, f *feed) {
 			f.seen[sid] = last
 			n.events.Poke(sid)
 		}
+	}
+}
+
+// Attach records at once that a client subscribed to the session here (the feed's own
+// record follows within a poll): an ask another instance makes from now on waits for it
+// rather than going to the unattended policy.
+func (n *Node) Attach(ctx context.Context, sessionID string) {
+	n.watchMu.Lock()
+	defer n.watchMu.Unlock()
+	if err := n.db.AddWatched(ctx, n.id, sessionID, n.ttl); err != nil {
+		n.log.Warn("record a client attached here", "session", sessionID, "error", err)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 // (docs/deploy.md). The zero value is one instance, as always.
 type ClusterConfig struct {
 	// On turns the cluster mechanisms on: turn leases, the reaper, the events feed, the
-	// command channel.
+	// command channel. A database on Postgres turns them on whatever On says.
 	On bool
 	// Instance is this instance's id ("" → cluster.NewInstanceID(): host:pid:random).
 	Instance string
@@ -43,6 +43,9 @@ type statusView struct {
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
 	v := statusView{Instance: s.instance, Version: s.cfg.Version, Cluster: s.node != nil, Database: "sqlite"}
+	if s.db.PostgresURL() != "" {
+		v.Database = "postgres"
+	}
 	if s.node != nil {
 		v.LeaseTTLSeconds = s.node.LeaseTTL().Seconds()
 	}
@@ -108,8 +111,13 @@ func busyError(sessionID string, err error, what string) error {
 
 // openCluster makes the cluster node before the hub and the harness that use it.
 func (s *Server) openCluster(cfg ClusterConfig) error {
-	if !cfg.On {
+	pgURL := s.db.PostgresURL()
+	// On Postgres an instance is always ready for others: they may start any time.
+	if !cfg.On && pgURL == "" {
 		return nil
+	}
+	if cfg.Notifier == nil && pgURL != "" {
+		cfg.Notifier = cluster.PGNotifier{URL: pgURL}
 	}
 	node, err := cluster.New(cluster.Options{Store: s.db, Instance: s.instance, LeaseTTL: cfg.LeaseTTL, Poll: cfg.Poll,
 		Notifier: cfg.Notifier, Logger: s.log})

@@ -193,6 +193,9 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, sessionID s
 		return nil
 	}
 	defer sub.Close()
+	if s.node != nil && sessionID != "" {
+		s.node.Attach(ctx, sessionID) // asks made on other instances now wait for this client
+	}
 
 	// Subscribed first, so an ask made from now on goes to this client rather than the
 	// unattended policy; an ask made meanwhile may be in both the hello and the events.

@@ -273,6 +273,16 @@ func (db *DB) SetWatched(ctx context.Context, instanceID string, sessions []stri
 	return nil
 }
 
+// AddWatched records that instanceID has a client attached to the session, until now+ttl,
+// beside the sessions it recorded already.
+func (db *DB) AddWatched(ctx context.Context, instanceID, sessionID string, ttl time.Duration) error {
+	if _, err := db.execWrite(ctx, `INSERT INTO cluster_watchers (instance_id, session_id, expires_at) VALUES (?, ?, ?)
+		ON CONFLICT (session_id, instance_id) DO UPDATE SET expires_at = excluded.expires_at`, instanceID, sessionID, now()+ttl.Milliseconds()); err != nil {
+		return fmt.Errorf("record that instance %s watches session %s: %w", instanceID, sessionID, err)
+	}
+	return nil
+}
+
 // WatchedElsewhere reports whether an instance other than instanceID has a client attached
 // to the session (an unexpired record).
 func (db *DB) WatchedElsewhere(ctx context.Context, sessionID, instanceID string) (bool, error) {
@@ -283,4 +293,13 @@ func (db *DB) WatchedElsewhere(ctx context.Context, sessionID, instanceID string
 		return false, fmt.Errorf("who watches session %s: %w", sessionID, err)
 	}
 	return n > 0, nil
+}
+
+// PostgresURL is the URL of the PostgreSQL server the database is on, for a connection of
+// its own (the cluster's LISTEN); "" for SQLite.
+func (db *DB) PostgresURL() string {
+	if db.dialect != dialectPostgres {
+		return ""
+	}
+	return db.url
 }

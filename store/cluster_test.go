@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -12,15 +11,12 @@ import (
 
 // Two instances race for one session's lease: exactly one wins, the other learns who holds
 // it; an expired lease is taken over; a renewal finds a lease taken over as lost.
-func TestLeaseOneHolderAtATime(t *testing.T) {
+func TestLeaseOneHolderAtATime(t *testing.T) { forEachBackend(t, testLeaseOneHolderAtATime) }
+
+func testLeaseOneHolderAtATime(t *testing.T, db *DB) {
 	ctx := context.Background()
-	db := openTest(t)
-	// A second handle on the same file: another process's view.
-	db2, err := Open(ctx, db.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db2.Close()
+	// A second handle on the same database: another instance's view.
+	db2 := openAgain(t, db)
 	ses := mustSession(t, db, mustWorkspace(t, db, t.TempDir()).ID)
 
 	var wg sync.WaitGroup
@@ -101,13 +97,10 @@ func TestLeaseOneHolderAtATime(t *testing.T) {
 	}
 }
 
-func TestCommandsAndWatchers(t *testing.T) {
+func TestCommandsAndWatchers(t *testing.T) { forEachBackend(t, testCommandsAndWatchers) }
+
+func testCommandsAndWatchers(t *testing.T, db *DB) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "jean2.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	c, err := db.SendCommand(ctx, Command{InstanceID: "a", SessionID: "s1", Kind: "stop"})
 	if err != nil {
 		t.Fatal(err)
@@ -156,4 +149,33 @@ func TestCommandsAndWatchers(t *testing.T) {
 	if got, _ := db.WatchedElsewhere(ctx, "s1", "b"); got {
 		t.Error("a session a stopped watching is still watched")
 	}
+	if err := db.AddWatched(ctx, "a", "s3", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AddWatched(ctx, "a", "s4", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for _, sid := range []string{"s3", "s4"} {
+		if got, err := db.WatchedElsewhere(ctx, sid, "b"); err != nil || !got {
+			t.Errorf("a session added to a's watch is not watched: %v, %v", got, err)
+		}
+	}
+}
+
+// openAgain opens a second handle on db's database, as another instance would, closed at
+// the end.
+func openAgain(t testing.TB, db *DB) *DB {
+	t.Helper()
+	var db2 *DB
+	var err error
+	if db.dialect == dialectPostgres {
+		db2, err = OpenPostgres(context.Background(), db.url)
+	} else {
+		db2, err = Open(context.Background(), db.Path())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db2.Close() })
+	return db2
 }

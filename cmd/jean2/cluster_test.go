@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/jean2/jean2/internal/pgtest"
 	"github.com/jean2/jean2/provider/providertest"
 	"github.com/jean2/jean2/store"
 )
@@ -42,18 +43,30 @@ export async function execute(_, ctx) {
 // cluster is several jean2 serve processes, each with its own JEAN2_HOME, on one database.
 type clusterFixture struct {
 	t    *testing.T
-	db   string // the shared database file
+	db   string // the shared database: a file, or a postgres:// URL
 	fake *providertest.Server
 	ws   string // the workspace folder, on this one host
 }
 
-func newClusterFixture(t *testing.T) *clusterFixture {
+func newClusterFixture(t *testing.T, backend string) *clusterFixture {
 	root := t.TempDir()
 	ws := filepath.Join(root, "ws")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return &clusterFixture{t: t, db: filepath.Join(root, "shared", "jean2.db"), fake: providertest.NewOpenAI(t), ws: ws}
+	db := filepath.Join(root, "shared", "jean2.db")
+	if backend == "postgres" {
+		db = pgtest.URL(t)
+	}
+	return &clusterFixture{t: t, db: db, fake: providertest.NewOpenAI(t), ws: ws}
+}
+
+// forEachCluster runs fn on instances sharing a SQLite file (one host) and on instances
+// sharing a Postgres database.
+func forEachCluster(t *testing.T, fn func(t *testing.T, f *clusterFixture)) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) { fn(t, newClusterFixture(t, backend)) })
+	}
 }
 
 // start runs an instance named id (JEAN2_INSTANCE_ID) with a lease of ttl.
@@ -68,17 +81,26 @@ func (f *clusterFixture) start(id string, ttl time.Duration) *served {
 			f.t.Fatal(err)
 		}
 	}
-	s := startServe(f.t, c, []string{
+	env := []string{
 		"OPENAI_BASE_URL=" + f.fake.BaseURL(), "OPENAI_API_KEY=sk-test", "OPENAI_MODEL=test-model",
-		"JEAN2_CLUSTER=on", "JEAN2_DB=" + f.db, "JEAN2_INSTANCE_ID=" + id,
-		"JEAN2_LEASE_TTL=" + ttl.String(), "JEAN2_CLUSTER_POLL=50ms", "JEAN2_LOG=info",
-	})
+		"JEAN2_INSTANCE_ID=" + id, "JEAN2_LEASE_TTL=" + ttl.String(), "JEAN2_LOG=info",
+	}
+	database := "postgres"
+	if store.IsPostgresURL(f.db) {
+		// Postgres: the cluster is implied, and notifications wake the instances.
+		env = append(env, "JEAN2_DATABASE_URL="+f.db)
+	} else {
+		database = "sqlite"
+		env = append(env, "JEAN2_CLUSTER=on", "JEAN2_DB="+f.db, "JEAN2_CLUSTER_POLL=50ms")
+	}
+	s := startServe(f.t, c, env)
 	var st struct {
 		Instance string
 		Cluster  bool
+		Database string
 	}
 	s.call("GET", "/api/status", nil, 200, &st)
-	if st.Instance != id || !st.Cluster {
+	if st.Instance != id || !st.Cluster || st.Database != database {
 		f.t.Fatalf("GET /api/status of instance %s = %+v", id, st)
 	}
 	return s
@@ -174,7 +196,10 @@ func (s *served) rawCall(method, path string, body any) (int, string) {
 // streams to a subscriber on A; a second start on A is refused naming B; an ask of a turn
 // on B is answered on A; Stop on A stops B's turn.
 func TestClusterTwoInstancesShareSessionsEventsAsksAndStop(t *testing.T) {
-	f := newClusterFixture(t)
+	forEachCluster(t, testClusterTwoInstances)
+}
+
+func testClusterTwoInstances(t *testing.T, f *clusterFixture) {
 	a := f.start("inst-a", 3*time.Second)
 	b := f.start("inst-b", 3*time.Second)
 
@@ -265,7 +290,10 @@ func TestClusterTwoInstancesShareSessionsEventsAsksAndStop(t *testing.T) {
 // kill -9 of the instance running a turn: another seals the turn once its lease expired,
 // as a restarted server would, and the session goes on there.
 func TestClusterKilledInstanceTurnIsSealedElsewhere(t *testing.T) {
-	f := newClusterFixture(t)
+	forEachCluster(t, testClusterKilledInstance)
+}
+
+func testClusterKilledInstance(t *testing.T, f *clusterFixture) {
 	const ttl = 2 * time.Second
 	a := f.start("inst-a", ttl)
 	b := f.start("inst-b", ttl)

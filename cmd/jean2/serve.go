@@ -156,7 +156,7 @@ func serve(ctx context.Context, e env, args []string) error {
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(e.stderr, "jean2 serve: tool workers: %s\n", srv.Host().Sandbox().Summary())
 	fmt.Fprintf(e.stderr, "jean2 serve: database %s (JEAN2_DB_SYNC=%s)\n", srv.Store().Path(), durability)
-	if clusterCfg.On {
+	if clusterCfg.On || store.IsPostgresURL(dbPath) {
 		fmt.Fprintf(e.stderr, "jean2 serve: instance %s, one of several sharing the database (JEAN2_CLUSTER=on)\n", srv.Instance())
 	}
 	for _, line := range providerLines(srv.Providers().Set()) {
