@@ -1,0 +1,250 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jean2/jean2/internal/pgtest"
+	"github.com/jean2/jean2/provider/providertest"
+	"github.com/jean2/jean2/store"
+)
+
+// waitTool waits until its call is stopped (or two minutes).
+const waitTool = `export const definition = { name: 'wait_it', description: 'Wait until stopped.', inputSchema: { type: 'object' } };
+export async function execute(_, ctx) {
+  const seen = await new Promise((res) => {
+    const t = setTimeout(() => res('timer'), 120000);
+    ctx.abortSignal.addEventListener('abort', () => { clearTimeout(t); res('aborted'); });
+  });
+  return { success: false, error: 'saw ' + seen };
+}
+`
+
+// clusterOf starts n servers (instances "i0", "i1", …), each with its own home and fake
+// model, on one database: a SQLite file they share, or a fresh Postgres database.
+func clusterOf(t testing.TB, n int, backend string, ttl time.Duration) []*fixture {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "shared.db")
+	if backend == "postgres" {
+		db = pgtest.URL(t)
+	}
+	var out []*fixture
+	var ws string
+	for i := range n {
+		f := newFixture(t)
+		f.tools = map[string]string{"wait-it": waitTool}
+		f.cfg.DBPath = db
+		f.cfg.Cluster = ClusterConfig{On: true, Instance: fmt.Sprintf("i%d", i), LeaseTTL: ttl, Poll: 20 * time.Millisecond}
+		if i == 0 {
+			ws = f.ws
+		}
+		f.ws = ws // one workspace folder, on this one host
+		out = append(out, f.start())
+	}
+	return out
+}
+
+// An instance that fails to renew a turn's lease in time (paused, cut off from the
+// database) and finds it taken over stops the turn at once: it is sealed "interrupted", and
+// this instance writes nothing more to it.
+func TestClusterLeaseLostStopsTheTurn(t *testing.T) {
+	fs := clusterOf(t, 1, "sqlite", 900*time.Millisecond)
+	a := fs[0]
+	a.fake.Push(providertest.NewOpenAIStream("test-model").ToolCall(0, "call_wait", "wait_it", `{}`).Finish("tool_calls").Done().Reply())
+	_, ses := a.session()
+	sock := a.dial("/api/sessions/"+ses.ID+"/ws", nil)
+	a.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "wait"}, 202, nil)
+	for {
+		ev, _ := sock.until("part.updated", 30*time.Second)
+		if strings.Contains(string(ev.Payload), `"running"`) {
+			break
+		}
+	}
+	// Another instance took the session over, as its reaper does once the lease expired.
+	db := a.srv.Store()
+	ctx := context.Background()
+	if err := db.ReleaseLease(ctx, ses.ID, "i0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.AcquireLease(ctx, ses.ID, "thief", "", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	fin, _ := sock.until("turn.finished", 30*time.Second)
+	if !strings.Contains(string(fin.Payload), `"interrupted"`) || !strings.Contains(string(fin.Payload), "lease") {
+		t.Fatalf("turn.finished after the lease was lost: %s", fin.Payload)
+	}
+	// The thief's lease is left alone: A released nothing it no longer held.
+	if l, err := db.LeaseOf(ctx, ses.ID); err != nil || l.InstanceID != "thief" {
+		t.Fatalf("lease after A's turn ended: %+v, %v", l, err)
+	}
+	// And A refuses the next turn, naming the holder.
+	status, body := a.request("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "again"}, nil)
+	if status != 409 || !strings.Contains(string(body), "thief") {
+		t.Fatalf("a turn while another instance holds the session: %d %s", status, body)
+	}
+}
+
+// One instance alone is unchanged by the cluster code: no lease is taken, no watcher
+// recorded, /api/status says so.
+func TestLoneInstanceTakesNoLease(t *testing.T) {
+	f := newFixture(t).start()
+	f.fake.Push(providertest.OpenAIText("test-model", "hi"))
+	_, ses := f.session()
+	sock := f.dial("/api/sessions/"+ses.ID+"/ws", nil)
+	f.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "hello"}, 202, nil)
+	sock.until("turn.started", 30*time.Second)
+	if _, err := f.srv.Store().LeaseOf(context.Background(), ses.ID); err == nil {
+		t.Fatal("a lone instance took a lease")
+	}
+	sock.until("turn.finished", 30*time.Second)
+	var st statusView
+	f.call("GET", "/api/status", nil, 200, &st)
+	if st.Cluster || st.Instance == "" || st.Database != "sqlite" {
+		t.Fatalf("status of a lone instance: %+v", st)
+	}
+}
+
+// BenchmarkClusterTurns100Sessions runs one turn in each of 100 sessions at once, spread
+// over the instances (a turn on instance i%n), each session with a WebSocket subscriber on
+// another instance than the one running its turns when there are several (so every event
+// crosses instances); the fake model streams 40 chunks. An iteration is the 100 turns;
+// turns/s is reported.
+//
+//	go test ./server -run '^$' -bench ClusterTurns100Sessions -benchtime 5x
+func BenchmarkClusterTurns100Sessions(b *testing.B) {
+	for _, c := range []struct {
+		backend   string
+		instances int
+	}{{"sqlite", 1}, {"postgres", 1}, {"postgres", 2}} {
+		b.Run(fmt.Sprintf("%s-%d", c.backend, c.instances), func(b *testing.B) {
+			benchClusterTurns(b, c.backend, c.instances)
+		})
+	}
+}
+
+func benchClusterTurns(b *testing.B, backend string, n int) {
+	const sessions = 100
+	fs := clusterOf(b, n, backend, 0)
+	pieces := make([]string, 40)
+	for i := range pieces {
+		pieces[i] = fmt.Sprintf("word%d ", i)
+	}
+	for _, f := range fs {
+		f.fake.Respond(func(providertest.Request) providertest.Reply {
+			return providertest.OpenAIText("test-model", pieces...)
+		})
+	}
+	ids := make([]string, sessions)
+	socks := make([]*socket, sessions)
+	for i := range ids {
+		_, ses := fs[0].session()
+		ids[i] = ses.ID
+		socks[i] = fs[(i+1)%n].dial("/api/sessions/"+ses.ID+"/ws", nil)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		var wg sync.WaitGroup
+		errs := make(chan error, sessions*2)
+		for i := range ids {
+			wg.Go(func() {
+				status, body := fs[i%n].request("POST", "/api/sessions/"+ids[i]+"/turns", map[string]any{"text": "stream please"}, nil)
+				if status != 202 {
+					errs <- fmt.Errorf("session %d: start: %d %s", i, status, body)
+					return
+				}
+				if err := awaitFinished(socks[i], 120*time.Second); err != nil {
+					errs <- fmt.Errorf("session %d: %w", i, err)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*sessions)/time.Since(start).Seconds(), "turns/s")
+}
+
+// BenchmarkClusterFanout measures how long an event takes from its commit on the instance
+// running the turn to a WebSocket subscriber: on that instance (local) and on another one
+// (remote, through the feed: Postgres notifications, or polling a shared SQLite file every
+// 20 ms). An iteration is one turn streaming 40 chunks; p50 and p95 of every event's delay
+// (receive time minus the event's createdAt, which has millisecond resolution) are reported.
+//
+//	go test ./server -run '^$' -bench ClusterFanout -benchtime 20x
+func BenchmarkClusterFanout(b *testing.B) {
+	for _, backend := range []string{"postgres", "sqlite"} {
+		b.Run(backend, func(b *testing.B) { benchClusterFanout(b, backend) })
+	}
+}
+
+func benchClusterFanout(b *testing.B, backend string) {
+	fs := clusterOf(b, 2, backend, 0)
+	runner, other := fs[0], fs[1]
+	pieces := make([]string, 40)
+	for i := range pieces {
+		pieces[i] = fmt.Sprintf("word%d ", i)
+	}
+	runner.fake.Respond(func(providertest.Request) providertest.Reply {
+		// Paused between chunks so the harness sends them as separate events.
+		s := providertest.NewOpenAIStream("test-model")
+		for _, p := range pieces {
+			s = s.Text(p).Pause(2 * time.Millisecond)
+		}
+		return s.Finish("stop").Done().Reply()
+	})
+	_, ses := runner.session()
+	local := runner.dial("/api/sessions/"+ses.ID+"/ws", nil)
+	remote := other.dial("/api/sessions/"+ses.ID+"/ws", nil)
+	var mu sync.Mutex
+	delays := map[string][]float64{}
+	b.ResetTimer()
+	for range b.N {
+		runner.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "stream"}, 202, nil)
+		var wg sync.WaitGroup
+		for name, s := range map[string]*socket{"local": local, "remote": remote} {
+			wg.Go(func() {
+				for {
+					var data json.RawMessage
+					select {
+					case data = <-s.frames:
+					case <-time.After(60 * time.Second):
+						b.Errorf("%s: no turn.finished", name)
+						return
+					}
+					at := time.Now()
+					var ev store.Event
+					if json.Unmarshal(data, &ev) != nil || ev.Seq == 0 {
+						continue
+					}
+					mu.Lock()
+					delays[name] = append(delays[name], float64(at.Sub(ev.CreatedAt).Microseconds())/1000)
+					mu.Unlock()
+					if ev.Type == "turn.finished" {
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	b.StopTimer()
+	for _, name := range []string{"local", "remote"} {
+		d := delays[name]
+		slices.Sort(d)
+		if len(d) == 0 {
+			b.Fatalf("%s: no events", name)
+		}
+		b.ReportMetric(d[len(d)/2], name+"-p50-ms")
+		b.ReportMetric(d[len(d)*95/100], name+"-p95-ms")
+	}
+}
