@@ -27,6 +27,12 @@ Ctrl-C stops running turns and shuts down. JEAN2_DB_SYNC=full makes every databa
 reach the disk before it is acknowledged (survives a power cut; the default, normal,
 survives a crash of jean2 itself). docs/server.md has the details.
 
+Several instances (each with its own JEAN2_HOME) share one database: on PostgreSQL with
+JEAN2_DATABASE_URL=postgres://…, or on one host's SQLite file with JEAN2_DB=FILE and
+JEAN2_CLUSTER=on. A turn runs on one instance at a time, events, asks and Stop reach every
+instance, a dead instance's turn is sealed by another within JEAN2_LEASE_TTL (30s) and a
+third; JEAN2_INSTANCE_ID names the instance. docs/deploy.md has the details.
+
 Every API, WebSocket and /mcp request carries the API token, on any address: the first
 start writes it to $JEAN2_HOME/token (mode 0600), which jean2 chat and jean2 signin read.
 A browser signs in once at the one-time address printed at start (or by jean2 signin) and
