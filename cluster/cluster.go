@@ -65,7 +65,11 @@ type Options struct {
 	// DefaultNotifiedPoll with a Notifier, when 0).
 	Poll     time.Duration
 	Notifier Notifier
-	Logger   *slog.Logger
+	// ServerEvents, when set, is handed the events of the server's own log ("") that were
+	// appended since the node started, by any instance (its own too), in order: the server
+	// applies there what another instance changed (settings.changed).
+	ServerEvents func(ctx context.Context, evs []store.Event)
+	Logger       *slog.Logger
 }
 
 // Node is this instance's part of the cluster. Make it with New before the harness (which
@@ -79,8 +83,9 @@ type Node struct {
 	notifier Notifier
 	log      *slog.Logger
 
-	turns  Turns
-	events Events
+	turns        Turns
+	events       Events
+	serverEvents func(ctx context.Context, evs []store.Event)
 
 	wakeEvents   chan string   // sessions a notification named
 	wakeCommands chan struct{} // a command came
@@ -131,7 +136,7 @@ func New(opts Options) (*Node, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Node{
-		db: opts.Store, id: opts.Instance, ttl: opts.LeaseTTL, poll: opts.Poll, notifier: opts.Notifier,
+		db: opts.Store, id: opts.Instance, ttl: opts.LeaseTTL, poll: opts.Poll, notifier: opts.Notifier, serverEvents: opts.ServerEvents,
 		log:          opts.Logger.With("instance", opts.Instance),
 		wakeEvents:   make(chan string, 1024),
 		wakeCommands: make(chan struct{}, 1),

@@ -11,6 +11,13 @@ import (
 // attached to. It reads the store every poll, and at once when a notification wakes it.
 func (n *Node) feedLoop(ctx context.Context) {
 	f := feed{seen: map[string]int64{}}
+	if n.serverEvents != nil {
+		last, err := n.db.LastEventSeq(ctx, "")
+		if err != nil {
+			n.log.Warn("read the server log's last event; following it from its start", "error", err)
+		}
+		f.serverSeq = last
+	}
 	t := time.NewTicker(n.poll)
 	defer t.Stop()
 	for {
@@ -21,10 +28,14 @@ func (n *Node) feedLoop(ctx context.Context) {
 		case sid := <-n.wakeEvents:
 			// Notified: the session's log grew. Its subscriptions read it themselves.
 			n.events.Poke(sid)
+			if sid == "" {
+				n.followServer(ctx, &f)
+			}
 		case <-n.wakeCommands:
 			n.runCommands(ctx)
 		case <-t.C:
 			n.pollEvents(ctx, &f)
+			n.followServer(ctx, &f)
 			n.runCommands(ctx)
 		}
 	}
@@ -36,6 +47,31 @@ type feed struct {
 	watched   []string         // the sessions last recorded as watched
 	recorded  time.Time        // when they were
 	recordErr bool
+	serverSeq int64 // the last event of the server log handed to Options.ServerEvents
+}
+
+// followServer hands the server log's new events to Options.ServerEvents.
+func (n *Node) followServer(ctx context.Context, f *feed) {
+	if n.serverEvents == nil {
+		return
+	}
+	for {
+		evs, err := n.db.EventsAfter(ctx, "", f.serverSeq, 500)
+		if err != nil {
+			if ctx.Err() == nil {
+				n.log.Warn("read the server log", "after", f.serverSeq, "error", err)
+			}
+			return
+		}
+		if len(evs) == 0 {
+			return
+		}
+		n.serverEvents(ctx, evs)
+		f.serverSeq = evs[len(evs)-1].Seq
+		if len(evs) < 500 {
+			return
+		}
+	}
 }
 
 // pollEvents pokes the subscriptions of each watched session whose log grew since the last

@@ -2,11 +2,14 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
+	"github.com/jean2/jean2/ask"
 	"github.com/jean2/jean2/cluster"
 	"github.com/jean2/jean2/harness"
 	"github.com/jean2/jean2/hub"
@@ -120,7 +123,7 @@ func (s *Server) openCluster(cfg ClusterConfig) error {
 		cfg.Notifier = cluster.PGNotifier{URL: pgURL}
 	}
 	node, err := cluster.New(cluster.Options{Store: s.db, Instance: s.instance, LeaseTTL: cfg.LeaseTTL, Poll: cfg.Poll,
-		Notifier: cfg.Notifier, Logger: s.log})
+		Notifier: cfg.Notifier, ServerEvents: s.fromServerLog, Logger: s.log})
 	if err != nil {
 		return fmt.Errorf("open server: %w", err)
 	}
@@ -142,4 +145,44 @@ func (s *Server) attachedElsewhere() func(string) bool {
 		return nil
 	}
 	return s.node.AttachedElsewhere
+}
+
+// fromServerLog applies what any instance announced on the server log: a grant revoked
+// through another instance is forgotten here; settings changed through another instance's
+// API are read back from the database and applied here (its own changes read back equal,
+// and change nothing).
+func (s *Server) fromServerLog(ctx context.Context, evs []store.Event) {
+	for _, ev := range evs {
+		if ev.Type != eventGrantRevoked {
+			continue
+		}
+		var g struct{ ID string }
+		if json.Unmarshal(ev.Payload, &g) != nil || g.ID == "" {
+			continue
+		}
+		if err := s.grants.Revoke(ctx, g.ID); err == nil {
+			s.log.Info("forgot a grant revoked through another instance", "grant", g.ID)
+		} else if !errors.Is(err, ask.ErrUnknownGrant) {
+			s.log.Warn("forget a grant revoked through another instance", "grant", g.ID, "error", err)
+		}
+	}
+	if !slices.ContainsFunc(evs, func(ev store.Event) bool { return ev.Type == "settings.changed" }) {
+		return
+	}
+	before := s.settings.get()
+	st, changed, err := s.settings.reload(ctx)
+	if err != nil {
+		s.log.Warn("read the settings another instance changed", "error", err)
+		return
+	}
+	if !changed {
+		return
+	}
+	s.applySettings(st)
+	if !slices.Equal(before.DisabledBuiltins, st.DisabledBuiltins) {
+		if err := s.applyDisabledBuiltins(ctx, st.DisabledBuiltins); err != nil {
+			s.log.Warn("apply the built-ins another instance disabled", "error", err)
+		}
+	}
+	s.log.Info("applied the settings another instance changed")
 }

@@ -28,7 +28,8 @@ export async function execute(_, ctx) {
 `
 
 // clusterOf starts n servers (instances "i0", "i1", …), each with its own home and fake
-// model, on one database: a SQLite file they share, or a fresh Postgres database.
+// model, on one database: a SQLite file they share, or a fresh Postgres database; "lone" is
+// one server as jean2 serve runs by default (its own SQLite file, no cluster).
 func clusterOf(t testing.TB, n int, backend string, ttl time.Duration) []*fixture {
 	t.Helper()
 	db := filepath.Join(t.TempDir(), "shared.db")
@@ -39,9 +40,11 @@ func clusterOf(t testing.TB, n int, backend string, ttl time.Duration) []*fixtur
 	var ws string
 	for i := range n {
 		f := newFixture(t)
-		f.tools = map[string]string{"wait-it": waitTool}
-		f.cfg.DBPath = db
-		f.cfg.Cluster = ClusterConfig{On: true, Instance: fmt.Sprintf("i%d", i), LeaseTTL: ttl, Poll: 20 * time.Millisecond}
+		f.tools = map[string]string{"wait-it": waitTool, "permit-it": permitTool}
+		if backend != "lone" {
+			f.cfg.DBPath = db
+			f.cfg.Cluster = ClusterConfig{On: true, Instance: fmt.Sprintf("i%d", i), LeaseTTL: ttl, Poll: 20 * time.Millisecond}
+		}
 		if i == 0 {
 			ws = f.ws
 		}
@@ -122,7 +125,7 @@ func BenchmarkClusterTurns100Sessions(b *testing.B) {
 	for _, c := range []struct {
 		backend   string
 		instances int
-	}{{"sqlite", 1}, {"postgres", 1}, {"postgres", 2}} {
+	}{{"lone", 1}, {"sqlite", 1}, {"sqlite", 2}, {"postgres", 1}, {"postgres", 2}} {
 		b.Run(fmt.Sprintf("%s-%d", c.backend, c.instances), func(b *testing.B) {
 			benchClusterTurns(b, c.backend, c.instances)
 		})
@@ -246,5 +249,71 @@ func benchClusterFanout(b *testing.B, backend string) {
 		}
 		b.ReportMetric(d[len(d)/2], name+"-p50-ms")
 		b.ReportMetric(d[len(d)*95/100], name+"-p95-ms")
+	}
+}
+
+// Settings changed through one instance's API apply on the others (read back from the
+// database when the server log says they changed).
+func TestClusterSettingsChangedOnOneApplyOnAll(t *testing.T) {
+	fs := clusterOf(t, 2, "sqlite", 0)
+	var st Settings
+	fs[0].call("PATCH", "/api/settings", map[string]any{"askTimeoutSeconds": 77, "workRounds": 3, "maxRounds": 9}, 200, &st)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var got Settings
+		fs[1].call("GET", "/api/settings", nil, 200, &got)
+		if got.AskTimeoutSeconds == 77 && got.WorkRounds == 3 && got.MaxRounds == 9 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("instance i1 still has %+v", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A grant given on one instance and revoked through another is revoked everywhere: the
+// instance that holds it in memory asks again. (Attack: without the cluster's part, the
+// revocation on A answered 404 and B went on using the grant.)
+func TestClusterGrantRevokedOnOneIsGoneOnAll(t *testing.T) {
+	fs := clusterOf(t, 2, "sqlite", 0)
+	a, b := fs[0], fs[1]
+	_, ses := b.session()
+	sock := b.dial("/api/sessions/"+ses.ID+"/ws", nil)
+	permit := func() {
+		b.fake.Push(providertest.NewOpenAIStream("test-model").ToolCall(0, "call_p", "permit_it", `{"risk":"high"}`).Finish("tool_calls").Done().Reply(),
+			providertest.OpenAIText("test-model", "done"))
+		b.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "deploy"}, 202, nil)
+	}
+	permit()
+	pending, _ := sock.until("ask.pending", 30*time.Second)
+	var ap struct{ Ask struct{ ID string } }
+	mustJSON(t, pending.Payload, &ap)
+	b.call("POST", "/api/sessions/"+ses.ID+"/asks/"+ap.Ask.ID, map[string]any{"answer": map[string]any{"granted": true, "duration": "workspace"}}, 200, nil)
+	sock.until("turn.finished", 30*time.Second)
+
+	// A lists the grant B holds, and revokes it.
+	var list struct{ Grants []struct{ ID, Tool string } }
+	a.call("GET", "/api/grants", nil, 200, &list)
+	if len(list.Grants) != 1 || list.Grants[0].Tool != "permit_it" {
+		t.Fatalf("A lists %+v, want the grant given on B", list.Grants)
+	}
+	a.call("DELETE", "/api/grants/"+list.Grants[0].ID, nil, 204, nil)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b.call("GET", "/api/grants", nil, 200, &list)
+		if len(list.Grants) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B still holds %+v after A revoked it", list.Grants)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// B asks again.
+	permit()
+	ev, _ := sock.until("ask.pending", 30*time.Second)
+	if !strings.Contains(string(ev.Payload), "May I deploy?") {
+		t.Fatalf("ask.pending: %s", ev.Payload)
 	}
 }
