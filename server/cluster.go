@@ -31,6 +31,9 @@ type ClusterConfig struct {
 	Notifier cluster.Notifier
 }
 
+// Clustered reports whether the server is one of several instances sharing its database.
+func (s *Server) Clustered() bool { return s.node != nil }
+
 // Instance is this server's instance id: in its logs (cluster mode), in GET /api/status.
 func (s *Server) Instance() string { return s.instance }
 

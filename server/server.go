@@ -65,6 +65,10 @@ type Config struct {
 	// JEAN2_DB_SYNC in jean2 serve): "" or normal survives a crash of the process, full
 	// survives a power cut too at an fsync per commit.
 	Durability store.Durability
+	// DatabaseURL, a postgres:// URL, puts the store on that PostgreSQL database instead
+	// of $JEAN2_HOME/jean2.db (jean2 serve reads JEAN2_DATABASE_URL or the config file's
+	// databaseURL). Durability is then the server's own.
+	DatabaseURL string
 	// System is the harness's system prompt ("" for its default, harness.DefaultSystem);
 	// the settings' systemPrompt replaces it when set.
 	System  string
@@ -158,12 +162,18 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := cfg.Host.Layout.Ensure(); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
 	}
-	dbPath := cfg.DBPath
-	if dbPath == "" {
-		dbPath = filepath.Join(home, DBFile)
-	}
-	if s.db, err = store.OpenWith(ctx, dbPath, store.Options{Durability: cfg.Durability}); err != nil {
-		return nil, host.ExplainStorage("open its database", dbPath, err)
+	if cfg.DatabaseURL != "" {
+		if s.db, err = store.OpenPostgres(ctx, cfg.DatabaseURL); err != nil {
+			return nil, fmt.Errorf("open server: %w", err)
+		}
+	} else {
+		dbPath := cfg.DBPath
+		if dbPath == "" {
+			dbPath = filepath.Join(home, DBFile)
+		}
+		if s.db, err = store.OpenWith(ctx, dbPath, store.Options{Durability: cfg.Durability}); err != nil {
+			return nil, host.ExplainStorage("open its database", dbPath, err)
+		}
 	}
 	// Every request but the client's assets, /auth and the health check carries this
 	// token (or one of the database's), whatever address the server is bound to. The

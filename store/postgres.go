@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -30,6 +32,7 @@ import (
 //     apply each step once;
 //   - errors: a unique violation is ErrConflict and a missing reference ErrNotFound, as
 //     with SQLite (isUnique, isForeignKey);
+//   - text: Postgres's holds no NUL and only UTF-8; such characters are replaced (pgText);
 //   - search: a text search vector instead of FTS5 (search.go, searchPostgres);
 //   - no PRAGMAs and no checkpointer: the server does its own.
 //
@@ -62,9 +65,14 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: the URL does not parse (postgres://user:password@host:port/database): %w", where, redactErr(err, url))
 	}
+	if cfg.ConnectTimeout == 0 {
+		// Without one, a server that drops packets holds the start for the system's TCP
+		// timeout (minutes) before saying anything; connect_timeout in the URL overrides it.
+		cfg.ConnectTimeout = defaultConnectTimeout
+	}
 	where = fmt.Sprintf("postgres://%s/%s", net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), cfg.Database)
 	if strings.HasPrefix(cfg.Host, "/") {
-		where = fmt.Sprintf("postgres://%s (socket)/%s", cfg.Host, cfg.Database)
+		where = fmt.Sprintf("postgres:///%s?host=%s&port=%d", cfg.Database, cfg.Host, cfg.Port)
 	}
 	tr := &pgDialect{cache: map[string]string{}}
 	write := sql.OpenDB(pgConnector{inner: stdlib.GetConnector(*cfg), tr: tr})
@@ -81,8 +89,12 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 		return nil, fmt.Errorf("open database %s: %w", where, err)
 	}
 	rcfg := cfg.Copy()
-	// The readers cannot write by mistake, like SQLite's query_only readers.
+	// The readers cannot write by mistake, like SQLite's query_only readers. And a read
+	// transaction sees one snapshot, as a SQLite read transaction does (Postgres's default,
+	// read committed, takes a new one per statement: the parts read after the messages
+	// could be newer than them); read-only, it can never fail to serialize.
 	rcfg.RuntimeParams["default_transaction_read_only"] = "on"
+	rcfg.RuntimeParams["default_transaction_isolation"] = "repeatable read"
 	read := sql.OpenDB(pgConnector{inner: stdlib.GetConnector(*rcfg), tr: tr})
 	readers := max(2, min(runtime.GOMAXPROCS(0), 8))
 	read.SetMaxOpenConns(readers)
@@ -147,6 +159,9 @@ type redacted struct {
 
 func (r redacted) Error() string { return r.msg }
 func (r redacted) Unwrap() error { return r.err }
+
+// defaultConnectTimeout bounds a connection attempt whose URL sets no connect_timeout.
+const defaultConnectTimeout = 15 * time.Second
 
 // migrationLock is the key of the advisory lock migrations hold on PostgreSQL ("jean2mig").
 const migrationLock = 0x6a65616e326d6967
@@ -272,13 +287,27 @@ func (c *pgConn) QueryContext(ctx context.Context, q string, args []driver.Named
 func (c *pgConn) Ping(ctx context.Context) error { return c.inner.Ping(ctx) }
 
 // CheckNamedValue stores a bool as 1 or 0, as SQLite does: the schema's flags are integers.
+// And a string Postgres's text cannot hold (a NUL character, bytes that are not UTF-8:
+// a model or a tool can produce both) is stored with U+FFFD in their place, where SQLite
+// keeps it as given: the write of a turn must not fail on a character.
 func (c *pgConn) CheckNamedValue(nv *driver.NamedValue) error {
-	if v, ok := nv.Value.(bool); ok {
+	switch v := nv.Value.(type) {
+	case bool:
 		nv.Value = int64(0)
 		if v {
 			nv.Value = int64(1)
 		}
+	case string:
+		nv.Value = pgText(v)
 	}
 	return c.inner.CheckNamedValue(nv)
+}
+
+// pgText is s with NUL characters and invalid UTF-8 replaced by U+FFFD.
+func pgText(s string) string {
+	if utf8.ValidString(s) && !strings.Contains(s, "\x00") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 func (c *pgConn) ResetSession(ctx context.Context) error { return c.inner.ResetSession(ctx) }

@@ -152,3 +152,62 @@ func TestPostgresOpenConcurrentlyMigratesOnce(t *testing.T) {
 		t.Fatalf("a missing workspace: %v, want ErrNotFound", err)
 	}
 }
+
+// Text Postgres cannot hold (NUL, bytes that are not UTF-8) does not fail the write: SQLite
+// keeps it as given, Postgres with U+FFFD in place of each such character.
+func TestOddTextIsStored(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		ws := mustWorkspace(t, db, "/w")
+		ses := mustSession(t, db, ws.ID)
+		odd := "a\x00b\xffc ok é"
+		m, err := db.AppendMessage(ctx, Message{SessionID: ses.ID, Role: RoleAssistant, Content: odd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.ListMessages(ctx, ses.ID)
+		if err != nil || len(got) != 1 || got[0].ID != m.ID {
+			t.Fatalf("%+v, %v", got, err)
+		}
+		want := odd
+		if db.dialect == dialectPostgres {
+			want = "a\uFFFDb\uFFFDc ok é"
+		}
+		if got[0].Content != want {
+			t.Fatalf("content %q, want %q", got[0].Content, want)
+		}
+	})
+}
+
+// A read transaction sees one snapshot on both databases: a message added after it began
+// is not in it (ListMessagesAfter reads messages, then their parts, in one).
+func TestReadTransactionIsOneSnapshot(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		ses := mustSession(t, db, mustWorkspace(t, db, "/w").ID)
+		if _, err := db.AppendMessage(ctx, Message{SessionID: ses.ID, Role: RoleUser, Content: "one"}); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := db.read.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		count := func() int {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages WHERE session_id = ?`, ses.ID).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if n := count(); n != 1 {
+			t.Fatalf("%d messages", n)
+		}
+		if _, err := db.AppendMessage(ctx, Message{SessionID: ses.ID, Role: RoleUser, Content: "two"}); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(); n != 1 {
+			t.Fatalf("the read transaction saw a later write: %d messages", n)
+		}
+	})
+}

@@ -71,29 +71,6 @@ func (db *DB) Search(ctx context.Context, q, workspaceID string, limit int) ([]S
 	if err != nil {
 		return nil, fmt.Errorf("search %q: %w", q, err)
 	}
-	bySession := map[string]*SearchHit{}
-	var order []string
-	add := func(sesID string) *SearchHit {
-		if h, ok := bySession[sesID]; ok {
-			return h
-		}
-		s, err := db.Session(ctx, sesID)
-		if err != nil || (workspaceID != "" && s.WorkspaceID != workspaceID) {
-			bySession[sesID] = nil
-			return nil
-		}
-		h := &SearchHit{Session: s, Matches: []SearchMatch{}}
-		bySession[sesID] = h
-		order = append(order, sesID)
-		return h
-	}
-	for _, m := range found {
-		h := add(m.ses)
-		if h == nil || len(h.Matches) >= 3 {
-			continue
-		}
-		h.Matches = append(h.Matches, SearchMatch{MessageID: m.msg, Role: m.role, Snippet: m.snip, CreatedAt: toTime(m.created)})
-	}
 	// Titles: every word in the title.
 	like := `SELECT id FROM sessions WHERE 1=1`
 	op := "LIKE" // SQLite's LIKE ignores case
@@ -117,6 +94,38 @@ func (db *DB) Search(ctx context.Context, q, workspaceID string, limit int) ([]S
 		}
 	}
 	trows.Close()
+	// The sessions of the hits, read at once (on Postgres each read is a round trip).
+	ids := make([]string, 0, len(found)+len(titled))
+	for _, m := range found {
+		ids = append(ids, m.ses)
+	}
+	sessions, err := db.sessionsByID(ctx, append(ids, titled...))
+	if err != nil {
+		return nil, fmt.Errorf("search %q: %w", q, err)
+	}
+	bySession := map[string]*SearchHit{}
+	var order []string
+	add := func(sesID string) *SearchHit {
+		if h, ok := bySession[sesID]; ok {
+			return h
+		}
+		s, ok := sessions[sesID]
+		if !ok || (workspaceID != "" && s.WorkspaceID != workspaceID) {
+			bySession[sesID] = nil
+			return nil
+		}
+		h := &SearchHit{Session: s, Matches: []SearchMatch{}}
+		bySession[sesID] = h
+		order = append(order, sesID)
+		return h
+	}
+	for _, m := range found {
+		h := add(m.ses)
+		if h == nil || len(h.Matches) >= 3 {
+			continue
+		}
+		h.Matches = append(h.Matches, SearchMatch{MessageID: m.msg, Role: m.role, Snippet: m.snip, CreatedAt: toTime(m.created)})
+	}
 	for _, id := range titled {
 		add(id)
 	}
@@ -147,8 +156,9 @@ func (db *DB) searchMessages(ctx context.Context, q, fq string) ([]searchMatch, 
 		FROM message_search s JOIN messages m ON m.id = s.message_id
 		WHERE message_search MATCH ? ORDER BY s.rank LIMIT 500`, []any{fq}
 	if db.dialect == dialectPostgres {
-		// The same words as prefixes of the unaccented, lower-cased text (migration 0008);
-		// jean2_search_vector(content) is the indexed expression, so the index answers.
+		// The same words as prefixes of the unaccented, lower-cased text of user and
+		// assistant messages (search_vector, migration 0008, indexed). The snippet marks
+		// the words in the text as written.
 		tq := tsQuery(q)
 		query, args = `
 		WITH q AS (SELECT to_tsquery('simple', jean2_unaccent(?)) AS q)
@@ -156,8 +166,8 @@ func (db *DB) searchMessages(ctx context.Context, q, fq string) ([]searchMatch, 
 		       ts_headline('simple', m.content, to_tsquery('simple', ?), 'StartSel=' || chr(2) || ', StopSel=' || chr(3) || ', MaxWords=12, MinWords=4'),
 		       m.role, m.created_at
 		FROM messages m, q
-		WHERE m.role IN ('user', 'assistant') AND m.content <> '' AND jean2_search_vector(m.content) @@ q.q
-		ORDER BY ts_rank(jean2_search_vector(m.content), q.q) DESC, m.created_at DESC LIMIT 500`,
+		WHERE m.search_vector @@ q.q
+		ORDER BY ts_rank(m.search_vector, q.q) DESC, m.created_at DESC LIMIT 500`,
 			[]any{tq, tq}
 	}
 	rows, err := db.read.QueryContext(ctx, query, args...)
@@ -174,4 +184,44 @@ func (db *DB) searchMessages(ctx context.Context, q, fq string) ([]searchMatch, 
 		found = append(found, m)
 	}
 	return found, rows.Err()
+}
+
+// sessionsByID reads the sessions with the given ids (repeats allowed); ids that name no
+// session are left out.
+func (db *DB) sessionsByID(ctx context.Context, ids []string) (map[string]Session, error) {
+	out := map[string]Session{}
+	var todo []string
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			todo = append(todo, id)
+		}
+	}
+	for len(todo) > 0 {
+		chunk := todo[:min(len(todo), 500)]
+		todo = todo[len(chunk):]
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := db.read.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id IN (?`+
+			strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("read sessions: %w", err)
+		}
+		for rows.Next() {
+			s, err := scanSession(rows)
+			if err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("read sessions: %w", err)
+			}
+			out[s.ID] = s
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("read sessions: %w", err)
+		}
+	}
+	return out, nil
 }

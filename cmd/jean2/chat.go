@@ -242,6 +242,10 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*localServe
 	if err != nil {
 		return nil, err
 	}
+	dbURL, err := databaseURL(e, layout)
+	if err != nil {
+		return nil, err
+	}
 	sb, err := sandboxOptions(e)
 	if err != nil {
 		return nil, err
@@ -280,6 +284,7 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*localServe
 			Logger: log,
 		},
 		Getenv:       e.getenv,
+		DatabaseURL:  dbURL,
 		MCPWorkspace: workspace,
 		Web:          web.Handler(),
 		Watch:        &host.WatchOptions{},

@@ -10,8 +10,8 @@ import (
 // clusterConfig reads the environment of an instance of several sharing one database
 // (docs/deploy.md): JEAN2_CLUSTER=on, JEAN2_DB (a database file other than
 // $JEAN2_HOME/jean2.db, which instances on one host share), JEAN2_INSTANCE_ID,
-// JEAN2_LEASE_TTL and JEAN2_CLUSTER_POLL (Go durations); JEAN2_DATABASE_URL=postgres://…
-// puts the database on Postgres, which implies the cluster.
+// JEAN2_LEASE_TTL and JEAN2_CLUSTER_POLL (Go durations). A database on Postgres
+// (JEAN2_DATABASE_URL, databaseURL) implies the cluster.
 func clusterConfig(e env) (cfg server.ClusterConfig, dbPath string, err error) {
 	switch v := strings.ToLower(strings.TrimSpace(e.getenv("JEAN2_CLUSTER"))); v {
 	case "", "off", "0", "false":
@@ -21,9 +21,6 @@ func clusterConfig(e env) (cfg server.ClusterConfig, dbPath string, err error) {
 		return cfg, "", usagef("JEAN2_CLUSTER=%q: use on (several instances share the database) or off", v)
 	}
 	dbPath = strings.TrimSpace(e.getenv("JEAN2_DB"))
-	if u := strings.TrimSpace(e.getenv("JEAN2_DATABASE_URL")); u != "" {
-		dbPath = u // postgres://…: every instance on Postgres is in the cluster
-	}
 	cfg.Instance = strings.TrimSpace(e.getenv("JEAN2_INSTANCE_ID"))
 	for _, d := range []struct {
 		name string

@@ -55,6 +55,9 @@ const (
 	EnvURL = "JEAN2_TEST_POSTGRES"
 	// EnvRequire, set to 1, turns "no PostgreSQL here" from a skip into a failure.
 	EnvRequire = "JEAN2_TEST_REQUIRE_POSTGRES"
+	// EnvBin names the folder of initdb and postgres to use (default: found on PATH or in
+	// /usr/lib/postgresql/*/bin, the newest).
+	EnvBin = "JEAN2_TEST_POSTGRES_BIN"
 	// envUnavailable carries, from Main to the tests, why no cluster could be started.
 	envUnavailable = "JEAN2_TEST_POSTGRES_UNAVAILABLE"
 )
@@ -283,14 +286,26 @@ func startServer(ctx context.Context, bin, dir string, cred *identity) (*Cluster
 	cmd.Env = pgEnv()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = sysProcAttr(cred, true)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("postgres test cluster: start %s: %w", cmd.Path, err)
-	}
 	c := &Cluster{dir: dir, port: port, cmd: cmd, exit: make(chan struct{})}
+	// Pdeathsig fires when the thread that started the child ends, not the process: a Go
+	// thread may end while the test binary goes on (a goroutine that locked it and
+	// returned). So the child is started and waited for on a thread locked for the
+	// purpose, which lives as long as postgres does.
+	started := make(chan error, 1)
 	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if err := cmd.Start(); err != nil {
+			started <- err
+			close(c.exit)
+			return
+		}
+		started <- nil
 		c.err = cmd.Wait()
 		close(c.exit)
 	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("postgres test cluster: start %s: %w", cmd.Path, err)
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -331,9 +346,17 @@ func (c *Cluster) Stop() error {
 	return nil
 }
 
-// findBin finds the folder with initdb and postgres: on PATH (initdb beside postgres), or
+// findBin finds the folder with initdb and postgres: EnvBin, else on PATH (initdb beside postgres), or
 // Debian's /usr/lib/postgresql/<version>/bin, the newest version first.
 func findBin() (string, error) {
+	if dir := os.Getenv(EnvBin); dir != "" {
+		for _, name := range []string{"initdb", "postgres"} {
+			if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+				return "", fmt.Errorf("%s=%s: no %s there: %w", EnvBin, dir, name, err)
+			}
+		}
+		return dir, nil
+	}
 	if p, err := exec.LookPath("initdb"); err == nil {
 		if real, err := filepath.EvalSymlinks(p); err == nil {
 			p = real

@@ -3,6 +3,8 @@ package pgtest
 import (
 	"context"
 	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -84,5 +86,37 @@ func TestStartStop(t *testing.T) {
 	}
 	if _, err := pgx.Connect(ctx, c.URL("postgres")); err == nil {
 		t.Fatal("stopped cluster still answers")
+	}
+}
+
+// Without a PostgreSQL, a test that asks for one fails with the reason when
+// JEAN2_TEST_REQUIRE_POSTGRES=1 (scripts/test) and skips with it otherwise. Run as a child
+// test binary whose PostgreSQL folder does not exist.
+func TestMissingPostgresFailsOrSkips(t *testing.T) {
+	if os.Getenv("PGTEST_CHILD") == "1" {
+		t.Logf("got %s", URL(t))
+		return
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "JEAN2_TEST_POSTGRES") && !strings.HasPrefix(kv, EnvRequire+"=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "PGTEST_CHILD=1", EnvBin+"=/nonexistent/pg/bin")
+	run := func(extra ...string) (string, error) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestMissingPostgresFailsOrSkips$", "-test.v")
+		cmd.Env = append(env, extra...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run(EnvRequire + "=1")
+	if err == nil || !strings.Contains(out, "--- FAIL") || !strings.Contains(out, "no PostgreSQL for this test") ||
+		!strings.Contains(out, "/nonexistent/pg/bin") {
+		t.Fatalf("required and missing: %v\n%s", err, out)
+	}
+	out, err = run()
+	if err != nil || !strings.Contains(out, "--- SKIP") || !strings.Contains(out, "/nonexistent/pg/bin") {
+		t.Fatalf("missing, not required: %v\n%s", err, out)
 	}
 }

@@ -1,20 +1,21 @@
 -- The first schema of jean2's database on PostgreSQL, the same tables as SQLite's
 -- migrations/0001_init.sql: times are Unix milliseconds (UTC) in bigint, booleans 0/1 in
 -- bigint, bytes in bytea, JSON kept as text (verbatim, as SQLite keeps it) and checked
--- with a cast.
+-- with a cast. Ids, keys and paths are COLLATE "C": they compare and sort byte by byte, as
+-- in SQLite, whatever the locale the database was created with.
 
 CREATE TABLE workspaces (
-    id            text PRIMARY KEY,
+    id            text COLLATE "C" PRIMARY KEY,
     name          text NOT NULL DEFAULT '',
-    path          text NOT NULL UNIQUE,
+    path          text COLLATE "C" NOT NULL UNIQUE,
     allowed_paths text NOT NULL DEFAULT '[]' CHECK (json_typeof(allowed_paths::json) = 'array'),
     created_at    bigint NOT NULL,
     updated_at    bigint NOT NULL
 );
 
 CREATE TABLE sessions (
-    id           text PRIMARY KEY,
-    workspace_id text NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+    id           text COLLATE "C" PRIMARY KEY,
+    workspace_id text COLLATE "C" NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
     title        text NOT NULL DEFAULT '',
     provider     text NOT NULL DEFAULT '',
     model        text NOT NULL DEFAULT '',
@@ -24,8 +25,8 @@ CREATE TABLE sessions (
 CREATE INDEX sessions_by_workspace ON sessions (workspace_id, updated_at);
 
 CREATE TABLE messages (
-    id         text PRIMARY KEY,
-    session_id text NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    id         text COLLATE "C" PRIMARY KEY,
+    session_id text COLLATE "C" NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
     seq        bigint NOT NULL,
     role       text NOT NULL CHECK (role IN ('user', 'assistant', 'system')),
     content    text NOT NULL DEFAULT '',
@@ -42,13 +43,13 @@ CREATE TABLE messages (
 );
 
 CREATE TABLE parts (
-    id            text PRIMARY KEY,
-    message_id    text NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    id            text COLLATE "C" PRIMARY KEY,
+    message_id    text COLLATE "C" NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
     seq           bigint NOT NULL,
     kind          text NOT NULL CONSTRAINT parts_kind_check CHECK (kind IN ('text', 'tool_call', 'tool_result')),
     text          text NOT NULL DEFAULT '',
     tool_name     text NOT NULL DEFAULT '',
-    call_id       text NOT NULL DEFAULT '',
+    call_id       text COLLATE "C" NOT NULL DEFAULT '',
     args          text,
     result        text,
     visualization text CHECK (visualization IS NULL OR visualization::json IS NOT NULL),
@@ -62,20 +63,20 @@ CREATE TABLE parts (
 );
 
 CREATE TABLE ledgers (
-    id          text PRIMARY KEY,
-    session_id  text NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    message_id  text NOT NULL UNIQUE REFERENCES messages(id) ON DELETE CASCADE,
+    id          text COLLATE "C" PRIMARY KEY,
+    session_id  text COLLATE "C" NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    message_id  text COLLATE "C" NOT NULL UNIQUE REFERENCES messages(id) ON DELETE CASCADE,
     created_at  bigint NOT NULL,
     restored_at bigint
 );
 CREATE INDEX ledgers_by_session ON ledgers (session_id);
 
 CREATE TABLE ledger_changes (
-    ledger_id    text NOT NULL REFERENCES ledgers(id) ON DELETE CASCADE,
+    ledger_id    text COLLATE "C" NOT NULL REFERENCES ledgers(id) ON DELETE CASCADE,
     seq          bigint NOT NULL,
-    path         text NOT NULL,
+    path         text COLLATE "C" NOT NULL,
     tool         text NOT NULL DEFAULT '',
-    call_id      text NOT NULL DEFAULT '',
+    call_id      text COLLATE "C" NOT NULL DEFAULT '',
     op           text NOT NULL DEFAULT '',
     disk         bigint NOT NULL CHECK (disk IN (0, 1)),
     ok           bigint NOT NULL CHECK (ok IN (0, 1)),
@@ -87,17 +88,17 @@ CREATE TABLE ledger_changes (
 );
 
 CREATE TABLE grants (
-    id           text PRIMARY KEY,
+    id           text COLLATE "C" PRIMARY KEY,
     tool         text NOT NULL,
     duration     text NOT NULL,
-    session_id   text NOT NULL DEFAULT '',
-    workspace_id text NOT NULL DEFAULT '',
+    session_id   text COLLATE "C" NOT NULL DEFAULT '',
+    workspace_id text COLLATE "C" NOT NULL DEFAULT '',
     granted_at   bigint NOT NULL,
     data         text NOT NULL CHECK (data::json IS NOT NULL)
 );
 
 CREATE TABLE auth_tokens (
-    id           text PRIMARY KEY,
+    id           text COLLATE "C" PRIMARY KEY,
     name         text NOT NULL DEFAULT '',
     hash         bytea NOT NULL UNIQUE,
     created_at   bigint NOT NULL,
@@ -105,7 +106,7 @@ CREATE TABLE auth_tokens (
 );
 
 CREATE TABLE events (
-    session_id text NOT NULL,
+    session_id text COLLATE "C" NOT NULL,
     seq        bigint NOT NULL,
     type       text NOT NULL,
     payload    text NOT NULL CHECK (payload::json IS NOT NULL),
@@ -114,6 +115,6 @@ CREATE TABLE events (
 );
 
 CREATE TABLE event_seqs (
-    session_id text PRIMARY KEY,
+    session_id text COLLATE "C" PRIMARY KEY,
     last_seq   bigint NOT NULL
 );
