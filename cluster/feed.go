@@ -98,14 +98,18 @@ func (n *Node) pollEvents(ctx context.Context, f *feed) {
 			delete(f.seen, sid)
 		}
 	}
-	for _, sid := range watched {
-		last, err := n.db.LastEventSeq(ctx, sid)
-		if err != nil {
-			if ctx.Err() == nil {
-				n.log.Warn("read the last event of a watched session", "session", sid, "error", err)
-			}
-			continue
+	if len(watched) == 0 {
+		return
+	}
+	lasts, err := n.db.LastEventSeqs(ctx, watched)
+	if err != nil {
+		if ctx.Err() == nil {
+			n.log.Warn("read the last events of the watched sessions", "sessions", len(watched), "error", err)
 		}
+		return
+	}
+	for _, sid := range watched {
+		last := lasts[sid]
 		if prev, ok := f.seen[sid]; !ok || prev != last {
 			f.seen[sid] = last
 			n.events.Poke(sid)

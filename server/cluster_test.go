@@ -42,7 +42,11 @@ func clusterOf(t testing.TB, n int, backend string, ttl time.Duration) []*fixtur
 		f := newFixture(t)
 		f.tools = map[string]string{"wait-it": waitTool, "permit-it": permitTool}
 		if backend != "lone" {
-			f.cfg.DBPath = db
+			if backend == "postgres" {
+				f.cfg.DatabaseURL = db
+			} else {
+				f.cfg.DBPath = db
+			}
 			f.cfg.Cluster = ClusterConfig{On: true, Instance: fmt.Sprintf("i%d", i), LeaseTTL: ttl, Poll: 20 * time.Millisecond}
 		}
 		if i == 0 {

@@ -303,3 +303,53 @@ func (db *DB) PostgresURL() string {
 	}
 	return db.url
 }
+
+// LastEventSeqs is LastEventSeq of many sessions in one query per 500 ("" and sessions
+// not found are read one by one): what an instance polls for the sessions it has clients
+// of.
+func (db *DB) LastEventSeqs(ctx context.Context, sessionIDs []string) (map[string]int64, error) {
+	out := make(map[string]int64, len(sessionIDs))
+	var ids []string
+	for _, id := range sessionIDs {
+		if id != "" {
+			ids = append(ids, id)
+		}
+	}
+	for start := 0; start < len(ids); start += 500 {
+		chunk := ids[start:min(start+500, len(ids))]
+		args := make([]any, len(chunk))
+		marks := make([]string, len(chunk))
+		for i, id := range chunk {
+			args[i], marks[i] = id, "?"
+		}
+		rows, err := db.read.QueryContext(ctx, `SELECT id, last_event_seq FROM sessions WHERE id IN (`+strings.Join(marks, ", ")+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("last events of %d sessions: %w", len(chunk), err)
+		}
+		for rows.Next() {
+			var id string
+			var seq int64
+			if err := rows.Scan(&id, &seq); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("last events of %d sessions: %w", len(chunk), err)
+			}
+			out[id] = seq
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("last events of %d sessions: %w", len(chunk), err)
+		}
+	}
+	for _, id := range sessionIDs {
+		if _, ok := out[id]; ok {
+			continue
+		}
+		seq, err := db.LastEventSeq(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = seq
+	}
+	return out, nil
+}

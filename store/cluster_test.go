@@ -89,6 +89,16 @@ func testLeaseOneHolderAtATime(t *testing.T, db *DB) {
 	if _, err := db.LeaseOf(ctx, ses.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("lease after release: %v", err)
 	}
+	if _, err := db.AppendEvents(ctx, ses.ID, NewEvent{Type: "x"}, NewEvent{Type: "y"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.AppendEvents(ctx, "", NewEvent{Type: "z"}); err != nil {
+		t.Fatal(err)
+	}
+	lasts, err := db2.LastEventSeqs(ctx, []string{ses.ID, "", "ses_missing"})
+	if err != nil || lasts[ses.ID] != 2 || lasts[""] < 1 || lasts["ses_missing"] != 0 || len(lasts) != 3 {
+		t.Fatalf("LastEventSeqs = %v, %v", lasts, err)
+	}
 	if _, err := db.AcquireLease(ctx, "ses_missing", "a", "", time.Minute); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("lease of a missing session: %v", err)
 	}
