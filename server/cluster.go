@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"time"
 
@@ -103,6 +104,29 @@ func (s *Server) stop(ctx context.Context, sessionID string) (stopped bool, inst
 		return false, instance, errorf(http.StatusGatewayTimeout, codeUnavailable, "%v", err)
 	}
 	return stopped, instance, err
+}
+
+// codeWorkspaceElsewhere: the workspace's folder is not on this instance's disk.
+const codeWorkspaceElsewhere = "workspace_elsewhere"
+
+// folderHere refuses, in a cluster, a turn in a session whose workspace folder this
+// instance's disk does not have (another host's disk has it): 421, so the client or the load
+// balancer sends it to an instance that has it. A lone instance finds the folder missing the
+// way it always did.
+func (s *Server) folderHere(ctx context.Context, ses store.Session) error {
+	if s.node == nil {
+		return nil
+	}
+	ws, err := s.db.Workspace(ctx, ses.WorkspaceID)
+	if err != nil {
+		return storeErr(err, "workspace "+ses.WorkspaceID)
+	}
+	if fi, err := os.Stat(ws.Path); err == nil && fi.IsDir() {
+		return nil
+	}
+	return errorf(http.StatusMisdirectedRequest, codeWorkspaceElsewhere,
+		"workspace %s's folder %s is not on instance %s: send this session's requests to an instance whose disk has it, or mount the workspaces on every instance (docs/deploy.md)",
+		ws.ID, ws.Path, s.instance)
 }
 
 // busyError is the 409 of a session that runs a turn (here, or on the instance its lease

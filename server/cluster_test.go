@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -319,5 +320,33 @@ func TestClusterGrantRevokedOnOneIsGoneOnAll(t *testing.T) {
 	ev, _ := sock.until("ask.pending", 30*time.Second)
 	if !strings.Contains(string(ev.Payload), "May I deploy?") {
 		t.Fatalf("ask.pending: %s", ev.Payload)
+	}
+}
+
+// In a cluster, a turn in a workspace whose folder this instance's disk does not have is
+// refused with 421 workspace_elsewhere naming the folder and the instance, before anything
+// is stored; a lone instance is unchanged.
+func TestClusterTurnNeedsTheWorkspaceFolderHere(t *testing.T) {
+	fs := clusterOf(t, 1, "sqlite", 0)
+	a := fs[0]
+	gone := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.MkdirAll(gone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var ws store.Workspace
+	a.call("POST", "/api/workspaces", map[string]any{"path": gone}, 201, &ws)
+	var ses sessionView
+	a.call("POST", "/api/workspaces/"+ws.ID+"/sessions", map[string]any{"title": "t"}, 201, &ses)
+	if err := os.Remove(gone); err != nil { // the folder lives on another host's disk
+		t.Fatal(err)
+	}
+	status, body := a.request("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "hi"}, nil)
+	if status != 421 || errorCode(t, body) != codeWorkspaceElsewhere || !strings.Contains(string(body), gone) || !strings.Contains(string(body), "i0") {
+		t.Fatalf("a turn where the folder is not: %d %s", status, body)
+	}
+	var msgs struct{ Messages []store.Message }
+	a.call("GET", "/api/sessions/"+ses.ID+"/messages", nil, 200, &msgs)
+	if len(msgs.Messages) != 0 {
+		t.Fatalf("the refused turn stored %d messages", len(msgs.Messages))
 	}
 }

@@ -58,6 +58,9 @@ func (s *Server) messageRequest(w http.ResponseWriter, r *http.Request) (store.S
 	if err != nil {
 		return store.Session{}, harness.Input{}, err
 	}
+	if err := s.folderHere(r.Context(), ses); err != nil {
+		return store.Session{}, harness.Input{}, err
+	}
 	if _, _, err := s.providers.Model(r.Context(), ses.Provider, ses.Model); err != nil {
 		return store.Session{}, harness.Input{}, errorf(http.StatusBadRequest, codeNoProvider, "%v", err)
 	}
