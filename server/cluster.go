@@ -150,7 +150,7 @@ func (s *Server) openCluster(cfg ClusterConfig) error {
 		cfg.Notifier = cluster.PGNotifier{URL: pgURL}
 	}
 	node, err := cluster.New(cluster.Options{Store: s.db, Instance: s.instance, LeaseTTL: cfg.LeaseTTL, Poll: cfg.Poll,
-		Notifier: cfg.Notifier, ServerEvents: s.fromServerLog, Logger: s.log})
+		Notifier: cfg.Notifier, ServerEvents: s.fromServerLog, Logger: s.cfg.Logger}) // the node names the instance itself
 	if err != nil {
 		return fmt.Errorf("open server: %w", err)
 	}

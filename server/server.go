@@ -144,6 +144,10 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.instance == "" {
 		s.instance = cluster.NewInstanceID()
 	}
+	if cfg.Cluster.On || cfg.DatabaseURL != "" || store.IsPostgresURL(cfg.DBPath) {
+		// One of several instances (openCluster): every line says which one wrote it.
+		s.log = s.log.With("instance", s.instance)
+	}
 
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	// Whatever fails below, what was made before it is closed again.
@@ -227,10 +231,6 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	if err := s.openCluster(cfg.Cluster); err != nil {
 		return nil, err
-	}
-	if s.node != nil {
-		// Every line says which instance wrote it.
-		s.log = s.log.With("instance", s.instance)
 	}
 	s.hub = hub.New(hub.Options{
 		AttachedElsewhere: s.attachedElsewhere(),
