@@ -58,6 +58,10 @@ type Options struct {
 	Store *store.DB
 	// Instance is this instance's id; "" makes one (NewInstanceID).
 	Instance string
+	// Previous is the id of this instance's previous run (the same JEAN2_HOME), if any: its
+	// leases are not another live instance's but turns that run left, sealed at start as a
+	// lone server seals its own.
+	Previous string
 	// LeaseTTL is how long a turn's lease lasts unrenewed (DefaultLeaseTTL when 0): a dead
 	// instance's turn is sealed between LeaseTTL and LeaseTTL*4/3 after its last renewal.
 	LeaseTTL time.Duration
@@ -78,6 +82,7 @@ type Options struct {
 type Node struct {
 	db       *store.DB
 	id       string
+	previous string
 	ttl      time.Duration
 	poll     time.Duration
 	notifier Notifier
@@ -136,7 +141,7 @@ func New(opts Options) (*Node, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Node{
-		db: opts.Store, id: opts.Instance, ttl: opts.LeaseTTL, poll: opts.Poll, notifier: opts.Notifier, serverEvents: opts.ServerEvents,
+		db: opts.Store, id: opts.Instance, previous: opts.Previous, ttl: opts.LeaseTTL, poll: opts.Poll, notifier: opts.Notifier, serverEvents: opts.ServerEvents,
 		log:          opts.Logger.With("instance", opts.Instance),
 		wakeEvents:   make(chan string, 1024),
 		wakeCommands: make(chan struct{}, 1),
@@ -153,6 +158,16 @@ func (n *Node) LeaseTTL() time.Duration { return n.ttl }
 // Start runs the feed, the command channel, the heartbeat and the reaper until Close.
 func (n *Node) Start(turns Turns, events Events) {
 	n.turns, n.events = turns, events
+	if n.previous != "" && n.previous != n.id {
+		// The harness sealed the previous run's turns as it started: their leases go.
+		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if released, err := n.db.ReleaseLeasesOf(rctx, n.previous); err != nil {
+			n.log.Warn("release the leases of this instance's previous run", "previous", n.previous, "error", err)
+		} else if released > 0 {
+			n.log.Info("released the leases of this instance's previous run", "previous", n.previous, "leases", released)
+		}
+		cancel()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	n.log.Info("cluster node started", "leaseTTL", n.ttl, "poll", n.poll, "notified", n.notifier != nil)

@@ -208,3 +208,26 @@ func TestCommandsReachTheHolder(t *testing.T) {
 		t.Fatal("a second stop stopped something")
 	}
 }
+
+// A restarted instance (the same home, a new id) treats its previous run's leases as its
+// own: the harness's start seals them at once, and Start releases them.
+func TestPreviousRunsLeasesAreNotAnotherInstances(t *testing.T) {
+	ctx := context.Background()
+	dbs, sid := openDBs(t, 1)
+	if _, err := dbs[0].AcquireLease(ctx, sid, "old-run", "", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	stranger, _ := New(Options{Store: dbs[0], Instance: "other"})
+	if leased, err := stranger.Leased(ctx); err != nil || !leased[sid] {
+		t.Fatalf("another instance sees %v, %v; want the session leased", leased, err)
+	}
+	n, _ := New(Options{Store: dbs[0], Instance: "new-run", Previous: "old-run"})
+	if leased, err := n.Leased(ctx); err != nil || leased[sid] {
+		t.Fatalf("the restarted instance sees %v, %v; want its previous run's lease as its own", leased, err)
+	}
+	n.Start(&turns{}, &events{})
+	defer n.Close()
+	if _, err := dbs[0].LeaseOf(ctx, sid); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the previous run's lease after Start: %v", err)
+	}
+}

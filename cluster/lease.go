@@ -42,6 +42,22 @@ func (l *lease) Release() {
 	}
 }
 
+// ReleaseIn drops the lease within tx (harness.Lease). The heartbeat stops renewing it at
+// once; should tx not commit, the lease expires and the reaper seals the session, whose end
+// was not stored.
+func (l *lease) ReleaseIn(ctx context.Context, tx *store.Tx) error {
+	if err := tx.ReleaseLease(ctx, l.sid, l.n.id); err != nil {
+		return err
+	}
+	n := l.n
+	n.mu.Lock()
+	if n.held[l.sid] == l {
+		delete(n.held, l.sid)
+	}
+	n.mu.Unlock()
+	return nil
+}
+
 func (l *lease) markLost() { l.once.Do(func() { close(l.lost) }) }
 
 // AcquireLease claims the session for a turn (or a restore, a compaction) on this instance:
@@ -68,7 +84,7 @@ func (n *Node) Leased(ctx context.Context) (map[string]bool, error) {
 	}
 	out := map[string]bool{}
 	for _, l := range ls {
-		if l.InstanceID != n.id {
+		if l.InstanceID != n.id && (n.previous == "" || l.InstanceID != n.previous) {
 			out[l.SessionID] = true
 		}
 	}

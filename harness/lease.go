@@ -27,6 +27,20 @@ type Lease interface {
 	Lost() <-chan struct{}
 	// Release gives the lease back.
 	Release()
+	// ReleaseIn gives the lease back within tx, which stores the turn's end: another
+	// instance may start a turn as soon as a client hears turn.finished.
+	ReleaseIn(ctx context.Context, tx *store.Tx) error
+}
+
+// releaseLeaseIn gives the session's lease back within tx, when the harness holds one.
+func (h *Harness) releaseLeaseIn(ctx context.Context, tx *store.Tx, sessionID string) error {
+	h.mu.Lock()
+	l := h.leases[sessionID]
+	h.mu.Unlock()
+	if l == nil {
+		return nil
+	}
+	return l.ReleaseIn(ctx, tx)
 }
 
 // errLeaseLost ends a turn whose lease another instance took over; it is sealed

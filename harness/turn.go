@@ -368,6 +368,9 @@ func (t *turn) closeTurn(fin TurnFinished) op {
 		if err := tx.CloseTurn(ctx, t.sessionID, t.id); err != nil {
 			return nil, err
 		}
+		if err := t.h.releaseLeaseIn(ctx, tx, t.sessionID); err != nil {
+			return nil, err
+		}
 		t.ended.Store(true)
 		return []store.NewEvent{newEvent(EventTurnFinished, fin)}, nil
 	}

@@ -5,15 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jean2/jean2/ask"
 	"github.com/jean2/jean2/cluster"
 	"github.com/jean2/jean2/harness"
+	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/hub"
+	"github.com/jean2/jean2/internal/fsutil"
 	"github.com/jean2/jean2/store"
 )
 
@@ -149,7 +154,11 @@ func (s *Server) openCluster(cfg ClusterConfig) error {
 	if cfg.Notifier == nil && pgURL != "" {
 		cfg.Notifier = cluster.PGNotifier{URL: pgURL}
 	}
-	node, err := cluster.New(cluster.Options{Store: s.db, Instance: s.instance, LeaseTTL: cfg.LeaseTTL, Poll: cfg.Poll,
+	previous, err := s.rememberInstance()
+	if err != nil {
+		return fmt.Errorf("open server: %w", err)
+	}
+	node, err := cluster.New(cluster.Options{Store: s.db, Instance: s.instance, Previous: previous, LeaseTTL: cfg.LeaseTTL, Poll: cfg.Poll,
 		Notifier: cfg.Notifier, ServerEvents: s.fromServerLog, Logger: s.cfg.Logger}) // the node names the instance itself
 	if err != nil {
 		return fmt.Errorf("open server: %w", err)
@@ -212,4 +221,22 @@ func (s *Server) fromServerLog(ctx context.Context, evs []store.Event) {
 		}
 	}
 	s.log.Info("applied the settings another instance changed")
+}
+
+// instanceFile keeps, in $JEAN2_HOME, the id of the instance that last ran on that home.
+const instanceFile = "instance"
+
+// rememberInstance returns the id of the previous run on this home ("" for none) and
+// writes this run's: a restarted instance so knows which leases were its own, and seals
+// their turns at once instead of waiting for them to expire.
+func (s *Server) rememberInstance() (string, error) {
+	path := filepath.Join(s.cfg.Host.Layout.Home, instanceFile)
+	prev, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("read the previous instance id: %w", err)
+	}
+	if err := fsutil.WriteFileAtomic(path, []byte(s.instance+"\n")); err != nil {
+		return "", host.ExplainStorage("write the instance id", path, err)
+	}
+	return strings.TrimSpace(string(prev)), nil
 }

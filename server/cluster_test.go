@@ -350,3 +350,26 @@ func TestClusterTurnNeedsTheWorkspaceFolderHere(t *testing.T) {
 		t.Fatalf("the refused turn stored %d messages", len(msgs.Messages))
 	}
 }
+
+// The lease goes in the commit that stores turn.finished: a client that heard the end can
+// start the next turn on any instance at once, never 409.
+func TestClusterLeaseEndsWithTheTurn(t *testing.T) {
+	fs := clusterOf(t, 2, "sqlite", 0)
+	a, b := fs[0], fs[1]
+	_, ses := a.session()
+	sock := b.dial("/api/sessions/"+ses.ID+"/ws", nil)
+	for i := range 5 {
+		f := []*fixture{a, b}[i%2]
+		f.fake.Push(providertest.OpenAIText("test-model", "answer"))
+		f.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "go"}, 202, nil)
+		for {
+			ev, _ := sock.until("turn.finished", 30*time.Second)
+			if strings.Contains(string(ev.Payload), `"done"`) {
+				break
+			}
+		}
+		if l, err := a.srv.Store().LeaseOf(context.Background(), ses.ID); err == nil {
+			t.Fatalf("turn %d: turn.finished was heard while %s still held the lease", i, l.InstanceID)
+		}
+	}
+}

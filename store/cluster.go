@@ -102,6 +102,27 @@ func (db *DB) ReleaseLease(ctx context.Context, sessionID, instanceID string) er
 	return nil
 }
 
+// ReleaseLeasesOf drops every lease instanceID holds (a previous run of a restarted
+// instance, whose turns its start sealed) and returns how many went.
+func (db *DB) ReleaseLeasesOf(ctx context.Context, instanceID string) (int64, error) {
+	res, err := db.execWrite(ctx, `DELETE FROM turn_leases WHERE instance_id = ?`, instanceID)
+	if err != nil {
+		return 0, fmt.Errorf("release the leases of instance %s: %w", instanceID, err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
+
+// ReleaseLease is DB.ReleaseLease within the batch: the lease goes with the batch's commit
+// (the one that stores a turn's turn.finished, so no client hears of the end while the
+// session is still claimed).
+func (tx *Tx) ReleaseLease(ctx context.Context, sessionID, instanceID string) error {
+	if _, err := tx.tx.ExecContext(ctx, `DELETE FROM turn_leases WHERE session_id = ? AND instance_id = ?`, sessionID, instanceID); err != nil {
+		return fmt.Errorf("release the lease of session %s held by instance %s: %w", sessionID, instanceID, err)
+	}
+	return nil
+}
+
 const leaseColumns = `session_id, instance_id, turn_id, acquired_at, expires_at`
 
 func scanLeases(rows *sql.Rows, err error) ([]Lease, error) {
