@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -33,7 +34,7 @@ import (
 //   - errors: a unique violation is ErrConflict and a missing reference ErrNotFound, as
 //     with SQLite (isUnique, isForeignKey);
 //   - text: Postgres's holds no NUL and only UTF-8; such characters are replaced (pgText);
-//   - search: a text search vector instead of FTS5 (search.go, searchPostgres);
+//   - search: a text search vector instead of FTS5 (search.go, searchMessages);
 //   - no PRAGMAs and no checkpointer: the server does its own.
 //
 // Concurrency is kept as SQLite's: one connection writes, so the writes of one jean2 are
@@ -55,15 +56,15 @@ func IsPostgresURL(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
-// OpenPostgres opens jean2's database on the PostgreSQL server that url names
+// OpenPostgres opens jean2's database on the PostgreSQL server that dbURL names
 // (postgres://user:password@host:port/database?sslmode=…) and brings its schema up to
 // date, refusing a schema newer than this binary knows (ErrTooNew). Errors name the server
 // and database, never the password.
-func OpenPostgres(ctx context.Context, url string) (*DB, error) {
-	where := RedactURL(url)
-	cfg, err := pgx.ParseConfig(url)
+func OpenPostgres(ctx context.Context, dbURL string) (*DB, error) {
+	where := RedactURL(dbURL)
+	cfg, err := pgx.ParseConfig(dbURL)
 	if err != nil {
-		return nil, fmt.Errorf("open database %s: the URL does not parse (postgres://user:password@host:port/database): %w", where, redactErr(err, url))
+		return nil, fmt.Errorf("open database %s: the URL does not parse (postgres://user:password@host:port/database): %w", where, redactErr(err, dbURL))
 	}
 	if cfg.ConnectTimeout == 0 {
 		// Without one, a server that drops packets holds the start for the system's TCP
@@ -79,10 +80,10 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 	write.SetMaxOpenConns(1)
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxLifetime(0)
-	db := &DB{path: where, dialect: dialectPostgres, url: url, write: write}
+	db := &DB{path: where, dialect: dialectPostgres, url: dbURL, write: write}
 	if err := write.PingContext(ctx); err != nil {
 		write.Close()
-		return nil, fmt.Errorf("open database %s: cannot reach the server: %w", where, redactErr(unwrapBadConn(ctx, cfg), url))
+		return nil, fmt.Errorf("open database %s: cannot connect: %w", where, redactErr(unwrapBadConn(ctx, cfg), dbURL))
 	}
 	if err := db.migrate(ctx); err != nil {
 		write.Close()
@@ -102,7 +103,7 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 	db.read = read
 	if err := read.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open database %s: %w", where, redactErr(err, url))
+		return nil, fmt.Errorf("open database %s: %w", where, redactErr(err, dbURL))
 	}
 	if err := db.prepare(ctx); err != nil {
 		db.Close()
@@ -123,33 +124,67 @@ func unwrapBadConn(ctx context.Context, cfg *pgx.ConnConfig) error {
 	return errors.New("the connection failed, then worked when tried again")
 }
 
-// RedactURL is url with its password replaced by "xxxxx", for messages and logs.
-func RedactURL(url string) string {
-	cfg, err := pgconn.ParseConfig(url)
-	if err == nil && cfg.Password != "" {
-		return strings.ReplaceAll(url, cfg.Password, "xxxxx")
+// RedactURL is dbURL with its password (in the user part or a password= parameter)
+// replaced by "xxxxx", for messages and logs.
+func RedactURL(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		out := dbURL
+		for _, secret := range passwords(dbURL) {
+			out = strings.ReplaceAll(out, secret, "xxxxx")
+		}
+		return out
 	}
-	if i := strings.Index(url, "://"); i >= 0 {
-		rest := url[i+3:]
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// passwords are the forms dbURL's password may take in a message: as written in the URL
+// (percent-encoded, or not when the URL does not parse) and decoded.
+func passwords(dbURL string) []string {
+	var out []string
+	if cfg, err := pgconn.ParseConfig(dbURL); err == nil && cfg.Password != "" {
+		out = append(out, cfg.Password)
+	}
+	if i := strings.Index(dbURL, "://"); i >= 0 {
+		rest := dbURL[i+3:]
 		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			if colon := strings.Index(rest[:at], ":"); colon >= 0 {
-				return url[:i+3] + rest[:colon] + ":xxxxx" + rest[at:]
+			if colon := strings.Index(rest[:at], ":"); colon >= 0 && colon+1 < at {
+				out = append(out, rest[colon+1:at])
 			}
 		}
 	}
-	return url
+	if i := strings.Index(dbURL, "password="); i >= 0 {
+		v := dbURL[i+len("password="):]
+		if end := strings.IndexAny(v, "&# "); end >= 0 {
+			v = v[:end]
+		}
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
-// redactErr keeps the password of url out of err's text.
-func redactErr(err error, url string) error {
+// redactErr keeps the password of dbURL out of err's text.
+func redactErr(err error, dbURL string) error {
 	if err == nil {
 		return nil
 	}
-	cfg, perr := pgconn.ParseConfig(url)
-	if perr != nil || cfg.Password == "" || !strings.Contains(err.Error(), cfg.Password) {
+	msg := err.Error()
+	for _, secret := range passwords(dbURL) {
+		msg = strings.ReplaceAll(msg, secret, "xxxxx")
+	}
+	if msg == err.Error() {
 		return err
 	}
-	return redacted{msg: strings.ReplaceAll(err.Error(), cfg.Password, "xxxxx"), err: err}
+	return redacted{msg: msg, err: err}
 }
 
 type redacted struct {

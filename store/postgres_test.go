@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -86,8 +87,37 @@ func TestOpenPostgresErrorsNameTheServerNotThePassword(t *testing.T) {
 			t.Errorf("the server is not named: %v", err)
 		}
 	}
-	if got := RedactURL("postgres://u:pw@h:5/d"); got != "postgres://u:xxxxx@h:5/d" {
-		t.Errorf("RedactURL = %q", got)
+	for in, want := range map[string]string{
+		"postgres://u:pw@h:5/d":                     "postgres://u:xxxxx@h:5/d",
+		"postgres://u:p%40ss%2Fw@h:5/d":             "postgres://u:xxxxx@h:5/d",
+		"postgres://u@h:5/d?password=pw&sslmode=no": "postgres://u@h:5/d?password=xxxxx&sslmode=no",
+		"postgres://u:pw@[::1/d":                    "postgres://u:xxxxx@[::1/d",
+		"postgres://h/d":                            "postgres://h/d",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%s) = %q, want %q", in, got, want)
+		}
+	}
+	// A server that answers but has no such database says so.
+	missing, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing.Path = "/no_such_database"
+	if _, err := OpenPostgres(ctx, missing.String()); err == nil || !strings.Contains(err.Error(), `"no_such_database" does not exist`) ||
+		!strings.Contains(err.Error(), missing.Host) {
+		t.Errorf("a missing database: %v", err)
+	}
+	// A password with characters a URL encodes stays out of the errors too, in both forms.
+	for _, u := range []string{
+		"postgres://jean2:s3cret%40pw@" + addr + "/jean2?sslmode=disable",
+		"postgres://jean2@" + addr + "/jean2?sslmode=disable&password=s3cret%40pw",
+		"postgres://jean2:s3cret%40pw@" + addr + "/jean2?sslmode=nonsense",
+	} {
+		_, err := OpenPostgres(ctx, u)
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("OpenPostgres(%s): %v", u, err)
+		}
 	}
 	// The Open every command uses takes the URL too.
 	if _, err := Open(ctx, "postgres://jean2:s3cretpw@"+addr+"/jean2?sslmode=disable"); err == nil || strings.Contains(err.Error(), "s3cretpw") ||
