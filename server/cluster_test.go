@@ -373,3 +373,33 @@ func TestClusterLeaseEndsWithTheTurn(t *testing.T) {
 		}
 	}
 }
+
+// While a turn runs on A, B refuses a queued message (the queue lives on A) naming A, and
+// the stop frame of a socket on B stops A's turn.
+func TestClusterQueueRefusedAndSocketStopCrosses(t *testing.T) {
+	fs := clusterOf(t, 2, "sqlite", 0)
+	a, b := fs[0], fs[1]
+	a.fake.Push(providertest.NewOpenAIStream("test-model").ToolCall(0, "call_wait", "wait_it", `{}`).Finish("tool_calls").Done().Reply())
+	_, ses := a.session()
+	sock := b.dial("/api/sessions/"+ses.ID+"/ws", nil)
+	a.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "wait"}, 202, nil)
+	for {
+		ev, _ := sock.until("part.updated", 30*time.Second)
+		if strings.Contains(string(ev.Payload), `"running"`) {
+			break
+		}
+	}
+	status, body := b.request("POST", "/api/sessions/"+ses.ID+"/queue", map[string]any{"text": "after"}, nil)
+	if status != 409 || !strings.Contains(string(body), "instance i0") {
+		t.Fatalf("a message queued on B while A runs the turn: %d %s", status, body)
+	}
+	sock.send(map[string]any{"type": "stop", "ref": "s1"})
+	ack, _ := sock.until("ack", 30*time.Second)
+	if ack.Ref != "s1" {
+		t.Fatalf("stop frame answered %+v", ack)
+	}
+	fin, _ := sock.until("turn.finished", 30*time.Second)
+	if !strings.Contains(string(fin.Payload), `"stopped"`) {
+		t.Fatalf("turn.finished after B's stop frame: %s", fin.Payload)
+	}
+}
