@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -402,4 +406,87 @@ func TestClusterQueueRefusedAndSocketStopCrosses(t *testing.T) {
 	if !strings.Contains(string(fin.Payload), `"stopped"`) {
 		t.Fatalf("turn.finished after B's stop frame: %s", fin.Payload)
 	}
+}
+
+// Behind a plain round-robin load balancer (no stickiness: each request goes to the next
+// instance), everything works: sessions, turns, the socket's events, asks answered
+// wherever the answer lands, Stop. A token of the database is valid on every instance.
+func TestClusterBehindRoundRobinBalancer(t *testing.T) {
+	fs := clusterOf(t, 2, "sqlite", 0)
+	a, b := fs[0], fs[1]
+	var calls atomic.Int64
+	for _, f := range fs {
+		f.fake.Respond(func(r providertest.Request) providertest.Reply {
+			// A tool result after the person's last message: the call was made this turn.
+			var body struct{ Messages []struct{ Role string } }
+			_ = json.Unmarshal(r.Body, &body)
+			called := false
+			for _, m := range body.Messages {
+				called = m.Role == "tool" || (called && m.Role != "user")
+			}
+			if called {
+				return providertest.OpenAIText("test-model", "deployed")
+			}
+			// Call ids are unique in a conversation, as the providers make them.
+			id := fmt.Sprintf("call_p%d", calls.Add(1))
+			return providertest.NewOpenAIStream("test-model").ToolCall(0, id, "permit_it", `{"risk":"high"}`).Finish("tool_calls").Done().Reply()
+		})
+	}
+	token, err := a.srv.NewToken(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var next atomic.Int64
+	targets := []*url.URL{mustURL(t, a.ts.URL), mustURL(t, b.ts.URL)}
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(targets[next.Add(1)%2])
+		r.Out.Host = r.In.Host
+	}}
+	lb := &fixture{t: t, ws: a.ws, token: token, ts: httptest.NewServer(proxy)}
+	t.Cleanup(lb.ts.Close)
+
+	_, ses := lb.session()
+	sock := lb.dial("/api/sessions/"+ses.ID+"/ws", nil)
+	for i := range 4 {
+		lb.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "deploy"}, 202, nil)
+		pending, _ := sock.until("ask.pending", 30*time.Second)
+		var ap struct{ Ask struct{ ID string } }
+		mustJSON(t, pending.Payload, &ap)
+		lb.call("POST", "/api/sessions/"+ses.ID+"/asks/"+ap.Ask.ID, map[string]any{"answer": true}, 200, nil)
+		fin, _ := sock.until("turn.finished", 30*time.Second)
+		if !strings.Contains(string(fin.Payload), `"done"`) {
+			t.Fatalf("turn %d through the balancer: %s", i, fin.Payload)
+		}
+	}
+	var msgs struct{ Messages []store.Message }
+	lb.call("GET", "/api/sessions/"+ses.ID+"/messages", nil, 200, &msgs)
+	granted := 0
+	for _, m := range msgs.Messages {
+		for _, p := range m.Parts {
+			if strings.HasPrefix(p.CallID, "call_p") && strings.Contains(string(p.Result), `"granted":true`) {
+				granted++
+			}
+		}
+	}
+	if granted != 4 {
+		t.Fatalf("%d of 4 calls got the answer given through the balancer", granted)
+	}
+	var st statusView
+	seen := map[string]bool{}
+	for range 4 {
+		lb.call("GET", "/api/status", nil, 200, &st)
+		seen[st.Instance] = true
+	}
+	if !seen["i0"] || !seen["i1"] {
+		t.Fatalf("the balancer reached %v, want both instances", seen)
+	}
+}
+
+func mustURL(t testing.TB, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
