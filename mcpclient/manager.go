@@ -38,6 +38,9 @@ type Options struct {
 	// Elicit answers a server's elicitation requests (jean2 mcp probe); nil: through the asks
 	// of the call running (requests.go).
 	Elicit func(ctx context.Context, server string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	// MaxLineBytes caps a line jean2 reads from a hosted (HTTP) server: a JSON message, or a
+	// line of an SSE stream (DefaultMaxLineBytes when zero).
+	MaxLineBytes int64
 }
 
 // Manager runs the servers of a Config and hands their tools to the host.
@@ -63,6 +66,9 @@ func New(cfg Config, loadErr error, opts Options) *Manager {
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = maxBackoff
 	}
+	if opts.MaxLineBytes <= 0 {
+		opts.MaxLineBytes = DefaultMaxLineBytes
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -80,7 +86,7 @@ func New(cfg Config, loadErr error, opts Options) *Manager {
 		s := &Server{
 			cfg: c, getenv: opts.Getenv, log: opts.Logger, version: opts.Version,
 			tokens: opts.Tokens, signIn: opts.SignIn, elicit: opts.Elicit, roots: opts.Roots,
-			minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
+			minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff, maxLine: opts.MaxLineBytes,
 			stderr: &tail{}, err: fmt.Errorf("MCP server %s: not connected yet", c.Name),
 			ctx: ctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), wake: make(chan struct{}, 1),
 		}

@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,6 +41,7 @@ type Server struct {
 	changed func() // the server's tools changed (connected, list_changed, gone)
 
 	minBackoff, maxBackoff time.Duration
+	maxLine                int64 // Options.MaxLineBytes
 	// httpTasks runs the calls of an HTTP server's tools that require tasks (tasks_http.go);
 	// nil for other servers.
 	httpTasks atomic.Pointer[httpTasks]
@@ -362,7 +364,7 @@ func (s *Server) transport() (mcp.Transport, error) {
 		for k, v := range s.cfg.Headers {
 			headers.Set(k, expand(v, s.getenv))
 		}
-		hc := &http.Client{Transport: headerTransport{headers: headers, next: http.DefaultTransport}}
+		hc := &http.Client{Transport: headerTransport{headers: headers, next: http.DefaultTransport, maxLine: s.maxLine}}
 		if s.cfg.Type == "sse" {
 			return &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}, nil
 		}
@@ -411,6 +413,7 @@ func (s *Server) close() {
 type headerTransport struct {
 	headers http.Header
 	next    http.RoundTripper
+	maxLine int64 // the longest line of an answer read (lineCap); 0: no cap
 }
 
 func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -418,8 +421,44 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	for k, v := range h.headers {
 		r.Header[k] = v
 	}
-	return h.next.RoundTrip(r)
+	resp, err := h.next.RoundTrip(r)
+	if err == nil && h.maxLine > 0 {
+		resp.Body = &lineCap{rc: resp.Body, max: h.maxLine, url: r.URL.Redacted()}
+	}
+	return resp, err
 }
+
+// DefaultMaxLineBytes is the longest line jean2 reads from a hosted MCP server: a JSON
+// answer is one line, and so is each line of an SSE stream.
+const DefaultMaxLineBytes = 64 << 20
+
+// lineCap fails a read once a line (the bytes since the last newline) grows past max: the
+// go-sdk reads a JSON answer whole (io.ReadAll) and an SSE line whole, so a server that
+// never ends one would otherwise fill jean2's memory.
+type lineCap struct {
+	rc   io.ReadCloser
+	max  int64
+	line int64
+	url  string
+}
+
+func (l *lineCap) Read(p []byte) (int, error) {
+	if l.line > l.max {
+		return 0, fmt.Errorf("the MCP server at %s sent a message longer than %d bytes (MaxLineBytes): read no further", l.url, l.max)
+	}
+	if room := l.max + 1 - l.line; int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, err := l.rc.Read(p)
+	if i := bytes.LastIndexByte(p[:n], '\n'); i >= 0 {
+		l.line = int64(n - i - 1)
+	} else {
+		l.line += int64(n)
+	}
+	return n, err
+}
+
+func (l *lineCap) Close() error { return l.rc.Close() }
 
 // tail keeps the last bytes a server wrote to stderr, to say why it failed.
 type tail struct {
