@@ -13,7 +13,16 @@ require (
 	golang.org/x/text v0.42.0
 )
 
-require github.com/andybalholm/brotli v1.3.0
+require (
+	github.com/andybalholm/brotli v1.3.0
+	github.com/jackc/pgx/v5 v5.13.0
+)
+
+require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+)
 
 require (
 	github.com/JohannesKaufmann/dom v0.3.1 // indirect

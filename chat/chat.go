@@ -27,6 +27,8 @@ const Commands = `In the chat:
              /model P M to model M of provider P
   /tokens    the tokens this session used, by model, and their cost when prices are set
   /sessions  this workspace's sessions: title, date, the start of the last message
+  /attach S U attach resource U of MCP server S to your next message (read when sent);
+             /attach alone lists the connected servers' resources; /detach drops them
   /title T   rename the session (it is named after its first turn otherwise)
   /search W  list the sessions whose messages or title hold the words W
   /restore   list the turns that changed files and put files back as they were before one
@@ -65,6 +67,8 @@ type Options struct {
 	// the commands listed; nil trusts nothing.
 	ConfirmMCPTrust func(file, workspace string, commands []string) bool
 
+	// Stdin is what the person types, read a line at a time until it ends (the chat ends
+	// with it). Stdout shows the conversation; Stderr the chat's notices (Stdout when nil).
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	// Color draws with ANSI colours (a terminal without NO_COLOR).
@@ -77,7 +81,7 @@ type LocalServer struct {
 	URL    string
 	Token  string
 	SignIn string // a one-time address that signs a browser in to it
-	Close  func()
+	Close  func() // stops it; the chat calls it as it ends
 }
 
 // UsageError says that the options named something that does not fit (a session of

@@ -48,6 +48,8 @@ type chatUI struct {
 	running bool
 	own     []string // texts sent from here whose user message is still to come
 	queued  []string // lines typed while a turn ran, sent when it ends
+	// attached are the MCP resources /attach attached, sent with the next message.
+	attached []attachment
 	// lastModel is the model of the last answer seen; prices the models' prices, read at
 	// the first turn that used tokens (compact.go).
 	lastModel string
@@ -360,6 +362,14 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 		u.model(ctx, strings.TrimPrefix(trimmed, "/model"))
 		u.prompt()
 		return false
+	case trimmed == "/attach" || strings.HasPrefix(trimmed, "/attach "):
+		u.attach(ctx, strings.TrimPrefix(trimmed, "/attach"))
+		u.prompt()
+		return false
+	case trimmed == "/detach":
+		u.detach()
+		u.prompt()
+		return false
 	case trimmed == "/sessions":
 		u.sessions(ctx)
 		u.prompt()
@@ -385,7 +395,7 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 	case u.controlCommand(ctx, trimmed):
 		return false
 	case strings.HasPrefix(trimmed, "/") && !strings.Contains(trimmed, " ") && len(trimmed) < 20:
-		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /model, /compact, /tokens, /sessions, /title, /search, /restore, /edit, /retry, /fork, /stop, /help, /quit; a message starting with / needs a space in it)", termtext.Line(trimmed))))
+		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /attach, /detach, /model, /compact, /tokens, /sessions, /title, /search, /restore, /edit, /retry, /fork, /stop, /help, /quit; a message starting with / needs a space in it)", termtext.Line(trimmed))))
 		u.prompt()
 		return false
 	}
@@ -406,7 +416,11 @@ func (u *chatUI) send(ctx context.Context, text string) {
 			UserMessageID string `json:"userMessageId"`
 		} `json:"turn"`
 	}
-	err := u.api.Call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/turns", map[string]any{"text": text}, &out)
+	body := map[string]any{"text": text}
+	if len(u.attached) > 0 {
+		body["resources"] = u.attached
+	}
+	err := u.api.Call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/turns", body, &out)
 	if _, busy := isAPIError(err, "busy"); busy {
 		u.queued = append(u.queued, text)
 		u.running = true
@@ -419,9 +433,13 @@ func (u *chatUI) send(ctx context.Context, text string) {
 			u.println(u.st.dim("(add a provider in the web client's Settings — " + u.api.base + "/#/settings — or restart the server with OPENAI_API_KEY and OPENAI_MODEL set; /model lists a provider's models)"))
 		}
 		u.println(u.st.dim("(your message: " + clip(termtext.Line(text), 200) + ")"))
+		if len(u.attached) > 0 {
+			u.println(u.st.dim("(the attached resources stay attached; /detach drops them)"))
+		}
 		u.prompt()
 		return
 	}
+	u.attached = nil
 	u.running = true
 	u.own = append(u.own, text)
 	// The server names the session after its first turn (the model, or the first line).
@@ -460,7 +478,7 @@ func (u *chatUI) handleEvent(ev store.Event) {
 				u.own = u.own[1:]
 				return
 			}
-			u.println(u.st.cyan("(from another client) ") + u.st.bold("you: ") + termtext.Text(m.Content) + u.st.dim(imagesNote(m.Parts)))
+			u.println(u.st.cyan("(from another client) ") + u.st.bold("you: ") + termtext.Text(m.Content) + u.st.dim(attachmentsNote(m.Parts)))
 			return
 		}
 		if m.Role == store.RoleAssistant && m.Model != "" {
@@ -571,23 +589,6 @@ func (u *chatUI) showPart(p store.Part) {
 		drawViz(u.out, u.st, p.Visualization, "    ")
 		u.col0 = true
 	}
-}
-
-// imagesNote says how many images a user's message carries (a terminal does not draw them).
-func imagesNote(parts []store.Part) string {
-	n := 0
-	for _, p := range parts {
-		if p.Kind == store.PartImage {
-			n++
-		}
-	}
-	switch n {
-	case 0:
-		return ""
-	case 1:
-		return " [1 image]"
-	}
-	return fmt.Sprintf(" [%d images]", n)
 }
 
 // argsSummary shows a call's arguments on one line.
@@ -816,7 +817,7 @@ func (u *chatUI) showHistory(ctx context.Context) int64 {
 	}
 	for _, m := range msgs {
 		if m.Role == store.RoleUser {
-			u.println(u.st.bold("> ") + termtext.Text(m.Content) + u.st.dim(imagesNote(m.Parts)))
+			u.println(u.st.bold("> ") + termtext.Text(m.Content) + u.st.dim(attachmentsNote(m.Parts)))
 			continue
 		}
 		for _, p := range m.Parts {

@@ -265,6 +265,9 @@ func render(history []store.Message, idx []int) []string {
 				if p.Kind == store.PartImage {
 					b.WriteString("\n[an image]")
 				}
+				if r, ok := resourceOf(p); ok {
+					fmt.Fprintf(&b, "\n[resource %s of MCP server %s]", r.URI, r.Server)
+				}
 			}
 		case store.RoleAssistant:
 			if m.Finish == finishDropped {
@@ -469,7 +472,7 @@ func (t *turn) keepResult(callID, text string) string {
 // today. It returns what the stored compaction replaced. ErrBusy while a turn runs;
 // ErrNothingToCompact when too few messages are left to summarize.
 func (h *Harness) Compact(ctx context.Context, sessionID string) (store.CompactionInfo, error) {
-	if err := h.reserve(sessionID); err != nil {
+	if err := h.reserve(ctx, sessionID); err != nil {
 		return store.CompactionInfo{}, err
 	}
 	defer h.release(sessionID, nil)

@@ -60,7 +60,7 @@ func (h *Harness) Resend(ctx context.Context, sessionID, messageID string, in In
 	if msg.Role != store.RoleUser {
 		return res, fmt.Errorf("message %s is the %s's: %w", messageID, msg.Role, ErrNotUserMessage)
 	}
-	if err := h.reserve(sessionID); err != nil {
+	if err := h.reserve(ctx, sessionID); err != nil {
 		return res, err
 	}
 	launched := false
@@ -119,6 +119,9 @@ func (h *Harness) Regenerate(ctx context.Context, sessionID string, restore *und
 		for _, p := range m.Parts {
 			if p.Kind == store.PartImage {
 				in.Images = append(in.Images, provider.Image{MediaType: p.MediaType, Data: p.Data})
+			}
+			if r, ok := resourceOf(p); ok {
+				in.Resources = append(in.Resources, r)
 			}
 		}
 		return h.Resend(ctx, sessionID, m.ID, in, ResendOptions{Restore: restore, Reason: "regenerate"})

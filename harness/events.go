@@ -136,7 +136,7 @@ func messageCreated(m store.Message) store.NewEvent {
 	parts := make([]store.Part, len(m.Parts))
 	copy(parts, m.Parts)
 	for i := range parts {
-		if parts[i].Kind == store.PartImage {
+		if parts[i].Kind == store.PartImage || parts[i].Kind == store.PartResource {
 			parts[i].Data = nil
 		}
 	}

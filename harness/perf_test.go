@@ -404,3 +404,101 @@ func TestModelIsOfferedTheWorkspacesTools(t *testing.T) {
 		t.Fatalf("RegistryFor asked for %v, want the session's workspace %s", sc.asked, f.session.WorkspaceID)
 	}
 }
+
+// Resources attached to a message are stored as resource parts and reach the model with
+// it, on that turn and on later ones after a restart: text as a block of the message's text
+// naming its server and URI, an image as an image, other bytes as a note that names them
+// (never the bytes). Too many or too big is refused before
+// anything is stored.
+func TestResourcesReachTheModel(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	img := pngBytes(9)
+	blob := []byte{0xde, 0xad, 0xbe, 0xef, 0, 1}
+	in := harness.Input{Text: "Summarize these.", Resources: []harness.Resource{
+		{ResourceInfo: store.ResourceInfo{Server: "docs", URI: "note://readme"}, MimeType: "text/markdown", Text: "# Hello\nworld"},
+		{ResourceInfo: store.ResourceInfo{Server: "docs", URI: "img://logo"}, MimeType: "image/png", Blob: img},
+		{ResourceInfo: store.ResourceInfo{Server: "docs", URI: "bin://core"}, MimeType: "application/octet-stream", Blob: blob},
+	}}
+	f.srv.Push(providertest.OpenAIText("gpt-test", "Done."), providertest.OpenAIText("gpt-test", "Again."),
+		providertest.OpenAIText("gpt-test", "Later."))
+	info, err := f.h.Start(context.Background(), f.session.ID, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fin := f.wait(info); fin.Reason != harness.ReasonDone {
+		t.Fatalf("finished %+v", fin)
+	}
+	user := f.messages()[0]
+	if len(user.Parts) != 3 || user.Parts[0].Kind != store.PartResource || user.Parts[0].Text != "# Hello\nworld" ||
+		user.Parts[0].Args != `{"server":"docs","uri":"note://readme"}` || !bytes.Equal(user.Parts[2].Data, blob) {
+		t.Fatalf("user message %+v", user)
+	}
+	check := func(i int) {
+		t.Helper()
+		var req struct {
+			Messages []struct {
+				Role    string
+				Content json.RawMessage
+			}
+		}
+		if err := f.srv.Requests()[i].Decode(&req); err != nil {
+			t.Fatal(err)
+		}
+		var content string
+		for _, m := range req.Messages {
+			if m.Role == "user" && strings.Contains(string(m.Content), "Summarize these.") {
+				content = string(m.Content)
+			}
+		}
+		for _, want := range []string{
+			`<resource server=\"docs\" uri=\"note://readme\" mimeType=\"text/markdown\">\n# Hello\nworld\n</resource>`,
+			`uri=\"img://logo\" mimeType=\"image/png\" /> (the image below)`,
+			"data:image/png;base64," + base64.StdEncoding.EncodeToString(img),
+			`uri=\"bin://core\" mimeType=\"application/octet-stream\" /> (6 bytes of binary data`,
+		} {
+			if !strings.Contains(content, want) {
+				t.Fatalf("request %d: the user message lacks %s:\n%s", i, want, content)
+			}
+		}
+		if strings.Contains(content, base64.StdEncoding.EncodeToString(blob)) {
+			t.Fatalf("request %d: the binary resource's bytes went to the model", i)
+		}
+	}
+	check(0)
+	// A new harness keeps no transcript: the resources come back from the store.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f.h, err = harness.New(context.Background(), f.opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, fin := f.turn("And now?"); fin.Reason != harness.ReasonDone {
+		t.Fatalf("finished %+v", fin)
+	}
+	check(1)
+
+	before := len(f.messages())
+	many := make([]harness.Resource, harness.MaxResources+1)
+	for i := range many {
+		many[i] = in.Resources[0]
+	}
+	huge := harness.Resource{ResourceInfo: store.ResourceInfo{Server: "docs", URI: "note://huge"}, Text: strings.Repeat("x", store.MaxResourceBytes+1)}
+	for _, c := range []struct {
+		in   harness.Input
+		want string
+	}{
+		{harness.Input{Text: "x", Resources: many}, "attach at most 10"},
+		{harness.Input{Resources: []harness.Resource{huge}}, "resource note://huge of MCP server docs is 1048577 bytes"},
+		{harness.Input{Resources: []harness.Resource{{MimeType: "text/plain", Text: "x"}}}, "naming the server and the uri"},
+	} {
+		_, err := f.h.Start(context.Background(), f.session.ID, c.in)
+		if !errors.Is(err, harness.ErrBadInput) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Start refused with %v, want %q", err, c.want)
+		}
+	}
+	if after := len(f.messages()); after != before {
+		t.Fatalf("refused input stored %d messages", after-before)
+	}
+}

@@ -17,11 +17,13 @@ const EventQueueChanged = "queue.changed"
 
 // Queued is a message waiting for the session's running turn to end.
 type Queued struct {
-	ID       string    `json:"id"`
-	Text     string    `json:"text"`
-	Images   int       `json:"images,omitempty"`
-	QueuedAt time.Time `json:"queuedAt"`
-	in       Input
+	ID     string `json:"id"`
+	Text   string `json:"text"`
+	Images int    `json:"images,omitempty"`
+	// Resources is how many MCP resources the message carries.
+	Resources int       `json:"resources,omitempty"`
+	QueuedAt  time.Time `json:"queuedAt"`
+	in        Input
 }
 
 // QueueChanged is the payload of queue.changed. Error says why the first message could not
@@ -54,11 +56,13 @@ func (h *Harness) Enqueue(ctx context.Context, sessionID string, in Input) (q Qu
 		if err == nil {
 			return Queued{}, &info, nil
 		}
-		if !errors.Is(err, ErrBusy) {
+		// A turn another instance runs ends there: nothing here would send the message
+		// after it, so the person is told to wait instead.
+		if !errors.Is(err, ErrBusy) || errors.Is(err, store.ErrLeased) {
 			return Queued{}, nil, err
 		}
 	}
-	q = Queued{ID: store.NewID("q_"), Text: in.Text, Images: len(in.Images), QueuedAt: time.Now().UTC(), in: in}
+	q = Queued{ID: store.NewID("q_"), Text: in.Text, Images: len(in.Images), Resources: len(in.Resources), QueuedAt: time.Now().UTC(), in: in}
 	h.queue.mu.Lock()
 	if len(h.queue.m[sessionID]) >= MaxQueued {
 		h.queue.mu.Unlock()

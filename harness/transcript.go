@@ -60,15 +60,23 @@ func transcript(history []store.Message) (msgs []provider.Message, system []stri
 			}
 		case store.RoleUser:
 			var images []provider.Image
+			text := m.Content
 			for _, p := range m.Parts {
 				if p.Kind == store.PartImage {
 					images = append(images, provider.Image{MediaType: p.MediaType, Data: p.Data})
 				}
+				if r, ok := resourceOf(p); ok {
+					block, img := resourceForModel(r)
+					text = joinBlock(text, block)
+					if img != nil {
+						images = append(images, *img)
+					}
+				}
 			}
-			if strings.TrimSpace(m.Content) == "" && len(images) == 0 {
+			if strings.TrimSpace(text) == "" && len(images) == 0 {
 				continue
 			}
-			msgs = append(msgs, provider.Message{Role: provider.RoleUser, Text: m.Content, Images: images})
+			msgs = append(msgs, provider.Message{Role: provider.RoleUser, Text: text, Images: images})
 		case store.RoleAssistant:
 			if m.Finish == finishDropped {
 				continue
@@ -148,4 +156,31 @@ func (t *turn) request(system string) ([]provider.Message, string, ops) {
 		t.h.log.Warn(fmt.Sprintf("sealed %d orphan calls before the model call", len(orphans)), "session", t.sessionID, "turn", t.id)
 	}
 	return msgs, system, seals
+}
+
+// resourceForModel is how an attached resource reaches the model: a text resource as a
+// block of the message's text that names its URI and server; an image the provider takes
+// as an image beside a line naming it; other bytes as a note that they were attached but
+// cannot be shown (their size and type), so the model knows what the person meant.
+func resourceForModel(r Resource) (block string, img *provider.Image) {
+	head := fmt.Sprintf("<resource server=%q uri=%q", r.Server, r.URI)
+	if r.MimeType != "" {
+		head += fmt.Sprintf(" mimeType=%q", r.MimeType)
+	}
+	switch {
+	case r.Blob == nil:
+		return head + ">\n" + r.Text + "\n</resource>", nil
+	case store.CheckImage(r.MimeType, r.Blob) == nil:
+		return head + " /> (the image below)", &provider.Image{MediaType: r.MimeType, Data: r.Blob}
+	default:
+		return fmt.Sprintf("%s /> (%d bytes of binary data, attached by the person but not shown to you: only text and PNG, JPEG, GIF or WebP images can be)", head, len(r.Blob)), nil
+	}
+}
+
+// joinBlock adds block to text, a blank line between them.
+func joinBlock(text, block string) string {
+	if strings.TrimSpace(text) == "" {
+		return block
+	}
+	return text + "\n\n" + block
 }

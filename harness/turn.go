@@ -119,6 +119,9 @@ func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*tur
 	for _, img := range in.Images {
 		user.Parts = append(user.Parts, store.Part{Kind: store.PartImage, Status: store.StatusComplete, MediaType: img.MediaType, Data: img.Data})
 	}
+	for _, r := range in.Resources {
+		user.Parts = append(user.Parts, r.part())
+	}
 	// The turn goes on whatever becomes of the request that started it, but its message
 	// is stored only while the request waits for it.
 	err = t.ev.commit(ctx, ops{func(ctx context.Context, tx *store.Tx) ([]store.NewEvent, error) {
@@ -207,7 +210,7 @@ func (t *turn) stopped() (reason, why string, stop bool) {
 		return "", "", false
 	}
 	cause := context.Cause(t.ctx)
-	if errors.Is(cause, errClosing) {
+	if errors.Is(cause, errClosing) || errors.Is(cause, errLeaseLost) {
 		return ReasonInterrupted, cause.Error(), true
 	}
 	return ReasonStopped, cause.Error(), true
@@ -366,6 +369,9 @@ func (t *turn) finish(reason, why string) {
 func (t *turn) closeTurn(fin TurnFinished) op {
 	return func(ctx context.Context, tx *store.Tx) ([]store.NewEvent, error) {
 		if err := tx.CloseTurn(ctx, t.sessionID, t.id); err != nil {
+			return nil, err
+		}
+		if err := t.h.releaseLeaseIn(ctx, tx, t.sessionID); err != nil {
 			return nil, err
 		}
 		t.ended.Store(true)

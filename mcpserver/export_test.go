@@ -37,3 +37,11 @@ func StdioPolls(s *Server) int64 {
 	}
 	return n
 }
+
+// HTTPFastServed counts the tools/calls HTTPHandler answered on its fast path: as JSON,
+// and over its own SSE stream (httpfast.go).
+func HTTPFastServed(s *Server) (asJSON, overSSE int64) {
+	s.httpFast.mu.Lock()
+	defer s.httpFast.mu.Unlock()
+	return s.httpFast.served[0], s.httpFast.served[1]
+}

@@ -145,6 +145,37 @@ func (c *fastConn) take(msg jsonrpc.Message) bool {
 // callParams are tools/call params decoded by exact key, as the go-sdk decodes them.
 type callParams map[string]json.RawMessage
 
+// fastParams decodes a tools/call's params for a fast call, or reports !ok for params the
+// go-sdk must see: ones that do not decode (it says what is wrong), a multi-round-trip
+// retry, or the newer protocol's per-request form (it checks them). raw is every key.
+func fastParams(p json.RawMessage) (params *mcp.CallToolParamsRaw, raw callParams, ok bool) {
+	if err := json.Unmarshal(p, &raw); err != nil || raw == nil {
+		return nil, nil, false
+	}
+	if _, ok := raw["requestState"]; ok {
+		return nil, nil, false
+	}
+	if _, ok := raw["inputResponses"]; ok {
+		return nil, nil, false
+	}
+	params = &mcp.CallToolParamsRaw{}
+	if err := json.Unmarshal(raw["name"], &params.Name); err != nil {
+		return nil, nil, false
+	}
+	if m, ok := raw["_meta"]; ok {
+		if err := json.Unmarshal(m, &params.Meta); err != nil {
+			return nil, nil, false
+		}
+		if _, perRequest := params.Meta["io.modelcontextprotocol/protocolVersion"]; perRequest {
+			return nil, nil, false
+		}
+	}
+	if a, ok := raw["arguments"]; ok && !bytes.Equal(bytes.TrimSpace(a), []byte("null")) {
+		params.Arguments = a
+	}
+	return params, raw, true
+}
+
 // tryFast starts req as a fast call when it fits, and reports whether it did.
 func (c *fastConn) tryFast(req *jsonrpc.Request) bool {
 	ss := c.session.Load()
@@ -154,30 +185,9 @@ func (c *fastConn) tryFast(req *jsonrpc.Request) bool {
 	if ss.InitializeParams() == nil || usesRounds(ss) {
 		return false // not initialized yet (the go-sdk refuses it), or a 2026-07-28 client
 	}
-	var raw callParams
-	if err := json.Unmarshal(req.Params, &raw); err != nil || raw == nil {
-		return false // the go-sdk says what is wrong with it
-	}
-	if _, ok := raw["requestState"]; ok {
+	params, _, ok := fastParams(req.Params)
+	if !ok {
 		return false
-	}
-	if _, ok := raw["inputResponses"]; ok {
-		return false
-	}
-	params := &mcp.CallToolParamsRaw{}
-	if err := json.Unmarshal(raw["name"], &params.Name); err != nil {
-		return false
-	}
-	if m, ok := raw["_meta"]; ok {
-		if err := json.Unmarshal(m, &params.Meta); err != nil {
-			return false
-		}
-		if _, perRequest := params.Meta["io.modelcontextprotocol/protocolVersion"]; perRequest {
-			return false // the newer protocol's per-request form: the go-sdk checks it
-		}
-	}
-	if a, ok := raw["arguments"]; ok && !bytes.Equal(bytes.TrimSpace(a), []byte("null")) {
-		params.Arguments = a
 	}
 	h := c.srv.toolHandler(params.Name)
 	if h == nil {

@@ -42,11 +42,16 @@ const (
 // and empty data) that carries a `retry` field, and its events are kept (10 MB per
 // server, the go-sdk's memory store) so that a client whose stream dropped resumes it with
 // Last-Event-ID instead of losing the call's answer.
+//
+// A session's tools/call that can send the client nothing but its answer takes a fast path
+// beside the go-sdk (httpfast.go): answered as JSON when it ends within FastJSONWait, else
+// on a resumable SSE stream of its own. Sessions left idle are closed after
+// HTTPSessionTimeout, counting those calls too.
 func (s *Server) HTTPHandler() http.Handler {
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	sessions := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		Logger:                       sdkLogger(s.log),
-		SessionTimeout:               30 * time.Minute,
+		Logger: sdkLogger(s.log),
+		// No SessionTimeout: idleSessions (httpfast.go) keeps it, counting fast calls too.
 		PropagateRequestCancellation: true,
 		EventStore:                   mcp.NewMemoryEventStore(nil),
 	})
@@ -56,16 +61,30 @@ func (s *Server) HTTPHandler() http.Handler {
 		PropagateRequestCancellation: true,
 	})
 	retry := []byte("retry: " + strconv.FormatInt(DefaultSSERetry.Milliseconds(), 10) + "\n")
+	timeout := s.opts.HTTPSessionTimeout
+	if timeout <= 0 {
+		timeout = DefaultHTTPSessionTimeout
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Mcp-Protocol-Version") >= rev20260728 {
 			stateless.ServeHTTP(w, r)
 			return
 		}
 		s.sessionRevision(r)
-		if s.serveTask(w, r) {
+		id := r.Header.Get("Mcp-Session-Id")
+		if id != "" && r.Method == http.MethodPost {
+			s.idle.start(id)
+			defer s.idle.end(id, timeout)
+		}
+		if s.servePost(w, r) || s.resumeFastStream(w, r) {
 			return
 		}
 		sessions.ServeHTTP(&primingWriter{ResponseWriter: w, retry: retry}, r)
+		if id == "" && r.Method == http.MethodPost {
+			if made := w.Header().Get("Mcp-Session-Id"); made != "" {
+				s.idle.track(made, timeout, s.expireSession) // initialize made a session
+			}
+		}
 	})
 }
 
@@ -122,14 +141,15 @@ func (p *primingWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection's Flush.
 func (p *primingWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
 
-// maxTaskBody bounds the body read to look for a task message; a larger one goes to the
-// go-sdk untouched (a tools/call carrying that much is never a task message of jean2's
-// making, and the go-sdk has its own limits).
+// maxTaskBody bounds the body read to look for a task message or a fast call; a larger
+// one goes to the go-sdk untouched (a tools/call carrying that much is never a task
+// message of jean2's making, and the go-sdk has its own limits).
 const maxTaskBody = 4 << 20
 
-// serveTask answers a POST of a session that carries one task message (tasks.go) and
-// reports whether it did; anything else is left to the go-sdk with its body intact.
-func (s *Server) serveTask(w http.ResponseWriter, r *http.Request) bool {
+// servePost answers a POST of a session that carries one task message (tasks.go) or a
+// tools/call for the fast path (httpfast.go), and reports whether it did; anything else is
+// left to the go-sdk with its body intact (after notePost has seen it).
+func (s *Server) servePost(w http.ResponseWriter, r *http.Request) bool {
 	id := r.Header.Get("Mcp-Session-Id")
 	if r.Method != http.MethodPost || id == "" || r.Body == nil {
 		return false
@@ -162,9 +182,18 @@ func (s *Server) serveTask(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	if !bytes.Contains(body, []byte(`"tasks/`)) && !bytes.Contains(body, []byte(`"task"`)) {
-		return false
+	if (bytes.Contains(body, []byte(`"tasks/`)) || bytes.Contains(body, []byte(`"task"`))) && s.serveTask(w, r, id, body) {
+		return true
 	}
+	if bytes.Contains(body, []byte(`"tools/call"`)) && s.serveFastCall(w, r, id, body) {
+		return true
+	}
+	s.notePost(id, body)
+	return false
+}
+
+// serveTask answers a session's POSTed task message and reports whether it did.
+func (s *Server) serveTask(w http.ResponseWriter, r *http.Request, id string, body []byte) bool {
 	msg, err := jsonrpc.DecodeMessage(body)
 	if err != nil {
 		return false
@@ -173,13 +202,7 @@ func (s *Server) serveTask(w http.ResponseWriter, r *http.Request) bool {
 	if !ok || !isTaskMessage(req) {
 		return false
 	}
-	var ss *mcp.ServerSession
-	for x := range s.mcp.Sessions() {
-		if x.ID() == id {
-			ss = x
-			break
-		}
-	}
+	ss := s.findSession(id)
 	if !offersTasks(ss) {
 		return false // an unknown session (the go-sdk answers 404), or a client not offered tasks
 	}
@@ -195,9 +218,7 @@ func (s *Server) serveTask(w http.ResponseWriter, r *http.Request) bool {
 		http.Error(w, fmt.Sprintf("%s: encoding the answer: %v", req.Method, err), http.StatusInternalServerError)
 		return true
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Mcp-Session-Id", id)
-	_, _ = w.Write(out)
+	writeJSON(w, id, out)
 	return true
 }
 

@@ -50,6 +50,13 @@ type Options struct {
 	// answering its only call in flight, before it sleeps (DefaultNextCallPoll when zero;
 	// negative: never). See DefaultNextCallPoll.
 	NextCallPoll time.Duration
+	// FastJSONWait is how long a tools/call on HTTPHandler's fast path may run and still
+	// be answered as one JSON object rather than an SSE stream (DefaultFastJSONWait when
+	// zero). See httpfast.go.
+	FastJSONWait time.Duration
+	// HTTPSessionTimeout closes a streamable HTTP session with no request in flight for
+	// this long (DefaultHTTPSessionTimeout when zero).
+	HTTPSessionTimeout time.Duration
 	// LLM is the model of the host's calls, for a host whose model is resolved at each
 	// request (jean2 serve's providers): while its requests fail with tool.ErrNoLLM, a
 	// client that declared sampling answers them. Nil: the host's HasLLM decides once.
@@ -77,7 +84,9 @@ type Server struct {
 	connMu     sync.Mutex
 	conns      map[*fastConn]bool // open connections made by Connect or Run
 	connClosed bool
-	calls      sync.WaitGroup // the goroutines of fast calls, on any connection
+	calls      sync.WaitGroup // the goroutines of fast calls, on any connection and over HTTP
+	httpFast   httpFast       // the fast calls of HTTP sessions (httpfast.go)
+	idle       idleSessions   // HTTP sessions' idle clocks (httpfast.go)
 
 	sessMu   sync.Mutex
 	sessions map[*mcp.ServerSession]*session
@@ -291,6 +300,8 @@ func (s *Server) Close() error {
 		for c := range conns {
 			c.stop()
 		}
+		s.httpFast.close()
+		s.idle.closeAll()
 		s.calls.Wait()
 	})
 	return nil

@@ -145,6 +145,17 @@ func newRig(t testing.TB, mods ...func(*rig)) *rig {
 			Run: func(context.Context, *tool.Context, json.RawMessage) tool.Result {
 				return tool.Success(strings.Repeat("x", 60_000))
 			}},
+		&tool.Func{Def: tool.Definition{Name: "nap", Description: "Sleep ms milliseconds.", InputSchema: obj(`{"type":"object","properties":{"ms":{"type":"integer"}}}`)},
+			Run: func(ctx context.Context, _ *tool.Context, args json.RawMessage) tool.Result {
+				var in struct{ Ms int }
+				_ = json.Unmarshal(args, &in)
+				select {
+				case <-ctx.Done():
+					return tool.Errorf("aborted")
+				case <-time.After(time.Duration(min(in.Ms, 10_000)) * time.Millisecond):
+					return tool.Success(fmt.Sprintf("slept %d ms", in.Ms))
+				}
+			}},
 		&tool.Func{Def: tool.Definition{Name: "whoami", Description: "Report the call's facts.", InputSchema: obj(`{"type":"object"}`)},
 			Run: func(_ context.Context, c *tool.Context, _ json.RawMessage) tool.Result {
 				return tool.Success(map[string]string{"session": c.SessionID, "workspace": c.Workspace})
@@ -240,7 +251,7 @@ func TestListTools(t *testing.T) {
 		for _, tl := range res.Tools {
 			byName[tl.Name] = tl
 		}
-		if len(byName) != 7 {
+		if len(byName) != 8 {
 			t.Fatalf("%s: tools %v", version, toJSON(res.Tools))
 		}
 		g := byName["greet"]

@@ -20,7 +20,7 @@ func controlErr(sessionID string, err error) error {
 	case errors.As(err, &ae):
 		return err
 	case errors.Is(err, harness.ErrBusy):
-		return errorf(http.StatusConflict, codeBusy, "session %s is running a turn; wait for turn.finished or stop it", sessionID)
+		return busyError(sessionID, err, "wait for turn.finished or stop it")
 	case errors.Is(err, harness.ErrClosed):
 		return errorf(http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down")
 	case errors.Is(err, harness.ErrNoSnapshots):
@@ -82,6 +82,8 @@ func (s *Server) unqueue(w http.ResponseWriter, r *http.Request) error {
 type resendBody struct {
 	Text   string      `json:"text"`
 	Images []imageBody `json:"images"`
+	// Resources attach MCP resources to the edited message, read now (as for a turn).
+	Resources []resourceRef `json:"resources"`
 	// Restore puts the files back as they were before the message first (Restore to here).
 	Restore bool `json:"restore"`
 	Force   bool `json:"force"`
@@ -105,12 +107,15 @@ func (s *Server) resendMessage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in, err := turnBody{Text: b.Text, Images: b.Images}.input()
+	in, err := turnBody{Text: b.Text, Images: b.Images, Resources: b.Resources}.input()
 	if err != nil {
 		return err
 	}
 	if _, _, err := s.providers.Model(r.Context(), ses.Provider, ses.Model); err != nil {
 		return errorf(http.StatusBadRequest, codeNoProvider, "%v", err)
+	}
+	if in.Resources, err = s.readResources(r.Context(), ses, b.Resources); err != nil {
+		return err
 	}
 	started := s.gate.starting()
 	res, err := s.harness.Resend(r.Context(), ses.ID, r.PathValue("messageId"), in, harness.ResendOptions{Restore: b.restoreOptions()})

@@ -19,13 +19,16 @@ type imageBody struct {
 type turnBody struct {
 	Text   string      `json:"text"`
 	Images []imageBody `json:"images"`
+	// Resources are resources of imported MCP servers to attach, read when the message is
+	// sent (see readResources).
+	Resources []resourceRef `json:"resources"`
 }
 
 // input is the message of the body, checked.
 func (b turnBody) input() (harness.Input, error) {
 	in := harness.Input{Text: b.Text}
-	if strings.TrimSpace(b.Text) == "" && len(b.Images) == 0 {
-		return in, badRequest("the message is empty: send some text or an image")
+	if strings.TrimSpace(b.Text) == "" && len(b.Images) == 0 && len(b.Resources) == 0 {
+		return in, badRequest("the message is empty: send some text, an image or a resource")
 	}
 	for i, img := range b.Images {
 		switch img.MediaType {
@@ -58,8 +61,15 @@ func (s *Server) messageRequest(w http.ResponseWriter, r *http.Request) (store.S
 	if err != nil {
 		return store.Session{}, harness.Input{}, err
 	}
+	if err := s.folderHere(r.Context(), ses); err != nil {
+		return store.Session{}, harness.Input{}, err
+	}
 	if _, _, err := s.providers.Model(r.Context(), ses.Provider, ses.Model); err != nil {
 		return store.Session{}, harness.Input{}, errorf(http.StatusBadRequest, codeNoProvider, "%v", err)
+	}
+	// Read last: a message refused for another reason costs no MCP server a read.
+	if in.Resources, err = s.readResources(r.Context(), ses, b.Resources); err != nil {
+		return store.Session{}, harness.Input{}, err
 	}
 	return ses, in, nil
 }
@@ -78,7 +88,7 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) error {
 	case errors.Is(err, store.ErrNotFound):
 		return notFound("session %s not found: it was deleted", ses.ID)
 	case errors.Is(err, harness.ErrBusy):
-		return errorf(http.StatusConflict, codeBusy, "session %s is running a turn; wait for turn.finished or stop it", ses.ID)
+		return busyError(ses.ID, err, "wait for turn.finished or stop it")
 	case errors.Is(err, harness.ErrClosed):
 		return errorf(http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down")
 	case err != nil:
@@ -93,6 +103,14 @@ func (s *Server) stopTurn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"stopped": s.harness.Stop(ses.ID)})
+	stopped, instance, err := s.stop(r.Context(), ses.ID)
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"stopped": stopped}
+	if s.node != nil && instance != "" {
+		out["instance"] = instance // where the turn ran
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }

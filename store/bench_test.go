@@ -8,14 +8,26 @@ import (
 	"testing"
 )
 
-// BenchmarkAppendPartText measures one streamed text update (one commit) under the
-// synchronous=FULL (DurabilityFull) and NORMAL (the default) for comparison.
+// benchBackends runs fn as a sub-benchmark on each database (backends_test.go), each time
+// with a fresh one.
+func benchBackends(b *testing.B, fn func(b *testing.B, db *DB)) {
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) { fn(b, be.open(b)) })
+	}
+}
+
+// BenchmarkAppendPartText measures one streamed text update (one commit) under SQLite's
+// synchronous=FULL (DurabilityFull) and NORMAL (the default), and on PostgreSQL, for
+// comparison.
 func BenchmarkAppendPartText(b *testing.B) {
-	for _, sync := range []string{"FULL", "NORMAL"} {
+	for _, sync := range []string{"FULL", "NORMAL", "postgres"} {
 		b.Run(sync, func(b *testing.B) {
 			ctx := context.Background()
-			db, err := open(ctx, filepath.Join(b.TempDir(), "jean2.db"), options{synchronous: sync})
-			if err != nil {
+			var db *DB
+			var err error
+			if sync == "postgres" {
+				db = openPostgresTest(b)
+			} else if db, err = open(ctx, filepath.Join(b.TempDir(), "jean2.db"), options{synchronous: sync}); err != nil {
 				b.Fatal(err)
 			}
 			defer db.Close()
@@ -40,21 +52,23 @@ func BenchmarkAppendPartText(b *testing.B) {
 
 // BenchmarkAppendMessage measures adding a message with two parts (one transaction).
 func BenchmarkAppendMessage(b *testing.B) {
-	ctx := context.Background()
-	db := openTest(b)
-	s := mustSession(b, db, mustWorkspace(b, db, "/p").ID)
-	for b.Loop() {
-		if _, err := db.AppendMessage(ctx, Message{SessionID: s.ID, Role: RoleUser, Content: "hello",
-			Parts: []Part{{Kind: PartText, Text: "hello"}, {Kind: PartToolCall, ToolName: "t", CallID: "c", Args: "{}"}}}); err != nil {
-			b.Fatal(err)
+	benchBackends(b, func(b *testing.B, db *DB) {
+		ctx := context.Background()
+		s := mustSession(b, db, mustWorkspace(b, db, "/p").ID)
+		for b.Loop() {
+			if _, err := db.AppendMessage(ctx, Message{SessionID: s.ID, Role: RoleUser, Content: "hello",
+				Parts: []Part{{Kind: PartText, Text: "hello"}, {Kind: PartToolCall, ToolName: "t", CallID: "c", Args: "{}"}}}); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
 }
 
 // BenchmarkListMessages measures loading a 200-message session with its parts.
-func BenchmarkListMessages(b *testing.B) {
+func BenchmarkListMessages(b *testing.B) { benchBackends(b, benchListMessages) }
+
+func benchListMessages(b *testing.B, db *DB) {
 	ctx := context.Background()
-	db := openTest(b)
 	s := mustSession(b, db, mustWorkspace(b, db, "/p").ID)
 	for range 200 {
 		if _, err := db.AppendMessage(ctx, Message{SessionID: s.ID, Role: RoleUser, Content: "hello",
@@ -76,17 +90,24 @@ func BenchmarkListMessages(b *testing.B) {
 // answer, the ledger and turn.finished. One op is one turn, in a fresh session each time
 // (made before the clock starts).
 func BenchmarkTurnWrites(b *testing.B) {
+	b.Run("sqlite", func(b *testing.B) {
+		dir := b.TempDir()
+		if d := os.Getenv("JEAN2_BENCH_DB_DIR"); d != "" {
+			dir = d
+		}
+		db, err := Open(context.Background(), filepath.Join(dir, "turns.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		defer os.Remove(filepath.Join(dir, "turns.db"))
+		benchTurnWrites(b, db)
+	})
+	b.Run("postgres", func(b *testing.B) { benchTurnWrites(b, openPostgresTest(b)) })
+}
+
+func benchTurnWrites(b *testing.B, db *DB) {
 	ctx := context.Background()
-	dir := b.TempDir()
-	if d := os.Getenv("JEAN2_BENCH_DB_DIR"); d != "" {
-		dir = d
-	}
-	db, err := Open(ctx, filepath.Join(dir, "turns.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	defer os.Remove(filepath.Join(dir, "turns.db"))
 	ws := mustWorkspace(b, db, "/p")
 	ev := func(typ, payload string) NewEvent { return NewEvent{Type: typ, Payload: json.RawMessage(payload)} }
 	turn := func(sessionID string) {

@@ -100,7 +100,7 @@ func (tx *Tx) AppendEvents(ctx context.Context, sessionID string, events ...NewE
 // missed events that were pruned and should reload the session instead.
 func (db *DB) EventsAfter(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]Event, error) {
 	if limit <= 0 {
-		limit = -1
+		limit = noLimit
 	}
 	rows, err := db.read.QueryContext(ctx, `SELECT seq, type, payload, created_at FROM events WHERE session_id = ? AND seq > ?
 		ORDER BY seq LIMIT ?`, sessionID, afterSeq, limit)
@@ -119,7 +119,7 @@ func (db *DB) EventsOfTypes(ctx context.Context, sessionID string, types []strin
 		return []Event{}, nil
 	}
 	if limit <= 0 {
-		limit = -1
+		limit = noLimit
 	}
 	args := []any{sessionID}
 	marks := make([]string, len(types))

@@ -47,7 +47,45 @@ const (
 	// PartCompaction is a compaction's summary (Text) of the session's messages up to a
 	// seq, which the model is sent in their place; Args holds CompactionInfo as JSON.
 	PartCompaction PartKind = "compaction"
+	// PartResource is a resource of an imported MCP server a person attached to a message,
+	// as it read when the message was sent: Args holds ResourceInfo as JSON, MediaType the
+	// resource's MIME type ("" when its server gave none), Text a text resource's contents
+	// and Data a binary one's bytes (see CheckResource).
+	PartResource PartKind = "resource"
 )
+
+// ResourceInfo names an attached resource (a resource part's Args, as JSON): the MCP server
+// it came from (its name in mcp.json, and the workspace whose .jean2/mcp.json names it, ""
+// for $JEAN2_HOME/mcp.json) and its URI.
+type ResourceInfo struct {
+	Server      string `json:"server"`
+	WorkspaceID string `json:"workspaceId,omitempty"`
+	URI         string `json:"uri"`
+}
+
+// MaxResourceBytes is the most one attached resource may hold (its text or its bytes): a
+// MiB of text is already some 250k tokens, more than most models' windows.
+const MaxResourceBytes = 1 << 20
+
+// ErrBadResource is wrapped by CheckResource's errors.
+var ErrBadResource = errors.New("unusable resource")
+
+// CheckResource says what is wrong with a resource part: Args that do not name a server
+// and a URI, both text and bytes, or more than MaxResourceBytes.
+func CheckResource(p Part) error {
+	var info ResourceInfo
+	if err := json.Unmarshal([]byte(p.Args), &info); err != nil || info.Server == "" || info.URI == "" {
+		return fmt.Errorf("%w: its args must be JSON naming the server and the uri ({\"server\",\"uri\"}), not %q", ErrBadResource, p.Args)
+	}
+	switch {
+	case p.Text != "" && len(p.Data) > 0:
+		return fmt.Errorf("%w: resource %s holds both text and bytes; keep one", ErrBadResource, info.URI)
+	case len(p.Text) > MaxResourceBytes || len(p.Data) > MaxResourceBytes:
+		return fmt.Errorf("%w: resource %s of MCP server %s is %d bytes, more than the %d (%d MiB) a message may carry; attach a smaller one",
+			ErrBadResource, info.URI, info.Server, max(len(p.Text), len(p.Data)), MaxResourceBytes, MaxResourceBytes>>20)
+	}
+	return nil
+}
 
 // CompactionInfo is what a compaction part says of what it replaced (its Args, as JSON).
 type CompactionInfo struct {
@@ -97,7 +135,8 @@ type Part struct {
 	Duration      time.Duration   `json:"duration"` // stored in milliseconds
 	Error         string          `json:"error,omitempty"`
 	// MediaType and Data are an image part's: image/png, image/jpeg, image/gif or
-	// image/webp, and the image's bytes (base64 in JSON).
+	// image/webp, and the image's bytes (base64 in JSON); or a resource part's MIME type
+	// and, for a binary resource, its bytes.
 	MediaType string    `json:"mediaType,omitempty"`
 	Data      []byte    `json:"data,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
@@ -136,14 +175,18 @@ func checkPart(p *Part) error {
 	switch p.Kind {
 	case PartText, PartToolCall, PartToolResult, PartCompaction:
 		if p.MediaType != "" || len(p.Data) > 0 {
-			return fmt.Errorf("a %s part holds no media type nor data: only image parts do", p.Kind)
+			return fmt.Errorf("a %s part holds no media type nor data: only image and resource parts do", p.Kind)
 		}
 	case PartImage:
 		if err := CheckImage(p.MediaType, p.Data); err != nil {
 			return err
 		}
+	case PartResource:
+		if err := CheckResource(*p); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("part kind %q is not one of text, tool_call, tool_result, image, compaction", p.Kind)
+		return fmt.Errorf("part kind %q is not one of text, tool_call, tool_result, image, compaction, resource", p.Kind)
 	}
 	if p.Status == "" {
 		p.Status = StatusComplete
@@ -292,7 +335,7 @@ func (db *DB) ListMessages(ctx context.Context, sessionID string) ([]Message, er
 // order, with their parts; at most limit of them when limit is above zero.
 func (db *DB) ListMessagesAfter(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]Message, error) {
 	if limit <= 0 {
-		limit = -1 // SQLite: no limit
+		limit = noLimit
 	}
 	// One read transaction, so the parts match the messages even while a turn writes.
 	tx, err := db.read.BeginTx(ctx, nil)

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"path/filepath"
 	"testing"
+
+	"github.com/jean2/jean2/internal/pgtest"
 )
 
 // A database written before the image parts and the session counters (schema version 4)
@@ -12,23 +14,46 @@ import (
 // table is rebuilt), an interrupted turn found in its event log becomes the session's open
 // turn, and every event log goes on numbering where it stopped.
 func TestMigrationsKeepAnOlderDatabase(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "old.db")
+		raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		testMigrationsKeepAnOlderDatabase(t, raw, dialectSQLite, func() (*DB, error) { return Open(context.Background(), path) })
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := pgtest.URL(t)
+		raw, err := sql.Open("pgx", url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testMigrationsKeepAnOlderDatabase(t, raw, dialectPostgres, func() (*DB, error) { return OpenPostgres(context.Background(), url) })
+	})
+}
+
+// testMigrationsKeepAnOlderDatabase writes a version-4 database through raw, then opens it
+// with openOld.
+func testMigrationsKeepAnOlderDatabase(t *testing.T, raw *sql.DB, d dialect, openOld func() (*DB, error)) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "old.db")
-	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := loadMigrations()
+	ms, err := loadMigrations(d.migrationDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	exec := func(q string, args ...any) {
 		t.Helper()
+		if d == dialectPostgres {
+			q = rebind(q)
+		}
 		if _, err := raw.ExecContext(ctx, q, args...); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`)
+	if d == dialectPostgres {
+		exec(`CREATE TABLE schema_migrations (version bigint PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)`)
+	} else {
+		exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`)
+	}
 	for _, m := range ms[:4] {
 		exec(m.sql)
 		exec(`INSERT INTO schema_migrations VALUES (?, ?, 1)`, m.version, m.name)
@@ -51,7 +76,7 @@ func TestMigrationsKeepAnOlderDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	db, err := Open(ctx, path)
+	db, err := openOld()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,12 +12,13 @@ import (
 // BenchmarkSearch is GET /api/search's query over 200 sessions of 50 messages of about 400
 // characters (10,000 messages, 4 MB of text), for a word found in 1 % of the messages.
 func BenchmarkSearch(b *testing.B) {
-	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(b.TempDir(), "j.db"))
-	if err != nil {
-		b.Fatal(err)
+	for _, name := range []string{"sqlite", "postgres"} {
+		b.Run(name, func(b *testing.B) { benchSearch(b, store.OpenBackend(b, name)) })
 	}
-	defer db.Close()
+}
+
+func benchSearch(b *testing.B, db *store.DB) {
+	ctx := context.Background()
 	ws, err := db.CreateWorkspace(ctx, store.Workspace{Path: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,85 +13,82 @@ import (
 // added, completed and deleted with their session; FTS5 syntax typed by a person is plain
 // text.
 func TestSearchAcrossSessions(t *testing.T) {
-	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "j.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ws, err := db.CreateWorkspace(ctx, store.Workspace{Path: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mk := func(title string, msgs ...string) store.Session {
-		s, err := db.CreateSession(ctx, store.Session{WorkspaceID: ws.ID, Title: title})
+	store.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		ws, err := db.CreateWorkspace(ctx, store.Workspace{Path: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, m := range msgs {
-			role := store.RoleUser
-			if i%2 == 1 {
-				role = store.RoleAssistant
-			}
-			if _, err := db.AppendMessage(ctx, store.Message{SessionID: s.ID, Role: role, Content: m}); err != nil {
+		mk := func(title string, msgs ...string) store.Session {
+			s, err := db.CreateSession(ctx, store.Session{WorkspaceID: ws.ID, Title: title})
+			if err != nil {
 				t.Fatal(err)
 			}
+			for i, m := range msgs {
+				role := store.RoleUser
+				if i%2 == 1 {
+					role = store.RoleAssistant
+				}
+				if _, err := db.AppendMessage(ctx, store.Message{SessionID: s.ID, Role: role, Content: m}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return s
 		}
-		return s
-	}
-	a := mk("Database work", "migrate the Postgres schema", "I changed schema.sql")
-	b := mk("", "fix the login page", "The café menu is fixed")
-	c := mk("Postgres tuning")
-	ids := func(hits []store.SearchHit) string {
-		var out []string
+		a := mk("Database work", "migrate the Postgres schema", "I changed schema.sql")
+		b := mk("", "fix the login page", "The café menu is fixed")
+		c := mk("Postgres tuning")
+		ids := func(hits []store.SearchHit) string {
+			var out []string
+			for _, h := range hits {
+				out = append(out, h.Session.ID)
+			}
+			return strings.Join(out, ",")
+		}
+		hits, err := db.Search(ctx, "postgres", "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(hits); !strings.Contains(got, a.ID) || !strings.Contains(got, c.ID) || strings.Contains(got, b.ID) {
+			t.Fatalf("postgres: %s (a %s, b %s, c %s)", got, a.ID, b.ID, c.ID)
+		}
 		for _, h := range hits {
-			out = append(out, h.Session.ID)
+			if h.Session.ID == a.ID && (len(h.Matches) != 1 || !strings.Contains(h.Matches[0].Snippet, "\x02Postgres\x03") || h.Matches[0].Role != store.RoleUser) {
+				t.Fatalf("a's matches %+v", h.Matches)
+			}
 		}
-		return strings.Join(out, ",")
-	}
-	hits, err := db.Search(ctx, "postgres", "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := ids(hits); !strings.Contains(got, a.ID) || !strings.Contains(got, c.ID) || strings.Contains(got, b.ID) {
-		t.Fatalf("postgres: %s (a %s, b %s, c %s)", got, a.ID, b.ID, c.ID)
-	}
-	for _, h := range hits {
-		if h.Session.ID == a.ID && (len(h.Matches) != 1 || !strings.Contains(h.Matches[0].Snippet, "\x02Postgres\x03") || h.Matches[0].Role != store.RoleUser) {
-			t.Fatalf("a's matches %+v", h.Matches)
+		if hits, _ = db.Search(ctx, "CAFE men", "", 0); ids(hits) != b.ID {
+			t.Fatalf("accent-free prefix search: %s", ids(hits))
 		}
-	}
-	if hits, _ = db.Search(ctx, "CAFE men", "", 0); ids(hits) != b.ID {
-		t.Fatalf("accent-free prefix search: %s", ids(hits))
-	}
-	if hits, _ = db.Search(ctx, "login schema", "", 0); len(hits) != 0 {
-		t.Fatalf("words in different sessions matched: %s", ids(hits))
-	}
-	for _, q := range []string{`"unbalanced`, `login OR`, `NEAR(`, `*`, `schema -x`} {
-		if _, err := db.Search(ctx, q, "", 0); err != nil {
-			t.Fatalf("search %q: %v", q, err)
+		if hits, _ = db.Search(ctx, "login schema", "", 0); len(hits) != 0 {
+			t.Fatalf("words in different sessions matched: %s", ids(hits))
 		}
-	}
-	// A message whose content is completed later is found by its new text.
-	m, err := db.AppendMessage(ctx, store.Message{SessionID: b.ID, Role: store.RoleAssistant, Status: store.StatusStreaming})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Content, m.Status = "zebra crossing", store.StatusComplete
-	if err := db.UpdateMessage(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	if hits, _ = db.Search(ctx, "zebra", "", 0); ids(hits) != b.ID {
-		t.Fatalf("updated message: %s", ids(hits))
-	}
-	// Deleting a session takes its entries with it.
-	if err := db.DeleteSession(ctx, b.ID); err != nil {
-		t.Fatal(err)
-	}
-	if hits, _ = db.Search(ctx, "zebra", "", 0); len(hits) != 0 {
-		t.Fatalf("deleted session found: %s", ids(hits))
-	}
-	if hits, _ = db.Search(ctx, "schema", "other-workspace", 0); len(hits) != 0 {
-		t.Fatal("workspace filter ignored")
-	}
+		for _, q := range []string{`"unbalanced`, `login OR`, `NEAR(`, `*`, `schema -x`} {
+			if _, err := db.Search(ctx, q, "", 0); err != nil {
+				t.Fatalf("search %q: %v", q, err)
+			}
+		}
+		// A message whose content is completed later is found by its new text.
+		m, err := db.AppendMessage(ctx, store.Message{SessionID: b.ID, Role: store.RoleAssistant, Status: store.StatusStreaming})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Content, m.Status = "zebra crossing", store.StatusComplete
+		if err := db.UpdateMessage(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		if hits, _ = db.Search(ctx, "zebra", "", 0); ids(hits) != b.ID {
+			t.Fatalf("updated message: %s", ids(hits))
+		}
+		// Deleting a session takes its entries with it.
+		if err := db.DeleteSession(ctx, b.ID); err != nil {
+			t.Fatal(err)
+		}
+		if hits, _ = db.Search(ctx, "zebra", "", 0); len(hits) != 0 {
+			t.Fatalf("deleted session found: %s", ids(hits))
+		}
+		if hits, _ = db.Search(ctx, "schema", "other-workspace", 0); len(hits) != 0 {
+			t.Fatal("workspace filter ignored")
+		}
+	})
 }

@@ -3,39 +3,31 @@ package store
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 )
 
 func TestSettingsPutGetReplaceSurviveReopen(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "jean2.db")
-	db, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Setting(ctx, "server"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("Setting of an unset key = %v, want ErrNotFound", err)
-	}
-	if err := db.PutSetting(ctx, "server", []byte(`{"a":1}`)); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.PutSetting(ctx, "server", []byte(`{"a":2}`)); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.PutSetting(ctx, "server", []byte(`{"a":`)); err == nil {
-		t.Fatal("PutSetting took invalid JSON")
-	}
-	if err := db.PutSetting(ctx, "", []byte(`1`)); err == nil {
-		t.Fatal("PutSetting took an empty key")
-	}
-	db.Close()
-	if db, err = Open(ctx, path); err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	got, err := db.Setting(ctx, "server")
-	if err != nil || string(got) != `{"a":2}` {
-		t.Fatalf("Setting after reopen = %s, %v; want {\"a\":2}", got, err)
-	}
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		if _, err := db.Setting(ctx, "server"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Setting of an unset key = %v, want ErrNotFound", err)
+		}
+		if err := db.PutSetting(ctx, "server", []byte(`{"a":1}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.PutSetting(ctx, "server", []byte(`{"a":2}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.PutSetting(ctx, "server", []byte(`{"a":`)); err == nil {
+			t.Fatal("PutSetting took invalid JSON")
+		}
+		if err := db.PutSetting(ctx, "", []byte(`1`)); err == nil {
+			t.Fatal("PutSetting took an empty key")
+		}
+		db = reopen(t, db)
+		got, err := db.Setting(ctx, "server")
+		if err != nil || string(got) != `{"a":2}` {
+			t.Fatalf("Setting after reopen = %s, %v; want {\"a\":2}", got, err)
+		}
+	})
 }

@@ -67,7 +67,7 @@ var writeStmtText = [numWriteStmts]string{
 	stmtBumpSessionEventSeq: `UPDATE sessions SET last_event_seq = last_event_seq + ?, updated_at = MAX(updated_at, ?)
 		WHERE id = ? RETURNING last_event_seq`,
 	stmtBumpEventSeq: `INSERT INTO event_seqs (session_id, last_seq) VALUES (?, ?)
-		ON CONFLICT (session_id) DO UPDATE SET last_seq = last_seq + excluded.last_seq
+		ON CONFLICT (session_id) DO UPDATE SET last_seq = event_seqs.last_seq + excluded.last_seq
 		RETURNING last_seq`,
 	stmtMessageOwner: `SELECT session_id, seq FROM messages WHERE id = ?`,
 	stmtInsertLedger: `INSERT INTO ledgers (id, session_id, message_id, created_at) VALUES (?, ?, ?, ?)`,

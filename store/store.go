@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -40,7 +41,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql migrations/postgres/*.sql
 var migrationFiles embed.FS
 
 // ErrNotFound is wrapped by every lookup, update and delete of an id that does not exist.
@@ -55,11 +56,13 @@ var ErrTooNew = errors.New("database schema is newer than this jean2")
 
 // DB is jean2's database. Close it when done.
 type DB struct {
-	path  string
-	write *sql.DB // one connection: every write goes through it, in order
-	read  *sql.DB // readers, query-only
-	stmts prepared
-	ckpt  *checkpointer // checkpoints the log behind the writer's back (checkpoint.go)
+	path    string  // the file, or the server and database (no password) on Postgres
+	dialect dialect // which database (postgres.go)
+	url     string  // Postgres: the URL it was opened with
+	write   *sql.DB // one connection: every write goes through it, in order
+	read    *sql.DB // readers, query-only
+	stmts   prepared
+	ckpt    *checkpointer // checkpoints the log behind the writer's back (checkpoint.go)
 }
 
 // Durability says when a commit reaches the disk (see the package comment).
@@ -102,6 +105,9 @@ func Open(ctx context.Context, path string) (*DB, error) {
 }
 
 // OpenWith is Open with options.
+//
+// A path that is a postgres:// URL opens that server instead (OpenPostgres); durability is
+// then the server's own (its synchronous_commit).
 func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	sync := "NORMAL"
 	switch opts.Durability {
@@ -109,7 +115,10 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	case DurabilityFull:
 		sync = "FULL"
 	default:
-		return nil, fmt.Errorf("open database %s: durability %q is not one of normal, full", path, opts.Durability)
+		return nil, fmt.Errorf("open database %s: durability %q is not one of normal, full", RedactURL(path), opts.Durability)
+	}
+	if IsPostgresURL(path) {
+		return OpenPostgres(ctx, path)
 	}
 	return open(ctx, path, options{synchronous: sync})
 }
@@ -198,7 +207,8 @@ func createPrivate(path string) error {
 	return f.Close()
 }
 
-// Path is the database file's absolute path.
+// Path is the database file's absolute path; on PostgreSQL, postgres://host:port/database
+// (without user or password).
 func (db *DB) Path() string { return db.path }
 
 // Close closes the database; the WAL is checkpointed into the main file when the last
@@ -227,19 +237,31 @@ type migration struct {
 	sql     string
 }
 
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
+// migrationDir is where the dialect's migrations are: the same steps, by number and name,
+// in each (TestMigrationSetsMatch).
+func (d dialect) migrationDir() string {
+	if d == dialectPostgres {
+		return "migrations/postgres"
+	}
+	return "migrations"
+}
+
+func loadMigrations(dir string) ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, dir)
 	if err != nil {
 		return nil, err
 	}
 	var out []migration
 	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
 		num, rest, ok := strings.Cut(e.Name(), "_")
 		v, err := strconv.Atoi(num)
 		if !ok || err != nil || v <= 0 {
 			return nil, fmt.Errorf("migration file %s: name must be NNNN_description.sql", e.Name())
 		}
-		body, err := migrationFiles.ReadFile("migrations/" + e.Name())
+		body, err := migrationFiles.ReadFile(dir + "/" + e.Name())
 		if err != nil {
 			return nil, err
 		}
@@ -255,30 +277,60 @@ func loadMigrations() ([]migration, error) {
 }
 
 // migrate applies the migrations the database lacks, each in its own transaction together
-// with its schema_migrations row, so a crash leaves the schema at a whole step.
+// with its schema_migrations row, so a crash leaves the schema at a whole step. On
+// PostgreSQL each transaction first takes an advisory lock, so that instances starting
+// together wait for each other instead of applying a step twice (SQLite's BEGIN IMMEDIATE
+// does that on one file).
 func (db *DB) migrate(ctx context.Context) error {
-	ms, err := loadMigrations()
+	ms, err := loadMigrations(db.dialect.migrationDir())
 	if err != nil {
 		return fmt.Errorf("load migrations: %w", err)
 	}
-	if _, err := db.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    INTEGER PRIMARY KEY,
-		name       TEXT NOT NULL,
-		applied_at INTEGER NOT NULL
-	) STRICT`); err != nil {
-		return fmt.Errorf("create schema_migrations: %w", err)
+	tooNew := func(current int) error {
+		where := "point JEAN2_HOME at another folder"
+		if db.dialect == dialectPostgres {
+			where = "point JEAN2_DATABASE_URL at another database"
+		}
+		return fmt.Errorf("%w: it is at version %d, this jean2 knows up to %d; upgrade jean2, or %s",
+			ErrTooNew, current, len(ms), where)
+	}
+	begin := func(tx *sql.Tx) error {
+		if db.dialect == dialectPostgres {
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(`+strconv.FormatInt(migrationLock, 10)+`)`); err != nil {
+				return fmt.Errorf("take the migrations' lock: %w", err)
+			}
+			_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version    bigint PRIMARY KEY,
+				name       text NOT NULL,
+				applied_at bigint NOT NULL
+			)`)
+			return err
+		}
+		return nil
+	}
+	if db.dialect == dialectSQLite {
+		if _, err := db.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    INTEGER PRIMARY KEY,
+			name       TEXT NOT NULL,
+			applied_at INTEGER NOT NULL
+		) STRICT`); err != nil {
+			return fmt.Errorf("create schema_migrations: %w", err)
+		}
 	}
 	for _, m := range ms {
 		err := db.tx(ctx, func(tx *sql.Tx) error {
-			// Read the version inside the (immediate) transaction: another process opening
-			// the same file at the same moment waits here instead of applying m twice.
+			if err := begin(tx); err != nil {
+				return err
+			}
+			// Read the version inside the transaction (immediate on SQLite, after the lock
+			// on Postgres): another process opening the same database at the same moment
+			// waits here instead of applying m twice.
 			current, err := schemaVersion(ctx, tx)
 			if err != nil {
 				return err
 			}
 			if current > len(ms) {
-				return fmt.Errorf("%w: it is at version %d, this jean2 knows up to %d; "+
-					"upgrade jean2, or point JEAN2_HOME at another folder", ErrTooNew, current, len(ms))
+				return tooNew(current)
 			}
 			if current >= m.version {
 				return nil
@@ -296,10 +348,12 @@ func (db *DB) migrate(ctx context.Context) error {
 	}
 	// A database with no pending migration still gets the newer-than-us check.
 	return db.tx(ctx, func(tx *sql.Tx) error {
+		if err := begin(tx); err != nil {
+			return err
+		}
 		current, err := schemaVersion(ctx, tx)
 		if err == nil && current > len(ms) {
-			err = fmt.Errorf("%w: it is at version %d, this jean2 knows up to %d; "+
-				"upgrade jean2, or point JEAN2_HOME at another folder", ErrTooNew, current, len(ms))
+			err = tooNew(current)
 		}
 		return err
 	})
@@ -377,6 +431,9 @@ func (db *DB) committed() {
 // process) holds.
 const busyTimeoutMillis = 10000
 
+// noLimit is a LIMIT that keeps every row, in both dialects.
+const noLimit = math.MaxInt64
+
 // now is the current time in the database's unit, Unix milliseconds.
 func now() int64 { return time.Now().UnixMilli() }
 
@@ -412,14 +469,18 @@ func NewID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// isUnique reports whether err is SQLite refusing a duplicate key.
+// isUnique reports whether err is the database refusing a duplicate key.
 func isUnique(err error) bool {
 	code := sqliteCode(err)
-	return code == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	return code == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY ||
+		pgCode(err) == "23505" // unique_violation
 }
 
-// isForeignKey reports whether err is SQLite refusing a reference to a missing row.
-func isForeignKey(err error) bool { return sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY }
+// isForeignKey reports whether err is the database refusing a reference to a missing row.
+func isForeignKey(err error) bool {
+	return sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY ||
+		pgCode(err) == "23503" // foreign_key_violation
+}
 
 func sqliteCode(err error) int {
 	var se *sqlite.Error

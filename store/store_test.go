@@ -10,30 +10,6 @@ import (
 	"testing"
 )
 
-// openTest opens a fresh database in t's temporary folder and closes it at the end.
-func openTest(t testing.TB) *DB {
-	t.Helper()
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "jean2.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-func reopen(t testing.TB, db *DB) *DB {
-	t.Helper()
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db2, err := Open(context.Background(), db.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db2.Close() })
-	return db2
-}
-
 func mustWorkspace(t testing.TB, db *DB, path string) Workspace {
 	t.Helper()
 	w, err := db.CreateWorkspace(context.Background(), Workspace{Path: path})
@@ -98,7 +74,7 @@ func TestOpenSetsPragmasAndMigratesOnce(t *testing.T) {
 		t.Fatal("the read pool accepted a write")
 	}
 
-	ms, err := loadMigrations()
+	ms, err := loadMigrations("migrations")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,21 +110,27 @@ func TestOpenCreatesAPrivateFile(t *testing.T) {
 }
 
 func TestOpenRefusesNewerDatabase(t *testing.T) {
-	ctx := context.Background()
-	db := openTest(t)
-	if _, err := db.write.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'from_the_future', 0)`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	_, err := Open(ctx, db.Path())
-	if !errors.Is(err, ErrTooNew) {
-		t.Fatalf("Open of a newer database = %v, want ErrTooNew", err)
-	}
-	for _, want := range []string{"999", "upgrade jean2", db.Path()} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not mention %q", err, want)
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		if _, err := db.write.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'from_the_future', 0)`); err != nil {
+			t.Fatal(err)
 		}
-	}
+		db.Close()
+		var err error
+		if db.dialect == dialectPostgres {
+			_, err = OpenPostgres(ctx, db.url)
+		} else {
+			_, err = Open(ctx, db.Path())
+		}
+		if !errors.Is(err, ErrTooNew) {
+			t.Fatalf("Open of a newer database = %v, want ErrTooNew", err)
+		}
+		for _, want := range []string{"999", "upgrade jean2", db.Path()} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not mention %q", err, want)
+			}
+		}
+	})
 }
 
 func TestOpenConcurrentlyMigratesOnce(t *testing.T) {
@@ -177,7 +159,7 @@ func TestOpenConcurrentlyMigratesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	ms, err := loadMigrations()
+	ms, err := loadMigrations("migrations")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -147,6 +147,10 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*chat.Local
 	if err != nil {
 		return nil, err
 	}
+	dbURL, err := databaseURL(e, layout)
+	if err != nil {
+		return nil, err
+	}
 	sb, err := sandboxOptions(e)
 	if err != nil {
 		return nil, err
@@ -185,6 +189,7 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*chat.Local
 			Logger: log,
 		},
 		Getenv:       e.getenv,
+		DatabaseURL:  dbURL,
 		MCPWorkspace: workspace,
 		Web:          web.Handler(),
 		Watch:        &host.WatchOptions{},

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/jean2/jean2/internal/pgtest"
 )
 
 // jean2Bin is the jean2 binary built once for the tests that run it as a user would.
@@ -32,7 +34,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build jean2:", err)
 		os.Exit(1)
 	}
+	// A throwaway PostgreSQL for the tests of jean2 serve on Postgres (internal/pgtest).
+	stopPostgres := pgtest.Setup()
 	code := m.Run()
+	stopPostgres()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -21,11 +21,19 @@ const serveUsage = `Usage:
   jean2 serve [--host 127.0.0.1] [--port 8742] [--allowed-host NAME]... [--new-token]
 
 Runs the jean2 server in the foreground: the API (docs/api.md), the web client at /, MCP
-over streamable HTTP at /mcp. Data lives in $JEAN2_HOME/jean2.db; providers come from the
-environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, …), $JEAN2_HOME/providers.json or the API.
+over streamable HTTP at /mcp. Data lives in $JEAN2_HOME/jean2.db, or on PostgreSQL when
+JEAN2_DATABASE_URL (or "databaseURL" in $JEAN2_HOME/config.json) is a postgres:// URL
+(docs/store.md); providers come from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY,
+…), $JEAN2_HOME/providers.json or the API.
 Ctrl-C stops running turns and shuts down. JEAN2_DB_SYNC=full makes every database commit
 reach the disk before it is acknowledged (survives a power cut; the default, normal,
 survives a crash of jean2 itself). docs/server.md has the details.
+
+Several instances (each with its own JEAN2_HOME) share one database: on PostgreSQL with
+JEAN2_DATABASE_URL=postgres://…, or on one host's SQLite file with JEAN2_DB=FILE and
+JEAN2_CLUSTER=on. A turn runs on one instance at a time, events, asks and Stop reach every
+instance, a dead instance's turn is sealed by another within JEAN2_LEASE_TTL (30s) and a
+third; JEAN2_INSTANCE_ID names the instance. docs/deploy.md has the details.
 
 Every API, WebSocket and /mcp request carries the API token, on any address: the first
 start writes it to $JEAN2_HOME/token (mode 0600), which jean2 chat and jean2 signin read.
@@ -75,6 +83,14 @@ func serve(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return usagef("JEAN2_DB_SYNC: %v (normal: a crash of jean2 loses nothing; full: a power cut neither, at an fsync per commit)", err)
 	}
+	clusterCfg, dbPath, err := clusterConfig(e)
+	if err != nil {
+		return err
+	}
+	dbURL, err := databaseURL(e, layout)
+	if err != nil {
+		return err
+	}
 	sb, err := sandboxOptions(e)
 	if err != nil {
 		return err
@@ -118,12 +134,15 @@ func serve(ctx context.Context, e env, args []string) error {
 		},
 		Getenv:       e.getenv,
 		Durability:   durability,
+		DatabaseURL:  dbURL,
 		AllowedHosts: allowed,
 		MCPWorkspace: workingDir(),
 		Web:          web.Handler(),
 		Watch:        &host.WatchOptions{},
 		Version:      version,
 		Logger:       log,
+		DBPath:       dbPath,
+		Cluster:      clusterCfg,
 	})
 	if err != nil {
 		return err
@@ -149,7 +168,14 @@ func serve(ctx context.Context, e env, args []string) error {
 	}
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(e.stderr, "jean2 serve: tool workers: %s\n", srv.Host().Sandbox().Summary())
-	fmt.Fprintf(e.stderr, "jean2 serve: database %s (JEAN2_DB_SYNC=%s)\n", srv.Store().Path(), durability)
+	if dbURL != "" {
+		fmt.Fprintf(e.stderr, "jean2 serve: database %s (PostgreSQL)\n", srv.Store().Path())
+	} else {
+		fmt.Fprintf(e.stderr, "jean2 serve: database %s (JEAN2_DB_SYNC=%s)\n", srv.Store().Path(), durability)
+	}
+	if srv.Clustered() {
+		fmt.Fprintf(e.stderr, "jean2 serve: instance %s, one of several sharing the database (docs/deploy.md)\n", srv.Instance())
+	}
 	for _, line := range providerLines(srv.Providers().Set()) {
 		fmt.Fprintf(e.stderr, "jean2 serve: %s\n", line)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jean2/jean2/internal/pgtest"
 	"github.com/jean2/jean2/provider/providertest"
 	"github.com/jean2/jean2/server"
 	"github.com/jean2/jean2/store"
@@ -283,7 +284,15 @@ export async function execute(input, ctx) {
 // kill -9 in the middle of a turn: after a restart what was acknowledged is there (the
 // user's message, the text streamed before the tool call), the interrupted turn is sealed,
 // and the session takes a new turn.
-func TestServeCrashMidTurnLosesNothingAcknowledged(t *testing.T) {
+func TestServeCrashMidTurnLosesNothingAcknowledged(t *testing.T) { testServeCrashMidTurn(t, nil) }
+
+// The same on PostgreSQL: what a killed server acknowledged is there after the restart, and
+// the restarted server seals the interrupted turn.
+func TestServeCrashMidTurnOnPostgres(t *testing.T) {
+	testServeCrashMidTurn(t, []string{"JEAN2_DATABASE_URL=" + pgtest.URL(t)})
+}
+
+func testServeCrashMidTurn(t *testing.T, dbEnv []string) {
 	c := newCLI(t)
 	dir := filepath.Join(c.home, "tools", "slow")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -293,7 +302,7 @@ func TestServeCrashMidTurnLosesNothingAcknowledged(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake := providertest.NewOpenAI(t)
-	env := []string{"OPENAI_BASE_URL=" + fake.BaseURL(), "OPENAI_API_KEY=sk-test", "OPENAI_MODEL=test-model"}
+	env := append([]string{"OPENAI_BASE_URL=" + fake.BaseURL(), "OPENAI_API_KEY=sk-test", "OPENAI_MODEL=test-model"}, dbEnv...)
 	fake.Push(providertest.NewOpenAIStream("test-model").Text("Starting the slow job.").
 		ToolCall(0, "call_slow", "slow", `{}`).Finish("tool_calls").Done().Reply())
 
@@ -366,4 +375,65 @@ func partsText(m store.Message) string {
 		b.WriteString(p.Text)
 	}
 	return b.String()
+}
+
+// jean2 serve with JEAN2_DATABASE_URL keeps everything on PostgreSQL (no jean2.db is made):
+// a turn runs with the fake provider, and after a restart that finds the URL in
+// config.json instead, the session and its messages are there. A URL that is not
+// postgres:// and a server that does not answer stop the start with words that name the
+// variable or the server, never the password.
+func TestServeOnPostgres(t *testing.T) {
+	c := newCLI(t)
+	url := pgtest.URL(t)
+	fake := providertest.NewOpenAI(t)
+	env := []string{"OPENAI_BASE_URL=" + fake.BaseURL(), "OPENAI_API_KEY=sk-test", "OPENAI_MODEL=test-model"}
+	fake.Push(providertest.OpenAIText("test-model", "Hello from the fake model."))
+
+	s := startServe(t, c, append([]string{"JEAN2_DATABASE_URL=" + url}, env...))
+	if !strings.Contains(s.logs.String(), "(PostgreSQL)") {
+		t.Errorf("the database in use is not said:\n%s", s.logs)
+	}
+	var ws store.Workspace
+	s.call("POST", "/api/workspaces", map[string]any{"path": c.ws}, 201, &ws)
+	var ses struct{ ID string }
+	s.call("POST", "/api/workspaces/"+ws.ID+"/sessions", map[string]any{"title": "on postgres"}, 201, &ses)
+	s.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "say hello"}, 202, nil)
+	s.waitEvent(ses.ID, 0, "turn.finished", `"done"`)
+	if err := s.kill(syscall.SIGTERM); err != nil {
+		t.Fatalf("stop: %v\n%s", err, s.logs)
+	}
+	if _, err := os.Stat(filepath.Join(c.home, "jean2.db")); err == nil {
+		t.Fatal("jean2 serve made $JEAN2_HOME/jean2.db although JEAN2_DATABASE_URL was set")
+	}
+
+	// The same database named in config.json.
+	cfg, _ := json.Marshal(map[string]string{"databaseURL": url})
+	if err := os.WriteFile(filepath.Join(c.home, "config.json"), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = startServe(t, c, env)
+	var msgs struct{ Messages []store.Message }
+	s.call("GET", "/api/sessions/"+ses.ID+"/messages", nil, 200, &msgs)
+	if len(msgs.Messages) != 2 || msgs.Messages[0].Content != "say hello" ||
+		!strings.Contains(msgs.Messages[1].Content+partsText(msgs.Messages[1]), "Hello from the fake model.") {
+		t.Fatalf("messages after the restart = %+v", msgs.Messages)
+	}
+	var list struct{ Sessions []store.Session }
+	s.call("GET", "/api/workspaces/"+ws.ID+"/sessions", nil, 200, &list)
+	if len(list.Sessions) != 1 || list.Sessions[0].Title != "on postgres" {
+		t.Fatalf("sessions after the restart = %+v", list.Sessions)
+	}
+	if err := s.kill(syscall.SIGTERM); err != nil {
+		t.Fatalf("stop: %v\n%s", err, s.logs)
+	}
+	os.Remove(filepath.Join(c.home, "config.json"))
+
+	_, stderr, code := c.runWith([]string{"JEAN2_DATABASE_URL=mysql://u:pw@db/x"}, "serve", "--port", "0")
+	if code != 2 || !strings.Contains(stderr, "JEAN2_DATABASE_URL") || strings.Contains(stderr, ":pw@") {
+		t.Fatalf("a URL that is not postgres://: exit %d, stderr %s", code, stderr)
+	}
+	_, stderr, code = c.runWith([]string{"JEAN2_DATABASE_URL=postgres://u:s3cretpw@127.0.0.1:1/x?connect_timeout=5"}, "serve", "--port", "0")
+	if code == 0 || !strings.Contains(stderr, "127.0.0.1:1") || strings.Contains(stderr, "s3cretpw") {
+		t.Fatalf("an unreachable server: exit %d, stderr %s", code, stderr)
+	}
 }

@@ -15,8 +15,11 @@ func TestConversationControls(t *testing.T) {
 	f := newFixture(t)
 	s := f.session("controls")
 	note := filepath.Join(f.ws, "controls-note.txt")
+	// The turn runs until the test has seen the queued message (the gate file): a turn of a
+	// fixed length could end, on a slow machine, before the second message was typed or
+	// before the queue was seen, and the test would fail without anything being wrong.
 	f.fake.Push(
-		toolCalls([2]string{"slow_note", `{"path":"controls-note.txt","text":"hello","waitMs":1500}`}),
+		toolCalls([2]string{"slow_note", `{"path":"controls-note.txt","text":"hello","untilPath":"controls-gate"}`}),
 		text("Wrote it."),
 		text("Queued answer."),
 	)
@@ -25,6 +28,9 @@ func TestConversationControls(t *testing.T) {
 	f.waitText("#send", "Queue")
 	f.typeInto("#composer-input", "and then this\n")
 	f.waitText(".queue .queued", "and then this")
+	if err := os.WriteFile(filepath.Join(f.ws, "controls-gate"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	f.waitText(".message.assistant", "Queued answer.")
 	f.waitJS("the queue emptied", `document.querySelector(".queue").hidden`)
 	if _, err := os.Stat(note); err != nil {
@@ -33,7 +39,8 @@ func TestConversationControls(t *testing.T) {
 
 	// Edit the first message, restoring the files.
 	f.fake.Push(text("Edited answer."))
-	f.actUntil("the edit dialog", func() { f.click(`.message.user .edit-msg`) }, `document.querySelector("dialog[open] #edit-text") !== null`)
+	f.click(`.message.user .edit-msg`)
+	f.waitJS("the edit dialog", `document.querySelector("dialog[open] #edit-text") !== null`)
 	f.eval(`(() => { const t = document.querySelector("dialog[open] #edit-text"); t.value = "do not write"; return ""; })()`)
 	f.click(`dialog[open] #edit-restore`)
 	f.clickText("dialog[open]", "Send again")

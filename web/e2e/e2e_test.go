@@ -101,11 +101,10 @@ func TestAskAnsweredByClick(t *testing.T) {
 	// focused element, so wait until the modal dialog holds the focus (a loaded machine may
 	// draw the dialog before it moves the focus into it, and an Escape then goes nowhere).
 	f.waitJS("the dialog to hold the focus", `document.activeElement !== null && document.activeElement.closest("dialog[open]") !== null`)
-	f.actUntil("the dialog to close", func() {
-		if err := f.b.Do(10*time.Second, chromedp.KeyEvent(kb.Escape)); err != nil {
-			t.Fatal(err)
-		}
-	}, `document.querySelector("dialog[open]") === null`)
+	if err := f.b.Do(10*time.Second, chromedp.KeyEvent(kb.Escape)); err != nil {
+		t.Fatal(err)
+	}
+	f.waitJS("the dialog to close", `document.querySelector("dialog[open]") === null`)
 	f.waitText(".tool-card .ask-permission", "May I deploy to production?")
 
 	// A reload while the ask waits: it is shown again.

@@ -13,11 +13,15 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/jean2/jean2/host"
@@ -69,14 +73,21 @@ export async function execute(input, ctx) {
   return { success: true, result: { wrote: input.path } };
 }
 `
-	// slowNoteTool writes a file, then waits, so a turn runs long enough to queue behind.
+	// slowNoteTool writes a file, then waits waitMs, or until the file untilPath exists (the
+	// test makes it when it has seen what it waited for; a minute at most), so a turn runs
+	// as long as a test needs to act while it runs, however slow the machine.
 	slowNoteTool = `export const definition = {
   name: 'slow_note', description: 'Write a file, then wait.',
-  inputSchema: { type: 'object', properties: { path: { type: 'string' }, text: { type: 'string' }, waitMs: { type: 'number' } }, required: ['path', 'text'] },
+  inputSchema: { type: 'object', properties: { path: { type: 'string' }, text: { type: 'string' }, waitMs: { type: 'number' }, untilPath: { type: 'string' } }, required: ['path', 'text'] },
 };
 export async function execute(input, ctx) {
   await ctx.fs.writeFile(ctx.resolvePath(input.path), input.text);
-  await new Promise((r) => setTimeout(r, input.waitMs || 0));
+  if (input.untilPath) {
+    const gate = ctx.resolvePath(input.untilPath);
+    for (let i = 0; i < 1200 && !(await ctx.fs.exists(gate)); i++) await new Promise((r) => setTimeout(r, 50));
+  } else {
+    await new Promise((r) => setTimeout(r, input.waitMs || 0));
+  }
   return { success: true, result: { wrote: input.path } };
 }
 `
@@ -147,12 +158,24 @@ type seenRequest struct {
 // seenRequests records what reached the server, so a test can tell what the browser sent
 // (a page's script sees only what the browser lets it).
 type seenRequests struct {
-	mu   sync.Mutex
-	list []seenRequest
+	mu      sync.Mutex
+	list    []seenRequest
+	arrived []string                 // paths in the order their requests arrived
+	holds   map[string]chan struct{} // path → closed when its requests may be answered
 }
 
 func (s *seenRequests) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.arrived = append(s.arrived, r.URL.Path)
+		held := s.holds[r.URL.Path]
+		s.mu.Unlock()
+		if held != nil {
+			select {
+			case <-held:
+			case <-r.Context().Done():
+			}
+		}
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
 		_, err := r.Cookie(server.TokenCookie)
@@ -160,6 +183,36 @@ func (s *seenRequests) wrap(next http.Handler) http.Handler {
 		s.list = append(s.list, seenRequest{Path: r.URL.Path, SecFetchSite: r.Header.Get("Sec-Fetch-Site"), Origin: r.Header.Get("Origin"), Cookie: err == nil, Status: rec.status})
 		s.mu.Unlock()
 	})
+}
+
+// hold keeps the requests for path unanswered until release is called (at the latest
+// when the test ends): a test can change the page while it loads.
+func (s *seenRequests) hold(t *testing.T, path string) (release func()) {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	if s.holds == nil {
+		s.holds = map[string]chan struct{}{}
+	}
+	s.holds[path] = ch
+	s.mu.Unlock()
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			s.mu.Lock()
+			delete(s.holds, path)
+			s.mu.Unlock()
+			close(ch)
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// hasArrived reports whether a request for path has reached the server.
+func (s *seenRequests) hasArrived(path string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Contains(s.arrived, path)
 }
 
 func (s *seenRequests) get() []seenRequest {
@@ -199,6 +252,7 @@ func newFixtureEnv(t *testing.T, env map[string]string) *fixture {
 func newFixtureAt(t *testing.T, env map[string]string, edit func(f *fixture, cfg *server.Config)) *fixture {
 	t.Helper()
 	b := browsertest.New(t) // skips before any other set-up when Chromium is missing
+	slowPage(t, b)
 	root := t.TempDir()
 	f := &fixture{t: t, home: filepath.Join(root, "home"), ws: filepath.Join(root, "project"), b: b}
 	if err := os.MkdirAll(f.ws, 0o755); err != nil {
@@ -382,6 +436,11 @@ func (f *fixture) open(route string) {
 		f.t.Fatal(err)
 	}
 	f.waitJS("the app's frame", `document.querySelector("#main") !== null`)
+	if strings.HasPrefix(route, "#/s/") {
+		// Opened: drawn at the latest message and followed live (what a person sees settle
+		// before acting; a test acting earlier races the opening).
+		f.waitJS("the session opened", `document.querySelector(".session-view") !== null && !document.querySelector(".session-view").hasAttribute("aria-busy")`)
+	}
 	// Record what the Content-Security-Policy blocks from now on: the client must need nothing
 	// it forbids (no inline script or style markup, nothing from another host).
 	f.eval(`(() => { if (!window.__cspWatch) { window.__cspWatch = true; window.__csp = []; document.addEventListener("securitypolicyviolation", (e) => window.__csp.push(e.violatedDirective + " " + (e.blockedURI || "inline"))); } return ""; })()`)
@@ -422,6 +481,18 @@ func (f *fixture) waitJS(what, expr string) {
 	}
 }
 
+// waitGo waits (up to a minute) until cond, checked in the test, holds.
+func (f *fixture) waitGo(what string, cond func() bool) {
+	f.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("waited a minute for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // waitText waits until an element matching sel contains text.
 func (f *fixture) waitText(sel, text string) {
 	f.t.Helper()
@@ -455,16 +526,7 @@ func (f *fixture) clickText(scope, text string) {
 // typeInto focuses a field and types text (a "\n" presses Enter).
 func (f *fixture) typeInto(sel, text string) {
 	f.t.Helper()
-	var err error
-	for try := 0; try < 3; try++ {
-		err = f.b.Do(20*time.Second, chromedp.SendKeys(chromedp.CSS(sel), text))
-		// The page may redraw the element between finding it and typing (a live update of
-		// the session list): the node found is gone, nothing was typed; find it again.
-		if err == nil || !strings.Contains(err.Error(), "Could not find node") {
-			break
-		}
-	}
-	if err != nil {
+	if err := f.b.Do(20*time.Second, chromedp.SendKeys(chromedp.CSS(sel), text)); err != nil {
 		f.t.Fatalf("type into %s: %v", sel, err)
 	}
 }
@@ -501,20 +563,26 @@ func text(pieces ...string) providertest.Reply {
 	return s.Finish("stop").Usage(10, 5).Done().Reply()
 }
 
-// actUntil does act and waits (up to 5 s) for cond, three times at most: for an action a
-// loaded machine may lose (a key pressed as the focus moves, a click on a node being
-// redrawn), where doing it again is harmless.
-func (f *fixture) actUntil(what string, act func(), cond string) {
-	f.t.Helper()
-	for try := 0; try < 3; try++ {
-		act()
-		deadline := time.Now().Add(5 * time.Second)
-		for time.Now().Before(deadline) {
-			if v, err := browsertest.Eval[bool](f.b, 5*time.Second, cond); err == nil && v {
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+// slowPage slows the page's CPU by the factor in $JEAN2_E2E_SLOWDOWN (e.g. 6), through
+// Chromium's own throttling: the page's scripts, layout and paint run that much slower while
+// the server and the test run at full speed. It shows the races a loaded machine shows now
+// and then (a live redraw between finding a node and clicking it, focus not yet moved) in
+// most runs, without loading the machine.
+func slowPage(t *testing.T, b *browsertest.Browser) {
+	t.Helper()
+	v := os.Getenv("JEAN2_E2E_SLOWDOWN")
+	if v == "" {
+		return
 	}
-	f.waitJS(what, cond)
+	rate, err := strconv.ParseFloat(v, 64)
+	if err != nil || rate < 1 {
+		t.Fatalf("JEAN2_E2E_SLOWDOWN=%q: give a slowdown factor of 1 or more, e.g. 6", v)
+	}
+	err = b.Do(10*time.Second, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetCPUThrottlingRate, emulation.SetCPUThrottlingRateParams{Rate: rate})
+		return err
+	}))
+	if err != nil {
+		t.Fatalf("slow the page down %gx: %v", rate, err)
+	}
 }

@@ -2,12 +2,16 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/mcpclient"
@@ -77,4 +81,76 @@ func TestMCPServerBrowse(t *testing.T) {
 	f.waitText(".mcp-catalog .mcp-prompts", "review — Review a change.")
 	f.clickText(`.mcp-catalog li[data-uri="note://readme"]`, "Read me")
 	f.waitText(".mcp-catalog .mcp-resource-text", "# Hello from the resource")
+}
+
+// TestAttachMCPResource: the composer's Attach resource lists the connected server's
+// resources; the picked one shows as a chip, goes with the message (read by the server at
+// send time), reaches the model as a block naming its URI, and is drawn in the user's
+// message (its text unfolds) — also after a reload, from the store. A resource the server
+// fails to read refuses the message with an error naming it, and the typed text stays.
+func TestAttachMCPResource(t *testing.T) {
+	peer := mcp.NewServer(&mcp.Implementation{Name: "docs", Version: "1"}, nil)
+	peer.AddResource(&mcp.Resource{URI: "note://readme", Name: "readme", Title: "Read me", MIMEType: "text/markdown"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/markdown", Text: "# Hello from the resource"}}}, nil
+		})
+	peer.AddResource(&mcp.Resource{URI: "note://broken", Name: "broken", Title: "Broken"},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return nil, errors.New("disk on fire")
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return peer }, nil))
+	t.Cleanup(ts.Close)
+	var m *mcpclient.Manager
+	f := newFixtureWith(t, func(f *fixture, cfg *server.Config) {
+		m = mcpclient.New(mcpclient.Config{Servers: []mcpclient.ServerConfig{{Name: "docs", URL: ts.URL, Type: "http", File: "mcp.json"}}}, nil,
+			mcpclient.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		m.Start(ctx)
+		cfg.Host.Sources = append([]host.ToolSource{}, m.Sources()...)
+	})
+	t.Cleanup(m.Close)
+	s := f.session("resources")
+	f.open("#/s/" + s.ID)
+	f.waitJS("the message box", `document.querySelector("#composer-input") !== null`)
+
+	// A read the server fails: the message is refused, naming the resource; the text stays.
+	f.click("#attach-resource")
+	f.clickText(`dialog[open] li[data-uri="note://broken"]`, "Broken")
+	f.waitJS("the chip", `document.querySelector('.composer-attachments .attachment-resource[data-uri="note://broken"]') !== null`)
+	f.typeInto("#composer-input", "What does it say?\n")
+	f.waitText(".composer .error", "resources/read note://broken")
+	if got := f.eval(`document.querySelector("#composer-input").value.trim()`); got != "What does it say?" {
+		t.Errorf("the composer holds %q after the refusal, want the text typed", got)
+	}
+	f.click(`.attachment-resource[data-uri="note://broken"] button`)
+
+	f.click("#attach-resource")
+	f.waitText("dialog[open] .resource-group", "docs")
+	f.clickText(`dialog[open] li[data-uri="note://readme"]`, "Read me")
+	f.waitJS("the chip", `document.querySelectorAll(".composer-attachments .attachment-resource").length === 1`)
+	f.fake.Push(text("It greets you."))
+	f.click("#send")
+	f.waitText(".message.assistant", "It greets you.")
+	f.waitText(".message.user .part-resource", "note://readme")
+	f.waitText(".message.user .part-resource", "MCP server docs")
+	if got := f.eval(`String(document.querySelectorAll(".composer-attachments .attachment").length)`); got != "0" {
+		t.Errorf("%s attachments left in the composer after sending, want 0", got)
+	}
+	f.click(".message.user .part-resource summary")
+	f.waitText(".message.user .part-resource .resource-text", "# Hello from the resource")
+
+	reqs := f.fake.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests to the model, want 1 (the refused message must not reach it)", len(reqs))
+	}
+	if want := `<resource server=\"docs\" uri=\"note://readme\" mimeType=\"text/markdown\">\n# Hello from the resource\n</resource>`; !strings.Contains(string(reqs[0].Body), want) {
+		t.Errorf("the model's request lacks the resource block: %.600s", reqs[0].Body)
+	}
+
+	if err := f.b.Do(20*time.Second, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	f.waitText(".message.assistant", "It greets you.")
+	f.waitText(".message.user .part-resource", "note://readme")
 }

@@ -12,6 +12,7 @@ import { fileDiff } from "./diff.js";
 import { openDialog, confirmAction, notify, errorText, promptText } from "./ui.js";
 import { compactionView, compactSession, instructionsBar, modelPicker, noProviderHelp, turnUsage, usageText } from "./agent.js";
 import { messageActions, sendOrQueue, drawQueue, loadQueue, cutFrom } from "./controls.js";
+import { pickResource, resourceChip, resourcePartView } from "./mcpresources.js";
 import { announce, notifyQuestion, askNotifications, isStopped, followBottom, openAtLatest, jumpButton } from "./follow.js";
 
 const reasonWords = {
@@ -42,11 +43,18 @@ export class SessionView {
     this.renderQueue = new Set();
     this.rafPending = false;
     this.dialogAsk = null;
+    // gone is set when the view is replaced (unmount), which may come while mount is still
+    // loading: mount then stops at its next step, so a view left behind never subscribes
+    // to the session's events (it would open its questions' dialogs over the new view and
+    // scroll the page).
+    this.gone = false;
     this.el = h("section", { class: "session-view", "aria-label": "Conversation" });
   }
 
   async mount(container) {
     replace(container, this.el);
+    // Busy until the conversation is drawn, at its latest message, and followed live.
+    this.el.setAttribute("aria-busy", "true");
     replace(this.el, h("p", { class: "muted" }, "Loading the conversation…"));
     let msgs;
     try {
@@ -57,11 +65,14 @@ export class SessionView {
       if (typeof res.lastSeq === "number") this.session.lastSeq = res.lastSeq;
     } catch (err) {
       replace(this.el, h("p", { class: "error", role: "alert" }, `Cannot open this session: ${errorText(err)}`));
+      this.el.removeAttribute("aria-busy");
       return;
     }
+    if (this.gone) return;
     this.build();
     for (const m of msgs) this.upsertMessage(m);
     await this.loadAnsweredAsks();
+    if (this.gone) return;
     openAtLatest(this);
     this.setRunning(!!this.session.running);
     this.loadLedgers();
@@ -71,9 +82,11 @@ export class SessionView {
       onEvent: (ev) => this.onEvent(ev),
       onStatus: (s) => this.setConnection(s),
     });
+    this.el.removeAttribute("aria-busy");
   }
 
   unmount() {
+    this.gone = true;
     this.stream?.close();
     this.stream = null;
     if (this.dialogAsk?.dialog?.open) this.dialogAsk.dialog.close();
@@ -99,12 +112,20 @@ export class SessionView {
       },
     });
     this.attachments = []; // [{mediaType, data (base64), name, el}] sent with the next message
-    this.attachList = h("div", { class: "composer-attachments", role: "group", "aria-label": "Attached images" });
+    this.attachList = h("div", { class: "composer-attachments", role: "group", "aria-label": "Attachments" });
     this.fileInput = h("input", {
       type: "file", id: "attach-input", accept: IMAGE_TYPES.join(","), multiple: true, hidden: true,
       onchange: () => { this.attachFiles([...this.fileInput.files]); this.fileInput.value = ""; },
     });
     const attachBtn = h("button", { type: "button", class: "link", id: "attach", title: "Attach images (or paste them)", onclick: () => this.fileInput.click() }, "Attach image");
+    this.resources = []; // [{server, workspaceId, uri, label, el}] MCP resources read when the message is sent
+    const attachResBtn = h("button", {
+      type: "button", class: "link", id: "attach-resource", title: "Attach a resource of a connected MCP server",
+      onclick: async () => {
+        const res = await pickResource(this.session.workspaceId);
+        if (res) this.attachResource(res);
+      },
+    }, "Attach resource");
     this.input.addEventListener("paste", (e) => {
       const files = [...(e.clipboardData?.files || [])].filter((f) => f.type.startsWith("image/"));
       if (files.length) {
@@ -118,7 +139,7 @@ export class SessionView {
     this.queueEl = h("div", { class: "queue", "aria-label": "Queued messages", hidden: true });
     const composer = h("form", { class: "composer", onsubmit: (e) => { e.preventDefault(); this.send(); } },
       this.queueEl, this.input, this.attachList,
-      h("div", { class: "composer-actions" }, this.fileInput, attachBtn, this.statusEl, this.stopBtn, this.sendBtn), this.composerErr);
+      h("div", { class: "composer-actions" }, this.fileInput, attachBtn, attachResBtn, this.statusEl, this.stopBtn, this.sendBtn), this.composerErr);
     replace(this.el,
       this.announcer,
       h("header", { class: "session-head" }, this.titleEl,
@@ -376,6 +397,11 @@ export class SessionView {
       else replace(p.el, renderMarkdown(p.text));
       return;
     }
+    if (part.kind === "resource") {
+      p.el.className = "part part-resource";
+      replace(p.el, resourcePartView(part));
+      return;
+    }
     if (part.kind === "image") {
       p.el.className = "part part-image";
       // message.created leaves an image's bytes out; the server answers them by the part's id.
@@ -530,7 +556,8 @@ export class SessionView {
   async send() {
     const text = this.input.value;
     const images = this.attachments.slice();
-    if (!text.trim() && !images.length) {
+    const resources = this.resources.slice();
+    if (!text.trim() && !images.length && !resources.length) {
       replace(this.composerErr, "Write a message first.");
       return;
     }
@@ -543,11 +570,13 @@ export class SessionView {
     try {
       const body = { text };
       if (images.length) body.images = images.map(({ mediaType, data }) => ({ mediaType, data }));
+      if (resources.length) body.resources = resources.map(({ server, workspaceId, uri }) => ({ server, workspaceId, uri }));
       // Sent now when the session is idle, else queued for the running turn's end.
       await sendOrQueue(this, body);
       // Clear only what was sent; anything typed or attached since stays.
       if (this.input.value.trim() === text.trim()) this.input.value = "";
       for (const img of images) this.removeAttachment(img);
+      for (const res of resources) this.removeResource(res);
     } catch (err) {
       if (!wasRunning && err.code !== "busy") this.setRunning(false);
       replace(this.composerErr, noProviderHelp(err) || errorText(err));
@@ -579,6 +608,18 @@ export class SessionView {
       this.attachments.push(img);
       this.attachList.appendChild(img.el);
     }
+  }
+
+  attachResource(res) {
+    if (this.resources.some((r) => r.server === res.server && r.workspaceId === res.workspaceId && r.uri === res.uri)) return;
+    res.el = resourceChip(res, () => this.removeResource(res));
+    this.resources.push(res);
+    this.attachList.appendChild(res.el);
+  }
+
+  removeResource(res) {
+    this.resources = this.resources.filter((r) => r !== res);
+    res.el.remove();
   }
 
   removeAttachment(img) {

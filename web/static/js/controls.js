@@ -67,7 +67,7 @@ export function drawQueue(view, items, error) {
   replace(view.queueEl,
     items.length ? h("p", { class: "muted small" }, items.length === 1 ? "Queued, sent when this turn ends:" : `${items.length} messages queued, sent one by one as turns end:`) : null,
     h("ol", { class: "queue-list" }, items.map((q) => h("li", { class: "queued", dataset: { queueId: q.id } },
-      h("span", { class: "queued-text" }, q.text || `${q.images} image(s)`),
+      h("span", { class: "queued-text" }, q.text || [q.images ? `${q.images} image(s)` : "", q.resources ? `${q.resources} resource(s)` : ""].filter(Boolean).join(", ")),
       h("button", { type: "button", class: "link small", "aria-label": `Remove queued message: ${q.text.slice(0, 40)}`,
         onclick: async () => {
           try {

@@ -13,29 +13,41 @@ function atBottom() {
   return !sc || sc.scrollHeight - sc.scrollTop - sc.clientHeight < NEAR;
 }
 
-function toBottom() {
+// toBottom scrolls to the end and notes where that is: a scroll up is measured from the last
+// place the page or the person put the view.
+function toBottom(view) {
   const sc = document.scrollingElement;
-  if (sc) sc.scrollTop = sc.scrollHeight;
+  if (!sc) return;
+  sc.scrollTop = sc.scrollHeight;
+  view.lastTop = sc.scrollTop;
+}
+
+// noteScroll decides from where the view is now whether the person follows the bottom. Only
+// the person scrolling up stops the following: content that grew below leaves the page
+// short of the bottom without that. It runs on each scroll event, and also before the page
+// scrolls by itself: a scroll event comes a frame after the scroll (later on a loaded
+// machine), and a live update in between must not take the view back down from where the
+// person (or a click that scrolled a button into view) just put it.
+function noteScroll(view) {
+  const top = document.scrollingElement?.scrollTop ?? 0;
+  if (atBottom()) view.following = true;
+  else if (top < view.lastTop - 2) view.following = false;
+  view.lastTop = top;
+  if (view.jumpBtn) view.jumpBtn.hidden = view.following !== false;
 }
 
 /** jumpButton is the "Jump to latest" button, shown while the person reads further up. */
 export function jumpButton(view) {
   view.following = true;
   view.jumpBtn = h("button", { type: "button", class: "jump-latest", hidden: true,
-    onclick: () => { view.following = true; toBottom(); view.jumpBtn.hidden = true; } }, "Jump to latest ↓");
-  let lastTop = 0;
+    onclick: () => { view.following = true; toBottom(view); view.jumpBtn.hidden = true; } }, "Jump to latest ↓");
+  view.lastTop = 0;
   const onScroll = () => {
     if (!view.el.isConnected) {
       window.removeEventListener("scroll", onScroll);
       return;
     }
-    const top = document.scrollingElement?.scrollTop ?? 0;
-    // Only the person scrolling up stops the following: content that grew below between a
-    // scroll to the end and its event leaves the page short of the bottom without that.
-    if (atBottom()) view.following = true;
-    else if (top < lastTop - 2) view.following = false;
-    lastTop = top;
-    view.jumpBtn.hidden = view.following;
+    noteScroll(view);
   };
   window.addEventListener("scroll", onScroll, { passive: true });
   // Cards that grow after they are drawn (highlighting, images, a capped card opened) keep
@@ -46,23 +58,26 @@ export function jumpButton(view) {
         ro.disconnect();
         return;
       }
-      if (view.following) toBottom();
+      followBottom(view);
     });
     queueMicrotask(() => view.transcript && ro.observe(view.transcript));
   }
   return view.jumpBtn;
 }
 
-/** followBottom scrolls to the end when the person follows the bottom. */
+/** followBottom scrolls to the end when the person follows the bottom of this view (a view
+ * no longer on the page scrolls nothing). */
 export function followBottom(view) {
-  if (view.following !== false) toBottom();
+  if (!view.el.isConnected) return;
+  noteScroll(view);
+  if (view.following !== false) toBottom(view);
 }
 
 /** openAtLatest shows the latest message when a session opens (again once laid out). */
 export function openAtLatest(view) {
   view.following = true;
-  toBottom();
-  requestAnimationFrame(() => requestAnimationFrame(() => view.following && toBottom()));
+  followBottom(view);
+  requestAnimationFrame(() => requestAnimationFrame(() => followBottom(view)));
 }
 
 /** announce says text to screen readers at once (a new question). */

@@ -124,12 +124,21 @@ class App {
           sessionMeta(s)))
           : h("li", { class: "muted small" }, "No sessions yet.")));
     });
-    // The search box is kept across redraws (what is typed and its results stay).
-    this.searchEl ||= searchBox();
-    replace(this.sidebar, this.searchEl,
+    // The list is redrawn on every live update (a session's status, its title), so neither
+    // the search box nor the focus may go with it: the search box stays in place (taken out
+    // of the page even for a moment, it would lose the focus and the keys typed next), and
+    // a focused link or button of the list is focused again in the new list.
+    if (!this.searchEl || this.searchEl.parentNode !== this.sidebar) {
+      this.searchEl ||= searchBox();
+      this.sidebarList = h("div", { class: "sidebar-list" });
+      replace(this.sidebar, this.searchEl, this.sidebarList);
+    }
+    const focused = this.sidebarList.contains(document.activeElement) ? focusKey(document.activeElement) : "";
+    replace(this.sidebarList,
       h("div", { class: "sidebar-head" }, h("h2", null, "Workspaces"),
         h("button", { type: "button", id: "new-workspace", onclick: () => this.newWorkspace() }, "New workspace")),
       this.ws.length ? h("ul", { class: "workspaces" }, items) : h("p", { class: "muted small" }, "No workspace yet: a workspace is a folder the tools work in."));
+    if (focused) this.sidebarList.querySelector(focused)?.focus({ preventScroll: true });
   }
 
   workspaces() {
@@ -375,6 +384,15 @@ class App {
       showShortcuts();
     }
   }
+}
+
+/** focusKey is a selector that finds an element of the sidebar again after a redraw: a link
+ * by its address, a button by its id or label. */
+function focusKey(el) {
+  if (el.id) return `#${CSS.escape(el.id)}`;
+  if (el.tagName === "A" && el.getAttribute("href")) return `a[href="${CSS.escape(el.getAttribute("href"))}"]`;
+  if (el.getAttribute("aria-label")) return `${el.tagName.toLowerCase()}[aria-label="${CSS.escape(el.getAttribute("aria-label"))}"]`;
+  return "";
 }
 
 /** sessionBadge says in the list whether a session waits for an answer or runs. */
