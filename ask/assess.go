@@ -16,7 +16,8 @@ type Assessment struct {
 	// (the risk the host gives its own addWorkspacePath ask); a sensitive or protected path,
 	// or a file permission that names no path, is critical. An ask that is not about files keeps its label ("" ranks as critical).
 	Risk string
-	// PersonOnly is set when only a person may grant the ask: it names a sensitive path
+	// PersonOnly is set when only a person may grant the ask: an MCP server's sampling
+	// request (SamplingResource), or an ask that names a sensitive path
 	// (policy.IsSensitive, or the "sensitive-file" marker), a protected one (Call.Protected:
 	// jean2's home, credential folders), a blocked system path, or no path at all for a
 	// file permission (whose grant would cover every file of the call). An unattended
@@ -25,6 +26,10 @@ type Assessment struct {
 	// Why says what made it person-only, for logs and messages; "" otherwise.
 	Why string
 }
+
+// SamplingResource prefixes the resource of the ask an imported MCP server's sampling
+// request makes ("mcp-sampling:NAME"): such an ask is only a person's to grant.
+const SamplingResource = "mcp-sampling:"
 
 // Assess judges a permission ask of call c. Paths are the ask's paths and its "file:"
 // patterns that name an absolute or "~" path, resolved as grants resolve them; a path counts
@@ -48,6 +53,11 @@ func Assess(c Call, a tool.Ask) Assessment {
 		if !out.PersonOnly {
 			out.PersonOnly, out.Why = true, why
 		}
+	}
+	if strings.HasPrefix(a.Resource, SamplingResource) {
+		// An MCP server's request for the model spends the person's provider on a prompt the
+		// server wrote; MCP wants a person able to refuse every one.
+		personOnly("an MCP server asks to use the model (sampling), which MCP leaves to a person")
 	}
 	paths := resolvePaths(c, a.Paths)
 	for _, pat := range a.Patterns {

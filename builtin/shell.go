@@ -408,17 +408,43 @@ func (t *shellTool) askNetwork(ctx context.Context, c *tool.Context, command, pr
 	if retry {
 		desc = fmt.Sprintf("The sandbox refused `%s` the network to %s; allowing it runs the command again.", command, target)
 	}
+	risk := "medium"
+	if special := networkSpecial(target); special != "" {
+		// The proxy lets a name reach public addresses only; an entry that names this
+		// machine, its networks or a range is a person's to grant, never medium's.
+		risk = "high"
+		desc += fmt.Sprintf(" %s is %s, this machine or a network around it: services there are not meant for the web.", target, special)
+	}
 	a := tool.Ask{
 		Type:        tool.AskPermission,
 		Question:    fmt.Sprintf("Allow `%s` to reach %s?", prefix, target),
 		Description: desc + shellGrantCovers(command, prefix),
-		Risk:        "medium",
+		Risk:        risk,
 		Resource:    "network",
 		Patterns:    []string{"shell-network:" + prefix + " → " + target},
 		Duration:    tool.DurationSession,
 		Metadata:    meta,
 	}
 	return shellAskBool(ctx, c, a)
+}
+
+// networkSpecial says what a network entry (egress's syntax) reaches when it is more than a
+// name: localhost, an address the egress rules call special (loopback, private, link-local,
+// this machine's own, CGNAT, NAT64, reserved …) or a range of addresses; "" for a name, "*"
+// (public addresses only) or one public address.
+func networkSpecial(target string) string {
+	r, err := egress.ParseRule(target)
+	switch {
+	case err != nil:
+		return ""
+	case len(r.Local) > 0:
+		return "localhost"
+	case !r.Prefix.IsValid():
+		return ""
+	case !r.Prefix.IsSingleIP():
+		return "a range of addresses"
+	}
+	return egress.Special(r.Prefix.Addr(), egress.OwnAddrs())
 }
 
 // writable asks for the paths outside the workspace the command needs to write; each is

@@ -29,6 +29,9 @@ type shellSandbox struct {
 	status sandbox.Status
 	pids   *sandbox.Pids
 	memory *sandbox.Memory
+	// pins keeps where each workspace folder led when a command first ran there: a tool of
+	// an enclosing workspace may replace it by a link (sandbox.Pins).
+	pins sandbox.Pins
 }
 
 func (s *shellSandbox) init() {
@@ -118,6 +121,28 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 		out.cmd = cmd
 		return out, nil
 	}
+	// The folders the command may write, where they really are: the workspace and allowed
+	// paths where they led when first used, the session folder never through a link in its
+	// place (a tool of the workspace may write the folder that holds it), the approved
+	// paths where they lead. The rules made below must lie within them.
+	var places []string
+	for _, root := range append([]string{c.Workspace}, c.AllowedPaths...) {
+		if root == "" {
+			continue
+		}
+		real, err := s.pins.Real(root)
+		if err != nil {
+			return nil, fmt.Errorf("shell: %w", err)
+		}
+		places = append(places, real)
+	}
+	if c.TempDir != "" {
+		t := filepath.Clean(c.TempDir)
+		places = append(places, filepath.Join(policy.Real(filepath.Dir(t)), filepath.Base(t)))
+	}
+	for _, w := range writable {
+		places = append(places, policy.Real(w))
+	}
 	protected := s.opts.protected(c.Home, st.OS)
 	readOnly := append(shellExisting(shellSystemReadOnly(st.OS)...), shellExisting(s.opts.ReadOnly...)...)
 	// Each workspace root's .jean2 is sealed by a read-only mount where the launcher can
@@ -148,6 +173,9 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 		env = append(env, exit.Env()...)
 	}
 	spec, err := shellSpec(mech, plan, exit)
+	if err == nil {
+		err = sandbox.WritesWithin(spec.Rules, places)
+	}
 	if err != nil {
 		exit.Close()
 		return nil, fmt.Errorf("shell: %w", err)

@@ -97,9 +97,12 @@ func WebFetch(opts WebFetchOptions) tool.Tool {
 
 func (t *webfetchTool) Definition() tool.Definition { return t.def }
 
-// entryFor is the egress entry a grant of u's host opens: the name (its public addresses),
-// or, for an address or localhost, that address and port only.
-func fetchEntryFor(u *url.URL) (entry string, local bool) {
+// fetchEntryFor is the egress entry a grant of u's host opens: the name (its public
+// addresses), or, for an address or localhost, that address and port only. special says
+// what the address is when the egress rules never let a name reach it (loopback, private,
+// this machine's, CGNAT, NAT64, reserved …), "" for a name or a public address: a grant of
+// such an address is a person's, asked at high risk.
+func fetchEntryFor(u *url.URL) (entry, special string) {
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	port := u.Port()
 	if port == "" {
@@ -110,12 +113,12 @@ func fetchEntryFor(u *url.URL) (entry string, local bool) {
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		a = a.Unmap()
-		return net.JoinHostPort(a.String(), port), !a.IsGlobalUnicast() || a.IsPrivate()
+		return net.JoinHostPort(a.String(), port), egress.Special(a, egress.OwnAddrs())
 	}
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return "localhost:" + port, true
+		return "localhost:" + port, "a loopback address"
 	}
-	return host, false
+	return host, ""
 }
 
 func (t *webfetchTool) Execute(ctx context.Context, c *tool.Context, args json.RawMessage) tool.Result {
@@ -152,13 +155,13 @@ func (t *webfetchTool) Execute(ctx context.Context, c *tool.Context, args json.R
 
 	var allowed []string
 	allow := func(u *url.URL) error {
-		entry, local := fetchEntryFor(u)
+		entry, special := fetchEntryFor(u)
 		for _, a := range allowed {
 			if a == entry {
 				return nil
 			}
 		}
-		ok, err := t.ask(ctx, c, u, entry, local)
+		ok, err := t.ask(ctx, c, u, entry, special)
 		if err != nil {
 			return err
 		}
@@ -282,11 +285,11 @@ func (t *webfetchTool) Execute(ctx context.Context, c *tool.Context, args json.R
 
 // ask asks the person whether host may be fetched for this session; the host's grants
 // answer for a host already allowed.
-func (t *webfetchTool) ask(ctx context.Context, c *tool.Context, u *url.URL, entry string, local bool) (bool, error) {
+func (t *webfetchTool) ask(ctx context.Context, c *tool.Context, u *url.URL, entry, special string) (bool, error) {
 	risk, desc := "medium", fmt.Sprintf("webfetch wants to fetch %s.", u.Redacted())
-	if local {
+	if special != "" {
 		risk = "high"
-		desc += " " + entry + " is this machine or a private network: services there are not meant for the web."
+		desc += " " + entry + " is " + special + ", this machine or a network around it: services there are not meant for the web."
 	}
 	if u.Scheme == "http" {
 		desc += " The connection is not encrypted (http)."

@@ -16,8 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jean2/jean2/ask"
 	"github.com/jean2/jean2/builtin"
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/sandbox/egress"
 	"github.com/jean2/jean2/tool"
 )
 
@@ -221,4 +223,88 @@ func TestWebFetchCaps(t *testing.T) {
 	if out.Result.Success || !strings.Contains(out.Result.Error, "timed out") || time.Since(start) > 5*time.Second {
 		t.Fatalf("slow: %+v after %s", out.Result, time.Since(start))
 	}
+}
+
+// The attack: a hostile model reply (or a page it read) has webfetch fetch an address that
+// is this machine's or a network around it without being loopback or RFC 1918 — the
+// machine's own interface address, CGNAT (100.64.0.0/10, where Tailscale puts its peers),
+// NAT64, reserved ranges — in a session nobody watches. Before, webfetch
+// labelled such an ask "medium" with no word of what the address is, and the hub's
+// unattended policy at "medium" granted it: the fetch reached a service listening on the
+// machine's own address. Now every address the egress rules call special is asked at
+// "high" and named for what it is; only a public address stays "medium".
+func TestWebFetchAttackSpecialAddressUnattended(t *testing.T) {
+	policy, err := ask.NewPolicy("medium")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFetchFixture(t, builtin.WebFetchOptions{Timeout: 3 * time.Second})
+	invoke := func(u string) (host.Outcome, []tool.Ask) {
+		var asked []tool.Ask
+		raw, _ := json.Marshal(map[string]any{"url": u})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out := f.h.Invoke(ctx, host.Call{Tool: "webfetch", Args: raw, SessionID: "s-unattended", Workspace: host.Workspace{ID: "w1", Path: f.ws},
+			Asker: recordingPolicy{policy, &asked}})
+		return out, asked
+	}
+
+	// A service on this machine's own (non-loopback, non-private) address, where it has one.
+	var own netip.Addr
+	for _, a := range egress.OwnAddrs() {
+		if a.Is4() && a.IsGlobalUnicast() && !a.IsPrivate() {
+			own = a
+			break
+		}
+	}
+	if own.IsValid() {
+		ln, err := net.Listen("tcp", net.JoinHostPort(own.String(), "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hits atomic.Int32
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			fmt.Fprint(w, "internal admin page")
+		})}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+		out, asked := invoke("http://" + ln.Addr().String() + "/admin")
+		if hits.Load() != 0 || out.Result.Success {
+			t.Errorf("this machine's address %s: fetched unattended (%d requests): %s", ln.Addr(), hits.Load(), out.Result.Result)
+		}
+		if len(asked) != 1 || asked[0].Risk != "high" || !strings.Contains(asked[0].Description, "this machine") {
+			t.Errorf("this machine's address %s: asked %+v", ln.Addr(), asked)
+		}
+	} else {
+		t.Logf("no public-looking address on this machine's interfaces: that case is not run")
+	}
+
+	for _, u := range []string{"http://100.64.0.1:9/", "http://[64:ff9b::7f00:1]:9/", "http://240.0.0.1:9/", "http://[2002:7f00:1::1]:9/"} {
+		out, asked := invoke(u)
+		if len(asked) != 1 || asked[0].Risk != "high" || out.Result.Error == "" || !strings.Contains(out.Result.Error, tool.UserRejection) {
+			t.Errorf("%s: asked %+v, outcome %+v", u, asked, out.Result)
+		}
+	}
+	// A public address is an ordinary fetch's risk: asked "medium" (and not dialled here,
+	// since the test answers no).
+	deny, _ := ask.NewPolicy("low")
+	var asked []tool.Ask
+	raw, _ := json.Marshal(map[string]any{"url": "http://93.184.215.14:9/"})
+	f.h.Invoke(context.Background(), host.Call{Tool: "webfetch", Args: raw, SessionID: "s-public", Workspace: host.Workspace{ID: "w1", Path: f.ws},
+		Asker: recordingPolicy{deny, &asked}})
+	if len(asked) != 1 || asked[0].Risk != "medium" {
+		t.Errorf("a public address: asked %+v", asked)
+	}
+}
+
+// recordingPolicy is an unattended policy that notes each ask it decides.
+type recordingPolicy struct {
+	ask.Policy
+	asked *[]tool.Ask
+}
+
+func (r recordingPolicy) AskPermission(ctx context.Context, a tool.Ask) (ask.Decision, error) {
+	*r.asked = append(*r.asked, a)
+	return r.Policy.AskPermission(ctx, a)
 }

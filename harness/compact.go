@@ -472,7 +472,7 @@ func (t *turn) keepResult(callID, text string) string {
 // today. It returns what the stored compaction replaced. ErrBusy while a turn runs;
 // ErrNothingToCompact when too few messages are left to summarize.
 func (h *Harness) Compact(ctx context.Context, sessionID string) (store.CompactionInfo, error) {
-	if err := h.reserve(sessionID); err != nil {
+	if err := h.reserve(ctx, sessionID); err != nil {
 		return store.CompactionInfo{}, err
 	}
 	defer h.release(sessionID, nil)

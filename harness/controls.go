@@ -60,7 +60,7 @@ func (h *Harness) Resend(ctx context.Context, sessionID, messageID string, in In
 	if msg.Role != store.RoleUser {
 		return res, fmt.Errorf("message %s is the %s's: %w", messageID, msg.Role, ErrNotUserMessage)
 	}
-	if err := h.reserve(sessionID); err != nil {
+	if err := h.reserve(ctx, sessionID); err != nil {
 		return res, err
 	}
 	launched := false

@@ -90,7 +90,10 @@ type Options struct {
 	Home string
 	// MaxParallel caps read-only calls running at once in one round (default 8).
 	MaxParallel int
-	Logger      *slog.Logger
+	// Leases claims sessions across instances sharing the database (lease.go); nil on one
+	// instance.
+	Leases Leaser
+	Logger *slog.Logger
 }
 
 // Input is what a person sends to start a turn.
@@ -147,6 +150,7 @@ type Harness struct {
 	mu     sync.Mutex
 	closed bool
 	busy   map[string]*turn              // session → its running turn (nil value: a restore holds it)
+	leases map[string]Lease              // session → the lease its claim holds (Options.Leases)
 	facts  map[string]*tool.SessionFacts // session → its facts, for the harness's life
 
 	hist  histories // transcripts kept between turns
@@ -246,7 +250,7 @@ func New(ctx context.Context, opts Options) (*Harness, error) {
 	if strings.TrimSpace(opts.System) == "" {
 		opts.System = DefaultSystem
 	}
-	h := &Harness{opts: opts, log: opts.Logger, busy: map[string]*turn{}, facts: map[string]*tool.SessionFacts{},
+	h := &Harness{opts: opts, log: opts.Logger, busy: map[string]*turn{}, leases: map[string]Lease{}, facts: map[string]*tool.SessionFacts{},
 		workRounds: opts.WorkRounds, maxRounds: opts.MaxRounds, system: opts.System}
 	h.base, h.cancelBase = context.WithCancelCause(context.Background())
 	if err := h.recover(ctx); err != nil {
@@ -262,7 +266,7 @@ func (h *Harness) Start(ctx context.Context, sessionID string, in Input) (TurnIn
 	if err := checkInput(in); err != nil {
 		return TurnInfo{}, fmt.Errorf("start a turn in session %s: %w", sessionID, err)
 	}
-	if err := h.reserve(sessionID); err != nil {
+	if err := h.reserve(ctx, sessionID); err != nil {
 		return TurnInfo{}, err
 	}
 	return h.launch(ctx, sessionID, in)
@@ -292,6 +296,7 @@ func (h *Harness) launch(ctx context.Context, sessionID string, in Input) (TurnI
 	h.busy[sessionID] = t
 	h.wg.Add(1)
 	h.mu.Unlock()
+	h.watchLease(sessionID, t)
 	go func() {
 		defer h.wg.Done()
 		defer h.sendQueued(sessionID) // after release, so the session is free
@@ -348,27 +353,40 @@ func (h *Harness) emitter(sessionID string) *emitter {
 	return &emitter{db: h.opts.Store, pub: h.opts.Events, sessionID: sessionID, log: h.log}
 }
 
-// reserve claims the session for a turn or a restore.
-func (h *Harness) reserve(sessionID string) error {
+// reserve claims the session for a turn or a restore: in memory, then, with Options.Leases,
+// across instances.
+func (h *Harness) reserve(ctx context.Context, sessionID string) error {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.closed {
+		h.mu.Unlock()
 		return ErrClosed
 	}
 	if t, ok := h.busy[sessionID]; ok && (t == nil || !t.ended.Load()) {
+		h.mu.Unlock()
 		return fmt.Errorf("session %s: %w", sessionID, ErrBusy)
 	}
 	h.busy[sessionID] = nil
-	return nil
+	if h.opts.Leases != nil {
+		// Another instance may have run turns since: its facts are the store's.
+		delete(h.facts, sessionID)
+	}
+	h.mu.Unlock()
+	return h.claimLease(ctx, sessionID)
 }
 
 // release frees the session once its turn (t) or restore (nil) is over.
 func (h *Harness) release(sessionID string, t *turn) {
 	h.mu.Lock()
+	var l Lease
 	if h.busy[sessionID] == t {
 		delete(h.busy, sessionID)
+		l = h.leases[sessionID]
+		delete(h.leases, sessionID)
 	}
 	h.mu.Unlock()
+	if l != nil {
+		l.Release()
+	}
 	if t != nil {
 		close(t.done)
 	}

@@ -56,7 +56,9 @@ func (h *Harness) Enqueue(ctx context.Context, sessionID string, in Input) (q Qu
 		if err == nil {
 			return Queued{}, &info, nil
 		}
-		if !errors.Is(err, ErrBusy) {
+		// A turn another instance runs ends there: nothing here would send the message
+		// after it, so the person is told to wait instead.
+		if !errors.Is(err, ErrBusy) || errors.Is(err, store.ErrLeased) {
 			return Queued{}, nil, err
 		}
 	}

@@ -27,16 +27,31 @@ func (h *Harness) recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("harness: recover interrupted turns: %w", err)
 	}
+	// Instances sharing the database: the turns other live instances run are theirs; only
+	// those whose lease expired (or that never had one) are sealed here, the rest by the
+	// cluster's reaper once their instance stops renewing them.
+	var leased map[string]bool
+	if h.opts.Leases != nil {
+		if leased, err = h.opts.Leases.Leased(ctx); err != nil {
+			return fmt.Errorf("harness: recover interrupted turns: %w", err)
+		}
+	}
 	var order []string // sessions in the order found
 	msgs := map[string][]store.Message{}
 	turns := map[string]store.OpenTurn{}
 	for _, m := range unfinished {
+		if leased[m.SessionID] {
+			continue
+		}
 		if _, seen := msgs[m.SessionID]; !seen {
 			order = append(order, m.SessionID)
 		}
 		msgs[m.SessionID] = append(msgs[m.SessionID], m)
 	}
 	for _, t := range open {
+		if leased[t.SessionID] {
+			continue
+		}
 		if _, seen := msgs[t.SessionID]; !seen {
 			order = append(order, t.SessionID)
 			msgs[t.SessionID] = nil

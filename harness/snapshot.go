@@ -31,7 +31,7 @@ func (h *Harness) Restore(ctx context.Context, sessionID, messageID string, opts
 	if h.opts.Snapshots == nil {
 		return undo.Report{}, ErrNoSnapshots
 	}
-	if err := h.reserve(sessionID); err != nil {
+	if err := h.reserve(ctx, sessionID); err != nil {
 		return undo.Report{}, err
 	}
 	defer h.sendQueued(sessionID) // a message queued meanwhile goes once the session is free

@@ -210,7 +210,7 @@ func (t *turn) stopped() (reason, why string, stop bool) {
 		return "", "", false
 	}
 	cause := context.Cause(t.ctx)
-	if errors.Is(cause, errClosing) {
+	if errors.Is(cause, errClosing) || errors.Is(cause, errLeaseLost) {
 		return ReasonInterrupted, cause.Error(), true
 	}
 	return ReasonStopped, cause.Error(), true
@@ -369,6 +369,9 @@ func (t *turn) finish(reason, why string) {
 func (t *turn) closeTurn(fin TurnFinished) op {
 	return func(ctx context.Context, tx *store.Tx) ([]store.NewEvent, error) {
 		if err := tx.CloseTurn(ctx, t.sessionID, t.id); err != nil {
+			return nil, err
+		}
+		if err := t.h.releaseLeaseIn(ctx, tx, t.sessionID); err != nil {
 			return nil, err
 		}
 		t.ended.Store(true)

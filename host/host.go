@@ -83,9 +83,10 @@ type Host struct {
 	sb     *hostSandbox
 
 	cat      atomic.Pointer[catalog]
-	temps    sync.Map   // session id → its temporary folder, once created
-	kept     sync.Map   // path of a result KeepResult wrote → struct{}: written once
-	reloadMu sync.Mutex // one reload at a time
+	temps    sync.Map     // session id → its temporary folder, once created
+	pins     sandbox.Pins // where each workspace folder and allowed path led when first served
+	kept     sync.Map     // path of a result KeepResult wrote → struct{}: written once
+	reloadMu sync.Mutex   // one reload at a time
 	// disabledBuiltins are the built-ins the server's settings turn off (under reloadMu).
 	disabledBuiltins []string
 

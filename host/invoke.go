@@ -192,18 +192,57 @@ func (h *Host) finishOutcome(out *Outcome, call Call) {
 }
 
 // sessionTemp returns a call's temporary folder (tempKey's path under Layout.Temp),
-// creating it once per host.
+// creating it once per host and making sure at every call that it is a real folder: the
+// workers of a workspace may write the folder that holds its sessions' folders, so a
+// hostile one can put a link (to "/") in a session's place, which ctx.fs would take for a
+// root and the shell for a folder to grant its commands (TestSandboxAttackSessionFolder…).
 func (h *Host) sessionTemp(key string) (string, error) {
 	if dir, ok := h.temps.Load(key); ok {
+		if err := keepRealFolder(dir.(string)); err != nil {
+			return "", err
+		}
 		return dir.(string), nil
 	}
 	dir, err := h.layout.tempFolder(key)
 	if err != nil {
 		return "", err
 	}
+	if err := keepRealFolder(dir); err != nil {
+		return "", err
+	}
 	h.temps.Store(key, dir)
 	return dir, nil
 }
+
+// pinRoots returns where the call's workspace folder and allowed paths really are: where
+// each led when this host first served it. A workspace may lie inside another (~/code and
+// ~/code/app), whose tools may write it: one can move the inner folder aside and put a link
+// in its place, to the rest of the user's files or to "/". Resolved afresh at each call,
+// the inner workspace's ctx.fs and workers would take the link's target for their
+// workspace; pinned, a path that leads elsewhere now refuses the call and says why.
+func (h *Host) pinRoots(ws Workspace) (map[string]string, error) {
+	out := make(map[string]string, 1+len(ws.Allowed))
+	for _, root := range append([]string{ws.Path}, ws.Allowed...) {
+		if root == "" || !filepath.IsAbs(root) {
+			continue
+		}
+		real, err := h.pinRoot(root)
+		if err != nil {
+			return nil, err
+		}
+		out[filepath.Clean(root)] = real
+	}
+	return out, nil
+}
+
+// PinFolder pins a workspace folder or allowed path where it leads now, replacing an
+// earlier pin: the server calls it when a person adds a workspace or changes its folders,
+// and at its start for the workspaces it has, so that a folder swapped before its first
+// call is not taken for the workspace (pinRoots).
+func (h *Host) PinFolder(path string) string { return h.pins.Set(path) }
+
+// pinRoot is pinRoots for one folder (sandbox.Pins: one stat while nothing moved).
+func (h *Host) pinRoot(root string) (string, error) { return h.pins.Real(root) }
 
 // callState is what the host makes for one call, in one allocation: the tool.Context,
 // its logger, and the powers behind its file system, asks and workspace changes.
@@ -229,6 +268,10 @@ func (h *Host) callContext(call *Call, v *version) (*callState, error) {
 		return nil, err
 	}
 	tempDir, err := h.sessionTemp(key)
+	if err != nil {
+		return nil, err
+	}
+	realRoots, err := h.pinRoots(ws)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +318,7 @@ func (h *Host) callContext(call *Call, v *version) (*callState, error) {
 	}
 	cs.powers = callPowers{
 		ctx: c, env: v.env, persist: call.Workspaces, scope: c.Scope(), ledger: c.Ledger,
-		protected: h.sb.protected, protectedPlaces: h.sb.protectedPlaces(),
+		protected: h.sb.protected, protectedPlaces: h.sb.protectedPlaces(), realRoots: realRoots,
 		broker: ask.BrokerOptions{
 			Asker: asker, Grants: h.grants,
 			Tool: v.def.Name, ToolVersion: v.entry.Hash,
@@ -301,6 +344,8 @@ type callPowers struct {
 	protected []string
 	// protectedPlaces is protected as toolfs.ExpandPlaces gives it, resolved by the host.
 	protectedPlaces []string
+	// realRoots is where the workspace folder and allowed paths lead, as pinned (pinRoots).
+	realRoots map[string]string
 
 	ready atomic.Bool // built; read without the lock
 	mu    sync.Mutex
@@ -342,7 +387,7 @@ func (p *callPowers) built() *callPowers {
 // read-only to it: jean2 acts on the settings there (mcp.json names commands it starts).
 func (p *callPowers) newFS(scope policy.Scope) *toolfs.FS {
 	return toolfs.New(toolfs.Options{Scope: scope, Tool: p.broker.Tool, CallID: p.broker.CallID, Ledger: p.ledger, Grants: p.b,
-		Protected: p.protected, ProtectedPlaces: p.protectedPlaces, ReadOnly: scope.SettingsDirs()})
+		Protected: p.protected, ProtectedPlaces: p.protectedPlaces, ReadOnly: scope.SettingsDirs(), RealRoots: p.realRoots})
 }
 
 // close ends the call: the broker forgets its once-grants. Powers never built hold none.

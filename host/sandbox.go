@@ -174,10 +174,33 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	if t.mech == sandbox.Unconfined && sb.status.Mode == sandbox.ModeOff {
 		return base
 	}
+	// The workspace folder and allowed paths lead where they led when first served (pinRoot);
+	// a link put in one's place since would have the rules grant its target.
+	var places []string
+	for _, root := range append([]string{scope.workspace}, scope.allowed...) {
+		if root != "" {
+			real, err := h.pinRoot(root)
+			if err != nil {
+				return failed(err)
+			}
+			places = append(places, real)
+		}
+	}
 	mounted, carved := t.seals(scope)
 	p := t.plan(scope)
 	p.Sealed, p.MountSealed = carved, mounted
 	rules := p.Rules()
+	// What the plan resolved again lies where it was pinned (no swap in between); the
+	// temporary folder's own and the person-approved writes are where they lead.
+	if scope.tempDir != "" {
+		places = append(places, policy.Real(scope.tempDir))
+	}
+	for _, w := range p.DeclaredWrite {
+		places = append(places, policy.Real(w))
+	}
+	if err := sandbox.WritesWithin(rules, places); err != nil {
+		return failed(fmt.Errorf("sandbox: %w", err))
+	}
 	if t.mech == sandbox.NodePermissions {
 		base = withNodeFlags(sandbox.NodePermissionArgs(t.runtimeVersion, rules, t.childProcess()))
 	}

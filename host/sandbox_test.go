@@ -51,6 +51,12 @@ export async function execute(input, ctx) {
     case 'read': return done(attempt(() => fs.readFileSync(input.path, 'utf8')));
     case 'readdir': return done(attempt(() => fs.readdirSync(input.path)));
     case 'write': return done(attempt(() => { fs.writeFileSync(input.path, 'pwned'); return 'written'; }));
+    case 'link': return done(attempt(() => { fs.linkSync(input.path, input.to); return 'linked'; }));
+    case 'swapTemp': return done(attempt(() => { const d = input.session ? ctx.fs.tempDir.replace(/[^/]+$/, input.session) : ctx.fs.tempDir; fs.rmSync(d, { recursive: true, force: true }); fs.symlinkSync(input.path, d); return d; }));
+    case 'swap': return done(attempt(() => { fs.renameSync(input.path, input.to); fs.symlinkSync(input.target, input.path); return 'swapped'; }));
+    case 'ctxWriteAbs':
+      try { await ctx.fs.writeFile(input.path, 'pwned by a tool'); return done({ ok: true }); }
+      catch (e) { return done({ ok: false, code: e.code ?? null, message: String(e.message) }); }
     case 'ctxRead':
       try { return done({ ok: true, value: await ctx.fs.readFile(input.path, 'utf-8') }); }
       catch (e) { return done({ ok: false, code: e.code ?? null, message: String(e.message) }); }

@@ -1,7 +1,9 @@
 package host
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,21 +75,69 @@ func (h *Host) dropCallTemp(call Call, out Outcome) {
 	}
 }
 
-// pruneOld removes the entries of dir last changed more than keep ago.
+// pruneOld removes the entries of dir last changed more than keep ago. dir is a worker's to
+// change (the workspace's workers write the folder that holds it), so it is reached as an
+// os.Root from that folder, which no worker can change: a link put in dir's place that
+// leads out of it is refused, and nothing is listed or removed through one (before, the
+// host deleted through such a link every old file of the place it led to).
 func (h *Host) pruneOld(dir string, keep time.Duration) {
-	entries, err := os.ReadDir(dir)
+	parent, err := os.OpenRoot(filepath.Dir(dir))
 	if err != nil {
 		return
 	}
-	for _, e := range entries {
-		fi, err := e.Info()
+	defer parent.Close()
+	root, err := parent.OpenRoot(filepath.Base(dir))
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			h.log.Warn("sessionless runs' folder not pruned", "path", dir, "error", err)
+		}
+		return
+	}
+	defer root.Close()
+	d, err := root.Open(".")
+	if err != nil {
+		return
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		fi, err := root.Lstat(name)
 		if err != nil || time.Since(fi.ModTime()) < keep {
 			continue
 		}
-		if err := fsutil.RemoveTree(filepath.Join(dir, e.Name())); err != nil {
-			h.log.Warn("remove an old file of sessionless runs", "path", filepath.Join(dir, e.Name()), "error", err)
+		if err := root.RemoveAll(name); err != nil {
+			h.log.Warn("remove an old file of sessionless runs", "path", filepath.Join(dir, name), "error", err)
 		}
 	}
+}
+
+// keepRealFolder makes sure dir is a folder and not a link (or anything else) in its place:
+// what stands there instead is removed, never followed, and a folder made. Only dir's last
+// element is a worker's to change (the folders above it are not writable by workers), and
+// it costs one lstat when all is well.
+func keepRealFolder(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err == nil && fi.IsDir() {
+		return nil
+	}
+	if err == nil {
+		// RemoveTree unlinks a link and never what it points to.
+		if err := fsutil.RemoveTree(dir); err != nil {
+			return fmt.Errorf("a %s stands in place of the temporary folder %s and cannot be removed: %w", fi.Mode().Type(), dir, err)
+		}
+	} else if !os.IsNotExist(err) {
+		return fmt.Errorf("temporary folder %s: %w", dir, err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+		return fmt.Errorf("make the temporary folder %s again: %w", dir, err)
+	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("the temporary folder %s keeps being replaced (by a tool of its workspace?): refused", dir)
+	}
+	return nil
 }
 
 // RemoveSessionTemp removes a session's temporary folder and what is in it: the server

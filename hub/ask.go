@@ -149,7 +149,7 @@ func (h *Hub) ask(ctx context.Context, sessionID string, q tool.Ask) (json.RawMe
 	if _, err := h.store.Session(ctx, sessionID); err != nil {
 		return nil, fmt.Errorf("%s ask %q of tool %s: %w", q.Type, q.Question, call.Tool, err)
 	}
-	if h.Attached(sessionID) == 0 {
+	if h.Attached(sessionID) == 0 && (h.elsewhere == nil || !h.elsewhere(sessionID)) {
 		return h.askPolicy(ctx, sessionID, call, q)
 	}
 	p, err := h.addAsk(sessionID, call, q)

@@ -58,6 +58,10 @@ type Options struct {
 	// runs under the log's publish lock: it must be quick and must not publish on the same
 	// log.
 	Published func(sessionID string, evs []store.Event)
+	// AttachedElsewhere, when set, says whether a client of the session is attached to
+	// another instance sharing the database (cluster.Node): an ask then waits for a person
+	// instead of going to Unattended.
+	AttachedElsewhere func(sessionID string) bool
 }
 
 // Hub fans a session's event log out to its subscribers and holds the asks waiting for a
@@ -70,6 +74,7 @@ type Hub struct {
 	subBuffer  int
 	maxAsks    int
 	published  func(sessionID string, evs []store.Event)
+	elsewhere  func(sessionID string) bool
 
 	mu       sync.Mutex
 	sessions map[string]*session // sessions with subscribers, asks or a Publish in flight
@@ -106,6 +111,7 @@ func New(opts Options) *Hub {
 		log:        opts.Logger,
 		subBuffer:  opts.SubscriberBuffer,
 		published:  opts.Published,
+		elsewhere:  opts.AttachedElsewhere,
 		maxAsks:    opts.MaxPendingAsks,
 		sessions:   map[string]*session{},
 	}
@@ -305,4 +311,47 @@ func (h *Hub) Close() {
 		sub.end(ErrClosed)
 	}
 	h.subs.Wait()
+}
+
+// Subscribed lists the sessions with a live subscription here ("" is the server's log):
+// those whose events other instances write must be brought to this one (Poke).
+func (h *Hub) Subscribed() []string {
+	h.mu.Lock()
+	ss := make([]*session, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		ss = append(ss, s)
+	}
+	h.mu.Unlock()
+	var out []string
+	for _, s := range ss {
+		s.mu.Lock()
+		n := len(s.subs)
+		s.mu.Unlock()
+		if n > 0 {
+			out = append(out, s.id)
+		}
+	}
+	return out
+}
+
+// Poke tells the session's subscriptions that its log may hold events this hub did not
+// publish (another instance wrote them): each reads the store after the last event it sent,
+// so nothing is missed or sent twice however pokes and publishes interleave.
+func (h *Hub) Poke(sessionID string) {
+	s := h.lookup(sessionID)
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	subs := make([]*Subscription, 0, len(s.subs))
+	for sub := range s.subs {
+		subs = append(subs, sub)
+	}
+	s.mu.Unlock()
+	for _, sub := range subs {
+		select {
+		case sub.poke <- struct{}{}:
+		default: // one is waiting already; it reads everything there is then
+		}
+	}
 }

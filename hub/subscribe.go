@@ -29,6 +29,8 @@ type Subscription struct {
 
 	// live holds events Publish handed over; its capacity is the subscriber buffer.
 	live chan store.Event
+	// poke says the store may hold events no Publish here handed over (Hub.Poke).
+	poke chan struct{}
 
 	mu         sync.Mutex
 	caughtUp   bool // the replay reached the live events: an overflow now means a slow reader
@@ -58,6 +60,7 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, afterSeq int64) (
 		ctx: subCtx, cancel: cancel,
 		done: make(chan struct{}),
 		live: make(chan store.Event, h.subBuffer),
+		poke: make(chan struct{}, 1),
 	}
 	// Registered under h.mu so that Close, which ends the subscriptions it finds under it,
 	// cannot miss this one; and before the replay starts, so that an event is either
@@ -178,6 +181,11 @@ func (s *Subscription) run() error {
 		select {
 		case <-s.ctx.Done():
 			return context.Cause(s.ctx)
+		case <-s.poke:
+			var err error
+			if last, err = s.replay(last); err != nil {
+				return err
+			}
 		case ev := <-s.live:
 			if ev.Seq <= last {
 				continue // read by the replay already

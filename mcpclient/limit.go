@@ -30,13 +30,16 @@ type MessageTooLargeError struct {
 }
 
 func (e *MessageTooLargeError) Error() string {
-	return fmt.Sprintf("MCP server %s sent a message over %d bytes (%s); jean2 stopped reading and dropped the connection. If the server is trusted and its messages are that large, raise \"maxMessageBytes\" in its mcp.json entry", e.Server, e.Limit, e.What)
+	return fmt.Sprintf("MCP server %s sent a message longer than %d bytes (%s); jean2 stopped reading and dropped the connection. If the server is trusted and its messages are that large, raise \"maxMessageBytes\" in its mcp.json entry", e.Server, e.Limit, e.What)
 }
 
-// maxMessageBytes is the server's cap.
-func (c ServerConfig) maxMessageBytes() int64 {
-	if c.MaxMessageBytes > 0 {
-		return c.MaxMessageBytes
+// maxMessageBytes is the server's cap: its entry's, else the manager's (Options.MaxLineBytes).
+func (s *Server) maxMessageBytes() int64 {
+	switch {
+	case s.cfg.MaxMessageBytes > 0:
+		return s.cfg.MaxMessageBytes
+	case s.maxLine > 0:
+		return s.maxLine
 	}
 	return DefaultMaxMessageBytes
 }

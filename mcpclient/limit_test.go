@@ -120,7 +120,7 @@ func TestHostileHTTPServerCannotFloodMemory(t *testing.T) {
 			var r tool.Result
 			alloc := allocated(func() { r = run(t, tools[0], `{}`, nil) })
 			t.Logf("server wrote %d bytes; jean2 allocated %d KB for the call", written.Load(), alloc>>10)
-			if r.Success || !strings.Contains(r.Error, "MCP server hostile") || !strings.Contains(r.Error, "1048576 bytes") || !strings.Contains(r.Error, "maxMessageBytes") {
+			if r.Success || !strings.Contains(r.Error, "MCP server hostile") || !strings.Contains(r.Error, "longer than 1048576 bytes") || !strings.Contains(r.Error, "maxMessageBytes") {
 				t.Fatalf("result: success %v, %d bytes, error %q", r.Success, len(r.Result), r.Error)
 			}
 			// Before the cap the call read the whole 200 MB and allocated over 1 GB.
@@ -129,7 +129,7 @@ func TestHostileHTTPServerCannotFloodMemory(t *testing.T) {
 			}
 			waitFor(t, "the server marked in error", func() bool {
 				st, err := s.Status()
-				return st == StateError && err != nil && strings.Contains(err.Error(), "1048576 bytes")
+				return st == StateError && err != nil && strings.Contains(err.Error(), "longer than 1048576 bytes")
 			})
 			if w := written.Load(); w >= floodBytes {
 				t.Fatalf("jean2 read the whole flood (%d bytes)", w)
@@ -167,7 +167,7 @@ func TestHostileHTTPToolsList(t *testing.T) {
 	})
 	st, err := s.Status()
 	t.Logf("server wrote %d bytes; jean2 allocated %d KB", written.Load(), alloc>>10)
-	if st != StateError || err == nil || !strings.Contains(err.Error(), "MCP server hostile sent a message over 1048576 bytes (an HTTP response body)") {
+	if st != StateError || err == nil || !strings.Contains(err.Error(), "MCP server hostile sent a message longer than 1048576 bytes (an HTTP response body)") {
 		t.Fatalf("%s %v", st, err)
 	}
 	if alloc > 32<<20 {
@@ -186,7 +186,7 @@ func TestHostileStdioServerEndlessLine(t *testing.T) {
 	start := time.Now()
 	st, err := s.Status()
 	t.Logf("listed in error after %s", time.Since(start))
-	if st != StateError || err == nil || !strings.Contains(err.Error(), "MCP server endless sent a message over 1048576 bytes") {
+	if st != StateError || err == nil || !strings.Contains(err.Error(), "MCP server endless sent a message longer than 1048576 bytes") {
 		t.Fatalf("%s %v", st, err)
 	}
 }

@@ -38,6 +38,10 @@ type Options struct {
 	// Elicit answers a server's elicitation requests (jean2 mcp probe); nil: through the asks
 	// of the call running (requests.go).
 	Elicit func(ctx context.Context, server string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	// MaxLineBytes caps one message jean2 reads from a server whose mcp.json entry sets no
+	// maxMessageBytes: a stdio line, an HTTP response body, an SSE event (limit.go;
+	// DefaultMaxMessageBytes when zero).
+	MaxLineBytes int64
 }
 
 // Manager runs the servers of a Config and hands their tools to the host.
@@ -63,6 +67,9 @@ func New(cfg Config, loadErr error, opts Options) *Manager {
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = maxBackoff
 	}
+	if opts.MaxLineBytes <= 0 {
+		opts.MaxLineBytes = DefaultMaxMessageBytes
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -80,7 +87,7 @@ func New(cfg Config, loadErr error, opts Options) *Manager {
 		s := &Server{
 			cfg: c, getenv: opts.Getenv, log: opts.Logger, version: opts.Version,
 			tokens: opts.Tokens, signIn: opts.SignIn, elicit: opts.Elicit, roots: opts.Roots,
-			minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
+			minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff, maxLine: opts.MaxLineBytes,
 			stderr: &tail{}, err: fmt.Errorf("MCP server %s: not connected yet", c.Name),
 			ctx: ctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), wake: make(chan struct{}, 1),
 		}

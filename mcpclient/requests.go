@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/jean2/jean2/ask"
 	"github.com/jean2/jean2/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -64,7 +68,13 @@ func (s *Server) elicitThroughAsks(ctx context.Context, req *mcp.ElicitRequest) 
 	}
 	p := req.Params
 	if p.Mode == "url" {
-		q := fmt.Sprintf("The MCP server %s asks you to open %s", s.cfg.Name, p.URL)
+		page, err := webPage(p.URL)
+		if err != nil {
+			// Not shown to anyone: a person shown it could follow it.
+			s.log.Warn("MCP server asked to open a page that is not one: declined", "server", s.cfg.Name, "error", err)
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		}
+		q := fmt.Sprintf("The MCP server %s asks you to open a page of %s: %s", s.cfg.Name, page.Host, p.URL)
 		ans, err := tc.Asker.Ask(ctx, tool.Ask{Type: tool.AskConfirm, Question: q, Description: p.Message + "\n\nOpen it yourself, finish there, then answer yes (no declines)."})
 		if err != nil {
 			return answerError(err), nil
@@ -88,6 +98,33 @@ func (s *Server) elicitThroughAsks(ctx context.Context, req *mcp.ElicitRequest) 
 		return nil, fmt.Errorf("the answer to MCP server %s's elicitation: %w", s.cfg.Name, err)
 	}
 	return &mcp.ElicitResult{Action: "accept", Content: content}, nil
+}
+
+// webPage accepts the address of a URL-mode elicitation only when it is a web page a person
+// may open and read for what it is: http or https, a host, no user info (which puts a
+// trusted-looking name before the real host: https://accounts.example.com@evil.example/),
+// and no control, format (bidi) or space characters, which can break or reorder the
+// question's lines. Anything else (javascript:, file:, data:, an application's scheme) is
+// declined without asking.
+func webPage(raw string) (*url.URL, error) {
+	for _, r := range raw {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.IsSpace(r) {
+			return nil, fmt.Errorf("the address %q holds the character %U", raw, r)
+		}
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("the address %q is not a URL: %w", raw, err)
+	}
+	switch {
+	case u.Scheme != "https" && u.Scheme != "http":
+		return nil, fmt.Errorf("the address %q is not an http or https page", raw)
+	case u.User != nil:
+		return nil, fmt.Errorf("the address %q names a user before its host %s", raw, u.Host)
+	case u.Hostname() == "":
+		return nil, fmt.Errorf("the address %q names no host", raw)
+	}
+	return u, nil
 }
 
 // answerError is the elicitation result of an ask that was not answered: a person who said
@@ -257,14 +294,18 @@ func (s *Server) sampleThroughProvider(ctx context.Context, req *mcp.CreateMessa
 			return nil, fmt.Errorf("jean2 samples text only; MCP server %s sent %T", s.cfg.Name, m.Content)
 		}
 	}
-	excerpt := prompt.String()
-	if len(excerpt) > 300 {
-		excerpt = excerpt[:300] + "…"
+	// The person sees what the model would be told: the messages and the server's own
+	// instructions (a system prompt is where a hostile server hides what it wants).
+	desc := "It asks: " + excerptOf(prompt.String(), 300)
+	if p.SystemPrompt != "" {
+		desc += "\n\nIts instructions to the model: " + excerptOf(p.SystemPrompt, 300)
 	}
 	allowed, err := tc.Asker.Ask(ctx, tool.Ask{
-		Type: tool.AskPermission, Risk: "medium", Resource: "mcp-sampling:" + s.cfg.Name,
+		// Only a person grants it (ask.Assess): no unattended policy lets a server spend the
+		// person's provider.
+		Type: tool.AskPermission, Risk: "high", Resource: ask.SamplingResource + s.cfg.Name,
 		Question:    fmt.Sprintf("Let the MCP server %s use your model (your provider and its cost)?", s.cfg.Name),
-		Description: "It asks: " + excerpt,
+		Description: desc,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sampling for MCP server %s was not allowed: %w", s.cfg.Name, err)
@@ -285,6 +326,17 @@ func (s *Server) sampleThroughProvider(ctx context.Context, req *mcp.CreateMessa
 		return nil, fmt.Errorf("sampling for MCP server %s: %w", s.cfg.Name, err)
 	}
 	return &mcp.CreateMessageResult{Role: "assistant", Content: &mcp.TextContent{Text: text}, Model: "jean2", StopReason: "endTurn"}, nil
+}
+
+// excerptOf is s cut to at most n bytes on a character boundary, "…" marking a cut.
+func excerptOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // Catalog is what a connected server offers beside its tools: resources (and resource

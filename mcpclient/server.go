@@ -40,6 +40,7 @@ type Server struct {
 	changed func() // the server's tools changed (connected, list_changed, gone)
 
 	minBackoff, maxBackoff time.Duration
+	maxLine                int64 // Options.MaxLineBytes: the cap of a message when the entry sets none (limit.go)
 	// httpTasks runs the calls of an HTTP server's tools that require tasks (tasks_http.go);
 	// nil for other servers.
 	httpTasks atomic.Pointer[httpTasks]
@@ -364,13 +365,13 @@ func (s *Server) transport() (mcp.Transport, error) {
 		}
 		s.stderr.Reset()
 		cmd.Stderr = s.stderr
-		return &commandTransport{cmd: cmd, terminate: 2 * time.Second, server: s.cfg.Name, limit: s.cfg.maxMessageBytes(), tooBig: s.messageTooLarge}, nil
+		return &commandTransport{cmd: cmd, terminate: 2 * time.Second, server: s.cfg.Name, limit: s.maxMessageBytes(), tooBig: s.messageTooLarge}, nil
 	case "http", "sse":
 		headers := http.Header{}
 		for k, v := range s.cfg.Headers {
 			headers.Set(k, expand(v, s.getenv))
 		}
-		limit := s.cfg.maxMessageBytes()
+		limit := s.maxMessageBytes()
 		capped := capTransport{next: http.DefaultTransport, server: s.cfg.Name, limit: limit, tooBig: s.messageTooLarge}
 		hc := &http.Client{Transport: headerTransport{headers: headers, next: capped}}
 		if s.cfg.Type == "sse" {

@@ -12,10 +12,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/jean2/jean2/internal/fsutil"
 )
@@ -99,33 +101,50 @@ func (wf WorkspaceFile) Config() (Config, error) {
 func (wf WorkspaceFile) Commands() []string {
 	out := make([]string, 0, len(wf.Servers))
 	for _, s := range wf.Servers {
-		out = append(out, s.Name+": "+s.Describe())
+		out = append(out, shown(s.Name)+": "+s.Describe())
 	}
 	return out
 }
 
 // Describe says what a server starts (command, args, cwd, env names) or reaches (url).
+// A person trusts what it shows, in the terminal, the web client and the log: every string
+// of the file that holds a character that is not printable text (a carriage return, an
+// escape sequence, a bidi override) is shown quoted with that character escaped, so none
+// can erase, hide or reorder what runs (TestAttackTrustPromptDisguisedCommand).
 func (s ServerConfig) Describe() string {
 	if s.Command == "" {
-		return s.URL
+		return shown(s.URL)
 	}
-	parts := []string{s.Command}
+	parts := []string{shown(s.Command)}
 	for _, a := range s.Args {
-		parts = append(parts, quoteArg(a))
+		if q := shown(a); q != a {
+			parts = append(parts, q)
+		} else {
+			parts = append(parts, quoteArg(a))
+		}
 	}
 	d := strings.Join(parts, " ")
 	if s.Cwd != "" {
-		d += " (in " + s.Cwd + ")"
+		d += " (in " + shown(s.Cwd) + ")"
 	}
 	if len(s.Env) > 0 {
 		names := make([]string, 0, len(s.Env))
 		for n := range s.Env {
-			names = append(names, n)
+			names = append(names, shown(n))
 		}
 		sort.Strings(names)
 		d += " (env " + strings.Join(names, ", ") + ")"
 	}
 	return d
+}
+
+// shown is s as it may be shown to a person: as it is when it is printable text, else
+// quoted with Go's escapes (\r, \x1b, \u202e).
+func shown(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool { return r != ' ' && !unicode.IsPrint(r) }) {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 func quoteArg(a string) string {

@@ -5,6 +5,8 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"syscall"
 	"unsafe"
 
@@ -140,6 +142,17 @@ func addRule(ruleset int, r Rule, handled uint64) error {
 		return fmt.Errorf("sandbox rule %s: %w", r, err)
 	}
 	defer unix.Close(fd)
+	if r.Exact {
+		// The planner resolved this path: if it now leads elsewhere, something swapped a
+		// folder on the way for a link since (a worker, in a folder it may write).
+		got, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+		if err != nil {
+			return fmt.Errorf("sandbox rule %s: see where it leads: %w", r, err)
+		}
+		if got != r.Path {
+			return fmt.Errorf("sandbox rule %s: the path now leads to %s (a folder on the way was replaced by a link since the rule was made): refused", r, got)
+		}
+	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("sandbox rule %s: %w", r, err)

@@ -94,7 +94,7 @@ func (p Plan) Rules() []Rule {
 		if p.ChildProcess && a&(Read|Write) != 0 {
 			a |= Exec
 		}
-		out = append(out, carve(Rule{Path: policy.Real(filepath.Clean(path)), Access: a, Optional: optional}, protected, seals{sealed, mounted, pinned}, dropInside)...)
+		out = append(out, carve(Rule{Path: policy.Real(filepath.Clean(path)), Access: a, Optional: optional, Exact: true}, protected, seals{sealed, mounted, pinned}, dropInside)...)
 	}
 	for _, r := range systemRules() {
 		if p.ChildProcess && r.Access&Read != 0 {
@@ -118,15 +118,35 @@ func (p Plan) Rules() []Rule {
 		add(filepath.Dir(x), List, true, false)
 	}
 	for _, x := range p.ReadWrite {
-		add(x, Read|Write, true, false)
+		if !systemPlace(x) {
+			add(x, Read|Write, true, false)
+		}
 	}
 	for _, x := range p.DeclaredRead {
 		add(x, Read, true, true)
 	}
 	for _, x := range p.DeclaredWrite {
-		add(x, Read|Write, true, true)
+		if !systemPlace(x) {
+			add(x, Read|Write, true, true)
+		}
 	}
 	return dedupe(out)
+}
+
+// systemPlace reports whether a folder to be granted read-write really is (links
+// resolved) the root or lies in a system folder no tool may touch (policy.BlockedRoots; a
+// folder below /root, root's home, excepted): a workspace or session folder a hostile tool
+// replaced by a link to "/", /etc or /usr/bin before the plan was made. ctx.fs never touches
+// those places either. Such a grant is dropped.
+func systemPlace(x string) bool {
+	if x == "" || !filepath.IsAbs(x) {
+		return false
+	}
+	real := policy.Real(filepath.Clean(x))
+	if real == string(filepath.Separator) {
+		return true
+	}
+	return policy.BlockedAsWritten(real) && !policy.Within(real, "/root")
 }
 
 // seals are what carve keeps from being written: sealed paths (by Landlock alone), paths
@@ -190,9 +210,9 @@ func carve(r Rule, protected []string, s seals, dropInside bool) []Rule {
 	var out []Rule
 	switch {
 	case len(inner) > 0 && r.Access&(Read|Write) != 0:
-		out = append(out, Rule{Path: r.Path, Access: List, Optional: true})
+		out = append(out, Rule{Path: r.Path, Access: List, Optional: true, Exact: r.Exact})
 	case len(inner) == 0:
-		out = append(out, Rule{Path: r.Path, Access: r.Access &^ (Write | Device), Optional: r.Optional})
+		out = append(out, Rule{Path: r.Path, Access: r.Access &^ (Write | Device), Optional: r.Optional, Exact: r.Exact})
 	}
 	entries, err := os.ReadDir(r.Path)
 	if err != nil {
@@ -212,7 +232,7 @@ func carve(r Rule, protected []string, s seals, dropInside bool) []Rule {
 			continue
 		}
 		kept++
-		out = append(out, carve(Rule{Path: filepath.Join(r.Path, e.Name()), Access: r.Access, Optional: true}, inner, below, dropInside)...)
+		out = append(out, carve(Rule{Path: filepath.Join(r.Path, e.Name()), Access: r.Access, Optional: true, Exact: r.Exact}, inner, below, dropInside)...)
 	}
 	return out
 }
@@ -229,6 +249,7 @@ func dedupe(rules []Rule) []Rule {
 		if i, ok := idx[r.Path]; ok {
 			out[i].Access |= r.Access
 			out[i].Optional = out[i].Optional && r.Optional
+			out[i].Exact = out[i].Exact || r.Exact
 			continue
 		}
 		idx[r.Path] = len(out)

@@ -48,6 +48,11 @@ type Rule struct {
 	// Optional rules are skipped when the path does not exist (system files that vary
 	// between distributions); a missing required path fails the worker's start.
 	Optional bool `json:"optional,omitempty"`
+	// Exact rules name a path the planner resolved itself (no link on the way): the
+	// launcher refuses the rule if the path leads anywhere else when it applies it, so a
+	// folder a worker swapped for a link after the plan (a session's temporary folder, in
+	// the folder a workspace's workers may write) grants nothing.
+	Exact bool `json:"exact,omitempty"`
 }
 
 func (r Rule) String() string { return r.Access.String() + " " + r.Path }

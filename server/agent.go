@@ -58,7 +58,7 @@ func (s *Server) compactSession(w http.ResponseWriter, r *http.Request) error {
 	info, err := s.harness.Compact(r.Context(), ses.ID)
 	switch {
 	case errors.Is(err, harness.ErrBusy):
-		return errorf(http.StatusConflict, codeBusy, "session %s is running a turn; wait for it to end, or stop it, before compacting", ses.ID)
+		return busyError(ses.ID, err, "wait for it to end, or stop it, before compacting")
 	case errors.Is(err, harness.ErrNothingToCompact):
 		return errorf(http.StatusConflict, codeConflict, "%v", err)
 	case err != nil:

@@ -20,7 +20,7 @@ func controlErr(sessionID string, err error) error {
 	case errors.As(err, &ae):
 		return err
 	case errors.Is(err, harness.ErrBusy):
-		return errorf(http.StatusConflict, codeBusy, "session %s is running a turn; wait for turn.finished or stop it", sessionID)
+		return busyError(sessionID, err, "wait for turn.finished or stop it")
 	case errors.Is(err, harness.ErrClosed):
 		return errorf(http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down")
 	case errors.Is(err, harness.ErrNoSnapshots):

@@ -193,6 +193,9 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, sessionID s
 		return nil
 	}
 	defer sub.Close()
+	if s.node != nil && sessionID != "" {
+		s.node.Attach(ctx, sessionID) // asks made on other instances now wait for this client
+	}
 
 	// Subscribed first, so an ask made from now on goes to this client rather than the
 	// unattended policy; an ask made meanwhile may be in both the hello and the events.
@@ -200,9 +203,9 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, sessionID s
 	if err != nil {
 		s.log.Warn("socket: read the last event seq", "session", sessionID, "error", err)
 	}
-	hello := helloFrame{Type: "hello", LastSeq: last, PendingAsks: s.hub.Pending(sessionID)}
+	hello := helloFrame{Type: "hello", LastSeq: last, PendingAsks: s.pending(ctx, sessionID)}
 	if sessionID != "" {
-		hello.Running = s.harness.Running(sessionID)
+		hello.Running = s.running(ctx, sessionID)
 	}
 	if err := writeFrame(c, hello); err != nil {
 		return nil
@@ -321,8 +324,8 @@ func (s *Server) handleFrame(ctx context.Context, sessionID string, f clientFram
 		if sessionID == "" {
 			return badRequest("stop a session's turn on the session's socket")
 		}
-		s.harness.Stop(sessionID)
-		return nil
+		_, _, err := s.stop(ctx, sessionID)
+		return err
 	case "ping":
 		return nil
 	}
@@ -342,6 +345,10 @@ func asAPIError(err error, s *Server) *apiError {
 // answer answers a pending ask, mapping the hub's errors to the API's.
 func (s *Server) answer(ctx context.Context, sessionID, askID string, answer json.RawMessage) error {
 	err := s.hub.Answer(ctx, sessionID, askID, answer)
+	if errors.Is(err, hub.ErrNoSuchAsk) && s.node != nil {
+		// Not waiting here: maybe on the instance running the turn.
+		err = s.node.Answer(ctx, sessionID, askID, answer)
+	}
 	switch {
 	case err == nil:
 		return nil
@@ -362,7 +369,7 @@ func (s *Server) listAsks(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.session(r.Context(), id); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"asks": s.hub.Pending(id)})
+	writeJSON(w, http.StatusOK, map[string]any{"asks": s.pending(r.Context(), id)})
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"sync"
 )
@@ -75,7 +76,7 @@ func (g *gate) deleting() (done func()) {
 // sessionBusy says why the session cannot be deleted now, or nil. Call it under deleting.
 func (s *Server) sessionBusy(id string) error {
 	switch {
-	case s.harness.Running(id):
+	case s.running(context.Background(), id):
 		return errorf(http.StatusConflict, codeBusy, "session %s is running a turn; stop it first (POST /api/sessions/%s/stop)", id, id)
 	case s.gate.busy(sessionKey(id)):
 		return errorf(http.StatusConflict, codeBusy, "session %s is restoring files or running a tool; wait for it to end", id)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jean2/jean2/ask"
+	"github.com/jean2/jean2/cluster"
 	"github.com/jean2/jean2/harness"
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/hub"
@@ -73,6 +74,12 @@ type Config struct {
 	System  string
 	Version string
 	Logger  *slog.Logger
+	// DBPath is the database file ("" → $JEAN2_HOME/jean2.db): instances of a cluster on one
+	// host share one file.
+	DBPath string
+	// Cluster makes this server one of several instances sharing the database
+	// (docs/deploy.md); the zero value is a lone instance.
+	Cluster ClusterConfig
 }
 
 // Server is jean2's agent server. Make it with Open, serve Handler, end with Close.
@@ -93,6 +100,10 @@ type Server struct {
 	sockets   sessionSockets // open sockets by session, closed when it is deleted
 	guard     *guard         // the Host allow-list, origin check and token (auth.go)
 	handler   http.Handler
+	// instance is this server's id (cluster.NewInstanceID, or Config.Cluster.Instance).
+	instance string
+	// node is the server's part of a cluster; nil for a lone instance.
+	node *cluster.Node
 
 	// ctx lives as long as the server: sockets, tool runs and the forwarder end with it.
 	ctx    context.Context
@@ -129,7 +140,15 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, fmt.Errorf("open server: the current folder (the default MCP workspace): %w", err)
 		}
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger}
+	s := &Server{cfg: cfg, log: cfg.Logger, instance: cfg.Cluster.Instance}
+	if s.instance == "" {
+		s.instance = cluster.NewInstanceID()
+	}
+	if cfg.Cluster.On || cfg.DatabaseURL != "" || store.IsPostgresURL(cfg.DBPath) {
+		// One of several instances (openCluster): every line says which one wrote it.
+		s.log = s.log.With("instance", s.instance)
+	}
+
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	// Whatever fails below, what was made before it is closed again.
 	defer func() {
@@ -152,7 +171,10 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, fmt.Errorf("open server: %w", err)
 		}
 	} else {
-		dbPath := filepath.Join(home, DBFile)
+		dbPath := cfg.DBPath
+		if dbPath == "" {
+			dbPath = filepath.Join(home, DBFile)
+		}
 		if s.db, err = store.OpenWith(ctx, dbPath, store.Options{Durability: cfg.Durability}); err != nil {
 			return nil, host.ExplainStorage("open its database", dbPath, err)
 		}
@@ -202,18 +224,31 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("open server: %w", err)
 	}
 	s.wsMCP.setHost(s.host)
+	// Where each workspace's folders lead now is kept from the start, not from their first
+	// call: a folder replaced by a link in between is refused (host.PinFolder).
+	if wss, err := s.db.ListWorkspaces(ctx); err == nil {
+		for _, ws := range wss {
+			for _, p := range append([]string{ws.Path}, ws.AllowedPaths...) {
+				s.host.PinFolder(p)
+			}
+		}
+	}
 	if len(st.DisabledBuiltins) > 0 {
 		if err := s.applyDisabledBuiltins(ctx, st.DisabledBuiltins); err != nil {
 			return nil, fmt.Errorf("open server: %w", err)
 		}
 	}
+	if err := s.openCluster(cfg.Cluster); err != nil {
+		return nil, err
+	}
 	s.hub = hub.New(hub.Options{
-		Store:            s.db,
-		AskTimeout:       time.Duration(st.AskTimeoutSeconds) * time.Second,
-		Unattended:       func(string) tool.Asker { return s.settings.policy() },
-		SubscriberBuffer: cfg.SubscriberBuffer,
-		Published:        s.sessionStatus,
-		Logger:           s.log,
+		AttachedElsewhere: s.attachedElsewhere(),
+		Store:             s.db,
+		AskTimeout:        time.Duration(st.AskTimeoutSeconds) * time.Second,
+		Unattended:        func(string) tool.Asker { return s.settings.policy() },
+		SubscriberBuffer:  cfg.SubscriberBuffer,
+		Published:         s.sessionStatus,
+		Logger:            s.log,
 	})
 	if s.snapshots, err = undo.New(undo.Options{Dir: filepath.Join(home, "undo"), Logger: s.log}); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
@@ -221,8 +256,12 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.harness, err = harness.New(ctx, harness.Options{
 		Store: s.db, Events: s.hub, Askers: s.hub, Tools: &scopedTools{Host: s.host, w: s.wsMCP}, Models: s.providers, Snapshots: s.snapshots,
 		WorkRounds: st.WorkRounds, MaxRounds: st.MaxRounds, System: cfg.System, Home: home, Logger: s.log,
+		Leases: s.leaser(),
 	}); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
+	}
+	if s.node != nil {
+		s.node.Start(s.harness, s.hub)
 	}
 	s.harness.SetSystem(st.SystemPrompt)
 	s.harness.SetTitles(st.AutoTitle, st.TitleModel)
@@ -332,6 +371,9 @@ func (s *Server) Close(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("close harness: %w", err))
 			}
 		}
+		if s.node != nil {
+			s.node.Close()
+		}
 		s.cancel()
 		s.conns.closeAndWait()
 		if s.hub != nil {
@@ -408,6 +450,7 @@ func (s *Server) routes() http.Handler {
 	route := func(pattern string, f handlerFunc) { api.Handle(pattern, s.h(f)) }
 
 	route("GET /api/health", s.health)
+	route("GET /api/status", s.status)
 	route("POST /api/auth/codes", s.postSignIn)
 
 	route("GET /api/workspaces", s.listWorkspaces)

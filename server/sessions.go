@@ -32,7 +32,7 @@ func (s *Server) viewSession(ctx context.Context, ses store.Session) (sessionVie
 	if err != nil {
 		return sessionView{}, err
 	}
-	return sessionView{Session: ses, Running: s.harness.Running(ses.ID), LastSeq: last, usageView: u, Waiting: len(s.hub.Pending(ses.ID))}, nil
+	return sessionView{Session: ses, Running: s.running(ctx, ses.ID), LastSeq: last, usageView: u, Waiting: len(s.pending(ctx, ses.ID))}, nil
 }
 
 func (s *Server) viewSessions(ctx context.Context, list []store.Session) ([]sessionView, error) {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -116,6 +117,24 @@ func loadSettings(ctx context.Context, db settingsStore) (*liveSettings, error) 
 		}
 	}
 	return &liveSettings{db: db, cur: st}, nil
+}
+
+// reload reads the kept settings again (another instance may have changed them) and
+// reports whether they differ from the ones held.
+func (l *liveSettings) reload(ctx context.Context) (Settings, bool, error) {
+	fresh, err := loadSettings(ctx, l.db)
+	if err != nil {
+		return Settings{}, false, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a, _ := json.Marshal(l.cur)
+	b, _ := json.Marshal(fresh.cur)
+	if bytes.Equal(a, b) {
+		return l.cur, false, nil
+	}
+	l.cur = fresh.cur
+	return l.cur, true, nil
 }
 
 func (l *liveSettings) get() Settings {

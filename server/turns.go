@@ -61,6 +61,9 @@ func (s *Server) messageRequest(w http.ResponseWriter, r *http.Request) (store.S
 	if err != nil {
 		return store.Session{}, harness.Input{}, err
 	}
+	if err := s.folderHere(r.Context(), ses); err != nil {
+		return store.Session{}, harness.Input{}, err
+	}
 	if _, _, err := s.providers.Model(r.Context(), ses.Provider, ses.Model); err != nil {
 		return store.Session{}, harness.Input{}, errorf(http.StatusBadRequest, codeNoProvider, "%v", err)
 	}
@@ -85,7 +88,7 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) error {
 	case errors.Is(err, store.ErrNotFound):
 		return notFound("session %s not found: it was deleted", ses.ID)
 	case errors.Is(err, harness.ErrBusy):
-		return errorf(http.StatusConflict, codeBusy, "session %s is running a turn; wait for turn.finished or stop it", ses.ID)
+		return busyError(ses.ID, err, "wait for turn.finished or stop it")
 	case errors.Is(err, harness.ErrClosed):
 		return errorf(http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down")
 	case err != nil:
@@ -100,6 +103,14 @@ func (s *Server) stopTurn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"stopped": s.harness.Stop(ses.ID)})
+	stopped, instance, err := s.stop(r.Context(), ses.ID)
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"stopped": stopped}
+	if s.node != nil && instance != "" {
+		out["instance"] = instance // where the turn ran
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }

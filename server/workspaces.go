@@ -87,6 +87,11 @@ func (s *Server) checkPlace(field, p string) (clean, warning string, err error) 
 			break
 		}
 	}
+	// The person chose this folder now: the host keeps where it leads, and refuses its calls
+	// should a tool of an enclosing workspace replace it by a link later (host.pinRoots).
+	if s.host != nil {
+		s.host.PinFolder(clean)
+	}
 	return clean, warning, nil
 }
 

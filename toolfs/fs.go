@@ -69,6 +69,11 @@ type Options struct {
 	// by the caller (the host, at its start and each reload) so that a call does not
 	// resolve every protected place again (one lstat per path element of each).
 	ProtectedPlaces []string
+	// RealRoots, when set, says where the scope's workspace folder and allowed paths really
+	// are (their paths as given → real paths), as the caller pinned them: used instead of
+	// resolving their links again, so a root a hostile tool replaced by a link since leads
+	// nowhere new.
+	RealRoots map[string]string
 	// ReadOnly are places read but never changed (each workspace root's .jean2 folder,
 	// whose settings jean2 acts on). A rename or recursive rm of a folder that holds one is
 	// refused too.
@@ -127,13 +132,21 @@ func New(opts Options) *FS {
 
 func (f *FS) places() *FS {
 	f.placesOnce.Do(func() {
-		for _, root := range f.opts.Scope.Roots() {
-			if root != "" && filepath.IsAbs(root) {
+		for _, root := range append([]string{f.opts.Scope.Workspace}, f.opts.Scope.Allowed...) {
+			if root == "" || !filepath.IsAbs(root) {
+				continue
+			}
+			if real, ok := f.opts.RealRoots[filepath.Clean(root)]; ok {
+				f.roots = append(f.roots, real)
+			} else {
 				f.roots = append(f.roots, policy.Real(root))
 			}
 		}
 		if t := f.opts.Scope.TempDir; t != "" && filepath.IsAbs(t) {
-			f.tempDir = policy.Real(t)
+			f.tempDir = tempRoot(t)
+			if f.tempDir != "" {
+				f.roots = append(f.roots, f.tempDir)
+			}
 		}
 		f.protectedPlaces()
 		f.readOnly = ExpandPlaces(f.opts.ReadOnly)
@@ -142,6 +155,20 @@ func (f *FS) places() *FS {
 }
 
 func (f *FS) realRoots() []string { return f.places().roots }
+
+// tempRoot is the temporary folder t as a root: t's folder resolved, and t's own name
+// itself, never a link. The workers of a workspace may write the folder that holds its
+// sessions' folders, so a hostile one can put a link in the place of a session's folder; a
+// root taken through it would be wherever the link leads ("/"). A temporary folder that is
+// a link is no root at all, and lying in jean2's home it is then protected like the rest.
+func tempRoot(t string) string {
+	t = filepath.Clean(t)
+	real := filepath.Join(policy.Real(filepath.Dir(t)), filepath.Base(t))
+	if fi, err := os.Lstat(real); err == nil && !fi.IsDir() {
+		return ""
+	}
+	return real
+}
 
 // protectedPlaces are the protected places as given and real: the host's, resolved once per
 // host (Options.ProtectedPlaces), or Options.Protected resolved at the first use.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jean2/jean2/internal/termtext"
 	"github.com/jean2/jean2/sandbox"
 )
 
@@ -50,13 +51,16 @@ func toolsApprove(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(e.stdout, "%s declares nothing beyond its context: there is nothing to approve.\n", name)
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "%s %s (%s, content %s) asks to:\n", name, entry.Version, entry.Runtime, shortHash(entry.Hash))
+	// Every string of the declaration is the tool author's: printed with its control
+	// characters escaped, so that none can erase, overwrite or hide a line of what the
+	// person approves (TestToolsApproveAttackHiddenDeclaration).
+	fmt.Fprintf(e.stdout, "%s %s (%s, content %s) asks to:\n", termtext.Line(name), termtext.Line(entry.Version), entry.Runtime, shortHash(entry.Hash))
 	if d := st.Declared; d != nil {
 		for _, p := range d.Read {
-			fmt.Fprintf(e.stdout, "  read     %s\n", p)
+			fmt.Fprintf(e.stdout, "  read     %s\n", termtext.Line(p))
 		}
 		for _, p := range d.Write {
-			fmt.Fprintf(e.stdout, "  write    %s\n", p)
+			fmt.Fprintf(e.stdout, "  write    %s\n", termtext.Line(p))
 		}
 		if d.ChildProcess {
 			fmt.Fprintln(e.stdout, "  start processes (they run under the same rules and see only its clean environment)")
@@ -65,11 +69,11 @@ func toolsApprove(ctx context.Context, e env, args []string) error {
 			fmt.Fprintf(e.stdout, "  use up to %d MB of memory per worker (above the host's cap; package.json \"jean2\": {\"memoryMB\"})\n", d.MemoryMB)
 		}
 		for _, n := range d.Network {
-			fmt.Fprintf(e.stdout, "  connect  %s (through jean2's egress proxy)\n", n)
+			fmt.Fprintf(e.stdout, "  connect  %s (through jean2's egress proxy)\n", termtext.Line(n))
 		}
 	}
 	if scripts != nil {
-		fmt.Fprintf(e.stdout, "  run the install scripts of its dependencies when they are installed: %s\n", strings.Join(scripts.Dependencies, ", "))
+		fmt.Fprintf(e.stdout, "  run the install scripts of its dependencies when they are installed: %s\n", termtext.Line(strings.Join(scripts.Dependencies, ", ")))
 		fmt.Fprintln(e.stdout, "    (confined like a worker: its own folder, no credentials and no ~/.npmrc, the task and memory limits, nothing left running; no network but the package registry)")
 	}
 	fmt.Fprintf(e.stdout, "Protection of its workers: %s. jean2's own folder and credential folders stay closed whatever it declares.\n", st.Mechanism)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jean2/jean2/ask"
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/internal/termtext"
 	"github.com/jean2/jean2/mcpclient"
 	"github.com/jean2/jean2/mcpserver"
 )
@@ -167,9 +168,10 @@ func mcpTrust(e env, args []string) error {
 // confirmMCPTrust shows what a workspace's mcp.json starts and asks y/N on the terminal;
 // yes answers for the person (a script's --yes). The chat asks with it too.
 func confirmMCPTrust(e env, file, workspace string, commands []string, yes bool) bool {
-	fmt.Fprintf(e.stdout, "%s wants to start (as you, outside the sandbox):\n", file)
+	fmt.Fprintf(e.stdout, "%s wants to start (as you, outside the sandbox):\n", termtext.Line(file))
 	for _, c := range commands {
-		fmt.Fprintf(e.stdout, "  %s\n", c)
+		// The workspace's file wrote it: nothing in it may redraw the terminal.
+		fmt.Fprintf(e.stdout, "  %s\n", termtext.Line(c))
 	}
 	if len(commands) == 0 {
 		fmt.Fprintln(e.stdout, "  (no servers)")

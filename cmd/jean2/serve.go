@@ -29,6 +29,12 @@ Ctrl-C stops running turns and shuts down. JEAN2_DB_SYNC=full makes every databa
 reach the disk before it is acknowledged (survives a power cut; the default, normal,
 survives a crash of jean2 itself). docs/server.md has the details.
 
+Several instances (each with its own JEAN2_HOME) share one database: on PostgreSQL with
+JEAN2_DATABASE_URL=postgres://…, or on one host's SQLite file with JEAN2_DB=FILE and
+JEAN2_CLUSTER=on. A turn runs on one instance at a time, events, asks and Stop reach every
+instance, a dead instance's turn is sealed by another within JEAN2_LEASE_TTL (30s) and a
+third; JEAN2_INSTANCE_ID names the instance. docs/deploy.md has the details.
+
 Every API, WebSocket and /mcp request carries the API token, on any address: the first
 start writes it to $JEAN2_HOME/token (mode 0600), which jean2 chat and jean2 signin read.
 A browser signs in once at the one-time address printed at start (or by jean2 signin) and
@@ -76,6 +82,10 @@ func serve(ctx context.Context, e env, args []string) error {
 	durability, err := store.ParseDurability(e.getenv("JEAN2_DB_SYNC"))
 	if err != nil {
 		return usagef("JEAN2_DB_SYNC: %v (normal: a crash of jean2 loses nothing; full: a power cut neither, at an fsync per commit)", err)
+	}
+	clusterCfg, dbPath, err := clusterConfig(e)
+	if err != nil {
+		return err
 	}
 	dbURL, err := databaseURL(e, layout)
 	if err != nil {
@@ -131,6 +141,8 @@ func serve(ctx context.Context, e env, args []string) error {
 		Watch:        &host.WatchOptions{},
 		Version:      version,
 		Logger:       log,
+		DBPath:       dbPath,
+		Cluster:      clusterCfg,
 	})
 	if err != nil {
 		return err
@@ -160,6 +172,9 @@ func serve(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(e.stderr, "jean2 serve: database %s (PostgreSQL)\n", srv.Store().Path())
 	} else {
 		fmt.Fprintf(e.stderr, "jean2 serve: database %s (JEAN2_DB_SYNC=%s)\n", srv.Store().Path(), durability)
+	}
+	if srv.Clustered() {
+		fmt.Fprintf(e.stderr, "jean2 serve: instance %s, one of several sharing the database (docs/deploy.md)\n", srv.Instance())
 	}
 	for _, line := range providerLines(srv.Providers().Set()) {
 		fmt.Fprintf(e.stderr, "jean2 serve: %s\n", line)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/internal/termtext"
 	"github.com/jean2/jean2/sandbox"
 )
 
@@ -292,7 +293,9 @@ func toolsList(ctx context.Context, e env, args []string) error {
 				msg = strings.TrimSpace(msg + " (jean2 tools approve " + t.Name + ")")
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Version, t.Runtime, status, perms, firstLine(msg))
+		// A tool's strings (its declaration, its error) are printed with control characters
+		// escaped: none may redraw the terminal.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termtext.Line(t.Name), termtext.Line(t.Version), t.Runtime, status, termtext.Line(perms), termtext.Line(firstLine(msg)))
 	}
 	return tw.Flush()
 }

@@ -202,6 +202,11 @@ var special = []netip.Prefix{
 	netip.MustParsePrefix("ff00::/8"),
 }
 
+// Special says what an address is when a name never grants it ("a loopback address", "an
+// address of this machine" (one of own), "a reserved address" …), "" when it is public: the
+// judgement the proxy makes, for those who ask a person about an address.
+func Special(a netip.Addr, own []netip.Addr) string { return kind(a, own) }
+
 // kind says why an address is special, "" when it is public.
 func kind(a netip.Addr, own []netip.Addr) string {
 	a = a.Unmap()

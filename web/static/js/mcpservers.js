@@ -51,8 +51,11 @@ export function mcpServersSection() {
   }
 
   async function connect(s) {
-    // The tab is opened before the request, while the click still allows it.
+    // The tab is opened before the request, while the click still allows it, and without
+    // an opener: the authorization page is the MCP server's to write, and with
+    // window.opener it could send this tab to a look-alike page (reverse tabnabbing).
     const tab = window.open("", "_blank");
+    if (tab) tab.opener = null;
     try {
       const res = await api("POST", path(s));
       if (res.authorizationUrl && safeURL(res.authorizationUrl)) {
