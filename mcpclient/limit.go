@@ -202,13 +202,13 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		once.Do(func() { t.tooBig(e) })
 		return e
 	}}
-	io := &mcp.IOTransport{
+	tr := &mcp.IOTransport{
 		// The connection is closed by closing stdin; stdout ends when the process does.
 		Reader:        nopReadCloser{r},
 		Writer:        &procStdin{WriteCloser: stdin, cmd: t.cmd, terminate: t.terminate},
 		MaxLineLength: sdkBackstop(t.limit),
 	}
-	return io.Connect(ctx)
+	return tr.Connect(ctx)
 }
 
 type nopReadCloser struct{ io.Reader }
