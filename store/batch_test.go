@@ -364,6 +364,7 @@ func TestCheckpointerKeepsTheLogSmall(t *testing.T) {
 	// 6000 commits of two or three 4 KiB pages each: 60 MB of log if nothing checkpointed.
 	// The log starts over once restartAfterPages are copied; under writes that never pause
 	// it reaches a few times that before the checkpointer catches up.
+	t.Logf("the log grew to %d bytes at most", maxWAL)
 	if maxWAL > 20<<20 {
 		t.Fatalf("the log grew to %d bytes", maxWAL)
 	}
