@@ -98,8 +98,9 @@ func (c *checkpointer) committed() {
 func (c *checkpointer) force(n int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	// Another writer, or the goroutine, may have settled the log while this one waited.
-	if n-c.settled.Load() < forceAfter {
+	// Another writer, or the goroutine, may have settled the log while this one waited,
+	// or failed to (writers that waited behind a failed try do not each try again).
+	if n-c.settled.Load() < forceAfter || n < c.nextTry.Load() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), forcedTimeout)

@@ -60,7 +60,7 @@ func TestWriterBoundsTheLogWhenTheCheckpointerStalls(t *testing.T) {
 
 // A reader that holds the log's old pages keeps the log from starting over, and a
 // forced checkpoint from finishing: the writer tries once every forceAfter commits, each
-// try bounded, and never stops writing; once the reader is gone, the next try settles
+// try bounded, and never stops writing, however many write at once; once the reader is gone, the next try settles
 // the log.
 func TestForcedCheckpointGivesWayToReaders(t *testing.T) {
 	ctx := context.Background()
@@ -82,8 +82,26 @@ func TestForcedCheckpointGivesWayToReaders(t *testing.T) {
 		t.Fatalf("the reader sees %d events (%v)", seen, err)
 	}
 
+	// Four writers at once: those that wait behind a failed try do not try again.
 	const n = 2000
-	appendBig(t, db, s.ID, n)
+	payload := json.RawMessage(`{"text":"` + strings.Repeat("x", 3000) + `"}`)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for range n / 4 {
+				if _, err := db.AppendEvents(ctx, s.ID, NewEvent{Type: "big", Payload: payload}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
 	tries, forced := db.ckpt.tries.Load(), db.ckpt.forced.Load()
 	t.Logf("with a reader on the log: %d tries, %d forced checkpoints", tries, forced)
 	if forced != 0 {
