@@ -302,6 +302,10 @@ func (s *Server) startTask(ss *mcp.ServerSession, raw json.RawMessage) (any, err
 		t.stop()
 		return nil, err
 	}
+	// The creation is answered with the task as it was created, working (every task
+	// starts so), before the tool runs: a fast tool would otherwise have the answer say
+	// working or completed as the scheduler goes.
+	created := map[string]any{"task": t.wire()}
 	s.calls.Add(1)
 	go func() {
 		defer s.calls.Done()
@@ -323,7 +327,7 @@ func (s *Server) startTask(ss *mcp.ServerSession, raw json.RawMessage) (any, err
 		cancel()
 		close(t.done)
 	}()
-	return map[string]any{"task": t.wire()}, nil
+	return created, nil
 }
 
 // add records t under ss; the first task of a session has the session's end cancel and
