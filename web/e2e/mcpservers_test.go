@@ -127,6 +127,7 @@ func TestAttachMCPResource(t *testing.T) {
 
 	f.click("#attach-resource")
 	f.waitText("dialog[open] .resource-group", "docs")
+	f.shot("attach-resource-picker")
 	f.clickText(`dialog[open] li[data-uri="note://readme"]`, "Read me")
 	f.waitJS("the chip", `document.querySelectorAll(".composer-attachments .attachment-resource").length === 1`)
 	f.fake.Push(text("It greets you."))
@@ -139,6 +140,7 @@ func TestAttachMCPResource(t *testing.T) {
 	}
 	f.click(".message.user .part-resource summary")
 	f.waitText(".message.user .part-resource .resource-text", "# Hello from the resource")
+	f.shot("attach-resource-sent")
 
 	reqs := f.fake.Requests()
 	if len(reqs) != 1 {

@@ -76,7 +76,7 @@ export function resourcePartView(part) {
   }
   const size = part.text ? new TextEncoder().encode(part.text).length : part.data ? Math.floor(part.data.length * 3 / 4) : 0;
   const head = h("span", { class: "resource-head" },
-    h("span", { "aria-hidden": "true" }, "⧉ "), h("code", { class: "resource-uri" }, info.uri || "resource"),
+    h("code", { class: "resource-uri" }, info.uri || "resource"),
     h("span", { class: "muted small" }, ` · MCP server ${info.server || "?"}`, part.mediaType ? ` · ${part.mediaType}` : "", size ? ` · ${sizeText(size)}` : ""));
   if (!part.text) return h("div", { class: "resource-part" }, head);
   return h("details", { class: "resource-part" }, h("summary", null, head), h("pre", { class: "resource-text" }, part.text));
