@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jean2/jean2/ask"
 	"github.com/jean2/jean2/internal/pgtest"
 	"github.com/jean2/jean2/provider/providertest"
 	"github.com/jean2/jean2/store"
@@ -42,7 +43,7 @@ func clusterOf(t testing.TB, n int, backend string, ttl time.Duration) []*fixtur
 		db = pgtest.URL(t)
 	}
 	var out []*fixture
-	var ws string
+	var ws, tools string
 	for i := range n {
 		f := newFixture(t)
 		f.tools = map[string]string{"wait-it": waitTool, "permit-it": permitTool}
@@ -55,9 +56,12 @@ func clusterOf(t testing.TB, n int, backend string, ttl time.Duration) []*fixtur
 			f.cfg.Cluster = ClusterConfig{On: true, Instance: fmt.Sprintf("i%d", i), LeaseTTL: ttl, Poll: 20 * time.Millisecond}
 		}
 		if i == 0 {
-			ws = f.ws
+			ws, tools = f.ws, f.cfg.Host.Layout.Tools
 		}
 		f.ws = ws // one workspace folder, on this one host
+		// The same tool folders at the same path, as a deployment ships them: a tool's
+		// version (which grants are for) is the same on every instance.
+		f.cfg.Host.Layout.Tools = tools
 		out = append(out, f.start())
 	}
 	return out
@@ -324,6 +328,49 @@ func TestClusterGrantRevokedOnOneIsGoneOnAll(t *testing.T) {
 	ev, _ := sock.until("ask.pending", 30*time.Second)
 	if !strings.Contains(string(ev.Payload), "May I deploy?") {
 		t.Fatalf("ask.pending: %s", ev.Payload)
+	}
+}
+
+// A grant given on one instance is used by the others at once: a person who answered "allow
+// for this workspace" on A is not asked again when the next turn runs on B. (Attack: B kept
+// the grants it loaded at start and asked again until restarted.)
+func TestClusterGrantGivenOnOneIsUsedByAll(t *testing.T) {
+	fs := clusterOf(t, 2, "sqlite", 0)
+	a, b := fs[0], fs[1]
+	_, ses := a.session()
+	permitOn := func(f *fixture) {
+		f.fake.Push(providertest.NewOpenAIStream("test-model").ToolCall(0, "call_p", "permit_it", `{"risk":"high"}`).Finish("tool_calls").Done().Reply(),
+			providertest.OpenAIText("test-model", "done"))
+		f.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "deploy"}, 202, nil)
+	}
+	sockA := a.dial("/api/sessions/"+ses.ID+"/ws", nil)
+	permitOn(a)
+	pending, _ := sockA.until("ask.pending", 30*time.Second)
+	var ap struct{ Ask struct{ ID string } }
+	mustJSON(t, pending.Payload, &ap)
+	a.call("POST", "/api/sessions/"+ses.ID+"/asks/"+ap.Ask.ID, map[string]any{"answer": map[string]any{"granted": true, "duration": "workspace"}}, 200, nil)
+	finA, _ := sockA.until("turn.finished", 30*time.Second)
+
+	// The next turn, at once, on B: the grant covers its ask.
+	sockB := b.dial(fmt.Sprintf("/api/sessions/%s/ws?after=%d", ses.ID, finA.Seq), nil)
+	permitOn(b)
+	var fin event
+	for fin.Type != "turn.finished" {
+		mustJSON(t, sockB.next(30*time.Second), &fin)
+		if fin.Type == "ask.pending" {
+			t.Fatalf("B asked again for what A's grant covers: %s", fin.Payload)
+		}
+	}
+	if !strings.Contains(string(fin.Payload), `"reason":"done"`) {
+		t.Fatalf("B's turn: %s", fin.Payload)
+	}
+	// And the grant is in B's memory (the feed brought it), where file access looks.
+	deadline := time.Now().Add(30 * time.Second)
+	for !slices.ContainsFunc(b.srv.grants.List(), func(g ask.Grant) bool { return g.Tool == "permit_it" }) {
+		if time.Now().After(deadline) {
+			t.Fatal("B never took up the grant given on A")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -197,7 +197,14 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	st := s.settings.get()
 
-	s.grants = ask.NewGrants(&ask.GrantsOptions{Store: s.db, Logger: s.log})
+	// In a cluster (openCluster's test) grants given anywhere are used everywhere: looked
+	// up in the database before asking, announced on the server log (sharedGrants).
+	clustered := cfg.Cluster.On || s.db.PostgresURL() != ""
+	var grantStore ask.Store = s.db
+	if clustered {
+		grantStore = sharedGrants{Store: s.db, given: s.announceGrant}
+	}
+	s.grants = ask.NewGrants(&ask.GrantsOptions{Store: grantStore, Logger: s.log, Shared: clustered})
 	if err := s.grants.Load(ctx); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
 	}
