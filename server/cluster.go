@@ -183,7 +183,8 @@ func (s *Server) attachedElsewhere() func(string) bool {
 }
 
 // fromServerLog applies what any instance announced on the server log: a grant given
-// through another instance is taken up from the database, one revoked there is forgotten; settings changed through another instance's
+// through another instance is taken up from the database, one revoked there is forgotten;
+// providers changed through another instance are read back from the database; settings changed through another instance's
 // API are read back from the database and applied here (its own changes read back equal,
 // and change nothing).
 func (s *Server) fromServerLog(ctx context.Context, evs []store.Event) {
@@ -210,6 +211,13 @@ func (s *Server) fromServerLog(ctx context.Context, evs []store.Event) {
 			s.log.Warn("take up the grants given through another instance", "error", err)
 		} else if n > 0 {
 			s.log.Info("took up grants given through another instance", "grants", n)
+		}
+	}
+	if slices.ContainsFunc(evs, func(ev store.Event) bool { return ev.Type == eventProvidersChanged }) {
+		if changed, err := s.providers.pull(ctx); err != nil {
+			s.log.Warn("apply the providers another instance changed", "error", err)
+		} else if changed {
+			s.log.Info("applied the providers another instance changed")
 		}
 	}
 	if !slices.ContainsFunc(evs, func(ev store.Event) bool { return ev.Type == "settings.changed" }) {

@@ -192,14 +192,19 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := s.providers.keepDefaultIn(ctx, s.db); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
 	}
+	// In a cluster (openCluster's test) the database holds the providers every instance
+	// uses, and grants given anywhere are used everywhere (sharedGrants).
+	clustered := cfg.Cluster.On || s.db.PostgresURL() != ""
+	if clustered {
+		if err := s.providers.shareIn(ctx, s.db); err != nil {
+			return nil, fmt.Errorf("open server: %w", err)
+		}
+	}
 	if s.settings, err = loadSettings(ctx, s.db); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
 	}
 	st := s.settings.get()
 
-	// In a cluster (openCluster's test) grants given anywhere are used everywhere: looked
-	// up in the database before asking, announced on the server log (sharedGrants).
-	clustered := cfg.Cluster.On || s.db.PostgresURL() != ""
 	var grantStore ask.Store = s.db
 	if clustered {
 		grantStore = sharedGrants{Store: s.db, given: s.announceGrant}
