@@ -1,0 +1,54 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// Two instances (two handles on one database) adding allowed paths to one workspace at
+// once, as two sessions of that workspace running on two instances do: every path is kept.
+// (Attack: on Postgres at read committed each read the list before the other's commit and
+// wrote it back with only its own path, losing the other's.)
+func TestAllowedPathsAddedAtOnceFromTwoInstancesAreAllKept(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, a *DB) {
+		ctx := context.Background()
+		b := openAgain(t, a)
+		w, err := a.CreateWorkspace(ctx, Workspace{Path: "/work/shared", Name: "shared"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const each = 20
+		var wg sync.WaitGroup
+		errs := make(chan error, 2*each)
+		for i, db := range []*DB{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range each {
+					if _, _, err := db.AddAllowedPath(ctx, w.ID, fmt.Sprintf("/data/%d/%d", i, j)); err != nil {
+						errs <- err
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		got, err := b.Workspace(ctx, w.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			for j := range each {
+				if p := fmt.Sprintf("/data/%d/%d", i, j); !slices.Contains(got.AllowedPaths, p) {
+					t.Errorf("%s was lost (%d of %d kept)", p, len(got.AllowedPaths), 2*each)
+				}
+			}
+		}
+	})
+}
