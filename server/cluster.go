@@ -158,7 +158,7 @@ func (s *Server) openCluster(cfg ClusterConfig) error {
 		return fmt.Errorf("open server: %w", err)
 	}
 	node, err := cluster.New(cluster.Options{Store: s.db, Instance: s.instance, Previous: previous, LeaseTTL: cfg.LeaseTTL, Poll: cfg.Poll,
-		Notifier: cfg.Notifier, ServerEvents: s.fromServerLog, Logger: s.cfg.Logger}) // the node names the instance itself
+		Notifier: cfg.Notifier, ServerEvents: s.fromServerLog, ServerAfter: s.serverAfter, Logger: s.cfg.Logger}) // the node names the instance itself
 	if err != nil {
 		return fmt.Errorf("open server: %w", err)
 	}
