@@ -2,6 +2,7 @@ package ask
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -471,5 +472,40 @@ func TestGrantsAdoptAndForget(t *testing.T) {
 	}
 	if n, _ := a.Adopt(ctx); n != 0 || covered(a, c, ask) {
 		t.Fatalf("Adopt brought back a revoked grant (%d)", n)
+	}
+}
+
+// With a shared store, a permission that no grant held here covers is looked up in the
+// store before the person is asked: a grant another instance recorded a moment ago (its
+// announcement not yet arrived) is used, and nobody is asked. Without Shared the person is
+// asked, as a lone instance always did.
+func TestBrokerReadsSharedGrantsBeforeAsking(t *testing.T) {
+	for _, shared := range []bool{true, false} {
+		var mu sync.Mutex
+		var rows []Grant
+		st := &fakeStore{load: func() ([]Grant, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]Grant(nil), rows...), nil
+		}}
+		other := NewGrants(&GrantsOptions{Store: st, Shared: shared})
+		here := NewGrants(&GrantsOptions{Store: st, Shared: shared})
+		c := baseCall()
+		a := tool.Ask{Type: tool.AskPermission, Question: "May I deploy?", Risk: "high", Resource: "deploy"}
+		record(t, other, c, a, tool.DurationWorkspace)
+		mu.Lock()
+		rows = append(rows, st.saved...)
+		mu.Unlock()
+
+		asker := &fakeAsker{ask: func(tool.Ask) (json.RawMessage, error) { return json.RawMessage(`true`), nil }}
+		c2 := c
+		c2.CallID, c2.SessionID = "call-2", "s2" // another session of the workspace
+		v, err := newBroker(asker, here, c2).Ask(context.Background(), a)
+		if err != nil || string(v) != "true" {
+			t.Fatalf("shared=%v: %s, %v", shared, v, err)
+		}
+		if asked := asker.calls.Load() > 0; asked == shared {
+			t.Fatalf("shared=%v: the person was asked: %v", shared, asked)
+		}
 	}
 }
