@@ -52,3 +52,53 @@ func TestAllowedPathsAddedAtOnceFromTwoInstancesAreAllKept(t *testing.T) {
 		}
 	})
 }
+
+// A session's messages are appended by the instance holding its lease only; should two
+// instances append at once all the same (one that lost its lease and has not yet noticed),
+// the seq taken as MAX(seq)+1 never numbers two messages alike: UNIQUE (session_id, seq)
+// makes the later one fail, and what is stored is numbered 1..n without a gap.
+func TestMessagesAppendedAtOnceFromTwoInstancesNeverShareASeq(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, a *DB) {
+		ctx := context.Background()
+		b := openAgain(t, a)
+		w, err := a.CreateWorkspace(ctx, Workspace{Path: "/work/shared"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ses, err := a.CreateSession(ctx, Session{WorkspaceID: w.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const each = 15
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		ok := 0
+		for _, db := range []*DB{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range each {
+					if _, err := db.AppendMessage(ctx, Message{SessionID: ses.ID, Role: RoleUser, Content: "hi", Status: StatusComplete}); err == nil {
+						mu.Lock()
+						ok++
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		msgs, err := a.ListMessages(ctx, ses.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) != ok || ok == 0 {
+			t.Fatalf("%d appends succeeded, %d messages stored", ok, len(msgs))
+		}
+		t.Logf("%d of %d appends stored", ok, 2*each)
+		for i, m := range msgs {
+			if m.Seq != int64(i+1) {
+				t.Fatalf("message %d has seq %d", i, m.Seq)
+			}
+		}
+	})
+}
