@@ -123,7 +123,17 @@ func (b *Broker) permission(ctx context.Context, a tool.Ask) (bool, error) {
 		// leads out is judged where it leads, by inTempDir and by toolfs).
 		return true, nil
 	}
-	if _, ok := b.grants.Lookup(b.call, a); ok {
+	_, ok := b.grants.Lookup(b.call, a)
+	if !ok && b.grants.shared {
+		// Another instance may have been given the grant a moment ago: read the store
+		// before troubling a person (a failure to read only means asking).
+		if n, err := b.grants.Adopt(ctx); err != nil {
+			b.grants.logger.Warn("read the grants given on other instances", "tool", b.call.Tool, "call", b.call.CallID, "err", err)
+		} else if n > 0 {
+			_, ok = b.grants.Lookup(b.call, a)
+		}
+	}
+	if ok {
 		if OpensReads(a) {
 			// A permission that names no path opens reads only inside the call that got it
 			// (see Grants.Covers); granting it again here gives this call the same, or the

@@ -81,6 +81,12 @@ type Store interface {
 type GrantsOptions struct {
 	Store  Store        // optional persistence
 	Logger *slog.Logger // where store failures are reported when a caller cannot be told
+	// Shared says other processes write grants to Store too (several instances sharing one
+	// database): a permission ask that no grant held here covers is looked up among the
+	// store's grants before anyone is asked, so a grant given on another instance a moment
+	// ago is used at once. File access (Covers) never waits on the store: it sees such a
+	// grant once Adopt took it up.
+	Shared bool
 }
 
 // ErrUnknownGrant is returned by Revoke for an id no grant has.
@@ -90,10 +96,14 @@ var ErrUnknownGrant = errors.New("no grant has this id")
 // file access. Safe for concurrent use.
 type Grants struct {
 	store  Store
+	shared bool
 	logger *slog.Logger
 
 	mu     sync.RWMutex
 	byTool map[string][]*entry // tool name → its grants, oldest first
+	// gone holds the ids of stored grants revoked or ended here or elsewhere (Forget), so
+	// that an Adopt that read the store just before their deletion does not bring them back.
+	gone map[string]bool
 }
 
 // entry is a grant with what matching needs precomputed.
@@ -106,9 +116,9 @@ type entry struct {
 // NewGrants returns empty grants that save to opts.Store, if any; Load reads back what the
 // store kept. A nil opts keeps grants in memory only.
 func NewGrants(opts *GrantsOptions) *Grants {
-	g := &Grants{byTool: map[string][]*entry{}}
+	g := &Grants{byTool: map[string][]*entry{}, gone: map[string]bool{}}
 	if opts != nil {
-		g.store, g.logger = opts.Store, opts.Logger
+		g.store, g.logger, g.shared = opts.Store, opts.Logger, opts.Shared && opts.Store != nil
 	}
 	if g.logger == nil {
 		g.logger = slog.New(slog.DiscardHandler)
@@ -451,6 +461,48 @@ func (g *Grants) Revoke(ctx context.Context, id string) error {
 	return g.deleteStored(ctx, removed)
 }
 
+// Adopt takes up the store's grants this instance does not hold (given through another
+// instance sharing the store) and returns how many. Grants revoked or forgotten here are
+// never brought back, even when the store still had them as it was read.
+func (g *Grants) Adopt(ctx context.Context) (int, error) {
+	if g.store == nil {
+		return 0, nil
+	}
+	stored, err := g.store.LoadGrants(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read the stored grants: %w", err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	held := map[string]bool{}
+	for _, es := range g.byTool {
+		for _, e := range es {
+			held[e.ID] = true
+		}
+	}
+	n := 0
+	for _, gr := range stored {
+		if gr.Duration == tool.DurationOnce || gr.ID == "" || gr.Tool == "" || held[gr.ID] || g.gone[gr.ID] {
+			continue
+		}
+		g.byTool[gr.Tool] = append(g.byTool[gr.Tool], newEntry(gr))
+		held[gr.ID] = true
+		n++
+	}
+	return n, nil
+}
+
+// Forget drops the grant with id from memory, leaving the store alone: another instance
+// revoked it and deleted it there. An id never held is remembered all the same, so that a
+// concurrent Adopt does not take the grant up from a read made before the deletion.
+func (g *Grants) Forget(id string) bool {
+	removed := g.remove(func(e *entry) bool { return e.ID == id })
+	g.mu.Lock()
+	g.gone[id] = true
+	g.mu.Unlock()
+	return len(removed) > 0
+}
+
 // EndCall forgets the once grants of a finished call.
 func (g *Grants) EndCall(callID string) {
 	g.remove(func(e *entry) bool { return e.Duration == tool.DurationOnce && e.CallID == callID })
@@ -474,6 +526,9 @@ func (g *Grants) remove(match func(*entry) bool) []Grant {
 		for _, e := range es {
 			if match(e) {
 				removed = append(removed, e.Grant)
+				if e.Duration != tool.DurationOnce {
+					g.gone[e.ID] = true
+				}
 			} else {
 				kept = append(kept, e)
 			}

@@ -2,6 +2,7 @@ package ask
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -413,5 +414,98 @@ func TestGrantsConcurrentUse(t *testing.T) {
 	wg.Wait()
 	if n := len(g.List()); n != 8*25 {
 		t.Fatalf("%d grants left, want %d", n, 8*25)
+	}
+}
+
+// Two Grants sharing a store, as two instances of a cluster do: a grant recorded by one is
+// taken up by the other's Adopt; one forgotten or revoked is never brought back by an Adopt
+// that read the store before its deletion.
+func TestGrantsAdoptAndForget(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	var rows []Grant
+	st := &fakeStore{load: func() ([]Grant, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]Grant(nil), rows...), nil
+	}}
+	a := NewGrants(&GrantsOptions{Store: st, Shared: true})
+	b := NewGrants(&GrantsOptions{Store: st, Shared: true})
+	c := baseCall()
+	ask := fileAsk("/data/a.txt", "read", "low")
+	gr := record(t, a, c, ask, tool.DurationWorkspace)
+	record(t, a, c, fileAsk("/data/once", "read", "low"), tool.DurationOnce)
+	mu.Lock()
+	rows = append(rows, st.saved...)
+	mu.Unlock()
+	if covered(b, c, ask) {
+		t.Fatal("b covers before adopting")
+	}
+	if n, err := b.Adopt(ctx); err != nil || n != 1 {
+		t.Fatalf("Adopt = %d, %v; want the workspace grant only", n, err)
+	}
+	if !covered(b, c, ask) || !b.Covers(c, "/data/a.txt", false) {
+		t.Fatal("b does not use the grant it adopted")
+	}
+	if n, _ := b.Adopt(ctx); n != 0 || len(b.List()) != 1 {
+		t.Fatalf("a second Adopt took %d, holds %+v", n, b.List())
+	}
+	// Revoked through a: b forgets it, and the store still holding it (b read it before
+	// a's deletion) brings nothing back.
+	if !b.Forget(gr.ID) || covered(b, c, ask) {
+		t.Fatal("Forget left the grant")
+	}
+	if n, _ := b.Adopt(ctx); n != 0 || covered(b, c, ask) {
+		t.Fatalf("Adopt brought back a forgotten grant (%d)", n)
+	}
+	// Forgotten before it was ever taken up: never taken up.
+	other := NewGrants(&GrantsOptions{Store: st, Shared: true})
+	if other.Forget(gr.ID) {
+		t.Fatal("Forget of a grant not held says it held it")
+	}
+	if n, _ := other.Adopt(ctx); n != 0 {
+		t.Fatalf("Adopt took up %d forgotten grants", n)
+	}
+	// Revoked here: the same.
+	if err := a.Revoke(ctx, gr.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := a.Adopt(ctx); n != 0 || covered(a, c, ask) {
+		t.Fatalf("Adopt brought back a revoked grant (%d)", n)
+	}
+}
+
+// With a shared store, a permission that no grant held here covers is looked up in the
+// store before the person is asked: a grant another instance recorded a moment ago (its
+// announcement not yet arrived) is used, and nobody is asked. Without Shared the person is
+// asked, as a lone instance always did.
+func TestBrokerReadsSharedGrantsBeforeAsking(t *testing.T) {
+	for _, shared := range []bool{true, false} {
+		var mu sync.Mutex
+		var rows []Grant
+		st := &fakeStore{load: func() ([]Grant, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]Grant(nil), rows...), nil
+		}}
+		other := NewGrants(&GrantsOptions{Store: st, Shared: shared})
+		here := NewGrants(&GrantsOptions{Store: st, Shared: shared})
+		c := baseCall()
+		a := tool.Ask{Type: tool.AskPermission, Question: "May I deploy?", Risk: "high", Resource: "deploy"}
+		record(t, other, c, a, tool.DurationWorkspace)
+		mu.Lock()
+		rows = append(rows, st.saved...)
+		mu.Unlock()
+
+		asker := &fakeAsker{ask: func(tool.Ask) (json.RawMessage, error) { return json.RawMessage(`true`), nil }}
+		c2 := c
+		c2.CallID, c2.SessionID = "call-2", "s2" // another session of the workspace
+		v, err := newBroker(asker, here, c2).Ask(context.Background(), a)
+		if err != nil || string(v) != "true" {
+			t.Fatalf("shared=%v: %s, %v", shared, v, err)
+		}
+		if asked := asker.calls.Load() > 0; asked == shared {
+			t.Fatalf("shared=%v: the person was asked: %v", shared, asked)
+		}
 	}
 }

@@ -73,7 +73,12 @@ type Options struct {
 	// appended since the node started, by any instance (its own too), in order: the server
 	// applies there what another instance changed (settings.changed).
 	ServerEvents func(ctx context.Context, evs []store.Event)
-	Logger       *slog.Logger
+	// ServerAfter, when set, is the last event of the server log that ServerEvents need
+	// not be handed: the caller read it before it loaded what those events change (the
+	// settings, the providers, the grants), so that nothing appended in between is
+	// missed. Unset, the feed follows the server log from its last event when it starts.
+	ServerAfter *int64
+	Logger      *slog.Logger
 }
 
 // Node is this instance's part of the cluster. Make it with New before the harness (which
@@ -91,6 +96,7 @@ type Node struct {
 	turns        Turns
 	events       Events
 	serverEvents func(ctx context.Context, evs []store.Event)
+	serverAfter  *int64
 
 	wakeEvents   chan string   // sessions a notification named
 	wakeCommands chan struct{} // a command came
@@ -141,7 +147,7 @@ func New(opts Options) (*Node, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Node{
-		db: opts.Store, id: opts.Instance, previous: opts.Previous, ttl: opts.LeaseTTL, poll: opts.Poll, notifier: opts.Notifier, serverEvents: opts.ServerEvents,
+		db: opts.Store, id: opts.Instance, previous: opts.Previous, ttl: opts.LeaseTTL, poll: opts.Poll, notifier: opts.Notifier, serverEvents: opts.ServerEvents, serverAfter: opts.ServerAfter,
 		log:          opts.Logger.With("instance", opts.Instance),
 		wakeEvents:   make(chan string, 1024),
 		wakeCommands: make(chan struct{}, 1),

@@ -231,3 +231,43 @@ func TestPreviousRunsLeasesAreNotAnotherInstances(t *testing.T) {
 		t.Fatalf("the previous run's lease after Start: %v", err)
 	}
 }
+
+// The server log's events appended after ServerAfter reach ServerEvents even when they were
+// appended before the node started (between the server loading its settings and the feed's
+// start): none is missed; those up to ServerAfter are not handed again.
+func TestServerEventsFollowFromServerAfter(t *testing.T) {
+	ctx := context.Background()
+	dbs, _ := openDBs(t, 1)
+	db := dbs[0]
+	if _, err := db.AppendEvents(ctx, "", store.NewEvent{Type: "settings.changed", Payload: json.RawMessage(`{"n":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := db.LastEventSeq(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another instance changes something before this node's feed started.
+	if _, err := db.AppendEvents(ctx, "", store.NewEvent{Type: "providers.changed", Payload: json.RawMessage(`{"n":2}`)}); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 10)
+	n, err := New(Options{Store: db, Instance: "a", Poll: 10 * time.Millisecond, ServerAfter: &after,
+		ServerEvents: func(_ context.Context, evs []store.Event) {
+			for _, ev := range evs {
+				got <- ev.Type
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Start(&turns{}, &events{})
+	defer n.Close()
+	select {
+	case typ := <-got:
+		if typ != "providers.changed" {
+			t.Fatalf("first event handed: %s, want providers.changed (settings.changed was before ServerAfter)", typ)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the event appended before the feed started never came")
+	}
+}

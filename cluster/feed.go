@@ -11,7 +11,9 @@ import (
 // attached to. It reads the store every poll, and at once when a notification wakes it.
 func (n *Node) feedLoop(ctx context.Context) {
 	f := feed{seen: map[string]int64{}}
-	if n.serverEvents != nil {
+	if n.serverAfter != nil {
+		f.serverSeq = *n.serverAfter
+	} else if n.serverEvents != nil {
 		last, err := n.db.LastEventSeq(ctx, "")
 		if err != nil {
 			n.log.Warn("read the server log's last event; following it from its start", "error", err)

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jean2/jean2/ask"
 	"github.com/jean2/jean2/cluster"
 	"github.com/jean2/jean2/harness"
 	"github.com/jean2/jean2/host"
@@ -159,7 +158,7 @@ func (s *Server) openCluster(cfg ClusterConfig) error {
 		return fmt.Errorf("open server: %w", err)
 	}
 	node, err := cluster.New(cluster.Options{Store: s.db, Instance: s.instance, Previous: previous, LeaseTTL: cfg.LeaseTTL, Poll: cfg.Poll,
-		Notifier: cfg.Notifier, ServerEvents: s.fromServerLog, Logger: s.cfg.Logger}) // the node names the instance itself
+		Notifier: cfg.Notifier, ServerEvents: s.fromServerLog, ServerAfter: s.serverAfter, Logger: s.cfg.Logger}) // the node names the instance itself
 	if err != nil {
 		return fmt.Errorf("open server: %w", err)
 	}
@@ -183,23 +182,42 @@ func (s *Server) attachedElsewhere() func(string) bool {
 	return s.node.AttachedElsewhere
 }
 
-// fromServerLog applies what any instance announced on the server log: a grant revoked
-// through another instance is forgotten here; settings changed through another instance's
+// fromServerLog applies what any instance announced on the server log: a grant given
+// through another instance is taken up from the database, one revoked there is forgotten;
+// providers changed through another instance are read back from the database; settings changed through another instance's
 // API are read back from the database and applied here (its own changes read back equal,
 // and change nothing).
 func (s *Server) fromServerLog(ctx context.Context, evs []store.Event) {
+	given := false
 	for _, ev := range evs {
-		if ev.Type != eventGrantRevoked {
-			continue
+		switch ev.Type {
+		case eventGrantGiven:
+			given = true
+		case eventGrantRevoked:
+			var g struct{ ID string }
+			if json.Unmarshal(ev.Payload, &g) != nil || g.ID == "" {
+				continue
+			}
+			// The instance that revoked it deleted it from the database already.
+			if s.grants.Forget(g.ID) {
+				s.log.Info("forgot a grant revoked through another instance", "grant", g.ID)
+			}
 		}
-		var g struct{ ID string }
-		if json.Unmarshal(ev.Payload, &g) != nil || g.ID == "" {
-			continue
+	}
+	if given {
+		// Read after the revocations above: a grant given and revoked in this batch is
+		// not taken up.
+		if n, err := s.grants.Adopt(ctx); err != nil {
+			s.log.Warn("take up the grants given through another instance", "error", err)
+		} else if n > 0 {
+			s.log.Info("took up grants given through another instance", "grants", n)
 		}
-		if err := s.grants.Revoke(ctx, g.ID); err == nil {
-			s.log.Info("forgot a grant revoked through another instance", "grant", g.ID)
-		} else if !errors.Is(err, ask.ErrUnknownGrant) {
-			s.log.Warn("forget a grant revoked through another instance", "grant", g.ID, "error", err)
+	}
+	if slices.ContainsFunc(evs, func(ev store.Event) bool { return ev.Type == eventProvidersChanged }) {
+		if changed, err := s.providers.pull(ctx); err != nil {
+			s.log.Warn("apply the providers another instance changed", "error", err)
+		} else if changed {
+			s.log.Info("applied the providers another instance changed")
 		}
 	}
 	if !slices.ContainsFunc(evs, func(ev store.Event) bool { return ev.Type == "settings.changed" }) {

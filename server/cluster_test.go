@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jean2/jean2/ask"
 	"github.com/jean2/jean2/internal/pgtest"
+	"github.com/jean2/jean2/provider"
 	"github.com/jean2/jean2/provider/providertest"
 	"github.com/jean2/jean2/store"
 )
@@ -42,7 +44,7 @@ func clusterOf(t testing.TB, n int, backend string, ttl time.Duration) []*fixtur
 		db = pgtest.URL(t)
 	}
 	var out []*fixture
-	var ws string
+	var ws, tools string
 	for i := range n {
 		f := newFixture(t)
 		f.tools = map[string]string{"wait-it": waitTool, "permit-it": permitTool}
@@ -55,9 +57,12 @@ func clusterOf(t testing.TB, n int, backend string, ttl time.Duration) []*fixtur
 			f.cfg.Cluster = ClusterConfig{On: true, Instance: fmt.Sprintf("i%d", i), LeaseTTL: ttl, Poll: 20 * time.Millisecond}
 		}
 		if i == 0 {
-			ws = f.ws
+			ws, tools = f.ws, f.cfg.Host.Layout.Tools
 		}
 		f.ws = ws // one workspace folder, on this one host
+		// The same tool folders at the same path, as a deployment ships them: a tool's
+		// version (which grants are for) is the same on every instance.
+		f.cfg.Host.Layout.Tools = tools
 		out = append(out, f.start())
 	}
 	return out
@@ -327,6 +332,55 @@ func TestClusterGrantRevokedOnOneIsGoneOnAll(t *testing.T) {
 	}
 }
 
+// A grant given on one instance is used by the others at once: a person who answered "allow
+// for this workspace" on A is not asked again when the next turn runs on B. (Attack: B kept
+// the grants it loaded at start and asked again until restarted.)
+func TestClusterGrantGivenOnOneIsUsedByAll(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) { testClusterGrantGiven(t, backend) })
+	}
+}
+
+func testClusterGrantGiven(t *testing.T, backend string) {
+	fs := clusterOf(t, 2, backend, 0)
+	a, b := fs[0], fs[1]
+	_, ses := a.session()
+	permitOn := func(f *fixture) {
+		f.fake.Push(providertest.NewOpenAIStream("test-model").ToolCall(0, "call_p", "permit_it", `{"risk":"high"}`).Finish("tool_calls").Done().Reply(),
+			providertest.OpenAIText("test-model", "done"))
+		f.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "deploy"}, 202, nil)
+	}
+	sockA := a.dial("/api/sessions/"+ses.ID+"/ws", nil)
+	permitOn(a)
+	pending, _ := sockA.until("ask.pending", 30*time.Second)
+	var ap struct{ Ask struct{ ID string } }
+	mustJSON(t, pending.Payload, &ap)
+	a.call("POST", "/api/sessions/"+ses.ID+"/asks/"+ap.Ask.ID, map[string]any{"answer": map[string]any{"granted": true, "duration": "workspace"}}, 200, nil)
+	finA, _ := sockA.until("turn.finished", 30*time.Second)
+
+	// The next turn, at once, on B: the grant covers its ask.
+	sockB := b.dial(fmt.Sprintf("/api/sessions/%s/ws?after=%d", ses.ID, finA.Seq), nil)
+	permitOn(b)
+	var fin event
+	for fin.Type != "turn.finished" {
+		mustJSON(t, sockB.next(30*time.Second), &fin)
+		if fin.Type == "ask.pending" {
+			t.Fatalf("B asked again for what A's grant covers: %s", fin.Payload)
+		}
+	}
+	if !strings.Contains(string(fin.Payload), `"reason":"done"`) {
+		t.Fatalf("B's turn: %s", fin.Payload)
+	}
+	// And the grant is in B's memory (the feed brought it), where file access looks.
+	deadline := time.Now().Add(30 * time.Second)
+	for !slices.ContainsFunc(b.srv.grants.List(), func(g ask.Grant) bool { return g.Tool == "permit_it" }) {
+		if time.Now().After(deadline) {
+			t.Fatal("B never took up the grant given on A")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // In a cluster, a turn in a workspace whose folder this instance's disk does not have is
 // refused with 421 workspace_elsewhere naming the folder and the instance, before anything
 // is stored; a lone instance is unchanged.
@@ -489,4 +543,111 @@ func mustURL(t testing.TB, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// A provider added, changed or removed through one instance is the one every instance uses
+// (the database holds the cluster's providers.json); its key is in no API answer. (Attack:
+// each instance kept its own providers.json, and B went on without the provider A added.)
+func TestClusterProvidersAreTheSameOnAll(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) { testClusterProviders(t, backend) })
+	}
+}
+
+func testClusterProviders(t *testing.T, backend string) {
+	fs := clusterOf(t, 2, backend, 0)
+	a, b := fs[0], fs[1]
+	team := providertest.NewOpenAI(t)
+	team.Key = "sk-team-secret-8901"
+	put := map[string]any{"default": "team", "providers": []map[string]any{
+		{"name": "team", "kind": "openai", "baseUrl": team.BaseURL(), "apiKey": team.Key, "model": "team-model"},
+	}}
+	a.call("PUT", "/api/providers", put, 200, nil)
+	waitProviders := func(f *fixture, ok func(providersView) bool) providersView {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var view providersView
+			body := f.call("GET", "/api/providers", nil, 200, &view)
+			if strings.Contains(string(body), team.Key) {
+				t.Fatalf("GET /api/providers shows the key: %s", body)
+			}
+			if ok(view) {
+				return view
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("providers on %s: %+v", f.srv.Instance(), view)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	hasTeam := func(model string) func(providersView) bool {
+		return func(v providersView) bool {
+			return v.Default == "team" && slices.ContainsFunc(v.Providers, func(p providerView) bool { return p.Name == "team" && p.Model == model && p.HasKey })
+		}
+	}
+	waitProviders(b, hasTeam("team-model"))
+
+	// A turn on B goes to the provider added on A, with its key.
+	_, ses := b.session()
+	sock := b.dial("/api/sessions/"+ses.ID+"/ws", nil)
+	team.Push(providertest.OpenAIText("team-model", "from the team"))
+	b.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "hi"}, 202, nil)
+	fin, _ := sock.until("turn.finished", 30*time.Second)
+	if !strings.Contains(string(fin.Payload), `"done"`) || len(team.Requests()) != 1 {
+		t.Fatalf("turn on B: %s; the team provider got %d requests", fin.Payload, len(team.Requests()))
+	}
+
+	// Changed through B without its key (kept), seen on A; then removed through B.
+	put["providers"].([]map[string]any)[0]["apiKey"] = ""
+	put["providers"].([]map[string]any)[0]["model"] = "team-2"
+	b.call("PUT", "/api/providers", put, 200, nil)
+	waitProviders(a, hasTeam("team-2"))
+	team.Push(providertest.OpenAIText("team-2", "again"))
+	_, sesA := a.session()
+	sockA := a.dial("/api/sessions/"+sesA.ID+"/ws", nil)
+	a.call("POST", "/api/sessions/"+sesA.ID+"/turns", map[string]any{"text": "hi"}, 202, nil)
+	if fin, _ := sockA.until("turn.finished", 30*time.Second); !strings.Contains(string(fin.Payload), `"done"`) || len(team.Requests()) != 2 {
+		t.Fatalf("turn on A after B's edit: %s; the team provider got %d requests", fin.Payload, len(team.Requests()))
+	}
+	b.call("PUT", "/api/providers", map[string]any{"default": "openai", "providers": []map[string]any{}}, 200, nil)
+	waitProviders(a, func(v providersView) bool {
+		return v.Default == "openai" && !slices.ContainsFunc(v.Providers, func(p providerView) bool { return p.Name == "team" })
+	})
+}
+
+// At start, the first instance's providers.json becomes the cluster's; an instance that
+// joins with a providers.json of its own uses the cluster's, and keeps its own aside
+// (nothing a person wrote is lost).
+func TestClusterJoiningInstanceTakesTheClustersProviders(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "shared.db")
+	first, second := providertest.NewOpenAI(t), providertest.NewOpenAI(t)
+	var fs []*fixture
+	for i, p := range []*providertest.Server{first, second} {
+		f := newFixture(t)
+		f.tools = nil
+		f.cfg.DBPath = db
+		f.cfg.Cluster = ClusterConfig{On: true, Instance: fmt.Sprintf("i%d", i), Poll: 20 * time.Millisecond}
+		file := provider.File{Default: "mine", Providers: []provider.FileEntry{{Name: "mine", Kind: provider.KindOpenAI, BaseURL: p.BaseURL(), APIKey: fmt.Sprintf("sk-mine-%d", i), Model: fmt.Sprintf("model-%d", i)}}}
+		if err := provider.WriteFile(f.home, file); err != nil {
+			t.Fatal(err)
+		}
+		fs = append(fs, f.start())
+	}
+	var view providersView
+	fs[1].call("GET", "/api/providers", nil, 200, &view)
+	if view.Default != "mine" || view.Providers[0].Model != "model-0" || view.Providers[0].BaseURL != first.BaseURL() {
+		t.Fatalf("the joining instance uses %+v, want the first one's providers", view)
+	}
+	aside, _ := filepath.Glob(filepath.Join(fs[1].home, provider.FileName+".before-*"))
+	if len(aside) != 1 {
+		t.Fatalf("kept aside: %v", aside)
+	}
+	data, err := os.ReadFile(aside[0])
+	if fi, _ := os.Stat(aside[0]); err != nil || !strings.Contains(string(data), "sk-mine-1") || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: %s, %v", aside[0], data, err)
+	}
+	if aside, _ := filepath.Glob(filepath.Join(fs[0].home, provider.FileName+".before-*")); len(aside) != 0 {
+		t.Fatalf("the first instance kept aside %v", aside)
+	}
 }

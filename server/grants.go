@@ -63,6 +63,31 @@ func (s *Server) deleteGrant(w http.ResponseWriter, r *http.Request) error {
 // grant revoked through this one.
 const eventGrantRevoked = "grant.revoked"
 
+// eventGrantGiven on the server log tells the other instances of a cluster to take up a
+// grant given through this one (it names the grant; the database holds it).
+const eventGrantGiven = "grant.given"
+
+// sharedGrants is the grants' store in a cluster: a grant saved is announced on the server
+// log once it is in the database, so every instance's feed takes it up (Grants.Adopt).
+type sharedGrants struct {
+	ask.Store
+	given func(ctx context.Context, g ask.Grant)
+}
+
+func (sg sharedGrants) SaveGrant(ctx context.Context, g ask.Grant) error {
+	if err := sg.Store.SaveGrant(ctx, g); err != nil {
+		return err
+	}
+	sg.given(ctx, g)
+	return nil
+}
+
+// announceGrant puts grant.given on the server log: its id and tool only (the paths and
+// the question stay in the database, for GET /api/grants).
+func (s *Server) announceGrant(ctx context.Context, g ask.Grant) {
+	s.publishServer(ctx, eventGrantGiven, map[string]any{"id": g.ID, "tool": g.Tool})
+}
+
 // revokeStored deletes a grant this instance does not hold from the database.
 func (s *Server) revokeStored(ctx context.Context, id string) error {
 	stored, err := s.db.LoadGrants(ctx)

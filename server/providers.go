@@ -30,6 +30,9 @@ type Providers struct {
 	opts    *provider.Options
 	startup []string      // key variables withheld from tools when the host started
 	keep    settingsStore // where a default that providers.json cannot name is kept; nil: nowhere
+	// shared is the database that holds the cluster's providers.json (providers_shared.go);
+	// nil on a lone instance, whose providers.json is its own.
+	shared sharedSettingsStore
 
 	mu    sync.RWMutex
 	set   provider.Set
@@ -404,6 +407,11 @@ func (p *Providers) replace(ctx context.Context, req providersPut) error {
 		_ = provider.WriteFile(p.home, old)
 		return badRequest("%v", err)
 	}
+	if err := p.push(ctx); err != nil {
+		// The other instances would not see it: this one keeps what they have.
+		_ = provider.WriteFile(p.home, old)
+		return err
+	}
 	p.set = set
 	p.built = map[string]provider.Provider{}
 	return nil
@@ -439,6 +447,10 @@ func (s *Server) getProviders(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// eventProvidersChanged on the server log: the providers changed (through this instance's
+// API); in a cluster the others read them back from the database.
+const eventProvidersChanged = "providers.changed"
+
 func (s *Server) putProviders(w http.ResponseWriter, r *http.Request) error {
 	var req providersPut
 	if err := decodeBody(w, r, &req); err != nil {
@@ -448,7 +460,7 @@ func (s *Server) putProviders(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	view := s.providers.view()
-	s.publishServer(r.Context(), "providers.changed", map[string]any{"default": view.Default})
+	s.publishServer(r.Context(), eventProvidersChanged, map[string]any{"default": view.Default})
 	writeJSON(w, http.StatusOK, view)
 	return nil
 }

@@ -104,6 +104,9 @@ type Server struct {
 	instance string
 	// node is the server's part of a cluster; nil for a lone instance.
 	node *cluster.Node
+	// serverAfter is the server log's last event when Open began loading what other
+	// instances change (cluster only): the feed follows the log after it.
+	serverAfter *int64
 
 	// ctx lives as long as the server: sockets, tool runs and the forwarder end with it.
 	ctx    context.Context
@@ -186,18 +189,40 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open server: %w", host.ExplainStorage("write the API token", filepath.Join(home, TokenFile), err))
 	}
+	// In a cluster (openCluster's test) the database holds the providers every instance
+	// uses, and grants given anywhere are used everywhere (sharedGrants). The feed applies
+	// what other instances change after the server log's last event read here, before the
+	// settings, providers and grants are loaded: a change made in between is applied (twice
+	// at worst, which changes nothing), never missed.
+	clustered := cfg.Cluster.On || s.db.PostgresURL() != ""
+	if clustered {
+		last, err := s.db.LastEventSeq(ctx, "")
+		if err != nil {
+			return nil, fmt.Errorf("open server: read the server log's last event: %w", err)
+		}
+		s.serverAfter = &last
+	}
 	if s.providers, err = LoadProviders(home, cfg.Getenv, cfg.ProviderOptions); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
 	}
 	if err := s.providers.keepDefaultIn(ctx, s.db); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
 	}
+	if clustered {
+		if err := s.providers.shareIn(ctx, s.db); err != nil {
+			return nil, fmt.Errorf("open server: %w", err)
+		}
+	}
 	if s.settings, err = loadSettings(ctx, s.db); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
 	}
 	st := s.settings.get()
 
-	s.grants = ask.NewGrants(&ask.GrantsOptions{Store: s.db, Logger: s.log})
+	var grantStore ask.Store = s.db
+	if clustered {
+		grantStore = sharedGrants{Store: s.db, given: s.announceGrant}
+	}
+	s.grants = ask.NewGrants(&ask.GrantsOptions{Store: grantStore, Logger: s.log, Shared: clustered})
 	if err := s.grants.Load(ctx); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
 	}

@@ -213,7 +213,15 @@ func (tx *Tx) changeAllowedPath(ctx context.Context, workspaceID, path string, a
 		return fail(fmt.Errorf("%q is not an absolute path", path))
 	}
 	path = filepath.Clean(path)
-	w, err := scanWorkspace(tx.tx.QueryRowContext(ctx, `SELECT `+workspaceColumns+` FROM workspaces WHERE id = ?`, workspaceID))
+	query := `SELECT ` + workspaceColumns + ` FROM workspaces WHERE id = ?`
+	if tx.db.dialect == dialectPostgres {
+		// Read committed lets another transaction (another instance, another session of
+		// this workspace) change the list between this read and the write below, and one
+		// of the two changes would be lost: lock the row until this one commits. SQLite has
+		// one writer at a time already.
+		query += ` FOR UPDATE`
+	}
+	w, err := scanWorkspace(tx.tx.QueryRowContext(ctx, query, workspaceID))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = ErrNotFound
 	}
