@@ -265,17 +265,7 @@ func (c *fastConn) respond(id jsonrpc.ID, res *mcp.CallToolResult, err error) {
 			err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("encoding the result: %v", err)}
 		}
 	}
-	resp := &jsonrpc.Response{ID: id, Error: err}
-	if err == nil {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if merr := enc.Encode(res); merr != nil {
-			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("encoding the result: %v", merr)}
-		} else {
-			resp.Result = bytes.TrimRight(buf.Bytes(), "\n")
-		}
-	}
+	resp := callResponse(id, res, err, "")
 	_ = c.inner.Write(context.Background(), resp)
 }
 

@@ -395,28 +395,9 @@ func writeJSON(w http.ResponseWriter, sessionID string, out []byte) {
 	_, _ = w.Write(out)
 }
 
-// encodeCallResponse encodes a call's answer as the go-sdk would: the result with HTML
-// characters unescaped, and resultType when given (2026-07-28: the go-sdk's field for it is
-// unexported, so it is added to the encoded object, where the go-sdk's encoder puts it).
+// encodeCallResponse encodes a call's answer as the go-sdk would (callResponse).
 func encodeCallResponse(id jsonrpc.ID, res *mcp.CallToolResult, err error, resultType string) []byte {
-	resp := &jsonrpc.Response{ID: id, Error: err}
-	if err == nil {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if merr := enc.Encode(res); merr != nil {
-			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("encoding the result: %v", merr)}
-		} else {
-			resp.Result = bytes.TrimRight(buf.Bytes(), "\n")
-			if resultType != "" && len(resp.Result) > 1 {
-				obj := resp.Result[:len(resp.Result)-1] // without its closing brace
-				if len(obj) > 1 {
-					obj = append(obj, ',')
-				}
-				resp.Result = append(append(obj, `"resultType":"`+resultType+`"`...), '}')
-			}
-		}
-	}
+	resp := callResponse(id, res, err, resultType)
 	out, eerr := jsonrpc.EncodeMessage(resp)
 	if eerr != nil {
 		out, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("encoding the answer: %v", eerr)}})
@@ -525,4 +506,30 @@ func (s *Server) expireSession(id string) {
 		s.log.Debug("mcp: closing an idle HTTP session", "session", id)
 		_ = ss.Close()
 	}
+}
+
+// callResponse is a call's answer as the go-sdk would make it: the result with HTML
+// characters unescaped, and resultType when given (2026-07-28: the go-sdk's field for it is
+// unexported, so it is added to the encoded object, where the go-sdk's encoder puts it).
+func callResponse(id jsonrpc.ID, res *mcp.CallToolResult, err error, resultType string) *jsonrpc.Response {
+	resp := &jsonrpc.Response{ID: id, Error: err}
+	if err != nil {
+		return resp
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if merr := enc.Encode(res); merr != nil {
+		resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("encoding the result: %v", merr)}
+		return resp
+	}
+	resp.Result = bytes.TrimRight(buf.Bytes(), "\n")
+	if resultType != "" && len(resp.Result) > 1 {
+		obj := resp.Result[:len(resp.Result)-1] // without its closing brace
+		if len(obj) > 1 {
+			obj = append(obj, ',')
+		}
+		resp.Result = append(append(obj, `"resultType":"`+resultType+`"`...), '}')
+	}
+	return resp
 }
