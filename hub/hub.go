@@ -163,6 +163,17 @@ func (h *Hub) release(s *session) {
 }
 
 // lookup returns the session's state when something uses it, without counting a user.
+// subscribers is a snapshot of the session's subscriptions, to offer to outside its lock.
+func (s *session) subscribers() []*Subscription {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	subs := make([]*Subscription, 0, len(s.subs))
+	for sub := range s.subs {
+		subs = append(subs, sub)
+	}
+	return subs
+}
+
 func (h *Hub) lookup(sessionID string) *session {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -245,13 +256,7 @@ func (h *Hub) publish(ctx context.Context, sessionID string, appendEvents func()
 	}
 	// A subscription registered after this snapshot started its replay after the append
 	// committed, so it reads these events from the store instead.
-	s.mu.Lock()
-	subs := make([]*Subscription, 0, len(s.subs))
-	for sub := range s.subs {
-		subs = append(subs, sub)
-	}
-	s.mu.Unlock()
-	for _, sub := range subs {
+	for _, sub := range s.subscribers() {
 		sub.offer(out)
 	}
 	if h.published != nil {
@@ -342,13 +347,7 @@ func (h *Hub) Poke(sessionID string) {
 	if s == nil {
 		return
 	}
-	s.mu.Lock()
-	subs := make([]*Subscription, 0, len(s.subs))
-	for sub := range s.subs {
-		subs = append(subs, sub)
-	}
-	s.mu.Unlock()
-	for _, sub := range subs {
+	for _, sub := range s.subscribers() {
 		select {
 		case sub.poke <- struct{}{}:
 		default: // one is waiting already; it reads everything there is then
