@@ -250,7 +250,8 @@ type SignIn struct {
 	Open func(ctx context.Context, url string) error
 	// Getenv expands ${NAME} in the oauth config (os.Getenv when nil).
 	Getenv func(string) string
-	// Client makes the HTTP requests of the flow (http.DefaultClient when nil).
+	// Client makes the HTTP requests of the flow (when nil, one that keeps a public
+	// server's sign-in off local and private addresses: oauthClient).
 	Client *http.Client
 }
 
@@ -261,10 +262,7 @@ func (si *SignIn) Handler(cfg ServerConfig) (_ auth.OAuthHandler, closeFn func()
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	client := si.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
+	client := oauthClient(cfg.URL, si.Client)
 	lb, err := newLoopback()
 	if err != nil {
 		return nil, nil, err

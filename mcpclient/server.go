@@ -394,7 +394,7 @@ func (s *Server) transport() (mcp.Transport, error) {
 			}
 			t.OAuthHandler, s.closeAuth = h, closeFn
 		case s.tokens != nil:
-			h, err := backgroundAuth(s.tokens, s.cfg.URL, http.DefaultClient)
+			h, err := backgroundAuth(s.tokens, s.cfg.URL, oauthClient(s.cfg.URL, nil))
 			if err != nil {
 				return nil, err
 			}
