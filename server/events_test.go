@@ -77,8 +77,10 @@ func TestSlowSubscriberClosedWith4008(t *testing.T) {
 	if got := websocket.CloseStatus(closeErr); got != CloseSlowSubscriber {
 		t.Fatalf("closed with %v (status %d) after seq %d; want %d", closeErr, got, last, CloseSlowSubscriber)
 	}
-	if last == 0 || last >= total {
-		t.Fatalf("the slow client got %d of %d events before it was closed; want what was under way to it, not all", last, total)
+	// What was under way to it, not all: on a loaded machine the hub may drop the client
+	// before the socket's writer took a first event, so none is a prefix too.
+	if last >= total {
+		t.Fatalf("the slow client got all %d events before it was closed; want what was under way to it, not all", total)
 	}
 	t.Logf("closed with 4008 after %d of %d events", last, total)
 
