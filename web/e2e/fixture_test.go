@@ -503,9 +503,20 @@ func (f *fixture) waitText(sel, text string) {
 // at the element's centre, after scrolling it into view).
 func (f *fixture) click(sel string) {
 	f.t.Helper()
-	if err := f.b.Do(20*time.Second, chromedp.Click(chromedp.CSS(sel))); err != nil {
-		f.t.Fatalf("click %s: %v", sel, err)
+	for range 3 {
+		err := f.b.Do(20*time.Second, chromedp.Click(chromedp.CSS(sel)))
+		// The node chromedp found was replaced by a redraw (the session list's, after a
+		// switch) before it could be scrolled to and clicked: nothing was clicked, so the
+		// click is made again on the node that replaced it. Any other error is the test's.
+		if err != nil && strings.Contains(err.Error(), "Could not find node with given id") {
+			continue
+		}
+		if err != nil {
+			f.t.Fatalf("click %s: %v", sel, err)
+		}
+		return
 	}
+	f.t.Fatalf("click %s: the node was replaced three times before it could be clicked", sel)
 }
 
 // clickText clicks the first button or link under scope whose text is text.
