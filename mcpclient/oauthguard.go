@@ -131,7 +131,9 @@ func isProxy(ap netip.AddrPort) bool {
 			}
 			continue
 		}
-		addrs, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip", u.Hostname())
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname())
+		cancel()
 		if err != nil {
 			continue
 		}
