@@ -208,6 +208,10 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 		return base
 	}
 	spec := sandbox.Spec{Landlock: t.mech == sandbox.Landlock, DataMB: t.memoryMB(), ExtraFDs: 2, SealedDirs: mounted}
+	if sb.status.MountSeal && t.mech != sandbox.Seatbelt {
+		// The view hides jean2's own binary too, and seals the .jean2 folders itself.
+		spec.View, spec.SealedDirs = p.View(sb.status.Launcher), nil
+	}
 	if t.mech == sandbox.Seatbelt {
 		// macOS: the profile holds the file rules and the network (only the proxy's port).
 		port := 0

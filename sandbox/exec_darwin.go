@@ -39,7 +39,7 @@ func enter(spec Spec, program string, args []string) error {
 	if spec.Landlock {
 		return errors.New("Landlock exists only on Linux")
 	}
-	if len(spec.SealedDirs) > 0 {
+	if len(spec.SealedDirs) > 0 || spec.View != nil {
 		return errNoMountSeal
 	}
 	if spec.NetNS != "" {

@@ -34,9 +34,14 @@ func enter(spec Spec, program string, args []string) error {
 	if err := enterNetwork(spec); err != nil { // netns_linux.go: while setns is allowed, before Landlock
 		return err
 	}
-	// A mount namespace of the launcher's own, with the .jean2 folders read-only: before
-	// Landlock (which forbids mounts to a restricted thread) and the capability drop.
-	if len(spec.SealedDirs) > 0 {
+	// A mount namespace of the launcher's own: the view of the machine (view_linux.go), or
+	// at least the .jean2 folders read-only; before Landlock (which forbids mounts to a
+	// restricted thread) and the capability drop.
+	if spec.View != nil {
+		if err := buildView(spec.View); err != nil {
+			return err
+		}
+	} else if len(spec.SealedDirs) > 0 {
 		if err := sealDirs(spec.SealedDirs); err != nil {
 			return err
 		}
@@ -54,6 +59,11 @@ func enter(spec Spec, program string, args []string) error {
 	// a namespace (nons_linux.go).
 	if err := denyNamespaces(); err != nil {
 		return fmt.Errorf("refuse new namespaces: %w", err)
+	}
+	// Without a view nothing else keeps the metadata of what the worker can see (jean2's
+	// token, the user's keys) from changing (metadata_linux.go).
+	if err := denyMetadata(spec.View == nil); err != nil {
+		return fmt.Errorf("refuse metadata changes: %w", err)
 	}
 	if spec.NoFork {
 		if err := denyProcesses(); err != nil {

@@ -21,7 +21,7 @@ func enter(spec Spec, program string, args []string) error {
 	if spec.Seatbelt != nil {
 		return errors.New("Seatbelt exists only on macOS")
 	}
-	if len(spec.SealedDirs) > 0 {
+	if len(spec.SealedDirs) > 0 || spec.View != nil {
 		return errNoMountSeal
 	}
 	if err := syscall.Exec(program, append([]string{program}, args...), os.Environ()); err != nil {

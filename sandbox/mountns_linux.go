@@ -117,12 +117,13 @@ func PrepareSealDir(root string) (string, error) {
 	return filepath.Join(root, name), nil
 }
 
-// probeSealArg makes the launcher seal one folder, check that it cannot write there and
-// exit: how MountSealAvailable learns whether the launcher can seal at all.
+// probeSealArg makes the launcher build a view (view_linux.go) that shows one folder
+// read-only, check that it cannot write there and exit: how MountSealAvailable learns
+// whether the launcher can build views, and so seal folders, at all.
 const probeSealArg = "--probe-seal"
 
 func probeSeal(dir string) error {
-	if err := sealDirs([]string{dir}); err != nil {
+	if err := buildView(&View{ReadOnly: []string{dir}}); err != nil {
 		return err
 	}
 	err := unix.Mkdir(filepath.Join(dir, "x"), 0o700)

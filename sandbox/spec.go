@@ -112,10 +112,70 @@ type Spec struct {
 	// it may bind none. Weaker: the rule names a port, not an address, and UDP stays open.
 	ProxyPort int `json:"proxyPort,omitempty"`
 
+	// View, on Linux, is the filesystem the worker sees (view_linux.go): the machine read-only,
+	// the call's writable places read-write, protected places replaced by empty ones. It
+	// replaces SealedDirs (its ReadOnly places are sealed the same way).
+	View *View `json:"view,omitempty"`
+
 	// Seatbelt, on macOS, is the profile the launcher executes the program under, through
 	// /usr/bin/sandbox-exec (seatbelt_darwin.go); it holds the file rules and the network
 	// (Plan.Seatbelt), so Landlock, Rules, NetNS and ProxyPort are not used with it.
 	Seatbelt *SeatbeltProfile `json:"seatbelt,omitempty"`
+}
+
+// View is the filesystem a confined process sees. The launcher builds it in a mount namespace
+// of its own before Landlock: every mount of the machine read-only (so no write, and no change
+// of mode, owner, times or extended attributes, reaches anything else: EROFS), Writable and
+// Binds shown read-write, Hidden replaced by an empty read-only folder or file, ReadOnly
+// shown read-only where a Hidden or Writable place holds them. Every path is absolute, clean
+// and resolved by the planner: the launcher refuses one that leads through a symbolic link.
+type View struct {
+	// Writable places are shown read-write at their own path (a workspace, its allowed
+	// paths, the session's temporary folder, an approved write); one inside a Hidden place is
+	// shown again there.
+	Writable []string `json:"writable,omitempty"`
+	// ReadOnly places are shown read-only at their own path: a tool's own folder inside the
+	// hidden tools folder, a workspace's .jean2 inside the writable workspace.
+	ReadOnly []string `json:"readOnly,omitempty"`
+	// Hidden places are replaced by an empty read-only folder (or file); missing ones are
+	// skipped.
+	Hidden []string `json:"hidden,omitempty"`
+	// Binds show a folder at another path (a tool's data folder at $JEAN2_HOME/data).
+	Binds []Bind `json:"binds,omitempty"`
+	// ShmMB is the size of the private /dev/shm the view gets (0: 64 MiB); the machine's
+	// own is never shared.
+	ShmMB int `json:"shmMB,omitempty"`
+}
+
+// Bind shows Source at Target in a view, read-write when Write.
+type Bind struct {
+	Source string `json:"source"`
+	Target string `json:"target"`
+	Write  bool   `json:"write,omitempty"`
+}
+
+func cleanAbs(p string) bool {
+	return filepath.IsAbs(p) && filepath.Clean(p) == p && !strings.ContainsRune(p, 0)
+}
+
+// Check reports the first thing wrong with a view.
+func (v *View) Check() error {
+	for _, group := range [][]string{v.Writable, v.ReadOnly, v.Hidden} {
+		for _, p := range group {
+			if !cleanAbs(p) || p == "/" {
+				return fmt.Errorf("sandbox view: the path %q must be absolute, clean and not /", p)
+			}
+		}
+	}
+	for _, b := range v.Binds {
+		if !cleanAbs(b.Source) || !cleanAbs(b.Target) || b.Target == "/" {
+			return fmt.Errorf("sandbox view: the bind %q → %q must join absolute, clean paths", b.Source, b.Target)
+		}
+	}
+	if v.ShmMB < 0 {
+		return fmt.Errorf("sandbox view: shmMB %d must not be negative", v.ShmMB)
+	}
+	return nil
 }
 
 // Check reports the first thing wrong with a spec.
@@ -151,9 +211,14 @@ func (s Spec) Check() error {
 	if s.NetNS != "" && (!filepath.IsAbs(s.NetNS) || filepath.Clean(s.NetNS) != s.NetNS) {
 		return fmt.Errorf("sandbox network namespace %q: the path must be absolute and clean", s.NetNS)
 	}
+	if s.View != nil {
+		if err := s.View.Check(); err != nil {
+			return err
+		}
+	}
 	if s.Seatbelt != nil {
-		if s.Landlock || s.NetNS != "" {
-			return fmt.Errorf("sandbox spec: a Seatbelt profile does not go with Landlock or a network namespace")
+		if s.Landlock || s.NetNS != "" || s.View != nil {
+			return fmt.Errorf("sandbox spec: a Seatbelt profile does not go with Landlock, a network namespace or a view")
 		}
 		return s.Seatbelt.Check()
 	}

@@ -79,8 +79,10 @@ type Status struct {
 	// over TCP to their proxy's port only (any address of that port, and UDP, stay open).
 	NetLandlock bool `json:"netLandlock,omitempty"`
 
-	// MountSeal is true when the launcher can seal each workspace root's .jean2 with a
-	// read-only mount in a mount namespace of the worker's own (mountns_linux.go);
+	// MountSeal is true when the launcher can build a view of the machine for each confined
+	// process (view_linux.go: a mount namespace of its own, everything read-only but its
+	// writable places, protected places hidden), which also seals each workspace root's
+	// .jean2 with a read-only mount;
 	// MountSealError says why not. Without it the seal is Landlock rules alone (Plan.Sealed),
 	// which keep a worker from making new entries at the top of its workspace.
 	MountSeal      bool   `json:"mountSeal"`

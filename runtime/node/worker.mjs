@@ -1241,6 +1241,8 @@ function describe(v) {
 // node:child_process use is most often the sandbox refusing what the tool did not declare:
 // Landlock or seccomp on Linux, which Node reports as a bare "permission denied" (EACCES),
 // or Seatbelt on macOS, which answers every refusal with EPERM, "operation not permitted".
+// Under the view of the machine a worker gets on Linux (sandbox/view_linux.go), a write
+// outside its writable places fails with EROFS, "read-only file system": explained too.
 // The error the tool gets says so, and which declaration would allow it. The wrappers only
 // look at an error once it happened: a call that succeeds pays one extra function call.
 
@@ -1325,12 +1327,12 @@ function hint(why, decl, extra) {
   return ` (refused by jean2's sandbox: ${why}${who}; to allow it, declare ${decl} in the tool's permissions (definition.permissions, or "jean2": {"permissions": …} in package.json) and approve it with \`${approve}\`${extra})`;
 }
 
-// explainError adds who refused, once, to an EACCES/EPERM error (of an fs call name on path p
+// explainError adds who refused, once, to an EACCES/EPERM/EROFS error (of an fs call name on path p
 // when known); other errors are left alone.
 function explainError(err, name, p, write) {
   if (!err || typeof err !== 'object' || err.jean2Sandbox) return err;
   const code = err.code;
-  if (code !== 'EACCES' && code !== 'EPERM') return err;
+  if (code !== 'EACCES' && code !== 'EPERM' && code !== 'EROFS') return err;
   const syscall = typeof err.syscall === 'string' ? err.syscall : '';
   let note;
   let what;
@@ -1340,6 +1342,7 @@ function explainError(err, name, p, write) {
   } else {
     const target = p || (typeof err.path === 'string' ? err.path : '');
     if (!target) return err;
+    if (code === 'EROFS') write = true;
     if (write === undefined) write = /^(open|write|mkdir|rmdir|unlink|rename|copyfile|symlink|link|chmod|chown|utime|ftruncate|truncate)/.test(syscall) && syscall !== 'open';
     if (modeDenies(target, write)) return err;
     if (code === 'EPERM' && systemEPERM(syscall, target)) return err;
