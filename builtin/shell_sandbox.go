@@ -173,6 +173,11 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 		env = append(env, exit.Env()...)
 	}
 	spec, err := shellSpec(mech, plan, exit)
+	if err == nil && mech == sandbox.Landlock && st.MountSeal {
+		// The view (sandbox/view_linux.go): the machine read-only, the command's writable
+		// places bound, the protected ones and jean2's own binary hidden, .jean2 sealed.
+		spec.View, spec.SealedDirs = plan.View(st.Launcher), nil
+	}
 	if err == nil {
 		err = sandbox.WritesWithin(spec.Rules, places)
 	}
