@@ -50,7 +50,13 @@ func (h *Host) installSpec(cmd *exec.Cmd, readable, writable []string, exit *san
 	spec := sandbox.Spec{Landlock: st.LandlockABI >= 1, DataMB: InstallMemoryMB}
 	switch {
 	case spec.Landlock:
-		spec.Rules = installPlan(cmd.Path, roots, readable, writable, h.sb.protected).Rules()
+		plan := installPlan(cmd.Path, roots, readable, writable, h.sb.protected)
+		spec.Rules = plan.Rules()
+		if st.MountSeal {
+			// The installer and its scripts see the machine read-only but their scratch and
+			// caches (sandbox/view_linux.go): no chmod of the token or a key.
+			spec.View = plan.View(st.Launcher)
+		}
 	case st.Seatbelt:
 		// macOS: npm's scripts and node-gyp start the system's programs (sh, make, cc,
 		// python), which Landlock's system rules cover on Linux and the profile names here.
