@@ -52,6 +52,11 @@ export async function execute(input, ctx) {
     case 'readdir': return done(attempt(() => fs.readdirSync(input.path)));
     case 'write': return done(attempt(() => { fs.writeFileSync(input.path, 'pwned'); return 'written'; }));
     case 'link': return done(attempt(() => { fs.linkSync(input.path, input.to); return 'linked'; }));
+    case 'chmod': return done(attempt(() => { fs.chmodSync(input.path, input.mode); return 'chmod'; }));
+    case 'chown': return done(attempt(() => { fs.chownSync(input.path, 12345, 12345); return 'chown'; }));
+    case 'utimes': return done(attempt(() => { fs.utimesSync(input.path, 0, 0); return 'utimes'; }));
+    case 'truncate': return done(attempt(() => { fs.truncateSync(input.path, 0); return 'truncate'; }));
+    case 'rename': return done(attempt(() => { fs.renameSync(input.path, input.to); return 'renamed'; }));
     case 'swapTemp': return done(attempt(() => { const d = input.session ? ctx.fs.tempDir.replace(/[^/]+$/, input.session) : ctx.fs.tempDir; fs.rmSync(d, { recursive: true, force: true }); fs.symlinkSync(input.path, d); return d; }));
     case 'swap': return done(attempt(() => { fs.renameSync(input.path, input.to); fs.symlinkSync(input.target, input.path); return 'swapped'; }));
     case 'ctxWriteAbs':
