@@ -20,9 +20,10 @@ import (
 )
 
 // netTool tries the network on request: a raw TCP connection (net.connect), the global
-// fetch, ctx.fetch, and a child process (curl, or node -e). Each reports {ok, value} or
-// {ok: false, code, message}.
+// fetch, ctx.fetch, a child process (curl, or node -e), and the interfaces' list (netlink).
+// Each reports {ok, value} or {ok: false, code, message}.
 const netTool = `import net from 'node:net';
+import os from 'node:os';
 import cp from 'node:child_process';
 
 export const definition = {
@@ -58,6 +59,9 @@ export async function execute(input, ctx) {
         const res = await f(input.url, input.init);
         return done({ ok: true, value: { status: res.status, body: await res.text() } });
       } catch (e) { return done(failed(e)); }
+    case 'interfaces':
+      try { return done({ ok: true, value: Object.keys(os.networkInterfaces()) }); }
+      catch (e) { return done(failed(e)); }
     case 'spawn':
       try { return done({ ok: true, value: cp.execFileSync(input.path, input.args ?? [], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 15000 }) }); }
       catch (e) { return done({ ok: false, code: e.code ?? String(e.status), message: String(e.message) + ' ' + String(e.stderr ?? '') }); }

@@ -183,8 +183,9 @@ func joinNetNS(path string) error {
 
 // enterNetwork is the launcher's first step: join the worker's network namespace, when the
 // spec names one (before Landlock closes /proc, and while the launcher still has the
-// capability setns needs), and refuse the worker UNIX sockets, the way around a namespace
-// (unixsock_linux.go).
+// capability setns needs), and hold every worker to the socket families it needs
+// (sockets_linux.go): UNIX sockets, the way around a namespace, only when the network is
+// not isolated.
 func enterNetwork(spec Spec) error {
 	switch {
 	case spec.NetNS != "":
@@ -196,9 +197,9 @@ func enterNetwork(spec Spec) error {
 			return fmt.Errorf("hold the worker to its proxy's port: %w", err)
 		}
 	default:
-		return nil
+		return allowSockets(true)
 	}
-	return denyUnixSockets()
+	return allowSockets(false)
 }
 
 // Landlock's network rules (ABI 4), which x/sys/unix does not define.

@@ -2,5 +2,6 @@
 
 package sandbox
 
-// helperMain: the namespace probe exists only where the launcher refuses namespaces.
+// helperMain: the namespace and socket probes exist only where the launcher has seccomp
+// filters.
 func helperMain() {}

@@ -17,12 +17,21 @@ import (
 // by clone and clone3 and print what each got.
 const nsProbeArg = "__ns-probe"
 
-// helperMain runs the probe and exits when the test binary was started as one.
+// helperMain runs a probe and exits when the test binary was started as one (this one, or
+// sockets_test.go's).
 func helperMain() {
-	if len(os.Args) > 1 && os.Args[1] == nsProbeArg {
-		nsProbe()
-		os.Exit(0)
+	if len(os.Args) < 2 {
+		return
 	}
+	switch os.Args[1] {
+	case nsProbeArg:
+		nsProbe()
+	case socketProbeArg:
+		socketProbe()
+	default:
+		return
+	}
+	os.Exit(0)
 }
 
 func nsProbe() {

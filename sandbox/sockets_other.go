@@ -2,9 +2,9 @@
 
 package sandbox
 
-// denyUnixSockets has no filter for this architecture: pathname UNIX sockets stay open to
-// workers here (see unixsock_linux.go).
-func denyUnixSockets() error { return nil }
+// allowSockets has no filter for this architecture: every socket family stays open to
+// workers here, pathname UNIX sockets and vsock included (see sockets_linux.go).
+func allowSockets(unixSockets bool) error { return nil }
 
 // denyNamespaces has no filter for this architecture: workers here may make user
 // namespaces (see nons_linux.go).
