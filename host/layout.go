@@ -14,6 +14,9 @@ type Layout struct {
 	Cache  string // bundles, definitions, runtime scripts, npm cache
 	DotEnv string // values for the variables tools declare
 	Temp   string // per-session temporary folders
+	// Data holds each tool's own persistent folder (Data/<tool>), which the tool's workers
+	// see as $JEAN2_HOME/data, as jean2's tools expect (ToolData).
+	Data string
 }
 
 // LayoutFromEnv computes the layout from JEAN2_HOME and JEAN2_TOOLS_PATH (getenv is
@@ -37,6 +40,7 @@ func LayoutFromEnv(getenv func(string) string) (Layout, error) {
 		Cache:  filepath.Join(home, "cache"),
 		DotEnv: filepath.Join(home, ".env"),
 		Temp:   filepath.Join(home, "tmp"),
+		Data:   filepath.Join(home, "data"),
 	}
 	if p := getenv("JEAN2_TOOLS_PATH"); p != "" {
 		if l.Tools, err = filepath.Abs(p); err != nil {
@@ -48,12 +52,37 @@ func LayoutFromEnv(getenv func(string) string) (Layout, error) {
 
 // Ensure creates the folders of the layout that jean2 writes to.
 func (l Layout) Ensure() error {
-	for _, d := range []string{l.Home, l.Tools, l.Cache, l.Temp} {
+	for _, d := range []string{l.Home, l.Tools, l.Cache, l.Temp, l.Data} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return ExplainStorage("create its folder", d, fmt.Errorf("create %s: %w", d, err))
 		}
 	}
 	return nil
+}
+
+// ToolData is the persistent folder of the tool named name, made when missing. Its workers
+// see it, in their view of the machine, at Data ($JEAN2_HOME/data): each tool its own, and
+// no tool another's. A Data that is not a real folder (a link) is refused.
+func (l Layout) ToolData(name string) (string, error) {
+	if l.Data == "" {
+		return "", fmt.Errorf("tool %s: the layout has no data folder", name)
+	}
+	if err := os.MkdirAll(l.Data, 0o700); err != nil {
+		return "", ExplainStorage("create its folder", l.Data, err)
+	}
+	root, err := os.OpenRoot(l.Data)
+	if err != nil {
+		return "", fmt.Errorf("tool %s: open %s: %w", name, l.Data, err)
+	}
+	defer root.Close()
+	dir := safeName(name)
+	if err := root.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+		return "", ExplainStorage("create its data folder", filepath.Join(l.Data, dir), err)
+	}
+	if fi, err := root.Lstat(dir); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("tool %s: its data folder %s is not a folder", name, filepath.Join(l.Data, dir))
+	}
+	return filepath.Join(l.Data, dir), nil
 }
 
 // SessionTemp is the temporary folder (ctx.fs.tempDir) of a session that belongs to no

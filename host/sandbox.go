@@ -189,6 +189,15 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	mounted, carved := t.seals(scope)
 	p := t.plan(scope)
 	p.Sealed, p.MountSealed = carved, mounted
+	view := sb.status.MountSeal && sb.status.Launcher != "" && t.mech != sandbox.Seatbelt
+	if view {
+		data, err := t.dataBind()
+		if err != nil {
+			return failed(err)
+		}
+		p.Binds = append(p.Binds, data)
+		places = append(places, data.Target)
+	}
 	rules := p.Rules()
 	// What the plan resolved again lies where it was pinned (no swap in between); the
 	// temporary folder's own and the person-approved writes are where they lead.
@@ -208,7 +217,7 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 		return base
 	}
 	spec := sandbox.Spec{Landlock: t.mech == sandbox.Landlock, DataMB: t.memoryMB(), ExtraFDs: 2, SealedDirs: mounted}
-	if sb.status.MountSeal && t.mech != sandbox.Seatbelt {
+	if view {
 		// The view hides jean2's own binary too, and seals the .jean2 folders itself.
 		spec.View, spec.SealedDirs = p.View(sb.status.Launcher), nil
 	}
@@ -272,6 +281,17 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 		}
 	}
 	return l
+}
+
+// dataBind shows the tool's own persistent folder (Layout.ToolData) to its workers at
+// $JEAN2_HOME/data, where jean2's tools keep their databases (todowrite's todos.db).
+func (t *folderTool) dataBind() (sandbox.Bind, error) {
+	h := t.fl.h
+	dir, err := h.layout.ToolData(t.name)
+	if err != nil {
+		return sandbox.Bind{}, fmt.Errorf("sandbox: %w", err)
+	}
+	return sandbox.Bind{Source: policy.Real(dir), Target: filepath.Join(policy.Real(h.layout.Home), "data"), Write: true}, nil
 }
 
 // plan says what a worker of this tool serving scope may touch.

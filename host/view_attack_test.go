@@ -303,3 +303,75 @@ func (sf *sandboxFixture) callJSON(t *testing.T, name string, input map[string]a
 	}
 	return strings.TrimSpace(fmt.Sprint(o.Result.Error))
 }
+
+// dataTool keeps its data where jean2's catalogue keeps it (todowrite's todos.db): in
+// ~/.jean2/data, made on first use.
+const dataTool = `import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+export const definition = {
+  name: 'NAME',
+  description: 'keeps a file in ~/.jean2/data',
+  inputSchema: { type: 'object', properties: { op: { type: 'string' } }, required: ['op'] },
+};
+
+export async function execute(input) {
+  const dir = path.join(os.homedir(), '.jean2', 'data');
+  try {
+    if (input.op === 'write') {
+      fs.mkdirSync(dir, { recursive: true });
+      fs.writeFileSync(path.join(dir, 'todos.db'), input.text);
+    }
+    return { success: true, result: { files: fs.readdirSync(dir), text: fs.existsSync(path.join(dir, 'todos.db')) ? fs.readFileSync(path.join(dir, 'todos.db'), 'utf8') : null } };
+  } catch (e) {
+    return { success: true, result: { error: String(e.message) } };
+  }
+}
+`
+
+// Each tool sees its own persistent folder at $JEAN2_HOME/data (here ~/.jean2 is
+// $JEAN2_HOME), and no other tool's.
+func TestViewToolDataFolder(t *testing.T) {
+	vf := newViewFixture(t)
+	if err := os.Symlink(vf.layout.Home, filepath.Join(os.Getenv("HOME"), ".jean2")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"todos", "other"} {
+		vf.addTool(name, map[string]string{"package.json": pkgJSON, "tool.js": strings.Replace(dataTool, "NAME", name, 1)})
+	}
+	if err := vf.h.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		Files []string `json:"files"`
+		Text  *string  `json:"text"`
+		Error string   `json:"error"`
+	}
+	var r seen
+	vf.callJSON(t, "todos", map[string]any{"op": "write", "text": "buy milk"}, &r)
+	if r.Error != "" || r.Text == nil || *r.Text != "buy milk" {
+		t.Fatalf("todos wrote its data: %+v", r)
+	}
+	data, err := os.ReadFile(filepath.Join(vf.layout.Data, "todos", "todos.db"))
+	if err != nil || string(data) != "buy milk" {
+		t.Fatalf("the host's copy: %q %v", data, err)
+	}
+	r = seen{}
+	vf.callJSON(t, "other", map[string]any{"op": "read"}, &r)
+	if r.Text != nil || len(r.Files) != 0 {
+		t.Fatalf("another tool saw todos's data: %+v", r)
+	}
+	// Nor through the host's path of it.
+	rr, out := vf.try(t, map[string]any{"op": "read", "path": filepath.Join(vf.layout.Data, "todos", "todos.db")})
+	denied(t, "read another tool's data", rr, out, "EACCES")
+	// The data stays across a reload.
+	if err := vf.h.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r = seen{}
+	vf.callJSON(t, "todos", map[string]any{"op": "read"}, &r)
+	if r.Text == nil || *r.Text != "buy milk" {
+		t.Fatalf("todos's data after a reload: %+v", r)
+	}
+}

@@ -54,6 +54,10 @@ type Plan struct {
 	// to that folder: renaming the workspace away and making a new one with its own .jean2
 	// would step around the mount.
 	MountSealed []string
+	// Binds show a folder at another path in the view (a tool's data folder at
+	// $JEAN2_HOME/data) and grant it there. Only where the launcher builds a view: without
+	// one the target is the machine's own folder.
+	Binds []Bind
 }
 
 // CredentialPaths are places in a home folder that hold keys and tokens; the host protects
@@ -121,6 +125,15 @@ func (p Plan) Rules() []Rule {
 		if !systemPlace(x) {
 			add(x, Read|Write, true, false)
 		}
+	}
+	for _, b := range p.Binds {
+		a := Read
+		if b.Write {
+			a |= Write
+		}
+		// The target lies in a hidden place (jean2's home): granted as the caller chose it,
+		// like the session's folder.
+		out = append(out, Rule{Path: b.Target, Access: a, Exact: true})
 	}
 	for _, x := range p.DeclaredRead {
 		add(x, Read, true, true)

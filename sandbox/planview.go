@@ -46,6 +46,7 @@ func (p Plan) View(hidden ...string) *View {
 			v.ReadOnly = append(v.ReadOnly, real(x))
 		}
 	}
+	v.Binds = slices.Clone(p.Binds)
 	v.Hidden, v.Writable, v.ReadOnly = uniq(v.Hidden), uniq(v.Writable), uniq(v.ReadOnly)
 	return v
 }
