@@ -73,7 +73,7 @@ func edit(ctx context.Context, c *tool.Context, in editIn) tool.Result {
 	repl := adaptReplacement(in.NewString, m, content)
 	next := content[:m.start] + repl + content[m.end:]
 	if err := c.FS.WriteFile(ctx, resolved, []byte(next)); err != nil {
-		return failf("%v", err)
+		return fsFailure(err, "")
 	}
 	return ok(struct {
 		MatchInfo matchInfo `json:"matchInfo"`

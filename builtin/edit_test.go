@@ -133,3 +133,29 @@ func TestEditLinkLeadingOut(t *testing.T) {
 		t.Fatalf("outside.txt after the granted edit: %q", b)
 	}
 }
+
+// A write outside the workspace that the person allowed is made, into a folder that is
+// there already or not (issue 24): the grant of the file covers making its folders.
+func TestWriteFileOutsideApproved(t *testing.T) {
+	e := newEnv(t)
+	e.asker.byType["permission"] = "true"
+	there := filepath.Join(e.root, "x")
+	if err := os.MkdirAll(there, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(there, "outside.txt"), filepath.Join(e.root, "y", "z", "new.txt")} {
+		l := tool.NewLedger()
+		out := e.h.Invoke(t.Context(), hostCall(e, "write-file", fmt.Sprintf(`{"path":%q,"content":"hi\n"}`, p), l))
+		if !out.Result.Success {
+			t.Fatalf("write %s: %s", p, out.Result.Error)
+		}
+		if b, err := os.ReadFile(p); err != nil || string(b) != "hi\n" {
+			t.Fatalf("%s: %q %v", p, b, err)
+		}
+		for _, c := range l.Changes() {
+			if !c.OK {
+				t.Fatalf("%s: a failed change on the ledger: %+v", p, c)
+			}
+		}
+	}
+}

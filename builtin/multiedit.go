@@ -83,7 +83,7 @@ func multiedit(ctx context.Context, c *tool.Context, in multieditIn) tool.Result
 		cur = cur[:m.start] + repl + cur[m.end:]
 	}
 	if err := c.FS.WriteFile(ctx, resolved, []byte(cur)); err != nil {
-		return failf("%v", err)
+		return fsFailure(err, "")
 	}
 	return ok(struct {
 		Results []done `json:"results"`

@@ -102,7 +102,7 @@ func readFile(ctx context.Context, c *tool.Context, in readFileIn) tool.Result {
 	case isNotExist(err):
 		return failf("File not found: %s", resolved)
 	case err != nil:
-		return failf("%v", err)
+		return fsFailure(err, "")
 	}
 	if what := binaryKind(resolved, data); what != "" {
 		return failf("Cannot read binary file: %s (%s, %d bytes)", resolved, what, len(data))
@@ -230,7 +230,7 @@ func binaryKind(path string, data []byte) string {
 func readDir(ctx context.Context, c *tool.Context, dir string, offset, limit int) tool.Result {
 	entries, err := c.FS.ReadDir(ctx, dir)
 	if err != nil {
-		return failf("%v", err)
+		return fsFailure(err, "")
 	}
 	names := make([]string, 0, len(entries))
 	for _, e := range entries {

@@ -2,7 +2,6 @@ package builtin
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 
 	"github.com/jean2/jean2/tool"
@@ -54,18 +53,11 @@ func writeFile(ctx context.Context, c *tool.Context, in writeFileIn) tool.Result
 	}); err != nil {
 		return fsFailure(err, "Writing to system directories is not allowed: "+in.Path)
 	}
-	if !existed {
-		// A new file's folders are made, so a model need not make them first.
-		if dir := filepath.Dir(resolved); dir != resolved {
-			if there, _ := c.FS.Exists(ctx, dir); !there {
-				if err := c.FS.Mkdir(ctx, dir, true); err != nil {
-					return failf("%v", err)
-				}
-			}
-		}
-	}
+	// WriteFile makes a new file's missing folders, so a model need not make them first. They
+	// are not looked at beforehand: outside the workspace only the file itself is allowed,
+	// and a look at its folder would be refused.
 	if err := c.FS.WriteFile(ctx, resolved, []byte(in.Content)); err != nil {
-		return failf("%v", err)
+		return fsFailure(err, "Writing to system directories is not allowed: "+in.Path)
 	}
 	return ok(writeFileOut{Path: resolved, Bytes: len(in.Content)}, codeViz{
 		Type: tool.VizCode, Path: resolved, Content: in.Content, Language: languageOf(resolved),
