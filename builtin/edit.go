@@ -75,9 +75,11 @@ func edit(ctx context.Context, c *tool.Context, in editIn) tool.Result {
 	if err := c.FS.WriteFile(ctx, resolved, []byte(next)); err != nil {
 		return fsFailure(err, "")
 	}
+	viz := fileDiff(resolved, content, next)
+	viz.MatchInfo = &matchInfoViz{Strategy: r.mode, LineNumber: m.line}
 	return ok(struct {
 		MatchInfo matchInfo `json:"matchInfo"`
-	}{matchInfo{Mode: r.mode, LineNumber: m.line}}, editDiff(resolved, content, m.line, content[m.start:m.end], repl, r.mode))
+	}{matchInfo{Mode: r.mode, LineNumber: m.line}}, viz)
 }
 
 // openForEdit checks, asks for and reads a file to edit. A non-nil result is the failure.
