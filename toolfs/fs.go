@@ -607,9 +607,7 @@ func (f *FS) makeDirs(ctx context.Context, t target, dir string) (int, *Error) {
 		if err := f.guard(d, writeAccess); err != nil {
 			return fail(&Error{Op: t.op, Path: t.given, Resolved: d, Code: "EACCES", Denied: true, Err: err})
 		}
-		// A folder the target needs is the target's to make: check allowed the target, so a
-		// person who allowed writing /tmp/x/a.txt allowed making /tmp/x for it (issue 24).
-		if !f.allowed(d, true) && !(policy.Within(t.real, d) && f.allowed(t.real, true)) {
+		if !f.allowed(d, true) {
 			return fail(&Error{Op: t.op, Path: t.given, Resolved: d, Code: "EACCES", Denied: true, Err: outsideErr(d)})
 		}
 		name := filepath.Base(d)
