@@ -15,6 +15,7 @@ require (
 
 require (
 	github.com/andybalholm/brotli v1.3.0
+	github.com/aymanbagabas/go-udiff v0.4.2
 	github.com/jackc/pgx/v5 v5.13.0
 )
 

@@ -1,12 +1,14 @@
 package builtin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/jean2/jean2/internal/linediff"
 	"github.com/jean2/jean2/tool"
 )
 
@@ -23,7 +25,6 @@ const (
 	patchDelete = "*** Delete File: "
 	patchMove   = "*** Move to: "
 	patchEOF    = "*** End of File"
-	patchDiffCx = 3
 )
 
 type patchChunk struct {
@@ -364,10 +365,10 @@ type patchMode struct {
 }
 
 type patchFileDif struct {
-	Path      string     `json:"path"`
-	Hunks     []diffHunk `json:"hunks"`
-	Additions int        `json:"additions"`
-	Deletions int        `json:"deletions"`
+	Path      string          `json:"path"`
+	Hunks     []linediff.Hunk `json:"hunks"`
+	Additions int             `json:"additions"`
+	Deletions int             `json:"deletions"`
 }
 
 // ApplyPatch is apply-patch.
@@ -579,91 +580,49 @@ func applyPatch(ctx context.Context, c *tool.Context, in struct {
 			for _, r := range t.reps {
 				res.MatchModes = append(res.MatchModes, patchMode{Path: t.dest, ChunkIndex: r.chunk, Mode: r.mode, StartLine: r.line})
 			}
-			res.Diffs = append(res.Diffs, patchDiff(t))
+			d := linediff.Of(t.original, t.result, linediff.DefaultContext)
+			res.Diffs = append(res.Diffs, patchFileDif{Path: t.dest, Hunks: d.Hunks, Additions: d.Additions, Deletions: d.Deletions})
 		}
 	}
-	type fileEntry struct {
-		Path   string `json:"path"`
-		Action string `json:"action,omitempty"`
-	}
-	type group struct {
-		Label string      `json:"label"`
-		Icon  string      `json:"icon"`
-		Files []fileEntry `json:"files"`
-	}
-	var groups []group
-	add := func(label, icon, action string, paths []string) {
-		if len(paths) == 0 {
-			return
-		}
-		g := group{Label: label, Icon: icon}
-		for _, p := range paths {
-			g.Files = append(g.Files, fileEntry{Path: p, Action: action})
-		}
-		groups = append(groups, g)
-	}
-	add("Modified", "edit", "modified", res.Modified)
-	add("Created", "plus", "created", res.Added)
-	add("Deleted", "trash", "deleted", res.Deleted)
-	var moved []string
-	for _, m := range res.Moved {
-		moved = append(moved, m.From+" -> "+m.To)
-	}
-	add("Moved", "edit", "", moved)
-	total := len(res.Added) + len(res.Modified) + len(res.Deleted) + len(res.Moved)
-	return ok(res, struct {
-		Type   string  `json:"type"`
-		Title  string  `json:"title"`
-		Groups []group `json:"groups"`
-		Total  int     `json:"total"`
-	}{tool.VizFileList, fmt.Sprintf("Applied patch to %d file%s", total, plural(total)), groups, total})
+	return ok(res, patchViz(targets, len(res.Added)+len(res.Modified)+len(res.Deleted)+len(res.Moved)))
 }
 
-// patchDiff draws an update's changes, three lines of context before each.
-func patchDiff(t *patchTarget) patchFileDif {
-	old := strings.Split(t.original, "\n")
-	for i := range old {
-		old[i] = strings.TrimSuffix(old[i], "\r")
+// patchVizLines is how many diff lines (context included) apply-patch draws in all; a patch
+// past it draws the rest of its files by name only, so the card stays within the host's
+// visualization limit.
+const patchVizLines = 4000
+
+// patchViz draws a patch as each file's diff: an update as its changed lines, a new file as
+// all added, a deleted one as all removed, a move under both names.
+func patchViz(targets []*patchTarget, total int) any {
+	items := make([]diffViz, 0, len(targets))
+	budget := patchVizLines
+	for _, t := range targets {
+		var d diffViz
+		switch {
+		case t.op.kind == "add":
+			d = fileDiff(t.dest, "", t.result)
+			d.Title = "Created " + t.dest
+		case t.op.kind == "delete":
+			d = fileDiff(t.source, t.original, "")
+			d.Title = "Deleted " + t.source
+		case t.op.moveTo != "":
+			d = fileDiff(t.dest, t.original, t.result)
+			d.Title = "Moved " + t.source + " → " + t.dest
+		default:
+			d = fileDiff(t.dest, t.original, t.result)
+		}
+		n := linediff.Diff{Hunks: d.Hunks}.Lines()
+		if n > budget {
+			d.Hunks = []linediff.Hunk{}
+			d.Title = cmp.Or(d.Title, d.Path) + " (too long to draw here)"
+		}
+		budget -= min(n, budget)
+		items = append(items, d)
 	}
-	at := func(n int) string {
-		if n >= 1 && n <= len(old) {
-			return old[n-1]
-		}
-		return ""
-	}
-	reps := append([]replacement(nil), t.reps...)
-	sort.SliceStable(reps, func(i, j int) bool { return reps[i].start < reps[j].start })
-	d := patchFileDif{Path: t.dest, Hunks: []diffHunk{}}
-	prevEnd := 0
-	for _, r := range reps {
-		startLine := lineOf(t.original, r.start)
-		endLine := startLine
-		if r.end > r.start {
-			endLine = lineOf(t.original, r.end-1)
-		}
-		from := max(prevEnd+1, startLine-patchDiffCx)
-		var ch []diffChange
-		o, n := from, from
-		for l := from; l < startLine; l++ {
-			ch = append(ch, diffChange{Type: "context", Content: at(l), OldLineNumber: o, NewLineNumber: n})
-			o, n = o+1, n+1
-		}
-		if r.end > r.start {
-			for l := startLine; l <= endLine; l++ {
-				ch = append(ch, diffChange{Type: "removed", Content: at(l), OldLineNumber: o})
-				o++
-				d.Deletions++
-			}
-		}
-		if r.text != "" {
-			for _, l := range strings.Split(strings.TrimSuffix(r.text, "\n"), "\n") {
-				ch = append(ch, diffChange{Type: "added", Content: strings.TrimSuffix(l, "\r"), NewLineNumber: n})
-				n++
-				d.Additions++
-			}
-		}
-		d.Hunks = append(d.Hunks, diffHunk{OldStart: from, OldLines: o - from, NewStart: from, NewLines: n - from, Changes: ch})
-		prevEnd = endLine
-	}
-	return d
+	return struct {
+		Type  string    `json:"type"`
+		Title string    `json:"title"`
+		Items []diffViz `json:"items"`
+	}{tool.VizDiffs, fmt.Sprintf("Applied patch to %d file%s", total, plural(total)), items}
 }

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -165,6 +166,14 @@ func fsFailure(err error, blockedMsg string) tool.Result {
 		return rejection(err)
 	case blockedMsg != "" && errors.Is(err, toolfs.ErrBlocked):
 		return failf("%s", blockedMsg)
+	case errors.Is(err, toolfs.ErrOutsideScope):
+		// ctx.fs's own words tell a tool's author to call ctx.ask; a person reads this.
+		where := ""
+		var fe *toolfs.Error
+		if errors.As(err, &fe) {
+			where = cmp.Or(fe.Resolved, fe.Path)
+		}
+		return failf("%s lies outside the workspace and its allowed paths, and no permission covers it: allow it when asked, or add it to the workspace's allowed paths.", where)
 	}
 	return failf("%v", err)
 }

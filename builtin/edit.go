@@ -73,11 +73,13 @@ func edit(ctx context.Context, c *tool.Context, in editIn) tool.Result {
 	repl := adaptReplacement(in.NewString, m, content)
 	next := content[:m.start] + repl + content[m.end:]
 	if err := c.FS.WriteFile(ctx, resolved, []byte(next)); err != nil {
-		return failf("%v", err)
+		return fsFailure(err, "")
 	}
+	viz := fileDiff(resolved, content, next)
+	viz.MatchInfo = &matchInfoViz{Strategy: r.mode, LineNumber: m.line}
 	return ok(struct {
 		MatchInfo matchInfo `json:"matchInfo"`
-	}{matchInfo{Mode: r.mode, LineNumber: m.line}}, editDiff(resolved, content, m.line, content[m.start:m.end], repl, r.mode))
+	}{matchInfo{Mode: r.mode, LineNumber: m.line}}, viz)
 }
 
 // openForEdit checks, asks for and reads a file to edit. A non-nil result is the failure.

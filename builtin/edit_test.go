@@ -133,3 +133,38 @@ func TestEditLinkLeadingOut(t *testing.T) {
 		t.Fatalf("outside.txt after the granted edit: %q", b)
 	}
 }
+
+// A write outside the workspace that the person allowed is made (issue 24: into a folder
+// that was there it failed, "mkdir … outside the workspace … ctx.ask(…)"). A folder that is
+// not there is asked for on its own, as the grant of a file does not cover making folders.
+func TestWriteFileOutsideApproved(t *testing.T) {
+	e := newEnv(t)
+	e.asker.byType["permission"] = "true"
+	there := filepath.Join(e.root, "x")
+	if err := os.MkdirAll(there, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(p string) *tool.Ledger {
+		t.Helper()
+		l := tool.NewLedger()
+		out := e.h.Invoke(t.Context(), hostCall(e, "write-file", fmt.Sprintf(`{"path":%q,"content":"hi\n"}`, p), l))
+		if !out.Result.Success {
+			t.Fatalf("write %s: %s", p, out.Result.Error)
+		}
+		if b, err := os.ReadFile(p); err != nil || string(b) != "hi\n" {
+			t.Fatalf("%s: %q %v", p, b, err)
+		}
+		return l
+	}
+	for _, c := range write(filepath.Join(there, "outside.txt")).Changes() {
+		if !c.OK {
+			t.Fatalf("a failed change on the ledger: %+v", c)
+		}
+	}
+	asked := len(e.asker.questions())
+	write(filepath.Join(e.root, "y", "z", "new.txt"))
+	qs := e.asker.questions()[asked:]
+	if len(qs) != 2 || !strings.Contains(qs[1], `"y"`) {
+		t.Fatalf("asks for a file in a new folder: %q", qs)
+	}
+}

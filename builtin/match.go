@@ -3,6 +3,9 @@ package builtin
 import (
 	"fmt"
 	"strings"
+
+	"github.com/jean2/jean2/internal/linediff"
+	"github.com/jean2/jean2/tool"
 )
 
 // The matcher of edit and multiedit: ordered passes, strictest first, stopping at the first
@@ -361,75 +364,27 @@ func adaptReplacement(repl string, m textMatch, content string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(repl, "\r\n", "\n"), "\n", "\r\n")
 }
 
-// diffChange, diffHunk and diffViz are the "diff" visualization.
-type diffChange struct {
-	Type          string `json:"type"`
-	Content       string `json:"content"`
-	OldLineNumber int    `json:"oldLineNumber,omitempty"`
-	NewLineNumber int    `json:"newLineNumber,omitempty"`
-}
-
-type diffHunk struct {
-	OldStart int          `json:"oldStart"`
-	OldLines int          `json:"oldLines"`
-	NewStart int          `json:"newStart"`
-	NewLines int          `json:"newLines"`
-	Changes  []diffChange `json:"changes"`
-}
-
 type matchInfoViz struct {
 	Strategy   string `json:"strategy"`
 	LineNumber int    `json:"lineNumber"`
 }
 
+// diffViz is the "diff" visualization.
 type diffViz struct {
-	Type      string        `json:"type"`
-	Path      string        `json:"path"`
-	Language  string        `json:"language"`
-	Hunks     []diffHunk    `json:"hunks"`
-	Additions int           `json:"additions"`
-	Deletions int           `json:"deletions"`
-	MatchInfo *matchInfoViz `json:"matchInfo,omitempty"`
+	Type      string          `json:"type"`
+	Title     string          `json:"title,omitempty"`
+	Path      string          `json:"path"`
+	Language  string          `json:"language"`
+	Hunks     []linediff.Hunk `json:"hunks"`
+	Additions int             `json:"additions"`
+	Deletions int             `json:"deletions"`
+	MatchInfo *matchInfoViz   `json:"matchInfo,omitempty"`
 }
 
-// editDiff draws one replacement: up to five lines of context either side of the removed
-// text (what was matched, not the search as given) and the added text; line ends drawn
-// without their "\r".
-func editDiff(path, old string, line int, oldStr, newStr, mode string) diffViz {
-	const ctxLines = 5
-	lines := strings.Split(old, "\n")
-	at := line - 1
-	from := max(0, at-ctxLines)
-	var ch []diffChange
-	o, n := from+1, from+1
-	get := func(i int) string {
-		if i < len(lines) {
-			return strings.TrimSuffix(lines[i], "\r")
-		}
-		return ""
-	}
-	for i := from; i < at; i++ {
-		ch = append(ch, diffChange{Type: "context", Content: get(i), OldLineNumber: o, NewLineNumber: n})
-		o, n = o+1, n+1
-	}
-	oldLines, newLines := strings.Split(oldStr, "\n"), strings.Split(newStr, "\n")
-	for _, l := range oldLines {
-		ch = append(ch, diffChange{Type: "removed", Content: strings.TrimSuffix(l, "\r"), OldLineNumber: o})
-		o++
-	}
-	for _, l := range newLines {
-		ch = append(ch, diffChange{Type: "added", Content: strings.TrimSuffix(l, "\r"), NewLineNumber: n})
-		n++
-	}
-	after := at + len(oldLines)
-	for i := after; i < min(len(lines), after+ctxLines); i++ {
-		ch = append(ch, diffChange{Type: "context", Content: get(i), OldLineNumber: o, NewLineNumber: n})
-		o, n = o+1, n+1
-	}
-	return diffViz{
-		Type: "diff", Path: path, Language: languageOf(path),
-		Hunks:     []diffHunk{{OldStart: from + 1, OldLines: o - from - 1, NewStart: from + 1, NewLines: n - from - 1, Changes: ch}},
-		Additions: len(newLines), Deletions: len(oldLines),
-		MatchInfo: &matchInfoViz{Strategy: mode, LineNumber: line},
-	}
+// fileDiff draws a file's change from old to new as whole lines with their numbers and
+// context (an edit inside a line shows the line before and after, not the piece).
+func fileDiff(path, old, new string) diffViz {
+	d := linediff.Of(old, new, linediff.DefaultContext)
+	return diffViz{Type: tool.VizDiff, Path: path, Language: languageOf(path), Hunks: d.Hunks,
+		Additions: d.Additions, Deletions: d.Deletions}
 }

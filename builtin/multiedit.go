@@ -69,7 +69,6 @@ func multiedit(ctx context.Context, c *tool.Context, in multieditIn) tool.Result
 		MatchInfo matchInfo `json:"matchInfo"`
 	}
 	results := make([]done, 0, len(in.Edits))
-	diffs := make([]diffViz, 0, len(in.Edits))
 	cur := content
 	for i, e := range in.Edits {
 		r := findMatches(cur, e.OldString, e.Strategy)
@@ -78,17 +77,15 @@ func multiedit(ctx context.Context, c *tool.Context, in multieditIn) tool.Result
 		}
 		m := r.matches[0]
 		repl := adaptReplacement(e.NewString, m, cur)
-		diffs = append(diffs, editDiff(resolved, cur, m.line, cur[m.start:m.end], repl, r.mode))
 		results = append(results, done{matchInfo{Mode: r.mode, LineNumber: m.line}})
 		cur = cur[:m.start] + repl + cur[m.end:]
 	}
 	if err := c.FS.WriteFile(ctx, resolved, []byte(cur)); err != nil {
-		return failf("%v", err)
+		return fsFailure(err, "")
 	}
+	// One diff of the whole change: a diff per edit would number the lines of in-between
+	// states the file never had on disk.
 	return ok(struct {
 		Results []done `json:"results"`
-	}{results}, struct {
-		Type  string    `json:"type"`
-		Items []diffViz `json:"items"`
-	}{tool.VizDiffs, diffs})
+	}{results}, fileDiff(resolved, content, cur))
 }

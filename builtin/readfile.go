@@ -102,15 +102,18 @@ func readFile(ctx context.Context, c *tool.Context, in readFileIn) tool.Result {
 	case isNotExist(err):
 		return failf("File not found: %s", resolved)
 	case err != nil:
-		return failf("%v", err)
+		return fsFailure(err, "")
 	}
 	if what := binaryKind(resolved, data); what != "" {
 		return failf("Cannot read binary file: %s (%s, %d bytes)", resolved, what, len(data))
 	}
 	sum := sha256.Sum256(data)
-	// Lines as the catalogue counts them: split on "\n", so a final newline ends with an
-	// empty last line.
-	total := bytes.Count(data, []byte{'\n'}) + 1
+	// Lines as a person counts them: a final newline ends the last line, it does not start
+	// another (issue 24: a 10-line file was "total 11 lines", its line 11 empty).
+	total := bytes.Count(data, []byte{'\n'})
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		total++
+	}
 	start := offset - 1
 	// The fields of readFileOut, written by tool.Object: the numbered lines are escaped
 	// straight into the result (faster than json.Marshal, and never held as a text of their
@@ -119,7 +122,7 @@ func readFile(ctx context.Context, c *tool.Context, in readFileIn) tool.Result {
 		OpenString("content")
 	used, returned := 0, 0
 	rest := data
-	for i := 0; i < start && rest != nil; i++ {
+	for i := 0; i < start && len(rest) > 0; i++ {
 		if j := bytes.IndexByte(rest, '\n'); j >= 0 {
 			rest = rest[j+1:]
 		} else {
@@ -128,7 +131,7 @@ func readFile(ctx context.Context, c *tool.Context, in readFileIn) tool.Result {
 	}
 	lineNo := start
 	var num [24]byte
-	for rest != nil && returned < limit {
+	for len(rest) > 0 && returned < limit {
 		var line []byte
 		if j := bytes.IndexByte(rest, '\n'); j >= 0 {
 			line, rest = rest[:j], rest[j+1:]
@@ -230,7 +233,7 @@ func binaryKind(path string, data []byte) string {
 func readDir(ctx context.Context, c *tool.Context, dir string, offset, limit int) tool.Result {
 	entries, err := c.FS.ReadDir(ctx, dir)
 	if err != nil {
-		return failf("%v", err)
+		return fsFailure(err, "")
 	}
 	names := make([]string, 0, len(entries))
 	for _, e := range entries {

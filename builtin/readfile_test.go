@@ -47,8 +47,15 @@ func TestReadFile(t *testing.T) {
 		Truncated     bool
 	}
 	decode(t, out.Result.Result, &r)
-	if r.TotalLines != 2501 || r.LinesReturned != 2000 || !r.Truncated || !strings.HasSuffix(r.Content, "(Showing lines 1-2000 of 2501. Use offset=2001 to continue.)") {
+	if r.TotalLines != 2500 || r.LinesReturned != 2000 || !r.Truncated || !strings.HasSuffix(r.Content, "(Showing lines 1-2000 of 2500. Use offset=2001 to continue.)") {
 		t.Fatalf("long: %+v", r)
+	}
+	// A file of ten lines, each ended by a newline, has ten lines (issue 24: "total 11").
+	out = e.call("read-file", `{"path":"long.txt","offset":2491}`)
+	decode(t, out.Result.Result, &r)
+	if r.TotalLines != 2500 || r.LinesReturned != 10 || r.Truncated || strings.Contains(r.Content, "2501:") ||
+		!strings.HasSuffix(r.Content, "2500: line 2500\n\n(End of file - total 2500 lines)") {
+		t.Fatalf("the last ten lines: %+v", r)
 	}
 	// A line over 2000 characters is cut, counted in characters, not bytes.
 	out = e.call("read-file", `{"path":"wide.txt"}`)

@@ -2,10 +2,12 @@ package builtin
 
 import (
 	"context"
-	"path/filepath"
+	"errors"
 	"strings"
 
+	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/tool"
+	"github.com/jean2/jean2/toolfs"
 )
 
 type writeFileIn struct {
@@ -54,21 +56,31 @@ func writeFile(ctx context.Context, c *tool.Context, in writeFileIn) tool.Result
 	}); err != nil {
 		return fsFailure(err, "Writing to system directories is not allowed: "+in.Path)
 	}
-	if !existed {
-		// A new file's folders are made, so a model need not make them first.
-		if dir := filepath.Dir(resolved); dir != resolved {
-			if there, _ := c.FS.Exists(ctx, dir); !there {
-				if err := c.FS.Mkdir(ctx, dir, true); err != nil {
-					return failf("%v", err)
-				}
-			}
-		}
-	}
-	if err := c.FS.WriteFile(ctx, resolved, []byte(in.Content)); err != nil {
-		return failf("%v", err)
+	// WriteFile makes a new file's missing folders, so a model need not make them first. They
+	// are not looked at beforehand: outside the workspace only the file itself is allowed,
+	// and a look at its folder would be refused.
+	if err := writeMakingFolders(ctx, c, resolved, []byte(in.Content)); err != nil {
+		return fsFailure(err, "Writing to system directories is not allowed: "+in.Path)
 	}
 	return ok(writeFileOut{Path: resolved, Bytes: len(in.Content)}, codeViz{
 		Type: tool.VizCode, Path: resolved, Content: in.Content, Language: languageOf(resolved),
 		Created: !existed, LineCount: strings.Count(in.Content, "\n") + 1,
 	})
+}
+
+// writeMakingFolders writes a file, making its missing folders. The grant of a file outside
+// the workspace does not cover making folders next to it (toolfs), so a folder the write
+// would make there is asked for on its own, and the write tried once more.
+func writeMakingFolders(ctx context.Context, c *tool.Context, resolved string, data []byte) error {
+	err := c.FS.WriteFile(ctx, resolved, data)
+	var fe *toolfs.Error
+	if !errors.Is(err, toolfs.ErrOutsideScope) || !errors.As(err, &fe) || fe.Resolved == "" || !policy.Within(resolved, fe.Resolved) || fe.Resolved == resolved {
+		return err
+	}
+	a := tool.CreateFilePermissionAsk(tool.FilePermission{Path: fe.Resolved, Operation: "write", Risk: "medium", IsOutsideWorkspace: true,
+		Reason: "The folder does not exist: it is made to hold " + resolved + "."})
+	if aerr := askYes(ctx, c, a); aerr != nil {
+		return aerr
+	}
+	return c.FS.WriteFile(ctx, resolved, data)
 }

@@ -31,6 +31,8 @@ const Commands = `In the chat:
              /attach alone lists the connected servers' resources; /detach drops them
   /title T   rename the session (it is named after its first turn otherwise)
   /search W  list the sessions whose messages or title hold the words W
+  /diff      what the latest turn that changed files changed, file by file, as diffs;
+             /diff N the Nth such turn (numbered as /restore lists them)
   /restore   list the turns that changed files and put files back as they were before one
   /edit TEXT send your last message again as TEXT, dropping what came after it
              (add --restore to put the files back as they were before it)

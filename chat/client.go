@@ -150,11 +150,18 @@ type turnChanges struct {
 		Files  int `json:"files"`
 		Failed int `json:"failed"`
 	} `json:"changed"`
-	Files []struct {
-		Path string   `json:"path"`
-		Ops  []string `json:"ops"`
-		OK   bool     `json:"ok"`
-	} `json:"files"`
+	Files []changedFile `json:"files"`
+}
+
+// changedFile is one path a turn changed, with both sides when the server holds them.
+type changedFile struct {
+	Path   string    `json:"path"`
+	Ops    []string  `json:"ops"`
+	Tools  []string  `json:"tools"`
+	OK     bool      `json:"ok"`
+	Errors []string  `json:"errors"`
+	Before *fileSide `json:"before"`
+	After  *fileSide `json:"after"`
 }
 
 // restore asks the server to put the session's files back as they were before the turn

@@ -17,11 +17,12 @@ import (
 	"github.com/jean2/jean2/provider"
 	"github.com/jean2/jean2/provider/providertest"
 	"github.com/jean2/jean2/server"
+	"github.com/jean2/jean2/tool"
 )
 
 // testServer is a real jean2 server (SQLite, the harness, the hub) on a temporary home,
-// with the fake OpenAI server as its provider.
-func testServer(t *testing.T) (*server.Server, string, *providertest.Server) {
+// with the fake OpenAI server as its provider and the given built-in tools.
+func testServer(t *testing.T, builtins ...tool.Tool) (*server.Server, string, *providertest.Server) {
 	t.Helper()
 	home := t.TempDir()
 	layout, err := host.LayoutFromEnv(func(k string) string {
@@ -39,7 +40,7 @@ func testServer(t *testing.T) (*server.Server, string, *providertest.Server) {
 	fake := providertest.NewOpenAI(t)
 	env := map[string]string{"OPENAI_API_KEY": fake.Key, "OPENAI_BASE_URL": fake.BaseURL(), "OPENAI_MODEL": "test-model"}
 	srv, err := server.Open(context.Background(), server.Config{
-		Host:            host.Options{Layout: layout},
+		Host:            host.Options{Layout: layout, Builtins: builtins},
 		Getenv:          func(k string) string { return env[k] },
 		ProviderOptions: &provider.Options{Retry: provider.Retry{MaxAttempts: 1}},
 		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),

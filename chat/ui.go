@@ -386,6 +386,10 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 		u.compact()
 		u.prompt()
 		return false
+	case trimmed == "/diff" || strings.HasPrefix(trimmed, "/diff "):
+		u.diffCommand(ctx, strings.TrimPrefix(trimmed, "/diff"))
+		u.prompt()
+		return false
 	case trimmed == "/restore":
 		if u.running {
 			u.println(u.st.dim("(a turn is running: restore when it has finished, or stop it first)"))
@@ -395,7 +399,7 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 	case u.controlCommand(ctx, trimmed):
 		return false
 	case strings.HasPrefix(trimmed, "/") && !strings.Contains(trimmed, " ") && len(trimmed) < 20:
-		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /attach, /detach, /model, /compact, /tokens, /sessions, /title, /search, /restore, /edit, /retry, /fork, /stop, /help, /quit; a message starting with / needs a space in it)", termtext.Line(trimmed))))
+		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /attach, /detach, /model, /compact, /tokens, /sessions, /title, /search, /diff, /restore, /edit, /retry, /fork, /stop, /help, /quit; a message starting with / needs a space in it)", termtext.Line(trimmed))))
 		u.prompt()
 		return false
 	}

@@ -210,6 +210,10 @@ func drawViz(w io.Writer, st chatStyle, raw json.RawMessage, indent string) {
 				if i > 0 {
 					v.line("")
 				}
+				if d.Title != "" {
+					// apply-patch names what it did to the file: created, deleted, moved.
+					v.line(st.bold(termtext.Line(d.Title)))
+				}
 				drawDiff(v, d)
 			}
 		}

@@ -92,16 +92,27 @@ func toolsTest(ctx context.Context, e env, args []string) error {
 				}
 			}
 		}
-		if failed > 0 {
-			fmt.Fprintf(e.stdout, "%d of %d cases failed\n", failed, len(results))
-		} else {
-			fmt.Fprintf(e.stdout, "all %d cases passed\n", len(results))
-		}
+		fmt.Fprintln(e.stdout, casesSummary(failed, len(results)))
 	}
 	if failed > 0 {
 		return exitError{code: 1}
 	}
 	return nil
+}
+
+// casesSummary is the report's last line, in words that agree with the count.
+func casesSummary(failed, total int) string {
+	noun := "cases"
+	if total == 1 {
+		noun = "case"
+	}
+	switch {
+	case failed > 0:
+		return fmt.Sprintf("%d of %d %s failed", failed, total, noun)
+	case total == 1:
+		return "1 case passed"
+	}
+	return fmt.Sprintf("all %d %s passed", total, noun)
 }
 
 // quietThrows leaves out the "threw …" records: a case that expects an error would fill the

@@ -871,7 +871,9 @@ function fileChangeView(f) {
     f.ok === false ? h("span", { class: "badge fail" }, " failed") : null);
   const errs = (f.errors || []).length ? h("ul", { class: "error" }, f.errors.map((e) => h("li", null, e))) : null;
   let body;
-  if (b.isDir || a.isDir) body = h("p", { class: "muted" }, `Folder ${!b.exists ? "created" : !a.exists ? "removed" : "changed"}.`);
+  // A path whose every change failed was not changed: what stands there says nothing of it.
+  if (f.ok === false) body = h("p", { class: "muted" }, "Not changed: the change failed.");
+  else if (b.isDir || a.isDir) body = h("p", { class: "muted" }, `Folder ${!b.exists ? "created" : !a.exists ? "removed" : "changed"}.`);
   else if (b.binary || a.binary) body = h("p", { class: "muted" }, "Binary file: no text diff.");
   else if (b.tooLarge || a.tooLarge) body = h("p", { class: "muted" }, `Too large to show (${a.size ?? b.size ?? "?"} bytes).`);
   else {
