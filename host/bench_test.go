@@ -164,9 +164,20 @@ func BenchmarkInvokeThroughput32(b *testing.B) {
 }
 
 // BenchmarkFirstCallNewTool is a new tool without dependencies appearing: scan, bundle,
-// learn its definition, first call answered.
+// learn its definition, first call answered; unconfined (off) and confined (landlock: the
+// worker that learns the definition and the one that serves the call are two processes).
+//
+//	go test -run '^$' -bench FirstCallNewTool -benchtime 30x ./host
 func BenchmarkFirstCallNewTool(b *testing.B) {
-	h, ws := benchFixture(b)
+	for _, mode := range []sandbox.Mode{sandbox.ModeOff, sandbox.ModeLandlock} {
+		b.Run(string(mode), func(b *testing.B) {
+			h, ws := sandboxBenchHost(b, mode)
+			benchFirstCall(b, h, ws)
+		})
+	}
+}
+
+func benchFirstCall(b *testing.B, h *host.Host, ws string) {
 	ctx := context.Background()
 	for i := 0; b.Loop(); i++ {
 		b.StopTimer()
@@ -179,7 +190,7 @@ func BenchmarkFirstCallNewTool(b *testing.B) {
 		if err := h.Reload(ctx); err != nil {
 			b.Fatal(err)
 		}
-		out := h.Invoke(ctx, host.Call{Tool: name, Args: json.RawMessage(`{}`), Workspace: host.Workspace{Path: ws}})
+		out := h.Invoke(ctx, host.Call{Tool: name, Args: json.RawMessage(`{}`), SessionID: "bench", Workspace: host.Workspace{Path: ws}})
 		if !out.Result.Success {
 			b.Fatal(out.Result.Error)
 		}
