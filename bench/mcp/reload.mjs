@@ -29,7 +29,7 @@ export async function execute(input: { n?: number }) {
 `;
 
 const client = new Client({ name: 'reload-bench', version: '1.0.0' });
-await client.connect(new StdioClientTransport({ command, args, env: process.env, stderr: 'inherit' }));
+await client.connect(new StdioClientTransport({ command, args, env: process.env, stderr: 'ignore' }));
 
 const now = () => Number(process.hrtime.bigint()) / 1e6;
 const text = (r) => (r.content?.[0]?.text ?? '');
