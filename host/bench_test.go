@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/sandbox"
 )
 
 const trivialTool = `export const definition = { name: 'trivial', description: 'returns ok', inputSchema: { type: 'object', properties: { n: { type: 'number' } } } };
@@ -163,9 +164,20 @@ func BenchmarkInvokeThroughput32(b *testing.B) {
 }
 
 // BenchmarkFirstCallNewTool is a new tool without dependencies appearing: scan, bundle,
-// learn its definition, first call answered.
+// learn its definition, first call answered; unconfined (off) and confined (landlock: the
+// worker that learns the definition and the one that serves the call are two processes).
+//
+//	go test -run '^$' -bench FirstCallNewTool -benchtime 30x ./host
 func BenchmarkFirstCallNewTool(b *testing.B) {
-	h, ws := benchFixture(b)
+	for _, mode := range []sandbox.Mode{sandbox.ModeOff, sandbox.ModeLandlock} {
+		b.Run(string(mode), func(b *testing.B) {
+			h, ws := sandboxBenchHost(b, mode)
+			benchFirstCall(b, h, ws)
+		})
+	}
+}
+
+func benchFirstCall(b *testing.B, h *host.Host, ws string) {
 	ctx := context.Background()
 	for i := 0; b.Loop(); i++ {
 		b.StopTimer()
@@ -178,7 +190,7 @@ func BenchmarkFirstCallNewTool(b *testing.B) {
 		if err := h.Reload(ctx); err != nil {
 			b.Fatal(err)
 		}
-		out := h.Invoke(ctx, host.Call{Tool: name, Args: json.RawMessage(`{}`), Workspace: host.Workspace{Path: ws}})
+		out := h.Invoke(ctx, host.Call{Tool: name, Args: json.RawMessage(`{}`), SessionID: "bench", Workspace: host.Workspace{Path: ws}})
 		if !out.Result.Success {
 			b.Fatal(out.Result.Error)
 		}
@@ -267,16 +279,35 @@ func BenchmarkHostMemory100Tools(b *testing.B) {
 }
 
 // BenchmarkReloadLatency is the time from the last write of a tool's source to the first
-// call answered by the new code, with the watcher running (p50/p95).
+// call answered by the new code, with the watcher running (p50/p95): unconfined (off) and
+// with the worker under the sandbox as jean2 runs it by default (landlock: Landlock, the
+// network namespace, cgroups, through the launcher), where each version needs workers of
+// its own.
+//
+//	go test -run '^$' -bench ReloadLatency -benchtime 30x ./host
 func BenchmarkReloadLatency(b *testing.B) {
-	h, ws := benchFixture(b)
+	for _, mode := range []sandbox.Mode{sandbox.ModeOff, sandbox.ModeLandlock} {
+		b.Run(string(mode), func(b *testing.B) {
+			h, ws := sandboxBenchHost(b, mode)
+			benchReload(b, h, ws)
+		})
+	}
+}
+
+func benchReload(b *testing.B, h *host.Host, ws string) {
 	dir := filepath.Join(h.Layout().Tools, "trivial")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = h.Watch(ctx, host.WatchOptions{Rescan: -1}) }()
 	defer func() { cancel(); <-done }()
 	time.Sleep(100 * time.Millisecond)
-	call := host.Call{Tool: "trivial", Args: json.RawMessage(`{}`), Workspace: host.Workspace{Path: ws}}
+	// One session, as a client of jean2 mcp or serve has: a confined worker serves the calls
+	// of one scope (workspace, temporary folder), and a call without a session has a
+	// temporary folder of its own.
+	call := host.Call{Tool: "trivial", Args: json.RawMessage(`{}`), SessionID: "bench", Workspace: host.Workspace{Path: ws}}
+	if out := h.Invoke(ctx, call); !out.Result.Success {
+		b.Fatal(out.Result.Error)
+	}
 	var lat []time.Duration
 	for i := 0; b.Loop(); i++ {
 		want := fmt.Sprintf(`"v%d"`, i)
@@ -291,7 +322,7 @@ func BenchmarkReloadLatency(b *testing.B) {
 				break
 			}
 			if time.Since(start) > 10*time.Second {
-				b.Fatalf("version %d never answered", i)
+				b.Fatalf("version %d never answered: %s", i, out.Result.Error)
 			}
 		}
 		lat = append(lat, time.Since(start))

@@ -151,6 +151,9 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		res.err = fmt.Errorf("%s cannot run: %w", f.Name, err)
 		return res
 	}
+	if ft.mech == sandbox.Landlock && ft.kindName != gotool.KindGo {
+		ft.linkModule()
+	}
 	if ft.mech == sandbox.Unconfined && fl.h.sb.status.Mode != sandbox.ModeOff && (prev == nil || prev.entry.Hash != hash) {
 		fl.h.log.Warn("tool runs without a sandbox: its code can read whatever this user can", "tool", f.Name, "runtime", ft.runtimeKind(), "protection", fl.h.sb.status.Summary())
 	}
@@ -193,27 +196,46 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		warnings = info.Warnings
 		ft.shared, ft.module = shared, mod
 		fl.storeMeta(f, metaKey, info, res.runtime)
+	} else if learner := ft.shareLearner(prev); learner != nil {
+		// First sight of this version of a confined tool that is being edited: the worker
+		// that learned the previous version's definition, confined exactly as a new one
+		// would be, learns this one's.
+		mod, err := learner.pool.AddModule(ft.program, ft.dir)
+		if err != nil {
+			_ = learner.release(context.Background())
+			res.err = err
+			return res
+		}
+		info, err := mod.Load(ctx)
+		if err != nil {
+			_ = mod.Close(context.Background())
+			_ = learner.release(context.Background())
+			res.err = err
+			return res
+		}
+		ft.def = info.Definition
+		warnings = info.Warnings
+		ft.learner, ft.learnerMod = learner, mod
+		fl.storeMeta(f, metaKey, info, res.runtime)
 	} else {
 		// First sight of this version: load the module in a worker to learn its definition.
 		// The worker is kept for the first call when the tool declares no variables (its
 		// environment is then already right).
 		var (
-			probe   *worker.Pool
-			cleanup func()
-			info    workerproto.InitializeResult
+			probe *sharedPool
+			info  workerproto.InitializeResult
 		)
 		for attempt := 1; ; attempt++ {
-			probe, cleanup, err = ft.probePool()
+			probe, err = ft.probePool()
 			if err != nil {
 				res.err = err
 				return res
 			}
-			info, err = probe.Load(ctx)
+			info, err = probe.pool.Load(ctx)
 			if err == nil {
 				break
 			}
-			_ = probe.Close(context.Background())
-			cleanup()
+			_ = probe.release(context.Background())
 			// A confined worker is allowed its bundle's file as it was when the worker
 			// started; one replaced in between (by another jean2 that still renames bundles
 			// into the cache) is refused it. A new worker is allowed the file as it is now.
@@ -226,11 +248,14 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		}
 		ft.def = info.Definition
 		warnings = info.Warnings
-		if len(info.Definition.Env) == 0 && !ft.confined() {
-			ft.shared, ft.module = &sharedPool{pool: probe, key: ft.launchKey(nil), refs: 1}, probe.Main()
-		} else {
-			_ = probe.Close(context.Background())
-			cleanup()
+		switch {
+		case len(info.Definition.Env) == 0 && !ft.confined():
+			ft.shared, ft.module = probe, probe.pool.Main()
+		case ft.moduleDir != "" && prev != nil:
+			// The folder is being edited: its next version learns its definition here.
+			ft.learner, ft.learnerMod = probe, probe.pool.Main()
+		default:
+			_ = probe.release(context.Background())
 		}
 		fl.storeMeta(f, metaKey, info, res.runtime)
 	}
@@ -269,6 +294,7 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		res.err = err
 		return res
 	}
+	ft.adoptScopes(prev)
 	def := ft.def
 	e := Entry{Name: def.Name, Folder: f.Dir, Version: res.label, Hash: hash, Kind: kind, Runtime: res.runtime, Status: StatusOK, Definition: &def, Warnings: warnings}
 	v := newVersion(e, def, ft, ft.closePool)
@@ -284,9 +310,10 @@ func (fl *folderLoader) storeMeta(f loader.Folder, metaKey string, info workerpr
 	}
 }
 
-// sharedPool is the worker pool of an unconfined JavaScript tool, which the tool's next
-// versions share as long as their workers would be started exactly the same way (runtime,
-// flags, environment, folder, launcher): a new version is loaded into the running workers
+// sharedPool is a worker pool of a JavaScript tool (unconfined, or confined to one scope:
+// confinedshare.go), which the tool's next versions share as long as their workers would be
+// started exactly the same way (runtime, flags, environment, folder, launcher and its
+// sandbox spec): a new version is loaded into the running workers
 // as another module (worker.Module), so that a saved change does not wait for a new process
 // to start. Calls in flight finish on the module they started on; each version closes its
 // own module when it retires, and the last one out closes the pool. The workers recycle
@@ -294,11 +321,16 @@ func (fl *folderLoader) storeMeta(f loader.Folder, metaKey string, info workerpr
 //
 // Versions are the same tool folder, so they share a process only while they are also the
 // same principal in every other respect: no declared variable has a value (a new version's
-// code runs before its declaration is known, and must not see its predecessor's), and no
-// confinement (a confined worker's rules name its bundle).
+// code runs before its declaration is known, and must not see its predecessor's), and,
+// confined, nothing declared (confinedshare.go).
 type sharedPool struct {
 	pool *worker.Pool
-	key  string // launchKey of its workers
+	key  string // launcherKey of its workers
+	// Confined workers: the scope they serve, their network (closed with the pool) and what
+	// else goes with the pool (a probe's scratch folder).
+	scope   poolScope
+	net     *sandbox.Exit
+	cleanup func()
 
 	mu   sync.Mutex
 	refs int // versions using it; 0 once closed
@@ -324,7 +356,12 @@ func (s *sharedPool) release(ctx context.Context) error {
 	if !last {
 		return nil
 	}
-	return s.pool.Close(ctx)
+	err := s.pool.Close(ctx)
+	s.net.Close()
+	if s.cleanup != nil {
+		s.cleanup()
+	}
+	return err
 }
 
 // shareWith returns the previous version's pool, retained, when this version may load into
@@ -348,24 +385,25 @@ func (t *folderTool) shareWith(prev *version, vars map[string]string) *sharedPoo
 	return shared
 }
 
-// probePool makes the pool of the worker that loads a new version to learn its definition.
-// A confined one gets a scratch folder of its own as its only writable place (and no
-// declared permissions: the definition that declares them is not known yet); cleanup
-// removes that folder, which the worker may have filled with links: fsutil.RemoveTree
-// removes them and never what they point to.
-func (t *folderTool) probePool() (*worker.Pool, func(), error) {
+// probePool makes the pool of the worker that loads a new version to learn its definition,
+// held once (sharedPool.release closes it). A confined one gets a scratch folder of its own
+// as its only writable place (and no declared permissions: the definition that declares
+// them is not known yet), removed with the pool; the worker may have filled it with links:
+// fsutil.RemoveTree removes them and never what they point to.
+func (t *folderTool) probePool() (*sharedPool, error) {
 	if !t.confined() {
-		p, _ := t.newPool(nil, poolScope{}, false)
-		return p, func() {}, nil
+		p, _, key := t.newPool(nil, poolScope{}, false)
+		return &sharedPool{pool: p, key: key, refs: 1}, nil
 	}
 	dir, err := os.MkdirTemp(t.fl.h.layout.Temp, "load-")
 	if err != nil {
-		return nil, nil, fmt.Errorf("load %s: %w", t.name, err)
+		return nil, fmt.Errorf("load %s: %w", t.name, err)
 	}
 	// The probe's workers get a network of their own too, with nothing allowed: the
 	// declaration is not known yet.
-	p, wn := t.newPool(nil, poolScope{tempDir: dir}, true)
-	return p, func() { wn.Close(); _ = fsutil.RemoveTree(dir) }, nil
+	scope := poolScope{tempDir: dir}
+	p, wn, key := t.newPool(nil, scope, true)
+	return &sharedPool{pool: p, key: key, scope: scope, net: wn, cleanup: func() { _ = fsutil.RemoveTree(dir) }, refs: 1}, nil
 }
 
 func (t *folderTool) runtimeKind() string { return t.kindName }
@@ -407,21 +445,31 @@ type folderTool struct {
 	def            tool.Definition
 	env            map[string]string // declared variables with values
 
+	// moduleDir, for a tool confined by Landlock, is the folder of its folder's bundles
+	// (program is its link there), which its workers may read, every version's: the next
+	// versions load into them. "" when they cannot (confinedshare.go).
+	moduleDir string
+
 	mu sync.Mutex
 	// Unconfined: one pool serves every call, perhaps shared with other versions of the
 	// folder, and module is this version's in it.
-	shared  *sharedPool
-	module  *worker.Module
-	pools   map[string]*scopedPool // confined: one pool per scope (workspace, allowed paths, temp)
-	closed  bool
-	reaping sync.WaitGroup // closes of idle pools; closePool waits for them
+	shared *sharedPool
+	module *worker.Module
+	// Confined, while the folder is edited: the pool of the worker that learned this
+	// version's definition, which the next version's learns in (learnerMod is this one's).
+	learner    *sharedPool
+	learnerMod *worker.Module
+	pools      map[string]*scopedPool // confined: one pool per scope (workspace, allowed paths, temp)
+	closed     bool
+	reaping    sync.WaitGroup // closes of idle pools; closePool waits for them
 }
 
-// scopedPool is the pool of the workers confined to one scope.
+// scopedPool is this version's module in the pool of the workers confined to one scope,
+// which later versions may share (adoptScopes).
 type scopedPool struct {
-	pool     *worker.Pool
-	net      *sandbox.Exit // nil when workers are not isolated from the network
-	active   int           // calls using it; it is not reaped while any is
+	shared   *sharedPool
+	module   *worker.Module
+	active   int // calls using it; it is not reaped while any is
 	lastUsed time.Time
 }
 
@@ -448,15 +496,21 @@ func (t *folderTool) sandboxName() string {
 // launchKey says how an unconfined worker of this version with the variables toolVars is
 // started: two versions whose keys are equal may share workers.
 func (t *folderTool) launchKey(toolVars map[string]string) string {
-	l := t.launcherFor(toolVars, poolScope{}, nil)
+	return launcherKey(t.launcherFor(toolVars, poolScope{}, nil))
+}
+
+// launcherKey says how a launcher starts a worker: two launchers whose keys are equal start
+// workers exactly alike (sandbox spec and network included).
+func launcherKey(l worker.Launcher) string {
 	return l.Kind + "\x00" + l.Path + "\x00" + l.Dir + "\x00\x00" + strings.Join(l.Args, "\x00") + "\x00\x00" + strings.Join(l.Env, "\x00")
 }
 
 // newPool makes a pool of workers with the variables toolVars serving scope. For a
 // confined tool where the machine allows it, the pool's workers get a network namespace of
 // their own whose only way out is an egress proxy for the tool (probing: one that allows
-// nothing); the caller closes it (sandbox.Exit.Close, nil-safe) after the pool.
-func (t *folderTool) newPool(toolVars map[string]string, scope poolScope, probing bool) (*worker.Pool, *sandbox.Exit) {
+// nothing); the caller closes it (sandbox.Exit.Close, nil-safe) after the pool. key is the
+// workers' launcherKey.
+func (t *folderTool) newPool(toolVars map[string]string, scope poolScope, probing bool) (*worker.Pool, *sandbox.Exit, string) {
 	h := t.fl.h
 	var wn *sandbox.Exit
 	var netErr error
@@ -473,13 +527,14 @@ func (t *folderTool) newPool(toolVars map[string]string, scope poolScope, probin
 		NoteStderr: outOfMemoryLine,
 		// An answer over the result limit is refused by its length, unread (resultLineLimit).
 		MaxResponseSize: resultLineLimit(h.sb.limits),
-		// A confined worker's rules allow its own bundle only; a Go tool is its binary.
-		Modules: !t.confined() && t.kindName != gotool.KindGo,
+		// A confined worker's rules allow its own bundle only, or its folder's (moduleDir); a
+		// Go tool is its binary.
+		Modules: (!t.confined() || t.moduleDir != "") && t.kindName != gotool.KindGo,
 		Init: workerproto.InitializeParams{
 			ProtocolVersion: workerproto.Version, Bundle: t.program, ToolDir: t.dir,
 			Rules: workerproto.Rules{Blocked: policy.BlockedRoots(), Sensitive: policy.SensitivePatterns(), Home: h.home, Languages: tool.Languages(), Sandbox: t.sandboxName()},
 		},
-	}), wn
+	}), wn, launcherKey(l)
 }
 
 // launcherFor says how to start a worker of this version with the variables toolVars
@@ -516,8 +571,8 @@ func (t *folderTool) workers(scope poolScope) (*worker.Module, func(), error) {
 	}
 	if !t.confined() {
 		if t.shared == nil {
-			p, _ := t.newPool(t.env, poolScope{}, false)
-			t.shared, t.module = &sharedPool{pool: p, key: t.launchKey(t.env), refs: 1}, p.Main()
+			p, _, key := t.newPool(t.env, poolScope{}, false)
+			t.shared, t.module = &sharedPool{pool: p, key: key, refs: 1}, p.Main()
 		}
 		return t.module, func() {}, nil
 	}
@@ -529,13 +584,13 @@ func (t *folderTool) workers(scope poolScope) (*worker.Module, func(), error) {
 		if t.pools == nil {
 			t.pools = map[string]*scopedPool{}
 		}
-		sp = &scopedPool{}
-		sp.pool, sp.net = t.newPool(t.env, scope, false)
+		p, wn, launch := t.newPool(t.env, scope, false)
+		sp = &scopedPool{shared: &sharedPool{pool: p, key: launch, scope: scope, net: wn, refs: 1}, module: p.Main()}
 		t.pools[key] = sp
 	}
 	sp.active++
 	sp.lastUsed = now
-	return sp.pool.Main(), func() {
+	return sp.module, func() {
 		t.mu.Lock()
 		sp.active--
 		sp.lastUsed = time.Now()
@@ -557,7 +612,7 @@ func (t *folderTool) reapIdleLocked(now time.Time) {
 		if sp.active == 0 && now.Sub(sp.lastUsed) >= idle {
 			delete(t.pools, key)
 			t.reaping.Add(1)
-			go func() { defer t.reaping.Done(); _ = sp.pool.Close(context.Background()); sp.net.Close() }()
+			go func() { defer t.reaping.Done(); _ = sp.close(context.Background()) }()
 		}
 	}
 }
@@ -569,7 +624,8 @@ func (t *folderTool) closePool(ctx context.Context) error {
 		pools = append(pools, sp)
 	}
 	shared, module := t.shared, t.module
-	t.shared, t.module, t.pools, t.closed = nil, nil, nil, true
+	learner, learnerMod := t.learner, t.learnerMod
+	t.shared, t.module, t.learner, t.learnerMod, t.pools, t.closed = nil, nil, nil, nil, nil, true
 	t.mu.Unlock()
 	var errs []error
 	if shared != nil {
@@ -577,9 +633,11 @@ func (t *folderTool) closePool(ctx context.Context) error {
 		// that share them.
 		errs = append(errs, module.Close(ctx), shared.release(ctx))
 	}
+	if learner != nil {
+		errs = append(errs, learnerMod.Close(ctx), learner.release(ctx))
+	}
 	for _, sp := range pools {
-		errs = append(errs, sp.pool.Close(ctx))
-		sp.net.Close()
+		errs = append(errs, sp.close(ctx))
 	}
 	t.reaping.Wait()
 	return errors.Join(errs...)

@@ -2,9 +2,12 @@ package host_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,19 +127,103 @@ func TestReloadWithVariablesStartsFreshWorkers(t *testing.T) {
 	}
 }
 
-// Confined workers are never shared between versions: their rules name their bundle.
-func TestReloadUnderLandlockStartsFreshWorkers(t *testing.T) {
+// landlockFixture is a fixture whose workers are confined as jean2 confines them by default
+// (Landlock, the network namespace, cgroups, through the launcher).
+func landlockFixture(t *testing.T) *fixture {
 	if abi, err := sandbox.LandlockABI(); abi < 1 {
 		t.Skipf("Landlock is not available here: %v", err)
 	}
 	f := newFixture(t)
 	f.opts.Sandbox = host.SandboxOptions{Mode: sandbox.ModeLandlock, Launcher: os.Args[0]}
+	return f
+}
+
+// A confined tool's saved change loads into the worker its previous version started for the
+// call's scope, confined exactly as a new one would be: no process starts, and a call in
+// flight on the old version finishes on the old code.
+func TestReloadUnderLandlockReusesTheWorker(t *testing.T) {
+	f := landlockFixture(t)
 	dir := f.addTool("pids", map[string]string{"tool.js": pidTool(1, "")})
 	f.start()
 	f.watching()
 	first := f.pidAnswer(`{}`)
-	if second := f.rewriteAndWait(dir, 2, pidTool(2, "")); second.PID == first.PID {
-		t.Fatalf("a confined worker %d served a second version", first.PID)
+
+	slow := make(chan pidAnswer, 1)
+	go func() { slow <- f.pidAnswer(`{"wait":1500}`) }()
+	time.Sleep(200 * time.Millisecond)
+	second := f.rewriteAndWait(dir, 2, pidTool(2, ""))
+	if second.PID != first.PID {
+		t.Fatalf("version 2 runs in worker %d, version 1 ran in %d: the confined worker was not reused", second.PID, first.PID)
+	}
+	if got := <-slow; got.V != 1 || got.PID != first.PID {
+		t.Fatalf("the call in flight on version 1 was answered by %+v", got)
+	}
+	if third := f.rewriteAndWait(dir, 3, pidTool(3, "")); third.PID != first.PID {
+		t.Fatalf("version 3 runs in worker %d, not %d", third.PID, first.PID)
+	}
+}
+
+// declaring adds a permission declaration to a pidTool source.
+func declaring(src, perms string) string {
+	return strings.Replace(src, "description: 'pid',", "description: 'pid', permissions: "+perms+",", 1)
+}
+
+// A confined version that declares permissions never shares a worker, neither with the
+// version before it (whose worker was started without its approved grants) nor with the one
+// after (whose code would run with grants approved for another version).
+func TestReloadUnderLandlockDeclaringStartsFreshWorkers(t *testing.T) {
+	f := landlockFixture(t)
+	dir := f.addTool("pids", map[string]string{"tool.js": pidTool(1, "")})
+	f.start()
+	f.watching()
+	first := f.pidAnswer(`{}`)
+
+	readable := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tool.js"), []byte(declaring(pidTool(2, ""), fmt.Sprintf("{ read: [%q] }", readable))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var second pidAnswer
+	f.eventually("version 2, approved", func() bool {
+		if _, err := f.h.ApprovePermissions("pids"); err != nil {
+			return false
+		}
+		out := f.call("pids", `{}`)
+		return out.Result.Success && json.Unmarshal(out.Result.Result, &second) == nil && second.V == 2
+	})
+	if second.PID == first.PID {
+		t.Fatalf("version 2, declaring permissions, runs in worker %d of version 1", first.PID)
+	}
+	if third := f.rewriteAndWait(dir, 3, pidTool(3, "")); third.PID == second.PID {
+		t.Fatalf("version 3 runs in worker %d, started with version 2's approved grants", second.PID)
+	}
+}
+
+// A saved change's code runs in a scope's workers only when a call needs it there: the
+// worker that learns its definition has no workspace (a write there from the module's top
+// level is refused), and the scope's worker loads it at the first call, as a new worker
+// would.
+func TestReloadUnderLandlockLoadsIntoTheScopeAtTheFirstCall(t *testing.T) {
+	f := landlockFixture(t)
+	dir := f.addTool("pids", map[string]string{"tool.js": pidTool(1, "")})
+	f.start()
+	f.watching()
+	first := f.pidAnswer(`{}`)
+	v1 := f.entry("pids").Hash
+	marker := filepath.Join(f.ws, "loaded-v2")
+	src := "import fs from 'node:fs';\ntry { fs.writeFileSync(" + fmt.Sprintf("%q", marker) + ", String(process.pid)); } catch {}\n" + pidTool(2, "")
+	if err := os.WriteFile(filepath.Join(dir, "tool.js"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("version 2 listed", func() bool { e := f.entry("pids"); return e.Hash != v1 && e.Status == host.StatusOK })
+	if _, err := os.Stat(marker); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("version 2's top-level code wrote into the workspace before any call (stat: %v)", err)
+	}
+	second := f.pidAnswer(`{}`)
+	if second.V != 2 || second.PID != first.PID {
+		t.Fatalf("after the reload: %+v (version 1 ran in %d)", second, first.PID)
+	}
+	if got, err := os.ReadFile(marker); err != nil || string(got) != fmt.Sprint(first.PID) {
+		t.Fatalf("the scope's worker %d did not load version 2 at its call: marker %q, %v", first.PID, got, err)
 	}
 }
 

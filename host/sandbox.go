@@ -303,6 +303,11 @@ func (t *folderTool) plan(scope poolScope) sandbox.Plan {
 		Modules:   []string{t.program},
 		Protected: h.sb.protected,
 	}
+	if t.moduleDir != "" {
+		// Every version's bundle of the folder, so that the rules do not change from one
+		// version to the next (confinedshare.go).
+		p.ReadOnly, p.Modules = append(p.ReadOnly, t.moduleDir), nil
+	}
 	if t.rtRoot != "" {
 		p.RuntimeRoot = t.rtRoot
 	}

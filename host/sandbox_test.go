@@ -405,6 +405,48 @@ func TestSandboxReadOtherToolAndDatabase(t *testing.T) {
 	sf.unaffected(t)
 }
 
+// A confined worker may read every version's bundle of its own folder (its versions share
+// workers) and nothing of another tool's: neither its bundles' folder nor the bundle cache.
+func TestSandboxReadOtherToolsBundles(t *testing.T) {
+	sf := newSandboxFixture(t, sandbox.ModeLandlock, "")
+	sf.try(t, map[string]any{"op": "pid"}) // the hostile tool's workers run
+	dirs, _ := filepath.Glob(filepath.Join(sf.layout.Cache, "modules", "*"))
+	var own, other []string
+	for _, d := range dirs {
+		files, _ := filepath.Glob(filepath.Join(d, "*.mjs"))
+		for _, file := range files {
+			src, _ := os.ReadFile(file)
+			if strings.Contains(string(src), "tries what it should not") {
+				own = append(own, file)
+			} else if strings.Contains(string(src), "alive: true") {
+				other = append(other, file)
+			}
+		}
+	}
+	if len(own) == 0 || len(other) == 0 {
+		t.Fatalf("bundle folders %v: the hostile tool's bundles %v, the canary's %v", dirs, own, other)
+	}
+	bundles, _ := filepath.Glob(filepath.Join(sf.layout.Cache, "bundles", "*.mjs"))
+	for _, p := range append(append([]string{filepath.Join(sf.layout.Cache, "modules")}, other...), append(bundles, filepath.Dir(other[0]))...) {
+		op := "read"
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			op = "readdir"
+		}
+		r, out := sf.try(t, map[string]any{"op": op, "path": p})
+		denied(t, op+" "+p, r, out, "EACCES")
+	}
+	for _, p := range []string{own[0], filepath.Dir(own[0])} {
+		op := "read"
+		if p != own[0] {
+			op = "readdir"
+		}
+		if r, out := sf.try(t, map[string]any{"op": op, "path": p}); !r.OK {
+			t.Fatalf("%s its own bundles %s: %+v %s", op, p, r, out.Result.Error)
+		}
+	}
+	sf.unaffected(t)
+}
+
 // A workspace that holds jean2's home gets everything in it but that home.
 func TestSandboxWorkspaceHoldingJean2Home(t *testing.T) {
 	sf := newSandboxFixture(t, sandbox.ModeLandlock, "")

@@ -1,0 +1,88 @@
+// Save → the new version answers, through `jean2 mcp` over stdio from one TypeScript SDK
+// client (issue 23's Benchmarks point). The client first calls `ping` until it answers
+// (warm), then SAVES times rewrites the tool's source with a new marker and calls until the
+// answer carries it: the time from the write to that answer is one sample. Then it makes a
+// new tool folder and calls it until it answers (first call of a new tool, FIRSTS times),
+// and times WARM calls of the last version (warm calls).
+// Usage: node reload.mjs TOOLSDIR COMMAND [ARGS...]   (env SAVES, FIRSTS, WARM, GAP_MS)
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { writeFileSync, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+
+const [toolsDir, command, ...args] = process.argv.slice(2);
+const saves = Number(process.env.SAVES ?? 15);
+const firsts = Number(process.env.FIRSTS ?? 5);
+const warm = Number(process.env.WARM ?? 500);
+const gapMs = Number(process.env.GAP_MS ?? 300); // pause between saves: an editor's saves are not back to back
+
+const source = (name, marker) => `// Written by bench/mcp/reload.mjs.
+export const definition = {
+  name: '${name}',
+  description: 'Answer pong.',
+  inputSchema: { type: 'object', properties: { n: { type: 'number' } } },
+};
+
+export async function execute(input: { n?: number }) {
+  return { success: true, result: '${marker} ' + (input.n ?? 0) };
+}
+`;
+
+const client = new Client({ name: 'reload-bench', version: '1.0.0' });
+await client.connect(new StdioClientTransport({ command, args, env: process.env, stderr: 'ignore' }));
+
+const now = () => Number(process.hrtime.bigint()) / 1e6;
+const text = (r) => (r.content?.[0]?.text ?? '');
+// Calls name until its answer includes want; returns the time from t0 to that answer.
+const until = async (name, want, t0) => {
+  for (;;) {
+    let r;
+    try {
+      r = await client.callTool({ name, arguments: { n: 1 } });
+    } catch (e) {
+      r = { isError: true, content: [{ text: String(e) }] };
+    }
+    if (!r.isError && text(r).includes(want)) return now() - t0;
+    if (now() - t0 > 20000) throw new Error(`${name}: ${want} never answered; last: ${JSON.stringify(r)}`);
+  }
+};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(s.length * p))]; };
+const fmt = (xs) => ({ p50ms: +pct(xs, 0.5).toFixed(1), p95ms: +pct(xs, 0.95).toFixed(1), minms: +Math.min(...xs).toFixed(1), maxms: +Math.max(...xs).toFixed(1) });
+
+await until('ping', 'pong', now());
+
+const reload = [];
+for (let i = 0; i < saves; i++) {
+  await sleep(gapMs);
+  const marker = `v${i}-${process.pid}`;
+  const t0 = now();
+  writeFileSync(join(toolsDir, 'ping', 'tool.ts'), source('ping', marker));
+  reload.push(await until('ping', marker, t0));
+}
+
+const first = [];
+for (let i = 0; i < firsts; i++) {
+  await sleep(gapMs);
+  const name = `fresh${i}_${process.pid}`;
+  const dir = join(toolsDir, name);
+  const t0 = now();
+  mkdirSync(dir);
+  writeFileSync(join(dir, 'tool.ts'), source(name, 'new'));
+  first.push(await until(name, 'new', t0));
+  rmSync(dir, { recursive: true, force: true });
+}
+
+const warmLat = [];
+for (let i = 0; i < warm; i++) {
+  const t0 = now();
+  await client.callTool({ name: 'ping', arguments: { n: i } });
+  warmLat.push((now() - t0) * 1000);
+}
+const w = [...warmLat].sort((a, b) => a - b);
+console.log(JSON.stringify({
+  saves, reload: fmt(reload), samples: reload.map((x) => +x.toFixed(0)),
+  firstCall: first.length ? fmt(first) : null,
+  warmCall: { p50us: +pct(w, 0.5).toFixed(0), p95us: +pct(w, 0.95).toFixed(0) },
+}));
+await client.close();
