@@ -8,10 +8,14 @@ import (
 	"syscall"
 )
 
-// ownGroup puts the command in a process group of its own (the launcher execs bash, so
-// bash leads it), so that what bash starts can be ended with it.
+// ownGroup puts the command in a process group of its own (the launcher leads it, and
+// bash, which it executes or starts, is in it), so that what bash starts can be ended with
+// it. It keeps the rest of SysProcAttr (the launcher's pid namespace).
 func shellOwnGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
 }
 
 // killGroup ends the command's process group. What left the group (setsid) is ended by

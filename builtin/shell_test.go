@@ -357,18 +357,46 @@ func TestShellNetwork(t *testing.T) {
 	}
 }
 
+// hostPidOf finds the process that is pid in the pid namespace ns ("pid:[inode]"); 0 when
+// there is none any more.
+func hostPidOf(pid int, ns string) int {
+	if own, _ := os.Readlink("/proc/self/ns/pid"); own == ns {
+		return pid
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if link, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err != nil || link != ns {
+			continue
+		}
+		status, _ := os.ReadFile("/proc/" + e.Name() + "/status")
+		for _, line := range strings.Split(string(status), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "NSpid:" && f[len(f)-1] == strconv.Itoa(pid) {
+				host, _ := strconv.Atoi(e.Name())
+				return host
+			}
+		}
+	}
+	return 0
+}
+
 func processGone(pid int) bool {
+	if pid <= 0 {
+		return true // hostPidOf found it gone
+	}
 	return syscall.Kill(pid, 0) == syscall.ESRCH
 }
 
-// readPid waits for the command to write the pid of its background child.
+// readPid waits for the command to write the pid of its background child, and its pid
+// namespace (the launcher's own, where the host makes one), and returns the child's pid as
+// this process sees it.
 func readPid(t *testing.T, path string) int {
 	t.Helper()
 	for i := 0; i < 500; i++ {
 		if data, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(data), "\n") {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-			if err == nil {
-				return pid
+			f := strings.Fields(string(data))
+			pid, err := strconv.Atoi(f[0])
+			if err == nil && len(f) == 2 {
+				return hostPidOf(pid, f[1])
 			}
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -393,7 +421,7 @@ func TestShellTimeoutKillsTheGroup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	start := time.Now()
-	out, res := f.run(ctx, map[string]any{"command": `sleep 100 & echo $! > child.pid; setsid sleep 100 & echo $! > setsid.pid; echo started; wait`, "timeout": 500})
+	out, res := f.run(ctx, map[string]any{"command": `sleep 100 & echo $! $(readlink /proc/self/ns/pid) > child.pid; setsid sleep 100 & echo $! $(readlink /proc/self/ns/pid) > setsid.pid; echo started; wait`, "timeout": 500})
 	if out.Result.Success || !res.TimedOut || !strings.Contains(out.Result.Error, "timed out") || res.Stdout != "started\n" {
 		t.Fatalf("%+v %+v", out.Result, res)
 	}
@@ -410,7 +438,7 @@ func TestShellStopKillsTheGroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan host.Outcome, 1)
 	go func() {
-		out, _ := f.run(ctx, map[string]any{"command": `sleep 100 & echo $! > child.pid; wait`})
+		out, _ := f.run(ctx, map[string]any{"command": `sleep 100 & echo $! $(readlink /proc/self/ns/pid) > child.pid; wait`})
 		done <- out
 	}()
 	pid := readPid(t, filepath.Join(f.ws, "child.pid"))
@@ -425,7 +453,7 @@ func TestShellStopKillsTheGroup(t *testing.T) {
 	}
 	waitGone(t, pid, "stop")
 	// A background child of a command that ended by itself ends with it too.
-	_, res := f.sh(`sleep 100 & echo $! > bg.pid; echo done`)
+	_, res := f.sh(`sleep 100 & echo $! $(readlink /proc/self/ns/pid) > bg.pid; echo done`)
 	if res.Stdout != "done\n" {
 		t.Fatalf("%+v", res)
 	}
@@ -523,7 +551,7 @@ func TestShellBackground(t *testing.T) {
 	f := newShellFixture(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	out, res := f.run(ctx, map[string]any{"command": `sleep 100 & echo $! > bgchild.pid; while true; do echo tick; sleep 0.05; done`, "background": true})
+	out, res := f.run(ctx, map[string]any{"command": `sleep 100 & echo $! $(readlink /proc/self/ns/pid) > bgchild.pid; while true; do echo tick; sleep 0.05; done`, "background": true})
 	if !out.Result.Success || res.Background == nil || !res.Background.Running || !strings.HasPrefix(res.Background.Output, f.layout.Temp) {
 		t.Fatalf("%+v %+v", out.Result, res)
 	}
@@ -581,7 +609,7 @@ func TestShellBackgroundEndsWithItsSession(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	start := func(session, pidFile string) shellOut {
-		out, res := f.run(ctx, map[string]any{"command": `sleep 100 & echo $! > ` + pidFile + `; while true; do sleep 0.05; done`, "background": true},
+		out, res := f.run(ctx, map[string]any{"command": `sleep 100 & echo $! $(readlink /proc/self/ns/pid) > ` + pidFile + `; while true; do sleep 0.05; done`, "background": true},
 			func(c *host.Call) { c.SessionID = session })
 		if !out.Result.Success || res.Background == nil {
 			t.Fatalf("%s: %+v", session, out.Result)

@@ -29,13 +29,19 @@ func BenchmarkLaunch(b *testing.B) {
 		args []string
 	}{{"true", truePath, nil}, {"node", node, []string{"-e", "0"}}} {
 		plan := Plan{Program: prog.path, RuntimeRoot: RuntimeRoot(prog.path, ""), ReadOnly: []string{dir}, ReadWrite: []string{dir}}
-		specs := []struct {
-			name string
-			spec *Spec
-		}{
-			{"direct", nil},
-			{"launcher", &Spec{DataMB: 512}},
-			{"landlock", &Spec{Landlock: true, Rules: plan.Rules(), DataMB: 512}},
+		type variant struct {
+			name  string
+			spec  *Spec
+			pidns bool // the launcher is the init of a pid namespace of its own, as hosts start it
+		}
+		specs := []variant{
+			{"direct", nil, false},
+			{"launcher", &Spec{DataMB: 512}, false},
+			{"landlock", &Spec{Landlock: true, Rules: plan.Rules(), DataMB: 512}, false},
+		}
+		if PidNSAvailable() == nil {
+			specs = append(specs, variant{"launcher+pidns", &Spec{DataMB: 512}, true},
+				variant{"landlock+pidns", &Spec{Landlock: true, Rules: plan.Rules(), DataMB: 512}, true})
 		}
 		// The same with the folder's .jean2 sealed by a mount (a mount namespace of its own).
 		if MountSealAvailable(os.Args[0]) == nil {
@@ -43,10 +49,7 @@ func BenchmarkLaunch(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			specs = append(specs, struct {
-				name string
-				spec *Spec
-			}{"landlock+seal", &Spec{Landlock: true, Rules: plan.Rules(), DataMB: 512, SealedDirs: []string{sealed}}})
+			specs = append(specs, variant{"landlock+seal", &Spec{Landlock: true, Rules: plan.Rules(), DataMB: 512, SealedDirs: []string{sealed}}, false})
 		}
 		for _, s := range specs {
 			b.Run(prog.name+"/"+s.name, func(b *testing.B) {
@@ -64,6 +67,9 @@ func BenchmarkLaunch(b *testing.B) {
 				for range b.N {
 					cmd := exec.Command(path, args...)
 					cmd.Env = []string{"PATH=/usr/bin:/bin"}
+					if s.pidns {
+						Status{PidNS: true}.DieWithHost(cmd, *s.spec)
+					}
 					if out, err := cmd.CombinedOutput(); err != nil {
 						b.Fatalf("%v: %s", err, out)
 					}

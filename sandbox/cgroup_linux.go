@@ -208,7 +208,9 @@ func SweepStale() {
 // joinGroup makes the worker's group w-<pid> in parent, writes the limits limits gives for
 // it (file → value, in order) and moves the calling process into it.
 func joinGroup(parent string, limits func(group string) [][2]string) error {
-	dir := filepath.Join(parent, "w-"+strconv.Itoa(os.Getpid()))
+	// Named after the pid the host knows; joined by the launcher's own (1 in a pid
+	// namespace of its own), which is the one the kernel reads in cgroup.procs.
+	dir := filepath.Join(parent, "w-"+strconv.Itoa(hostPid()))
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("cgroup %s: %w", dir, err)
 	}

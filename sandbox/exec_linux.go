@@ -13,11 +13,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// enter applies spec to the calling process and thread, then executes program. It returns
-// only on failure.
+// enter applies spec to the calling process and thread, then executes program: in place,
+// or as its child when the launcher is the init of a pid namespace (pidinit_linux.go). It
+// returns only on failure.
 func enter(spec Spec, program string, args []string) error {
-	// Landlock holds the thread that restricts itself; the exec must happen on that thread.
-	// It is never unlocked: the process image is replaced or the launcher exits.
+	// Landlock holds the thread that restricts itself; the exec (or the fork of the init's
+	// child) must happen on that thread. It is never unlocked: the process image is
+	// replaced or the launcher exits.
 	runtime.LockOSThread()
 	if spec.Seatbelt != nil {
 		return fmt.Errorf("the spec asks for a Seatbelt profile, which exists only on macOS")
@@ -98,6 +100,16 @@ func enter(spec Spec, program string, args []string) error {
 	}
 	if err := setLimits(spec, nproc); err != nil {
 		return err
+	}
+	if os.Getpid() == 1 && !spec.NoFork {
+		// The init of a pid namespace of its own (the host started it so): the program is
+		// its child, and the launcher ends as the program did, as it would have had it
+		// become the program.
+		code, err := runInit(program, args, spec.ExtraFDs)
+		if err != nil {
+			return err
+		}
+		os.Exit(code)
 	}
 	_, _, errno := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(argv0)), uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
 	return fmt.Errorf("execute %s: %w", program, errno)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/exec"
 	"runtime"
 )
 
@@ -61,4 +62,17 @@ func parseArgs(args []string) (Spec, string, []string, error) {
 		}
 	}
 	return Spec{}, "", nil, errors.New("usage: " + ExecArg + " --spec JSON -- PROGRAM [ARGS…]")
+}
+
+// DieWithHost has cmd, the launcher of spec, start in a pid namespace of its own where the
+// host can make one (st.PidNS), so that nothing the program starts outlives jean2. A
+// program that may start no process (NoFork) needs none: it dies with jean2 by the
+// parent-death signal, and the launcher could not start it as a child. It reports whether
+// cmd will.
+func (st Status) DieWithHost(cmd *exec.Cmd, spec Spec) bool {
+	if !st.PidNS || spec.NoFork || spec.Seatbelt != nil {
+		return false
+	}
+	InPidNamespace(cmd)
+	return true
 }

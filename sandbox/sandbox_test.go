@@ -39,6 +39,9 @@ func launch(t *testing.T, spec Spec, program string, args ...string) (string, st
 	}
 	cmd := exec.Command(path, argv...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C"}
+	// As the host starts it: the init of a pid namespace where there can be one, so these
+	// tests see the program the init starts hold every restriction.
+	Status{PidNS: PidNSAvailable() == nil}.DieWithHost(cmd, spec)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()

@@ -87,6 +87,13 @@ type Status struct {
 	// which keep a worker from making new entries at the top of its workspace.
 	MountSeal      bool   `json:"mountSeal"`
 	MountSealError string `json:"mountSealError,omitempty"`
+
+	// PidNS is true when the host starts each launcher in a pid namespace of its own, as its
+	// init (pidns_linux.go): everything a confined process starts then dies with jean2,
+	// kill -9 included. PidNSError says why not; then what a worker or command left running
+	// lives until the next jean2 ends it.
+	PidNS      bool   `json:"pidns"`
+	PidNSError string `json:"pidnsError,omitempty"`
 }
 
 // Probe reports what the kernel offers.
@@ -103,11 +110,16 @@ func Probe(mode Mode, launcher string) Status {
 	switch {
 	case mode == ModeOff:
 		st.NetNSError = "sandbox mode off"
-		st.MountSealError = st.NetNSError
+		st.MountSealError, st.PidNSError = st.NetNSError, st.NetNSError
 	case launcher == "":
 		st.NetNSError = "no launcher is configured (the jean2 binary moves workers into their namespace)"
-		st.MountSealError = st.NetNSError
+		st.MountSealError, st.PidNSError = st.NetNSError, st.NetNSError
 	default:
+		if err := PidNSAvailable(); err != nil {
+			st.PidNSError = err.Error()
+		} else {
+			st.PidNS = true
+		}
 		if err := MountSealAvailable(launcher); err != nil {
 			st.MountSealError = err.Error()
 		} else {
@@ -129,6 +141,7 @@ func (st Status) probeOther() Status {
 	st.LandlockError = "Landlock exists only on Linux"
 	st.NetNSError = "network namespaces exist only on Linux"
 	st.MountSealError = "mount namespaces exist only on Linux"
+	st.PidNSError = "pid namespaces exist only on Linux"
 	if st.OS != "darwin" {
 		st.SeatbeltError = "Seatbelt exists only on macOS"
 		return st

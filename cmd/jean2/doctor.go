@@ -155,6 +155,11 @@ func doctor(ctx context.Context, e env, args []string) error {
 		} else {
 			add("memory limit", checkWarn, "no memory cgroup (%v): RLIMIT_DATA caps private memory only, not shared memory (memfd)", err)
 		}
+		if st.PidNS {
+			add("lifetime", checkOK, "each worker and shell command runs in a pid namespace of its own: nothing it starts outlives jean2, kill -9 included")
+		} else {
+			add("lifetime", checkWarn, "no pid namespace per worker (%s): what a tool or command detaches outlives a kill -9 of jean2 until jean2 next starts", st.PidNSError)
+		}
 		if bounded, err := capabilityCheck(ctx, st.Launcher); err != nil {
 			add("privileges", checkFail, "%v", err)
 		} else if bounded {

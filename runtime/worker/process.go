@@ -37,6 +37,9 @@ type Launcher struct {
 	// for what the host knows of why it ended (the sandbox: its memory cgroup's limit killed
 	// it); a non-empty answer joins the exit error's noted lines.
 	ExitNote func(pid int) string
+	// Configure, when set, adjusts the command before every start (the sandbox starts its
+	// launcher in a pid namespace of its own there).
+	Configure func(cmd *exec.Cmd)
 }
 
 // worker is one running worker process.
@@ -117,6 +120,9 @@ func (p *Pool) spawn(ctx context.Context, m *Module) (*worker, workerproto.Initi
 	cmd.Stderr = errW
 	cmd.ExtraFiles = []*os.File{toWorkerR, fromWorkerW} // fd 3 and fd 4
 	setProcessGroup(cmd)
+	if l.Configure != nil {
+		l.Configure(cmd)
+	}
 	if err := cmd.Start(); err != nil {
 		closeAll()
 		return nil, info, fmt.Errorf("tool %s: start %s worker %s: %w", p.opts.Name, l.Kind, l.Path, err)
