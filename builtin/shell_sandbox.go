@@ -204,7 +204,7 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Dir, cmd.Env = cwd, env
-	st.DieWithHost(cmd, spec) // a background command too: nothing it starts outlives jean2
+	st.StartConfined(cmd, spec) // a background command too: nothing it starts outlives jean2
 	out.cmd = cmd
 	pids, memory := s.pids, s.memory
 	out.release = func() {

@@ -253,7 +253,7 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	}
 	l := base
 	l.Path, l.Args = path, args
-	l.Configure = func(cmd *exec.Cmd) { sb.status.DieWithHost(cmd, spec) }
+	l.Configure = func(cmd *exec.Cmd) { sb.status.StartConfined(cmd, spec) }
 	if len(mounted) > 0 {
 		// Before every start: the worker's rules count on each folder being there, a real
 		// folder (it was made when the pool was; someone may have removed it since).
@@ -507,7 +507,7 @@ func (h *Host) confineInstall(cmd *exec.Cmd, readable, writable []string) (func(
 	}
 	cmd.Path = path
 	cmd.Args = append([]string{path}, args...)
-	st.DieWithHost(cmd, spec) // after the loader's process group, which it keeps
+	st.StartConfined(cmd, spec) // after the loader's process group, which it keeps
 	pids := h.sb.pids
 	return func() {
 		if cmd.Process != nil && spec.PidsCgroup != "" && pids != nil {

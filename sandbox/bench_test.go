@@ -44,7 +44,7 @@ func BenchmarkLaunch(b *testing.B) {
 				variant{"landlock+pidns", &Spec{Landlock: true, Rules: plan.Rules(), DataMB: 512}, true})
 		}
 		// The same with the folder's .jean2 sealed by a mount (a mount namespace of its own).
-		if MountSealAvailable(os.Args[0]) == nil {
+		if MountSealAvailable(os.Args[0], os.Geteuid() != 0) == nil {
 			sealed, err := PrepareSealDir(dir)
 			if err != nil {
 				b.Fatal(err)
@@ -68,7 +68,7 @@ func BenchmarkLaunch(b *testing.B) {
 					cmd := exec.Command(path, args...)
 					cmd.Env = []string{"PATH=/usr/bin:/bin"}
 					if s.pidns {
-						Status{PidNS: true}.DieWithHost(cmd, *s.spec)
+						Status{PidNS: true}.StartConfined(cmd, *s.spec)
 					}
 					if out, err := cmd.CombinedOutput(); err != nil {
 						b.Fatalf("%v: %s", err, out)

@@ -64,13 +64,21 @@ func parseArgs(args []string) (Spec, string, []string, error) {
 	return Spec{}, "", nil, errors.New("usage: " + ExecArg + " --spec JSON -- PROGRAM [ARGS…]")
 }
 
-// DieWithHost has cmd, the launcher of spec, start in a pid namespace of its own where the
-// host can make one (st.PidNS), so that nothing the program starts outlives jean2. A
-// program that may start no process (NoFork) needs none: it dies with jean2 by the
-// parent-death signal, and the launcher could not start it as a child. It reports whether
-// cmd will.
-func (st Status) DieWithHost(cmd *exec.Cmd, spec Spec) bool {
-	if !st.PidNS || spec.NoFork || spec.Seatbelt != nil {
+// StartConfined sets how cmd, the launcher of spec, starts. Where the host is not root it
+// starts in a user namespace of its own (st.UserNS), as the same user, which lets the
+// launcher build its view of the machine and makes the pid namespace possible. It starts in
+// a pid namespace of its own where the host can make one (st.PidNS), so that nothing the
+// program starts outlives jean2. A program that may start no process (NoFork) needs none:
+// it dies with jean2 by the parent-death signal, and the launcher could not start it as a
+// child. It reports whether cmd will start in a pid namespace.
+func (st Status) StartConfined(cmd *exec.Cmd, spec Spec) bool {
+	if spec.Seatbelt != nil {
+		return false
+	}
+	if st.UserNS {
+		InUserNamespace(cmd)
+	}
+	if !st.PidNS || spec.NoFork {
 		return false
 	}
 	InPidNamespace(cmd)

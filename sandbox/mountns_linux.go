@@ -136,10 +136,11 @@ func probeSeal(dir string) error {
 	return nil
 }
 
-// MountSealAvailable reports whether the launcher can seal folders with a mount namespace
-// (it needs CAP_SYS_ADMIN: a root host, not a container that forbids mounts), and if not
-// why. It runs the launcher once on a scratch folder.
-func MountSealAvailable(launcher string) error {
+// MountSealAvailable reports whether the launcher can build a view, and so seal folders,
+// with a mount namespace (it needs CAP_SYS_ADMIN: a root host, or with userNS a user
+// namespace of its own, and not a container that forbids mounts), and if not why. It runs
+// the launcher once on a scratch folder.
+func MountSealAvailable(launcher string, userNS bool) error {
 	if launcher == "" {
 		return errors.New("no launcher is configured")
 	}
@@ -152,7 +153,12 @@ func MountSealAvailable(launcher string) error {
 	if err != nil {
 		return fmt.Errorf("probe: %w", err)
 	}
-	out, err := exec.Command(launcher, ExecArg, probeSealArg, real).CombinedOutput()
+	cmd := exec.Command(launcher, ExecArg, probeSealArg, real)
+	if userNS {
+		InUserNamespace(cmd)
+		InPidNamespace(cmd)
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		msg := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "jean2 sandbox: "))
 		if msg == "" {

@@ -16,4 +16,4 @@ const probeSealArg = "--probe-seal"
 func PrepareSealDir(string) (string, error) { return "", errNoMountSeal }
 
 // MountSealAvailable reports that folders cannot be sealed by a mount here.
-func MountSealAvailable(string) error { return errNoMountSeal }
+func MountSealAvailable(string, bool) error { return errNoMountSeal }

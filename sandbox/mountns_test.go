@@ -14,7 +14,7 @@ import (
 // removed, renamed, replaced or unmounted, while the rest of the workspace, new top-level
 // entries included, stays the worker's; the host sees no mount.
 func TestLauncherSealsFolders(t *testing.T) {
-	if err := MountSealAvailable(os.Args[0]); err != nil {
+	if err := MountSealAvailable(os.Args[0], os.Geteuid() != 0); err != nil {
 		t.Skipf("the launcher cannot seal by a mount here: %v", err)
 	}
 	sh, _ := exec.LookPath("sh")
@@ -92,7 +92,7 @@ echo done`
 // The launcher refuses to seal what is not a real folder: a symbolic link to another
 // folder would otherwise turn the mount there.
 func TestLauncherRefusesToSealLinks(t *testing.T) {
-	if err := MountSealAvailable(os.Args[0]); err != nil {
+	if err := MountSealAvailable(os.Args[0], os.Geteuid() != 0); err != nil {
 		t.Skipf("the launcher cannot seal by a mount here: %v", err)
 	}
 	root, _ := filepath.EvalSymlinks(t.TempDir())

@@ -27,8 +27,8 @@ func initCommand(t *testing.T, spec Spec, program string, args ...string) *exec.
 	}
 	cmd := exec.Command(path, argv...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C"}
-	if !(Status{PidNS: true}).DieWithHost(cmd, spec) {
-		t.Fatal("DieWithHost refused the spec")
+	if !(Status{PidNS: true}).StartConfined(cmd, spec) {
+		t.Fatal("StartConfined refused the spec")
 	}
 	return cmd
 }

@@ -62,6 +62,26 @@ func InPidNamespace(cmd *exec.Cmd) {
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 }
 
+// InUserNamespace has cmd (a launcher's, started by a host that is not root) start in a user
+// namespace of its own in which it is the same user and group (no other id is mapped, and
+// setgroups is refused): there it holds the capabilities to build its view (a mount
+// namespace) and to be a pid namespace's init, over nothing but what it made, and drops
+// them with the rest before it executes the program.
+func InUserNamespace(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	a := cmd.SysProcAttr
+	a.Cloneflags |= syscall.CLONE_NEWUSER
+	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
+	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
+	a.GidMappingsEnableSetgroups = false
+	// An ordinary user keeps no capability across execve, not even in its own namespace:
+	// these two are carried as ambient ones, for the mounts of the view and the drop of
+	// the bounding set, and cleared by the launcher with every other (caps_linux.go).
+	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
+}
+
 // hostPid is the launcher's pid as the host sees it (the cgroups it makes are named after
 // it): in a namespace of its own, getpid says 1, but /proc is still the host's mount.
 func hostPid() int {

@@ -12,3 +12,6 @@ func PidNSAvailable() error { return errors.New("pid namespaces exist only on Li
 
 // InPidNamespace does nothing where there are no pid namespaces.
 func InPidNamespace(*exec.Cmd) {}
+
+// InUserNamespace does nothing where there are no user namespaces.
+func InUserNamespace(*exec.Cmd) {}

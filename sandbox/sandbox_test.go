@@ -41,7 +41,12 @@ func launch(t *testing.T, spec Spec, program string, args ...string) (string, st
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C"}
 	// As the host starts it: the init of a pid namespace where there can be one, so these
 	// tests see the program the init starts hold every restriction.
-	Status{PidNS: PidNSAvailable() == nil}.DieWithHost(cmd, spec)
+	// An ordinary user's host starts it in a user namespace of its own (UserNS).
+	st := Status{PidNS: PidNSAvailable() == nil}
+	if os.Geteuid() != 0 && MountSealAvailable(os.Args[0], true) == nil {
+		st.UserNS, st.PidNS = true, true
+	}
+	st.StartConfined(cmd, spec)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()

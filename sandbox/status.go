@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"os"
 	"fmt"
 	"runtime"
 	"strings"
@@ -93,6 +94,10 @@ type Status struct {
 	// kill -9 included. PidNSError says why not; then what a worker or command left running
 	// lives until the next jean2 ends it.
 	PidNS      bool   `json:"pidns"`
+	// UserNS is true when the host is not root and starts each launcher in a user namespace
+	// of its own (as the same user), which gives it the view and the pid namespace a root
+	// host gets without one (pidns_linux.go InUserNamespace).
+	UserNS bool `json:"userns,omitempty"`
 	PidNSError string `json:"pidnsError,omitempty"`
 }
 
@@ -115,16 +120,7 @@ func Probe(mode Mode, launcher string) Status {
 		st.NetNSError = "no launcher is configured (the jean2 binary moves workers into their namespace)"
 		st.MountSealError, st.PidNSError = st.NetNSError, st.NetNSError
 	default:
-		if err := PidNSAvailable(); err != nil {
-			st.PidNSError = err.Error()
-		} else {
-			st.PidNS = true
-		}
-		if err := MountSealAvailable(launcher); err != nil {
-			st.MountSealError = err.Error()
-		} else {
-			st.MountSeal = true
-		}
+		st.probeNamespaces(launcher)
 		if err := NetNSAvailable(); err != nil {
 			st.NetNSError = err.Error()
 			st.NetLandlock = LandlockNetwork()
@@ -133,6 +129,31 @@ func Probe(mode Mode, launcher string) Status {
 		}
 	}
 	return st
+}
+
+// probeNamespaces learns whether the launcher can build a view and be a pid namespace's
+// init: as root directly; otherwise in a user namespace of its own, where the kernel
+// allows one to an ordinary user.
+func (st *Status) probeNamespaces(launcher string) {
+	if os.Geteuid() != 0 {
+		if err := MountSealAvailable(launcher, true); err != nil {
+			st.MountSealError = "not root, and no user namespace: " + err.Error()
+			st.PidNSError = st.MountSealError
+			return
+		}
+		st.UserNS, st.MountSeal, st.PidNS = true, true, true
+		return
+	}
+	if err := PidNSAvailable(); err != nil {
+		st.PidNSError = err.Error()
+	} else {
+		st.PidNS = true
+	}
+	if err := MountSealAvailable(launcher, false); err != nil {
+		st.MountSealError = err.Error()
+	} else {
+		st.MountSeal = true
+	}
 }
 
 // probeOther is Probe outside Linux: on macOS, whether sandbox-exec is there (its profile
