@@ -244,3 +244,61 @@ func TestShellRunsThePersonsPyenvPython(t *testing.T) {
 		t.Fatalf("python3 in the shell: %s %+v (native %q)", out.Result.Error, res, native)
 	}
 }
+
+// BenchmarkShellGoTest compares `go test ./...` of a small module through the shell
+// (confined, its caches in jean2's home) with the same run outside any sandbox, each
+// iteration running both one after the other so the machine's load weighs on both alike.
+// first-s is the shell's first run (every cache empty); shell-s and native-s are later
+// runs: "count1" re-runs the tests (-count=1, the build cache warm), "cached" is the
+// second `go test ./...` as a developer types it (the test results cached too); ratio is
+// shell-s / native-s. bench/shell-gotest.sh runs it.
+func BenchmarkShellGoTest(b *testing.B) {
+	if _, err := exec.LookPath("go"); err != nil {
+		b.Skip("go is not on PATH")
+	}
+	module := map[string]string{}
+	for name, content := range goModule {
+		module[name] = content
+	}
+	module["go.mod"] = "module example.com/m\n\ngo 1.22\n"
+	module["add.go"] = "package m\n\nfunc Add(a, b int) int { return a + b }\n"
+	// One fixture for every sub-benchmark (each runs more than once): one cold start.
+	f := newShellFixture(b, nil)
+	writeFiles(b, f.ws, module)
+	native := b.TempDir()
+	writeFiles(b, native, module)
+	runNative := func(b *testing.B, command string) time.Duration {
+		start := time.Now()
+		cmd := exec.Command("go", strings.Fields(command)[1:]...)
+		cmd.Dir = native
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("native %s: %v\n%s", command, err, out)
+		}
+		return time.Since(start)
+	}
+	session := 0
+	runShell := func(b *testing.B, command string) time.Duration {
+		session++
+		start := time.Now()
+		out, res := f.shLong(command, func(c *host.Call) { c.SessionID = fmt.Sprintf("s%d", session) })
+		if !out.Result.Success {
+			b.Fatalf("shell %s: %s %+v", command, out.Result.Error, res)
+		}
+		return time.Since(start)
+	}
+	first := runShell(b, "go test ./...")
+	runNative(b, "go test ./...")
+	for _, mode := range []struct{ name, command string }{{"count1", "go test -count=1 ./..."}, {"cached", "go test ./..."}} {
+		b.Run(mode.name, func(b *testing.B) {
+			var shell, nat time.Duration
+			for i := 0; i < b.N; i++ {
+				shell += runShell(b, mode.command)
+				nat += runNative(b, mode.command)
+			}
+			b.ReportMetric(first.Seconds(), "first-s")
+			b.ReportMetric(shell.Seconds()/float64(b.N), "shell-s")
+			b.ReportMetric(nat.Seconds()/float64(b.N), "native-s")
+			b.ReportMetric(float64(shell)/float64(nat), "ratio")
+		})
+	}
+}
