@@ -341,6 +341,10 @@ func shellToolchains(path, home string, g shellGoEnv, protected []string) []stri
 	if home != "" {
 		realHome = policy.Real(home)
 	}
+	realProtected := make([]string, 0, len(protected))
+	for _, x := range protected {
+		realProtected = append(realProtected, policy.Real(x))
+	}
 	var out []string
 	add := func(p string) {
 		if p == "" || !filepath.IsAbs(p) {
@@ -350,8 +354,8 @@ func shellToolchains(path, home string, g shellGoEnv, protected []string) []stri
 		if real == "/" || (realHome != "" && policy.Within(realHome, real)) || slices.Contains(out, real) {
 			return
 		}
-		for _, x := range protected {
-			if policy.Within(real, policy.Real(x)) {
+		for _, x := range realProtected {
+			if policy.Within(real, x) {
 				return
 			}
 		}
