@@ -41,17 +41,24 @@ type ShellOptions struct {
 	// Protected are more paths no command may reach (beside Layout's, the user's
 	// credential folders and the machine's own secrets in /etc).
 	Protected []string
-	// PassEnv names variables of the server's environment that commands receive (the rest
-	// of the environment is not passed: a command sees PATH, HOME and TMPDIR — the session's
-	// folder —, the locale and these). Environ is that environment (nil: os.Environ()).
+	// PassEnv names variables of the server's environment that commands receive, and Env
+	// sets more (it wins over PassEnv). Never passed, even named: jean2's own (JEAN2_*),
+	// the model providers' keys (the built-in names and those providers.json names), the
+	// loader's (LD_*, DYLD_*), and the ones jean2 sets itself (PATH, HOME, TMPDIR, the
+	// caches, GIT_CONFIG_GLOBAL). Environ is the server's environment (nil: os.Environ()),
+	// which also gives the commands' PATH and the person's Go and git settings.
 	PassEnv []string
+	Env     map[string]string
 	Environ []string
-	// ReadOnly are more folders commands may read and execute: toolchains that live in the
-	// user's home (~/.cargo, ~/go, ~/.nvm, ~/.bun), which is otherwise closed. Protected
-	// places inside them stay closed.
+	// ReadOnly are more folders commands may read and execute, beside the toolchains
+	// found on PATH and in the usual places (~/.cargo, ~/go, ~/.nvm, ~/.pyenv …, see
+	// shellToolchains). Protected places inside them stay closed.
 	ReadOnly []string
-	// Path is the commands' PATH ("" : the usual system folders).
+	// Path is the commands' PATH ("": the server's, else the usual system folders).
 	Path string
+	// GitName and GitEmail are the identity git uses in commands ("": the person's
+	// `git config --global user.name` / `user.email`).
+	GitName, GitEmail string
 	// Bash is the shell to run ("": /bin/bash or bash on PATH).
 	Bash string
 	// Timeout is a command's time when the call gives none (default 2 minutes);

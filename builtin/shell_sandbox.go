@@ -32,6 +32,10 @@ type shellSandbox struct {
 	// pins keeps where each workspace folder led when a command first ran there: a tool of
 	// an enclosing workspace may replace it by a link (sandbox.Pins).
 	pins sandbox.Pins
+
+	// hostOnce learns what commands take from the person's environment (learn).
+	hostOnce sync.Once
+	host     *shellHost
 }
 
 func (s *shellSandbox) init() {
@@ -106,7 +110,11 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	s.init()
 	st := s.status
 	out := &shellConfined{refused: &shellRefusals{}, release: func() {}, closeNet: func() {}}
-	env := s.env(c)
+	setup, err := s.setup(c)
+	if err != nil {
+		return nil, err
+	}
+	env := setup.env
 	mech, err := st.Choose("shell")
 	if err != nil {
 		return nil, fmt.Errorf("shell: %w", err)
@@ -143,8 +151,10 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	for _, w := range writable {
 		places = append(places, policy.Real(w))
 	}
+	places = append(places, setup.caches...)
 	protected := s.opts.protected(c.Home, st.OS)
 	readOnly := append(shellExisting(shellSystemReadOnly(st.OS)...), shellExisting(s.opts.ReadOnly...)...)
+	readOnly = append(readOnly, setup.readOnly...)
 	// Each workspace root's .jean2 is sealed by a read-only mount where the launcher can
 	// mount, as for workers, and by the profile under Seatbelt (which refuses one name
 	// without refusing its folder). Where Landlock cannot mount it is left writable rather
@@ -156,6 +166,9 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	dirs := policy.Scope{Workspace: c.Workspace, Allowed: c.AllowedPaths}.SettingsDirs()
 	mounted, unsealed, _ := sandbox.SealSettings(dirs, protected, mech == sandbox.Landlock && st.MountSeal)
 	plan := shellPlan(mech, bash, readOnly, c.Workspace, c.AllowedPaths, c.TempDir, writable, protected, mounted, unsealed)
+	// The caches lie in jean2's home, which is protected: granted as the call's own places
+	// (ReadWrite), exactly these folders are open in it, not what holds them.
+	plan.ReadWrite = append(plan.ReadWrite, setup.caches...)
 	var exit *sandbox.Exit
 	if mech == sandbox.Seatbelt || st.NetNS || st.NetLandlock {
 		proxy := &egress.Proxy{Tool: "shell", Allowed: func() []string { return network },
@@ -221,43 +234,6 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	}
 	out.closeNet = exit.Close
 	return out, nil
-}
-
-// env is a command's environment: nothing of the host's but a PATH, the locale and the
-// pass-through names the person configured; HOME and TMPDIR are the session's folder
-// (the user's home is not readable).
-func (s *shellSandbox) env(c *tool.Context) []string {
-	path := s.opts.Path
-	if path == "" {
-		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-		if runtime.GOOS == "darwin" {
-			path = "/opt/homebrew/bin:/opt/homebrew/sbin:" + path // Homebrew on Apple silicon
-		}
-	}
-	tmp := c.TempDir
-	env := []string{"PATH=" + path, "HOME=" + tmp, "TMPDIR=" + tmp, "TERM=dumb", "LANG=C.UTF-8", "NO_COLOR=1",
-		"GIT_TERMINAL_PROMPT=0", "PAGER=cat", "GIT_PAGER=cat"}
-	host := s.opts.Environ
-	if host == nil {
-		host = os.Environ()
-	}
-	for _, name := range s.opts.PassEnv {
-		for _, kv := range host {
-			if k, _, ok := shellCutEnv(kv); ok && k == name {
-				env = append(env, kv)
-			}
-		}
-	}
-	return env
-}
-
-func shellCutEnv(kv string) (string, string, bool) {
-	for i := 0; i < len(kv); i++ {
-		if kv[i] == '=' {
-			return kv[:i], kv[i+1:], true
-		}
-	}
-	return "", "", false
 }
 
 func shellExisting(paths ...string) []string {

@@ -5,7 +5,8 @@ import "path/filepath"
 // credentialPaths are the places below the user's home that hold credentials: keys, cloud and
 // cluster logins, registry tokens, password stores.
 var credentialPaths = [...]string{".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config/gcloud", ".config/gh",
-	".netrc", ".git-credentials", ".npmrc", ".pypirc", ".password-store", ".local/share/keyrings"}
+	".netrc", ".git-credentials", ".config/git/credentials", ".npmrc", ".pypirc", ".cargo/credentials.toml",
+	".cargo/credentials", ".password-store", ".local/share/keyrings"}
 
 // SettingsDir is the folder in a workspace root that holds the workspace's jean2 settings
 // (mcp.json and the like), which jean2 acts on.

@@ -16,22 +16,26 @@ import (
 // builtins returns the tools compiled into jean2 and the ones $JEAN2_HOME/config.json's
 // "disabledBuiltins" turns off, for every command that makes a host (serve, chat, mcp,
 // tools run and list): each offers the same tools. The shell runs its commands through the
-// same sandbox as the host's workers.
+// same sandbox as the host's workers, with config.json's "shell" settings.
 func builtins(layout host.Layout, sb host.SandboxOptions) ([]tool.Tool, []string, error) {
-	tools := builtin.Tools(builtin.Options{Shell: builtin.ShellOptions{Sandbox: sb, Layout: layout}})
 	path := install.ConfigFile(layout)
+	var cfg struct {
+		DisabledBuiltins []string      `json:"disabledBuiltins"`
+		Shell            shellSettings `json:"shell"`
+	}
 	data, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return tools, nil, nil
 	case err != nil:
 		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+	default:
+		if err := json.Unmarshal(data, &cfg); err != nil {
+			return nil, nil, fmt.Errorf("%s is not valid JSON: %w", path, err)
+		}
 	}
-	var cfg struct {
-		DisabledBuiltins []string `json:"disabledBuiltins"`
+	shell, err := cfg.Shell.options(layout, sb)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		return nil, nil, fmt.Errorf("%s is not valid JSON: %w", path, err)
-	}
-	return tools, cfg.DisabledBuiltins, nil
+	return builtin.Tools(builtin.Options{Shell: shell}), cfg.DisabledBuiltins, nil
 }
