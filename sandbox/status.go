@@ -1,8 +1,8 @@
 package sandbox
 
 import (
-	"os"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 )
@@ -93,11 +93,11 @@ type Status struct {
 	// init (pidns_linux.go): everything a confined process starts then dies with jean2,
 	// kill -9 included. PidNSError says why not; then what a worker or command left running
 	// lives until the next jean2 ends it.
-	PidNS      bool   `json:"pidns"`
+	PidNS bool `json:"pidns"`
 	// UserNS is true when the host is not root and starts each launcher in a user namespace
 	// of its own (as the same user), which gives it the view and the pid namespace a root
 	// host gets without one (pidns_linux.go InUserNamespace).
-	UserNS bool `json:"userns,omitempty"`
+	UserNS     bool   `json:"userns,omitempty"`
 	PidNSError string `json:"pidnsError,omitempty"`
 }
 
