@@ -355,8 +355,9 @@ func TestBrokerWithTerminalOverPTY(t *testing.T) {
 		res <- askResult{v: v, err: err}
 	}()
 	p.screen.waitFor(t, "[tool reader asks]")
-	p.screen.waitFor(t, "3) allow for workspace   (default)")
-	p.screen.waitFor(t, "Choose 1-4 (y/n) [3]: ")
+	// A medium-risk read outside the workspace suggests the workspace; the default is once.
+	p.screen.waitFor(t, "1) allow once   (default)")
+	p.screen.waitFor(t, "Choose 1-4 (y/n) [1]: ")
 	p.typeLine(t, "2")
 	if r := wait(t, res); r.err != nil || string(r.v) != "true" {
 		t.Fatalf("= %s, %v", r.v, r.err)

@@ -119,8 +119,24 @@ func (t *Terminal) Ask(ctx context.Context, a tool.Ask) (json.RawMessage, error)
 	return v, nil
 }
 
+// DefaultDuration is the grant a client offers first for a permission ask ("" when the ask
+// suggests none, and the person must choose): the tool's suggestion only when the risk is
+// low, else this one call, so that a key pressed by reflex or meant for something else never
+// leaves a lasting grant behind. The web client applies the same rule (asks.js).
+func DefaultDuration(a tool.Ask) string {
+	switch {
+	case a.Duration == "":
+		return ""
+	case a.Risk == "low":
+		return a.Duration
+	default:
+		return tool.DurationOnce
+	}
+}
+
 // AskPermission prompts the person to allow once, for the session, for the workspace, or to
-// deny. The ask's Duration, when given, is what an empty line chooses.
+// deny. When the ask suggests a Duration, an empty line allows: for that Duration when the
+// risk is low, else once (DefaultDuration).
 func (t *Terminal) AskPermission(ctx context.Context, a tool.Ask) (Decision, error) {
 	if a.Type != tool.AskPermission {
 		return Decision{}, fmt.Errorf("AskPermission needs a permission ask, not %q", a.Type)
@@ -156,10 +172,11 @@ func (t *Terminal) AskPermission(ctx context.Context, a tool.Ask) (Decision, err
 		{"allow for workspace", tool.DurationWorkspace},
 		{"deny", ""},
 	}
+	suggested := DefaultDuration(a)
 	def := ""
 	for i, c := range choices {
 		mark := ""
-		if c.duration != "" && c.duration == a.Duration {
+		if c.duration != "" && c.duration == suggested {
 			mark = "   (default)"
 			def = strconv.Itoa(i + 1)
 		}
@@ -172,10 +189,10 @@ func (t *Terminal) AskPermission(ctx context.Context, a tool.Ask) (Decision, err
 	d, err := promptFor(ctx, t, prompt, func(line string) (Decision, string) {
 		switch strings.ToLower(line) {
 		case "":
-			if a.Duration == "" {
+			if suggested == "" {
 				return Decision{}, "Please choose: type 1, 2, 3 or 4 (or once, session, workspace, deny; y allows once, n denies)."
 			}
-			return Decision{Granted: true, Duration: a.Duration}, ""
+			return Decision{Granted: true, Duration: suggested}, ""
 		case "1", "o", "once", "allow once", "y", "yes":
 			return Decision{Granted: true, Duration: tool.DurationOnce}, ""
 		case "2", "s", "session", "allow for session":

@@ -151,12 +151,12 @@ func TestTerminalPermission(t *testing.T) {
 	ctx := ContextWithCall(context.Background(), Call{Tool: "word_count"})
 	a := tool.Ask{
 		Type: tool.AskPermission, Question: "Read file outside workspace: /tmp/x.txt?",
-		Description: "Counting words.", Risk: "medium", Resource: "file",
+		Description: "Counting words.", Risk: "low", Resource: "file",
 		Paths: []string{"/tmp/x.txt"}, Patterns: []string{"file:/tmp/x.txt"}, Duration: tool.DurationWorkspace,
 	}
 	res := p.askPermission(ctx, a)
 	for _, want := range []string{"[tool word_count asks]", "Permission requested: Read file outside workspace: /tmp/x.txt?",
-		"Counting words.", "Risk: medium", "Resource: file", "Paths: /tmp/x.txt", "Patterns: file:/tmp/x.txt",
+		"Counting words.", "Risk: low", "Resource: file", "Paths: /tmp/x.txt", "Patterns: file:/tmp/x.txt",
 		"1) allow once", "2) allow for session", "3) allow for workspace   (default)", "4) deny", "Choose 1-4 (y/n) [3]: "} {
 		p.screen.waitFor(t, want)
 	}
@@ -449,4 +449,32 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// An empty line (a reflexive Enter) takes the grant the tool suggests only for a low-risk
+// ask; anything riskier, or with the risk unstated, is allowed once: a write outside the
+// workspace (high risk, suggesting the workspace) never defaults to a lasting grant.
+func TestTerminalPermissionDefaultIsNarrowUnlessLowRisk(t *testing.T) {
+	for _, c := range []struct {
+		risk, suggested, want string
+	}{
+		{"low", tool.DurationWorkspace, tool.DurationWorkspace},
+		{"medium", tool.DurationSession, tool.DurationOnce},
+		{"high", tool.DurationWorkspace, tool.DurationOnce},
+		{"critical", tool.DurationSession, tool.DurationOnce},
+		{"", tool.DurationSession, tool.DurationOnce},
+	} {
+		var out bytes.Buffer
+		term := NewTerminal(strings.NewReader("\n"), &out, nil)
+		d, err := term.AskPermission(context.Background(), tool.Ask{Type: tool.AskPermission,
+			Question: "Write /tmp/x/outside.txt?", Risk: c.risk, Duration: c.suggested})
+		term.Close()
+		if err != nil || !d.Granted || d.Duration != c.want {
+			t.Errorf("risk %q suggesting %s: an empty line gave %+v, %v; want allowed %s", c.risk, c.suggested, d, err, c.want)
+		}
+		wantMark := map[string]string{tool.DurationOnce: "1) allow once   (default)", tool.DurationSession: "2) allow for session   (default)", tool.DurationWorkspace: "3) allow for workspace   (default)"}[c.want]
+		if !strings.Contains(out.String(), wantMark) {
+			t.Errorf("risk %q: the prompt does not mark %q:\n%s", c.risk, wantMark, out.String())
+		}
+	}
 }

@@ -215,43 +215,55 @@ func (c *Client) streamEvents(ctx context.Context, sessionID string, after int64
 	}
 	last := after
 	failures := 0
+	var lostSince time.Time
 	for ctx.Err() == nil {
-		err := c.streamOnce(ctx, sessionID, &last, send)
+		connected := false
+		err := c.streamOnce(ctx, sessionID, &last, send, &connected)
 		if ctx.Err() != nil {
 			return
 		}
+		if connected {
+			failures, lostSince = 0, time.Time{}
+		}
 		status := websocket.CloseStatus(err)
-		switch {
-		case status == server.CloseSlowSubscriber:
-			failures = 0
+		if status == server.CloseSlowSubscriber {
 			continue // catch up at once from the last seq received
-		case status == websocket.StatusGoingAway:
-			send(streamItem{err: errors.New("the server shut down")})
-			return
 		}
 		var ae *APIError
 		if errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 {
 			send(streamItem{err: fmt.Errorf("the event stream was refused: %w", err)})
 			return
 		}
+		// A server that shut down or went away is waited for: it is being restarted, most
+		// likely, and the conversation goes on where it was when it is back.
+		if lostSince.IsZero() {
+			lostSince = time.Now()
+			why := "connection to the server lost; reconnecting…"
+			if status == websocket.StatusGoingAway {
+				why = "the server shut down; reconnecting when it is back…"
+			}
+			if !send(streamItem{notice: why}) {
+				return
+			}
+		} else if time.Since(lostSince) > reconnectFor {
+			send(streamItem{err: fmt.Errorf("lost the connection to the server for %s: %w", reconnectFor, err)})
+			return
+		}
 		failures++
-		if failures > 8 {
-			send(streamItem{err: fmt.Errorf("lost the connection to the server: %w", err)})
-			return
-		}
-		if failures == 1 && !send(streamItem{notice: "connection to the server lost; reconnecting…"}) {
-			return
-		}
 		select {
-		case <-time.After(time.Duration(1<<min(failures-1, 4)) * 250 * time.Millisecond):
+		case <-time.After(time.Duration(1<<min(failures-1, 3)) * 250 * time.Millisecond):
 		case <-ctx.Done():
 			return
 		}
 	}
 }
 
+// reconnectFor is how long the chat tries to reach a server that went away (a restart)
+// before it gives up.
+const reconnectFor = 2 * time.Minute
+
 // streamOnce reads one WebSocket connection until it ends; *last follows the events read.
-func (c *Client) streamOnce(ctx context.Context, sessionID string, last *int64, send func(streamItem) bool) error {
+func (c *Client) streamOnce(ctx context.Context, sessionID string, last *int64, send func(streamItem) bool, connected *bool) error {
 	u := c.base + "/api/sessions/" + url.PathEscape(sessionID) + "/ws?after=" + fmt.Sprint(*last)
 	u = "ws" + strings.TrimPrefix(u, "http")
 	header := http.Header{}
@@ -266,6 +278,7 @@ func (c *Client) streamOnce(ctx context.Context, sessionID string, last *int64, 
 		return err
 	}
 	defer conn.CloseNow()
+	*connected = true
 	conn.SetReadLimit(maxEventFrame)
 	for {
 		_, data, err := conn.Read(ctx)

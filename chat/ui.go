@@ -31,17 +31,19 @@ const secondInterrupt = 2 * time.Second
 // except the ask prompts, which draw while the loop waits for their answer; both write
 // through out, which serializes them.
 type chatUI struct {
-	stdin   io.Reader
-	st      chatStyle
-	out     *lockedWriter
-	api     *Client
-	ses     session
-	ws      store.Workspace
-	local   bool // the server runs inside this process and ends with it
-	ctx     context.Context
-	intr    chan os.Signal
-	askDone chan askOutcome
-	wg      sync.WaitGroup // ask prompts and API calls started by the loop
+	stdin io.Reader
+	st    chatStyle
+	out   *lockedWriter
+	api   *Client
+	ses   session
+	ws    store.Workspace
+	local bool // the server runs inside this process and ends with it
+	// reconnecting: the event stream was lost and is being reconnected (it says so once back)
+	reconnecting bool
+	ctx          context.Context
+	intr         chan os.Signal
+	askDone      chan askOutcome
+	wg           sync.WaitGroup // ask prompts and API calls started by the loop
 
 	col0 bool // the cursor is at the start of a line
 
@@ -453,7 +455,13 @@ func (u *chatUI) handleStreamItem(it streamItem) {
 	switch {
 	case it.notice != "":
 		u.println(u.st.dim("(" + it.notice + ")"))
+		u.reconnecting = true
 	case it.hello != nil:
+		if u.reconnecting {
+			u.reconnecting = false
+			u.println(u.st.dim("(connected to the server again)"))
+			u.prompt()
+		}
 		if it.hello.Running && !u.running {
 			u.running = true
 			u.println(u.st.dim("(a turn is running in this session)"))

@@ -131,3 +131,97 @@ func TestServerRequestsThroughTheCall(t *testing.T) {
 		t.Fatalf("out of the blue: %+v %v", er, err)
 	}
 }
+
+// elicitingServer serves one tool, "form", that elicits a one-field form and returns what
+// came back, and counts the elicitations it made.
+func elicitingServer(t *testing.T) (url string) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "forms", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "form", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Your name?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)})
+			if err != nil {
+				return nil, err
+			}
+			b, _ := json.Marshal(res.Content)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// A person filling in a server's form is not timed out: the call's 300 ms timeout does not
+// run while the form waits on the person (here 900 ms), and the answer reaches the server.
+func TestElicitationDoesNotCountTowardTheTimeout(t *testing.T) {
+	m := New(Config{Servers: []ServerConfig{{Name: "forms", URL: elicitingServer(t), Type: "http", File: "mcp.json", Timeout: 300}}}, nil, Options{})
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m.Start(ctx)
+	tools, err := m.Servers()[0].Tools()
+	if err != nil || len(tools) != 1 {
+		t.Fatalf("tools: %v %v", tools, err)
+	}
+	c := tool.NewContext(tool.Context{Asker: tool.AskerFunc(func(ctx context.Context, a tool.Ask) (json.RawMessage, error) {
+		select {
+		case <-time.After(900 * time.Millisecond): // a person typing
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		return json.RawMessage(`{"type":"form","answers":[{"question":"name","answer":"Grace"}]}`), nil
+	})})
+	res := run(t, tools[0], `{}`, c)
+	if !res.Success {
+		t.Fatalf("the call failed while the person answered: %s", res.Error)
+	}
+	var got string
+	_ = json.Unmarshal(res.Result, &got)
+	if got != `{"name":"Grace"}` {
+		t.Fatalf("the server saw %s, want {\"name\":\"Grace\"}", got)
+	}
+}
+
+// A form whose call ended (stopped here) is withdrawn: the ask's context ends with the call,
+// so no client goes on asking for it, and no answer given later counts.
+func TestElicitationWithdrawnWhenTheCallEnds(t *testing.T) {
+	m := New(Config{Servers: []ServerConfig{{Name: "forms", URL: elicitingServer(t), Type: "http", File: "mcp.json"}}}, nil, Options{})
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m.Start(ctx)
+	tools, err := m.Servers()[0].Tools()
+	if err != nil || len(tools) != 1 {
+		t.Fatalf("tools: %v %v", tools, err)
+	}
+	asked := make(chan struct{})
+	withdrawn := make(chan time.Duration, 1)
+	callCtx, stop := context.WithCancel(ctx)
+	c := tool.NewContext(tool.Context{Asker: tool.AskerFunc(func(ctx context.Context, a tool.Ask) (json.RawMessage, error) {
+		close(asked)
+		start := time.Now()
+		select {
+		case <-ctx.Done():
+			withdrawn <- time.Since(start)
+			return nil, context.Cause(ctx)
+		case <-time.After(5 * time.Second):
+			withdrawn <- -1
+			return json.RawMessage(`{"type":"form","answers":[{"question":"name","answer":"late"}]}`), nil
+		}
+	})})
+	go func() {
+		<-asked
+		stop()
+	}()
+	res := tools[0].Execute(callCtx, c, json.RawMessage(`{}`))
+	if res.Success {
+		t.Fatalf("a stopped call succeeded: %s", res.Result)
+	}
+	select {
+	case d := <-withdrawn:
+		if d < 0 {
+			t.Fatal("the form stayed asked 5 s after its call was stopped")
+		}
+	case <-time.After(6 * time.Second):
+		t.Fatal("the ask never ended")
+	}
+}

@@ -89,14 +89,22 @@ func (t *remoteTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 		return tool.Errorf("%v", why)
 	}
 	timeout := t.def.TimeoutDuration()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	clock := startCallClock(timeout, func() { cancel(errCallTimedOut) })
+	defer clock.stop()
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
 	params := &mcp.CallToolParams{Name: t.remote, Arguments: args}
 	if c != nil {
-		// While it runs, this call answers the server's own requests (requests.go).
+		// While it runs, this call answers the server's own requests (requests.go), with
+		// its clock stopped while a person is asked.
+		if c.Asker != nil {
+			cc := *c
+			cc.Asker = callAsker{Asker: c.Asker, clock: clock, call: ctx}
+			c = &cc
+		}
 		defer t.srv.callers.add(c)()
 	}
 	var token string
@@ -118,7 +126,7 @@ func (t *remoteTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 			t.srv.lastCancel.Store(time.Now().UnixNano())
 		}
 		switch {
-		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		case errors.Is(context.Cause(ctx), errCallTimedOut):
 			return tool.Errorf("Tool execution timed out after %dms", timeout.Milliseconds())
 		case ctx.Err() != nil:
 			return tool.Errorf("the call was cancelled: %v", context.Cause(ctx))

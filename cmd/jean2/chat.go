@@ -53,12 +53,9 @@ func runChat(ctx context.Context, e env, args []string) error {
 		return err
 	}
 
-	base, explicit := *serverFlag, true
-	if base == "" {
-		base, explicit = e.getenv("JEAN2_SERVER"), false
-	}
-	if base == "" {
-		base = chat.DefaultServer
+	base, explicit, err := serverBase(e, *serverFlag)
+	if err != nil {
+		return err
 	}
 	if err := chat.CheckServerURL(base); err != nil {
 		return usagef("--server %s: %v", base, err)
@@ -222,11 +219,18 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*chat.Local
 	if err != nil {
 		signIn = base + "/ (jean2 signin --server " + base + " signs a browser in)"
 	}
+	// Another jean2 chat or signin on this home joins this server while the chat lasts.
+	unpublish, err := publishServer(layout.Home, base)
+	if err != nil {
+		log.Warn("other terminals will not find the chat's server", "error", err)
+		unpublish = func() {}
+	}
 	return &chat.LocalServer{
 		URL:    base,
 		Token:  srv.Token(),
 		SignIn: signIn,
 		Close: func() {
+			unpublish()
 			cctx, cancel := context.WithTimeout(context.Background(), localServerWait)
 			defer cancel()
 			// The server ends its turns and sockets; then the listener closes.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -131,7 +132,15 @@ func (c *chatEnv) env(extra ...string) []string {
 // serve starts `jean2 serve --port 0` and returns its URL; it is stopped when the test ends.
 func (c *chatEnv) serve() string {
 	c.t.Helper()
-	cmd := exec.Command(jean2Bin, "serve", "--port", "0")
+	u, _ := c.serveOn("0")
+	return u
+}
+
+// serveOn starts `jean2 serve --port PORT` and returns its URL and a stop that waits for it
+// to end (called when the test ends too).
+func (c *chatEnv) serveOn(port string) (string, func()) {
+	c.t.Helper()
+	cmd := exec.Command(jean2Bin, "serve", "--port", port)
 	cmd.Env = c.env()
 	cmd.Dir = c.ws
 	stderr, err := cmd.StderrPipe()
@@ -153,7 +162,7 @@ func (c *chatEnv) serve() string {
 			}
 		}
 	}()
-	c.t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		_ = cmd.Process.Signal(syscall.SIGINT)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
@@ -164,15 +173,16 @@ func (c *chatEnv) serve() string {
 			<-done
 		}
 	})
+	c.t.Cleanup(stop)
 	select {
 	case u := <-found:
 		// Sessions are not named by the model here: the tests script every model request
 		// (TestChatSessionNamed turns it back on).
 		c.setAutoTitle(u, false)
-		return u
+		return u, stop
 	case <-time.After(60 * time.Second):
 		c.t.Fatalf("jean2 serve did not start; its output:\n%s", log.String())
-		return ""
+		return "", stop
 	}
 }
 

@@ -195,6 +195,13 @@ func serve(ctx context.Context, e env, args []string) error {
 	fmt.Fprintf(e.stderr, "jean2 serve: listening on %s (API %s/api/, MCP %s/mcp; API token in %s)\n",
 		base, base, base, filepath.Join(layout.Home, server.TokenFile))
 
+	// jean2 chat and jean2 signin of this home find the server on whatever port it has.
+	if unpublish, err := publishServer(layout.Home, browserBase(ln.Addr())); err != nil {
+		fmt.Fprintf(e.stderr, "jean2 serve: jean2 chat will not find this server without --server: %v\n", err)
+	} else {
+		defer unpublish()
+	}
+
 	// Timeouts and a connection cap, so slow or idle clients cannot hold every descriptor.
 	lim := server.HTTPLimits{}
 	hs := srv.HTTPServer(lim)

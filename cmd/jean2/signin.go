@@ -19,7 +19,9 @@ Prints a one-time address that signs a browser in to the running jean2 server: o
 within an hour, it sets the server's cookie and shows the web client. The API token is
 read from $JEAN2_TOKEN, else from $JEAN2_HOME/token (written by jean2 serve).
 
-  --server URL  the jean2 server (default $JEAN2_SERVER, else http://127.0.0.1:8742)
+  --server URL  the jean2 server (default $JEAN2_SERVER, else the server running on this
+                $JEAN2_HOME, on whatever port ($JEAN2_HOME/server.json), else
+                http://127.0.0.1:8742)
   --open        also open the address in the desktop's browser (xdg-open)
 `
 
@@ -31,12 +33,9 @@ func signin(ctx context.Context, e env, args []string) error {
 	if help, err := parseFlags(fs, e, args, signinUsage, ""); help || err != nil {
 		return err
 	}
-	base := *serverFlag
-	if base == "" {
-		base = e.getenv("JEAN2_SERVER")
-	}
-	if base == "" {
-		base = chat.DefaultServer
+	base, _, err := serverBase(e, *serverFlag)
+	if err != nil {
+		return err
 	}
 	if err := chat.CheckServerURL(base); err != nil {
 		return usagef("--server %s: %v", base, err)

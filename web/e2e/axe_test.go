@@ -80,7 +80,7 @@ func TestAxeClean(t *testing.T) {
 			f.typeInto("#composer-input", "draw everything\n")
 			f.waitText("dialog[open] .ask-permission", "May I read the logs?")
 			f.axeCheck(src, scheme+" conversation with a permission dialog")
-			f.click(`dialog[open] button[data-duration="once"]`)
+			f.answerDialog("once")
 		}
 		f.waitText(".message.assistant", "All drawn.")
 		f.axeCheck(src, scheme+" conversation")

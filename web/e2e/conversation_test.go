@@ -90,7 +90,7 @@ func TestWorkspaceWidened(t *testing.T) {
 	f.open("#/s/" + s.ID)
 	f.typeInto("#composer-input", "widen and narrow\n")
 	f.waitText("dialog[open] .ask-permission", other)
-	f.click(`dialog[open] button[data-duration="once"]`)
+	f.answerDialog("once")
 	f.waitText(".tool-card", "The workspace now also allows "+other)
 	f.waitText(".tool-card", "The workspace no longer allows "+other)
 	f.waitText(".message.assistant", "Done.")

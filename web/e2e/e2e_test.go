@@ -97,9 +97,11 @@ func TestAskAnsweredByClick(t *testing.T) {
 	f.waitText("dialog[open] .ask-permission", "May I deploy to production?")
 	f.waitText("dialog[open] .ask-permission", "High risk")
 	f.waitText(".tool-card .tool-progress", "waiting for you")
-	// Escape closes the dialog; the question stays in the conversation. The key goes to the
-	// focused element, so wait until the modal dialog holds the focus (a loaded machine may
-	// draw the dialog before it moves the focus into it, and an Escape then goes nowhere).
+	// Escape closes the dialog; the question stays in the conversation. The dialog came as
+	// the person had just typed, so it left them the focus: a click on it moves there. The
+	// key goes to the focused element, so wait until the dialog holds the focus.
+	f.waitJS("the dialog to listen", `document.querySelector("dialog[open].ready") !== null`)
+	f.click("dialog[open] h2")
 	f.waitJS("the dialog to hold the focus", `document.activeElement !== null && document.activeElement.closest("dialog[open]") !== null`)
 	if err := f.b.Do(10*time.Second, chromedp.KeyEvent(kb.Escape)); err != nil {
 		t.Fatal(err)
@@ -112,7 +114,7 @@ func TestAskAnsweredByClick(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitText("dialog[open] .ask-permission", "May I deploy to production?")
-	f.click(`dialog[open] button[data-duration="session"]`)
+	f.answerDialog("session")
 
 	f.waitText(".tool-card .ask-confirm", "Really continue?")
 	f.clickText(".tool-card .ask-confirm", "Yes")

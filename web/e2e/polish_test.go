@@ -59,7 +59,7 @@ func TestLiveStatusAndQuestions(t *testing.T) {
 	if got := f.eval(`document.querySelector("dialog[open] button.primary").dataset.duration`); got != "once" {
 		t.Errorf("the default button of a high-risk permission is %q, want once", got)
 	}
-	f.click(`dialog[open] button[data-duration="once"]`)
+	f.answerDialog("once")
 	f.waitText(".message.assistant", "Shipped.")
 	f.waitText(".tool-card .ask-permission.answered", "allowed (once)")
 	f.waitJS("the title without a count", `!document.title.startsWith("(")`)

@@ -89,10 +89,17 @@ function kindWord(a) {
   return { permission: "Permission", single_select: "Choose one", multi_select: "Choose", text: "Question", confirm: "Confirm", form: "Form", client_capability: "Client" }[a.type] || "Ask";
 }
 
+/**
+ * defaultDuration is the grant a permission form offers first: what the tool suggests only
+ * for a low-risk ask, else this one call. A key meant for something else must never leave
+ * a lasting grant behind (the terminal applies the same rule).
+ */
+export function defaultDuration(a) {
+  return a.risk === "low" && a.duration ? a.duration : "once";
+}
+
 function permissionForm(a, send, opts) {
-  // For high and critical risk the default button is the narrowest grant, whatever the
-  // tool suggests: a reflexive Enter allows this one call only.
-  const suggested = a.risk === "high" || a.risk === "critical" ? "once" : a.duration || "once";
+  const suggested = defaultDuration(a);
   const form = h("form", { class: "permission", onsubmit: (e) => e.preventDefault() });
   const grant = (duration) => send({ granted: true, duration }, form);
   const btn = (duration, label) => h("button", {
@@ -110,7 +117,6 @@ function permissionForm(a, send, opts) {
       btn("session", "Allow for this session"),
       btn("workspace", "Allow for this workspace"),
       h("button", { type: "button", class: "danger", dataset: { duration: "deny" }, onclick: () => send({ granted: false }, form) }, "Deny"))]);
-  if (opts.autofocus) queueMicrotask(() => form.querySelector("button.primary")?.focus());
   return form;
 }
 
@@ -244,31 +250,73 @@ export function questionField(q, inForm) {
   }
 }
 
+// The time after a dialog appears during which it takes no key and no click: a key or a
+// click meant for what was there before (the space of "now please" in the message box)
+// must not answer it. A person reads the question for longer than this anyway.
+const ASK_GUARD_MS = 600;
+
 /**
- * showPermissionDialog opens a modal for a permission ask (Escape closes it; the ask stays
+ * showPermissionDialog opens a dialog for a permission ask (Escape closes it; the ask stays
  * pending and its inline form stays in the conversation). Returns the <dialog>.
+ *
+ * It never takes what was typed before it appeared: when the person is writing (a text
+ * field has the focus) it opens beside the conversation without taking the focus, else as
+ * a modal whose focus rests on the dialog itself, not on a button; and for its first
+ * ASK_GUARD_MS it ignores keys and clicks.
  */
 export function showPermissionDialog(pending, answer) {
-  const dialog = h("dialog", { class: "ask-dialog", "aria-labelledby": "" });
+  const dialog = h("dialog", { class: "ask-dialog", "aria-labelledby": "", tabindex: "-1" });
   const close = h("button", { type: "button", class: "close", "aria-label": "Close (the question stays open)", onclick: () => dialog.close() }, "×");
   const body = renderAsk(pending, async (v) => {
     await answer(v);
     dialog.close();
-  }, { autofocus: true });
+  });
   const titleId = nextId("dlg");
   dialog.setAttribute("aria-labelledby", titleId);
   dialog.append(h("header", null, h("h2", { id: titleId }, "Permission needed"), close), body);
   dialog.addEventListener("close", () => dialog.remove());
-  // Escape closes it (the question stays in the conversation), always: Chrome's own Escape
-  // handling of a dialog shown without a person's gesture sometimes waits for a second press.
-  dialog.addEventListener("keydown", (e) => {
-    if (e.key === "Escape") {
-      e.preventDefault();
-      dialog.close();
-    }
-  });
+  guardDialog(dialog);
   document.body.appendChild(dialog);
-  dialog.showModal();
-  dialog.querySelector("button.primary")?.focus();
+  const writing = document.activeElement;
+  if (isWriting(writing)) {
+    dialog.classList.add("beside");
+    dialog.show();
+    // show() moves the focus into the dialog too; it goes back where the person types (a
+    // field keeps its caret and selection).
+    writing.focus({ preventScroll: true });
+  } else {
+    dialog.showModal();
+    dialog.focus();
+  }
   return dialog;
+}
+
+// isWriting says whether el is a field a person types text into.
+function isWriting(el) {
+  if (!el) return false;
+  if (el.tagName === "TEXTAREA" || el.isContentEditable) return true;
+  return el.tagName === "INPUT" && !["button", "checkbox", "radio", "submit", "reset", "file", "range", "color"].includes(el.type);
+}
+
+// guardDialog makes a new dialog deaf for ASK_GUARD_MS (a button activated by a space or
+// an Enter fires its click on the key's release, which can come after the dialog took the
+// focus), and closes it on Escape, always: Chrome's own Escape handling of a dialog shown
+// without a person's gesture sometimes waits for a second press.
+function guardDialog(dialog) {
+  const opened = performance.now();
+  const early = () => performance.now() - opened < ASK_GUARD_MS;
+  setTimeout(() => dialog.classList.add("ready"), ASK_GUARD_MS); // for tests, and the style
+  for (const type of ["keydown", "keyup", "keypress", "click", "pointerdown", "mousedown"]) {
+    dialog.addEventListener(type, (e) => {
+      if (e.key === "Escape" && type === "keydown") {
+        e.preventDefault();
+        dialog.close();
+        return;
+      }
+      if (early()) {
+        e.preventDefault();
+        e.stopPropagation();
+      }
+    }, { capture: true });
+  }
 }

@@ -13,7 +13,7 @@ import { openDialog, confirmAction, notify, errorText, promptText } from "./ui.j
 import { compactionView, compactSession, instructionsBar, modelPicker, noProviderHelp, turnUsage, usageText } from "./agent.js";
 import { messageActions, sendOrQueue, drawQueue, loadQueue, cutFrom } from "./controls.js";
 import { pickResource, resourceChip, resourcePartView } from "./mcpresources.js";
-import { announce, notifyQuestion, askNotifications, isStopped, followBottom, openAtLatest, jumpButton } from "./follow.js";
+import { announce, notifyQuestion, askNotifications, isStopped, followBottom, openAtLatest, jumpButton, jumpToLatest } from "./follow.js";
 
 const reasonWords = {
   stopped: "Stopped.",
@@ -77,6 +77,10 @@ export class SessionView {
     this.setRunning(!!this.session.running);
     this.loadLedgers();
     loadQueue(this);
+    // Opened by the person (new, switched to, or made with a new workspace): they write next.
+    // Before the socket's hello, so that a permission pending there opens beside the message
+    // box. Not on a touch screen, where the keyboard would cover the conversation.
+    if (this.focusOnOpen && !matchMedia("(pointer: coarse)").matches) this.focusComposer();
     this.stream = new EventStream(`/api/sessions/${enc(this.id)}/ws`, this.session.lastSeq || 0, {
       onHello: (f) => this.onHello(f),
       onEvent: (ev) => this.onEvent(ev),
@@ -109,6 +113,11 @@ export class SessionView {
           e.preventDefault();
           this.send();
         }
+      },
+      // A key's character can come as an event of its own (remote and synthetic keyboards):
+      // the Enter that sent must not leave a new line in the emptied box.
+      onkeypress: (e) => {
+        if (e.key === "Enter" && !e.shiftKey && !e.isComposing) e.preventDefault();
       },
     });
     this.attachments = []; // [{mediaType, data (base64), name, el}] sent with the next message
@@ -567,20 +576,33 @@ export class SessionView {
     // set it again.
     const wasRunning = this.running;
     if (!wasRunning) this.setRunning(true);
+    // The message leaves the box now: what the person types while it is on its way is the
+    // next message, never merged into this one (an Enter then sent the merge).
+    this.input.value = "";
+    for (const img of images) this.removeAttachment(img);
+    for (const res of resources) this.removeResource(res);
+    // The person sent: they want to see what comes, wherever they had scrolled.
+    jumpToLatest(this);
     try {
       const body = { text };
       if (images.length) body.images = images.map(({ mediaType, data }) => ({ mediaType, data }));
       if (resources.length) body.resources = resources.map(({ server, workspaceId, uri }) => ({ server, workspaceId, uri }));
       // Sent now when the session is idle, else queued for the running turn's end.
       await sendOrQueue(this, body);
-      // Clear only what was sent; anything typed or attached since stays.
-      if (this.input.value.trim() === text.trim()) this.input.value = "";
-      for (const img of images) this.removeAttachment(img);
-      for (const res of resources) this.removeResource(res);
     } catch (err) {
       if (!wasRunning && err.code !== "busy") this.setRunning(false);
+      // Not sent: it goes back in the box, before anything typed since.
+      const since = this.input.value;
+      this.input.value = since.trim() ? `${text}\n${since}` : text;
+      for (const img of images) this.putBackAttachment(img);
+      for (const res of resources) this.attachResource(res);
       replace(this.composerErr, noProviderHelp(err) || errorText(err));
     }
+  }
+
+  putBackAttachment(img) {
+    this.attachments.push(img);
+    this.attachList.appendChild(img.el);
   }
 
   async attachFiles(files) {
@@ -827,7 +849,7 @@ export class SessionView {
   }
 
   focusComposer() {
-    this.input?.focus();
+    this.input?.focus({ preventScroll: true });
   }
 
   scrollToEnd() {

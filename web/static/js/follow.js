@@ -73,6 +73,15 @@ export function followBottom(view) {
   if (view.following !== false) toBottom(view);
 }
 
+/** jumpToLatest goes to the end and follows it again, wherever the person had scrolled (they
+ * just sent a message and want to see what comes). */
+export function jumpToLatest(view) {
+  if (!view.el.isConnected) return;
+  view.following = true;
+  toBottom(view);
+  if (view.jumpBtn) view.jumpBtn.hidden = true;
+}
+
 /** openAtLatest shows the latest message when a session opens (again once laid out). */
 export function openAtLatest(view) {
   view.following = true;

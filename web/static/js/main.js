@@ -273,6 +273,10 @@ class App {
       this.currentSession = decodeURIComponent(parts[1]);
       this.lastSession = this.currentSession;
       this.view = new SessionView(this, this.currentSession);
+      // Opened by the person in the page (a new session or workspace, a switch): the message
+      // box takes the focus. Not on the page's first load, where the first Tab reaches the
+      // skip link.
+      this.view.focusOnOpen = this.routedOnce === true;
     } else if (parts[0] === "tools") {
       page = "tools";
       this.view = new ToolsView(this);
@@ -284,6 +288,7 @@ class App {
       if (a.dataset.page === page) a.setAttribute("aria-current", "page");
       else a.removeAttribute("aria-current");
     }
+    this.routedOnce = true;
     this.toggleMenu(false);
     this.drawSidebar();
     if (this.view) this.view.mount(this.main);
