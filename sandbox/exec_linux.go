@@ -98,14 +98,22 @@ func enter(spec Spec, program string, args []string) error {
 	if err != nil {
 		return fmt.Errorf("execute %s: %w", program, err)
 	}
-	if err := setLimits(spec, nproc); err != nil {
+	asInit := os.Getpid() == 1 && !spec.NoFork
+	own := spec
+	if asInit {
+		// The init goes on running Go after the program starts, and RLIMIT_DATA counts its
+		// thread stacks and heap arenas: a new thread would fail (pthread_create: EAGAIN)
+		// and end it. That limit is the program's alone (runInit sets it with prlimit).
+		own.DataMB = 0
+	}
+	if err := setLimits(own, nproc); err != nil {
 		return err
 	}
-	if os.Getpid() == 1 && !spec.NoFork {
+	if asInit {
 		// The init of a pid namespace of its own (the host started it so): the program is
 		// its child, and the launcher ends as the program did, as it would have had it
 		// become the program.
-		code, err := runInit(program, args, spec.ExtraFDs)
+		code, err := runInit(program, args, spec.ExtraFDs, spec.DataMB)
 		if err != nil {
 			return err
 		}

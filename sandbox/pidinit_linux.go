@@ -21,7 +21,7 @@ import (
 // orphaned in the namespace, and ends as the program ended. When it exits the kernel kills
 // the rest of the namespace. It returns the exit code to end with, or an error when the
 // program could not be started.
-func runInit(program string, args []string, extraFDs int) (int, error) {
+func runInit(program string, args []string, extraFDs, dataMB int) (int, error) {
 	// Nothing in the namespace may trace it or read its /proc entries: its other threads
 	// hold none of the restrictions. An exec makes the program dumpable again.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
@@ -34,6 +34,15 @@ func runInit(program string, args []string, extraFDs int) (int, error) {
 	})
 	if err != nil {
 		return 0, fmt.Errorf("execute %s: %w", program, err)
+	}
+	if dataMB > 0 {
+		// Set as soon as the program exists (ForkExec returns once it has executed); the
+		// memory cgroup caps it meanwhile.
+		n := uint64(dataMB) << 20
+		if err := unix.Prlimit(pid, unix.RLIMIT_DATA, &unix.Rlimit{Cur: n, Max: n}, nil); err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			return 0, fmt.Errorf("set the memory limit (RLIMIT_DATA %d MiB) of %s: %w", dataMB, program, err)
+		}
 	}
 	// The program has its copies; the protocol's pipes and standard output must reach their
 	// end when the program closes them. Standard error stays for the launcher's last words.

@@ -35,7 +35,8 @@ import (
 //  3. hidden places and shown ones are attached by depth, parents first: a workspace, then a
 //     .env hidden in it; $JEAN2_HOME hidden, then the session's folder shown in it (its
 //     mount point made in the empty cover, which is still writable then);
-//  4. the covers are made read-only, /dev/shm is a private tmpfs, and the working folder is
+//  4. the covers are made read-only, /dev/shm is a private tmpfs, /proc is the launcher's
+//     own pid namespace's (when it is that namespace's init), and the working folder is
 //     entered again so that it is the view's and not the machine's.
 //
 // The process cannot undo it: it has no capability left, Landlock refuses every mount
@@ -81,6 +82,11 @@ func buildView(v *View) error {
 	}
 	if err := privateShm(v.ShmMB); err != nil {
 		return err
+	}
+	if os.Getpid() == 1 {
+		if err := ownProc(); err != nil {
+			return err
+		}
 	}
 	if wd != "" {
 		if err := unix.Chdir(wd); err != nil {
@@ -350,6 +356,34 @@ func (c *covers) seal() error {
 		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
 			return fmt.Errorf("build the view: make a cover read-only: %w", err)
 		}
+	}
+	return nil
+}
+
+// ownProc mounts, over the machine's /proc, the one of the launcher's own pid namespace:
+// the confined processes see themselves and nothing of the host (jean2's environment in
+// /proc/<pid>/environ, its command line, its descriptors).
+func ownProc() error {
+	target, err := openNoLinks("/proc", unix.O_DIRECTORY)
+	if err != nil {
+		return fmt.Errorf("build the view: /proc: %w", err)
+	}
+	defer unix.Close(target)
+	fs, err := unix.Fsopen("proc", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("build the view: /proc: fsopen: %w", err)
+	}
+	defer unix.Close(fs)
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return fmt.Errorf("build the view: /proc of the pid namespace: %w", err)
+	}
+	m, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	if err != nil {
+		return fmt.Errorf("build the view: /proc: fsmount: %w", err)
+	}
+	defer unix.Close(m)
+	if err := unix.MoveMount(m, "", target, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return fmt.Errorf("build the view: /proc: move_mount: %w", err)
 	}
 	return nil
 }
