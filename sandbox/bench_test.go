@@ -9,8 +9,9 @@ import (
 
 // BenchmarkLaunch measures what the launcher adds to starting a worker: the same program
 // started directly, through the launcher with limits only, and through the launcher with
-// Landlock and a worker's full rule set. /bin/true isolates the launcher's own cost; node
-// shows it beside a runtime's start.
+// Landlock and a worker's full rule set, and with the view of the machine and a pid namespace
+// as every shell command and worker now gets them. /bin/true isolates the launcher's own
+// cost; bash is a shell command's; node shows it beside a runtime's start.
 //
 //	go test ./sandbox -run XXX -bench Launch -benchtime 40x
 func BenchmarkLaunch(b *testing.B) {
@@ -27,7 +28,7 @@ func BenchmarkLaunch(b *testing.B) {
 		name string
 		path string
 		args []string
-	}{{"true", truePath, nil}, {"node", node, []string{"-e", "0"}}} {
+	}{{"true", truePath, nil}, {"bash", "/bin/bash", []string{"--noprofile", "--norc", "-c", "true"}}, {"node", node, []string{"-e", "0"}}} {
 		plan := Plan{Program: prog.path, RuntimeRoot: RuntimeRoot(prog.path, ""), ReadOnly: []string{dir}, ReadWrite: []string{dir}}
 		type variant struct {
 			name  string
@@ -50,6 +51,17 @@ func BenchmarkLaunch(b *testing.B) {
 				b.Fatal(err)
 			}
 			specs = append(specs, variant{"landlock+seal", &Spec{Landlock: true, Rules: plan.Rules(), DataMB: 512, SealedDirs: []string{sealed}}, false})
+			// What every shell command and worker gets now: the view (a protected folder
+			// covered, the place shown again inside it, .jean2 sealed) and a pid namespace.
+			hidden := filepath.Join(dir, "home")
+			shown := filepath.Join(hidden, "tmp", "s1")
+			if err := os.MkdirAll(shown, 0o700); err != nil {
+				b.Fatal(err)
+			}
+			vp := plan
+			vp.ReadWrite, vp.Protected, vp.MountSealed = append(vp.ReadWrite, shown), []string{hidden}, []string{sealed}
+			view := &Spec{Landlock: true, Rules: vp.Rules(), DataMB: 512, View: vp.View(os.Args[0])}
+			specs = append(specs, variant{"landlock+view", view, false}, variant{"landlock+view+pidns", view, true})
 		}
 		for _, s := range specs {
 			b.Run(prog.name+"/"+s.name, func(b *testing.B) {
