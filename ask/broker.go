@@ -148,6 +148,8 @@ func (b *Broker) permission(ctx context.Context, a tool.Ask) (bool, error) {
 	}
 	if d.Granted {
 		b.record(ctx, a, d.Duration)
+	} else {
+		b.grants.Refuse(b.call, a)
 	}
 	return d.Granted, nil
 }

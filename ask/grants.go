@@ -101,6 +101,8 @@ type Grants struct {
 
 	mu     sync.RWMutex
 	byTool map[string][]*entry // tool name → its grants, oldest first
+	// refused holds, per session, the sensitive files a person refused (refusals.go).
+	refused map[string][]string
 	// gone holds the ids of stored grants revoked or ended here or elsewhere (Forget), so
 	// that an Adopt that read the store just before their deletion does not bring them back.
 	gone map[string]bool
@@ -195,6 +197,9 @@ func (g *Grants) Record(ctx context.Context, call Call, a tool.Ask, duration str
 	e := newEntry(gr)
 	g.mu.Lock()
 	g.byTool[gr.Tool] = append(g.byTool[gr.Tool], e)
+	if duration != tool.DurationOnce {
+		g.unrefuse(call.SessionID, e) // a lasting yes to a refused file lifts the refusal
+	}
 	g.mu.Unlock()
 	if duration != tool.DurationOnce && g.store != nil {
 		if err := g.store.SaveGrant(ctx, gr); err != nil {
@@ -513,6 +518,9 @@ func (g *Grants) EndSession(ctx context.Context, sessionID string) error {
 	if sessionID == "" {
 		return nil
 	}
+	g.mu.Lock()
+	delete(g.refused, sessionID)
+	g.mu.Unlock()
 	removed := g.remove(func(e *entry) bool { return e.Duration != tool.DurationWorkspace && e.SessionID == sessionID })
 	return g.deleteStored(ctx, removed)
 }

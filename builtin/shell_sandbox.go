@@ -189,7 +189,8 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	if err == nil && mech == sandbox.Landlock && st.MountSeal {
 		// The view (sandbox/view_linux.go): the machine read-only, the command's writable
 		// places bound, the protected ones and jean2's own binary hidden, .jean2 sealed.
-		spec.View, spec.SealedDirs = plan.View(st.Launcher), nil
+		// The sensitive files a person refused in this session are hidden too.
+		spec.View, spec.SealedDirs = plan.View(append([]string{st.Launcher}, c.Refused...)...), nil
 	}
 	if err == nil {
 		err = sandbox.WritesWithin(spec.Rules, places)

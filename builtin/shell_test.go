@@ -43,6 +43,12 @@ type shellFixture struct {
 
 func newShellFixture(t testing.TB, mod func(*builtin.ShellOptions)) *shellFixture {
 	t.Helper()
+	return newShellFixtureWith(t, mod)
+}
+
+// newShellFixtureWith is newShellFixture with more built-ins beside the shell.
+func newShellFixtureWith(t testing.TB, mod func(*builtin.ShellOptions), more ...tool.Tool) *shellFixture {
+	t.Helper()
 	if st := sandbox.Probe(sandbox.ModeRequire, os.Args[0]); st.LandlockABI < 1 || !st.NetNS {
 		t.Skipf("needs Landlock and network namespaces: %+v", st)
 	}
@@ -72,7 +78,7 @@ func newShellFixture(t testing.TB, mod func(*builtin.ShellOptions)) *shellFixtur
 		mod(&opts)
 	}
 	h, err := host.New(context.Background(), host.Options{
-		Layout: layout, Sandbox: sb, Builtins: []tool.Tool{builtin.Shell(opts)},
+		Layout: layout, Sandbox: sb, Builtins: append([]tool.Tool{builtin.Shell(opts)}, more...),
 		ServerEnv: []string{"PATH=/usr/bin:/bin"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

@@ -3,6 +3,8 @@
 package builtin_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,8 +12,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jean2/jean2/builtin"
+	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/tool"
 )
 
 // Before the view (sandbox/view_linux.go) a shell command changed, with no ask, what
@@ -97,5 +102,41 @@ func copyExecutable(t *testing.T, from, to string) {
 	}
 	if err := out.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A sensitive file a person refused to a tool in a session is hidden from that session's
+// shell commands too (one policy for ctx.fs and commands); another session still reads it.
+func TestShellHidesARefusedSensitiveFile(t *testing.T) {
+	f := newShellFixtureWith(t, nil, builtin.ReadFile())
+	if !f.h.Sandbox().MountSeal {
+		t.Skipf("the launcher cannot build a view here: %s", f.h.Sandbox().MountSealError)
+	}
+	secret := "DB_PASSWORD=hunter2"
+	if err := os.WriteFile(filepath.Join(f.ws, ".env"), []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refuse := func(c *host.Call) {
+		c.Asker = tool.AskerFunc(func(context.Context, tool.Ask) (json.RawMessage, error) { return json.RawMessage("false"), nil })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	read := f.h.Invoke(ctx, host.Call{Tool: "read-file", Args: json.RawMessage(`{"path":".env"}`), SessionID: "s1",
+		Workspace: host.Workspace{ID: "w1", Path: f.ws}, Asker: tool.AskerFunc(func(context.Context, tool.Ask) (json.RawMessage, error) {
+			return json.RawMessage("false"), nil
+		})})
+	if read.Result.Success || strings.Contains(read.ModelText, "hunter2") {
+		t.Fatalf("read-file of a refused .env: %+v", read.Result)
+	}
+	_, res := f.sh(`cat .env; echo "size=$(stat -c %s .env)"`, refuse)
+	if strings.Contains(res.Stdout, "hunter2") || !strings.Contains(res.Stdout, "size=0") {
+		t.Fatalf("the session's command read the refused .env: %+v", res)
+	}
+	_, res = f.sh(`cat .env`, refuse, func(c *host.Call) { c.SessionID = "s2" })
+	if !strings.Contains(res.Stdout, "hunter2") {
+		t.Fatalf("another session's command: %+v", res)
+	}
+	if data, _ := os.ReadFile(filepath.Join(f.ws, ".env")); string(data) != secret+"\n" {
+		t.Fatalf(".env changed: %q", data)
 	}
 }

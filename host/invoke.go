@@ -303,6 +303,7 @@ func (h *Host) callContext(call *Call, v *version) (*callState, error) {
 		FS:           &cs.powers,
 		Asker:        &cs.powers,
 		Workspaces:   &cs.powers,
+		Refused:      h.grants.Refused(call.SessionID),
 	}
 	if c.Ledger == nil {
 		c.Ledger = &cs.ledger // a zero Ledger is what tool.NewLedger makes

@@ -106,6 +106,9 @@ type Context struct {
 	Session    *SessionFacts
 	Progress   func(Progress)
 	Workspaces WorkspacePaths
+	// Refused are the sensitive files a person refused in this session (real paths), set by
+	// the host for built-ins: the shell hides them from its commands as ctx.fs refuses them.
+	Refused []string
 }
 
 // NewContext returns a copy of partial with detached defaults for what it leaves out: no call
