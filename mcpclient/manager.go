@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,11 +39,25 @@ type Options struct {
 	// Elicit answers a server's elicitation requests (jean2 mcp probe); nil: through the asks
 	// of the call running (requests.go).
 	Elicit func(ctx context.Context, server string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	// Sandbox starts stdio servers confined (*host.MCPSandbox); nil starts them as they are
+	// (tests of the protocol, and a program that embeds the client without a launcher).
+	Sandbox Confiner
+	// Withheld are variables a workspace's file may not reference with ${NAME}, beside
+	// jean2's reserved ones (policy.ReservedEnv): the key variables providers.json names.
+	Withheld []string
 	// MaxLineBytes caps one message jean2 reads from a server whose mcp.json entry sets no
 	// maxMessageBytes: a stdio line, an HTTP response body, an SSE event (limit.go;
 	// DefaultMaxMessageBytes when zero).
 	MaxLineBytes int64
 }
+
+// Confiner starts a stdio server confined: the process to start and what to do once it
+// has exited. *host.MCPSandbox is the one jean2 uses.
+type Confiner interface {
+	Command(l host.MCPLaunch) (cmd *exec.Cmd, release func(), err error)
+}
+
+var _ Confiner = (*host.MCPSandbox)(nil)
 
 // Manager runs the servers of a Config and hands their tools to the host.
 type Manager struct {
@@ -87,6 +102,7 @@ func New(cfg Config, loadErr error, opts Options) *Manager {
 		s := &Server{
 			cfg: c, getenv: opts.Getenv, log: opts.Logger, version: opts.Version,
 			tokens: opts.Tokens, signIn: opts.SignIn, elicit: opts.Elicit, roots: opts.Roots,
+			sandbox: opts.Sandbox, withheld: opts.Withheld,
 			minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff, maxLine: opts.MaxLineBytes,
 			stderr: &tail{}, err: fmt.Errorf("MCP server %s: not connected yet", c.Name),
 			ctx: ctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), wake: make(chan struct{}, 1),
