@@ -65,6 +65,8 @@ type Manager struct {
 	broken  []host.ToolSource
 	onAny   atomic.Pointer[func()]
 	close   sync.Once
+	after   []func() // OnClose's
+
 }
 
 // New makes a manager for cfg. loadErr, the error of Load, lists each unusable file as a
@@ -151,9 +153,18 @@ func (m *Manager) notify() {
 	}
 }
 
+// OnClose adds what Close does once every server has stopped (the end of the sandbox that
+// confined them). Not safe to call with Close.
+func (m *Manager) OnClose(f func()) { m.after = append(m.after, f) }
+
 // Close disconnects every server and stops their processes.
 func (m *Manager) Close() {
 	m.close.Do(func() {
+		defer func() {
+			for _, f := range m.after {
+				f()
+			}
+		}()
 		var wg sync.WaitGroup
 		for _, s := range m.servers {
 			wg.Add(1)
