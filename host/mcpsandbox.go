@@ -156,6 +156,9 @@ func (m *MCPSandbox) Command(l MCPLaunch) (*exec.Cmd, func(), error) {
 	if mech != sandbox.Landlock && mech != sandbox.Seatbelt {
 		return nil, nil, fmt.Errorf(`MCP server %s cannot be confined here (%s), so it is not started: set "sandbox": false in its entry of $JEAN2_HOME/mcp.json to run it as you, or JEAN2_SANDBOX=off`, l.Server, whyUnconfined(st))
 	}
+	if st.Launcher != "" && policy.Real(program) == policy.Real(st.Launcher) {
+		return nil, nil, fmt.Errorf(`MCP server %s is jean2 itself, which needs its home and keys, hidden from every confined process: set "sandbox": false in its entry of $JEAN2_HOME/mcp.json`, l.Server)
+	}
 	c, err := m.confine(mech, l, program)
 	if err != nil {
 		return nil, nil, fmt.Errorf("MCP server %s: %w", l.Server, err)

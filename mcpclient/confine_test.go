@@ -260,3 +260,79 @@ func TestAttackWorkspaceServerRewritten(t *testing.T) {
 		}
 	})
 }
+
+// sdkModules is a node_modules holding the MCP TypeScript SDK (scripts/setup installs it in
+// .deps); the test is skipped without it.
+func sdkModules(t *testing.T) string {
+	t.Helper()
+	modules, _ := filepath.Abs("../.deps/node_modules")
+	if _, err := os.Stat(filepath.Join(modules, "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		t.Skipf("the MCP TypeScript SDK is not installed in %s: run scripts/setup", modules)
+	}
+	return modules
+}
+
+// TestConfinedNpxServer: a server of the official TypeScript SDK, started confined with
+// npx -y from a package in the workspace (npm installs it into the server's cache, its
+// HOME), answers tools/list and a call; npm's cache is in the server's own cache folder.
+func TestConfinedNpxServer(t *testing.T) {
+	npx, err := exec.LookPath("npx")
+	if err != nil {
+		t.Skip("no npx")
+	}
+	modules := sdkModules(t)
+	f := newConfineFixture(t, nodePath(t))
+	pkg := filepath.Join(f.ws, "mcp-pkg")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The package brings its dependencies, as a package in a workspace does.
+	if out, err := exec.Command("cp", "-r", modules, filepath.Join(pkg, "node_modules")).CombinedOutput(); err != nil {
+		t.Fatalf("copy the SDK: %v %s", err, out)
+	}
+	server := `#!/usr/bin/env node
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { z } from 'zod';
+const server = new McpServer({ name: 'pkg', version: '1.0.0' });
+server.registerTool('hello', { description: 'Greet.', inputSchema: { who: z.string() } },
+  async ({ who }) => ({ content: [{ type: 'text', text: 'hello ' + who + ' from ' + process.env.HOME }] }));
+await server.connect(new StdioServerTransport());
+`
+	for name, text := range map[string]string{"server.mjs": server, "package.json": `{"name": "mcp-pkg", "version": "1.0.0", "type": "module", "bin": {"mcp-pkg": "server.mjs"}}`} {
+		if err := os.WriteFile(filepath.Join(pkg, name), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(mcpFile(f.ws), []byte(fmt.Sprintf(`{"mcpServers": {"pkg": {"command": %q, "args": ["-y", "./mcp-pkg"]}}}`, npx)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := ReadWorkspaceFile(f.ws)
+	if c := file.Commands(); len(c) != 1 || !strings.Contains(c[0], "network only to registry.npmjs.org:443 (npx's registry)") {
+		t.Fatalf("the trust prompt does not say npx reaches its registry: %q", c)
+	}
+	cfg, err := file.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := f.sandbox(t, sandbox.ModeLandlock)
+	if !sb.Status().MountSeal {
+		t.Skipf("no view here: %s", sb.Status().MountSealError)
+	}
+	m := New(cfg, nil, Options{Getenv: os.Getenv, Sandbox: sb})
+	t.Cleanup(m.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	m.Start(ctx)
+	tools, err := m.Servers()[0].Tools()
+	if err != nil || len(tools) != 1 || tools[0].Definition().Name != "hello" {
+		t.Fatalf("tools/list of the confined npx server: %v %v", tools, err)
+	}
+	r := tools[0].Execute(ctx, nil, json.RawMessage(`{"who": "jean2"}`))
+	if !r.Success || !strings.Contains(string(r.Result), "hello jean2 from "+f.layout.Cache) {
+		t.Fatalf("call: %+v", r)
+	}
+	if npxCache, _ := filepath.Glob(filepath.Join(f.layout.Cache, "mcp", "pkg-*", ".npm", "_npx")); len(npxCache) != 1 {
+		t.Fatalf("npm's cache is not in the server's cache folder: %v", npxCache)
+	}
+}

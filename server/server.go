@@ -95,14 +95,14 @@ type Server struct {
 	providers *Providers
 	settings  *liveSettings
 	mcp       mcpServers
-	wsMCP     *workspaceMCP  // the MCP servers of workspaces' own mcp.json
+	wsMCP     *workspaceMCP // the MCP servers of workspaces' own mcp.json
 	// mcpSandbox confines the workspaces' stdio MCP servers, under the host's sandbox mode
 	// and launcher.
 	mcpSandbox *host.MCPSandbox
-	gate      gate           // deletes against work starting (gate.go)
-	sockets   sessionSockets // open sockets by session, closed when it is deleted
-	guard     *guard         // the Host allow-list, origin check and token (auth.go)
-	handler   http.Handler
+	gate       gate           // deletes against work starting (gate.go)
+	sockets    sessionSockets // open sockets by session, closed when it is deleted
+	guard      *guard         // the Host allow-list, origin check and token (auth.go)
+	handler    http.Handler
 	// instance is this server's id (cluster.NewInstanceID, or Config.Cluster.Instance).
 	instance string
 	// node is the server's part of a cluster; nil for a lone instance.

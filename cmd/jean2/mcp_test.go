@@ -327,7 +327,8 @@ func TestMCPConfigErrorsAreListed(t *testing.T) {
 func TestMCPSelfImportDoesNotLoop(t *testing.T) {
 	c := newCLI(t)
 	copyDir(t, "../../host/testdata/word-count", filepath.Join(c.home, "tools", "word-count"))
-	cfg := fmt.Sprintf(`{"mcpServers": {"self": {"command": %q, "args": ["mcp"], "env": {"JEAN2_HOME": %q, "JEAN2_LOG": "error"}}}}`, jean2Bin, c.home)
+	// jean2 needs its home, which no confined process sees: the user's own file opts it out.
+	cfg := fmt.Sprintf(`{"mcpServers": {"self": {"command": %q, "args": ["mcp"], "env": {"JEAN2_HOME": %q, "JEAN2_LOG": "error"}, "sandbox": false}}}`, jean2Bin, c.home)
 	if err := os.WriteFile(filepath.Join(c.home, "mcp.json"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
