@@ -80,7 +80,8 @@ type ServerConfig struct {
 // Confined reports whether the server runs in the sandbox: every stdio server unless its
 // entry in $JEAN2_HOME/mcp.json says "sandbox": false.
 func (s ServerConfig) Confined() bool {
-	return s.Type == "stdio" && (s.Sandbox == nil || *s.Sandbox || s.Workspace != "")
+	stdio := s.Type == "stdio" || (s.Type == "" && s.Command != "")
+	return stdio && (s.Sandbox == nil || *s.Sandbox || s.Workspace != "")
 }
 
 // Config is what one or more mcp.json files list.
@@ -234,7 +235,7 @@ func (s *ServerConfig) check() error {
 		}
 	} else {
 		if s.Command != "" || len(s.Args) > 0 || len(s.Env) > 0 || len(s.Network) > 0 || s.Sandbox != nil {
-			return fmt.Errorf("an %s server takes url and headers, not command, args, env, network or sandbox (jean2 reaches it itself)", s.Type)
+			return fmt.Errorf("an %s server takes url and headers, not command, args or env (nor network or sandbox: jean2 reaches it itself)", s.Type)
 		}
 		u, err := url.Parse(s.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -204,6 +204,9 @@ func TestMCPServeToTypeScriptClient(t *testing.T) {
 // re-exported over `jean2 mcp`, where the server's list_changed reaches jean2's client.
 func TestMCPImportTypeScriptServer(t *testing.T) {
 	c := newCLI(t)
+	// The protocol with servers whose scripts and SDK lie outside any workspace: unconfined.
+	// Confined servers: mcpclient's TestConfinedNpxServer and TestAttackWorkspaceServerRewritten.
+	c.extraEnv = []string{"JEAN2_SANDBOX=off"}
 	scripts := mcpScripts(t)
 	server := filepath.Join(scripts, "server.mjs")
 	marker := filepath.Join(t.TempDir(), "cancelled.txt")
@@ -486,6 +489,7 @@ func TestMCPImportTaskServer(t *testing.T) {
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
 			c := newCLI(t)
+			c.extraEnv = []string{"JEAN2_SANDBOX=off"} // its script and SDK lie outside any workspace
 			scripts := mcpScripts(t)
 			marker := filepath.Join(t.TempDir(), "cancelled.txt")
 			server := filepath.Join(scripts, "task-server.mjs")

@@ -91,8 +91,8 @@ func TestChatAsksToTrustWorkspaceMCP(t *testing.T) {
 	plantMCPJSON(t, c.ws, marker)
 	p := c.chat([]string{"NO_COLOR=1", "JEAN2_SERVER=http://127.0.0.1:1"})
 	p.waitFor("mcp.json wants to start (each confined by jean2's sandbox, able to do what is said after it):")
-	p.waitFor("confined: writes the workspace (not its .jean2) and its own cache folder; no network")
 	p.waitFor("planted: /bin/sh -c")
+	p.waitFor("confined: writes the workspace (not its .jean2) and its own cache folder; no network")
 	p.waitFor("Trust this file? [y/N]")
 	if fileExists(marker) {
 		t.Fatal("started before the person answered")
