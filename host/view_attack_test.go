@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -56,9 +57,6 @@ type viewFixture struct {
 
 func newViewFixture(t *testing.T, setup ...func(*host.Options)) *viewFixture {
 	t.Helper()
-	if os.Getuid() != 0 {
-		t.Skip("the view needs a root host (a mount namespace) here")
-	}
 	realHome := os.Getenv("HOME")
 	home := t.TempDir()
 	t.Setenv("HOME", home) // the host protects this home's credential folders
@@ -374,4 +372,40 @@ func TestViewToolDataFolder(t *testing.T) {
 	if r.Text == nil || *r.Text != "buy milk" {
 		t.Fatalf("todos's data after a reload: %+v", r)
 	}
+}
+
+// The same attacks from an ordinary user's jean2, whose launchers build the view in a user
+// namespace of their own: this test binary runs them again as nobody.
+func TestViewAttackAsOrdinaryUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("run as root: it runs the view's attacks again as an ordinary user")
+	}
+	// Not in t.TempDir, whose parent only root may enter.
+	dir, err := os.MkdirTemp("", "jean2-view-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "host.test")
+	copyFile(t, os.Args[0], bin, 0o755)
+	cmd := exec.Command(bin, "-test.run", "^(TestViewAttackMetadataFrom(Node|Bun)|TestViewToolDataFolder)$", "-test.v", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" + dir, "TMPDIR=/tmp", "JEAN2_BUN=" + os.Getenv("JEAN2_BUN")}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if strings.Contains(string(out), "cannot build a view here") {
+		t.Skipf("no view for an ordinary user here:\n%s", out)
+	}
+	for _, name := range []string{"TestViewAttackMetadataFromNode", "TestViewToolDataFolder"} {
+		if !strings.Contains(string(out), "--- PASS: "+name) {
+			t.Fatalf("as nobody, %s did not pass (%v):\n%s", name, err, out)
+		}
+	}
+	if err != nil {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+	t.Logf("as nobody:\n%s", out)
 }

@@ -235,7 +235,7 @@ func TestAttackTrustPromptDisguisedCommand(t *testing.T) {
 	}
 	// An ordinary command reads as before.
 	plain := ServerConfig{Name: "fs", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/tmp/a b"}}
-	if d := plain.Describe(); d != `npx -y @modelcontextprotocol/server-filesystem '/tmp/a b'` {
+	if d := plain.Describe(); d != `npx -y @modelcontextprotocol/server-filesystem '/tmp/a b' — confined: writes only its own cache folder; network only to registry.npmjs.org:443 (npx's registry); no jean2 home, credentials or keys` {
 		t.Errorf("plain: %q", d)
 	}
 }

@@ -85,7 +85,7 @@ func TestLoad(t *testing.T) {
 func TestCommandEnv(t *testing.T) {
 	vars := map[string]string{"PATH": "/bin", "HOME": "/h", "SECRET": "s", "TOKEN": "t0k"}
 	s := ServerConfig{Env: map[string]string{"API_KEY": "${TOKEN}", "MODE": "x-${MISSING}-y"}}
-	got := strings.Join(s.commandEnv(func(k string) string { return vars[k] }), " ")
+	got := strings.Join(s.commandEnv(func(k string) string { return vars[k] }, nil), " ")
 	if got != "API_KEY=t0k HOME=/h JEAN2_MCP_NESTED=1 MODE=x--y PATH=/bin" {
 		t.Fatalf("%s", got)
 	}

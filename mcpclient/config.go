@@ -9,9 +9,13 @@
 //	  "remote": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${REMOTE_TOKEN}"}}
 //	}}
 //
-// A stdio server gets an explicit environment: PATH and HOME, then its "env", and
-// JEAN2_MCP_NESTED=1; never the whole environment of jean2. "${NAME}" in env values and headers is replaced by the
-// variable of jean2's environment, so secrets need not be written into the file.
+// A stdio server runs confined (host.MCPSandbox: its workspace and its own cache writable,
+// nothing of $JEAN2_HOME, the network only through jean2's egress proxy to the hosts its
+// "network" lists) unless $JEAN2_HOME/mcp.json says "sandbox": false for it. It gets an
+// explicit environment: PATH, a HOME of its own (its cache; the user's when unconfined),
+// then its "env", and JEAN2_MCP_NESTED=1; never the whole environment of jean2. "${NAME}"
+// in env values and headers is replaced by the variable of jean2's environment, so secrets
+// need not be written into the file (a workspace's file gets none of jean2's reserved ones).
 package mcpclient
 
 import (
@@ -20,11 +24,17 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/jean2/jean2/policy"
+	"github.com/jean2/jean2/sandbox/egress"
 )
 
 // ServerConfig is one entry of mcpServers.
@@ -48,10 +58,30 @@ type ServerConfig struct {
 	// response body, one SSE event (DefaultMaxMessageBytes when 0). A server that sends more
 	// is disconnected and listed in error, so it cannot make jean2 hold unbounded memory.
 	MaxMessageBytes int64 `json:"maxMessageBytes,omitempty"`
+	// Network lists the hosts a stdio server may reach, as tools declare them ("api.github.com",
+	// "*.example.com:443", "127.0.0.1:8080"; egress.Rule): its only way out is jean2's egress
+	// proxy, which allows these and, for npx and uvx, their package registry (Reach). A
+	// workspace's file is trusted with its list: the trust is the approval.
+	Network []string `json:"network,omitempty"`
+	// Sandbox false runs a stdio server of $JEAN2_HOME/mcp.json unconfined, as the user;
+	// a workspace's file may not say so. Unset or true: confined (see host.MCPSandbox).
+	Sandbox *bool `json:"sandbox,omitempty"`
 
 	// Name is the key of the entry; File the mcp.json it came from.
 	Name string `json:"-"`
 	File string `json:"-"`
+	// Workspace is the real path of the workspace whose .jean2/mcp.json lists the server
+	// ("" for $JEAN2_HOME's): the folder a confined server may write, and the mark of a
+	// file nobody but its workspace vouches for (its ${NAME} references are withheld
+	// jean2's reserved variables).
+	Workspace string `json:"-"`
+}
+
+// Confined reports whether the server runs in the sandbox: every stdio server unless its
+// entry in $JEAN2_HOME/mcp.json says "sandbox": false.
+func (s ServerConfig) Confined() bool {
+	stdio := s.Type == "stdio" || (s.Type == "" && s.Command != "")
+	return stdio && (s.Sandbox == nil || *s.Sandbox || s.Workspace != "")
 }
 
 // Config is what one or more mcp.json files list.
@@ -148,7 +178,7 @@ func Parse(file string, data []byte) ([]ServerConfig, error) {
 		dec := json.NewDecoder(bytes.NewReader(raw.Servers[name]))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&s); err != nil {
-			return nil, fmt.Errorf("mcpServers.%s: %w (the fields are command, args, env, cwd, url, headers, oauth, type, timeout, maxMessageBytes, disabled)", name, err)
+			return nil, fmt.Errorf("mcpServers.%s: %w (the fields are command, args, env, cwd, network, sandbox, url, headers, oauth, type, timeout, maxMessageBytes, disabled)", name, err)
 		}
 		s.Name, s.File = name, file
 		if err := s.check(); err != nil {
@@ -193,7 +223,10 @@ func (s *ServerConfig) check() error {
 			return fmt.Errorf("a stdio server needs a command")
 		}
 		if s.URL != "" || len(s.Headers) > 0 || s.OAuth != nil {
-			return fmt.Errorf("a stdio server takes command, args, env and cwd, not url, headers or oauth")
+			return fmt.Errorf("a stdio server takes command, args, env, cwd and network, not url, headers or oauth")
+		}
+		if _, err := egress.ParseRules(s.Network); err != nil {
+			return fmt.Errorf("network: %w", err)
 		}
 		for k := range s.Env {
 			if !envName.MatchString(k) {
@@ -201,8 +234,8 @@ func (s *ServerConfig) check() error {
 			}
 		}
 	} else {
-		if s.Command != "" || len(s.Args) > 0 || len(s.Env) > 0 {
-			return fmt.Errorf("an %s server takes url and headers, not command, args or env", s.Type)
+		if s.Command != "" || len(s.Args) > 0 || len(s.Env) > 0 || len(s.Network) > 0 || s.Sandbox != nil {
+			return fmt.Errorf("an %s server takes url and headers, not command, args or env (nor network or sandbox: jean2 reaches it itself)", s.Type)
 		}
 		u, err := url.Parse(s.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -243,22 +276,48 @@ func expand(s string, getenv func(string) string) string {
 // NestedEnv is set in the environment of every stdio server jean2 starts.
 const NestedEnv = "JEAN2_MCP_NESTED"
 
-// commandEnv is the explicit environment of a stdio server: PATH and HOME of jean2's
-// environment (so the command can be found and can find its own files), then the
-// server's env with ${NAME} references expanded.
-func (s ServerConfig) commandEnv(getenv func(string) string) []string {
+// commandEnv is the explicit environment of an unconfined stdio server: PATH and HOME of
+// jean2's environment (so the command can be found and can find its own files), then
+// declaredEnv. A confined one gets declaredEnv over the sandbox's own (host.MCPSandbox).
+func (s ServerConfig) commandEnv(getenv func(string) string, withheld []string) []string {
 	vars := map[string]string{}
 	for _, k := range []string{"PATH", "HOME"} {
 		if v := getenv(k); v != "" {
 			vars[k] = v
 		}
 	}
+	for _, kv := range s.declaredEnv(getenv, withheld) {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	return sortedEnv(vars)
+}
+
+// declaredEnv is the server's env with ${NAME} references expanded, and JEAN2_MCP_NESTED=1.
+// A workspace's file gets nothing of jean2's reserved variables (provider keys, JEAN2_*)
+// nor of withheld (the key variables providers.json names) through a reference: it comes
+// with a folder nobody checked.
+func (s ServerConfig) declaredEnv(getenv func(string) string, withheld []string) []string {
+	if s.Workspace != "" {
+		inner := getenv
+		getenv = func(name string) string {
+			if policy.ReservedEnv(name) || slices.Contains(withheld, name) {
+				return ""
+			}
+			return inner(name)
+		}
+	}
+	vars := map[string]string{}
 	for k, v := range s.Env {
 		vars[k] = expand(v, getenv)
 	}
 	// A jean2 started this way knows it is nested, and connects to no servers of its own:
 	// a jean2 listed in its own mcp.json would otherwise start itself without end.
 	vars[NestedEnv] = "1"
+	return sortedEnv(vars)
+}
+
+func sortedEnv(vars map[string]string) []string {
 	keys := make([]string, 0, len(vars))
 	for k := range vars {
 		keys = append(keys, k)
@@ -269,4 +328,62 @@ func (s ServerConfig) commandEnv(getenv func(string) string) []string {
 		env[i] = k + "=" + vars[k]
 	}
 	return env
+}
+
+// confinedCwd is the folder a confined server of $JEAN2_HOME/mcp.json may write: its cwd,
+// when its entry names one (absolute, or relative to the file's folder); "" for none.
+func (s ServerConfig) confinedCwd() string {
+	if s.Cwd == "" || s.Workspace != "" {
+		return ""
+	}
+	if filepath.IsAbs(s.Cwd) {
+		return filepath.Clean(s.Cwd)
+	}
+	return filepath.Join(filepath.Dir(s.File), s.Cwd)
+}
+
+// Registries a package runner fetches from, implied in its server's network: a server
+// started with npx (or bunx) reaches the npm registry — npmjs.org, or the one its env
+// names in npm_config_registry, since the user's ~/.npmrc is hidden from it —, one started
+// with uvx reaches PyPI. Without them "npx -y pkg" could not fetch pkg; with them the
+// server can fetch other packages from that registry too, which the trust prompt says.
+const (
+	npmRegistry  = "registry.npmjs.org:443"
+	pypiIndex    = "pypi.org:443"
+	pypiDownload = "files.pythonhosted.org:443"
+)
+
+// Implied is the network the server's command implies (its package registry), as egress
+// entries; nil for other commands.
+func (s ServerConfig) Implied() []string {
+	switch filepath.Base(s.Command) {
+	case "npx", "bunx":
+		out := []string{npmRegistry}
+		for _, k := range []string{"npm_config_registry", "NPM_CONFIG_REGISTRY"} {
+			if u, err := url.Parse(s.Env[k]); err == nil && u.Hostname() != "" && (u.Scheme == "https" || u.Scheme == "http") {
+				port := u.Port()
+				if port == "" {
+					port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+				}
+				if e := net.JoinHostPort(u.Hostname(), port); !slices.Contains(out, e) {
+					out = append(out, e)
+				}
+			}
+		}
+		return out
+	case "uvx":
+		return []string{pypiIndex, pypiDownload}
+	}
+	return nil
+}
+
+// Reach is every host a confined server may reach: its network and what its command implies.
+func (s ServerConfig) Reach() []string {
+	out := slices.Clone(s.Network)
+	for _, e := range s.Implied() {
+		if !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out
 }

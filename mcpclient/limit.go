@@ -174,6 +174,7 @@ func (t capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // CommandTransport has a fixed 16 MiB cap whose error names neither the server nor the cap.
 type commandTransport struct {
 	cmd       *exec.Cmd
+	release   func() // once the process has exited (the sandbox's cgroup and proxy)
 	terminate time.Duration
 	server    string
 	limit     int64
@@ -194,6 +195,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	// it exited, which ends the children with SIGPIPE.
 	t.cmd.WaitDelay = t.terminate
 	if err := t.cmd.Start(); err != nil {
+		t.release()
 		return nil, err
 	}
 	var once sync.Once
@@ -205,7 +207,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	tr := &mcp.IOTransport{
 		// The connection is closed by closing stdin; stdout ends when the process does.
 		Reader:        nopReadCloser{r},
-		Writer:        &procStdin{WriteCloser: stdin, cmd: t.cmd, terminate: t.terminate},
+		Writer:        &procStdin{WriteCloser: stdin, cmd: t.cmd, terminate: t.terminate, release: t.release},
 		MaxLineLength: sdkBackstop(t.limit),
 	}
 	return tr.Connect(ctx)
@@ -221,9 +223,11 @@ type procStdin struct {
 	io.WriteCloser
 	cmd       *exec.Cmd
 	terminate time.Duration
+	release   func()
 }
 
 func (p *procStdin) Close() error {
+	defer p.release()
 	if err := p.WriteCloser.Close(); err != nil {
 		return fmt.Errorf("closing stdin: %w", err)
 	}

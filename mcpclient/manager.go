@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,11 +39,25 @@ type Options struct {
 	// Elicit answers a server's elicitation requests (jean2 mcp probe); nil: through the asks
 	// of the call running (requests.go).
 	Elicit func(ctx context.Context, server string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	// Sandbox starts stdio servers confined (*host.MCPSandbox); nil starts them as they are
+	// (tests of the protocol, and a program that embeds the client without a launcher).
+	Sandbox Confiner
+	// Withheld are variables a workspace's file may not reference with ${NAME}, beside
+	// jean2's reserved ones (policy.ReservedEnv): the key variables providers.json names.
+	Withheld []string
 	// MaxLineBytes caps one message jean2 reads from a server whose mcp.json entry sets no
 	// maxMessageBytes: a stdio line, an HTTP response body, an SSE event (limit.go;
 	// DefaultMaxMessageBytes when zero).
 	MaxLineBytes int64
 }
+
+// Confiner starts a stdio server confined: the process to start and what to do once it
+// has exited. *host.MCPSandbox is the one jean2 uses.
+type Confiner interface {
+	Command(l host.MCPLaunch) (cmd *exec.Cmd, release func(), err error)
+}
+
+var _ Confiner = (*host.MCPSandbox)(nil)
 
 // Manager runs the servers of a Config and hands their tools to the host.
 type Manager struct {
@@ -50,6 +65,8 @@ type Manager struct {
 	broken  []host.ToolSource
 	onAny   atomic.Pointer[func()]
 	close   sync.Once
+	after   []func() // OnClose's
+
 }
 
 // New makes a manager for cfg. loadErr, the error of Load, lists each unusable file as a
@@ -87,6 +104,7 @@ func New(cfg Config, loadErr error, opts Options) *Manager {
 		s := &Server{
 			cfg: c, getenv: opts.Getenv, log: opts.Logger, version: opts.Version,
 			tokens: opts.Tokens, signIn: opts.SignIn, elicit: opts.Elicit, roots: opts.Roots,
+			sandbox: opts.Sandbox, withheld: opts.Withheld,
 			minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff, maxLine: opts.MaxLineBytes,
 			stderr: &tail{}, err: fmt.Errorf("MCP server %s: not connected yet", c.Name),
 			ctx: ctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), wake: make(chan struct{}, 1),
@@ -135,9 +153,18 @@ func (m *Manager) notify() {
 	}
 }
 
+// OnClose adds what Close does once every server has stopped (the end of the sandbox that
+// confined them). Not safe to call with Close.
+func (m *Manager) OnClose(f func()) { m.after = append(m.after, f) }
+
 // Close disconnects every server and stops their processes.
 func (m *Manager) Close() {
 	m.close.Do(func() {
+		defer func() {
+			for _, f := range m.after {
+				f()
+			}
+		}()
 		var wg sync.WaitGroup
 		for _, s := range m.servers {
 			wg.Add(1)

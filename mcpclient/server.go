@@ -45,6 +45,9 @@ type Server struct {
 	// nil for other servers.
 	httpTasks atomic.Pointer[httpTasks]
 
+	sandbox  Confiner // nil: stdio servers start as they are
+	withheld []string
+
 	tokens *TokenStore
 	signIn *SignIn
 	elicit func(ctx context.Context, server string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
@@ -354,18 +357,13 @@ func (s *Server) list(ctx context.Context, cs *mcp.ClientSession) ([]tool.Tool, 
 func (s *Server) transport() (mcp.Transport, error) {
 	switch s.cfg.Type {
 	case "stdio":
-		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
-		cmd.Env = s.cfg.commandEnv(s.getenv)
-		if s.cfg.Cwd != "" {
-			dir := s.cfg.Cwd
-			if !filepath.IsAbs(dir) {
-				dir = filepath.Join(filepath.Dir(s.cfg.File), dir)
-			}
-			cmd.Dir = dir
+		cmd, release, err := s.command()
+		if err != nil {
+			return nil, err
 		}
 		s.stderr.Reset()
 		cmd.Stderr = s.stderr
-		return &commandTransport{cmd: cmd, terminate: 2 * time.Second, server: s.cfg.Name, limit: s.maxMessageBytes(), tooBig: s.messageTooLarge}, nil
+		return &commandTransport{cmd: cmd, release: release, terminate: 2 * time.Second, server: s.cfg.Name, limit: s.maxMessageBytes(), tooBig: s.messageTooLarge}, nil
 	case "http", "sse":
 		headers := http.Header{}
 		for k, v := range s.cfg.Headers {
@@ -403,6 +401,35 @@ func (s *Server) transport() (mcp.Transport, error) {
 		return t, nil
 	}
 	return nil, fmt.Errorf("unknown server type %q", s.cfg.Type)
+}
+
+// command is the process of a stdio server: through the sandbox unless the sandbox is not
+// given or the user's mcp.json opts the server out; release is what its end must undo.
+// A workspace's server runs in its workspace unless its entry says where (cwd, relative
+// to the file's folder).
+func (s *Server) command() (*exec.Cmd, func(), error) {
+	dir := s.cfg.Cwd
+	if dir != "" && !filepath.IsAbs(dir) {
+		dir = filepath.Join(filepath.Dir(s.cfg.File), dir)
+	}
+	if dir == "" {
+		dir = s.cfg.Workspace
+	}
+	if s.sandbox == nil || !s.cfg.Confined() {
+		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
+		cmd.Env, cmd.Dir = s.cfg.commandEnv(s.getenv, s.withheld), dir
+		return cmd, func() {}, nil
+	}
+	l := host.MCPLaunch{Server: s.cfg.Name, File: s.cfg.File, Program: s.cfg.Command, Args: s.cfg.Args, Dir: dir,
+		Env: s.cfg.commandEnv(s.getenv, s.withheld), Network: s.cfg.Reach(), Workspace: s.cfg.Workspace}
+	for k := range s.cfg.Env {
+		l.Declared = append(l.Declared, k)
+	}
+	l.Declared = append(l.Declared, NestedEnv)
+	if l.Workspace == "" {
+		l.Workspace = s.cfg.confinedCwd()
+	}
+	return s.sandbox.Command(l)
 }
 
 // messageTooLarge drops the connection of a server that sent a message over its cap: the

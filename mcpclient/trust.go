@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -85,10 +86,26 @@ func ReadWorkspaceFile(workspace string) WorkspaceFile {
 	}
 	sum := sha256.Sum256(wf.Data)
 	wf.SHA256 = hex.EncodeToString(sum[:])
-	if wf.Servers, err = Parse(wf.Path, wf.Data); err != nil {
-		wf.Err = &FileError{File: wf.Path, Err: err}
+	if wf.Servers, err = Parse(wf.Path, wf.Data); err == nil {
+		err = wf.own()
+	}
+	if err != nil {
+		wf.Servers, wf.Err = nil, &FileError{File: wf.Path, Err: err}
 	}
 	return wf
+}
+
+// own marks the file's servers as the workspace's (confined to it, whatever they say) and
+// refuses a server that asks to run unconfined: only the user's own mcp.json may.
+func (wf WorkspaceFile) own() error {
+	for i := range wf.Servers {
+		s := &wf.Servers[i]
+		if s.Sandbox != nil && !*s.Sandbox {
+			return fmt.Errorf(`mcpServers.%s: "sandbox": false is allowed only in $JEAN2_HOME/mcp.json; a workspace's servers always run confined`, s.Name)
+		}
+		s.Workspace = wf.Workspace
+	}
+	return nil
 }
 
 // Config is what the file lists, with the error that kept it from being used.
@@ -135,7 +152,34 @@ func (s ServerConfig) Describe() string {
 		sort.Strings(names)
 		d += " (env " + strings.Join(names, ", ") + ")"
 	}
-	return d
+	return d + " — " + s.Abilities()
+}
+
+// Abilities says what a stdio server will be able to do once started, for the trust
+// prompt and the servers list: where it writes, what it reaches, that it is confined.
+func (s ServerConfig) Abilities() string {
+	if !s.Confined() {
+		return `UNCONFINED ("sandbox": false): runs as you, with everything you can read, write and reach`
+	}
+	writes := "only its own cache folder"
+	switch {
+	case s.Workspace != "":
+		writes = "the workspace (not its .jean2) and its own cache folder"
+	case s.Cwd != "":
+		writes = shown(s.Cwd) + " and its own cache folder"
+	}
+	reach := "no network"
+	if r := s.Reach(); len(r) > 0 {
+		parts := make([]string, len(r))
+		for i, e := range r {
+			parts[i] = shown(e)
+			if slices.Contains(s.Implied(), e) && !slices.Contains(s.Network, e) {
+				parts[i] += " (" + filepath.Base(s.Command) + "'s registry)"
+			}
+		}
+		reach = "network only to " + strings.Join(parts, ", ")
+	}
+	return "confined: writes " + writes + "; " + reach + "; no jean2 home, credentials or keys"
 }
 
 // shown is s as it may be shown to a person: as it is when it is printable text, else

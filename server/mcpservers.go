@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jean2/jean2/mcpclient"
+	"github.com/jean2/jean2/sandbox"
 )
 
 // signInWait bounds one sign-in started from the web client: the person has this long to
@@ -28,6 +29,23 @@ type mcpServerView struct {
 	SignedIn bool `json:"signedIn"`
 	// SigningIn is true while a sign-in started from the web client waits for the person.
 	SigningIn bool `json:"signingIn"`
+	// Sandbox, for a stdio server, is "confined" or why it is not: "unconfined (\"sandbox\":
+	// false)", "unconfined (sandbox mode off)"; Abilities says what it can do.
+	Sandbox   string `json:"sandbox,omitempty"`
+	Abilities string `json:"abilities,omitempty"`
+}
+
+// mcpSandboxState says whether a stdio server runs confined, and why not.
+func mcpSandboxState(cfg mcpclient.ServerConfig, mode sandbox.Mode) string {
+	switch {
+	case cfg.Type != "stdio":
+		return ""
+	case !cfg.Confined():
+		return `unconfined ("sandbox": false)`
+	case mode == sandbox.ModeOff:
+		return "unconfined (sandbox mode off)"
+	}
+	return "confined"
 }
 
 // mcpSignIns are the sign-ins started from the web client, one per server at most.
@@ -69,6 +87,8 @@ func (s *Server) mcpServerView(ms *mcpclient.Server, workspaceID string, tokens 
 	}
 	if cfg.Type != "stdio" {
 		v.SignedIn = tokens.HasToken(cfg.URL)
+	} else {
+		v.Sandbox, v.Abilities = mcpSandboxState(cfg, s.mcpSandbox.Status().Mode), cfg.Abilities()
 	}
 	s.mcpSignIns.mu.Lock()
 	v.SigningIn = s.mcpSignIns.running[ms]

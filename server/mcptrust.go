@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/jean2/jean2/mcpclient"
+	"github.com/jean2/jean2/sandbox"
 )
 
 // mcpTrustServer is one server of the file, as the person is shown it.
@@ -16,6 +17,10 @@ type mcpTrustServer struct {
 	URL     string   `json:"url,omitempty"`
 	// Env are the names of the variables it sets (their values are not shown).
 	Env []string `json:"env,omitempty"`
+	// Network are the hosts it may reach through jean2's proxy (its "network", and npx's or
+	// uvx's registry); Abilities says in words what it may do once started (confined).
+	Network   []string `json:"network,omitempty"`
+	Abilities string   `json:"abilities,omitempty"`
 }
 
 // mcpTrustView answers GET /api/workspaces/{id}/mcp-trust: what the workspace's
@@ -33,6 +38,9 @@ type mcpTrustView struct {
 	Servers  []mcpTrustServer `json:"servers"`
 	// Error is why the file cannot be used, if it cannot.
 	Error string `json:"error,omitempty"`
+	// Confined is false when jean2's sandbox mode is off: then the servers run as the
+	// person, whatever their abilities say.
+	Confined bool `json:"confined"`
 }
 
 func (s *Server) mcpTrustState(r *http.Request) (mcpTrustView, mcpclient.WorkspaceFile, error) {
@@ -42,9 +50,12 @@ func (s *Server) mcpTrustState(r *http.Request) (mcpTrustView, mcpclient.Workspa
 	}
 	file := mcpclient.ReadWorkspaceFile(ws.Path)
 	v := mcpTrustView{WorkspaceID: ws.ID, File: file.Path, Present: file.Present, SHA256: file.SHA256,
-		Commands: file.Commands(), Servers: []mcpTrustServer{}}
+		Commands: file.Commands(), Servers: []mcpTrustServer{}, Confined: s.mcpSandbox.Status().Mode != sandbox.ModeOff}
 	for _, sc := range file.Servers {
 		ts := mcpTrustServer{Name: sc.Name, Command: sc.Command, Args: sc.Args, Cwd: sc.Cwd, URL: sc.URL}
+		if sc.Type == "stdio" {
+			ts.Network, ts.Abilities = sc.Reach(), sc.Abilities()
+		}
 		for n := range sc.Env {
 			ts.Env = append(ts.Env, n)
 		}

@@ -46,7 +46,7 @@ func TestWorkspaceMCPPlantedCommandNeedsTrust(t *testing.T) {
 	var ws store.Workspace
 	f.call("POST", "/api/workspaces", map[string]any{"path": folder, "name": "victim"}, 201, &ws)
 
-	marker := filepath.Join(t.TempDir(), "started")
+	marker := filepath.Join(folder, "started") // a confined server writes its workspace only
 	plantMCPJSON(t, folder, marker)
 	// The watcher reads the file (the poll, or at once after a workspace change) and lists
 	// it as not trusted, saying what it wants to start and how to trust it.
@@ -90,7 +90,7 @@ func TestWorkspaceMCPPlantedCommandNeedsTrust(t *testing.T) {
 	}
 
 	// The file changes (a tool, or a pull): its servers stop and it asks again.
-	marker2 := filepath.Join(t.TempDir(), "started-again")
+	marker2 := filepath.Join(folder, "started-again")
 	plantMCPJSON(t, folder, marker2)
 	f.waitTools("the changed file listed as untrusted", "?workspaceId="+ws.ID, func(m map[string]toolView) bool {
 		return strings.Contains(m["mcp.json:"+filepath.Join(folder, ".jean2", "mcp.json")].Error, "started-again")

@@ -95,11 +95,14 @@ type Server struct {
 	providers *Providers
 	settings  *liveSettings
 	mcp       mcpServers
-	wsMCP     *workspaceMCP  // the MCP servers of workspaces' own mcp.json
-	gate      gate           // deletes against work starting (gate.go)
-	sockets   sessionSockets // open sockets by session, closed when it is deleted
-	guard     *guard         // the Host allow-list, origin check and token (auth.go)
-	handler   http.Handler
+	wsMCP     *workspaceMCP // the MCP servers of workspaces' own mcp.json
+	// mcpSandbox confines the workspaces' stdio MCP servers, under the host's sandbox mode
+	// and launcher.
+	mcpSandbox *host.MCPSandbox
+	gate       gate           // deletes against work starting (gate.go)
+	sockets    sessionSockets // open sockets by session, closed when it is deleted
+	guard      *guard         // the Host allow-list, origin check and token (auth.go)
+	handler    http.Handler
 	// instance is this server's id (cluster.NewInstanceID, or Config.Cluster.Instance).
 	instance string
 	// node is the server's part of a cluster; nil for a lone instance.
@@ -231,9 +234,11 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	// those servers are the client's business, and could start this jean2 again.
 	wsOpts := cfg.WorkspaceMCP
 	wsOpts.Off = wsOpts.Off || cfg.Getenv(mcpclient.NestedEnv) != ""
+	s.mcpSandbox = host.NewMCPSandbox(host.MCPSandboxOptions{Sandbox: cfg.Host.Sandbox, Layout: cfg.Host.Layout,
+		UserHome: cfg.UserHome, MaxTasks: cfg.Host.Limits.MaxTasks, Logger: s.log})
 	s.wsMCP = newWorkspaceMCP(wsOpts, mcpclient.Options{
 		Getenv:  withholdKeys(cfg.Getenv, func() []string { return append(s.providers.Set().KeyEnvNames(), tokenEnv) }),
-		Version: cfg.Version, Logger: s.log, Tokens: mcpclient.NewTokenStore(home),
+		Version: cfg.Version, Logger: s.log, Tokens: mcpclient.NewTokenStore(home), Sandbox: s.mcpSandbox,
 	}, mcpclient.NewTrust(home), s.log)
 	s.wsMCP.syncFrom(ctx, s.db.ListWorkspaces)
 
@@ -408,6 +413,9 @@ func (s *Server) Close(ctx context.Context) error {
 		s.mcp.close()
 		if s.wsMCP != nil {
 			s.wsMCP.close()
+		}
+		if err := s.mcpSandbox.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close the MCP servers' sandbox: %w", err))
 		}
 		if s.snapshots != nil {
 			if err := s.snapshots.Close(); err != nil {

@@ -179,6 +179,9 @@ func doctor(ctx context.Context, e env, args []string) error {
 		}
 	}
 	rep.Sandbox = st
+	if c, ok := mcpDoctorCheck(layout, st); ok {
+		rep.Checks = append(rep.Checks, c)
+	}
 	add("worker places", checkOK, "workers may write only the call's workspace, its allowed paths and the workspace's folder under %s", filepath.Join(layout.Temp, "workspaces"))
 	return finishDoctor(e, rep, *asJSON)
 }

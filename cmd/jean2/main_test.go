@@ -46,6 +46,8 @@ type cli struct {
 	t    *testing.T
 	home string
 	ws   string
+	// extraEnv is added to every run's environment (JEAN2_SANDBOX=off).
+	extraEnv []string
 }
 
 func newCLI(t *testing.T) *cli {
@@ -61,7 +63,7 @@ func newCLI(t *testing.T) *cli {
 }
 
 func (c *cli) env() []string {
-	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "JEAN2_HOME=" + c.home, "JEAN2_LOG=error"}
+	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "JEAN2_HOME=" + c.home, "JEAN2_LOG=error"}, c.extraEnv...)
 }
 
 // run runs jean2 with args and stdin; it returns stdout, stderr and the exit code.

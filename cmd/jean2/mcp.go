@@ -13,6 +13,7 @@ import (
 	"github.com/jean2/jean2/internal/termtext"
 	"github.com/jean2/jean2/mcpclient"
 	"github.com/jean2/jean2/mcpserver"
+	"github.com/jean2/jean2/sandbox"
 )
 
 const mcpUsage = `Usage:
@@ -101,8 +102,11 @@ const mcpTrustUsage = `Usage:
 Shows what DIR/.jean2/mcp.json starts and, when you answer y, trusts that exact content
 (its SHA-256, kept in $JEAN2_HOME/trusted-workspaces.json): from then on jean2 serve,
 jean2 mcp and jean2 tools run start its servers. A changed file is not started until it is
-trusted again. The commands run as you, outside the sandbox: trust only what you would run
-yourself.
+trusted again. Each stdio server runs confined by jean2's sandbox (JEAN2_SANDBOX=off
+aside): it writes only the workspace (not its .jean2) and its own cache folder under
+$JEAN2_HOME/cache/mcp, sees nothing of $JEAN2_HOME, the credential folders or jean2's keys,
+and reaches only the hosts its entry's "network" lists (npx and uvx: their registry too),
+through jean2's proxy. The prompt shows each server's reach; trusting the file approves it.
 
   --workspace DIR  the workspace folder (default: the current folder)
   --yes            trust without asking (for scripts)
@@ -168,7 +172,11 @@ func mcpTrust(e env, args []string) error {
 // confirmMCPTrust shows what a workspace's mcp.json starts and asks y/N on the terminal;
 // yes answers for the person (a script's --yes). The chat asks with it too.
 func confirmMCPTrust(e env, file, workspace string, commands []string, yes bool) bool {
-	fmt.Fprintf(e.stdout, "%s wants to start (as you, outside the sandbox):\n", termtext.Line(file))
+	how := "each confined by jean2's sandbox, able to do what is said after it"
+	if sb, err := sandboxOptions(e); err != nil || sb.Mode == sandbox.ModeOff {
+		how = "as you, OUTSIDE the sandbox: JEAN2_SANDBOX is off"
+	}
+	fmt.Fprintf(e.stdout, "%s wants to start (%s):\n", termtext.Line(file), how)
 	for _, c := range commands {
 		// The workspace's file wrote it: nothing in it may redraw the terminal.
 		fmt.Fprintf(e.stdout, "  %s\n", termtext.Line(c))

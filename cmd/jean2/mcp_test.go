@@ -204,6 +204,9 @@ func TestMCPServeToTypeScriptClient(t *testing.T) {
 // re-exported over `jean2 mcp`, where the server's list_changed reaches jean2's client.
 func TestMCPImportTypeScriptServer(t *testing.T) {
 	c := newCLI(t)
+	// The protocol with servers whose scripts and SDK lie outside any workspace: unconfined.
+	// Confined servers: mcpclient's TestConfinedNpxServer and TestAttackWorkspaceServerRewritten.
+	c.extraEnv = []string{"JEAN2_SANDBOX=off"}
 	scripts := mcpScripts(t)
 	server := filepath.Join(scripts, "server.mjs")
 	marker := filepath.Join(t.TempDir(), "cancelled.txt")
@@ -327,7 +330,8 @@ func TestMCPConfigErrorsAreListed(t *testing.T) {
 func TestMCPSelfImportDoesNotLoop(t *testing.T) {
 	c := newCLI(t)
 	copyDir(t, "../../host/testdata/word-count", filepath.Join(c.home, "tools", "word-count"))
-	cfg := fmt.Sprintf(`{"mcpServers": {"self": {"command": %q, "args": ["mcp"], "env": {"JEAN2_HOME": %q, "JEAN2_LOG": "error"}}}}`, jean2Bin, c.home)
+	// jean2 needs its home, which no confined process sees: the user's own file opts it out.
+	cfg := fmt.Sprintf(`{"mcpServers": {"self": {"command": %q, "args": ["mcp"], "env": {"JEAN2_HOME": %q, "JEAN2_LOG": "error"}, "sandbox": false}}}`, jean2Bin, c.home)
 	if err := os.WriteFile(filepath.Join(c.home, "mcp.json"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -485,6 +489,7 @@ func TestMCPImportTaskServer(t *testing.T) {
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
 			c := newCLI(t)
+			c.extraEnv = []string{"JEAN2_SANDBOX=off"} // its script and SDK lie outside any workspace
 			scripts := mcpScripts(t)
 			marker := filepath.Join(t.TempDir(), "cancelled.txt")
 			server := filepath.Join(scripts, "task-server.mjs")

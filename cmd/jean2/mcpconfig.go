@@ -10,6 +10,7 @@ import (
 
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/mcpclient"
+	"github.com/jean2/jean2/policy"
 )
 
 // mcpStartWait bounds how long a command waits for the MCP servers of mcp.json to come up
@@ -57,11 +58,33 @@ func startMCPClients(ctx context.Context, e env, workspace string) (*mcpclient.M
 		return mcpclient.New(mcpclient.Config{}, nil, mcpclient.Options{}), nil
 	}
 	cfg, loadErr := mcpConfig(e, layout, workspace)
-	m := mcpclient.New(cfg, loadErr, mcpclient.Options{Getenv: e.getenv, Version: version, Logger: cliLogger(e), Tokens: mcpclient.NewTokenStore(layout.Home), Roots: roots(workspace)})
+	sb, err := mcpSandbox(e, layout)
+	if err != nil {
+		return nil, err
+	}
+	// A workspace's file gets none of the key variables providers.json names; one that
+	// cannot be read withholds nothing more than the reserved names, and says so.
+	withheld, keysErr := policy.ProviderKeyNames(layout.Home)
+	if keysErr != nil {
+		cliLogger(e).Warn("MCP servers", "error", keysErr)
+	}
+	m := mcpclient.New(cfg, loadErr, mcpclient.Options{Getenv: e.getenv, Version: version, Logger: cliLogger(e), Tokens: mcpclient.NewTokenStore(layout.Home),
+		Roots: roots(workspace), Sandbox: sb, Withheld: withheld})
+	m.OnClose(func() { _ = sb.Close() })
 	wait, cancel := context.WithTimeout(ctx, mcpStartWait)
 	defer cancel()
 	m.Start(wait)
 	return m, nil
+}
+
+// mcpSandbox is what confines the stdio servers jean2 starts: the sandbox mode and launcher
+// of the tool workers (JEAN2_SANDBOX), with the workers' task limit.
+func mcpSandbox(e env, layout host.Layout) (*host.MCPSandbox, error) {
+	opts, err := sandboxOptions(e)
+	if err != nil {
+		return nil, err
+	}
+	return host.NewMCPSandbox(host.MCPSandboxOptions{Sandbox: opts, Layout: layout, Logger: cliLogger(e)}), nil
 }
 
 // roots are the folders offered to MCP servers as roots: the workspace's, none without one.

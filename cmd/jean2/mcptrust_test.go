@@ -31,7 +31,7 @@ func TestMCPWorkspaceFileNeedsTrust(t *testing.T) {
 	c := newCLI(t)
 	copyDir(t, "../../host/testdata/word-count", filepath.Join(c.home, "tools", "word-count"))
 	_ = os.WriteFile(filepath.Join(c.ws, "a.txt"), []byte("one two"), 0o644)
-	marker := filepath.Join(t.TempDir(), "started")
+	marker := filepath.Join(c.ws, "started") // a confined server writes its workspace only
 	plantMCPJSON(t, c.ws, marker)
 
 	for _, args := range [][]string{
@@ -68,7 +68,7 @@ func TestMCPWorkspaceFileNeedsTrust(t *testing.T) {
 	}
 
 	// Changed: asks again.
-	marker2 := filepath.Join(t.TempDir(), "started-again")
+	marker2 := filepath.Join(c.ws, "started-again")
 	plantMCPJSON(t, c.ws, marker2)
 	if _, stderr, _ = c.run("", "tools", "list"); fileExists(marker2) || !strings.Contains(stderr, "is not trusted") {
 		t.Fatalf("the changed file started without a new trust:\n%s", stderr)
@@ -87,11 +87,12 @@ func fileExists(p string) bool {
 // it starts; y trusts it and the server starts it.
 func TestChatAsksToTrustWorkspaceMCP(t *testing.T) {
 	c := newChatEnv(t)
-	marker := filepath.Join(t.TempDir(), "started")
+	marker := filepath.Join(c.ws, "started") // a confined server writes its workspace only
 	plantMCPJSON(t, c.ws, marker)
 	p := c.chat([]string{"NO_COLOR=1", "JEAN2_SERVER=http://127.0.0.1:1"})
-	p.waitFor("mcp.json wants to start (as you, outside the sandbox):")
+	p.waitFor("mcp.json wants to start (each confined by jean2's sandbox, able to do what is said after it):")
 	p.waitFor("planted: /bin/sh -c")
+	p.waitFor("confined: writes the workspace (not its .jean2) and its own cache folder; no network")
 	p.waitFor("Trust this file? [y/N]")
 	if fileExists(marker) {
 		t.Fatal("started before the person answered")

@@ -13,7 +13,7 @@ import (
 // trusting starts its server.
 func TestWorkspaceMCPTrust(t *testing.T) {
 	f := newFixture(t)
-	marker := filepath.Join(t.TempDir(), "started")
+	marker := filepath.Join(f.ws, "started") // a confined server writes its workspace only
 	data, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"planted": map[string]any{
 		"command": "/bin/sh", "args": []string{"-c", "echo started > " + marker},
 	}}})
@@ -30,7 +30,7 @@ func TestWorkspaceMCPTrust(t *testing.T) {
 		t.Fatal("the untrusted file's command started")
 	}
 	f.clickText(".workspace .mcp-trust", "Trust…")
-	f.waitText("dialog[open]", "outside the sandbox")
+	f.waitText("dialog[open]", "confined by jean2's sandbox")
 	f.waitText("dialog[open] .mcp-trust-commands", "planted: /bin/sh -c")
 	f.clickText("dialog[open]", "Trust and start")
 	f.waitJS("the notice to go", `document.querySelector(".workspace .mcp-trust").textContent === ""`)

@@ -1,6 +1,6 @@
-// The question about a workspace's .jean2/mcp.json: its commands start as the person who
-// runs jean2, outside the sandbox, so the server starts them only once a person trusted
-// that file's exact content (GET/POST /api/workspaces/{id}/mcp-trust). The notice sits
+// The question about a workspace's .jean2/mcp.json: its commands start programs of the
+// workspace (confined by jean2's sandbox unless its mode is off, each with the abilities
+// shown), so the server starts them only once a person trusted that file's exact content (GET/POST /api/workspaces/{id}/mcp-trust). The notice sits
 // under the workspace in the menu while its file is untrusted.
 
 import { api, enc } from "./api.js";
@@ -36,7 +36,9 @@ export function mcpTrustNotice(w) {
   };
   const ask = async (st) => {
     const ok = await confirmAction("Trust this workspace's MCP servers?",
-      [h("p", null, `${st.file} wants to start these, as you, outside the sandbox:`),
+      [h("p", null, st.confined
+        ? `${st.file} wants to start these, each confined by jean2's sandbox (what it may write and reach follows the command):`
+        : `${st.file} wants to start these, as you, outside the sandbox (the sandbox mode is off):`),
         h("ul", { class: "mcp-trust-commands" }, (st.commands || []).map((c) => h("li", null, h("code", null, c)))),
         h("p", { class: "help" }, "Trust only what you would run yourself. A changed file asks again.")],
       "Trust and start", { focusCancel: true });
