@@ -292,14 +292,19 @@ func (st Status) chooseUnconfinable(kind string) (Mechanism, error) {
 	return "", fmt.Errorf("tools cannot be confined on %s (the sandbox mode is %s): %s", st.system(), st.Mode, WindowsAdvice)
 }
 
-// Seal says in a few words how the .jean2 folder of a confined worker's workspace is kept
-// from it.
+// Seal says in a few words what a confined process sees of the machine: the view, or how the
+// .jean2 folder of its workspace is kept from it where there is none.
 func (st Status) Seal() string {
 	if st.system() == "darwin" && st.Seatbelt {
 		return "each workspace's .jean2 read-only by the Seatbelt profile"
 	}
 	if st.MountSeal {
-		return "each workspace's .jean2 read-only by a mount (a mount namespace per worker)"
+		how := "a mount namespace per process"
+		if st.UserNS {
+			how += ", in a user namespace of its own as this user"
+		}
+		return "a view of the machine for every confined process (" + how + "): everything read-only but its own places, " +
+			"jean2's home, the credential folders and the jean2 binary hidden, each workspace's .jean2 read-only"
 	}
 	return "each workspace's .jean2 read-only by Landlock rules alone (no mount namespace: " + st.MountSealError +
 		"), so workers make new top-level entries of a workspace only through ctx.fs"

@@ -160,7 +160,7 @@ func doctor(ctx context.Context, e env, args []string) error {
 		} else {
 			add("lifetime", checkWarn, "no pid namespace per worker (%s): what a tool or command detaches outlives a kill -9 of jean2 until jean2 next starts", st.PidNSError)
 		}
-		if bounded, err := capabilityCheck(ctx, st.Launcher); err != nil {
+		if bounded, err := capabilityCheck(ctx, st); err != nil {
 			add("privileges", checkFail, "%v", err)
 		} else if bounded {
 			add("privileges", checkOK, "workers start with no capability (bounding set empty, securebits locked) and no_new_privs")
@@ -368,16 +368,18 @@ func orUnknown(s string, err error) string {
 // capabilityCheck starts cat through the launcher and reads its capability sets: all must be
 // empty. It reports whether the bounding set is empty too (the launcher empties it when
 // jean2 holds CAP_SETPCAP, as root does).
-func capabilityCheck(ctx context.Context, launcher string) (bool, error) {
+func capabilityCheck(ctx context.Context, st sandbox.Status) (bool, error) {
 	cat, err := exec.LookPath("cat")
 	if err != nil {
 		return false, nil // nothing to start; the launcher's own tests cover it
 	}
-	path, argv, err := sandbox.Command(launcher, sandbox.Spec{}, cat, []string{"/proc/self/status"})
+	path, argv, err := sandbox.Command(st.Launcher, sandbox.Spec{}, cat, []string{"/proc/self/status"})
 	if err != nil {
 		return false, err
 	}
-	out, err := exec.CommandContext(ctx, path, argv...).Output()
+	cmd := exec.CommandContext(ctx, path, argv...)
+	st.StartConfined(cmd, sandbox.Spec{}) // as every launcher starts: a user namespace where jean2 is not root
+	out, err := cmd.Output()
 	if err != nil {
 		return false, fmt.Errorf("start a program through the launcher: %w", err)
 	}
