@@ -213,6 +213,9 @@ func (m *MCPSandbox) confine(mech sandbox.Mechanism, l MCPLaunch, program string
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	cmd := exec.Command(path, args...)
+	// A pid namespace of its own (nothing the server starts, an npx child, outlives jean2)
+	// and, where jean2 is not root, a user namespace for its view.
+	st.StartConfined(cmd, spec)
 	cmd.Dir = l.Dir
 	cmd.Env = mcpEnv(l, cache)
 	if exit != nil {
