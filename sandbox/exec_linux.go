@@ -53,7 +53,7 @@ func enter(spec Spec, program string, args []string) error {
 		nproc = userTasks(os.Getuid()) + spec.NProcExtra // /proc is closed once Landlock holds
 	}
 	if spec.Landlock {
-		if _, err := restrictSelf(spec.Rules); err != nil {
+		if _, err := restrictSelf(initProcRules(spec)); err != nil {
 			return fmt.Errorf("apply Landlock: %w", err)
 		}
 	}
@@ -103,7 +103,7 @@ func enter(spec Spec, program string, args []string) error {
 	if asInit {
 		// The init goes on running Go after the program starts, and RLIMIT_DATA counts its
 		// thread stacks and heap arenas: a new thread would fail (pthread_create: EAGAIN)
-		// and end it. That limit is the program's alone (runInit sets it with prlimit).
+		// and end it. That limit is the program's alone (runInit sets it around the fork).
 		own.DataMB = 0
 	}
 	if err := setLimits(own, nproc); err != nil {
@@ -219,4 +219,24 @@ func cStrings(ss []string) ([]*byte, error) {
 		out[i] = p
 	}
 	return out, nil
+}
+
+// initProcRules are the spec's rules as the launcher applies them. A rule on /proc/self
+// names the folder of the process that opens it; a launcher that becomes the program keeps
+// it, but an init starts the program as its child, whose folder is another: without it Bun
+// aborts at start (it reads /proc/self/cgroup). In the view /proc is the launcher's own pid
+// namespace's, which holds only the init (not dumpable: nothing may read its entries) and
+// the program's processes, so the rule becomes /proc itself there.
+func initProcRules(spec Spec) []Rule {
+	if os.Getpid() != 1 || spec.NoFork || spec.View == nil {
+		return spec.Rules
+	}
+	rules := make([]Rule, 0, len(spec.Rules))
+	for _, r := range spec.Rules {
+		if r.Path == "/proc/self" || r.Path == "/proc/thread-self" {
+			r.Path = "/proc"
+		}
+		rules = append(rules, r)
+	}
+	return rules
 }

@@ -28,21 +28,9 @@ func runInit(program string, args []string, extraFDs, dataMB int) (int, error) {
 		return 0, fmt.Errorf("make the launcher non-dumpable: %w", err)
 	}
 	sigs := catchSignals()
-	pid, err := syscall.ForkExec(program, append([]string{program}, args...), &syscall.ProcAttr{
-		Env:   os.Environ(), // the host's environment for the launcher, passed on unchanged
-		Files: inheritedFiles(extraFDs),
-	})
+	pid, err := startWithDataLimit(program, args, extraFDs, dataMB)
 	if err != nil {
-		return 0, fmt.Errorf("execute %s: %w", program, err)
-	}
-	if dataMB > 0 {
-		// Set as soon as the program exists (ForkExec returns once it has executed); the
-		// memory cgroup caps it meanwhile.
-		n := uint64(dataMB) << 20
-		if err := unix.Prlimit(pid, unix.RLIMIT_DATA, &unix.Rlimit{Cur: n, Max: n}, nil); err != nil {
-			_ = unix.Kill(pid, unix.SIGKILL)
-			return 0, fmt.Errorf("set the memory limit (RLIMIT_DATA %d MiB) of %s: %w", dataMB, program, err)
-		}
+		return 0, err
 	}
 	// The program has its copies; the protocol's pipes and standard output must reach their
 	// end when the program closes them. Standard error stays for the launcher's last words.
@@ -67,6 +55,45 @@ func runInit(program string, args []string, extraFDs, dataMB int) (int, error) {
 		return 0, err
 	}
 	return exitAs(ws), nil
+}
+
+// startWithDataLimit starts the program as the init's child with RLIMIT_DATA at dataMB from
+// its first instruction, as if the launcher had become it: a runtime sizes its reservations
+// to the limit it starts under (Bun aborted when the limit came after its start). Only the
+// soft limit is lowered around the fork — the init may raise it back, and its Go runtime
+// needs room for its next thread — and the program's hard limit is lowered to it as soon as
+// it exists (the memory cgroup holds meanwhile).
+func startWithDataLimit(program string, args []string, extraFDs, dataMB int) (int, error) {
+	var own unix.Rlimit
+	n := uint64(dataMB) << 20
+	if dataMB > 0 {
+		if err := unix.Getrlimit(unix.RLIMIT_DATA, &own); err != nil {
+			return 0, fmt.Errorf("read RLIMIT_DATA: %w", err)
+		}
+		if n > own.Max {
+			n = own.Max
+		}
+		if err := unix.Setrlimit(unix.RLIMIT_DATA, &unix.Rlimit{Cur: n, Max: own.Max}); err != nil {
+			return 0, fmt.Errorf("set the memory limit (RLIMIT_DATA %d MiB): %w", dataMB, err)
+		}
+	}
+	pid, err := syscall.ForkExec(program, append([]string{program}, args...), &syscall.ProcAttr{
+		Env:   os.Environ(), // the host's environment for the launcher, passed on unchanged
+		Files: inheritedFiles(extraFDs),
+	})
+	if dataMB > 0 {
+		_ = unix.Setrlimit(unix.RLIMIT_DATA, &own)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("execute %s: %w", program, err)
+	}
+	if dataMB > 0 {
+		if err := unix.Prlimit(pid, unix.RLIMIT_DATA, &unix.Rlimit{Cur: n, Max: n}, nil); err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			return 0, fmt.Errorf("set the memory limit (RLIMIT_DATA %d MiB) of %s: %w", dataMB, program, err)
+		}
+	}
+	return pid, nil
 }
 
 // catchSignals has every signal the launcher does not ignore delivered to the channel it

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -126,5 +127,26 @@ echo survived`
 	out, err := cmd.Output()
 	if err != nil || strings.TrimSpace(string(out)) != "survived" {
 		t.Fatalf("the program got %q (%v, %s)", out, err, errb.String())
+	}
+}
+
+// A runtime sizes its memory reservations by the RLIMIT_DATA it starts under: Bun, started
+// by the init and given its limit a moment later (prlimit), aborted in about one start of
+// six ("panic(main thread): abort() called"). The program now has its limit from its first
+// instruction.
+func TestLauncherInitBunUnderDataLimit(t *testing.T) {
+	bun := os.Getenv("JEAN2_BUN")
+	if bun == "" {
+		t.Skip("JEAN2_BUN is not set")
+	}
+	real, err := filepath.EvalSymlinks(bun)
+	if err != nil {
+		t.Skipf("no bun: %v", err)
+	}
+	for i := 0; i < 12; i++ {
+		out, stderr, code := launch(t, Spec{DataMB: 512}, real, "-e", "console.log('ok')")
+		if code != 0 || out != "ok\n" {
+			t.Fatalf("start %d: exit %d %q %.400s", i, code, out, stderr)
+		}
 	}
 }
