@@ -43,6 +43,12 @@ type shellFixture struct {
 
 func newShellFixture(t testing.TB, mod func(*builtin.ShellOptions)) *shellFixture {
 	t.Helper()
+	return newShellFixtureHost(t, mod, nil)
+}
+
+// newShellFixtureHost is newShellFixture with the host's options changed by hostMod.
+func newShellFixtureHost(t testing.TB, mod func(*builtin.ShellOptions), hostMod func(*host.Options)) *shellFixture {
+	t.Helper()
 	if st := sandbox.Probe(sandbox.ModeRequire, os.Args[0]); st.LandlockABI < 1 || !st.NetNS {
 		t.Skipf("needs Landlock and network namespaces: %+v", st)
 	}
@@ -71,10 +77,14 @@ func newShellFixture(t testing.TB, mod func(*builtin.ShellOptions)) *shellFixtur
 	if mod != nil {
 		mod(&opts)
 	}
-	h, err := host.New(context.Background(), host.Options{
+	hopts := host.Options{
 		Layout: layout, Sandbox: sb, Builtins: []tool.Tool{builtin.Shell(opts)},
 		ServerEnv: []string{"PATH=/usr/bin:/bin"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	if hostMod != nil {
+		hostMod(&hopts)
+	}
+	h, err := host.New(context.Background(), hopts)
 	if err != nil {
 		t.Fatal(err)
 	}

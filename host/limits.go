@@ -52,6 +52,16 @@ type Limits struct {
 	// folder. Between two measurements a call may write more (as fast as the disk takes
 	// it, within the per-file limit of the launcher).
 	SessionTempMB int
+	// SessionMemoryMB and SessionMaxTasks cap all the memory and the tasks (processes and
+	// threads) of one session's processes together — its shell commands, foreground and
+	// background, and, for a session without workspace, its tool workers — in one cgroup
+	// the kernel enforces (default 4096 MiB and 2048), whatever each command's own limits
+	// (cgroups.go). Files the session writes in a tmpfs temporary folder count toward its
+	// memory. Tool workers of a workspace serve all its sessions and are held by MemoryMB
+	// and MaxTasks per worker. Where the host has no cgroups, only each command's own
+	// limits hold.
+	SessionMemoryMB int
+	SessionMaxTasks int
 }
 
 // Default limits.
@@ -65,6 +75,8 @@ const (
 	DefaultMaxLogLines           = 10_000
 	DefaultMaxPendingAsks        = 8
 	DefaultSessionTempMB         = 1024
+	DefaultSessionMemoryMB       = 4096
+	DefaultSessionMaxTasks       = 2048
 )
 
 func (l Limits) withDefaults() Limits {
@@ -82,6 +94,8 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxLogLines, DefaultMaxLogLines)
 	def(&l.MaxPendingAsks, DefaultMaxPendingAsks)
 	def(&l.SessionTempMB, DefaultSessionTempMB)
+	def(&l.SessionMemoryMB, DefaultSessionMemoryMB)
+	def(&l.SessionMaxTasks, DefaultSessionMaxTasks)
 	return l
 }
 

@@ -163,6 +163,7 @@ func (h *Host) RemoveWorkspaceTemp(workspaceID string) error {
 		return true
 	})
 	h.forgetKept(h.layout.WorkspaceTemp(workspaceID))
+	h.sb.removeGroup(h.scopeGroup(h.layout.WorkspaceTemp(workspaceID)))
 	return fsutil.RemoveTree(h.layout.WorkspaceTemp(workspaceID))
 }
 
