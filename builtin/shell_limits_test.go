@@ -127,3 +127,67 @@ func TestShellSessionCgroupCapsBackgroundCommandsTogether(t *testing.T) {
 		t.Fatalf("the session's memory group is still there after the session ended: %v", err)
 	}
 }
+
+// mountedBeneath lists the mount points beneath dir (this process's mount namespace).
+func mountedBeneath(dir string) []string {
+	data, _ := os.ReadFile("/proc/self/mountinfo")
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			out = append(out, f[4])
+		}
+	}
+	return out
+}
+
+// A background command that writes past the session's temporary folder quota gets ENOSPC:
+// the workspace's temporary folder is a tmpfs of SessionTempMB. Before, the quota was
+// measured while a call ran, and a background command, whose call had returned, wrote
+// 64 MiB into a 16 MiB quota and went on. After Close nothing is left mounted, nor in
+// cgroups.
+func TestShellBackgroundWritePastTempQuotaFails(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("only root mounts the temporary folders; elsewhere the quota is measured")
+	}
+	f := newShellFixtureHost(t, nil, func(o *host.Options) { o.Limits.SessionTempMB = 16 })
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	// What the command says goes to the workspace: its output file is in the temporary
+	// folder, full once the quota is reached.
+	out, res := f.run(ctx, map[string]any{"command": `dd if=/dev/zero of="$TMPDIR/big" bs=1M count=64 2>dd.txt; echo "dd exit $?" >> dd.txt`, "background": true})
+	if !out.Result.Success || res.Background == nil {
+		t.Fatalf("%+v", out.Result)
+	}
+	var text string
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		data, _ := os.ReadFile(filepath.Join(f.ws, "dd.txt"))
+		if text = string(data); strings.Contains(text, "dd exit") {
+			break
+		}
+	}
+	big := filepath.Join(filepath.Dir(res.Background.Output), "big")
+	fi, err := os.Stat(big)
+	if err != nil {
+		t.Fatalf("the written file: %v (output %q)", err, text)
+	}
+	t.Logf("a background command wrote %d MiB into a 16 MiB temporary folder: %q", fi.Size()>>20, text)
+	if fi.Size() > 16<<20 || !strings.Contains(text, "No space left on device") || strings.Contains(text, "dd exit 0") {
+		t.Fatalf("wrote %d bytes past a 16 MiB quota: %q", fi.Size(), text)
+	}
+	wsTemp := f.layout.WorkspaceTemp("w1")
+	if m := mountedBeneath(f.layout.Temp); len(m) != 1 || m[0] != wsTemp {
+		t.Fatalf("mounts beneath the temporary folders: %v", m)
+	}
+	cg := strings.TrimPrefix(f.h.Sandbox().Pids, "cgroup ")
+	if err := f.h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m := mountedBeneath(f.layout.Temp); len(m) != 0 {
+		t.Fatalf("still mounted after Close: %v", m)
+	}
+	if filepath.IsAbs(cg) {
+		if _, err := os.Stat(cg); !os.IsNotExist(err) {
+			t.Fatalf("the host's cgroup folder %s is still there after Close: %v", cg, err)
+		}
+	}
+}

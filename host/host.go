@@ -84,6 +84,7 @@ type Host struct {
 
 	cat      atomic.Pointer[catalog]
 	temps    sync.Map     // session id → its temporary folder, once created
+	tempFS   tempMounts   // the temporary scopes mounted as tmpfs
 	pins     sandbox.Pins // where each workspace folder and allowed path led when first served
 	kept     sync.Map     // path of a result KeepResult wrote → struct{}: written once
 	reloadMu sync.Mutex   // one reload at a time
@@ -237,6 +238,7 @@ func (h *Host) Close(ctx context.Context) error {
 		}
 	}
 	errs = append(errs, h.sb.close())
+	errs = append(errs, h.unmountTemps())
 	return errors.Join(errs...)
 }
 

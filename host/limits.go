@@ -203,8 +203,8 @@ func mayWriteBesideFS(v *version) bool {
 // whether it is over the quota; the error says so.
 func (h *Host) measureSessionTemp(dir string) error {
 	quota := int64(h.sb.limits.SessionTempMB) << 20
-	if quota <= 0 || dir == "" {
-		return nil
+	if quota <= 0 || dir == "" || h.tempMounted(dir) {
+		return nil // a tmpfs of the quota's size holds it (mountScope)
 	}
 	used, err := tempUsage(dir, quota)
 	if err != nil {
@@ -232,7 +232,7 @@ const tempPollInterval = 250 * time.Millisecond
 // folder is over the quota. A call that ends within the interval costs one timer. stop
 // ends the watch.
 func (h *Host) watchSessionTemp(cancel context.CancelCauseFunc, toolName, callID, dir string) (stop func()) {
-	if h.sb.limits.SessionTempMB <= 0 || dir == "" {
+	if h.sb.limits.SessionTempMB <= 0 || dir == "" || h.tempMounted(dir) {
 		return func() {}
 	}
 	var mu sync.Mutex

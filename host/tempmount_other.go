@@ -1,0 +1,12 @@
+//go:build !linux
+
+package host
+
+import "errors"
+
+// mountTempFS: a size-limited tmpfs is mounted on Linux only; elsewhere the quota is measured.
+func mountTempFS(root, rel string, mb int) (bool, error) {
+	return false, errors.New("a tmpfs is mounted on Linux only")
+}
+
+func unmountTempFS(string) error { return nil }
