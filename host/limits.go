@@ -45,12 +45,15 @@ type Limits struct {
 	// MaxPendingAsks caps the asks of one call waiting for an answer at once (default 8).
 	MaxPendingAsks int
 	// SessionTempMB caps what one workspace's temporary folder holds (its sessions'
-	// ctx.fs.tempDir folders and its workers' TMPDIR, Layout.WorkspaceTemp), in MiB
-	// (default 1024). The host measures the folder every 250 ms while a call runs and
-	// after it: a call that takes the folder past the quota is stopped, and the session's
-	// next calls are refused with a message naming it until files are removed from the
-	// folder. Between two measurements a call may write more (as fast as the disk takes
-	// it, within the per-file limit of the launcher).
+	// ctx.fs.tempDir folders and its workers' TMPDIR, Layout.WorkspaceTemp; a session
+	// without workspace has a folder of its own), in MiB (default 1024). Where the host
+	// may mount (root, Linux, sandbox on) the folder is a tmpfs of that size, made when
+	// first used (temp.go, tempmount_linux.go): a write past it fails with ENOSPC, from a
+	// worker, a command or a background command alike. Elsewhere the host measures the
+	// folder every 250 ms while a call runs and after it: a call that takes the folder past
+	// the quota is stopped, and the session's next calls are refused with a message naming
+	// it until files are removed from the folder; between two measurements, or after its
+	// call returned (a background command), a process may write more.
 	SessionTempMB int
 	// SessionMemoryMB and SessionMaxTasks cap all the memory and the tasks (processes and
 	// threads) of one session's processes together — its shell commands, foreground and

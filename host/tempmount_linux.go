@@ -100,3 +100,24 @@ func unmountTempFS(dir string) error {
 	}
 	return nil
 }
+
+// ProbeTempFS reports whether this process may make the temporary folders size-limited
+// tmpfs mounts (mountTempFS): it makes a tmpfs and lets it go unmounted. jean2 doctor asks.
+func ProbeTempFS() error {
+	fs, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("fsopen tmpfs: %w", err)
+	}
+	defer unix.Close(fs)
+	if err := unix.FsconfigSetString(fs, "size", "1m"); err != nil {
+		return fmt.Errorf("tmpfs size: %w", err)
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return fmt.Errorf("make a tmpfs: %w", err)
+	}
+	mnt, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	if err != nil {
+		return fmt.Errorf("fsmount tmpfs: %w", err)
+	}
+	return unix.Close(mnt)
+}

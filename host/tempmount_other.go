@@ -10,3 +10,6 @@ func mountTempFS(root, rel string, mb int) (bool, error) {
 }
 
 func unmountTempFS(string) error { return nil }
+
+// ProbeTempFS: no tmpfs quota outside Linux.
+func ProbeTempFS() error { return errors.New("a tmpfs is mounted on Linux only") }

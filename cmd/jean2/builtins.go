@@ -18,7 +18,11 @@ import (
 // tools run and list): each offers the same tools. The shell runs its commands through the
 // same sandbox as the host's workers.
 func builtins(layout host.Layout, sb host.SandboxOptions) ([]tool.Tool, []string, error) {
-	tools := builtin.Tools(builtin.Options{Shell: builtin.ShellOptions{Sandbox: sb, Layout: layout}})
+	_, shellLimits, err := configLimits(layout)
+	if err != nil {
+		return nil, nil, err
+	}
+	tools := builtin.Tools(builtin.Options{Shell: builtin.ShellOptions{Sandbox: sb, Layout: layout, Limits: shellLimits}})
 	path := install.ConfigFile(layout)
 	data, err := os.ReadFile(path)
 	switch {

@@ -155,6 +155,11 @@ func doctor(ctx context.Context, e env, args []string) error {
 		} else {
 			add("memory limit", checkWarn, "no memory cgroup (%v): RLIMIT_DATA caps private memory only, not shared memory (memfd)", err)
 		}
+		if err := host.ProbeTempFS(); err == nil {
+			add("temp quota", checkOK, "each workspace's temporary folder is a tmpfs of its quota (a write past it fails with ENOSPC)")
+		} else {
+			add("temp quota", checkWarn, "no tmpfs (%v): the temporary folder quota is measured every 250 ms, and a background command may write past it", err)
+		}
 		if bounded, err := capabilityCheck(ctx, st.Launcher); err != nil {
 			add("privileges", checkFail, "%v", err)
 		} else if bounded {
