@@ -108,6 +108,21 @@ func (sb *hostSandbox) group(rel string) (cgroupPlace, error) {
 	return place, nil
 }
 
+// keepGroup makes sure, before every start of a worker, that the group rel its launcher
+// joins is there (a session that ended, a workspace removed took it away while its pool
+// lived on), then runs prepare.
+func (sb *hostSandbox) keepGroup(rel string, prepare func() error) func() error {
+	return func() error {
+		if _, err := sb.group(rel); err != nil {
+			return err
+		}
+		if prepare != nil {
+			return prepare()
+		}
+		return nil
+	}
+}
+
 // removeGroup ends what is left in the group rel and beneath it (a session that ended, a
 // workspace removed) and removes the groups.
 func (sb *hostSandbox) removeGroup(rel string) {

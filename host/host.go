@@ -160,6 +160,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	}
 	h.loader = fl
 	h.cleanStaleTemps()
+	h.sweepTempMounts()
 	h.cat.Store(emptyCatalog())
 	if err := h.Reload(ctx); err != nil {
 		_ = h.Close(context.Background())

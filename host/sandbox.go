@@ -218,7 +218,8 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	}
 	// The worker's groups go in its scope's (the workspace's, or the session's when it has
 	// no workspace): cgroups.go.
-	place, err := sb.group(h.scopeGroup(scope.tempDir))
+	group := h.scopeGroup(scope.tempDir)
+	place, err := sb.group(group)
 	if err != nil {
 		return failed(fmt.Errorf("tool %s: %w", t.name, err))
 	}
@@ -261,6 +262,7 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	}
 	if sb.pids != nil || sb.memory != nil {
 		l.Exited = releaseIn(place)
+		l.Prepare = sb.keepGroup(group, l.Prepare)
 	}
 	if spec.MemoryCgroup != "" {
 		l.ExitNote = func(pid int) string {

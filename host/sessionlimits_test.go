@@ -5,7 +5,9 @@ package host_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,9 +95,10 @@ func TestSessionLimitsWorkersGroupsAndTempFS(t *testing.T) {
 	}
 }
 
-// A tmpfs left on a workspace's temporary folder by a host that crashed is reused, files
-// and all, rather than hidden under another.
-func TestSessionLimitsTempFSReusedAfterACrash(t *testing.T) {
+// Another host on the same home (alive) reuses the tmpfs the first mounted, files and
+// all, rather than hiding it under another, and leaves it mounted when it closes: it is
+// the first one's.
+func TestSessionLimitsTempFSOfAnotherHostIsReused(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("the temporary folders are mounted by a root host only")
 	}
@@ -103,24 +106,55 @@ func TestSessionLimitsTempFSReusedAfterACrash(t *testing.T) {
 	if out := sf.call("canary", `{}`); !out.Result.Success {
 		t.Fatal(out.Result)
 	}
-	wsTemp := sf.layout.WorkspaceTemp("w1")
-	kept := filepath.Join(wsTemp, "s1", "kept.txt")
-	write(t, kept, "from before the crash")
-	// The crash: a second host on the same home, the first never closed.
-	opts := sf.opts
-	h2, err := host.New(context.Background(), opts)
+	kept := filepath.Join(sf.layout.WorkspaceTemp("w1"), "s1", "kept.txt")
+	write(t, kept, "from the first host")
+	h2, err := host.New(context.Background(), sf.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h2.Close(context.Background())
 	out := h2.Invoke(context.Background(), host.Call{Tool: "canary", Args: json.RawMessage(`{}`), SessionID: "s1", Workspace: host.Workspace{ID: "w1", Path: sf.ws}})
 	if !out.Result.Success {
 		t.Fatal(out.Result)
 	}
-	if data, err := os.ReadFile(kept); err != nil || string(data) != "from before the crash" {
-		t.Fatalf("the crashed host's file: %q %v", data, err)
+	if data, err := os.ReadFile(kept); err != nil || string(data) != "from the first host" {
+		t.Fatalf("the first host's file: %q %v", data, err)
 	}
 	if m := mountsBeneath(sf.layout.Temp); len(m) != 1 {
-		t.Fatalf("mounts beneath the temporary folders: %v (a tmpfs stacked on the old one?)", m)
+		t.Fatalf("mounts beneath the temporary folders: %v (a tmpfs stacked on the first?)", m)
+	}
+	if err := h2.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(kept); err != nil || string(data) != "from the first host" {
+		t.Fatalf("the second host's Close took the first one's tmpfs: %q %v", data, err)
+	}
+}
+
+// A tmpfs a host that is gone (kill -9) left on a temporary folder is unmounted by the
+// next host when it starts; a tmpfs that is not jean2's is left alone.
+func TestSessionLimitsTempFSOfADeadHostIsSwept(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("the temporary folders are mounted by a root host only")
+	}
+	f := newFixture(t)
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := filepath.Join(f.layout.Temp, "workspaces", "w-dead")
+	other := filepath.Join(f.layout.Temp, "workspaces", "w-other")
+	for dir, source := range map[string]string{dead: fmt.Sprintf("jean2-%d-t1-0badc0ffee00", gone.Process.Pid), other: "not-jean2"} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", source, dir).CombinedOutput(); err != nil {
+			t.Skipf("mount: %v %s", err, out)
+		}
+	}
+	defer exec.Command("umount", "-l", other).Run()
+	f.opts.Sandbox = host.SandboxOptions{Mode: sandbox.ModeLandlock, Launcher: os.Args[0]}
+	f.start()
+	if m := mountsBeneath(f.layout.Temp); len(m) != 1 || m[0] != other {
+		t.Fatalf("mounts beneath the temporary folders after the start: %v (want only %s)", m, other)
 	}
 }

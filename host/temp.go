@@ -218,7 +218,9 @@ func (h *Host) cleanStaleTemps() {
 // new mount API, sandbox off), it measures the folder (limits.go).
 type tempMounts struct {
 	mu      sync.Mutex
-	mounted sync.Map // folder → struct{}
+	mounted sync.Map // folder → whether this host mounted it (else it reused another's)
+	// source names this host's mounts (sandbox.HostName), for the sweep of a later host.
+	source string
 	// refused says why the host could not mount, once it tried and failed: it does not try
 	// again.
 	refused string
@@ -259,14 +261,34 @@ func (h *Host) mountScope(key string) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return // tempFolder says why
 	}
-	reused, err := mountTempFS(h.layout.Temp, scope, mb)
+	if h.tempFS.source == "" {
+		h.tempFS.source = sandbox.HostName()
+	}
+	reused, err := mountTempFS(h.layout.Temp, scope, h.tempFS.source, mb)
 	if err != nil {
 		h.tempFS.refused = err.Error()
 		h.log.Warn("the temporary folders are not size-limited mounts: their quota is measured", "path", dir, "reason", err.Error())
 		return
 	}
 	h.log.Debug("temporary folder mounted", "path", dir, "size_mb", mb, "reused", reused)
-	h.tempFS.mounted.Store(dir, struct{}{})
+	h.tempFS.mounted.Store(dir, !reused)
+}
+
+// sweepTempMounts unmounts, when the host starts, the tmpfs mounts that hosts which are
+// gone left on the temporary folders (their sessions' files go with them, as they go when
+// a host closes); the next call makes a new one.
+func (h *Host) sweepTempMounts() {
+	root := h.layout.Temp
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		root = real // mountinfo names where mounts really are
+	}
+	gone, err := sweepTempFS(root, sandbox.StaleHost)
+	if len(gone) > 0 {
+		h.log.Info("unmounted the temporary folders of a host that is gone", "paths", gone)
+	}
+	if err != nil {
+		h.log.Warn("the temporary folders of a host that is gone", "error", err)
+	}
 }
 
 // tempMounted reports whether dir is a tmpfs the host mounted (or reused).
@@ -283,11 +305,15 @@ func (h *Host) unmountScope(dir string) error {
 	return unmountTempFS(dir)
 }
 
-// unmountTemps unmounts every tmpfs the host mounted or reused (Close).
+// unmountTemps unmounts every tmpfs the host mounted (Close); one it reused is its
+// mounter's, which runs.
 func (h *Host) unmountTemps() error {
 	var errs []error
-	h.tempFS.mounted.Range(func(k, _ any) bool {
-		errs = append(errs, h.unmountScope(k.(string)))
+	h.tempFS.mounted.Range(func(k, owned any) bool {
+		if owned.(bool) {
+			errs = append(errs, h.unmountScope(k.(string)))
+		}
+		h.tempFS.mounted.Delete(k)
 		return true
 	})
 	return errors.Join(errs...)

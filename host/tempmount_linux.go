@@ -3,10 +3,13 @@
 package host
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,9 +21,10 @@ import (
 // following any link (openat2 RESOLVE_NO_SYMLINKS|RESOLVE_BENEATH) and the new mount is
 // moved onto that very descriptor (fsopen, fsconfig, fsmount, move_mount), so a link put
 // in the folder's place cannot send the mount elsewhere; workers may write only inside the
-// folder anyway, never the folder that holds it. A tmpfs already there (a host that
-// crashed, another host on the same home) is reused: reused is then true.
-func mountTempFS(root, rel string, mb int) (reused bool, err error) {
+// folder anyway, never the folder that holds it. The mount's source is source (the host's
+// sandbox.HostName), which sweepTempFS reads once that host is gone. A tmpfs already there
+// (another host on the same home) is reused: reused is then true.
+func mountTempFS(root, rel, source string, mb int) (reused bool, err error) {
 	rootFd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false, fmt.Errorf("open %s: %w", root, err)
@@ -45,6 +49,7 @@ func mountTempFS(root, rel string, mb int) (reused bool, err error) {
 	}
 	defer unix.Close(fs)
 	for _, kv := range [][2]string{
+		{"source", source},
 		{"size", strconv.Itoa(mb) + "m"},
 		{"nr_inodes", strconv.Itoa(max(mb, 1) * 256)},
 		{"mode", "0700"},
@@ -120,4 +125,63 @@ func ProbeTempFS() error {
 		return fmt.Errorf("fsmount tmpfs: %w", err)
 	}
 	return unix.Close(mnt)
+}
+
+// sweepTempFS unmounts the tmpfs mounts beneath root (Layout.Temp) that hosts which are
+// gone (killed, crashed) left: their source names a dead host (sandbox.HostName). A tmpfs
+// of a host that runs (another jean2 on the same home) is left to it. It returns the
+// folders unmounted.
+func sweepTempFS(root string, stale func(source string) bool) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("read mountinfo: %w", err)
+	}
+	defer f.Close()
+	var points []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// id parent major:minor root mountpoint options [optional…] - fstype source superoptions
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, x := range fields {
+			if x == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 5 || len(fields) < sep+3 || fields[sep+1] != "tmpfs" {
+			continue
+		}
+		point := unescapeMountinfo(fields[4])
+		if strings.HasPrefix(point, root+"/") && stale(unescapeMountinfo(fields[sep+2])) {
+			points = append(points, point)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read mountinfo: %w", err)
+	}
+	var errs []error
+	for _, p := range points {
+		errs = append(errs, unmountTempFS(p))
+	}
+	return points, errors.Join(errs...)
+}
+
+// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

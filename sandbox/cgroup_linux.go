@@ -45,10 +45,7 @@ func makeHostGroup(controller, limitFile string) (hostGroup, error) {
 	var problems []string
 	for _, base := range bases {
 		sweepStale(base)
-		var b [6]byte
-		_, _ = rand.Read(b[:])
-		name := fmt.Sprintf("jean2-%d-t%d-n%d-%s", os.Getpid(), processStart(os.Getpid()), pidNamespace(), hex.EncodeToString(b[:]))
-		dir := filepath.Join(base, name)
+		dir := filepath.Join(base, HostName())
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			problems = append(problems, err.Error())
 			continue
@@ -182,6 +179,18 @@ func sweepStale(base string) {
 		_ = os.Remove(dir)
 	}
 }
+
+// HostName is a new name for something of this process's as a host (its cgroup folders,
+// the source of its tmpfs mounts): jean2-<pid>-t<start>-n<pid namespace>-<random>, which
+// StaleHost reads back once the process is gone.
+func HostName() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("jean2-%d-t%d-n%d-%s", os.Getpid(), processStart(os.Getpid()), pidNamespace(), hex.EncodeToString(b[:]))
+}
+
+// StaleHost reports whether a HostName names a host that no longer runs (staleHostFolder).
+func StaleHost(name string) bool { return staleHostFolder(name) }
 
 // staleHostFolder reports whether a folder jean2-<pid>[-t<start>-n<pid namespace>]-<random>
 // belongs to a host that no longer runs: no process has that pid, or the one that has it

@@ -2,7 +2,11 @@
 
 package sandbox
 
-import "errors"
+import (
+	"errors"
+	"os"
+	"strconv"
+)
 
 // Pids caps the tasks of workers with cgroups, which exist only on Linux.
 type Pids struct{}
@@ -35,6 +39,12 @@ func (m *Memory) OutOfMemory(int) bool { return false }
 
 // SweepStale has nothing to sweep where there are no cgroups.
 func SweepStale() {}
+
+// HostName names this process as a host.
+func HostName() string { return "jean2-" + strconv.Itoa(os.Getpid()) }
+
+// StaleHost cannot tell here: no name is taken for a dead host's.
+func StaleHost(string) bool { return false }
 
 // ReleaseWorker has no group to end where there are no cgroups.
 func ReleaseWorker(string, int) {}
