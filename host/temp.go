@@ -291,10 +291,18 @@ func (h *Host) sweepTempMounts() {
 	}
 }
 
-// tempMounted reports whether dir is a tmpfs the host mounted (or reused).
+// tempMounted reports whether dir is a tmpfs the host mounted, or reused and still there
+// (its mounter may have closed since: then the folder is measured again).
 func (h *Host) tempMounted(dir string) bool {
-	_, ok := h.tempFS.mounted.Load(dir)
-	return ok
+	owned, ok := h.tempFS.mounted.Load(dir)
+	if !ok || owned.(bool) {
+		return ok
+	}
+	if !isTempFS(dir) {
+		h.tempFS.mounted.Delete(dir)
+		return false
+	}
+	return true
 }
 
 // unmountScope unmounts the tmpfs on dir, if the host has one there.

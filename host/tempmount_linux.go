@@ -185,3 +185,14 @@ func unescapeMountinfo(s string) string {
 	}
 	return b.String()
 }
+
+// isTempFS reports whether dir (not through a link) is the root of a tmpfs mount.
+func isTempFS(dir string) bool {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	ok, err := tmpfsMountRoot(fd)
+	return err == nil && ok
+}
