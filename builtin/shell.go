@@ -35,6 +35,9 @@ type ShellOptions struct {
 	// Limits caps a command and everything it starts: memory (a memory cgroup over the
 	// whole command), tasks (a pids cgroup) and file size. Zero fields take the shell's
 	// defaults (ShellMemoryMB, ShellMaxTasks, host.DefaultMaxFileMB); negative ones none.
+	// Served by a host with cgroups, each command's groups lie in its session's group,
+	// whose limits (host.Limits.SessionMemoryMB, SessionMaxTasks) hold for all the
+	// session's commands together, background ones included.
 	Limits host.Limits
 	// Layout is the host's: its Home and Tools are never readable by a command.
 	Layout host.Layout

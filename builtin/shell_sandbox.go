@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/sandbox"
 	"github.com/jean2/jean2/sandbox/egress"
@@ -29,6 +30,9 @@ type shellSandbox struct {
 	status sandbox.Status
 	pids   *sandbox.Pids
 	memory *sandbox.Memory
+	// groups, when the host gives them (UseSessionCgroups), are the session groups its
+	// commands go in; then the shell makes no cgroup folder of its own.
+	groups host.SessionCgroups
 	// pins keeps where each workspace folder led when a command first ran there: a tool of
 	// an enclosing workspace may replace it by a link (sandbox.Pins).
 	pins sandbox.Pins
@@ -53,7 +57,7 @@ func (s *shellSandbox) init() {
 			s.status.NetNS, s.status.NetNSError = false, "turned off by the host's options"
 			s.status.NetLandlock = sandbox.LandlockNetwork()
 		}
-		if launcher == "" || mode == sandbox.ModeOff {
+		if launcher == "" || mode == sandbox.ModeOff || s.groups != nil {
 			return
 		}
 		if s.opts.Limits.MaxTasks > 0 {
@@ -199,18 +203,11 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 		exit.Close()
 		return nil, fmt.Errorf("shell: %w", err)
 	}
-	lim := s.opts.Limits
-	if lim.MaxFileMB > 0 {
-		spec.FileMB = lim.MaxFileMB
+	pidsDir, memDir, err := s.limit(c, &spec)
+	if err != nil {
+		exit.Close()
+		return nil, fmt.Errorf("shell: %w", err)
 	}
-	if s.memory != nil && lim.MemoryMB > 0 {
-		// The cgroup counts the memory of the whole command; RLIMIT_DATA would count each
-		// process alone (a compiler and its children could each take the whole cap).
-		spec.MemoryCgroup, spec.MemoryMaxMB = s.memory.Dir(), lim.MemoryMB
-	} else if lim.MemoryMB > 0 {
-		spec.DataMB = lim.MemoryMB
-	}
-	spec.TaskLimit(lim.MaxTasks, s.pids)
 	path, args, err := sandbox.Command(st.Launcher, spec, bash, []string{"--noprofile", "--norc", "-c", script})
 	if err != nil {
 		exit.Close()
@@ -220,22 +217,57 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	cmd.Dir, cmd.Env = cwd, env
 	st.StartConfined(cmd, spec) // a background command too: nothing it starts outlives jean2
 	out.cmd = cmd
-	pids, memory := s.pids, s.memory
 	out.release = func() {
 		if cmd.Process != nil {
 			// A process that left bash's group (setsid, a daemon) is still in the
 			// command's cgroup: it ends here.
-			if memory != nil {
-				memory.Release(cmd.Process.Pid)
-			}
-			if pids != nil {
-				pids.Release(cmd.Process.Pid)
-			}
+			sandbox.ReleaseWorker(memDir, cmd.Process.Pid)
+			sandbox.ReleaseWorker(pidsDir, cmd.Process.Pid)
 		}
 	}
 	out.closeNet = exit.Close
 	return out, nil
 }
+
+// limit sets a command's limits in its spec: the file size, and its memory and tasks in a
+// group of its own (made by the launcher) in its session's group, which the host gives
+// (host.SessionCgroups: the session's limits hold for all its commands together), else in
+// the shell's own cgroup folders. It returns the folders the command's groups go in.
+func (s *shellSandbox) limit(c *tool.Context, spec *sandbox.Spec) (pidsDir, memDir string, err error) {
+	lim := s.opts.Limits
+	if lim.MaxFileMB > 0 {
+		spec.FileMB = lim.MaxFileMB
+	}
+	if s.groups != nil {
+		if pidsDir, memDir, err = s.groups(c); err != nil {
+			return "", "", err
+		}
+	} else {
+		if s.pids != nil {
+			pidsDir = s.pids.Dir()
+		}
+		if s.memory != nil {
+			memDir = s.memory.Dir()
+		}
+	}
+	if memDir != "" && lim.MemoryMB > 0 {
+		// The cgroup counts the memory of the whole command; RLIMIT_DATA would count each
+		// process alone (a compiler and its children could each take the whole cap).
+		spec.MemoryCgroup, spec.MemoryMaxMB = memDir, lim.MemoryMB
+	} else if lim.MemoryMB > 0 {
+		spec.DataMB = lim.MemoryMB
+	}
+	if pidsDir != "" && lim.MaxTasks > 0 {
+		spec.PidsCgroup, spec.PidsMax = pidsDir, lim.MaxTasks
+	} else {
+		spec.TaskLimit(lim.MaxTasks, nil)
+	}
+	return pidsDir, memDir, nil
+}
+
+// UseSessionCgroups puts the commands in the host's session groups (host.SessionCgrouper).
+// The host calls it before the first call.
+func (t *shellTool) UseSessionCgroups(g host.SessionCgroups) { t.sb.groups = g }
 
 func shellExisting(paths ...string) []string {
 	var out []string

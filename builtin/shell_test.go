@@ -43,11 +43,17 @@ type shellFixture struct {
 
 func newShellFixture(t testing.TB, mod func(*builtin.ShellOptions)) *shellFixture {
 	t.Helper()
-	return newShellFixtureWith(t, mod)
+	return newShellFixtureHost(t, mod, nil)
 }
 
 // newShellFixtureWith is newShellFixture with more built-ins beside the shell.
 func newShellFixtureWith(t testing.TB, mod func(*builtin.ShellOptions), more ...tool.Tool) *shellFixture {
+	t.Helper()
+	return newShellFixtureHost(t, mod, func(o *host.Options) { o.Builtins = append(o.Builtins, more...) })
+}
+
+// newShellFixtureHost is newShellFixture with the host's options changed by hostMod.
+func newShellFixtureHost(t testing.TB, mod func(*builtin.ShellOptions), hostMod func(*host.Options)) *shellFixture {
 	t.Helper()
 	if st := sandbox.Probe(sandbox.ModeRequire, os.Args[0]); st.LandlockABI < 1 || !st.NetNS {
 		t.Skipf("needs Landlock and network namespaces: %+v", st)
@@ -77,10 +83,14 @@ func newShellFixtureWith(t testing.TB, mod func(*builtin.ShellOptions), more ...
 	if mod != nil {
 		mod(&opts)
 	}
-	h, err := host.New(context.Background(), host.Options{
-		Layout: layout, Sandbox: sb, Builtins: append([]tool.Tool{builtin.Shell(opts)}, more...),
+	hopts := host.Options{
+		Layout: layout, Sandbox: sb, Builtins: []tool.Tool{builtin.Shell(opts)},
 		ServerEnv: []string{"PATH=/usr/bin:/bin"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	if hostMod != nil {
+		hostMod(&hopts)
+	}
+	h, err := host.New(context.Background(), hopts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,6 +84,7 @@ type Host struct {
 
 	cat      atomic.Pointer[catalog]
 	temps    sync.Map     // session id → its temporary folder, once created
+	tempFS   tempMounts   // the temporary scopes mounted as tmpfs
 	pins     sandbox.Pins // where each workspace folder and allowed path led when first served
 	kept     sync.Map     // path of a result KeepResult wrote → struct{}: written once
 	reloadMu sync.Mutex   // one reload at a time
@@ -148,6 +149,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		llm: opts.LLM, grants: opts.Grants, subs: map[int]chan<- ToolsChanged{},
 	}
 	h.sb = newHostSandbox(opts, userHome)
+	h.giveSessionCgroups()
 	if h.sb.status.Mode != sandbox.ModeOff {
 		h.log.Debug("sandbox", "protection", h.sb.status.Summary(), "pids", h.sb.status.Pids)
 	}
@@ -158,6 +160,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	}
 	h.loader = fl
 	h.cleanStaleTemps()
+	h.sweepTempMounts()
 	h.cat.Store(emptyCatalog())
 	if err := h.Reload(ctx); err != nil {
 		_ = h.Close(context.Background())
@@ -236,6 +239,7 @@ func (h *Host) Close(ctx context.Context) error {
 		}
 	}
 	errs = append(errs, h.sb.close())
+	errs = append(errs, h.unmountTemps())
 	return errors.Join(errs...)
 }
 

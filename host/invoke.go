@@ -203,6 +203,7 @@ func (h *Host) sessionTemp(key string) (string, error) {
 		}
 		return dir.(string), nil
 	}
+	h.mountScope(key)
 	dir, err := h.layout.tempFolder(key)
 	if err != nil {
 		return "", err

@@ -45,13 +45,26 @@ type Limits struct {
 	// MaxPendingAsks caps the asks of one call waiting for an answer at once (default 8).
 	MaxPendingAsks int
 	// SessionTempMB caps what one workspace's temporary folder holds (its sessions'
-	// ctx.fs.tempDir folders and its workers' TMPDIR, Layout.WorkspaceTemp), in MiB
-	// (default 1024). The host measures the folder every 250 ms while a call runs and
-	// after it: a call that takes the folder past the quota is stopped, and the session's
-	// next calls are refused with a message naming it until files are removed from the
-	// folder. Between two measurements a call may write more (as fast as the disk takes
-	// it, within the per-file limit of the launcher).
+	// ctx.fs.tempDir folders and its workers' TMPDIR, Layout.WorkspaceTemp; a session
+	// without workspace has a folder of its own), in MiB (default 1024). Where the host
+	// may mount (root, Linux, sandbox on) the folder is a tmpfs of that size, made when
+	// first used (temp.go, tempmount_linux.go): a write past it fails with ENOSPC, from a
+	// worker, a command or a background command alike. Elsewhere the host measures the
+	// folder every 250 ms while a call runs and after it: a call that takes the folder past
+	// the quota is stopped, and the session's next calls are refused with a message naming
+	// it until files are removed from the folder; between two measurements, or after its
+	// call returned (a background command), a process may write more.
 	SessionTempMB int
+	// SessionMemoryMB and SessionMaxTasks cap all the memory and the tasks (processes and
+	// threads) of one session's processes together — its shell commands, foreground and
+	// background, and, for a session without workspace, its tool workers — in one cgroup
+	// the kernel enforces (default 4096 MiB and 2048), whatever each command's own limits
+	// (cgroups.go). Files the session writes in a tmpfs temporary folder count toward its
+	// memory. Tool workers of a workspace serve all its sessions and are held by MemoryMB
+	// and MaxTasks per worker. Where the host has no cgroups, only each command's own
+	// limits hold.
+	SessionMemoryMB int
+	SessionMaxTasks int
 }
 
 // Default limits.
@@ -65,6 +78,8 @@ const (
 	DefaultMaxLogLines           = 10_000
 	DefaultMaxPendingAsks        = 8
 	DefaultSessionTempMB         = 1024
+	DefaultSessionMemoryMB       = 4096
+	DefaultSessionMaxTasks       = 2048
 )
 
 func (l Limits) withDefaults() Limits {
@@ -82,6 +97,8 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxLogLines, DefaultMaxLogLines)
 	def(&l.MaxPendingAsks, DefaultMaxPendingAsks)
 	def(&l.SessionTempMB, DefaultSessionTempMB)
+	def(&l.SessionMemoryMB, DefaultSessionMemoryMB)
+	def(&l.SessionMaxTasks, DefaultSessionMaxTasks)
 	return l
 }
 
@@ -189,8 +206,8 @@ func mayWriteBesideFS(v *version) bool {
 // whether it is over the quota; the error says so.
 func (h *Host) measureSessionTemp(dir string) error {
 	quota := int64(h.sb.limits.SessionTempMB) << 20
-	if quota <= 0 || dir == "" {
-		return nil
+	if quota <= 0 || dir == "" || h.tempMounted(dir) {
+		return nil // a tmpfs of the quota's size holds it (mountScope)
 	}
 	used, err := tempUsage(dir, quota)
 	if err != nil {
@@ -218,7 +235,7 @@ const tempPollInterval = 250 * time.Millisecond
 // folder is over the quota. A call that ends within the interval costs one timer. stop
 // ends the watch.
 func (h *Host) watchSessionTemp(cancel context.CancelCauseFunc, toolName, callID, dir string) (stop func()) {
-	if h.sb.limits.SessionTempMB <= 0 || dir == "" {
+	if h.sb.limits.SessionTempMB <= 0 || dir == "" || h.tempMounted(dir) {
 		return func() {}
 	}
 	var mu sync.Mutex

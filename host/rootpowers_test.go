@@ -408,12 +408,14 @@ func TestSandboxSharedMemoryCap(t *testing.T) {
 	if !out.Result.Success || r.Value == "" {
 		t.Fatalf("pid: %+v %s", r, out.Result.Error)
 	}
-	dir := strings.TrimPrefix(sf.h.Sandbox().Memory, "cgroup ")
+	// Its group lies in its workspace's, beneath the host's folder (cgroups.go).
+	dir := filepath.Join(strings.TrimPrefix(sf.h.Sandbox().Memory, "cgroup "), "ws-w1")
 	tried := 0
 	for _, c := range []struct{ path, data string }{
 		{filepath.Join(dir, "w-"+r.Value, "memory.limit_in_bytes"), "-1"},
 		{filepath.Join(dir, "w-"+r.Value, "memory.max"), "max"},
-		{filepath.Join(filepath.Dir(dir), "cgroup.procs"), r.Value},
+		{filepath.Join(dir, "memory.limit_in_bytes"), "-1"},
+		{filepath.Join(filepath.Dir(filepath.Dir(dir)), "cgroup.procs"), r.Value},
 	} {
 		if _, err := os.Stat(c.path); err != nil {
 			continue

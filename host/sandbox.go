@@ -54,6 +54,9 @@ type hostSandbox struct {
 	// it leads), resolved at the start and again at every reload rather than in every call.
 	places atomic.Pointer[[]string]
 	limits Limits
+	// groups are the workspaces' and sessions' cgroups beneath pids' and memory's folders
+	// (cgroups.go).
+	groups sessionGroups
 }
 
 func newHostSandbox(opts Options, home string) *hostSandbox {
@@ -130,16 +133,6 @@ func (sb *hostSandbox) close() error {
 // RLIMIT_DATA (a clean out-of-memory error) before the cgroup (a kill), while shared memory,
 // which RLIMIT_DATA does not count, still meets the cgroup.
 const memoryHeadroomMB = 64
-
-// release ends what is left of a worker in its cgroups.
-func (sb *hostSandbox) release(pid int) {
-	if sb.memory != nil {
-		sb.memory.Release(pid)
-	}
-	if sb.pids != nil {
-		sb.pids.Release(pid)
-	}
-}
 
 // Sandbox reports the protection this host gives its workers.
 func (h *Host) Sandbox() sandbox.Status { return h.sb.status }
@@ -236,8 +229,15 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	if sb.limits.MaxFileMB > 0 {
 		spec.FileMB = sb.limits.MaxFileMB
 	}
-	if sb.memory != nil && spec.DataMB > 0 {
-		spec.MemoryCgroup, spec.MemoryMaxMB = sb.memory.Dir(), spec.DataMB+memoryHeadroomMB
+	// The worker's groups go in its scope's (the workspace's, or the session's when it has
+	// no workspace): cgroups.go.
+	group := h.scopeGroup(scope.tempDir)
+	place, err := sb.group(group)
+	if err != nil {
+		return failed(fmt.Errorf("tool %s: %w", t.name, err))
+	}
+	if place.memory != "" && spec.DataMB > 0 {
+		spec.MemoryCgroup, spec.MemoryMaxMB = place.memory, spec.DataMB+memoryHeadroomMB
 	}
 	if wn != nil {
 		wn.Apply(&spec)
@@ -246,7 +246,11 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 		spec.Rules = rules
 		spec.NoFork = !t.childProcess() && sandbox.CanDenyProcesses()
 	}
-	spec.TaskLimit(sb.limits.MaxTasks, sb.pids)
+	if place.pids != "" && sb.limits.MaxTasks > 0 {
+		spec.PidsCgroup, spec.PidsMax = place.pids, sb.limits.MaxTasks
+	} else {
+		spec.TaskLimit(sb.limits.MaxTasks, nil)
+	}
 	path, args, err := sandbox.Command(sb.status.Launcher, spec, base.Path, base.Args)
 	if err != nil {
 		return failed(fmt.Errorf("sandbox: %w", err))
@@ -271,11 +275,12 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 		}
 	}
 	if sb.pids != nil || sb.memory != nil {
-		l.Exited = sb.release
+		l.Exited = releaseIn(place)
+		l.Prepare = sb.keepGroup(group, l.Prepare)
 	}
 	if spec.MemoryCgroup != "" {
 		l.ExitNote = func(pid int) string {
-			if sb.memory.OutOfMemory(pid) {
+			if sandbox.OutOfMemoryIn(place.memory, pid) {
 				return fmt.Sprintf("the kernel killed it: out of memory in its memory cgroup (%d MiB, shared memory included)", spec.MemoryMaxMB)
 			}
 			return ""

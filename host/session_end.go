@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 )
 
 // SessionEnder is a built-in that keeps something for a session beyond its calls (the
@@ -26,6 +27,10 @@ func (h *Host) EndSession(ctx context.Context, workspaceID, sessionID string) er
 				errs = append(errs, fmt.Errorf("end session %s in built-in %s: %w", sessionID, t.Definition().Name, err))
 			}
 		}
+	}
+	// What is left in the session's cgroup (a process a command detached) ends with it.
+	if key, err := tempKey(Call{SessionID: sessionID, Workspace: Workspace{ID: workspaceID}}, ""); err == nil && sessionID != "" {
+		h.sb.removeGroup(h.scopeGroup(filepath.Join(h.layout.Temp, key)))
 	}
 	if err := h.RemoveSessionTemp(workspaceID, sessionID); err != nil {
 		errs = append(errs, fmt.Errorf("end session %s: remove its temporary folder: %w", sessionID, err))

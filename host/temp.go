@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jean2/jean2/internal/fsutil"
+	"github.com/jean2/jean2/sandbox"
 )
 
 // callTempPrefix names the folder, under Layout.Temp/sessions, of a call with neither
@@ -163,6 +165,10 @@ func (h *Host) RemoveWorkspaceTemp(workspaceID string) error {
 		return true
 	})
 	h.forgetKept(h.layout.WorkspaceTemp(workspaceID))
+	h.sb.removeGroup(h.scopeGroup(h.layout.WorkspaceTemp(workspaceID)))
+	if err := h.unmountScope(h.layout.WorkspaceTemp(workspaceID)); err != nil {
+		return err
+	}
 	return fsutil.RemoveTree(h.layout.WorkspaceTemp(workspaceID))
 }
 
@@ -171,6 +177,11 @@ func (h *Host) removeTemp(key string) error {
 	dir := filepath.Join(h.layout.Temp, key)
 	h.tempQuota.over.Delete(dir)
 	h.forgetKept(dir)
+	if tempScopeKey(key) == key {
+		if err := h.unmountScope(dir); err != nil {
+			return err
+		}
+	}
 	// RemoveTree removes links a worker left and never what they point to.
 	return fsutil.RemoveTree(dir)
 }
@@ -199,4 +210,135 @@ func (h *Host) cleanStaleTemps() {
 			h.log.Warn("remove a call's old temporary folder", "path", p, "error", err)
 		}
 	}
+}
+
+// tempMounts are the temporary scopes (a workspace's folder, a workspace-less session's)
+// the host made a tmpfs of SessionTempMB: there the kernel holds the quota (a write past
+// it fails with ENOSPC) and the host measures nothing. Where it cannot mount (not root, no
+// new mount API, sandbox off), it measures the folder (limits.go).
+type tempMounts struct {
+	mu      sync.Mutex
+	mounted sync.Map // folder → whether this host mounted it (else it reused another's)
+	// source names this host's mounts (sandbox.HostName), for the sweep of a later host.
+	source string
+	// refused says why the host could not mount, once it tried and failed: it does not try
+	// again.
+	refused string
+}
+
+// tempScopeKey is the part of a temporary folder's key (tempKey) that is mounted: a
+// workspace's folder, which its sessions' folders and its workers' TMPDIR share, or a
+// workspace-less session's; "" for a call's own folder (removed when the call ends).
+func tempScopeKey(key string) string {
+	parts := strings.Split(filepath.ToSlash(key), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "workspaces":
+		return filepath.Join(parts[0], parts[1])
+	case len(parts) == 2 && parts[0] == "sessions" && !strings.HasPrefix(parts[1], callTempPrefix):
+		return key
+	}
+	return ""
+}
+
+// mountScope makes the scope of key a tmpfs of SessionTempMB the first time it is needed
+// (mountTempFS), when the sandbox is on and the host may mount; a failure leaves the
+// measured quota.
+func (h *Host) mountScope(key string) {
+	mb := h.sb.limits.SessionTempMB
+	scope := tempScopeKey(key)
+	if scope == "" || mb <= 0 || h.sb.status.Mode == sandbox.ModeOff {
+		return
+	}
+	dir := filepath.Join(h.layout.Temp, scope)
+	if _, ok := h.tempFS.mounted.Load(dir); ok {
+		return
+	}
+	h.tempFS.mu.Lock()
+	defer h.tempFS.mu.Unlock()
+	if _, ok := h.tempFS.mounted.Load(dir); ok || h.tempFS.refused != "" {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return // tempFolder says why
+	}
+	if h.tempFS.source == "" {
+		h.tempFS.source = sandbox.HostName()
+	}
+	reused, err := mountTempFS(h.layout.Temp, scope, h.tempFS.source, mb)
+	if err != nil {
+		h.tempFS.refused = err.Error()
+		h.log.Warn("the temporary folders are not size-limited mounts: their quota is measured", "path", dir, "reason", err.Error())
+		return
+	}
+	h.log.Debug("temporary folder mounted", "path", dir, "size_mb", mb, "reused", reused)
+	h.tempFS.mounted.Store(dir, !reused)
+}
+
+// sweepTempMounts unmounts, when the host starts, the tmpfs mounts that hosts which are
+// gone left on the temporary folders (their sessions' files go with them, as they go when
+// a host closes); the next call makes a new one.
+func (h *Host) sweepTempMounts() {
+	root := h.layout.Temp
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		root = real // mountinfo names where mounts really are
+	}
+	gone, err := sweepTempFS(root, sandbox.StaleHost)
+	if len(gone) > 0 {
+		h.log.Info("unmounted the temporary folders of a host that is gone", "paths", gone)
+	}
+	if err != nil {
+		h.log.Warn("the temporary folders of a host that is gone", "error", err)
+	}
+}
+
+// tempMounted reports whether dir is a tmpfs the host mounted, or reused and still there
+// (its mounter may have closed since: then the folder is measured again).
+func (h *Host) tempMounted(dir string) bool {
+	owned, ok := h.tempFS.mounted.Load(dir)
+	if !ok || owned.(bool) {
+		return ok
+	}
+	if !isTempFS(dir) {
+		h.tempFS.mounted.Delete(dir)
+		return false
+	}
+	return true
+}
+
+// unmountScope unmounts the tmpfs on dir, if the host has one there.
+func (h *Host) unmountScope(dir string) error {
+	if _, ok := h.tempFS.mounted.LoadAndDelete(dir); !ok {
+		return nil
+	}
+	return unmountTempFS(dir)
+}
+
+// unmountTemps unmounts every tmpfs the host mounted (Close); one it reused is its
+// mounter's, which runs.
+func (h *Host) unmountTemps() error {
+	var errs []error
+	h.tempFS.mounted.Range(func(k, owned any) bool {
+		if owned.(bool) {
+			errs = append(errs, h.unmountScope(k.(string)))
+		}
+		h.tempFS.mounted.Delete(k)
+		return true
+	})
+	return errors.Join(errs...)
+}
+
+// TempQuota says how the temporary folders' quota (SessionTempMB) holds: "tmpfs" when
+// the host mounted one, else "measured" and why it could not mount (not yet tried: "").
+func (h *Host) TempQuota() string {
+	h.tempFS.mu.Lock()
+	defer h.tempFS.mu.Unlock()
+	if h.tempFS.refused != "" {
+		return "measured every 250 ms (no tmpfs: " + h.tempFS.refused + ")"
+	}
+	n := 0
+	h.tempFS.mounted.Range(func(any, any) bool { n++; return true })
+	if n > 0 {
+		return fmt.Sprintf("tmpfs of %d MiB per workspace (%d mounted)", h.sb.limits.SessionTempMB, n)
+	}
+	return ""
 }

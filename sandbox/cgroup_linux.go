@@ -20,8 +20,11 @@ import (
 // A host's cgroups: in each hierarchy that carries a controller it uses (pids, memory), a
 // folder of its own, jean2-<pid>-t<start>-n<pid namespace>-<random>, beside the host's own
 // group; in it every worker gets a group w-<worker pid>, made by the launcher, which moves
-// itself (so the worker and everything the worker starts) into it. The host ends what is
-// left in a worker's group when the worker exits, and on start ends what hosts that died
+// itself (so the worker and everything the worker starts) into it. Between the two the host
+// may make groups of its own (Pids.Group, Memory.Group: a workspace's, a session's), whose
+// limits hold for the sum of the workers' groups beneath them: both hierarchies count
+// hierarchically (v1 pids and memory on current kernels, and v2). The host ends what is left
+// in a worker's group when the worker exits, and on start ends what hosts that died
 // (kill -9, a crash) left in theirs: no process a tool started outlives its host for longer
 // than that.
 
@@ -42,21 +45,12 @@ func makeHostGroup(controller, limitFile string) (hostGroup, error) {
 	var problems []string
 	for _, base := range bases {
 		sweepStale(base)
-		var b [6]byte
-		_, _ = rand.Read(b[:])
-		name := fmt.Sprintf("jean2-%d-t%d-n%d-%s", os.Getpid(), processStart(os.Getpid()), pidNamespace(), hex.EncodeToString(b[:]))
-		dir := filepath.Join(base, name)
+		dir := filepath.Join(base, HostName())
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			problems = append(problems, err.Error())
 			continue
 		}
-		// In the unified hierarchy the workers' groups have a controller only when their
-		// parent enables it for them (the host's folder holds no process, so it may).
-		if _, err := os.Stat(filepath.Join(dir, "cgroup.subtree_control")); err == nil {
-			for _, c := range []string{"+pids", "+memory"} {
-				_ = os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(c), 0)
-			}
-		}
+		enableChildren(dir)
 		if _, err := os.Stat(filepath.Join(dir, limitFile)); err != nil {
 			_ = os.Remove(dir)
 			problems = append(problems, base+" has no "+controller+" controller for its children")
@@ -70,20 +64,69 @@ func makeHostGroup(controller, limitFile string) (hostGroup, error) {
 	return hostGroup{}, fmt.Errorf("no %s cgroup can be made: %s", controller, strings.Join(problems, "; "))
 }
 
-// release ends whatever is left in a worker's group once the worker has exited — a process
-// the tool started in a session of its own escapes the worker's process group but not its
-// cgroup — and removes the group.
-func (g hostGroup) release(pid int) {
-	killGroup(filepath.Join(g.dir, "w-"+strconv.Itoa(pid)))
+// enableChildren gives the groups made in dir the pids and memory controllers: in the
+// unified hierarchy a group has a controller only when its parent enables it for its
+// children, which a group holding no process of its own may (the host's folder, a
+// workspace's or session's group). Nothing to do in a v1 hierarchy.
+func enableChildren(dir string) {
+	if _, err := os.Stat(filepath.Join(dir, "cgroup.subtree_control")); err == nil {
+		for _, c := range []string{"+pids", "+memory"} {
+			_ = os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(c), 0)
+		}
+	}
 }
 
-// close ends what is left in the workers' groups, removes them and the host's folder.
+// sub makes the group rel beneath the host's folder ("ws-x/s-y": each level made when
+// missing, and given the controllers for its children) and writes limits in the last one.
+// A name w-… is a worker's and refused here, as is anything that would lead outside.
+func (g hostGroup) sub(rel string, limits [][2]string) (string, error) {
+	dir := g.dir
+	for _, name := range strings.Split(rel, "/") {
+		if name == "" || name == "." || name == ".." || strings.HasPrefix(name, "w-") || strings.ContainsAny(name, "\x00\n") {
+			return "", fmt.Errorf("cgroup %q beneath %s: not a group name", rel, g.dir)
+		}
+		dir = filepath.Join(dir, name)
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("cgroup %s: %w", dir, err)
+		}
+		enableChildren(dir)
+	}
+	for _, l := range limits {
+		if err := os.WriteFile(filepath.Join(dir, l[0]), []byte(l[1]), 0); err != nil {
+			return "", fmt.Errorf("cgroup %s: set %s to %s: %w", dir, l[0], l[1], err)
+		}
+	}
+	return dir, nil
+}
+
+// remove ends everything in the group rel beneath the host's folder and in the groups
+// beneath it, and removes them all.
+func (g hostGroup) remove(rel string) {
+	if rel == "" || strings.Contains(rel, "..") {
+		return
+	}
+	killTree(filepath.Join(g.dir, rel))
+}
+
+// close ends what is left in the groups beneath the host's folder, removes them and the
+// host's folder.
 func (g hostGroup) close() error {
 	killGroups(g.dir)
 	if err := os.Remove(g.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove cgroup %s: %w", g.dir, err)
 	}
 	return nil
+}
+
+// ReleaseWorker ends whatever is left in the group a launcher made for the worker pid in
+// parent (w-<pid>: the folder its spec named, a host's or one of Pids.Group's) once the
+// worker has exited — a process the tool started in a session of its own escapes the
+// worker's process group but not its cgroup — and removes the group.
+func ReleaseWorker(parent string, pid int) {
+	if parent == "" || pid <= 0 {
+		return
+	}
+	killGroup(filepath.Join(parent, "w-"+strconv.Itoa(pid)))
 }
 
 // killGroup kills every process of a group and removes it. A process may fork while it is
@@ -107,14 +150,21 @@ func killGroup(dir string) {
 	}
 }
 
-// killGroups kills and removes every worker group in a host's folder.
+// killGroups kills and removes every group beneath dir (workers' groups, and the
+// workspaces' and sessions' groups that hold them), the deepest first.
 func killGroups(dir string) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		if e.IsDir() && strings.HasPrefix(e.Name(), "w-") {
-			killGroup(filepath.Join(dir, e.Name()))
+		if e.IsDir() {
+			killTree(filepath.Join(dir, e.Name()))
 		}
 	}
+}
+
+// killTree kills and removes the groups beneath dir, then dir itself.
+func killTree(dir string) {
+	killGroups(dir)
+	killGroup(dir)
 }
 
 // sweepStale ends what the hosts that are gone left in base, and removes their folders.
@@ -129,6 +179,18 @@ func sweepStale(base string) {
 		_ = os.Remove(dir)
 	}
 }
+
+// HostName is a new name for something of this process's as a host (its cgroup folders,
+// the source of its tmpfs mounts): jean2-<pid>-t<start>-n<pid namespace>-<random>, which
+// StaleHost reads back once the process is gone.
+func HostName() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("jean2-%d-t%d-n%d-%s", os.Getpid(), processStart(os.Getpid()), pidNamespace(), hex.EncodeToString(b[:]))
+}
+
+// StaleHost reports whether a HostName names a host that no longer runs (staleHostFolder).
+func StaleHost(name string) bool { return staleHostFolder(name) }
 
 // staleHostFolder reports whether a folder jean2-<pid>[-t<start>-n<pid namespace>]-<random>
 // belongs to a host that no longer runs: no process has that pid, or the one that has it

@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,7 +56,32 @@ func (m *Memory) Dir() string { return m.g.dir }
 // the group.
 func (m *Memory) Release(pid int) {
 	if !m.shared {
-		m.g.release(pid)
+		ReleaseWorker(m.g.dir, pid)
+	}
+}
+
+// Group makes the group rel beneath the host's folder, as Pids.Group does, and caps all
+// the memory of what it holds at mb MiB (0: no cap of its own), its workers' groups
+// included. Files written in a tmpfs count toward the memory of the group of the process
+// that wrote them, and stay counted in its parent once that group is gone.
+func (m *Memory) Group(rel string, mb int) (string, error) {
+	dir, err := m.g.sub(rel, nil)
+	if err != nil || mb <= 0 {
+		return dir, err
+	}
+	for _, l := range memoryLimits(dir, mb) {
+		if err := os.WriteFile(filepath.Join(dir, l[0]), []byte(l[1]), 0); err != nil {
+			return "", fmt.Errorf("cgroup %s: set %s to %s: %w", dir, l[0], l[1], err)
+		}
+	}
+	return dir, nil
+}
+
+// Remove ends everything in the group rel and beneath it and removes those groups (the
+// Pids' do it when they share the folder).
+func (m *Memory) Remove(rel string) {
+	if !m.shared {
+		m.g.remove(rel)
 	}
 }
 
@@ -69,8 +95,12 @@ func (m *Memory) Close() error {
 
 // OutOfMemory reports whether the kernel killed a process of a worker's group for going past
 // its limit. It reads the group, so it is asked before Release removes it.
-func (m *Memory) OutOfMemory(pid int) bool {
-	dir := filepath.Join(m.g.dir, "w-"+strconv.Itoa(pid))
+func (m *Memory) OutOfMemory(pid int) bool { return OutOfMemoryIn(m.g.dir, pid) }
+
+// OutOfMemoryIn is OutOfMemory for a worker whose group the launcher made in parent (a
+// folder Memory.Group returned).
+func OutOfMemoryIn(parent string, pid int) bool {
+	dir := filepath.Join(parent, "w-"+strconv.Itoa(pid))
 	for _, f := range []string{"memory.events", "memory.oom_control"} {
 		data, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {

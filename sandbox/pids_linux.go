@@ -35,7 +35,22 @@ func (p *Pids) Dir() string { return p.g.dir }
 // Release ends whatever is left in a worker's group once the worker has exited — a process
 // the tool started in a session of its own escapes the worker's process group but not its
 // cgroup — and removes the group.
-func (p *Pids) Release(pid int) { p.g.release(pid) }
+func (p *Pids) Release(pid int) { ReleaseWorker(p.g.dir, pid) }
+
+// Group makes the group rel beneath the host's folder (a workspace's, "ws-x"; a session's,
+// "ws-x/s-y": each level made when missing) and caps its tasks at max (0: no cap of its
+// own). The cap holds for everything beneath: the workers' groups a launcher makes in it
+// (Spec.PidsCgroup) count toward it whatever their own pids.max. It returns the folder.
+func (p *Pids) Group(rel string, max int) (string, error) {
+	var limits [][2]string
+	if max > 0 {
+		limits = pidsLimits(max)
+	}
+	return p.g.sub(rel, limits)
+}
+
+// Remove ends everything in the group rel and beneath it and removes those groups.
+func (p *Pids) Remove(rel string) { p.g.remove(rel) }
 
 // Close ends what is left in the workers' groups and removes them and the host's folder.
 func (p *Pids) Close() error { return p.g.close() }

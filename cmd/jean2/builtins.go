@@ -37,5 +37,13 @@ func builtins(layout host.Layout, sb host.SandboxOptions) ([]tool.Tool, []string
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if shell.Limits.MaxFileMB == 0 {
+		// One file's cap is the host's ("limits"."maxFileMB") unless "shell" sets its own.
+		limits, err := configLimits(layout)
+		if err != nil {
+			return nil, nil, err
+		}
+		shell.Limits.MaxFileMB = limits.MaxFileMB
+	}
 	return builtin.Tools(builtin.Options{Shell: shell}), cfg.DisabledBuiltins, nil
 }

@@ -179,9 +179,14 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*chat.Local
 		clients.Close()
 		return nil, err
 	}
+	limits, err := configLimits(layout)
+	if err != nil {
+		clients.Close()
+		return nil, err
+	}
 	srv, err := server.Open(ctx, server.Config{
 		Host: host.Options{
-			Layout: layout, Sandbox: sb, Sources: clients.Sources(), Builtins: builtinTools, DisabledBuiltins: disabledBuiltins,
+			Layout: layout, Sandbox: sb, Sources: clients.Sources(), Builtins: builtinTools, DisabledBuiltins: disabledBuiltins, Limits: limits,
 			RuntimePreference: e.getenv("JEAN2_RUNTIME"), BunPath: e.getenv("JEAN2_BUN"), NodePath: e.getenv("JEAN2_NODE"),
 			Logger: log,
 		},

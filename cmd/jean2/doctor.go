@@ -160,6 +160,11 @@ func doctor(ctx context.Context, e env, args []string) error {
 		} else {
 			add("lifetime", checkWarn, "no pid namespace per worker (%s): what a tool or command detaches outlives a kill -9 of jean2 until jean2 next starts", st.PidNSError)
 		}
+		if err := host.ProbeTempFS(); err == nil {
+			add("temp quota", checkOK, "each workspace's temporary folder is a tmpfs of its quota (a write past it fails with ENOSPC)")
+		} else {
+			add("temp quota", checkWarn, "no tmpfs (%v): the temporary folder quota is measured every 250 ms, and a background command may write past it", err)
+		}
 		if bounded, err := capabilityCheck(ctx, st); err != nil {
 			add("privileges", checkFail, "%v", err)
 		} else if bounded {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/jean2/jean2/host"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,5 +33,30 @@ export async function execute() { return { success: true, result: 'ran' }; }
 	out, stderr, code = c.run("", "tools", "run", "greedy")
 	if code != 0 || !strings.Contains(out, `"ran"`) {
 		t.Fatalf("run after approval: exit %d\n%s\n%s", code, out, stderr)
+	}
+}
+
+// config.json's "limits" reach the host's limits; without the file, the defaults hold (zero
+// fields).
+func TestConfigLimits(t *testing.T) {
+	layout := host.Layout{Home: t.TempDir()}
+	h, err := configLimits(layout)
+	if err != nil || h != (host.Limits{}) {
+		t.Fatalf("no config.json: %+v %v", h, err)
+	}
+	cfg := `{"disabledBuiltins": [], "limits": {"sessionMemoryMB": 3000, "sessionMaxTasks": 500, "sessionTempMB": 256, "memoryMB": 384, "maxTasks": 64, "maxFileMB": 100}}`
+	if err := os.WriteFile(filepath.Join(layout.Home, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, err = configLimits(layout)
+	want := host.Limits{MemoryMB: 384, MaxTasks: 64, MaxFileMB: 100, SessionTempMB: 256, SessionMemoryMB: 3000, SessionMaxTasks: 500}
+	if err != nil || h != want {
+		t.Fatalf("%+v %v", h, err)
+	}
+	if err := os.WriteFile(filepath.Join(layout.Home, "config.json"), []byte(`{"limits": {"sessionMemoryMB": "lots"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := configLimits(layout); err == nil || !strings.Contains(err.Error(), `"limits"`) {
+		t.Fatalf("a limit that is not a number: %v", err)
 	}
 }

@@ -126,9 +126,13 @@ func serve(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	limits, err := configLimits(layout)
+	if err != nil {
+		return err
+	}
 	srv, err := server.Open(ctx, server.Config{
 		Host: host.Options{
-			Layout: layout, Sandbox: sb, Sources: clients.Sources(), Builtins: builtinTools, DisabledBuiltins: disabledBuiltins,
+			Layout: layout, Sandbox: sb, Sources: clients.Sources(), Builtins: builtinTools, DisabledBuiltins: disabledBuiltins, Limits: limits,
 			RuntimePreference: e.getenv("JEAN2_RUNTIME"), BunPath: e.getenv("JEAN2_BUN"), NodePath: e.getenv("JEAN2_NODE"),
 			Logger: log,
 		},

@@ -217,7 +217,12 @@ func openHostTuned(ctx context.Context, e env, tune func(*host.Options), sources
 	if err != nil {
 		return nil, err
 	}
+	limits, err := configLimits(layout)
+	if err != nil {
+		return nil, err
+	}
 	opts := host.Options{
+		Limits:            limits,
 		LLM:               cliLLM(e, layout.Home),
 		Builtins:          builtinTools,
 		DisabledBuiltins:  disabledBuiltins,

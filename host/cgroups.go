@@ -1,0 +1,183 @@
+package host
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/jean2/jean2/sandbox"
+	"github.com/jean2/jean2/tool"
+)
+
+// Session groups. Beneath the host's cgroup folders (one per hierarchy, sandbox.Pids and
+// sandbox.Memory) every temporary scope has a group of its own, and the launcher puts each
+// worker's and each command's group (w-<pid>, with its own per-process limits) in the
+// group of the scope it serves:
+//
+//	jean2-<host>/ws-<workspace>/            a workspace's: no limit of its own
+//	jean2-<host>/ws-<workspace>/w-<pid>     its tool workers (pooled per workspace)
+//	jean2-<host>/ws-<workspace>/s-<session> a session's: SessionMemoryMB, SessionMaxTasks
+//	jean2-<host>/ws-<workspace>/runs        the workspace's sessionless calls: the same
+//	jean2-<host>/s-<session>/               a session without workspace: the same limits,
+//	                                        its tool workers and its commands alike
+//
+// The shell's commands, foreground and background, go in their session's group, so the
+// kernel holds the sum of a session's commands to the session's limits whatever each
+// command's own. Tool workers serve every session of a workspace (poolScope), so they are
+// in the workspace's group, held by their per-worker limits (MemoryMB, MaxTasks), not in
+// any one session's; a session without workspace has workers of its own, in its group.
+
+// scopeGroup is the group, relative to the host's cgroup folders, of a temporary folder
+// (a call's or a worker scope's, Layout.Temp/…): "" for a call that has a folder of its
+// own (no session, no workspace), whose processes go straight in the host's folders.
+func (h *Host) scopeGroup(tempDir string) string {
+	rel, err := filepath.Rel(h.layout.Temp, tempDir)
+	if err != nil || tempDir == "" {
+		return ""
+	}
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	switch {
+	case len(parts) == 2 && parts[0] == "workspaces":
+		return "ws-" + parts[1]
+	case len(parts) == 3 && parts[0] == "workspaces" && parts[2] == runsTemp:
+		return "ws-" + parts[1] + "/runs"
+	case len(parts) == 3 && parts[0] == "workspaces":
+		return "ws-" + parts[1] + "/s-" + parts[2]
+	case len(parts) == 2 && parts[0] == "sessions" && !strings.HasPrefix(parts[1], callTempPrefix):
+		return "s-" + parts[1]
+	}
+	return ""
+}
+
+// sessionLevel reports whether a group is a session's (its limits are the session's).
+func sessionLevel(rel string) bool {
+	last := rel[strings.LastIndexByte(rel, '/')+1:]
+	return strings.HasPrefix(last, "s-") || last == "runs"
+}
+
+// cgroupPlace is a group's folder in each hierarchy ("" where the host has none).
+type cgroupPlace struct {
+	pids, memory string
+}
+
+// sessionGroups makes and remembers the host's scope groups.
+type sessionGroups struct {
+	mu   sync.Mutex
+	made map[string]cgroupPlace
+}
+
+// group returns the folders of the group rel, making it (and the groups above it) with the
+// limits of its level at first use; the host's folders for "".
+func (sb *hostSandbox) group(rel string) (cgroupPlace, error) {
+	place := cgroupPlace{}
+	if sb.pids != nil {
+		place.pids = sb.pids.Dir()
+	}
+	if sb.memory != nil {
+		place.memory = sb.memory.Dir()
+	}
+	if rel == "" || (sb.pids == nil && sb.memory == nil) {
+		return place, nil
+	}
+	g := &sb.groups
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if p, ok := g.made[rel]; ok {
+		return p, nil
+	}
+	tasks, memMB := 0, 0
+	if sessionLevel(rel) {
+		tasks, memMB = max(sb.limits.SessionMaxTasks, 0), max(sb.limits.SessionMemoryMB, 0)
+	}
+	var err error
+	if sb.pids != nil {
+		if place.pids, err = sb.pids.Group(rel, tasks); err != nil {
+			return cgroupPlace{}, fmt.Errorf("session cgroup: %w", err)
+		}
+	}
+	if sb.memory != nil {
+		if place.memory, err = sb.memory.Group(rel, memMB); err != nil {
+			return cgroupPlace{}, fmt.Errorf("session cgroup: %w", err)
+		}
+	}
+	if g.made == nil {
+		g.made = map[string]cgroupPlace{}
+	}
+	g.made[rel] = place
+	return place, nil
+}
+
+// keepGroup makes sure, before every start of a worker, that the group rel its launcher
+// joins is there (a session that ended, a workspace removed took it away while its pool
+// lived on), then runs prepare.
+func (sb *hostSandbox) keepGroup(rel string, prepare func() error) func() error {
+	return func() error {
+		if _, err := sb.group(rel); err != nil {
+			return err
+		}
+		if prepare != nil {
+			return prepare()
+		}
+		return nil
+	}
+}
+
+// removeGroup ends what is left in the group rel and beneath it (a session that ended, a
+// workspace removed) and removes the groups.
+func (sb *hostSandbox) removeGroup(rel string) {
+	if rel == "" {
+		return
+	}
+	g := &sb.groups
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for k := range g.made {
+		if k == rel || strings.HasPrefix(k, rel+"/") {
+			delete(g.made, k)
+		}
+	}
+	if sb.memory != nil {
+		sb.memory.Remove(rel)
+	}
+	if sb.pids != nil {
+		sb.pids.Remove(rel)
+	}
+}
+
+// SessionCgroups are the folders in which the launcher is to make a call's processes'
+// groups (Spec.PidsCgroup, Spec.MemoryCgroup): its session's group.
+type SessionCgroups func(c *tool.Context) (pids, memory string, err error)
+
+// SessionCgrouper is a built-in that starts processes (the shell) and puts them in the
+// host's session groups rather than in cgroup folders of its own: the host hands it
+// SessionCgroups when it starts, when it has cgroups.
+type SessionCgrouper interface {
+	UseSessionCgroups(SessionCgroups)
+}
+
+// sessionCgroups is the host's SessionCgroups.
+func (h *Host) sessionCgroups(c *tool.Context) (string, string, error) {
+	place, err := h.sb.group(h.scopeGroup(c.TempDir))
+	return place.pids, place.memory, err
+}
+
+// giveSessionCgroups hands the built-ins that want them the session groups.
+func (h *Host) giveSessionCgroups() {
+	if h.sb.pids == nil && h.sb.memory == nil {
+		return
+	}
+	for _, t := range h.opts.Builtins {
+		if g, ok := t.(SessionCgrouper); ok {
+			g.UseSessionCgroups(h.sessionCgroups)
+		}
+	}
+}
+
+// releaseIn ends what is left of a worker in its groups of place.
+func releaseIn(place cgroupPlace) func(pid int) {
+	return func(pid int) {
+		sandbox.ReleaseWorker(place.memory, pid)
+		sandbox.ReleaseWorker(place.pids, pid)
+	}
+}
