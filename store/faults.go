@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
+	"path/filepath"
+	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
@@ -78,4 +81,27 @@ func sqliteFault(err error) string {
 		return "its file is read-only"
 	}
 	return ""
+}
+
+// diskFullFloor is the free space under which a disk I/O error is taken for a full disk:
+// SQLite reports a full disk as SQLITE_FULL only sometimes; growing its shared-memory file
+// there fails as SQLITE_IOERR_SHMSIZE ("disk I/O error (4874)"), which names nothing.
+const diskFullFloor = 64 << 10
+
+// explainFull adds syscall.ENOSPC to a SQLite I/O or full-disk error when the disk holding
+// path has (almost) no space left, so the error names the full disk.
+func explainFull(path string, err error) error {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	if code := se.Code() & 0xff; code != sqlite3.SQLITE_IOERR && code != sqlite3.SQLITE_FULL {
+		return err
+	}
+	dir := filepath.Dir(path)
+	free, ok := freeBytes(dir)
+	if !ok || free >= diskFullFloor {
+		return err
+	}
+	return fmt.Errorf("%w: the disk holding %s is full (%d bytes free): %w", err, dir, free, syscall.ENOSPC)
 }
