@@ -25,6 +25,9 @@ type HTTPLimits struct {
 	BodyTimeout time.Duration
 	// IdleTimeout closes a kept-alive connection that sends no next request (0: 2 min).
 	IdleTimeout time.Duration
+	// MaxBodies caps the requests whose bodies are being received at once (0: half of
+	// MaxConns): slow bodies cannot hold every connection.
+	MaxBodies int
 }
 
 // DefaultMaxConns is the connection cap when the file descriptor limit allows it.
@@ -37,6 +40,9 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 			// The other half is for the database, the workers' pipes and tool folders.
 			l.MaxConns = max(int(fds/2), 16)
 		}
+	}
+	if l.MaxBodies <= 0 || l.MaxBodies > l.MaxConns {
+		l.MaxBodies = max(l.MaxConns/2, 1)
 	}
 	if l.HeaderTimeout <= 0 {
 		l.HeaderTimeout = 10 * time.Second
@@ -56,7 +62,7 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 func (s *Server) HTTPServer(lim HTTPLimits) *http.Server {
 	lim = lim.withDefaults()
 	return &http.Server{
-		Handler:           bodyDeadline(s.Handler(), lim.BodyTimeout),
+		Handler:           bodyDeadline(s.Handler(), lim.BodyTimeout, lim.MaxBodies),
 		ReadHeaderTimeout: lim.HeaderTimeout,
 		IdleTimeout:       lim.IdleTimeout,
 	}
@@ -71,19 +77,48 @@ func LimitListener(ln net.Listener, lim HTTPLimits) net.Listener {
 // connection is hijacked, and http.Server.ReadTimeout's deadline would be set on it). The
 // deadline is lifted once the body has been read to its end, so a handler that works on
 // longer (a tool run) reads nothing under it.
-func bodyDeadline(next http.Handler, d time.Duration) http.Handler {
+//
+// At most maxBodies requests with a body are served at once; past that one is refused at
+// once (503, connection closed), so slow bodies can hold at most that many connections and
+// the rest of the cap stays for everyone else. A body the handler left unread (a request
+// refused on its headers: a wrong token, a wrong route) is not waited for: the connection
+// is closed after the answer instead of reading the rest (found by a fault-injection pass:
+// a wrong token with a partial 1 MB body got no 401 for over 5 s).
+func bodyDeadline(next http.Handler, d time.Duration, maxBodies int) http.Handler {
+	slots := make(chan struct{}, maxBodies)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 || isUpgrade(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		rc := http.NewResponseController(w)
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		default:
+			w.Header().Set("Connection", "close")
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": errorf(http.StatusServiceUnavailable, codeUnavailable,
+				"the server is receiving %d request bodies at once, its limit; send this again in a moment", maxBodies)})
+			// Nor is the body read after the answer (net/http would, up to 256 KB).
+			_ = rc.SetReadDeadline(time.Now())
+			return
+		}
 		if err := rc.SetReadDeadline(time.Now().Add(d)); err != nil {
 			next.ServeHTTP(w, r)
 			return
 		}
-		r.Body = &deadlineBody{ReadCloser: r.Body, lift: func() { _ = rc.SetReadDeadline(time.Time{}) }}
-		next.ServeHTTP(w, r)
+		body := &deadlineBody{ReadCloser: r.Body, lift: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+		// The handler gets a copy: net/http looks at the original request's own body type
+		// after the handler, to see how much of it is left unread.
+		r2 := r.WithContext(r.Context())
+		r2.Body = body
+		next.ServeHTTP(w, r2)
+		if !body.ended {
+			// net/http would read up to 256 KB of what is left before answering; with
+			// the deadline passed it gives up at once and closes the connection instead.
+			_ = rc.SetReadDeadline(time.Now())
+		}
 	})
 }
 
@@ -92,12 +127,14 @@ type deadlineBody struct {
 	io.ReadCloser
 	lift   func()
 	lifted bool
+	ended  bool // read to its end
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && !b.lifted {
 		b.lifted = true
+		b.ended = err == io.EOF
 		var ne net.Error
 		if !(errors.As(err, &ne) && ne.Timeout()) {
 			b.lift()

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/jean2/jean2/store"
 )
 
 // maxBody bounds a request body: a turn's text with a few images fits, a runaway upload
@@ -16,23 +18,24 @@ const maxBody = 8 << 20
 
 // Error codes of docs/api.md.
 const (
-	codeBadRequest     = "bad_request"
-	codeNoProvider     = "no_provider"
-	codeUnauthorized   = "unauthorized"
-	codeForbiddenOrig  = "forbidden_origin"
-	codeForbiddenHost  = "forbidden_host"
-	codeNotFound       = "not_found"
-	codeMethod         = "method_not_allowed"
-	codeBusy           = "busy"
-	codeConflict       = "conflict"
-	codeConfirmKey     = "confirm_key"
-	codeTooLarge       = "too_large"
-	codeInvalidAnswer  = "invalid_answer"
-	codeInternal       = "internal"
-	codeUnavailable    = "unavailable"
-	headerContentType  = "Content-Type"
-	contentTypeJSON    = "application/json"
-	contentTypeJSONUTF = "application/json; charset=utf-8"
+	codeBadRequest          = "bad_request"
+	codeNoProvider          = "no_provider"
+	codeUnauthorized        = "unauthorized"
+	codeForbiddenOrig       = "forbidden_origin"
+	codeForbiddenHost       = "forbidden_host"
+	codeNotFound            = "not_found"
+	codeMethod              = "method_not_allowed"
+	codeBusy                = "busy"
+	codeConflict            = "conflict"
+	codeConfirmKey          = "confirm_key"
+	codeTooLarge            = "too_large"
+	codeInvalidAnswer       = "invalid_answer"
+	codeInternal            = "internal"
+	codeUnavailable         = "unavailable"
+	codeDatabaseUnavailable = "database_unavailable"
+	headerContentType       = "Content-Type"
+	contentTypeJSON         = "application/json"
+	contentTypeJSONUTF      = "application/json; charset=utf-8"
 )
 
 // apiError is an error with the status and code the API answers it with.
@@ -74,11 +77,35 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // goes to the log, not to the client.
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
-	if !errors.As(err, &ae) {
+	switch {
+	case errors.As(err, &ae):
+	case store.Fault(err) != "":
+		s.log.Warn("request failed: the database is unavailable", "method", r.Method, "path", r.URL.Path, "error", err)
+		ae = s.databaseUnavailable(store.Fault(err))
+		w.Header().Set("Retry-After", strconv.Itoa(databaseRetryAfter))
+	default:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 		ae = errorf(http.StatusInternalServerError, codeInternal, "the server failed to %s %s; its log says why", r.Method, r.URL.Path)
 	}
 	writeJSON(w, ae.Status, map[string]any{"error": ae})
+}
+
+// databaseRetryAfter is the Retry-After, in seconds, of a database_unavailable answer: the
+// store reconnects by itself, so a call a moment later usually works.
+const databaseRetryAfter = 2
+
+// databaseUnavailable is the 503 for a call the database could not serve: the request
+// was fine, the database (which kind, and why) was not, and the same call can be retried.
+// The database's address stays in the log: the answer may go to a client without a token.
+func (s *Server) databaseUnavailable(reason string) *apiError {
+	kind := "SQLite"
+	if s.db != nil && s.db.PostgresURL() != "" {
+		kind = "PostgreSQL"
+	}
+	ae := errorf(http.StatusServiceUnavailable, codeDatabaseUnavailable,
+		"database unavailable, retrying: the server's %s database could not serve this call (%s); the server reconnects by itself, send it again in a few seconds", kind, reason)
+	ae.Details = map[string]any{"database": kind, "reason": reason, "retryAfterSeconds": databaseRetryAfter}
+	return ae
 }
 
 // decodeBody reads a JSON body into v, refusing unknown fields, trailing data and bodies

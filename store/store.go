@@ -160,7 +160,7 @@ func open(ctx context.Context, path string, o options) (*DB, error) {
 		return db.migrate(ctx)
 	}); err != nil {
 		write.Close()
-		return nil, fmt.Errorf("open database %s: %w", abs, err)
+		return nil, fmt.Errorf("open database %s: %w", abs, explainFull(abs, err))
 	}
 	read, err := sql.Open("sqlite", uri+"?"+common+"&_pragma=query_only(1)")
 	if err != nil {
@@ -173,11 +173,11 @@ func open(ctx context.Context, path string, o options) (*DB, error) {
 	db.read = read
 	if err := retryBusy(ctx, func() error { return read.PingContext(ctx) }); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open database %s: %w", abs, err)
+		return nil, fmt.Errorf("open database %s: %w", abs, explainFull(abs, err))
 	}
 	if err := db.prepare(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open database %s: %w", abs, err)
+		return nil, fmt.Errorf("open database %s: %w", abs, explainFull(abs, err))
 	}
 	ckpt, err := sql.Open("sqlite", uri+"?"+common)
 	if err != nil {

@@ -185,6 +185,8 @@ func admin(ctx context.Context, base, stmt string) error {
 type Cluster struct {
 	dir  string
 	port int
+	bin  string
+	cred *identity
 	cmd  *exec.Cmd
 	exit chan struct{} // closed when postgres has exited
 	err  error         // postgres's exit status, once exit is closed
@@ -239,7 +241,11 @@ func Start(ctx context.Context) (*Cluster, error) {
 	// A free port can be taken by someone else between choosing and binding it: try again.
 	var lastErr error
 	for range 3 {
-		c, err := startServer(ctx, bin, dir, cred)
+		port, err := freePort()
+		if err != nil {
+			return nil, fmt.Errorf("postgres test cluster: choose a port: %w", err)
+		}
+		c, err := startServer(ctx, bin, dir, cred, port)
 		if err == nil {
 			ok = true
 			return c, nil
@@ -258,13 +264,9 @@ func pgEnv() []string {
 
 // startServer runs postgres itself (not pg_ctl) as a child of the test binary, so that the
 // kernel ends it (Pdeathsig) when a test binary is killed before it could stop it.
-func startServer(ctx context.Context, bin, dir string, cred *identity) (*Cluster, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, fmt.Errorf("postgres test cluster: choose a port: %w", err)
-	}
+func startServer(ctx context.Context, bin, dir string, cred *identity, port int) (*Cluster, error) {
 	logPath := filepath.Join(dir, "postgres.log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("postgres test cluster: %w", err)
 	}
@@ -286,7 +288,7 @@ func startServer(ctx context.Context, bin, dir string, cred *identity) (*Cluster
 	cmd.Env = pgEnv()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = sysProcAttr(cred, true)
-	c := &Cluster{dir: dir, port: port, cmd: cmd, exit: make(chan struct{})}
+	c := &Cluster{dir: dir, port: port, bin: bin, cred: cred, cmd: cmd, exit: make(chan struct{})}
 	// Pdeathsig fires when the thread that started the child ends, not the process: a Go
 	// thread may end while the test binary goes on (a goroutine that locked it and
 	// returned). So the child is started and waited for on a thread locked for the
@@ -321,14 +323,43 @@ func startServer(ctx context.Context, bin, dir string, cred *identity) (*Cluster
 		case <-time.After(50 * time.Millisecond):
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
-			_ = c.Stop()
+			c.halt() // the folder is the caller's
 			return nil, fmt.Errorf("postgres test cluster: not ready on port %d: %v; its log:\n%s", port, err, tail(logPath))
 		}
 	}
 }
 
+// Halt shuts postgres down (fast shutdown: open sessions are ended) and keeps its data,
+// so that Resume brings the same cluster back on the same port: a database outage for a
+// test. Connections to it are refused meanwhile.
+func (c *Cluster) Halt() { c.halt() }
+
+// Resume starts a halted cluster again on its port and waits until it takes connections.
+func (c *Cluster) Resume(ctx context.Context) error {
+	select {
+	case <-c.exit:
+	default:
+		return errors.New("postgres test cluster: resume: it is running")
+	}
+	n, err := startServer(ctx, c.bin, c.dir, c.cred, c.port)
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	// The exit status stays with n, whose goroutine writes it; halt only needs exit.
+	c.cmd, c.exit = n.cmd, n.exit
+	return nil
+}
+
 // Stop shuts the cluster down (fast shutdown: open sessions are ended) and removes its folder.
 func (c *Cluster) Stop() error {
+	c.halt()
+	if err := os.RemoveAll(c.dir); err != nil {
+		return fmt.Errorf("remove postgres test cluster %s: %w", c.dir, err)
+	}
+	return nil
+}
+
+func (c *Cluster) halt() {
 	select {
 	case <-c.exit:
 	default:
@@ -340,10 +371,6 @@ func (c *Cluster) Stop() error {
 			<-c.exit
 		}
 	}
-	if err := os.RemoveAll(c.dir); err != nil {
-		return fmt.Errorf("remove postgres test cluster %s: %w", c.dir, err)
-	}
-	return nil
 }
 
 // findBin finds the folder with initdb and postgres: EnvBin, else on PATH (initdb beside postgres), or
