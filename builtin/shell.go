@@ -749,7 +749,7 @@ func (t *shellTool) result(c *tool.Context, command string, run *shellRun, refus
 		}
 	}
 	if len(refused) > 0 && !out.Success {
-		out.Error += fmt.Sprintf(" (the sandbox refused the network to %s; name it in \"network\" to ask the person)", strings.Join(refused, ", "))
+		out.Error += fmt.Sprintf(" (the sandbox refused the network to %s, and no one allowed it while the command ran; name it in \"network\" to ask before the command runs)", strings.Join(refused, ", "))
 	}
 	return out
 }

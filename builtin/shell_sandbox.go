@@ -179,7 +179,7 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 			Log:     slog.New(out.refused),
 			Advice: func(host string, port int) (string, string) {
 				return "the shell was not allowed to reach it for this command",
-					`; name it in the call's "network" list (or run the command again): the person is asked once per command prefix and session`
+					`; name it in the call's "network" list: the person is asked once per command prefix and session`
 			}}
 		if ask != nil {
 			proxy.Ask = func(ctx context.Context, target string) bool {
