@@ -106,9 +106,9 @@ type shellResult struct {
 	Overflow map[string]string `json:"overflow,omitempty"`
 	// NetworkRefused are destinations the sandbox refused and no one allowed.
 	NetworkRefused []string `json:"networkRefused,omitempty"`
-	// Retried is set when the command ran again after a person allowed the network it
-	// was refused the first time.
-	Retried bool `json:"retried,omitempty"`
+	// NetworkAllowed are destinations a person allowed while the command ran (the
+	// connection waited for the answer; the command ran once).
+	NetworkAllowed []string `json:"networkAllowed,omitempty"`
 	// Background describes a command started (or stopped) in the background.
 	Background *shellBackgroundInfo `json:"background,omitempty"`
 }
@@ -134,7 +134,7 @@ This tool is for terminal operations (package managers, build tools, tests, git)
 ## Sandbox
 
 Commands run confined, without asking: they read the system and the workspace, write only in the workspace and the session's temporary folder ($TMPDIR, also $HOME), have no network, and see a clean environment. When a command needs more:
-- network: list the hosts in "network" (e.g. ["registry.npmjs.org"]); a command refused the network is offered to the person, who may allow it and have it run again
+- network: list the hosts in "network" (e.g. ["registry.npmjs.org"]); a connection to a host not listed waits while the person is asked, and goes through if allowed
 - writing outside the workspace: list the paths in "write"
 The person is asked once; grants are remembered per command prefix ("npm install", "git push") for the session.
 
@@ -266,45 +266,61 @@ func (t *shellTool) Execute(ctx context.Context, c *tool.Context, args json.RawM
 	if in.Background {
 		return t.startBackground(c, bash, command, cwd, network, writable)
 	}
-	run, err := t.run(ctx, c, bash, command, cwd, timeout, network, writable)
+	asks := &shellNetworkAsks{t: t, c: c, ctx: ctx, command: command, prefix: prefix, decided: map[string]bool{}}
+	run, err := t.run(ctx, c, bash, command, cwd, timeout, network, writable, asks)
 	if err != nil {
 		return tool.Result{Error: err.Error()}
 	}
 	var refused []string
 	for _, target := range run.refused {
-		if !slices.Contains(network, target) {
+		if !slices.Contains(network, target) && !slices.Contains(asks.allowed, target) {
 			refused = append(refused, target)
 		}
 	}
-	retried := false
-	if len(refused) > 0 && ctx.Err() == nil && !run.timedOut {
-		var allowed []string
-		for _, target := range refused {
-			ok, err := t.askNetwork(ctx, c, command, prefix, target, true)
-			if err != nil {
-				c.Logger.Warn("shell: network ask failed", "command", command, "target", target, "err", err)
-				break
-			}
-			if ok {
-				allowed = append(allowed, target)
-			}
-		}
-		if len(allowed) > 0 {
-			t.remember(c, prefix, allowed)
-			network = append(network, allowed...)
-			if run, err = t.run(ctx, c, bash, command, cwd, timeout, network, writable); err != nil {
-				return tool.Result{Error: err.Error()}
-			}
-			retried = true
-			refused = nil
-			for _, target := range run.refused {
-				if !slices.Contains(network, target) {
-					refused = append(refused, target)
-				}
-			}
-		}
+	return t.result(c, command, run, refused, asks.allowed, timeout)
+}
+
+// shellNetworkAsks asks the person about the targets the proxy would refuse a running
+// command, while its connection waits: the command is not run again after the answer, so
+// what it did before connecting (`echo run >> count.txt; curl …`) happens once.
+type shellNetworkAsks struct {
+	t               *shellTool
+	c               *tool.Context
+	ctx             context.Context // the call's
+	command, prefix string
+	mu              sync.Mutex // one ask at a time; a target is asked once per run
+	decided         map[string]bool
+	allowed         []string
+}
+
+// ask answers the proxy for one held connection; ctx ends when its client goes away.
+func (a *shellNetworkAsks) ask(ctx context.Context, target string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if ok, seen := a.decided[target]; seen {
+		return ok
 	}
-	return t.result(c, command, run, refused, retried, timeout)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(a.ctx, cancel)()
+	ok, err := a.t.askNetwork(ctx, a.c, a.command, a.prefix, target, true)
+	if err != nil {
+		// No one to ask (or the call ended): refused, as without asking.
+		a.c.Logger.Warn("shell: network ask failed", "command", a.command, "target", target, "err", err)
+	}
+	a.decided[target] = ok
+	if ok {
+		a.allowed = append(a.allowed, target)
+		a.t.remember(a.c, a.prefix, []string{target})
+	}
+	return ok
+}
+
+// list is what the person allowed so far.
+func (a *shellNetworkAsks) list() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.allowed)
 }
 
 // commandPrefix is what a grant is remembered for: the program and its subcommand ("npm
@@ -410,13 +426,14 @@ func (t *shellTool) network(ctx context.Context, c *tool.Context, command, prefi
 	return out, nil
 }
 
-func (t *shellTool) askNetwork(ctx context.Context, c *tool.Context, command, prefix, target string, retry bool) (bool, error) {
+// askNetwork asks for target; held says a running command's connection waits on the answer.
+func (t *shellTool) askNetwork(ctx context.Context, c *tool.Context, command, prefix, target string, held bool) (bool, error) {
 	meta, _ := json.Marshal(map[string]any{
 		"permissionKey": "shell:network", "command": command, "commandPrefix": prefix, "host": target,
 	})
 	desc := fmt.Sprintf("Commands run without network. `%s` needs %s.", command, target)
-	if retry {
-		desc = fmt.Sprintf("The sandbox refused `%s` the network to %s; allowing it runs the command again.", command, target)
+	if held {
+		desc = fmt.Sprintf("`%s` is running and connects to %s; the connection waits for your answer (the command is not run again).", command, target)
 	}
 	risk := "medium"
 	if special := networkSpecial(target); special != "" {
@@ -519,9 +536,23 @@ type shellRun struct {
 
 // run starts the command and waits for it, its output streamed as progress. When it ends,
 // runs out of time or the call is stopped, its process group and cgroup are ended: nothing
-// it started outlives it.
-func (t *shellTool) run(ctx context.Context, c *tool.Context, bash, command, cwd string, timeout time.Duration, network, writable []string) (*shellRun, error) {
-	cf, err := t.sb.command(c, bash, command, cwd, network, writable)
+// it started outlives it. asks answers the connections the proxy would refuse; the time a
+// person takes to answer does not count toward timeout.
+func (t *shellTool) run(ctx context.Context, c *tool.Context, bash, command, cwd string, timeout time.Duration, network, writable []string, asks *shellNetworkAsks) (*shellRun, error) {
+	holds := make(chan bool)
+	exited, watched := make(chan struct{}), make(chan struct{})
+	hold := func(on bool) {
+		select {
+		case holds <- on:
+		case <-watched:
+		}
+	}
+	ask := func(ctx context.Context, target string) bool {
+		hold(true)
+		defer hold(false)
+		return asks.ask(ctx, target)
+	}
+	cf, err := t.sb.command(c, bash, command, cwd, network, writable, ask)
 	if err != nil {
 		return nil, err
 	}
@@ -560,21 +591,12 @@ func (t *shellTool) run(ctx context.Context, c *tool.Context, bash, command, cwd
 	go copyStream(r.stdout, outR, "stdout")
 	go copyStream(r.stderr, errR, "stderr")
 
-	exited, watched := make(chan struct{}), make(chan struct{})
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
 	go func() {
 		defer close(watched)
-		select {
-		case <-exited:
-			return
-		case <-timer.C:
-			r.timedOut = true
-		case <-ctx.Done():
-			r.stopped = true
+		if shellWatch(ctx, exited, holds, timeout, r) {
+			shellKillGroup(cmd)
+			cf.release()
 		}
-		shellKillGroup(cmd)
-		cf.release()
 	}()
 	werr := cmd.Wait()
 	close(exited)
@@ -598,6 +620,41 @@ func (t *shellTool) run(ctx context.Context, c *tool.Context, bash, command, cwd
 	r.code = shellExitCode(cmd, werr)
 	r.refused = cf.refused.list()
 	return r, nil
+}
+
+// shellWatch waits for the command to exit (false), or to run out of time or be stopped
+// (true, with r saying which). The clock stops while a person is asked (holds).
+func shellWatch(ctx context.Context, exited <-chan struct{}, holds <-chan bool, timeout time.Duration, r *shellRun) bool {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	deadline, held, left := time.Now().Add(timeout), 0, timeout
+	for {
+		select {
+		case <-exited:
+			return false
+		case <-timer.C:
+			r.timedOut = true
+			return true
+		case <-ctx.Done():
+			r.stopped = true
+			return true
+		case on := <-holds:
+			switch {
+			case on && held == 0:
+				timer.Stop()
+				left = time.Until(deadline)
+				held++
+			case on:
+				held++
+			case held == 1:
+				held = 0
+				deadline = time.Now().Add(left)
+				timer.Reset(left)
+			default:
+				held--
+			}
+		}
+	}
 }
 
 func shellExitCode(cmd *exec.Cmd, err error) int {
@@ -644,8 +701,8 @@ func (s shellProgressStream) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func (t *shellTool) result(c *tool.Context, command string, run *shellRun, refused []string, retried bool, timeout time.Duration) tool.Result {
-	res := shellResult{ExitCode: run.code, TimedOut: run.timedOut, NetworkRefused: refused, Retried: retried}
+func (t *shellTool) result(c *tool.Context, command string, run *shellRun, refused, allowed []string, timeout time.Duration) tool.Result {
+	res := shellResult{ExitCode: run.code, TimedOut: run.timedOut, NetworkRefused: refused, NetworkAllowed: allowed}
 	for _, s := range []struct {
 		name string
 		out  *shellCapped
@@ -695,7 +752,7 @@ func (t *shellTool) result(c *tool.Context, command string, run *shellRun, refus
 		}
 	}
 	if len(refused) > 0 && !out.Success {
-		out.Error += fmt.Sprintf(" (the sandbox refused the network to %s; name it in \"network\" to ask the person)", strings.Join(refused, ", "))
+		out.Error += fmt.Sprintf(" (the sandbox refused the network to %s, and no one allowed it while the command ran; name it in \"network\" to ask before the command runs)", strings.Join(refused, ", "))
 	}
 	return out
 }

@@ -48,7 +48,8 @@ func (t *shellTool) startBackground(c *tool.Context, bash, command, cwd string, 
 	if n >= maxBackgroundJobs {
 		return tool.Errorf("this session already runs %d background commands: stop one first ({\"stop\": id})", n)
 	}
-	cf, err := t.sb.command(c, bash, command, cwd, network, writable)
+	// Nothing waits on a background command's asks: what it is refused, it is refused.
+	cf, err := t.sb.command(c, bash, command, cwd, network, writable, nil)
 	if err != nil {
 		return tool.Result{Error: err.Error()}
 	}

@@ -109,8 +109,9 @@ type shellConfined struct {
 // command builds the exec.Cmd of one command: bash -c script in cwd, through the launcher,
 // with the call's file rules, no network but its own egress proxy (allowing network),
 // a clean environment, the host's limits. writable are granted paths outside the
-// workspace (already approved).
-func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, network, writable []string) (*shellConfined, error) {
+// workspace (already approved). ask, when set, is put each target the proxy would refuse
+// while the connection waits; a target it allows is added to network for the command.
+func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, network, writable []string, ask func(ctx context.Context, target string) bool) (*shellConfined, error) {
 	s.init()
 	st := s.status
 	out := &shellConfined{refused: &shellRefusals{}, release: func() {}, closeNet: func() {}}
@@ -175,12 +176,26 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	plan.ReadWrite = append(plan.ReadWrite, setup.caches...)
 	var exit *sandbox.Exit
 	if mech == sandbox.Seatbelt || st.NetNS || st.NetLandlock {
-		proxy := &egress.Proxy{Tool: "shell", Allowed: func() []string { return network },
-			Log: slog.New(out.refused),
+		var mu sync.Mutex
+		network := slices.Clone(network)
+		proxy := &egress.Proxy{Tool: "shell",
+			Allowed: func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(network) },
+			Log:     slog.New(out.refused),
 			Advice: func(host string, port int) (string, string) {
 				return "the shell was not allowed to reach it for this command",
-					`; name it in the call's "network" list (or run the command again): the person is asked once per command prefix and session`
+					`; name it in the call's "network" list: the person is asked once per command prefix and session`
 			}}
+		if ask != nil {
+			proxy.Ask = func(ctx context.Context, target string) bool {
+				if !ask(ctx, target) {
+					return false
+				}
+				mu.Lock()
+				network = append(network, target)
+				mu.Unlock()
+				return true
+			}
+		}
 		var err error
 		// Under Seatbelt the proxy listens on the host's loopback and the profile allows
 		// only its port; under Landlock it is in the command's namespace where there is one.

@@ -172,7 +172,7 @@ func TestShellDarwinSpec(t *testing.T) {
 		t.Fatalf("with Seatbelt the shell would ask before each command prefix: %q, %v", why, err)
 	}
 	c := tool.NewContext(tool.Context{Workspace: ws, TempDir: tmp, Home: home})
-	cf, err := s.command(c, "/bin/bash", "echo hi", ws, []string{"registry.npmjs.org"}, []string{filepath.Join(root, "out")})
+	cf, err := s.command(c, "/bin/bash", "echo hi", ws, []string{"registry.npmjs.org"}, []string{filepath.Join(root, "out")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestShellMechanismByStatus(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("unconfined: %q, %v; want an error holding %q", why, err, tc.err)
 				}
-				if _, err := s.command(c, "/bin/bash", "true", root, nil, nil); err == nil {
+				if _, err := s.command(c, "/bin/bash", "true", root, nil, nil, nil); err == nil {
 					t.Fatal("the command was built anyway")
 				}
 				return
@@ -283,7 +283,7 @@ func TestShellMechanismByStatus(t *testing.T) {
 			if err != nil || why != tc.why {
 				t.Fatalf("unconfined: %q, %v; want %q", why, err, tc.why)
 			}
-			cf, err := s.command(c, "/bin/bash", "true", root, nil, nil)
+			cf, err := s.command(c, "/bin/bash", "true", root, nil, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

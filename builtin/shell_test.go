@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,7 +110,7 @@ type shellOut struct {
 	TimedOut       bool              `json:"timedOut"`
 	Overflow       map[string]string `json:"overflow"`
 	NetworkRefused []string          `json:"networkRefused"`
-	Retried        bool              `json:"retried"`
+	NetworkAllowed []string          `json:"networkAllowed"`
 	Background     *struct {
 		ID      string `json:"id"`
 		Output  string `json:"output"`
@@ -346,7 +347,7 @@ func TestShellNetwork(t *testing.T) {
 		})
 	}
 	out, res = f.sh(curl, yes)
-	if !out.Result.Success || res.Stdout != "hello from the loopback service\n" || !res.Retried || len(asked) != 1 {
+	if !out.Result.Success || res.Stdout != "hello from the loopback service\n" || len(asked) != 1 {
 		t.Fatalf("granted: %+v %+v asked %+v", out.Result, res, asked)
 	}
 	if !strings.Contains(asked[0].Question, "curl") || !strings.Contains(asked[0].Question, addr) || asked[0].Resource != "network" {
@@ -355,7 +356,7 @@ func TestShellNetwork(t *testing.T) {
 	// Remembered for the session: the same prefix reaches it at once, without asking again
 	// (the host's grants answer), and without a retry.
 	out, res = f.sh(curl+" -o /dev/stdout", yes)
-	if !out.Result.Success || res.Retried || len(asked) != 1 {
+	if !out.Result.Success || len(res.NetworkAllowed) != 0 || len(asked) != 1 {
 		t.Fatalf("remembered: %+v %+v asked %d", out.Result, res, len(asked))
 	}
 	// Named in "network", a host is asked before the command runs (no retry).
@@ -363,7 +364,7 @@ func TestShellNetwork(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	out, res = f.run(ctx, map[string]any{"command": fmt.Sprintf("wget -q -O - http://%s/ 2>&1 || curl -sS http://%s/", addr, addr), "network": []string{addr}}, yes, raw)
-	if !out.Result.Success || res.Retried || !strings.Contains(res.Stdout, "hello from the loopback service") || len(asked) != 2 || !strings.Contains(asked[1].Question, "wget") {
+	if !out.Result.Success || !strings.Contains(res.Stdout, "hello from the loopback service") || len(asked) != 2 || !strings.Contains(asked[1].Question, "wget") {
 		t.Fatalf("named network: %+v %+v asked %+v", out.Result, res, asked)
 	}
 	// Another session is asked again.
@@ -653,5 +654,72 @@ func TestShellBackgroundEndsWithItsSession(t *testing.T) {
 	out, _ := f.run(ctx, map[string]any{"command": "", "stop": ended.Background.ID}, func(c *host.Call) { c.SessionID = "s-ended" })
 	if out.Result.Success || !strings.Contains(out.Result.Error, "no background command") {
 		t.Fatalf("stop after the session ended: %+v", out.Result)
+	}
+}
+
+// TestShellNetworkAskHoldsTheConnection: a command refused the network was offered to the
+// person after it ended and, allowed, ran again whole: `echo run >> count.txt; curl …`
+// left two lines in count.txt, and the model was told only "retried". Now the proxy holds
+// the connection while the person is asked: the command runs once, and the model is told
+// which hosts the person allowed while it ran. Refused (by the person or with no one to
+// ask), the command still runs once and does not get through.
+func TestShellNetworkAskHoldsTheConnection(t *testing.T) {
+	f := newShellFixture(t, nil)
+	addr, _ := loopbackServer(t)
+	command := fmt.Sprintf(`echo run >> count.txt; curl -sS -m 30 http://%s/`, addr)
+	answer := func(grant bool, asked *[]tool.Ask, session string) func(*host.Call) {
+		return func(c *host.Call) {
+			c.SessionID = session
+			c.Asker = tool.AskerFunc(func(_ context.Context, a tool.Ask) (json.RawMessage, error) {
+				*asked = append(*asked, a)
+				return json.Marshal(grant)
+			})
+		}
+	}
+	lines := func() int {
+		b, _ := os.ReadFile(filepath.Join(f.ws, "count.txt"))
+		os.Remove(filepath.Join(f.ws, "count.txt"))
+		return strings.Count(string(b), "\n")
+	}
+	var asked []tool.Ask
+	out, res := f.sh(command, answer(true, &asked, "hold-yes"))
+	if n := lines(); n != 1 {
+		t.Errorf("allowed: count.txt has %d lines, want 1 (the command ran again)", n)
+	}
+	if !out.Result.Success || !strings.Contains(res.Stdout, "hello from the loopback service") || len(asked) != 1 {
+		t.Fatalf("allowed: %+v %+v asked %d", out.Result, res, len(asked))
+	}
+	if !slices.Contains(res.NetworkAllowed, addr) || len(res.NetworkRefused) != 0 {
+		t.Errorf("allowed: the model is not told what the person allowed: %s", out.Result.Result)
+	}
+	if !strings.Contains(asked[0].Description, "waits") {
+		t.Errorf("the ask does not say the command waits: %q", asked[0].Description)
+	}
+	asked = nil
+	out, res = f.sh(command, answer(false, &asked, "hold-no"))
+	if n := lines(); n != 1 || strings.Contains(res.Stdout, "hello") || len(asked) != 1 || !slices.Contains(res.NetworkRefused, addr) {
+		t.Fatalf("refused by the person: %d lines, %+v %+v asked %d", n, out.Result, res, len(asked))
+	}
+	out, res = f.sh(command, func(c *host.Call) { c.SessionID = "hold-nobody" })
+	if n := lines(); n != 1 || strings.Contains(res.Stdout, "hello") || !slices.Contains(res.NetworkRefused, addr) {
+		t.Fatalf("no one to ask: %d lines, %+v %+v", n, out.Result, res)
+	}
+	// The person's time to answer does not count toward the command's timeout.
+	slow := func(c *host.Call) {
+		c.SessionID = "hold-slow"
+		c.Asker = tool.AskerFunc(func(ctx context.Context, a tool.Ask) (json.RawMessage, error) {
+			select {
+			case <-time.After(3 * time.Second):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return json.RawMessage("true"), nil
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, res = f.run(ctx, map[string]any{"command": command, "timeout": 2000}, slow)
+	if n := lines(); n != 1 || res.TimedOut || !strings.Contains(res.Stdout, "hello from the loopback service") {
+		t.Fatalf("a slow answer: %d lines, %+v %+v", n, out.Result, res)
 	}
 }

@@ -37,11 +37,12 @@ const Commands = `In the chat:
   /edit TEXT send your last message again as TEXT, dropping what came after it
              (add --restore to put the files back as they were before it)
   /retry     answer your last message again (--restore as for /edit)
-  /fork      a new session with this conversation so far
+  /fork      a new session with this conversation so far; the chat goes on there
   /stop      stop the running turn (as Ctrl-C does)
   /help      this list
   /quit      leave (as Ctrl-D, or Ctrl-C twice within 2 seconds; also at a question)
   Ctrl-C     stop the running turn; a second Ctrl-C within 2 seconds leaves
+  Ctrl-L     then Enter: clear the screen and draw the session's latest messages again
 `
 
 // DefaultServer is where a client looks for the jean2 server when told nothing else.

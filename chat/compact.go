@@ -224,6 +224,7 @@ func (u *chatUI) model(ctx context.Context, args string) {
 			return
 		}
 		u.ses = ses
+		u.modelName = u.modelLabel(ctx)
 		u.println(u.st.dim("This session now uses " + termtext.Line(model) + "."))
 	default:
 		u.println(u.st.dim("(/model, /model NAME or /model PROVIDER NAME)"))

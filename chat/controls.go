@@ -111,8 +111,32 @@ func (u *chatUI) fork(ctx context.Context) {
 	var ses session
 	if err := u.api.Call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/fork", map[string]any{"messageId": last.ID}, &ses); err != nil {
 		u.println(u.st.red("Could not fork: " + err.Error()))
-	} else {
-		u.println(u.st.cyan(fmt.Sprintf("Forked as session %s: jean2 chat --session %s goes on there.", ses.ID, ses.ID)))
+		u.prompt()
+		return
 	}
+	from := u.ses.ID
+	if u.running {
+		// The turn here goes on; the person stays to see it.
+		u.println(u.st.cyan(fmt.Sprintf("Forked as session %s: jean2 chat --session %s goes on there.", ses.ID, ses.ID)))
+		u.prompt()
+		return
+	}
+	u.println(u.st.cyan(fmt.Sprintf("Forked as session %s; going on there (jean2 chat --session %s comes back here).", ses.ID, from)))
+	u.switchTo(ctx, ses)
 	u.prompt()
+}
+
+// switchTo makes ses the chat's session: its events are followed from now on, and what was
+// waiting here (queued lines, asks) stays with the old session.
+func (u *chatUI) switchTo(ctx context.Context, ses session) {
+	if err := u.api.Call(ctx, http.MethodGet, "/api/sessions/"+url.PathEscape(ses.ID), nil, &ses); err != nil {
+		u.println(u.st.red("Could not open session " + ses.ID + ": " + err.Error()))
+		return
+	}
+	u.unfollow()
+	u.ses = ses
+	u.own, u.queued, u.askQueue = nil, nil, nil
+	u.lastText = ""
+	u.header()
+	u.follow(ctx, ses.LastSeq)
 }

@@ -70,6 +70,20 @@ type chatUI struct {
 	asksKnown map[string]bool // asks prompted or resolved already, so none is asked twice
 
 	restoredHere string // message id of the last restore made from here
+
+	// stream follows the session's events; /fork replaces it with the fork's.
+	stream *chatStream
+	// modelName is "provider/model" as the header shows it.
+	modelName string
+	// outputs holds, per running tool call, how much of its streamed output is on screen.
+	outputs map[string]*streamedOutput
+}
+
+// chatStream is the event stream of one session, read by the run loop.
+type chatStream struct {
+	events chan streamItem
+	stop   context.CancelFunc
+	done   chan struct{}
 }
 
 type activeAsk struct {
@@ -98,7 +112,7 @@ func newChatUI(o Options, api *Client, ses session, ws store.Workspace, local bo
 	return &chatUI{
 		stdin: o.Stdin, st: chatStyle{color: o.Color}, out: &lockedWriter{w: o.Stdout}, api: api, ses: ses, ws: ws, local: local,
 		col0:  true,
-		texts: map[string]int{}, toolShown: map[string]bool{}, toolEnded: map[string]bool{},
+		texts: map[string]int{}, toolShown: map[string]bool{}, toolEnded: map[string]bool{}, outputs: map[string]*streamedOutput{},
 		askDone: make(chan askOutcome, 1), asksKnown: map[string]bool{},
 	}
 }
@@ -193,24 +207,14 @@ func (u *chatUI) run(parent context.Context) error {
 	lines := make(chan inputLine, 16)
 	go readChatInput(u.stdin, lines)
 
+	u.modelName = u.modelLabel(ctx)
 	u.banner()
 	after := u.ses.LastSeq
 	if after > 0 {
 		after = u.showHistory(ctx)
 	}
-	events := make(chan streamItem, 1024)
-	streamCtx, stopStream := context.WithCancel(ctx)
-	streamDone := make(chan struct{})
-	go func() {
-		defer close(streamDone)
-		u.api.streamEvents(streamCtx, u.ses.ID, after, events)
-	}()
-	defer func() {
-		stopStream()
-		for range events { // let the stream goroutine finish its last send
-		}
-		<-streamDone
-	}()
+	u.follow(ctx, after)
+	defer u.unfollow()
 	defer func() {
 		// Withdraw the question on screen and end the API calls in flight, then wait for
 		// the goroutines that made them.
@@ -227,7 +231,7 @@ func (u *chatUI) run(parent context.Context) error {
 		case <-ctx.Done():
 			u.println(u.st.dim("(ended)"))
 			return nil
-		case it, ok := <-events:
+		case it, ok := <-u.stream.events:
 			if !ok {
 				return nil
 			}
@@ -260,13 +264,83 @@ func (u *chatUI) run(parent context.Context) error {
 	}
 }
 
+// follow starts reading the session's events from after.
+func (u *chatUI) follow(ctx context.Context, after int64) {
+	ctx, stop := context.WithCancel(ctx)
+	s := &chatStream{events: make(chan streamItem, 1024), stop: stop, done: make(chan struct{})}
+	id := u.ses.ID
+	go func() {
+		defer close(s.done)
+		u.api.streamEvents(ctx, id, after, s.events)
+	}()
+	u.stream = s
+}
+
+// unfollow ends the event stream and waits for its goroutine.
+func (u *chatUI) unfollow() {
+	s := u.stream
+	s.stop()
+	for range s.events { // let the stream goroutine finish its last send
+	}
+	<-s.done
+}
+
 func (u *chatUI) banner() {
+	u.header()
+	u.println(u.st.dim("Type a message. /restore puts files back, /help lists commands; Ctrl-C stops a turn, twice leaves; Ctrl-L then Enter draws the screen again."))
+}
+
+// header names the session, its model and the workspace.
+func (u *chatUI) header() {
 	where := u.ws.Path
 	if where == "" {
 		where = u.ws.ID
 	}
-	u.println(u.st.bold("jean2 chat") + u.st.dim(fmt.Sprintf(" · session %s · %s", u.ses.ID, termtext.Line(where))))
-	u.println(u.st.dim("Type a message. /restore puts files back, /help lists commands; Ctrl-C stops a turn, twice leaves."))
+	u.println(u.st.bold("jean2 chat") + u.st.dim(fmt.Sprintf(" · session %s · %s · %s", u.ses.ID, termtext.Line(u.modelName), termtext.Line(where))))
+}
+
+// modelLabel is the session's provider and model as "provider/model": the session's own, or
+// the server's default provider and its model.
+func (u *chatUI) modelLabel(ctx context.Context) string {
+	prov, model := u.ses.Provider, u.ses.Model
+	if prov == "" || model == "" {
+		var ps struct {
+			Default   string `json:"default"`
+			Providers []struct {
+				Name  string `json:"name"`
+				Model string `json:"model"`
+			} `json:"providers"`
+		}
+		if err := u.api.Call(ctx, http.MethodGet, "/api/providers", nil, &ps); err != nil {
+			return "model unknown (" + err.Error() + ")"
+		}
+		if prov == "" {
+			prov = ps.Default
+		}
+		for _, p := range ps.Providers {
+			if p.Name == prov && model == "" {
+				model = p.Model
+			}
+		}
+	}
+	switch {
+	case prov == "":
+		return "no provider configured"
+	case model == "":
+		return prov + "/its default model"
+	}
+	return prov + "/" + model
+}
+
+// redraw clears the screen (Ctrl-L) and draws the header and the session's latest messages
+// again.
+func (u *chatUI) redraw(ctx context.Context) {
+	u.print("\x1b[H\x1b[2J\x1b[3J")
+	u.col0 = true
+	u.texts, u.toolShown, u.toolEnded = map[string]int{}, map[string]bool{}, map[string]bool{}
+	u.lastText = ""
+	u.banner()
+	u.showHistory(ctx)
 }
 
 // leaving says what becomes of a running turn.
@@ -331,6 +405,11 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 			u.println(u.st.dim("(that line was dropped: answer the question first)"))
 		}
 		return false
+	}
+	if strings.Contains(text, "\f") {
+		// Ctrl-L: the terminal reads whole lines, so it counts once Enter is pressed.
+		u.redraw(ctx)
+		text = strings.ReplaceAll(text, "\f", "")
 	}
 	trimmed := strings.TrimSpace(text)
 	switch {
@@ -521,7 +600,7 @@ func (u *chatUI) handleEvent(ev store.Event) {
 	case harness.EventToolProgress:
 		var p harness.ToolProgress
 		if decode(&p) {
-			u.showProgress(p.Progress)
+			u.showProgress(p.PartID, p.Progress)
 		}
 	case hub.EventAskPending:
 		var p hub.AskPendingPayload
@@ -586,6 +665,7 @@ func (u *chatUI) showPart(p store.Part) {
 			return
 		}
 		u.toolEnded[p.ID] = true
+		delete(u.outputs, p.ID)
 		took := ""
 		if p.Duration > 0 {
 			took = " " + p.Duration.Round(time.Millisecond).String()
@@ -622,7 +702,14 @@ func argsSummary(args string) string {
 	return " " + clip(termtext.Line(args), 120)
 }
 
-func (u *chatUI) showProgress(p tool.Progress) {
+func (u *chatUI) showProgress(partID string, p tool.Progress) {
+	var stream struct {
+		Stream string `json:"stream"`
+	}
+	if len(p.Data) > 0 && json.Unmarshal(p.Data, &stream) == nil && stream.Stream != "" {
+		u.showStreamed(partID, p.Message)
+		return
+	}
 	msg := termtext.Line(p.Message)
 	if p.Total > 0 {
 		msg = strings.TrimSpace(fmt.Sprintf("%s %.0f/%.0f", msg, p.Current, p.Total))

@@ -469,12 +469,9 @@ func drawMarkdown(v *vizWriter, m vizMarkdown) {
 func drawShell(v *vizWriter, s vizShell) {
 	st := v.st
 	v.line(st.bold("$ " + termtext.Line(s.Command)))
-	for _, l := range outputLines(s.Stdout) {
-		v.line(l)
-	}
-	for _, l := range outputLines(s.Stderr) {
-		v.line(st.red(l))
-	}
+	// The tail of each stream: where a command says how it ended.
+	drawTail(v, outputLines(s.Stdout), func(l string) string { return l })
+	drawTail(v, outputLines(s.Stderr), st.red)
 	code := fmt.Sprintf("exit code %d", s.ExitCode)
 	if s.ExitCode == 0 {
 		v.line(st.green(code))

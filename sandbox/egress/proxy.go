@@ -45,6 +45,12 @@ type Proxy struct {
 	// (the hint follows the why; start it with "; "). Nil: the tool's declaration in
 	// package.json and jean2 tools approve, as for tool workers.
 	Advice func(host string, port int) (why, hint string)
+	// Ask, when set, is asked about a target no entry allows while its connection waits
+	// (the client's CONNECT or request is held, not refused); true means Allowed now
+	// covers it, and the connection is checked again. ctx ends when the client goes away.
+	// An address that a declared name resolves to but does not grant is not asked about:
+	// only declaring the address grants it. Nil refuses at once.
+	Ask func(ctx context.Context, target string) bool
 	// MaxConns caps the connections served at once (each holds a descriptor of the host);
 	// further ones wait in the listener's backlog. 0 means DefaultMaxConns.
 	MaxConns int
@@ -63,6 +69,8 @@ type Proxy struct {
 type Refusal struct {
 	Tool, Target, Why string
 	Hint              string
+	// undeclared: no entry names the target (what Ask may grant).
+	undeclared bool
 }
 
 func (r *Refusal) Error() string {
@@ -141,9 +149,19 @@ func (p *Proxy) Close() error {
 }
 
 // Check decides a connection to host:port and returns the addresses it may connect to, in
-// the resolver's order (a name's disallowed addresses are left out).
+// the resolver's order (a name's disallowed addresses are left out). A target no entry
+// names is put to Ask, when set, before it is refused.
 func (p *Proxy) Check(ctx context.Context, host string, port int) ([]netip.AddrPort, error) {
 	p.init()
+	addrs, err := p.check(ctx, host, port)
+	var ref *Refusal
+	if err != nil && p.Ask != nil && errors.As(err, &ref) && ref.undeclared && p.Ask(ctx, ref.Target) {
+		return p.check(ctx, host, port)
+	}
+	return addrs, err
+}
+
+func (p *Proxy) check(ctx context.Context, host string, port int) ([]netip.AddrPort, error) {
 	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
 	target := net.JoinHostPort(host, strconv.Itoa(port))
 	var entries []string
@@ -161,9 +179,9 @@ func (p *Proxy) Check(ctx context.Context, host string, port int) ([]netip.AddrP
 		}
 		if p.Advice != nil {
 			why, hint := p.Advice(host, port)
-			return &Refusal{Tool: p.Tool, Target: target, Why: why, Hint: hint}
+			return &Refusal{Tool: p.Tool, Target: target, Why: why, Hint: hint, undeclared: true}
 		}
-		return &Refusal{Tool: p.Tool, Target: target, Why: fmt.Sprintf("tool %s does not declare it", p.Tool),
+		return &Refusal{Tool: p.Tool, Target: target, Why: fmt.Sprintf("tool %s does not declare it", p.Tool), undeclared: true,
 			Hint: fmt.Sprintf(`; add %q (or "%s:%d") to "jean2": {"permissions": {"network": [...]}} in package.json (or permissions.network in the definition) and have a person run jean2 tools approve %s`, host, name, port, p.Tool)}
 	}
 	var addrs []netip.Addr

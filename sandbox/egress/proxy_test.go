@@ -278,3 +278,34 @@ func TestAllowedIsReadPerConnection(t *testing.T) {
 		t.Fatal("a withdrawn declaration still allowed the connection")
 	}
 }
+
+// Ask is put a target no entry names, with the connection held: granted, the connection
+// is checked again against what Allowed now says; refused, it stays refused. A name whose
+// address is special is not asked about (declaring the name never grants that address).
+func TestCheckAsks(t *testing.T) {
+	var allowed, asked []string
+	p := &Proxy{Tool: "t", Resolver: testResolver, Own: []netip.Addr{},
+		Allowed: func() []string { return allowed },
+		Ask: func(_ context.Context, target string) bool {
+			asked = append(asked, target)
+			if target == "api.example.com:443" {
+				allowed = append(allowed, target)
+				return true
+			}
+			return false
+		}}
+	got, err := p.Check(context.Background(), "api.example.com", 443)
+	if err != nil || len(got) != 1 || got[0].String() != "93.184.216.34:443" {
+		t.Fatalf("granted while held: %v %v", got, err)
+	}
+	if _, err := p.Check(context.Background(), "example.com", 443); err == nil {
+		t.Fatal("refused by Ask, yet connected")
+	}
+	allowed = append(allowed, "rebind.example")
+	if _, err := p.Check(context.Background(), "rebind.example", 443); err == nil {
+		t.Fatal("a name that resolves to loopback connected")
+	}
+	if want := []string{"api.example.com:443", "example.com:443"}; strings.Join(asked, ",") != strings.Join(want, ",") {
+		t.Fatalf("asked %v, want %v", asked, want)
+	}
+}
