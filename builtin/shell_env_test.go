@@ -4,7 +4,13 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/sha1"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +20,7 @@ import (
 
 	"github.com/jean2/jean2/builtin"
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/tool"
 )
 
 // shLong runs a command with room for a cold build (the first `go test` compiles the
@@ -301,4 +308,78 @@ func BenchmarkShellGoTest(b *testing.B) {
 			b.ReportMetric(float64(shell)/float64(nat), "ratio")
 		})
 	}
+}
+
+// In a Node project `npm install` reaches the registry once the person approved it: the
+// connection is held at the proxy while the person is asked, and the install completes in
+// one run. The registry is a local one serving one package, as npm's does.
+func TestShellNpmInstallReachesTheRegistryOnceApproved(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("npm is not on PATH")
+	}
+	f := newShellFixture(t, nil)
+	reg := tinyRegistry(t)
+	writeFiles(t, f.ws, map[string]string{
+		"package.json": `{"name":"p","version":"1.0.0","dependencies":{"tiny":"1.0.0"}}`,
+		".npmrc":       "registry=" + reg + "/\n",
+	})
+	var asked []string
+	out, res := f.shLong("npm install --no-audit --no-fund && node -e \"console.log(require('tiny'))\"", func(c *host.Call) {
+		c.Asker = tool.AskerFunc(func(_ context.Context, a tool.Ask) (json.RawMessage, error) {
+			asked = append(asked, a.Question)
+			return json.RawMessage("true"), nil
+		})
+	})
+	if !out.Result.Success || res.ExitCode != 0 || !strings.Contains(res.Stdout, "tiny from the registry") {
+		t.Fatalf("npm install: %s %+v", out.Result.Error, res)
+	}
+	if len(asked) != 1 || len(res.NetworkRefused) != 0 {
+		t.Fatalf("asked %d times (%q), refused %v", len(asked), asked, res.NetworkRefused)
+	}
+	// Refused, the install fails and nothing is installed.
+	os.RemoveAll(filepath.Join(f.ws, "node_modules"))
+	out, res = f.shLong("npm install --no-audit --no-fund --prefer-online", func(c *host.Call) {
+		c.SessionID = "s-refused"
+		c.Asker = tool.AskerFunc(func(context.Context, tool.Ask) (json.RawMessage, error) { return json.RawMessage("false"), nil })
+	})
+	if res.ExitCode == 0 || len(res.NetworkRefused) == 0 {
+		t.Fatalf("npm install refused: %s %+v", out.Result.Error, res)
+	}
+}
+
+// tinyRegistry serves the package "tiny" as an npm registry does (a packument and a tarball)
+// on loopback, and returns its address.
+func tinyRegistry(t *testing.T) string {
+	t.Helper()
+	pkg := t.TempDir()
+	writeFiles(t, pkg, map[string]string{
+		"package.json": `{"name":"tiny","version":"1.0.0","main":"index.js"}`,
+		"index.js":     "module.exports = 'tiny from the registry';\n",
+	})
+	packDir := t.TempDir()
+	pack := exec.Command("npm", "pack", "--silent", "--pack-destination", packDir)
+	pack.Dir = pkg
+	if out, err := pack.CombinedOutput(); err != nil {
+		t.Fatalf("npm pack: %v %s", err, out)
+	}
+	tarball, err := os.ReadFile(filepath.Join(packDir, "tiny-1.0.0.tgz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha1sum, sha512sum := sha1.Sum(tarball), sha512.Sum512(tarball)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		base := "http://" + r.Host
+		switch r.URL.Path {
+		case "/tiny":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"name":"tiny","dist-tags":{"latest":"1.0.0"},"versions":{"1.0.0":{"name":"tiny","version":"1.0.0","main":"index.js","dist":{"tarball":"%s/tiny/-/tiny-1.0.0.tgz","shasum":"%x","integrity":"sha512-%s"}}}}`,
+				base, sha1sum, base64.StdEncoding.EncodeToString(sha512sum[:]))
+		case "/tiny/-/tiny-1.0.0.tgz":
+			w.Write(tarball)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
