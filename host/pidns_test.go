@@ -101,6 +101,9 @@ func TestSandboxNothingOutlivesTheKilledHost(t *testing.T) {
 		t.Skipf("no pid namespace here (the next host ends what is left): %v", err)
 	}
 	root := t.TempDir()
+	// A host started on the same home after the kill unmounts the temporary folder's tmpfs
+	// the killed one left (its start-up sweep), so that the folder can be removed.
+	t.Cleanup(func() { _ = orphanHost(t, root).Close(context.Background()) })
 	ws := filepath.Join(root, "ws")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
