@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	jean2 "github.com/jean2/jean2"
@@ -110,15 +111,17 @@ func (fl *folderLoader) withheld(name string) bool {
 	return false
 }
 
-func (fl *folderLoader) load(ctx context.Context, f loader.Folder, prev *version) folderResult {
-	res := fl.loadFresh(ctx, f, prev)
+// load loads a folder; ahead is how many scope workers may still be started ahead in this
+// reload (prestart.go; nil: none).
+func (fl *folderLoader) load(ctx context.Context, f loader.Folder, prev *version, ahead *atomic.Int32) folderResult {
+	res := fl.loadFresh(ctx, f, prev, ahead)
 	if res.err != nil && prev != nil {
 		res.serving = prev
 	}
 	return res
 }
 
-func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *version) folderResult {
+func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *version, ahead *atomic.Int32) folderResult {
 	// Until the bundle says otherwise, the version is what the folder's VERSION or
 	// package.json says, so a broken edit is still named ("1.3.0 failed to load").
 	res := folderResult{label: f.Version}
@@ -220,16 +223,23 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 	} else {
 		// First sight of this version: load the module in a worker to learn its definition.
 		// The worker is kept for the first call when the tool declares no variables (its
-		// environment is then already right).
+		// environment is then already right). Confined, the first call's worker starts
+		// meanwhile, its tool not loaded until that call (prestart.go).
 		var (
-			probe *sharedPool
-			info  workerproto.InitializeResult
+			probe   *sharedPool
+			info    workerproto.InitializeResult
+			started *sharedPool
 		)
+		defer func() { ft.keepAhead(started, res.fresh != nil) }()
 		for attempt := 1; ; attempt++ {
 			probe, err = ft.probePool()
 			if err != nil {
 				res.err = err
 				return res
+			}
+			if attempt == 1 && ft.kindName != gotool.KindGo {
+				probe.pool.Prestart() // its process first: the reload waits for this one
+				started = ft.startAhead(prev, ahead)
 			}
 			info, err = probe.pool.Load(ctx)
 			if err == nil {
@@ -255,7 +265,7 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 			// The folder is being edited: its next version learns its definition here.
 			ft.learner, ft.learnerMod = probe, probe.pool.Main()
 		default:
-			_ = probe.release(context.Background())
+			ft.releaseLater(probe)
 		}
 		fl.storeMeta(f, metaKey, info, res.runtime)
 	}
@@ -590,6 +600,7 @@ func (t *folderTool) workers(scope poolScope) (*worker.Module, func(), error) {
 	}
 	sp.active++
 	sp.lastUsed = now
+	t.fl.h.served.note(&sp.shared.scope, now)
 	return sp.module, func() {
 		t.mu.Lock()
 		sp.active--

@@ -92,6 +92,7 @@ type Host struct {
 	disabledBuiltins []string
 
 	tempQuota sessionTempQuota // sessions whose temporary folder is over Limits.SessionTempMB
+	served    servedScope      // the scope a confined tool's call was last served in (prestart.go)
 
 	subMu sync.Mutex
 	subs  map[int]chan<- ToolsChanged
@@ -278,7 +279,7 @@ func (c *catalog) unavailable(name string) string {
 // entry it would list. Nothing is added to the live set.
 func (h *Host) Validate(ctx context.Context, dir string) Entry {
 	f := loader.Inspect(dir)
-	r := h.loader.loadFresh(ctx, f, nil)
+	r := h.loader.loadFresh(ctx, f, nil, nil)
 	if r.err != nil {
 		return Entry{Name: f.Name, Folder: f.Dir, Version: r.label, Kind: f.Kind, Runtime: r.runtime, Status: StatusError, Error: r.err.Error()}
 	}

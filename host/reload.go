@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jean2/jean2/loader"
@@ -48,6 +49,8 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 	results := make([]folderResult, len(folders))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(2, runtime.NumCPU()))
+	var ahead atomic.Int32 // scope workers this reload may start ahead (prestart.go)
+	ahead.Store(aheadPerReload)
 	for i, f := range folders {
 		wg.Add(1)
 		go func() {
@@ -58,7 +61,7 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 				results[i] = prev
 				return
 			}
-			results[i] = h.loader.load(ctx, f, old.folders[f.Dir])
+			results[i] = h.loader.load(ctx, f, old.folders[f.Dir], &ahead)
 		}()
 	}
 	wg.Wait()

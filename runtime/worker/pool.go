@@ -129,6 +129,7 @@ type Stats struct {
 	Starting int   // being started
 	InFlight int   // calls running
 	Started  int64 // workers started since the pool was made
+	Spare    int   // processes started ahead (Prestart), not yet initialized
 }
 
 // Pool runs one tool version in worker processes.
@@ -152,6 +153,7 @@ type Pool struct {
 	workers  []*worker // taking calls
 	starting int
 	attempt  *startAttempt // the latest start, for callers that have no worker to go to
+	spare    *spareStart   // a worker process started ahead, not yet initialized (Prestart)
 	calls    map[string]*call
 	inflight int
 	// recycling holds workers taken out of dispatch because they loaded MaxModules
@@ -224,7 +226,11 @@ func NewPool(l Launcher, opts PoolOptions) *Pool {
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Stats{Workers: len(p.workers), Starting: p.starting, InFlight: p.inflight, Started: p.started.Load()}
+	st := Stats{Workers: len(p.workers), Starting: p.starting, InFlight: p.inflight, Started: p.started.Load()}
+	if p.spare != nil {
+		st.Spare = 1
+	}
+	return st
 }
 
 // Load makes sure one worker runs and returns what it loaded: the definition, the module's
@@ -242,11 +248,7 @@ func (p *Pool) startLocked(m *Module) *startAttempt {
 	att := &startAttempt{module: m, done: make(chan struct{})}
 	p.attempt = att
 	p.starting++
-	if !p.reaping && p.opts.IdleTimeout > 0 {
-		p.reaping = true
-		p.wg.Add(1)
-		go func() { defer p.wg.Done(); p.reapLoop() }()
-	}
+	p.startReaperLocked()
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -277,6 +279,15 @@ func (p *Pool) startLocked(m *Module) *startAttempt {
 		}
 	}()
 	return att
+}
+
+// startReaperLocked starts the loop that stops idle workers, once; p.mu must be held.
+func (p *Pool) startReaperLocked() {
+	if !p.reaping && p.opts.IdleTimeout > 0 {
+		p.reaping = true
+		p.wg.Add(1)
+		go func() { defer p.wg.Done(); p.reapLoop() }()
+	}
 }
 
 // acquire picks the least-loaded worker for a call of module m, starting workers as the
@@ -652,6 +663,10 @@ func (p *Pool) reapLoop() {
 				idle = append(idle, w)
 			}
 		}
+		if sp := p.dropSpareLocked(now, p.opts.IdleTimeout); sp != nil {
+			p.wg.Add(1)
+			go func() { defer p.wg.Done(); p.stopSpare(sp) }()
+		}
 		for _, w := range idle {
 			// Retired under the same lock, so no call can pick it in between.
 			w.retired = true
@@ -682,6 +697,7 @@ func (p *Pool) Close(ctx context.Context) error {
 		return nil
 	}
 	p.closed = true
+	spare := p.dropSpareLocked(time.Now(), 0)
 	var drained chan struct{}
 	if p.inflight > 0 {
 		drained = make(chan struct{})
@@ -713,6 +729,10 @@ func (p *Pool) Close(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 	var stops sync.WaitGroup
+	if spare != nil {
+		stops.Add(1)
+		go func() { defer stops.Done(); p.stopSpare(spare) }()
+	}
 	for w := range all {
 		stops.Add(1)
 		go func() {

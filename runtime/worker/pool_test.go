@@ -31,6 +31,10 @@ func TestMain(m *testing.M) {
 }
 
 func runHelper(mode string) int {
+	started := time.Now()
+	if f := os.Getenv("HELPER_STARTED_FILE"); f != "" {
+		_ = os.WriteFile(f, nil, 0o644)
+	}
 	in := os.NewFile(3, "from-host")
 	out := os.NewFile(4, "to-host")
 	if mode == "stubborn" {
@@ -97,7 +101,7 @@ func runHelper(mode string) int {
 				fmt.Fprintln(os.Stderr, "last words")
 				os.Exit(9)
 			}
-			return map[string]any{"success": true, "result": map[string]any{"callId": p.CallID, "pid": os.Getpid()}}, nil
+			return map[string]any{"success": true, "result": map[string]any{"callId": p.CallID, "pid": os.Getpid(), "startedNs": started.UnixNano()}}, nil
 		}
 		return nil, nil
 	})

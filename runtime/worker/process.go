@@ -76,16 +76,31 @@ type worker struct {
 	exitErr error
 }
 
-// spawn starts a worker process and initializes it with module m.
+// spawn starts a worker process, or takes the one Prestart started, and initializes it with
+// module m.
 func (p *Pool) spawn(ctx context.Context, m *Module) (*worker, workerproto.InitializeResult, error) {
-	var info workerproto.InitializeResult
+	if w := p.takeSpare(ctx); w != nil {
+		w.lastUsed = time.Now()
+		w.log.Debug("initializing the worker started ahead")
+		return p.initialize(ctx, w, m)
+	}
+	w, err := p.launch()
+	if err != nil {
+		return nil, workerproto.InitializeResult{}, err
+	}
+	return p.initialize(ctx, w, m)
+}
+
+// launch starts a worker process and connects to it; nothing of the tool runs in it until
+// initialize (the worker script loads the tool's module then).
+func (p *Pool) launch() (*worker, error) {
 	l := p.launcher
 	if l.Path == "" {
-		return nil, info, fmt.Errorf("tool %s: no worker executable configured", p.opts.Name)
+		return nil, fmt.Errorf("tool %s: no worker executable configured", p.opts.Name)
 	}
 	if l.Prepare != nil {
 		if err := l.Prepare(); err != nil {
-			return nil, info, fmt.Errorf("tool %s: prepare %s worker: %w", p.opts.Name, l.Kind, err)
+			return nil, fmt.Errorf("tool %s: prepare %s worker: %w", p.opts.Name, l.Kind, err)
 		}
 	}
 	var files []*os.File // every pipe end, closed on failure
@@ -107,7 +122,7 @@ func (p *Pool) spawn(ctx context.Context, m *Module) (*worker, workerproto.Initi
 	errR, errW, err4 := pipe()
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		closeAll()
-		return nil, info, fmt.Errorf("tool %s: worker pipes: %w", p.opts.Name, err)
+		return nil, fmt.Errorf("tool %s: worker pipes: %w", p.opts.Name, err)
 	}
 
 	cmd := exec.Command(l.Path, l.Args...)
@@ -125,7 +140,7 @@ func (p *Pool) spawn(ctx context.Context, m *Module) (*worker, workerproto.Initi
 	}
 	if err := cmd.Start(); err != nil {
 		closeAll()
-		return nil, info, fmt.Errorf("tool %s: start %s worker %s: %w", p.opts.Name, l.Kind, l.Path, err)
+		return nil, fmt.Errorf("tool %s: start %s worker %s: %w", p.opts.Name, l.Kind, l.Path, err)
 	}
 	// The child has its copies; the host keeps only its own ends.
 	for _, f := range []*os.File{toWorkerR, fromWorkerW, outW, errW} {
@@ -153,12 +168,17 @@ func (p *Pool) spawn(ctx context.Context, m *Module) (*worker, workerproto.Initi
 	go func() { defer w.outputs.Done(); w.stderr.run(errR) }()
 	p.wg.Add(1)
 	go func() { defer p.wg.Done(); w.monitor() }()
+	return w, nil
+}
 
+// initialize has a launched worker load module m; on failure the worker is killed.
+func (p *Pool) initialize(ctx context.Context, w *worker, m *Module) (*worker, workerproto.InitializeResult, error) {
+	var info workerproto.InitializeResult
 	ictx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout)
 	defer cancel()
 	err := w.conn.Call(ictx, workerproto.MethodInitialize, m.init, &info)
 	if err == nil {
-		log.Debug("worker ready", "runtime", info.Runtime.Name, "version", info.Runtime.Version)
+		w.log.Debug("worker ready", "runtime", info.Runtime.Name, "version", info.Runtime.Version)
 		return w, info, nil
 	}
 	// Failed: take the process down and explain why.
