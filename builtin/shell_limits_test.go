@@ -69,6 +69,12 @@ func TestShellSessionCgroupCapsBackgroundCommandsTogether(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
+	// A foreground command of the session is in the same session's group (asked before the
+	// background commands fill it: then no new command of the session can start).
+	_, res := f.sh(`cat /proc/self/cgroup`)
+	if !strings.Contains(res.Stdout, "/ws-w1/s-s1/w-") {
+		t.Fatalf("a foreground command's groups: %q", res.Stdout)
+	}
 	for i := 0; i < 8; i++ {
 		out, res := f.run(ctx, map[string]any{"command": `for i in $(seq 1 40); do sleep 61.5 & done 2>/dev/null; wait`, "background": true})
 		if !out.Result.Success || res.Background == nil {
@@ -97,11 +103,6 @@ func TestShellSessionCgroupCapsBackgroundCommandsTogether(t *testing.T) {
 	memGroup := cgroupOf(sleeps[0], "memory")
 	if !strings.Contains(memGroup, "/ws-w1/s-s1/w-") {
 		t.Fatalf("a background command's process is in memory group %q, not in its session's", memGroup)
-	}
-	// A foreground command of the session is in the same session's group.
-	_, res := f.sh(`cat /proc/self/cgroup`)
-	if !strings.Contains(res.Stdout, "/ws-w1/s-s1/w-") {
-		t.Fatalf("a foreground command's groups: %q", res.Stdout)
 	}
 	// The session's memory limit is on the session's group.
 	mount := "/sys/fs/cgroup/memory"

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/sandbox"
@@ -106,8 +107,19 @@ export async function execute() { return { success: true, result: process.env.TM
 	if data, err := os.ReadFile(filepath.Join(outside, "keep.txt")); err != nil || string(data) != "keep" {
 		t.Fatalf("outside changed: %q %v", data, err)
 	}
-	left, _ := filepath.Glob(filepath.Join(sf.layout.Temp, "load-*"))
+	// The worker that learned the definition is closed, and its scratch folder removed, off
+	// the reload's path: wait for it.
+	var left []string
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		left, _ = filepath.Glob(filepath.Join(sf.layout.Temp, "load-*"))
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if len(left) != 0 {
 		t.Fatalf("scratch folders left: %v", left)
+	}
+	if data, err := os.ReadFile(filepath.Join(outside, "keep.txt")); err != nil || string(data) != "keep" {
+		t.Fatalf("outside changed by the scratch folder's removal: %q %v", data, err)
 	}
 }
