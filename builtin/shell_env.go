@@ -221,7 +221,7 @@ func shellGitQuote(v string) string {
 }
 
 // setup is what the command of call c takes from the person's environment.
-func (s *shellSandbox) setup(c *tool.Context) (shellSetup, error) {
+func (s *shellSandbox) setup(c *tool.Context, res *policy.Resolver) (shellSetup, error) {
 	h := s.learn()
 	if h.err != nil {
 		c.Logger.Warn("shell: commands run without the person's git identity", "err", h.err)
@@ -260,7 +260,7 @@ func (s *shellSandbox) setup(c *tool.Context) (shellSetup, error) {
 		}
 		caches = dirs
 	}
-	readOnly := shellToolchains(h.path, c.Home, h.goEnv, s.opts.protected(c.Home, runtime.GOOS))
+	readOnly := shellToolchains(res, h.path, c.Home, h.goEnv, s.opts.protected(c.Home, runtime.GOOS))
 	if h.gitConfig != os.DevNull {
 		readOnly = append(readOnly, h.gitConfig)
 	}
@@ -336,21 +336,21 @@ func shellIsDir(p string) bool {
 // carves protected places out of what is returned). Needed only while commands see the
 // machine through Landlock's allow-list: once they see it read-only through a filesystem
 // view, this function goes.
-func shellToolchains(path, home string, g shellGoEnv, protected []string) []string {
+func shellToolchains(res *policy.Resolver, path, home string, g shellGoEnv, protected []string) []string {
 	realHome := ""
 	if home != "" {
-		realHome = policy.Real(home)
+		realHome = res.Real(home)
 	}
 	realProtected := make([]string, 0, len(protected))
 	for _, x := range protected {
-		realProtected = append(realProtected, policy.Real(x))
+		realProtected = append(realProtected, res.Real(x))
 	}
 	var out []string
 	add := func(p string) {
 		if p == "" || !filepath.IsAbs(p) {
 			return
 		}
-		real := policy.Real(filepath.Clean(p))
+		real := res.Real(filepath.Clean(p))
 		if real == "/" || (realHome != "" && policy.Within(realHome, real)) || slices.Contains(out, real) {
 			return
 		}

@@ -110,7 +110,11 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	s.init()
 	st := s.status
 	out := &shellConfined{refused: &shellRefusals{}, release: func() {}, closeNet: func() {}}
-	setup, err := s.setup(c)
+	// Every path of the command is resolved through res: its toolchains, rules and view
+	// name the same folders many times over. The launcher checks each rule's path still
+	// leads where it was resolved to (Rule.Exact).
+	res := policy.NewResolver()
+	setup, err := s.setup(c, res)
 	if err != nil {
 		return nil, err
 	}
@@ -146,10 +150,10 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	}
 	if c.TempDir != "" {
 		t := filepath.Clean(c.TempDir)
-		places = append(places, filepath.Join(policy.Real(filepath.Dir(t)), filepath.Base(t)))
+		places = append(places, filepath.Join(res.Real(filepath.Dir(t)), filepath.Base(t)))
 	}
 	for _, w := range writable {
-		places = append(places, policy.Real(w))
+		places = append(places, res.Real(w))
 	}
 	places = append(places, setup.caches...)
 	protected := s.opts.protected(c.Home, st.OS)
@@ -169,6 +173,7 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	// The caches lie in jean2's home, which is protected: granted as the call's own places
 	// (ReadWrite), exactly these folders are open in it, not what holds them.
 	plan.ReadWrite = append(plan.ReadWrite, setup.caches...)
+	plan.Resolver = res
 	var exit *sandbox.Exit
 	if mech == sandbox.Seatbelt || st.NetNS || st.NetLandlock {
 		proxy := &egress.Proxy{Tool: "shell", Allowed: func() []string { return network },
