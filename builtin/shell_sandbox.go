@@ -14,7 +14,6 @@ import (
 
 	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/sandbox"
-	"github.com/jean2/jean2/sandbox/egress"
 	"github.com/jean2/jean2/tool"
 )
 
@@ -32,6 +31,9 @@ type shellSandbox struct {
 	// pins keeps where each workspace folder led when a command first ran there: a tool of
 	// an enclosing workspace may replace it by a link (sandbox.Pins).
 	pins sandbox.Pins
+
+	// exits keeps the network exits of ended commands for their session's next ones.
+	exits shellExits
 
 	// hostOnce learns what commands take from the person's environment (learn).
 	hostOnce sync.Once
@@ -175,19 +177,13 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	plan.ReadWrite = append(plan.ReadWrite, setup.caches...)
 	plan.Resolver = res
 	var exit *sandbox.Exit
+	var x *shellExit
 	if mech == sandbox.Seatbelt || st.NetNS || st.NetLandlock {
-		proxy := &egress.Proxy{Tool: "shell", Allowed: func() []string { return network },
-			Log: slog.New(out.refused),
-			Advice: func(host string, port int) (string, string) {
-				return "the shell was not allowed to reach it for this command",
-					`; name it in the call's "network" list (or run the command again): the person is asked once per command prefix and session`
-			}}
 		var err error
-		// Under Seatbelt the proxy listens on the host's loopback and the profile allows
-		// only its port; under Landlock it is in the command's namespace where there is one.
-		if exit, err = sandbox.OpenExit(proxy, mech == sandbox.Landlock && st.NetNS); err != nil {
+		if x, err = s.exits.open(c.SessionID, mech == sandbox.Landlock && st.NetNS, network, out.refused); err != nil {
 			return nil, fmt.Errorf("shell: isolate the command from the network: %w", err)
 		}
+		exit = x.exit
 		env = append(env, exit.Env()...)
 	}
 	spec, err := shellSpec(mech, plan, exit)
@@ -200,7 +196,7 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 		err = sandbox.WritesWithin(spec.Rules, places)
 	}
 	if err != nil {
-		exit.Close()
+		s.exits.done(x, true) // nothing ran in it
 		return nil, fmt.Errorf("shell: %w", err)
 	}
 	lim := s.opts.Limits
@@ -217,12 +213,12 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	spec.TaskLimit(lim.MaxTasks, s.pids)
 	path, args, err := sandbox.Command(st.Launcher, spec, bash, []string{"--noprofile", "--norc", "-c", script})
 	if err != nil {
-		exit.Close()
+		s.exits.done(x, true) // nothing ran in it
 		return nil, fmt.Errorf("shell: %w", err)
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Dir, cmd.Env = cwd, env
-	st.StartConfined(cmd, spec) // a background command too: nothing it starts outlives jean2
+	inPidNS := st.StartConfined(cmd, spec) // a background command too: nothing it starts outlives jean2
 	out.cmd = cmd
 	pids, memory := s.pids, s.memory
 	out.release = func() {
@@ -237,7 +233,11 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 			}
 		}
 	}
-	out.closeNet = exit.Close
+	out.closeNet = func() {
+		// Reaped in a pid namespace of its own, the command left nothing in its exit (its
+		// init's end ended the rest); one that never started put nothing there.
+		s.exits.done(x, cmd.Process == nil || (inPidNS && cmd.ProcessState != nil))
+	}
 	return out, nil
 }
 
