@@ -35,7 +35,7 @@ func TestShellPlanOpensCachesAndToolchainsOnly(t *testing.T) {
 	protected := opts.protected(home, "linux")
 	path := strings.Join([]string{home + "/.cargo/bin", home + "/.pyenv/shims", home + "/bin", layout.Home + "/bin", "/usr/bin"}, ":")
 	readOnly := shellToolchains(nil, path, home, shellGoEnv{}, protected)
-	caches, err := shellCaches(layout.Cache, ws)
+	caches, err := shellCaches(nil, layout.Cache, ws)
 	if err != nil {
 		t.Fatal(err)
 	}
