@@ -194,6 +194,7 @@ func (t *shellTool) Definition() tool.Definition { return t.def }
 // that closes its built-ins calls it; otherwise the next jean2 to start sweeps them).
 func (t *shellTool) Close() error {
 	t.stopAll(context.Background())
+	t.sb.exits.close()
 	t.sb.once.Do(func() {}) // a shell that never ran made nothing
 	return t.sb.close()
 }

@@ -155,6 +155,7 @@ func (t *shellTool) EndSession(_ context.Context, sessionID string) error {
 		}
 	}
 	t.mu.Unlock()
+	t.sb.exits.endSession(sessionID)
 	var stuck []string
 	for _, j := range jobs {
 		if !j.stop() {

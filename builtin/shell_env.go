@@ -221,7 +221,7 @@ func shellGitQuote(v string) string {
 }
 
 // setup is what the command of call c takes from the person's environment.
-func (s *shellSandbox) setup(c *tool.Context) (shellSetup, error) {
+func (s *shellSandbox) setup(c *tool.Context, res *policy.Resolver) (shellSetup, error) {
 	h := s.learn()
 	if h.err != nil {
 		c.Logger.Warn("shell: commands run without the person's git identity", "err", h.err)
@@ -251,7 +251,7 @@ func (s *shellSandbox) setup(c *tool.Context) (shellSetup, error) {
 	vars.set("GIT_CONFIG_NOSYSTEM", "1")
 	vars.unset("GIT_CONFIG_SYSTEM")
 	if s.opts.Layout.Cache != "" && c.Workspace != "" {
-		dirs, err := shellCaches(s.opts.Layout.Cache, c.Workspace)
+		dirs, err := shellCaches(res, s.opts.Layout.Cache, c.Workspace)
 		if err != nil {
 			return shellSetup{}, err
 		}
@@ -260,7 +260,7 @@ func (s *shellSandbox) setup(c *tool.Context) (shellSetup, error) {
 		}
 		caches = dirs
 	}
-	readOnly := shellToolchains(h.path, c.Home, h.goEnv, s.opts.protected(c.Home, runtime.GOOS))
+	readOnly := shellToolchains(res, h.path, c.Home, h.goEnv, s.opts.protected(c.Home, runtime.GOOS))
 	if h.gitConfig != os.DevNull {
 		readOnly = append(readOnly, h.gitConfig)
 	}
@@ -336,21 +336,21 @@ func shellIsDir(p string) bool {
 // carves protected places out of what is returned). Needed only while commands see the
 // machine through Landlock's allow-list: once they see it read-only through a filesystem
 // view, this function goes.
-func shellToolchains(path, home string, g shellGoEnv, protected []string) []string {
+func shellToolchains(res *policy.Resolver, path, home string, g shellGoEnv, protected []string) []string {
 	realHome := ""
 	if home != "" {
-		realHome = policy.Real(home)
+		realHome = res.Real(home)
 	}
 	realProtected := make([]string, 0, len(protected))
 	for _, x := range protected {
-		realProtected = append(realProtected, policy.Real(x))
+		realProtected = append(realProtected, res.Real(x))
 	}
 	var out []string
 	add := func(p string) {
 		if p == "" || !filepath.IsAbs(p) {
 			return
 		}
-		real := policy.Real(filepath.Clean(p))
+		real := res.Real(filepath.Clean(p))
 		if real == "/" || (realHome != "" && policy.Within(realHome, real)) || slices.Contains(out, real) {
 			return
 		}
@@ -387,8 +387,11 @@ func shellToolchains(path, home string, g shellGoEnv, protected []string) []stri
 // shellCacheVars, and returns them in that order. They are made from jean2's cache folder
 // on, no component followed if it is a link: commands may write inside the folders, never
 // the folders that hold them (a command cannot swap one for a link).
-func shellCaches(cache, workspace string) ([]string, error) {
-	key := shellWorkspaceKey(workspace)
+func shellCaches(res *policy.Resolver, cache, workspace string) ([]string, error) {
+	key := shellWorkspaceKey(res, workspace)
+	if out, ok := shellCachesMade(res, cache, key); ok {
+		return out, nil
+	}
 	var out []string
 	for _, v := range shellCacheVars {
 		dir, err := shellMakeDirs(cache, "shell", key, v.dir)
@@ -400,10 +403,27 @@ func shellCaches(cache, workspace string) ([]string, error) {
 	return out, nil
 }
 
+// shellCachesMade returns the workspace's cache folders when every one already is a folder
+// and nothing from jean2's cache folder down to it is a link (what shellMakeDirs would
+// find, for the price of one look at each folder: every command of a workspace asks).
+func shellCachesMade(res *policy.Resolver, cache, key string) ([]string, bool) {
+	realCache := res.Real(cache)
+	out := make([]string, 0, len(shellCacheVars))
+	for _, v := range shellCacheVars {
+		dir := filepath.Join(cache, "shell", key, v.dir)
+		fi, err := os.Lstat(dir)
+		if err != nil || !fi.IsDir() || res.Real(dir) != filepath.Join(realCache, "shell", key, v.dir) {
+			return nil, false
+		}
+		out = append(out, dir)
+	}
+	return out, true
+}
+
 // shellWorkspaceKey names a workspace's caches: its folder's name (for a person looking)
 // and a hash of its real path (two folders of the same name differ).
-func shellWorkspaceKey(workspace string) string {
-	real := policy.Real(filepath.Clean(workspace))
+func shellWorkspaceKey(res *policy.Resolver, workspace string) string {
+	real := res.Real(filepath.Clean(workspace))
 	sum := sha256.Sum256([]byte(real))
 	name := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {

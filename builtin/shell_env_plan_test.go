@@ -34,8 +34,8 @@ func TestShellPlanOpensCachesAndToolchainsOnly(t *testing.T) {
 	opts := &ShellOptions{Layout: layout}
 	protected := opts.protected(home, "linux")
 	path := strings.Join([]string{home + "/.cargo/bin", home + "/.pyenv/shims", home + "/bin", layout.Home + "/bin", "/usr/bin"}, ":")
-	readOnly := shellToolchains(path, home, shellGoEnv{}, protected)
-	caches, err := shellCaches(layout.Cache, ws)
+	readOnly := shellToolchains(nil, path, home, shellGoEnv{}, protected)
+	caches, err := shellCaches(nil, layout.Cache, ws)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -194,6 +194,27 @@ func TestShellCachesPerWorkspace(t *testing.T) {
 	if out.Result.Success || !strings.Contains(out.Result.Error, "is not a folder") {
 		t.Fatalf("a cache folder that is a link: %+v", out.Result)
 	}
+	// So is the workspace's folder of caches, although every cache is still a folder
+	// through the link.
+	if err := os.Remove(filepath.Join(ws, "npm")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(ws, "npm.old"), filepath.Join(ws, "npm")); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ = f.sh("true"); !out.Result.Success {
+		t.Fatalf("caches restored: %+v", out.Result)
+	}
+	if err := os.Rename(ws, ws+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(ws+".old", ws); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = f.sh("true")
+	if out.Result.Success || !strings.Contains(out.Result.Error, "is not a folder") {
+		t.Fatalf("the caches' folder that is a link: %+v", out.Result)
+	}
 }
 
 // In a Node project `npm test` runs the project's test script.

@@ -15,7 +15,6 @@ import (
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/sandbox"
-	"github.com/jean2/jean2/sandbox/egress"
 	"github.com/jean2/jean2/tool"
 )
 
@@ -36,6 +35,9 @@ type shellSandbox struct {
 	// pins keeps where each workspace folder led when a command first ran there: a tool of
 	// an enclosing workspace may replace it by a link (sandbox.Pins).
 	pins sandbox.Pins
+
+	// exits keeps the network exits of ended commands for their session's next ones.
+	exits shellExits
 
 	// hostOnce learns what commands take from the person's environment (learn).
 	hostOnce sync.Once
@@ -115,7 +117,11 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	s.init()
 	st := s.status
 	out := &shellConfined{refused: &shellRefusals{}, release: func() {}, closeNet: func() {}}
-	setup, err := s.setup(c)
+	// Every path of the command is resolved through res: its toolchains, rules and view
+	// name the same folders many times over. The launcher checks each rule's path still
+	// leads where it was resolved to (Rule.Exact).
+	res := policy.NewResolver()
+	setup, err := s.setup(c, res)
 	if err != nil {
 		return nil, err
 	}
@@ -151,10 +157,10 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	}
 	if c.TempDir != "" {
 		t := filepath.Clean(c.TempDir)
-		places = append(places, filepath.Join(policy.Real(filepath.Dir(t)), filepath.Base(t)))
+		places = append(places, filepath.Join(res.Real(filepath.Dir(t)), filepath.Base(t)))
 	}
 	for _, w := range writable {
-		places = append(places, policy.Real(w))
+		places = append(places, res.Real(w))
 	}
 	places = append(places, setup.caches...)
 	protected := s.opts.protected(c.Home, st.OS)
@@ -174,34 +180,15 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	// The caches lie in jean2's home, which is protected: granted as the call's own places
 	// (ReadWrite), exactly these folders are open in it, not what holds them.
 	plan.ReadWrite = append(plan.ReadWrite, setup.caches...)
+	plan.Resolver = res
 	var exit *sandbox.Exit
+	var x *shellExit
 	if mech == sandbox.Seatbelt || st.NetNS || st.NetLandlock {
-		var mu sync.Mutex
-		network := slices.Clone(network)
-		proxy := &egress.Proxy{Tool: "shell",
-			Allowed: func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(network) },
-			Log:     slog.New(out.refused),
-			Advice: func(host string, port int) (string, string) {
-				return "the shell was not allowed to reach it for this command",
-					`; name it in the call's "network" list: the person is asked once per command prefix and session`
-			}}
-		if ask != nil {
-			proxy.Ask = func(ctx context.Context, target string) bool {
-				if !ask(ctx, target) {
-					return false
-				}
-				mu.Lock()
-				network = append(network, target)
-				mu.Unlock()
-				return true
-			}
-		}
 		var err error
-		// Under Seatbelt the proxy listens on the host's loopback and the profile allows
-		// only its port; under Landlock it is in the command's namespace where there is one.
-		if exit, err = sandbox.OpenExit(proxy, mech == sandbox.Landlock && st.NetNS); err != nil {
+		if x, err = s.exits.open(c.SessionID, mech == sandbox.Landlock && st.NetNS, network, out.refused, ask); err != nil {
 			return nil, fmt.Errorf("shell: isolate the command from the network: %w", err)
 		}
+		exit = x.exit
 		env = append(env, exit.Env()...)
 	}
 	spec, err := shellSpec(mech, plan, exit)
@@ -215,22 +202,22 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 		err = sandbox.WritesWithin(spec.Rules, places)
 	}
 	if err != nil {
-		exit.Close()
+		s.exits.done(x, true) // nothing ran in it
 		return nil, fmt.Errorf("shell: %w", err)
 	}
 	pidsDir, memDir, err := s.limit(c, &spec)
 	if err != nil {
-		exit.Close()
+		s.exits.done(x, true) // nothing ran in it
 		return nil, fmt.Errorf("shell: %w", err)
 	}
 	path, args, err := sandbox.Command(st.Launcher, spec, bash, []string{"--noprofile", "--norc", "-c", script})
 	if err != nil {
-		exit.Close()
+		s.exits.done(x, true) // nothing ran in it
 		return nil, fmt.Errorf("shell: %w", err)
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Dir, cmd.Env = cwd, env
-	st.StartConfined(cmd, spec) // a background command too: nothing it starts outlives jean2
+	inPidNS := st.StartConfined(cmd, spec) // a background command too: nothing it starts outlives jean2
 	out.cmd = cmd
 	out.release = func() {
 		if cmd.Process != nil {
@@ -240,7 +227,11 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 			sandbox.ReleaseWorker(pidsDir, cmd.Process.Pid)
 		}
 	}
-	out.closeNet = exit.Close
+	out.closeNet = func() {
+		// Reaped in a pid namespace of its own, the command left nothing in its exit (its
+		// init's end ended the rest); one that never started put nothing there.
+		s.exits.done(x, cmd.Process == nil || (inPidNS && cmd.ProcessState != nil))
+	}
 	return out, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // sensitivePatterns are substrings that make a lower-cased path sensitive.
@@ -48,7 +49,11 @@ const maxSymlinks = 40
 // out of the place it seems to be in. Where the path (or its tail) does not exist, the rest
 // is appended as written below the last element that does. A loop of links (more than 40)
 // returns the path as written; the kernel refuses to follow it too.
-func Real(p string) string {
+func Real(p string) string { return realWith(p, os.Lstat, os.Readlink) }
+
+// realWith is Real with the two calls that look at the file system given: Real's own, or a
+// Resolver's, which remembers what they said.
+func realWith(p string, lstat func(string) (fs.FileInfo, error), readlink func(string) (string, error)) string {
 	if !filepath.IsAbs(p) {
 		if abs, err := filepath.Abs(p); err == nil {
 			p = abs
@@ -70,7 +75,7 @@ func Real(p string) string {
 			continue
 		}
 		next := filepath.Join(resolved, name)
-		fi, err := os.Lstat(next)
+		fi, err := lstat(next)
 		if err != nil {
 			// Missing, below a file, or unreadable: nothing further can be followed, so the
 			// rest lies where it is written.
@@ -84,7 +89,7 @@ func Real(p string) string {
 		if links > maxSymlinks {
 			return p
 		}
-		target, err := os.Readlink(next)
+		target, err := readlink(next)
 		if err != nil {
 			return filepath.Join(next, rest)
 		}
@@ -94,6 +99,62 @@ func Real(p string) string {
 		rest = target + string(filepath.Separator) + rest
 	}
 	return resolved
+}
+
+// Resolver is Real for the many paths of one plan (a shell command's toolchains, rules and
+// view name the same folders several times over, and share their leading ones): each
+// element on the way is looked at once, and what it was is remembered. It sees the file
+// system as it was when it first looked, so it is made for one plan and dropped after:
+// a plan made from it must be checked where it is applied, as the launcher does (a rule's
+// Exact path must still lead to itself). A nil *Resolver is Real itself. Safe for
+// concurrent use.
+type Resolver struct {
+	mu   sync.Mutex
+	seen map[string]seenElement
+}
+
+// seenElement is what a Resolver saw of one path: lstat's answer and, for a link, where it
+// leads.
+type seenElement struct {
+	fi      fs.FileInfo
+	err     error
+	target  string
+	linkErr error
+}
+
+// NewResolver returns a Resolver that has seen nothing yet.
+func NewResolver() *Resolver { return &Resolver{seen: map[string]seenElement{}} }
+
+// Real is policy.Real, each element looked at once in the Resolver's life.
+func (r *Resolver) Real(p string) string {
+	if r == nil {
+		return Real(p)
+	}
+	return realWith(p, func(p string) (fs.FileInfo, error) {
+		e := r.look(p)
+		return e.fi, e.err
+	}, func(p string) (string, error) {
+		e := r.look(p)
+		return e.target, e.linkErr
+	})
+}
+
+// look is what p is, looked at the first time it is asked for.
+func (r *Resolver) look(p string) seenElement {
+	r.mu.Lock()
+	e, ok := r.seen[p]
+	r.mu.Unlock()
+	if ok {
+		return e
+	}
+	e.fi, e.err = os.Lstat(p)
+	if e.err == nil && e.fi.Mode()&fs.ModeSymlink != 0 {
+		e.target, e.linkErr = os.Readlink(p)
+	}
+	r.mu.Lock()
+	r.seen[p] = e
+	r.mu.Unlock()
+	return e
 }
 
 // Within reports whether p is root or lies below it, comparing whole path elements

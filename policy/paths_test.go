@@ -132,10 +132,50 @@ func TestReal(t *testing.T) {
 		{j("ws/./sub/../sub/file"), j("ws/sub/file")},
 		{"/", "/"},
 	}
+	res := NewResolver()
 	for _, tt := range tests {
 		if got := Real(tt.in); got != tt.want {
 			t.Errorf("Real(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+		// A Resolver answers as Real does, the second time from what it remembers.
+		for range 2 {
+			if got := res.Real(tt.in); got != tt.want {
+				t.Errorf("Resolver.Real(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		}
+		if got := (*Resolver)(nil).Real(tt.in); got != tt.want {
+			t.Errorf("nil Resolver.Real(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// A Resolver looks at each element once: a link made after it looked is not seen by it (a
+// plan is made from one view of the file system; the launcher checks the paths again), and
+// a new Resolver sees it.
+func TestResolverRemembers(t *testing.T) {
+	base := realTemp(t)
+	dir := filepath.Join(base, "dir")
+	if err := os.MkdirAll(filepath.Join(base, "elsewhere"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := NewResolver()
+	if got := res.Real(filepath.Join(dir, "f")); got != filepath.Join(dir, "f") {
+		t.Fatalf("before: %q", got)
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(base, "elsewhere"), dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Real(filepath.Join(dir, "g")); got != filepath.Join(dir, "g") {
+		t.Errorf("the same Resolver after the swap: %q, want what it saw first", got)
+	}
+	if got := NewResolver().Real(filepath.Join(dir, "g")); got != filepath.Join(base, "elsewhere", "g") {
+		t.Errorf("a new Resolver after the swap: %q", got)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"unsafe"
@@ -58,6 +59,27 @@ func handledFS(abi int) uint64 {
 		h |= unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
 	}
 	return h
+}
+
+// openRulePath opens the path of rule r (O_PATH). O_PATH follows symlinks: the rule lands
+// on what the path really is; the planner only gives paths it resolved itself. An Exact
+// path is first opened refusing any link on the way: when that succeeds it leads to itself
+// (checked), with none of the look through /proc that addRule does otherwise (a shell
+// command's rules are a few hundred). Refused, or without openat2, it is opened as before
+// and addRule finds where it leads, and says so.
+func openRulePath(r Rule) (fd int, checked bool, err error) {
+	if r.Exact && filepath.IsAbs(r.Path) && filepath.Clean(r.Path) == r.Path {
+		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+		fd, err := unix.Openat2(unix.AT_FDCWD, r.Path, &how)
+		if err == nil {
+			return fd, true, nil
+		}
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			return -1, false, err
+		}
+	}
+	fd, err = unix.Open(r.Path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	return fd, false, err
 }
 
 // handledScopes are the IPC scopes of this ABI: from 6 on a worker cannot signal a process
@@ -132,9 +154,7 @@ func restrictSelf(rules []Rule) (int, error) {
 }
 
 func addRule(ruleset int, r Rule, handled uint64) error {
-	// O_PATH follows symlinks: the rule lands on what the path really is. The planner only
-	// gives paths it resolved itself.
-	fd, err := unix.Open(r.Path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	fd, checked, err := openRulePath(r)
 	if err != nil {
 		if r.Optional && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)) {
 			return nil
@@ -142,7 +162,7 @@ func addRule(ruleset int, r Rule, handled uint64) error {
 		return fmt.Errorf("sandbox rule %s: %w", r, err)
 	}
 	defer unix.Close(fd)
-	if r.Exact {
+	if r.Exact && !checked {
 		// The planner resolved this path: if it now leads elsewhere, something swapped a
 		// folder on the way for a link since (a worker, in a folder it may write).
 		got, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))

@@ -54,6 +54,9 @@ type Plan struct {
 	// to that folder: renaming the workspace away and making a new one with its own .jean2
 	// would step around the mount.
 	MountSealed []string
+	// Resolver resolves the plan's paths (nil: policy.Real): one made for the plan looks at
+	// each folder once, however many of its paths pass through it.
+	Resolver *policy.Resolver
 	// Binds show a folder at another path in the view (a tool's data folder at
 	// $JEAN2_HOME/data) and grant it there. Only where the launcher builds a view: without
 	// one the target is the machine's own folder.
@@ -73,14 +76,14 @@ func (p Plan) Rules() []Rule {
 	protected := make([]string, 0, len(p.Protected))
 	for _, x := range p.Protected {
 		if x != "" {
-			protected = append(protected, policy.Real(filepath.Clean(x)))
+			protected = append(protected, p.Resolver.Real(filepath.Clean(x)))
 		}
 	}
 	clean := func(paths []string) []string {
 		out := make([]string, 0, len(paths))
 		for _, x := range paths {
 			if x != "" && filepath.IsAbs(x) {
-				out = append(out, policy.Real(filepath.Clean(x)))
+				out = append(out, p.Resolver.Real(filepath.Clean(x)))
 			}
 		}
 		return out
@@ -98,7 +101,7 @@ func (p Plan) Rules() []Rule {
 		if p.ChildProcess && a&(Read|Write) != 0 {
 			a |= Exec
 		}
-		out = append(out, carve(Rule{Path: policy.Real(filepath.Clean(path)), Access: a, Optional: optional, Exact: true}, protected, seals{sealed, mounted, pinned}, dropInside)...)
+		out = append(out, carve(Rule{Path: p.Resolver.Real(filepath.Clean(path)), Access: a, Optional: optional, Exact: true}, protected, seals{sealed, mounted, pinned}, dropInside)...)
 	}
 	for _, r := range systemRules() {
 		if p.ChildProcess && r.Access&Read != 0 {
@@ -107,10 +110,10 @@ func (p Plan) Rules() []Rule {
 		out = append(out, r)
 	}
 	if p.Program != "" {
-		prog := policy.Real(p.Program)
+		prog := p.Resolver.Real(p.Program)
 		out = append(out, Rule{Path: prog, Access: Read | Exec})
 		if interp := elfInterpreter(prog); interp != "" {
-			out = append(out, Rule{Path: policy.Real(interp), Access: Read | Exec, Optional: true})
+			out = append(out, Rule{Path: p.Resolver.Real(interp), Access: Read | Exec, Optional: true})
 		}
 	}
 	add(p.RuntimeRoot, Read, true, false)
@@ -122,7 +125,7 @@ func (p Plan) Rules() []Rule {
 		add(filepath.Dir(x), List, true, false)
 	}
 	for _, x := range p.ReadWrite {
-		if !systemPlace(x) {
+		if !p.systemPlace(x) {
 			add(x, Read|Write, true, false)
 		}
 	}
@@ -139,7 +142,7 @@ func (p Plan) Rules() []Rule {
 		add(x, Read, true, true)
 	}
 	for _, x := range p.DeclaredWrite {
-		if !systemPlace(x) {
+		if !p.systemPlace(x) {
 			add(x, Read|Write, true, true)
 		}
 	}
@@ -151,11 +154,11 @@ func (p Plan) Rules() []Rule {
 // folder below /root, root's home, excepted): a workspace or session folder a hostile tool
 // replaced by a link to "/", /etc or /usr/bin before the plan was made. ctx.fs never touches
 // those places either. Such a grant is dropped.
-func systemPlace(x string) bool {
+func (p Plan) systemPlace(x string) bool {
 	if x == "" || !filepath.IsAbs(x) {
 		return false
 	}
-	real := policy.Real(filepath.Clean(x))
+	real := p.Resolver.Real(filepath.Clean(x))
 	if real == string(filepath.Separator) {
 		return true
 	}

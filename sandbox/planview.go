@@ -15,7 +15,7 @@ import (
 // workspace file a person refused.
 func (p Plan) View(hidden ...string) *View {
 	v := &View{}
-	real := func(x string) string { return policy.Real(filepath.Clean(x)) }
+	real := func(x string) string { return p.Resolver.Real(filepath.Clean(x)) }
 	for _, x := range append(slices.Clone(p.Protected), hidden...) {
 		if x != "" && filepath.IsAbs(x) {
 			v.Hidden = append(v.Hidden, real(x))
@@ -25,12 +25,12 @@ func (p Plan) View(hidden ...string) *View {
 		return slices.ContainsFunc(v.Hidden, func(h string) bool { return policy.Within(x, h) })
 	}
 	for _, x := range p.ReadWrite {
-		if x != "" && filepath.IsAbs(x) && !systemPlace(x) {
+		if x != "" && filepath.IsAbs(x) && !p.systemPlace(x) {
 			v.Writable = append(v.Writable, real(x))
 		}
 	}
 	for _, x := range p.DeclaredWrite {
-		if x != "" && filepath.IsAbs(x) && !systemPlace(x) && !inHidden(real(x)) {
+		if x != "" && filepath.IsAbs(x) && !p.systemPlace(x) && !inHidden(real(x)) {
 			v.Writable = append(v.Writable, real(x))
 		}
 	}
