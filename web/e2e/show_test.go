@@ -1,0 +1,85 @@
+package e2e_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// noSideways fails when the page is wider than the window (a sideways scrollbar) or an open
+// dialog reaches past the window's edges.
+func (f *fixture) noSideways(where string) {
+	f.t.Helper()
+	got := f.eval(`(() => {
+  const d = document.documentElement, out = [];
+  if (d.scrollWidth > d.clientWidth) out.push("the page is " + d.scrollWidth + " px wide in a " + d.clientWidth + " px window");
+  for (const dlg of document.querySelectorAll("dialog[open]")) {
+    const r = dlg.getBoundingClientRect();
+    if (r.left < 0 || r.right > innerWidth) out.push("an open dialog spans " + Math.round(r.left) + "–" + Math.round(r.right) + " px of " + innerWidth);
+  }
+  // Who is too wide: the elements that reach past the window although their parent does not.
+  if (out.length) {
+    const escaped = [];
+    for (const el of document.body.querySelectorAll("*")) {
+      const r = el.getBoundingClientRect(), p = el.parentElement.getBoundingClientRect();
+      let clipped = false;
+      for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) if (getComputedStyle(a).overflowX !== "visible") clipped = true;
+      if (!clipped && r.right > innerWidth + 1) escaped.push("<" + el.tagName.toLowerCase() + " class=" + JSON.stringify(String(el.className)) + "> in <" + el.parentElement.tagName.toLowerCase() + " class=" + JSON.stringify(String(el.parentElement.className)) + ">");
+    }
+    out.push("too wide: " + escaped.slice(0, 8).join(", "));
+  }
+  return out.join("; ");
+})()`)
+	if got != "" {
+		f.t.Log(f.eval(`(() => { const d = document.documentElement; const res = []; let node = document.body;
+  for (let depth = 0; depth < 12 && node; depth++) { let found = null;
+    for (const c of node.children) { const old = c.style.display; c.style.display = "none"; const w = d.scrollWidth; c.style.display = old; if (w <= d.clientWidth) { found = c; break; } }
+    if (!found) break; res.push(found.tagName + "." + found.className); node = found; }
+  return res.join(" > "); })()`))
+		f.t.Errorf("%s: %s", where, got)
+	}
+}
+
+// TestNoSidewaysScroll: an answer with a long unbroken word, a long link and long inline
+// code, a tool card and a permission dialog never make the page scroll sideways, on a
+// desktop window or a 390 px phone; the dialog fits the phone's screen.
+func TestNoSidewaysScroll(t *testing.T) {
+	f := newFixture(t)
+	long := "Here: " + strings.Repeat("x", 400) + " then `" + strings.Repeat("y", 300) + "` and https://example.com/" + strings.Repeat("a/", 150) + "\n\n| " + strings.Repeat("c", 200) + " | d |\n|---|---|\n| 1 | 2 |\n"
+	permission := `{"ask":{"type":"permission","question":"May I read /` + strings.Repeat("long/", 60) + `file?","risk":"medium","resource":"` + strings.Repeat("r", 200) + `","duration":"session"}}`
+	for _, size := range []struct {
+		name string
+		w, h int64
+	}{{"desktop", 1280, 900}, {"phone", 390, 844}} {
+		s := f.session("wide " + size.name)
+		opts := []chromedp.EmulateViewportOption{}
+		if size.name == "phone" {
+			opts = append(opts, chromedp.EmulateMobile, chromedp.EmulateTouch)
+		}
+		if err := f.b.Do(10*time.Second, chromedp.EmulateViewport(size.w, size.h, opts...)); err != nil {
+			t.Fatal(err)
+		}
+		f.fake.Push(toolCalls([2]string{"ask_it", permission}), text(long))
+		f.open("#/s/" + s.ID)
+		f.typeInto("#composer-input", "go "+strings.Repeat("z", 200)+"\n")
+		f.waitText("dialog[open] .ask-permission", "May I read")
+		f.shot(size.name + "-wide-dialog")
+		f.noSideways(size.name + " with a permission dialog")
+		f.answerDialog("once")
+		f.waitText(".message.assistant", "Here:")
+		f.waitJS("the turn's end", `!document.querySelector(".session-view").classList.contains("running")`)
+		f.shot(size.name + "-wide-answer")
+		f.noSideways(size.name + " with a long answer")
+	}
+}
+
+// TestHeaderNamesModel: a session that uses the defaults names the provider and the model
+// it runs on in its header, not "default provider".
+func TestHeaderNamesModel(t *testing.T) {
+	f := newFixture(t)
+	s := f.session("model")
+	f.open("#/s/" + s.ID)
+	f.waitJS("the header to name the model", `(document.querySelector(".session-model")?.textContent || "").includes("openai") && document.querySelector(".session-model").textContent.includes("test-model")`)
+}
