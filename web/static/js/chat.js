@@ -160,9 +160,27 @@ export class SessionView {
     this.showModel();
   }
 
-  showModel() {
+  /**
+   * showModel names the provider and model the session runs on. A session on the defaults
+   * names what the defaults are now (the server's default provider and its model), so the
+   * person sees which model answers rather than "default provider".
+   */
+  async showModel() {
     const s = this.session;
-    replace(this.modelEl, s.provider || s.model ? `${s.provider || "default"} · ${s.model || "default model"}` : "default provider");
+    const el = this.modelEl;
+    let provider = s.provider, model = s.model;
+    if (!provider || !model) {
+      try {
+        const res = await api("GET", "/api/providers");
+        provider ||= res.default;
+        model ||= (res.providers || []).find((p) => p.name === provider)?.model;
+      } catch {
+        // Named as far as the session knows; the picker says why the list failed.
+      }
+    }
+    if (el !== this.modelEl) return; // redrawn meanwhile
+    replace(el, provider ? `${provider} · ${model || "its default model"}` : "no provider configured");
+    el.title = s.provider || s.model ? "Chosen for this session" : "The server's default provider and model";
   }
 
   setConnection(status) {
