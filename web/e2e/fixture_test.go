@@ -113,6 +113,16 @@ export async function execute(input, ctx) {
   return { success: true, result: { answer } };
 }
 `
+	// refuseTool fails the way a built-in does when the person refuses it: with the code
+	// USER_REJECTION, alone or before the reason.
+	refuseTool = `export const definition = {
+  name: 'refuse', description: 'Fail as refused.',
+  inputSchema: { type: 'object', properties: { why: { type: 'string' } } },
+};
+export async function execute(input) {
+  return { success: false, error: 'USER_REJECTION' + (input.why ? ': ' + input.why : '') };
+}
+`
 	// greetTool has a schema with several field kinds for the Run form, and declares one
 	// variable that is set and one that is not.
 	greetTool = `export const definition = {
@@ -272,7 +282,7 @@ func newFixtureAt(t *testing.T, env map[string]string, edit func(f *fixture, cfg
 		t.Fatal(err)
 	}
 	// "broken" does not load: the tools page lists it with its error.
-	for folder, src := range map[string]string{"show": showTool, "write-note": writeNoteTool, "ask-it": askTool, "greet": greetTool, "widen": widenTool, "slow-note": slowNoteTool, "broken": "export const definition = {;\n"} {
+	for folder, src := range map[string]string{"show": showTool, "write-note": writeNoteTool, "ask-it": askTool, "greet": greetTool, "widen": widenTool, "slow-note": slowNoteTool, "refuse": refuseTool, "broken": "export const definition = {;\n"} {
 		f.writeTool(layout.Tools, folder, src)
 	}
 	if env == nil {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/jean2/jean2/provider/providertest"
 )
 
 // noSideways fails when the page is wider than the window (a sideways scrollbar) or an open
@@ -82,4 +84,41 @@ func TestHeaderNamesModel(t *testing.T) {
 	s := f.session("model")
 	f.open("#/s/" + s.ID)
 	f.waitJS("the header to name the model", `(document.querySelector(".session-model")?.textContent || "").includes("openai") && document.querySelector(".session-model").textContent.includes("test-model")`)
+}
+
+// TestWordsNotCodes: a refused call reads as refused, in words, not USER_REJECTION; an
+// answered form says what was answered, question by question, not its JSON; a turn whose
+// model request failed shows its error once.
+func TestWordsNotCodes(t *testing.T) {
+	f := newFixture(t)
+	s := f.session("words")
+	form := `{"ask":{"type":"form","question":"Details","questions":[{"type":"text","question":"City"},{"type":"confirm","question":"Subscribe"}]}}`
+	f.fake.Push(toolCalls([2]string{"refuse", `{}`}, [2]string{"refuse", `{"why":"the person did not allow ` + "`curl`" + ` to reach example.com"}`}),
+		toolCalls([2]string{"ask_it", form}), text("Done."),
+		providertest.OpenAIError(400, "invalid_request_error", "the model is gone"))
+	f.open("#/s/" + s.ID)
+	f.typeInto("#composer-input", "go\n")
+	f.waitText(".ask-form", "Details")
+	f.typeInto(".ask-form textarea, .ask-form input[type=text]", "Paris")
+	f.click(".ask-form input[type=checkbox]")
+	f.clickText(".ask-form", "Answer")
+	f.waitText(".message.assistant", "Done.")
+	f.waitJS("the turn's end", `!document.querySelector(".session-view").classList.contains("running")`)
+	cards := f.eval(`[...document.querySelectorAll('.tool-card[data-tool="refuse"]')].map((c) => c.querySelector(".tool-head").textContent + " / " + (c.querySelector(".tool-error")?.textContent || "")).join(" | ")`)
+	if strings.Contains(cards, "USER_REJECTION") || !strings.Contains(cards, "You did not allow this") || !strings.Contains(cards, "the person did not allow `curl` to reach example.com") {
+		t.Errorf("refused cards read %q: want words (You did not allow this; the reason), no USER_REJECTION", cards)
+	}
+	answered := f.eval(`document.querySelector(".ask-form.answered .ask-status")?.textContent || ""`)
+	if strings.Contains(answered, "{") || !strings.Contains(answered, "City: Paris") || !strings.Contains(answered, "Subscribe: yes") {
+		t.Errorf("the answered form says %q: want its answers in words (City: Paris, Subscribe: yes)", answered)
+	}
+
+	// A turn whose model request fails: one error on the page.
+	f.typeInto("#composer-input", "again\n")
+	f.waitText(".session-view", "the model is gone")
+	f.waitJS("the turn's end", `!document.querySelector(".session-view").classList.contains("running")`)
+	time.Sleep(time.Second) // anything still coming
+	if n := f.eval(`String([...document.querySelectorAll(".transcript .error, .transcript [role=alert], .composer .error")].filter((e) => e.checkVisibility() && e.innerText.includes("the model is gone")).length)`); n != "1" {
+		t.Errorf("the failed turn's error is shown %s times, want once: %s", n, f.eval(`[...document.querySelectorAll(".transcript .error, .transcript [role=alert], .composer .error")].filter((e) => e.textContent.includes("the model is gone")).map((e) => e.outerHTML.slice(0, 300)).join("\n")`))
+	}
 }

@@ -25,7 +25,17 @@ const reasonWords = {
 
 const utf8 = new TextEncoder();
 
-const statusWords = { pending: "waiting", running: "running", complete: "done", error: "failed", streaming: "writing", stopped: "stopped" };
+const statusWords = { pending: "waiting", running: "running", complete: "done", error: "failed", streaming: "writing", stopped: "stopped", refused: "not allowed" };
+
+// A call the person refused fails with the code USER_REJECTION, alone or before the reason
+// (tool.UserRejection): the model reads the code, the person reads words.
+const refusalCode = "USER_REJECTION";
+const isRefusal = (error) => typeof error === "string" && error.startsWith(refusalCode);
+function toolErrorWords(error) {
+  if (!isRefusal(error)) return error;
+  const why = error.slice(refusalCode.length).replace(/^[:\s]+/, "");
+  return why ? `You did not allow this: ${why}` : "You did not allow this.";
+}
 
 export class SessionView {
   /** app gives: onSessionChanged(session), providers(), workspace(id). */
@@ -443,7 +453,8 @@ export class SessionView {
   drawToolCard(p) {
     const part = p.part;
     // A call the person stopped is stopped, not failed.
-    const status = part.status === "error" && isStopped(part.error) ? "stopped" : part.status || "pending";
+    const status = part.status === "error" && isStopped(part.error) ? "stopped"
+      : part.status === "error" && isRefusal(part.error) ? "refused" : part.status || "pending";
     p.el.className = `part tool-card status-${status}`;
     p.el.dataset.callId = part.callId || "";
     p.el.dataset.tool = part.toolName || "";
@@ -458,7 +469,7 @@ export class SessionView {
     p.progressEl = p.progressEl || h("p", { class: "tool-progress muted small", role: "status" });
     p.askSlot = p.askSlot || h("div", { class: "ask-slot" });
     const viz = part.visualization ? renderVisualization(part.visualization) : null;
-    const err = part.error && status !== "stopped" ? h("p", { class: "error tool-error" }, part.error) : null;
+    const err = part.error && status !== "stopped" ? h("p", { class: "error tool-error" }, toolErrorWords(part.error)) : null;
     const notes = (p.workspaceNotes || []).map((t) => h("p", { class: "tool-workspace-note small" }, t));
     const result = part.result ? h("details", { class: "tool-result" }, h("summary", null, "Result sent to the model"),
       h("pre", { class: "json" }, highlight(prettyJSON(part.result), "json"))) : null;
@@ -683,7 +694,7 @@ export class SessionView {
     const turn = this.turnOfMessage(p.messageId) || this.turns[this.turns.length - 1];
     if (turn && p.reason && p.reason !== "done") {
       turn.body.appendChild(h("p", { class: `turn-end reason-${p.reason} ${p.reason === "error" ? "error" : "muted"}`, role: "status" },
-        reasonWords[p.reason] || p.reason, p.error ? " " + p.error : ""));
+        reasonWords[p.reason] || p.reason, p.error ? h("span", { class: "turn-end-error" }, " " + p.error) : ""));
     }
     if (turn) {
       const model = this.messages.get(p.messageId)?.msg.model || this.session.model;
