@@ -122,3 +122,42 @@ func TestWordsNotCodes(t *testing.T) {
 		t.Errorf("the failed turn's error is shown %s times, want once: %s", n, f.eval(`[...document.querySelectorAll(".transcript .error, .transcript [role=alert], .composer .error")].filter((e) => e.textContent.includes("the model is gone")).map((e) => e.outerHTML.slice(0, 300)).join("\n")`))
 	}
 }
+
+// TestNoStaleStates: the composer's status says "Waiting for your answer" while the turn waits
+// for the person, not "Working…"; "Stopping…" never outlives the turn (here the stop's answer
+// comes after the turn ended); a dialog goes when the person navigates away.
+func TestNoStaleStates(t *testing.T) {
+	f := newFixture(t)
+	s := f.session("stale")
+	permission := `{"ask":{"type":"permission","question":"May I look?","risk":"low","resource":"look","duration":"session"}}`
+	f.fake.Push(toolCalls([2]string{"ask_it", permission}), text("Looked."),
+		toolCalls([2]string{"slow_note", `{"path":"a.txt","text":"a","waitMs":60000}`}), text("never"))
+	f.open("#/s/" + s.ID)
+	f.typeInto("#composer-input", "look\n")
+	f.waitText("dialog[open] .ask-permission", "May I look?")
+	f.waitJS("the status to say the turn waits for the person", `document.querySelector(".run-status").textContent === "Waiting for your answer"`)
+	f.answerDialog("once")
+	f.waitText(".message.assistant", "Looked.")
+	f.waitJS("the turn's end", `!document.querySelector(".session-view").classList.contains("running")`)
+
+	// The stop's answer is held back until after the turn ended.
+	f.eval(`(() => { const real = window.fetch; window.fetch = async (...a) => { const r = await real(...a); if (String(a[0]).endsWith("/stop")) await new Promise((ok) => setTimeout(ok, 1500)); return r; }; return ""; })()`)
+	f.typeInto("#composer-input", "slow\n")
+	f.waitJS("the slow call", `document.querySelector('.tool-card[data-tool="slow_note"].status-running') !== null`)
+	f.click("#stop")
+	f.waitJS("the turn's end", `!document.querySelector(".session-view").classList.contains("running")`)
+	time.Sleep(2500 * time.Millisecond)
+	if got := f.eval(`document.querySelector(".run-status").textContent`); got != "" {
+		t.Errorf("after the turn ended the status says %q", got)
+	}
+
+	// A dialog opened here goes when the person goes to another page.
+	f.clickText(".session-head", "Model")
+	f.waitJS("the model dialog", `document.querySelector("dialog[open] #session-model") !== null`)
+	f.eval(`(() => { location.hash = "#/settings"; return ""; })()`)
+	f.waitJS("the settings page", `document.querySelector(".settings-view") !== null`)
+	time.Sleep(300 * time.Millisecond)
+	if got := f.eval(`String(document.querySelectorAll("dialog[open]").length)`); got != "0" {
+		t.Errorf("%s dialogs still open after navigating to Settings", got)
+	}
+}

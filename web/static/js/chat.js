@@ -217,8 +217,18 @@ export class SessionView {
     // While a turn runs, a message is queued for its end.
     replace(this.sendBtn, on ? "Queue" : "Send");
     // "Stopping…" too goes when the turn has ended.
-    replace(this.statusEl, on ? "Working…" : "");
+    if (!on) this.stopping = false;
+    this.showRunStatus();
     this.el.classList.toggle("running", on);
+  }
+
+  // showRunStatus says what the turn is doing: nothing once it ended (whatever answer comes
+  // late), "Stopping…" once a stop was asked for, "Waiting for your answer" while a question
+  // waits for the person, else "Working…".
+  showRunStatus() {
+    if (!this.statusEl) return;
+    const words = !this.running ? "" : this.stopping ? "Stopping…" : this.asks.size ? "Waiting for your answer" : "Working…";
+    if (this.statusEl.textContent !== words) replace(this.statusEl, words);
   }
 
   // ---- events ---------------------------------------------------------------------------
@@ -523,6 +533,7 @@ export class SessionView {
     a.inline = renderAsk(pending, (v) => this.answer(pending.id, v));
     this.asks.set(pending.id, a);
     this.placeAsk(a);
+    this.showRunStatus();
     const who = pending.tool ? `${pending.tool} asks` : "A tool asks";
     announce(this, `${who}: ${pending.ask?.question || "a question waits for your answer"}`);
     notifyQuestion(this, pending);
@@ -577,6 +588,7 @@ export class SessionView {
     if (!a) return;
     a.inline.remove();
     this.asks.delete(askId);
+    this.showRunStatus();
     if (this.dialogAsk?.id === askId && this.dialogAsk.dialog.open) this.dialogAsk.dialog.close();
   }
 
@@ -584,6 +596,7 @@ export class SessionView {
     const a = this.asks.get(p.askId);
     if (!a) return;
     this.asks.delete(p.askId);
+    this.showRunStatus();
     if (this.dialogAsk?.id === p.askId && this.dialogAsk.dialog.open) this.dialogAsk.dialog.close();
     // The question stays readable where it was, with what became of it.
     answeredSummary(a.inline, p);
@@ -682,7 +695,9 @@ export class SessionView {
     if (!this.running) return;
     try {
       await api("POST", `/api/sessions/${enc(this.id)}/stop`);
-      replace(this.statusEl, "Stopping…");
+      // The turn may have ended before this answer came: then there is nothing to stop.
+      this.stopping = this.running;
+      this.showRunStatus();
     } catch (err) {
       notify(`Could not stop the turn: ${errorText(err)}`, "error");
     }

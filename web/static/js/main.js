@@ -265,6 +265,9 @@ class App {
   route() {
     const hash = location.hash.replace(/^#/, "") || "/";
     const parts = hash.split("/").filter(Boolean);
+    // A dialog belongs to the page it was opened on: it goes with it (a new view opens its
+    // own again, e.g. a permission still waiting).
+    for (const d of document.querySelectorAll("dialog[open]")) d.close();
     this.view?.unmount?.();
     this.view = null;
     this.currentSession = null;
