@@ -55,6 +55,12 @@ const vizs = {
   'todo-list': { type: 'todo-list', items: [{ content: 'todoKeyItem', status: 'in_progress', priority: 'high' }] },
   'structured-response': { type: 'structured-response', formatName: 'KeyFormat', data: { structuredKey: 'structuredKeyValue' } },
   none: { type: 'none', message: 'noneKeyMessage' },
+  'diff-comments': { type: 'diff', path: 'src/calc.py', additions: 2, deletions: 1, hunks: [{ oldStart: 1, oldLines: 2, newStart: 1, newLines: 3, changes: [
+    { type: 'context', content: '# add two numbers', oldLineNumber: 1, newLineNumber: 1 },
+    { type: 'removed', content: 'return a - b  # wrong', oldLineNumber: 2 },
+    { type: 'added', content: 'return a + b  # fixed: it adds', newLineNumber: 2 },
+    { type: 'added', content: '// a comment in another language', newLineNumber: 3 }] }] },
+  'empty-header': { type: 'table', columns: [{ key: 'n', label: '' }, { key: 'v', label: 'Value' }], rows: [{ n: 1, v: 'one' }] },
   'wide-structured': { type: 'structured-response', formatName: 'Wide', data: { rows: [
     { id: 1, name: 'averyveryverylongnamethatdoesnotbreak', path: '/a/very/long/path/that/keeps/going/and/going/and/going', owner: { name: 'Ada', team: 'core' }, note: 'more text in a wide column' },
     { id: 2, name: 'anotherquitelongnamewithoutspaces', path: '/another/long/path/that/keeps/going/and/going', owner: { name: 'Bob', team: 'web' }, note: 'and another wide cell' }] } },

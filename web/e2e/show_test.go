@@ -161,3 +161,59 @@ func TestNoStaleStates(t *testing.T) {
 		t.Errorf("%s dialogs still open after navigating to Settings", got)
 	}
 }
+
+// TestAxeCleanMore: what TestAxeClean does not draw passes axe-core too, light and dark:
+// diffs with comments, a table with an empty header, a markdown table with an empty header
+// cell, questions waiting inline (a form, a choice) and a medium-risk permission in its card.
+func TestAxeCleanMore(t *testing.T) {
+	src := axeSource(t)
+	f := newFixture(t)
+	s := f.session("axe more")
+	form := `{"ask":{"type":"form","question":"Details","questions":[{"type":"text","question":"City"},{"type":"confirm","question":"Subscribe"},{"type":"single_select","question":"Size","options":[{"label":"S","value":"s"},{"label":"M","value":"m"}]}]}}`
+	permission := `{"ask":{"type":"permission","question":"May I read the logs?","risk":"medium","resource":"logs","duration":"session"}}`
+	f.fake.Push(toolCalls([2]string{"show", `{"type":"diff-comments"}`}, [2]string{"show", `{"type":"empty-header"}`}, [2]string{"show", `{"type":"code"}`}),
+		toolCalls([2]string{"ask_it", permission}),
+		toolCalls([2]string{"ask_it", form}),
+		text("| | a |\n|---|---|\n| 1 | 2 |\n\n```py\n# a comment\nx = 1\n```\n"))
+	f.open("#/s/" + s.ID)
+	f.typeInto("#composer-input", "draw\n")
+	f.waitText("dialog[open] .ask-permission", "May I read the logs?")
+	// The dialog closed (Escape-like): the permission waits in its card.
+	f.eval(`(() => { document.querySelector("dialog[open]").close(); return ""; })()`)
+	f.waitText(".tool-card .ask-permission", "May I read the logs?")
+	for _, scheme := range []string{"light", "dark"} {
+		if err := f.b.Do(10*time.Second, emulateScheme(scheme)); err != nil {
+			t.Fatal(err)
+		}
+		f.axeCheck(src, scheme+" conversation with a permission waiting in its card")
+	}
+	f.clickText(".tool-card .ask-permission", "Allow once")
+	f.waitText(".tool-card .ask-form", "Details")
+	for _, scheme := range []string{"light", "dark"} {
+		if err := f.b.Do(10*time.Second, emulateScheme(scheme)); err != nil {
+			t.Fatal(err)
+		}
+		f.axeCheck(src, scheme+" conversation with a form waiting")
+	}
+	f.typeInto(".ask-form input[type=text], .ask-form textarea", "Paris")
+	f.click(".ask-form .option input[type=radio]")
+	f.clickText(".ask-form", "Answer")
+	f.waitJS("the answer's table", `document.querySelector(".message.assistant .md table") !== null`)
+	f.waitJS("the turn's end", `!document.querySelector(".session-view").classList.contains("running")`)
+	for _, scheme := range []string{"light", "dark"} {
+		if err := f.b.Do(10*time.Second, emulateScheme(scheme)); err != nil {
+			t.Fatal(err)
+		}
+		f.axeCheck(src, scheme+" conversation after the turn")
+		f.open("")
+		f.waitJS("the home page", `document.querySelector("#main").textContent.length > 0`)
+		f.axeCheck(src, scheme+" home page")
+		f.open("#/s/" + s.ID)
+	}
+	// A phone's width: the menu, the composer's wrapped buttons.
+	if err := f.b.Do(10*time.Second, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateTouch)); err != nil {
+		t.Fatal(err)
+	}
+	f.open("#/s/" + s.ID)
+	f.axeCheck(src, "phone conversation")
+}
