@@ -217,3 +217,32 @@ func TestAxeCleanMore(t *testing.T) {
 	f.open("#/s/" + s.ID)
 	f.axeCheck(src, "phone conversation")
 }
+
+// TestSingleLineFields: a text question and a tool's plain string parameter are answered in
+// one-line fields (a text box of several lines suggested an essay for a name); a parameter
+// meant to hold text of many lines keeps a text area.
+func TestSingleLineFields(t *testing.T) {
+	f := newFixture(t)
+	s := f.session("fields")
+	f.fake.Push(toolCalls([2]string{"ask_it", `{"ask":{"type":"text","question":"Your name?"}}`}), text("Hi."))
+	f.open("#/s/" + s.ID)
+	f.typeInto("#composer-input", "ask\n")
+	f.waitText(".ask-text", "Your name?")
+	if got := f.eval(`[...document.querySelectorAll(".ask-text input, .ask-text textarea")].map((e) => e.tagName + (e.type ? ":" + e.type : "")).join(",")`); got != "INPUT:text" {
+		t.Errorf("a text question's fields: %s, want one INPUT:text", got)
+	}
+	f.typeInto(".ask-text input[type=text]", "Ada\n") // Enter answers
+	f.waitText(".message.assistant", "Hi.")
+
+	f.open("#/tools")
+	f.click(`.tool[data-tool="greet"] details.run > summary`)
+	f.waitJS("the run form", `document.querySelector('.tool[data-tool="greet"] .run-box form') !== null`)
+	if got := f.eval(`(() => { const l = [...document.querySelectorAll('.tool[data-tool="greet"] .run-box label')].find((l) => l.textContent.startsWith("name")); const el = l && document.getElementById(l.htmlFor); return el ? el.tagName + ":" + (el.type || "") : "none"; })()`); got != "INPUT:text" {
+		t.Errorf("greet's name field is %s, want INPUT:text", got)
+	}
+	f.click(`.tool[data-tool="write_note"] details.run > summary`)
+	f.waitJS("write_note's run form", `document.querySelector('.tool[data-tool="write_note"] .run-box form') !== null`)
+	if got := f.eval(`(() => { const l = [...document.querySelectorAll('.tool[data-tool="write_note"] .run-box label')].find((l) => l.textContent.startsWith("text")); const el = l && document.getElementById(l.htmlFor); return el ? el.tagName : "none"; })()`); got != "TEXTAREA" {
+		t.Errorf("write_note's text field is %s, want TEXTAREA", got)
+	}
+}

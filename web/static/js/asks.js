@@ -245,10 +245,11 @@ export function questionField(q, inForm) {
     case "text":
     default: {
       const def = typeof q.defaultValue === "string" ? q.defaultValue : "";
-      const inp = h("textarea", { id, rows: 2, placeholder: q.placeholder || null, "aria-describedby": desc ? id + "-desc" : null });
+      // One line, as the terminal reads it: a text ask wants a name, a path, a short answer.
+      const inp = h("input", { type: "text", id, placeholder: q.placeholder || null, "aria-describedby": desc ? id + "-desc" : null });
       inp.value = def;
       inp.addEventListener("keydown", (e) => {
-        // Enter answers (like the message box); Shift+Enter makes a new line.
+        // Enter answers (like the message box).
         if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
           e.preventDefault();
           inp.form?.requestSubmit();
