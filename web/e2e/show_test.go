@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -245,4 +246,24 @@ func TestSingleLineFields(t *testing.T) {
 	if got := f.eval(`(() => { const l = [...document.querySelectorAll('.tool[data-tool="write_note"] .run-box label')].find((l) => l.textContent.startsWith("text")); const el = l && document.getElementById(l.htmlFor); return el ? el.tagName : "none"; })()`); got != "TEXTAREA" {
 		t.Errorf("write_note's text field is %s, want TEXTAREA", got)
 	}
+}
+
+// TestToolsPageMarkdownAndSearch: a tool's description is drawn as Markdown (its emphasis,
+// code and list, not asterisks and backticks); the search box keeps the tools whose name or
+// description match, and says how many.
+func TestToolsPageMarkdownAndSearch(t *testing.T) {
+	f := newFixture(t)
+	f.writeTool(filepath.Join(f.home, "tools"), "documented", strings.ReplaceAll(strings.ReplaceAll(greetTool, "'greet'", "'documented'"),
+		"'Greet someone.'", "'Reads **bold** words and `inline code`.\\n\\n- first point\\n- second point'"))
+	f.open("#/tools")
+	f.waitJS("the documented tool", `document.querySelector('.tool[data-tool="documented"]') !== null`)
+	if got := f.eval(`(() => { const d = document.querySelector('.tool[data-tool="documented"] .description'); return [d.querySelector("strong")?.textContent, d.querySelector("code")?.textContent, d.querySelectorAll("li").length, d.textContent.includes("**")].join("|"); })()`); got != "bold|inline code|2|false" {
+		t.Errorf("the description drawn: %s, want bold|inline code|2|false (Markdown)", got)
+	}
+	f.typeInto("#tool-search", "second point")
+	f.waitJS("only the documented tool shown", `[...document.querySelectorAll(".tool")].filter((e) => !e.hidden).map((e) => e.dataset.tool || "").join(",") === "documented"`)
+	f.waitText(".tool-search-count", "1 of")
+	f.eval(`(() => { const s = document.querySelector("#tool-search"); s.value = ""; s.dispatchEvent(new Event("input")); return ""; })()`)
+	f.typeInto("#tool-search", "GREET")
+	f.waitJS("greet found by its name, whatever the case", `[...document.querySelectorAll(".tool")].filter((e) => !e.hidden).map((e) => e.dataset.tool || "").join(",") === "greet"`)
 }
