@@ -60,6 +60,8 @@ const vizs = {
     { type: 'removed', content: 'return a - b  # wrong', oldLineNumber: 2 },
     { type: 'added', content: 'return a + b  # fixed: it adds', newLineNumber: 2 },
     { type: 'added', content: '// a comment in another language', newLineNumber: 3 }] }] },
+  'long-shell': { type: 'shell-output', command: 'for i in $(seq 1 200); do echo "line $i of the long output"; done # ' + 'a very long command '.repeat(20) + 'longShellCommandEnd',
+    stdout: Array.from({ length: 200 }, (_, i) => 'line ' + (i + 1) + ' of the long output').join('\n'), exitCode: 0 },
   'empty-header': { type: 'table', columns: [{ key: 'n', label: '' }, { key: 'v', label: 'Value' }], rows: [{ n: 1, v: 'one' }] },
   'wide-structured': { type: 'structured-response', formatName: 'Wide', data: { rows: [
     { id: 1, name: 'averyveryverylongnamethatdoesnotbreak', path: '/a/very/long/path/that/keeps/going/and/going/and/going', owner: { name: 'Ada', team: 'core' }, note: 'more text in a wide column' },

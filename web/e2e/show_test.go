@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -8,7 +9,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/jean2/jean2/builtin"
 	"github.com/jean2/jean2/provider/providertest"
+	"github.com/jean2/jean2/server"
 )
 
 // noSideways fails when the page is wider than the window (a sideways scrollbar) or an open
@@ -266,4 +269,44 @@ func TestToolsPageMarkdownAndSearch(t *testing.T) {
 	f.eval(`(() => { const s = document.querySelector("#tool-search"); s.value = ""; s.dispatchEvent(new Event("input")); return ""; })()`)
 	f.typeInto("#tool-search", "GREET")
 	f.waitJS("greet found by its name, whatever the case", `[...document.querySelectorAll(".tool")].filter((e) => !e.hidden).map((e) => e.dataset.tool || "").join(",") === "greet"`)
+}
+
+// TestToolCardsShowResults: the cards of read-file, grep and ls show what they found (the
+// file's lines, the matches, the listing) folded under "Output", as text rather than only as
+// the JSON sent to the model; long shell output shows its tail (the end is what matters)
+// and its heading is one line cut with an ellipsis, the whole command below.
+func TestToolCardsShowResults(t *testing.T) {
+	f := newFixtureWith(t, func(_ *fixture, cfg *server.Config) {
+		cfg.Host.Builtins = builtin.Tools(builtin.Options{})
+	})
+	if err := os.WriteFile(filepath.Join(f.ws, "notes.txt"), []byte("alpha readKeyLine\nbeta grepKeyLine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := f.session("results")
+	f.fake.Push(toolCalls([2]string{"read-file", `{"path":"notes.txt"}`}, [2]string{"grep", `{"pattern":"grepKey","path":"."}`}, [2]string{"ls", `{"path":"."}`}, [2]string{"show", `{"type":"long-shell"}`}), text("Read."))
+	f.open("#/s/" + s.ID)
+	f.typeInto("#composer-input", "read\n")
+	f.waitText(".message.assistant", "Read.")
+	f.waitJS("the turn's end", `!document.querySelector(".session-view").classList.contains("running")`)
+	for tool, want := range map[string]string{"read-file": "readKeyLine", "grep": "grepKeyLine", "ls": "notes.txt"} {
+		got := f.eval(`(() => { const o = document.querySelector('.tool-card[data-tool="` + tool + `"] details.tool-output'); return o ? (o.open ? "open " : "folded ") + o.querySelector("summary").textContent + " | " + o.querySelector("pre").textContent : "none: " + document.querySelector('.tool-card[data-tool="` + tool + `"]')?.innerText; })()`)
+		if !strings.HasPrefix(got, "folded Output") || !strings.Contains(got, want) || strings.Contains(got, `\n`) {
+			t.Errorf("%s's card output: %q, want folded Output holding %s as text", tool, got, want)
+		}
+	}
+	f.eval(`(() => { document.querySelector('.tool-card[data-tool="read-file"] details.tool-output').open = true; document.querySelector('.tool-card[data-tool="show"]').scrollIntoView(); return ""; })()`)
+	f.shot("tool-results")
+	shell := `.tool-card[data-tool="show"] [data-viz-type="shell-output"]`
+	// The tail is in view in the capped box, the head is not.
+	got := f.eval(`(() => { const box = document.querySelector('` + shell + ` .capped'); if (!box) return "no capped box";
+  const r = box.getBoundingClientRect(), seen = (text) => { const tw = document.createTreeWalker(box, NodeFilter.SHOW_TEXT); let n; while ((n = tw.nextNode())) { const i = n.data.indexOf(text); if (i >= 0) { const range = document.createRange(); range.setStart(n, i); range.setEnd(n, i + text.length); const q = range.getBoundingClientRect(); return q.top >= r.top && q.bottom <= r.bottom; } } return false; };
+  return "head " + seen("line 1 of") + ", tail " + seen("line 200 of"); })()`)
+	if got != "head false, tail true" {
+		t.Errorf("long shell output in its capped box: %s, want head false, tail true", got)
+	}
+	title := f.eval(`(() => { const e = document.querySelector('` + shell + ` > summary .viz-title'); const cs = getComputedStyle(e); return [cs.textOverflow, cs.whiteSpace, e.scrollWidth > e.clientWidth, e.getBoundingClientRect().height < 40].join(" "); })()`)
+	if title != "ellipsis nowrap true true" {
+		t.Errorf("the shell heading: %s, want ellipsis nowrap true true (one line, cut)", title)
+	}
+	f.waitText(shell+" .shell-cmd", "longShellCommandEnd")
 }

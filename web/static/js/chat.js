@@ -6,7 +6,7 @@ import { api, enc, EventStream } from "./api.js";
 import { h, clear, replace, plural, formatDuration, durationMsOf, prettyJSON } from "./dom.js";
 import { highlight } from "./highlight.js";
 import { renderMarkdown } from "./markdown.js";
-import { renderVisualization } from "./viz.js";
+import { renderVisualization, toolOutput } from "./viz.js";
 import { renderAsk, showPermissionDialog, answeredSummary } from "./asks.js";
 import { fileDiff } from "./diff.js";
 import { openDialog, confirmAction, notify, errorText, promptText } from "./ui.js";
@@ -479,6 +479,8 @@ export class SessionView {
     p.progressEl = p.progressEl || h("p", { class: "tool-progress muted small", role: "status" });
     p.askSlot = p.askSlot || h("div", { class: "ask-slot" });
     const viz = part.visualization ? renderVisualization(part.visualization) : null;
+    // What the tool found, as text, folded: the visualization is often one line ("Read: …").
+    const output = status === "complete" ? toolOutput(part.result) : null;
     const err = part.error && status !== "stopped" ? h("p", { class: "error tool-error" }, toolErrorWords(part.error)) : null;
     const notes = (p.workspaceNotes || []).map((t) => h("p", { class: "tool-workspace-note small" }, t));
     const result = part.result ? h("details", { class: "tool-result" }, h("summary", null, "Result sent to the model"),
@@ -486,8 +488,8 @@ export class SessionView {
     if (status === "complete" || status === "error" || status === "stopped") clear(p.progressEl);
     // Keep the open/closed state of details the person toggled.
     const open = new Set([...p.el.querySelectorAll("details[open]")].map((d) => d.className));
-    replace(p.el, head, args, p.progressEl, p.askSlot, notes, viz, err, result);
-    for (const d of p.el.querySelectorAll("details.tool-args, details.tool-result")) if (open.has(d.className)) d.open = true;
+    replace(p.el, head, args, p.progressEl, p.askSlot, notes, viz, output, err, result);
+    for (const d of p.el.querySelectorAll("details.tool-args, details.tool-output, details.tool-result")) if (open.has(d.className)) d.open = true;
     // Asks that arrived before their card.
     for (const a of this.asks.values()) if (a.pending.callId && a.pending.callId === part.callId && !p.askSlot.contains(a.inline)) this.placeAsk(a);
   }
