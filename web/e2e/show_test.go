@@ -310,3 +310,42 @@ func TestToolCardsShowResults(t *testing.T) {
 	}
 	f.waitText(shell+" .shell-cmd", "longShellCommandEnd")
 }
+
+// TestSidebarFollowsOtherClients: what another client (another tab, the terminal) does
+// shows in this tab's session list without a reload: a session made, renamed, deleted, a
+// workspace made; and a session that gets a turn moves to the top of its workspace.
+func TestSidebarFollowsOtherClients(t *testing.T) {
+	f := newFixture(t)
+	older := f.session("older one")
+	newer := f.session("newer one")
+	f.open("#/s/" + newer.ID)
+	order := `[...document.querySelectorAll(".sidebar .session a")].map((a) => a.textContent.trim()).join(",")`
+	f.waitJS("the two sessions, newest first", order+` === "newer one,older one"`)
+
+	made := f.session("made elsewhere")
+	f.waitJS("the session made elsewhere", `[...document.querySelectorAll(".sidebar .session a")].some((a) => a.textContent.includes("made elsewhere"))`)
+	if code := f.api("PATCH", "/api/sessions/"+made.ID, map[string]any{"title": "renamed elsewhere"}, nil); code != 200 {
+		t.Fatalf("rename: %d", code)
+	}
+	f.waitJS("the rename", `[...document.querySelectorAll(".sidebar .session a")].some((a) => a.textContent.includes("renamed elsewhere"))`)
+	if code := f.api("DELETE", "/api/sessions/"+made.ID, nil, nil); code != 204 {
+		t.Fatalf("delete: %d", code)
+	}
+	f.waitJS("the deletion", `![...document.querySelectorAll(".sidebar .session a")].some((a) => a.textContent.includes("renamed elsewhere"))`)
+
+	other := filepath.Join(t.TempDir(), "other-project")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code := f.api("POST", "/api/workspaces", map[string]any{"path": other}, nil); code != 201 {
+		t.Fatalf("create workspace: %d", code)
+	}
+	f.waitText(".sidebar .ws-name", "other-project")
+
+	// A turn in the older session: it moves to the top.
+	f.fake.Push(text("Hello."))
+	if code := f.api("POST", "/api/sessions/"+older.ID+"/turns", map[string]any{"text": "hi"}, nil); code != 202 {
+		t.Fatalf("start a turn: %d", code)
+	}
+	f.waitJS("the active session on top", order+` === "older one,newer one"`)
+}
