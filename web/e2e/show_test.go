@@ -349,3 +349,23 @@ func TestSidebarFollowsOtherClients(t *testing.T) {
 	}
 	f.waitJS("the active session on top", order+` === "older one,newer one"`)
 }
+
+// TestCompactingNoticeEnds: "Compacting the conversation…" goes when the compaction has
+// ended (it stayed its five seconds whatever happened), and the result is said.
+func TestCompactingNoticeEnds(t *testing.T) {
+	f := newFixture(t)
+	s := f.session("compact")
+	f.fake.Push(text("First answer."), text("Second answer."), text("The summary of the conversation."))
+	f.open("#/s/" + s.ID)
+	f.typeInto("#composer-input", "one\n")
+	f.waitText(".message.assistant", "First answer.")
+	f.waitJS("the turn's end", `!document.querySelector(".session-view").classList.contains("running")`)
+	f.typeInto("#composer-input", "two\n")
+	f.waitText(".message.assistant", "Second answer.")
+	f.waitJS("the turn's end", `!document.querySelector(".session-view").classList.contains("running") && !document.querySelector("#compact").disabled`)
+	f.click("#compact")
+	f.waitJS("the compaction's result", `[...document.querySelectorAll("#notices .notice")].some((n) => /compacted|Could not compact/.test(n.textContent))`)
+	if got := f.eval(`[...document.querySelectorAll("#notices .notice")].map((n) => n.textContent).join(" | ")`); strings.Contains(got, "Compacting") {
+		t.Errorf("after the compaction ended the notices say: %s", got)
+	}
+}
