@@ -315,7 +315,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}()
 	}
 	s.guard = newGuard(token, s.db, cfg.AllowedHosts)
-	s.handler = s.routes()
+	s.handler = newJSONGzip(s.routes())
 	return s, nil
 }
 

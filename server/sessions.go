@@ -140,6 +140,8 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// Every client's session list shows it (another tab, the terminal).
+	s.publishServer(r.Context(), "session.created", map[string]any{"session": v})
 	writeJSON(w, http.StatusCreated, v)
 	return nil
 }
@@ -183,6 +185,7 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.publishServer(r.Context(), "session.updated", map[string]any{"session": v})
 	writeJSON(w, http.StatusOK, v)
 	return nil
 }
@@ -204,6 +207,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.forgetSession(r.Context(), ses.WorkspaceID, id)
+	s.publishServer(r.Context(), "session.deleted", map[string]any{"sessionId": id, "workspaceId": ses.WorkspaceID})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

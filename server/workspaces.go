@@ -174,6 +174,8 @@ func (s *Server) createWorkspace(w http.ResponseWriter, r *http.Request) error {
 		return storeErr(err, "workspace")
 	}
 	s.wsMCP.workspacesChanged()
+	// Every client's list of workspaces follows (another tab, the terminal).
+	s.publishServer(r.Context(), "workspaces.changed", map[string]any{})
 	writeJSON(w, http.StatusCreated, workspaceView{Workspace: ws, Warning: strings.Join(warnings, " ")})
 	return nil
 }
@@ -226,6 +228,8 @@ func (s *Server) patchWorkspace(w http.ResponseWriter, r *http.Request) error {
 		return storeErr(err, "workspace")
 	}
 	s.wsMCP.workspacesChanged()
+	// Every client's list of workspaces follows (another tab, the terminal).
+	s.publishServer(r.Context(), "workspaces.changed", map[string]any{})
 	writeJSON(w, http.StatusOK, workspaceView{Workspace: ws, Warning: strings.Join(warnings, " ")})
 	return nil
 }
@@ -254,6 +258,8 @@ func (s *Server) deleteWorkspace(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.mcp.drop(id)
 	s.wsMCP.workspacesChanged()
+	// Every client's list of workspaces follows (another tab, the terminal).
+	s.publishServer(r.Context(), "workspaces.changed", map[string]any{})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

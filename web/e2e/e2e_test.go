@@ -156,9 +156,9 @@ func TestAskTypes(t *testing.T) {
 	f.click(".ask-multi_select .option:nth-of-type(3) input")
 	f.clickText(".ask-multi_select", "Answer")
 	f.waitText(".ask-text", "Your name?")
-	f.typeInto(".ask-text textarea", "Ada\n") // Enter answers
+	f.typeInto(".ask-text input[type=text]", "Ada\n") // Enter answers
 	f.waitText(".ask-form", "Details")
-	f.typeInto(".ask-form textarea", "Paris")
+	f.typeInto(".ask-form input[type=text]", "Paris")
 	f.click(".ask-form input[type=checkbox]")
 	f.clickText(".ask-form", "Answer")
 	f.waitText(".message.assistant", "Thanks.")
@@ -231,7 +231,7 @@ func TestToolsPage(t *testing.T) {
 
 	f.click(`.tool[data-tool="greet"] details.run > summary`)
 	f.waitJS("the run form", `document.querySelector('.tool[data-tool="greet"] .run-box form') !== null`)
-	f.typeInto(`.tool[data-tool="greet"] .run-box textarea`, "Ada")
+	f.typeInto(`.tool[data-tool="greet"] .run-box input[type=text]`, "Ada")
 	f.typeInto(`.tool[data-tool="greet"] .run-box input[type=number]`, "2")
 	f.click(`.tool[data-tool="greet"] .run-box input[type=checkbox]`)
 	f.eval(`(() => { const s = document.querySelector('.tool[data-tool="greet"] .run-box .schema-fields select'); s.value = "0"; return ""; })()`)

@@ -55,6 +55,14 @@ const vizs = {
   'todo-list': { type: 'todo-list', items: [{ content: 'todoKeyItem', status: 'in_progress', priority: 'high' }] },
   'structured-response': { type: 'structured-response', formatName: 'KeyFormat', data: { structuredKey: 'structuredKeyValue' } },
   none: { type: 'none', message: 'noneKeyMessage' },
+  'diff-comments': { type: 'diff', path: 'src/calc.py', additions: 2, deletions: 1, hunks: [{ oldStart: 1, oldLines: 2, newStart: 1, newLines: 3, changes: [
+    { type: 'context', content: '# add two numbers', oldLineNumber: 1, newLineNumber: 1 },
+    { type: 'removed', content: 'return a - b  # wrong', oldLineNumber: 2 },
+    { type: 'added', content: 'return a + b  # fixed: it adds', newLineNumber: 2 },
+    { type: 'added', content: '// a comment in another language', newLineNumber: 3 }] }] },
+  'long-shell': { type: 'shell-output', command: 'for i in $(seq 1 200); do echo "line $i of the long output"; done # ' + 'a very long command '.repeat(20) + 'longShellCommandEnd',
+    stdout: Array.from({ length: 200 }, (_, i) => 'line ' + (i + 1) + ' of the long output').join('\n'), exitCode: 0 },
+  'empty-header': { type: 'table', columns: [{ key: 'n', label: '' }, { key: 'v', label: 'Value' }], rows: [{ n: 1, v: 'one' }] },
   'wide-structured': { type: 'structured-response', formatName: 'Wide', data: { rows: [
     { id: 1, name: 'averyveryverylongnamethatdoesnotbreak', path: '/a/very/long/path/that/keeps/going/and/going/and/going', owner: { name: 'Ada', team: 'core' }, note: 'more text in a wide column' },
     { id: 2, name: 'anotherquitelongnamewithoutspaces', path: '/another/long/path/that/keeps/going/and/going', owner: { name: 'Bob', team: 'web' }, note: 'and another wide cell' }] } },
@@ -111,6 +119,16 @@ export async function execute(input, ctx) {
   if (ctx.progress) ctx.progress({ message: 'waiting for you', current: 1, total: 2 });
   const answer = await ctx.ask(input.ask);
   return { success: true, result: { answer } };
+}
+`
+	// refuseTool fails the way a built-in does when the person refuses it: with the code
+	// USER_REJECTION, alone or before the reason.
+	refuseTool = `export const definition = {
+  name: 'refuse', description: 'Fail as refused.',
+  inputSchema: { type: 'object', properties: { why: { type: 'string' } } },
+};
+export async function execute(input) {
+  return { success: false, error: 'USER_REJECTION' + (input.why ? ': ' + input.why : '') };
 }
 `
 	// greetTool has a schema with several field kinds for the Run form, and declares one
@@ -272,7 +290,7 @@ func newFixtureAt(t *testing.T, env map[string]string, edit func(f *fixture, cfg
 		t.Fatal(err)
 	}
 	// "broken" does not load: the tools page lists it with its error.
-	for folder, src := range map[string]string{"show": showTool, "write-note": writeNoteTool, "ask-it": askTool, "greet": greetTool, "widen": widenTool, "slow-note": slowNoteTool, "broken": "export const definition = {;\n"} {
+	for folder, src := range map[string]string{"show": showTool, "write-note": writeNoteTool, "ask-it": askTool, "greet": greetTool, "widen": widenTool, "slow-note": slowNoteTool, "refuse": refuseTool, "broken": "export const definition = {;\n"} {
 		f.writeTool(layout.Tools, folder, src)
 	}
 	if env == nil {

@@ -52,7 +52,7 @@ func TestLiveStatusAndQuestions(t *testing.T) {
 	}
 	f.clickText(".tool-card .ask-confirm", "Yes")
 	f.waitText(".tool-card .ask-confirm.answered", "Ship the release?")
-	f.waitText(".tool-card .ask-confirm.answered", "Answered: true")
+	f.waitText(".tool-card .ask-confirm.answered", "Answered: yes")
 
 	// High risk: the default (primary) button is the narrowest grant, whatever the tool suggests.
 	f.waitText("dialog[open] .ask-permission", "May I delete the cache?")
@@ -71,7 +71,7 @@ func TestLiveStatusAndQuestions(t *testing.T) {
 	}
 	f.waitText(".message.assistant", "Shipped.")
 	f.waitText(".tool-card .ask-confirm.answered", "Ship the release?")
-	f.waitText(".tool-card .ask-confirm.answered", "Answered: true")
+	f.waitText(".tool-card .ask-confirm.answered", "Answered: yes")
 	f.waitText(".tool-card .ask-permission.answered", "May I delete the cache?")
 	f.waitText(".tool-card .ask-permission.answered", "allowed (once)")
 	if n := f.eval(`String(document.querySelectorAll(".tool-card .ask button").length)`); n != "0" {

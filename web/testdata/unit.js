@@ -194,7 +194,7 @@ await test("schema form", () => {
   ok(!missing, "required fields are checked");
   const inputs = box.querySelectorAll("input, textarea, select");
   ok(inputs.length >= 7, "a field per property");
-  box.querySelector("textarea").value = "src/x.txt"; // path
+  box.querySelector("input[type=text]").value = "src/x.txt"; // path: one line
   box.querySelector("input[type=number]").value = "3";
   box.querySelector("select").value = "1";
   const tags = [...box.querySelectorAll("textarea")].find((t) => t.placeholder === "one per line");
@@ -229,7 +229,7 @@ await test("ask permission", async () => {
   ok(n.textContent.includes("High risk") && n.textContent.includes("/srv/app"), "risk and paths shown");
   ok(n.querySelector("button.primary").dataset.duration === "once", "high risk: the narrowest grant is the default button, not the suggested session");
   const medium = renderAsk({ ...p, ask: { ...p.ask, risk: "medium" } }, async () => {});
-  ok(medium.querySelector("button.primary").dataset.duration === "session", "medium risk: the suggested duration is the default button");
+  ok(medium.querySelector("button.primary").dataset.duration === "once", "medium risk: one call is the default button too (only a low-risk ask offers the suggested grant first)");
 });
 
 await test("ask selects, text, confirm, form", async () => {
@@ -244,7 +244,7 @@ await test("ask selects, text, confirm, form", async () => {
   eq(await answerOf(conf, (n) => button(n, "No")), false, "confirm no");
   const form = { id: "f", ask: { type: "form", question: "Details", questions: [{ type: "text", question: "Name" }, { type: "confirm", question: "Agree" }, { type: "single_select", question: "Size", options: [{ label: "S", value: "s" }] }] } };
   eq(await answerOf(form, (n) => {
-    n.querySelector("textarea").value = "Bob";
+    n.querySelector("input[type=text]").value = "Bob";
     n.querySelector("input[type=checkbox]").click();
     n.querySelector("input[type=radio]").click();
     n.querySelector("form").requestSubmit();

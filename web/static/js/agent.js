@@ -31,13 +31,15 @@ export function compactionView(part) {
 /** compactSession asks the server to summarize the session's older messages now. */
 export async function compactSession(sessionId, button) {
   if (button) button.disabled = true;
-  notify("Compacting the conversation…");
+  // Said while it runs, and only while it runs.
+  const busy = notify("Compacting the conversation…");
   try {
     const ci = await api("POST", `/api/sessions/${enc(sessionId)}/compact`);
     notify(`Context compacted: ${ci.messages} messages summarized.`);
   } catch (err) {
     notify(`Could not compact: ${errorText(err)}`, "error");
   } finally {
+    busy.remove();
     if (button) button.disabled = false;
   }
 }

@@ -29,11 +29,24 @@ export function answeredSummary(node, resolved) {
   let what = words[resolved.outcome] || resolved.outcome || "Answered";
   const ans = resolved.answer;
   if (ans && typeof ans === "object" && "granted" in ans) what += ans.granted ? `: allowed${ans.duration ? " (" + ans.duration + ")" : ""}` : ": denied";
-  else if (ans !== undefined && ans !== null) what += ": " + (typeof ans === "string" ? ans : JSON.stringify(ans));
+  else if (ans !== undefined && ans !== null) what += ": " + answerWords(ans);
   if (status) {
     status.classList.remove("error");
     replace(status, what + ".");
   }
+}
+
+/**
+ * answerWords says an answer as a person reads it: yes or no, a list, a form's answers
+ * question by question; JSON only for a shape it does not know.
+ */
+export function answerWords(ans) {
+  if (typeof ans === "boolean") return ans ? "yes" : "no";
+  if (typeof ans === "string" || typeof ans === "number") return String(ans);
+  if (Array.isArray(ans)) return ans.map(answerWords).join(", ");
+  if (ans && Array.isArray(ans.answers)) return ans.answers.map((q) => `${q.question}: ${q.answer === undefined || q.answer === null ? "no answer" : answerWords(q.answer)}`).join("; ");
+  if (ans && "answer" in ans) return answerWords(ans.answer);
+  return JSON.stringify(ans);
 }
 
 export function renderAsk(pending, answer, opts = {}) {
@@ -232,10 +245,11 @@ export function questionField(q, inForm) {
     case "text":
     default: {
       const def = typeof q.defaultValue === "string" ? q.defaultValue : "";
-      const inp = h("textarea", { id, rows: 2, placeholder: q.placeholder || null, "aria-describedby": desc ? id + "-desc" : null });
+      // One line, as the terminal reads it: a text ask wants a name, a path, a short answer.
+      const inp = h("input", { type: "text", id, placeholder: q.placeholder || null, "aria-describedby": desc ? id + "-desc" : null });
       inp.value = def;
       inp.addEventListener("keydown", (e) => {
-        // Enter answers (like the message box); Shift+Enter makes a new line.
+        // Enter answers (like the message box).
         if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
           e.preventDefault();
           inp.form?.requestSubmit();

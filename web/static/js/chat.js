@@ -6,7 +6,7 @@ import { api, enc, EventStream } from "./api.js";
 import { h, clear, replace, plural, formatDuration, durationMsOf, prettyJSON } from "./dom.js";
 import { highlight } from "./highlight.js";
 import { renderMarkdown } from "./markdown.js";
-import { renderVisualization } from "./viz.js";
+import { renderVisualization, toolOutput } from "./viz.js";
 import { renderAsk, showPermissionDialog, answeredSummary } from "./asks.js";
 import { fileDiff } from "./diff.js";
 import { openDialog, confirmAction, notify, errorText, promptText } from "./ui.js";
@@ -25,7 +25,17 @@ const reasonWords = {
 
 const utf8 = new TextEncoder();
 
-const statusWords = { pending: "waiting", running: "running", complete: "done", error: "failed", streaming: "writing", stopped: "stopped" };
+const statusWords = { pending: "waiting", running: "running", complete: "done", error: "failed", streaming: "writing", stopped: "stopped", refused: "not allowed" };
+
+// A call the person refused fails with the code USER_REJECTION, alone or before the reason
+// (tool.UserRejection): the model reads the code, the person reads words.
+const refusalCode = "USER_REJECTION";
+const isRefusal = (error) => typeof error === "string" && error.startsWith(refusalCode);
+function toolErrorWords(error) {
+  if (!isRefusal(error)) return error;
+  const why = error.slice(refusalCode.length).replace(/^[:\s]+/, "");
+  return why ? `You did not allow this: ${why}` : "You did not allow this.";
+}
 
 export class SessionView {
   /** app gives: onSessionChanged(session), providers(), workspace(id). */
@@ -160,9 +170,27 @@ export class SessionView {
     this.showModel();
   }
 
-  showModel() {
+  /**
+   * showModel names the provider and model the session runs on. A session on the defaults
+   * names what the defaults are now (the server's default provider and its model), so the
+   * person sees which model answers rather than "default provider".
+   */
+  async showModel() {
     const s = this.session;
-    replace(this.modelEl, s.provider || s.model ? `${s.provider || "default"} · ${s.model || "default model"}` : "default provider");
+    const el = this.modelEl;
+    let provider = s.provider, model = s.model;
+    if (!provider || !model) {
+      try {
+        const res = await api("GET", "/api/providers");
+        provider ||= res.default;
+        model ||= (res.providers || []).find((p) => p.name === provider)?.model;
+      } catch {
+        // Named as far as the session knows; the picker says why the list failed.
+      }
+    }
+    if (el !== this.modelEl) return; // redrawn meanwhile
+    replace(el, provider ? `${provider} · ${model || "its default model"}` : "no provider configured");
+    el.title = s.provider || s.model ? "Chosen for this session" : "The server's default provider and model";
   }
 
   setConnection(status) {
@@ -189,8 +217,18 @@ export class SessionView {
     // While a turn runs, a message is queued for its end.
     replace(this.sendBtn, on ? "Queue" : "Send");
     // "Stopping…" too goes when the turn has ended.
-    replace(this.statusEl, on ? "Working…" : "");
+    if (!on) this.stopping = false;
+    this.showRunStatus();
     this.el.classList.toggle("running", on);
+  }
+
+  // showRunStatus says what the turn is doing: nothing once it ended (whatever answer comes
+  // late), "Stopping…" once a stop was asked for, "Waiting for your answer" while a question
+  // waits for the person, else "Working…".
+  showRunStatus() {
+    if (!this.statusEl) return;
+    const words = !this.running ? "" : this.stopping ? "Stopping…" : this.asks.size ? "Waiting for your answer" : "Working…";
+    if (this.statusEl.textContent !== words) replace(this.statusEl, words);
   }
 
   // ---- events ---------------------------------------------------------------------------
@@ -425,7 +463,8 @@ export class SessionView {
   drawToolCard(p) {
     const part = p.part;
     // A call the person stopped is stopped, not failed.
-    const status = part.status === "error" && isStopped(part.error) ? "stopped" : part.status || "pending";
+    const status = part.status === "error" && isStopped(part.error) ? "stopped"
+      : part.status === "error" && isRefusal(part.error) ? "refused" : part.status || "pending";
     p.el.className = `part tool-card status-${status}`;
     p.el.dataset.callId = part.callId || "";
     p.el.dataset.tool = part.toolName || "";
@@ -440,15 +479,17 @@ export class SessionView {
     p.progressEl = p.progressEl || h("p", { class: "tool-progress muted small", role: "status" });
     p.askSlot = p.askSlot || h("div", { class: "ask-slot" });
     const viz = part.visualization ? renderVisualization(part.visualization) : null;
-    const err = part.error && status !== "stopped" ? h("p", { class: "error tool-error" }, part.error) : null;
+    // What the tool found, as text, folded: the visualization is often one line ("Read: …").
+    const output = status === "complete" ? toolOutput(part.result) : null;
+    const err = part.error && status !== "stopped" ? h("p", { class: "error tool-error" }, toolErrorWords(part.error)) : null;
     const notes = (p.workspaceNotes || []).map((t) => h("p", { class: "tool-workspace-note small" }, t));
     const result = part.result ? h("details", { class: "tool-result" }, h("summary", null, "Result sent to the model"),
       h("pre", { class: "json" }, highlight(prettyJSON(part.result), "json"))) : null;
     if (status === "complete" || status === "error" || status === "stopped") clear(p.progressEl);
     // Keep the open/closed state of details the person toggled.
     const open = new Set([...p.el.querySelectorAll("details[open]")].map((d) => d.className));
-    replace(p.el, head, args, p.progressEl, p.askSlot, notes, viz, err, result);
-    for (const d of p.el.querySelectorAll("details.tool-args, details.tool-result")) if (open.has(d.className)) d.open = true;
+    replace(p.el, head, args, p.progressEl, p.askSlot, notes, viz, output, err, result);
+    for (const d of p.el.querySelectorAll("details.tool-args, details.tool-output, details.tool-result")) if (open.has(d.className)) d.open = true;
     // Asks that arrived before their card.
     for (const a of this.asks.values()) if (a.pending.callId && a.pending.callId === part.callId && !p.askSlot.contains(a.inline)) this.placeAsk(a);
   }
@@ -494,6 +535,7 @@ export class SessionView {
     a.inline = renderAsk(pending, (v) => this.answer(pending.id, v));
     this.asks.set(pending.id, a);
     this.placeAsk(a);
+    this.showRunStatus();
     const who = pending.tool ? `${pending.tool} asks` : "A tool asks";
     announce(this, `${who}: ${pending.ask?.question || "a question waits for your answer"}`);
     notifyQuestion(this, pending);
@@ -548,6 +590,7 @@ export class SessionView {
     if (!a) return;
     a.inline.remove();
     this.asks.delete(askId);
+    this.showRunStatus();
     if (this.dialogAsk?.id === askId && this.dialogAsk.dialog.open) this.dialogAsk.dialog.close();
   }
 
@@ -555,6 +598,7 @@ export class SessionView {
     const a = this.asks.get(p.askId);
     if (!a) return;
     this.asks.delete(p.askId);
+    this.showRunStatus();
     if (this.dialogAsk?.id === p.askId && this.dialogAsk.dialog.open) this.dialogAsk.dialog.close();
     // The question stays readable where it was, with what became of it.
     answeredSummary(a.inline, p);
@@ -653,7 +697,9 @@ export class SessionView {
     if (!this.running) return;
     try {
       await api("POST", `/api/sessions/${enc(this.id)}/stop`);
-      replace(this.statusEl, "Stopping…");
+      // The turn may have ended before this answer came: then there is nothing to stop.
+      this.stopping = this.running;
+      this.showRunStatus();
     } catch (err) {
       notify(`Could not stop the turn: ${errorText(err)}`, "error");
     }
@@ -665,7 +711,7 @@ export class SessionView {
     const turn = this.turnOfMessage(p.messageId) || this.turns[this.turns.length - 1];
     if (turn && p.reason && p.reason !== "done") {
       turn.body.appendChild(h("p", { class: `turn-end reason-${p.reason} ${p.reason === "error" ? "error" : "muted"}`, role: "status" },
-        reasonWords[p.reason] || p.reason, p.error ? " " + p.error : ""));
+        reasonWords[p.reason] || p.reason, p.error ? h("span", { class: "turn-end-error" }, " " + p.error) : ""));
     }
     if (turn) {
       const model = this.messages.get(p.messageId)?.msg.model || this.session.model;

@@ -108,7 +108,8 @@ class App {
 
   drawSidebar() {
     const items = this.ws.map((w) => {
-      const sessions = this.sessions.get(w.id) || [];
+      // Most recently active first, as the server lists them.
+      const sessions = (this.sessions.get(w.id) || []).slice().sort((a, b) => (Date.parse(b.updatedAt) || 0) - (Date.parse(a.updatedAt) || 0));
       return h("li", { class: "workspace", dataset: { workspaceId: w.id } },
         h("div", { class: "ws-head" },
           h("span", { class: "ws-name", title: w.path }, w.name),
@@ -265,6 +266,9 @@ class App {
   route() {
     const hash = location.hash.replace(/^#/, "") || "/";
     const parts = hash.split("/").filter(Boolean);
+    // A dialog belongs to the page it was opened on: it goes with it (a new view opens its
+    // own again, e.g. a permission still waiting).
+    for (const d of document.querySelectorAll("dialog[open]")) d.close();
     this.view?.unmount?.();
     this.view = null;
     this.currentSession = null;
@@ -312,7 +316,16 @@ class App {
 
   onServerEvent(ev) {
     const p = ev.payload || {};
-    if (ev.type === "session.status") this.sessionStatus(p);
+    if (ev.type === "session.status") this.sessionStatus(p, ev.createdAt);
+    // What another client (a tab, the terminal) did to the lists shows here too.
+    if (ev.type === "session.updated" && p.session) this.onSessionChanged(p.session);
+    if (ev.type === "session.deleted") {
+      const list = this.sessions.get(p.workspaceId);
+      if (list) this.sessions.set(p.workspaceId, list.filter((x) => x.id !== p.sessionId));
+      this.drawSidebar();
+      this.showTitle();
+    }
+    if (ev.type === "workspaces.changed") this.loadNav();
     if (ev.type === "session.created" && p.session) {
       const list = this.sessions.get(p.session.workspaceId) || [];
       if (!list.some((x) => x.id === p.session.id)) this.sessions.set(p.session.workspaceId, [p.session, ...list]);
@@ -324,10 +337,12 @@ class App {
   }
 
   /** sessionStatus keeps a session's live status in the list and the tab title (session.status). */
-  sessionStatus(p) {
+  sessionStatus(p, at) {
     for (const list of this.sessions.values()) {
       const s = list.find((x) => x.id === p.sessionId);
       if (s) {
+        // A turn starting or ending is activity: the session moves up its list.
+        if (at && s.running !== !!p.running && Date.parse(at) > Date.parse(s.updatedAt || 0)) s.updatedAt = at;
         s.running = !!p.running;
         s.waiting = p.waiting || 0;
       }

@@ -127,7 +127,7 @@ function field(s, name, required, depth) {
       };
     }
     case "string": {
-      const long = !(s.maxLength && s.maxLength <= 200) && !s.format;
+      const long = manyLines(name, s);
       const inp = long ? h("textarea", { id, rows: 2, "aria-describedby": described }) : h("input", { type: inputType(s.format), id, "aria-describedby": described });
       if (s.maxLength) inp.maxLength = s.maxLength;
       if (typeof s.default === "string") inp.value = s.default;
@@ -195,4 +195,12 @@ function jsonField(s, name, required, id, helpId) {
       }
     },
   };
+}
+
+// manyLines says whether a string parameter holds text of several lines (a file's content,
+// a patch, a script): those get a text area; a name, a path, a query, a URL get one line.
+function manyLines(name, s) {
+  if (s.format || (s.maxLength && s.maxLength <= 200)) return false;
+  if (s.contentMediaType || s["x-multiline"] === true) return true;
+  return /content|text|body|code|patch|diff|script|source|markdown|message|prompt|template|json|yaml/i.test(String(name));
 }

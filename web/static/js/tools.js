@@ -9,6 +9,7 @@ import { renderVisualization } from "./viz.js";
 import { schemaForm } from "./schemaform.js";
 import { errorText } from "./ui.js";
 import { renderAsk } from "./asks.js";
+import { renderMarkdown } from "./markdown.js";
 
 export class ToolsView {
   constructor(app) {
@@ -22,7 +23,11 @@ export class ToolsView {
     this.live = h("p", { class: "muted small", role: "status", "aria-live": "polite" });
     this.runs = new Set(); // event streams of runs in progress (closed when they end or the page changes)
     this.progress = new Map(); // run ref → function showing that run's progress
-    replace(this.el, h("h2", { id: "tools-title" }, "Tools"), this.live, this.list);
+    this.search = h("input", { type: "search", id: "tool-search", placeholder: "name or words of the description", oninput: () => this.filter() });
+    this.searchCount = h("p", { class: "muted small tool-search-count", role: "status", "aria-live": "polite" });
+    replace(this.el, h("h2", { id: "tools-title" }, "Tools"),
+      h("div", { class: "tool-search" }, h("label", { for: "tool-search" }, "Search the tools"), this.search, this.searchCount),
+      this.live, this.list);
     replace(container, this.el);
     await this.refresh();
   }
@@ -84,6 +89,19 @@ export class ToolsView {
       if (want !== c.el) this.list.insertBefore(c.el, want);
       prev = c.el;
     }
+    this.filter();
+  }
+
+  /** filter shows the tools whose name, title or description hold every word searched for. */
+  filter() {
+    const words = (this.search?.value || "").toLowerCase().split(/\s+/).filter(Boolean);
+    let shown = 0;
+    for (const c of this.cards.values()) {
+      const hay = [c.tool.name, c.tool.title, c.tool.description].join(" ").toLowerCase();
+      c.el.hidden = !words.every((w) => hay.includes(w));
+      if (!c.el.hidden) shown++;
+    }
+    replace(this.searchCount, words.length ? `${shown} of ${this.cards.size} tools match.` : "");
   }
 
   card(t) {
@@ -107,7 +125,8 @@ export class ToolsView {
         h("span", { class: "badge " + (t.status === "ok" ? "ok" : "fail") }, t.status)),
       t.title && t.title !== t.name ? h("p", { class: "small" }, h("code", null, t.name)) : null,
       t.error ? h("p", { class: "error tool-error" }, t.error) : null,
-      h("p", { class: "description" }, t.description || ""),
+      // Descriptions are written for the model in Markdown: drawn as such for the person.
+      t.description ? h("div", { class: "description" }, renderMarkdown(t.description)) : null,
       t.folder ? h("p", { class: "muted small" }, "Folder: ", h("code", null, t.folder)) : null,
       env, perms,
       t.status === "ok" || t.hash ? runDetails : null);

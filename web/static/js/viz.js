@@ -60,7 +60,7 @@ export function renderVisualization(v) {
   const title = typeof v.title === "string" && v.title ? v.title : (defaultTitles[v.type] || (() => v.type || "Visualization"))(v);
   if (type === "none" && !v.title) return h("div", { class: "viz viz-none", dataset: { vizType: type } }, body);
   const details = h("details", { class: `viz viz-${type}`, dataset: { vizType: type }, open: v.collapsed !== true },
-    h("summary", null, h("span", { class: "viz-title" }, title), summaryBadges(v)),
+    h("summary", null, h("span", { class: "viz-title", title }, title), summaryBadges(v)),
     body);
   return details;
 }
@@ -121,9 +121,9 @@ const CAP_LINES = 30;
  * capped holds a tall body to a fixed height with a "Show all" button that lets it grow
  * (and "Show less" to fold it again). Not tall: the body as it is.
  */
-export function capped(body, tall, what) {
+export function capped(body, tall, what, opts = {}) {
   if (!tall) return body;
-  const box = h("div", { class: "capped" }, body);
+  const box = h("div", { class: opts.tail ? "capped tail" : "capped" }, body);
   const btn = h("button", { type: "button", class: "link small show-all", "aria-expanded": "false",
     onclick: () => {
       const open = box.classList.toggle("expanded");
@@ -131,6 +131,38 @@ export function capped(body, tall, what) {
       btn.textContent = open ? "Show less" : `Show all (${what})`;
     } }, `Show all (${what})`);
   return h("div", { class: "cap-wrap" }, box, btn);
+}
+
+/**
+ * resultText is the text a tool found, when its result is text: a string (an MCP tool's
+ * text), a read file's or a listing's content, grep's matches, glob's files. Else null: the
+ * card shows the JSON sent to the model only.
+ */
+export function resultText(result) {
+  let r = result;
+  if (typeof r === "string") {
+    try {
+      r = JSON.parse(r);
+    } catch {
+      return r || null;
+    }
+  }
+  if (r && typeof r === "object" && "success" in r && ("result" in r || "data" in r)) r = r.result ?? r.data;
+  if (typeof r === "string") return r || null;
+  if (!r || typeof r !== "object") return null;
+  if (typeof r.content === "string") return r.content || null;
+  if (Array.isArray(r.matches)) return r.matches.map((m) => `${m.file}:${m.line}: ${m.content}`).join("\n") || null;
+  if (Array.isArray(r.files) && r.files.every((f) => typeof f === "string")) return r.files.join("\n") || null;
+  return null;
+}
+
+/** toolOutput is a tool's text result, folded under "Output" and held to a height. */
+export function toolOutput(result) {
+  const text = resultText(result);
+  if (!text) return null;
+  const n = text.split("\n").length;
+  return h("details", { class: "tool-output" }, h("summary", null, "Output ", h("span", { class: "muted small" }, plural(n, "line"))),
+    copyBar(() => text), capped(h("pre", { class: "output-text" }, text), n > CAP_LINES, plural(n, "line")));
 }
 
 /** copyBar is a small bar with a Copy button that copies what text() returns. */
@@ -242,7 +274,8 @@ function renderShell(v) {
   const cmd = String(v.command ?? "");
   // The summary line says "$ command" already: the command is repeated here only when the
   // summary could not show it whole (a title of the tool's own, or several lines).
-  const showCmd = (typeof v.title === "string" && v.title) || cmd.includes("\n");
+  // The summary is one line, cut with an ellipsis: a long command is shown whole here.
+  const showCmd = (typeof v.title === "string" && v.title) || cmd.includes("\n") || cmd.length > 60;
   const lines = (t) => (t ? String(t).split("\n").length : 0);
   const out = [];
   if (v.stdout) out.push(h("pre", { class: "stdout" }, h("span", { class: "sr-only" }, "Standard output: "), ansi(v.stdout)));
@@ -250,7 +283,8 @@ function renderShell(v) {
   return h("div", { class: "shell" },
     showCmd ? h("div", { class: "shell-cmd" }, h("span", { class: "prompt", "aria-hidden": "true" }, "$ "), h("code", null, cmd)) : null,
     out.length ? copyBar(() => stripANSI([v.stdout, v.stderr].filter(Boolean).join("\n"))) : null,
-    out.length ? capped(h("div", null, out), lines(v.stdout) + lines(v.stderr) > CAP_LINES, plural(lines(v.stdout) + lines(v.stderr), "line")) : null,
+    // A command's end says how it went: long output is held to its tail.
+    out.length ? capped(h("div", null, out), lines(v.stdout) + lines(v.stderr) > CAP_LINES, plural(lines(v.stdout) + lines(v.stderr), "line"), { tail: true }) : null,
     !v.stdout && !v.stderr ? h("p", { class: "muted" }, "No output.") : null);
 }
 
