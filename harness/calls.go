@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"unicode/utf8"
@@ -63,6 +64,14 @@ func startCall(p *store.Part) bool {
 func (t *turn) runCalls(msg *store.Message, groups [][]int, ws host.Workspace, pend ops) error {
 	// The snapshot of the workspace must be taken before anything can change it.
 	t.snap.wait()
+	if why := t.undoGate(); why != "" {
+		var all []int
+		for _, g := range groups {
+			all = append(all, g...)
+		}
+		t.sealCalls(msg, all, "not run: "+why, append(t.takeCarry(), pend...))
+		return errors.New(why)
+	}
 	for gi, group := range groups {
 		if _, why, stop := t.stopped(); stop {
 			var rest []int

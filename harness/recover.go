@@ -71,6 +71,9 @@ func (h *Harness) recover(ctx context.Context) error {
 	if err := h.discardLeftovers(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	if err := h.resumeRestores(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("harness: recover interrupted turns: %w", err)
 	}
@@ -263,4 +266,32 @@ func discardTurn(h *Harness, ut *undo.Turn) {
 	if err := ut.Discard(); err != nil {
 		h.log.Warn("discard the snapshot of an interrupted turn", "turn", ut.ID(), "error", err)
 	}
+}
+
+// resumeRestores completes the restores a crash cut short (undo.Snapshots.CutShort) and
+// tells each session's clients with restore.done, its report marked afterCrash. One that
+// cannot be completed stays journaled: the session's next Restore tries again and says why.
+func (h *Harness) resumeRestores(ctx context.Context) error {
+	s := h.opts.Snapshots
+	if s == nil {
+		return nil
+	}
+	cut, err := s.CutShort()
+	if err != nil {
+		return fmt.Errorf("list restores cut short: %w", err)
+	}
+	var errs []error
+	for _, j := range cut {
+		report, ok, err := s.ResumeRestore(ctx, h.opts.Store, j.SessionID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if ok {
+			h.log.Warn("completed a restore a crash cut short", "session", j.SessionID, "message", j.MessageID,
+				"restored", len(report.Restored), "recreated", len(report.Recreated), "removed", len(report.Removed))
+			h.emitter(j.SessionID).emit(ctx, newEvent(EventRestoreDone, RestoreDone{MessageID: j.MessageID, Report: report}))
+		}
+	}
+	return errors.Join(errs...)
 }

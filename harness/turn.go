@@ -279,9 +279,9 @@ func (t *turn) beginSnapshot() *snapshot {
 		defer close(snap.done)
 		ut, err := s.Begin(t.ctx, undo.TurnSpec{ID: t.id, SessionID: t.sessionID, Roots: roots})
 		if err != nil {
-			// The turn still runs; its ledger then holds what went through ctx.fs only.
-			t.h.log.Warn("no snapshot for this turn: changes made other than through ctx.fs will not be on its ledger",
-				"session", t.sessionID, "turn", t.id, "roots", roots, "error", err)
+			// The person is asked before the first tool call (undoGate).
+			t.h.log.Warn("no snapshot for this turn", "session", t.sessionID, "turn", t.id, "roots", roots, "error", err)
+			snap.err, snap.roots = err, roots
 			return
 		}
 		for _, w := range ut.Warnings() {
@@ -306,6 +306,11 @@ func (t *turn) finish(reason, why string) {
 			ut = nil
 		} else {
 			changes = all
+		}
+	}
+	if t.snap != nil && t.snap.noUndo != "" {
+		for _, root := range t.snap.roots {
+			changes = append(changes, undo.UntrackedChange(root, t.snap.noUndo))
 		}
 	}
 	target := t.lastAnswer

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/store"
@@ -59,6 +60,15 @@ type Report struct {
 	Unverified []string `json:"unverified"`
 	// Errors are paths that failed while being put back.
 	Errors []Problem `json:"errors"`
+	// AfterCrash: this is a restore a crash (or kill) cut short, completed by a later
+	// process (ResumeRestore).
+	AfterCrash bool `json:"afterCrash,omitempty"`
+	// Resumed is the report of the session's restore a crash cut short, which this restore
+	// completed before doing its own.
+	Resumed *Report `json:"resumed,omitempty"`
+	// CutShort (DryRun only) names the message of the session's restore a crash cut short:
+	// a restore completes it first.
+	CutShort string `json:"cutShort,omitempty"`
 }
 
 // ErrRefused is wrapped by Restore's error when it changed nothing because of Conflicts or
@@ -103,12 +113,12 @@ func writeProblems(b *strings.Builder, ps []Problem) {
 // changes were undone). Before changing anything it checks each path against what the
 // session's last turn left there and refuses, naming the paths, when one was changed
 // outside jean2 since (unless opts.Force), or when one cannot be put back exactly (unless
-// opts.Partial). The ledgers are marked restored when everything was put back. It needs
-// only the database, so it works in a new process after a restart; the caller makes sure
-// no turn of the session runs meanwhile.
+// opts.Partial); a turn that ran without undo snapshots is such a case. The ledgers are
+// marked restored when everything was put back. A restore of the session that a crash cut
+// short is completed first (Report.Resumed). It needs only the database, so it works in a
+// new process after a restart; the caller makes sure no turn of the session runs meanwhile.
 func (s *Snapshots) Restore(ctx context.Context, db *store.DB, sessionID, messageID string, opts RestoreOptions) (Report, error) {
-	report := Report{MessageID: messageID, DryRun: opts.DryRun, Ledgers: []string{}, Restored: []string{}, Recreated: []string{},
-		Removed: []string{}, Conflicts: []Problem{}, Unrestorable: []Problem{}, Unverified: []string{}, Errors: []Problem{}}
+	report := newReport(messageID, opts.DryRun)
 	fail := func(err error) (Report, error) {
 		return report, fmt.Errorf("undo: restore session %s to message %s: %w", sessionID, messageID, err)
 	}
@@ -119,9 +129,82 @@ func (s *Snapshots) Restore(ctx context.Context, db *store.DB, sessionID, messag
 	if msg.SessionID != sessionID {
 		return fail(fmt.Errorf("the message belongs to session %s", msg.SessionID))
 	}
-	ledgers, err := db.RestorePoint(ctx, messageID)
+	done, err := s.claimRestore(sessionID)
 	if err != nil {
 		return fail(err)
+	}
+	defer done()
+	// A restore a crash cut short comes first: until its ledgers are marked, its own writes
+	// would look like changes made outside jean2.
+	var resumed *Report
+	var pending string
+	if opts.DryRun {
+		j, ok, err := s.readJournal(sessionID)
+		if err != nil {
+			return fail(err)
+		}
+		if ok {
+			pending = j.MessageID
+		}
+	} else {
+		r, ok, err := s.resumeRestore(ctx, db, sessionID)
+		if ok {
+			resumed = &r
+		}
+		if err != nil {
+			report.Resumed = resumed
+			return report, err
+		}
+	}
+	report, apply, active, err := s.planAndCheck(ctx, db, messageID, opts)
+	report.Resumed, report.CutShort = resumed, pending
+	if err != nil {
+		return fail(err)
+	}
+	if opts.DryRun {
+		return report, nil
+	}
+	refuse := &RefusedError{}
+	if len(report.Conflicts) > 0 && !opts.Force {
+		refuse.Conflicts = report.Conflicts
+	}
+	if len(report.Unrestorable) > 0 && !opts.Partial {
+		refuse.Unrestorable = report.Unrestorable
+	}
+	if len(refuse.Conflicts)+len(refuse.Unrestorable) > 0 {
+		return report, refuse
+	}
+	report.Forced = len(report.Conflicts) > 0
+	if len(active) == 0 {
+		return report, nil
+	}
+	if err := s.writeJournal(Journal{SessionID: sessionID, MessageID: messageID, Ledgers: report.Ledgers,
+		Forced: report.Forced, Partial: opts.Partial, StartedAt: time.Now().UTC()}); err != nil {
+		return fail(err)
+	}
+	if err := s.applyAndMark(ctx, db, &report, apply, active); err != nil {
+		var refused *RefusedError
+		if errors.As(err, &refused) {
+			return report, err
+		}
+		return fail(err)
+	}
+	return report, nil
+}
+
+func newReport(messageID string, dryRun bool) Report {
+	return Report{MessageID: messageID, DryRun: dryRun, Ledgers: []string{}, Restored: []string{}, Recreated: []string{},
+		Removed: []string{}, Conflicts: []Problem{}, Unrestorable: []Problem{}, Unverified: []string{}, Errors: []Problem{}}
+}
+
+// planAndCheck makes the restore's plan over the ledgers from messageID on not yet restored,
+// and checks every path of it: the report lists what would be restored, recreated and
+// removed, the conflicts and the unrestorable paths; apply is what can be put back.
+func (s *Snapshots) planAndCheck(ctx context.Context, db *store.DB, messageID string, opts RestoreOptions) (Report, []tool.Change, []store.Ledger, error) {
+	report := newReport(messageID, opts.DryRun)
+	ledgers, err := db.RestorePoint(ctx, messageID)
+	if err != nil {
+		return report, nil, nil, err
 	}
 	var active []store.Ledger
 	var msgIDs []string
@@ -134,21 +217,15 @@ func (s *Snapshots) Restore(ctx context.Context, db *store.DB, sessionID, messag
 	}
 	records, err := db.UndoTurns(ctx, msgIDs...)
 	if err != nil {
-		return fail(err)
+		return report, nil, nil, err
 	}
-
-	plan := planRestore(active)
+	report.Unrestorable = append(report.Unrestorable, untrackedTurns(active)...)
 	left := replayAfter(active, records)
 	unverified := map[string]bool{}
 	var apply []tool.Change
-	for _, c := range plan {
-		if reason := undoProblem(c); reason != "" {
+	for _, c := range planRestore(active) {
+		if reason := cannotRestore(c); reason != "" {
 			report.Unrestorable = append(report.Unrestorable, Problem{Path: c.Path, Reason: reason})
-			continue
-		}
-		if real := policy.Real(filepath.Dir(c.Path)); real != filepath.Dir(c.Path) {
-			report.Unrestorable = append(report.Unrestorable, Problem{Path: c.Path,
-				Reason: "its parent directory now leads to " + real + " through a symlink; not following it"})
 			continue
 		}
 		current, err := s.stateNow(c.Path)
@@ -158,7 +235,7 @@ func (s *Snapshots) Restore(ctx context.Context, db *store.DB, sessionID, messag
 		}
 		conflicts, err := s.verify(ctx, c, current, left, unverified)
 		if err != nil {
-			return fail(err)
+			return report, nil, nil, err
 		}
 		report.Conflicts = append(report.Conflicts, conflicts...)
 		switch {
@@ -175,26 +252,38 @@ func (s *Snapshots) Restore(ctx context.Context, db *store.DB, sessionID, messag
 		report.Unverified = append(report.Unverified, p)
 	}
 	slices.SortFunc(report.Unverified, comparePaths)
+	return report, apply, active, nil
+}
 
-	if opts.DryRun {
-		return report, nil
+// cannotRestore says why a planned change cannot be put back, or "".
+func cannotRestore(c tool.Change) string {
+	if reason := undoProblem(c); reason != "" {
+		return reason
 	}
-	refuse := &RefusedError{}
-	if len(report.Conflicts) > 0 && !opts.Force {
-		refuse.Conflicts = report.Conflicts
+	if real := policy.Real(filepath.Dir(c.Path)); real != filepath.Dir(c.Path) {
+		return "its parent directory now leads to " + real + " through a symlink; not following it"
 	}
-	if len(report.Unrestorable) > 0 && !opts.Partial {
-		refuse.Unrestorable = report.Unrestorable
-	}
-	if len(refuse.Conflicts)+len(refuse.Unrestorable) > 0 {
-		return report, refuse
-	}
-	report.Forced = len(report.Conflicts) > 0
+	return ""
+}
 
+// applyAndMark puts the plan back, then marks the ledgers restored and removes the
+// restore's journal. When paths failed, the ledgers stay unrestored (the report's Errors
+// name them) and the journal goes: the person was told, nothing was cut short.
+func (s *Snapshots) applyAndMark(ctx context.Context, db *store.DB, report *Report, apply []tool.Change, active []store.Ledger) error {
+	sessionID := ""
+	if len(active) > 0 {
+		sessionID = active[0].SessionID
+	}
 	done, applyErr := toolfs.RestoreWith(apply, toolfs.RestoreOptions{})
+	if s.afterApply != nil {
+		s.afterApply()
+	}
 	report.Applied = true
 	report.Restored, report.Recreated, report.Removed = orEmpty(done.Restored), orEmpty(done.Recreated), orEmpty(done.Removed)
 	if applyErr != nil {
+		if err := s.removeJournal(sessionID); err != nil {
+			s.log.Warn("undo: restore", "err", err)
+		}
 		var refusal *toolfs.RestoreRefusal
 		if errors.As(applyErr, &refusal) {
 			// Our own checks ran first, so this means the ledger changed under us.
@@ -202,23 +291,21 @@ func (s *Snapshots) Restore(ctx context.Context, db *store.DB, sessionID, messag
 			for _, p := range refusal.Problems {
 				report.Unrestorable = append(report.Unrestorable, Problem{Path: p.Path, Reason: p.Reason})
 			}
-			return report, &RefusedError{Unrestorable: report.Unrestorable}
+			return &RefusedError{Unrestorable: report.Unrestorable}
 		}
 		for _, e := range splitJoined(applyErr) {
 			report.Errors = append(report.Errors, Problem{Path: pathOfError(e), Reason: e.Error()})
 		}
-		return fail(fmt.Errorf("%d paths could not be put back (the ledgers stay unrestored; restore again with force once fixed): %w", len(report.Errors), applyErr))
+		return fmt.Errorf("%d paths could not be put back (the ledgers stay unrestored; restore again with force once fixed): %w", len(report.Errors), applyErr)
 	}
 	ids := make([]string, len(active))
 	for i, l := range active {
 		ids[i] = l.ID
 	}
-	if len(ids) > 0 {
-		if err := db.MarkRestored(ctx, ids...); err != nil {
-			return fail(err)
-		}
+	if err := db.MarkRestored(ctx, ids...); err != nil {
+		return err // the journal stays: the next restore completes this one
 	}
-	return report, nil
+	return s.removeJournal(sessionID)
 }
 
 func orEmpty(s []string) []string {
@@ -253,7 +340,7 @@ func planRestore(ledgers []store.Ledger) []tool.Change {
 	seen := map[string]bool{}
 	for _, l := range ledgers {
 		for _, c := range l.Changes {
-			if !c.Disk || seen[c.Path] {
+			if !c.Disk || c.Op == OpUntracked || seen[c.Path] {
 				continue
 			}
 			seen[c.Path] = true
@@ -604,4 +691,35 @@ func kindName(st store.UndoState) string {
 		return "nothing"
 	}
 	return st.Kind
+}
+
+// OpUntracked is the op of the change a turn that ran without undo snapshots puts in its
+// ledger (UntrackedChange): what it changed other than through ctx.fs is not known, so a
+// restore over it cannot be complete.
+const OpUntracked = "untracked"
+
+// UntrackedChange is the ledger entry of a turn that ran without undo snapshots (the person
+// chose to go on without them): Restore over that turn then refuses, naming root and why,
+// unless Partial, instead of reporting success for changes it never saw.
+func UntrackedChange(root, why string) tool.Change {
+	return tool.Change{Path: root, Tool: "(undo)", Op: OpUntracked, Disk: true, OK: true, At: time.Now().UTC(),
+		Before: &tool.FileState{Exists: true, IsDir: true, Incomplete: "the turn ran without undo snapshots (" + why +
+			"): what it changed here other than through ctx.fs was not recorded and cannot be put back"}}
+}
+
+// untrackedTurns names the turns among ledgers that ran without undo snapshots.
+func untrackedTurns(ledgers []store.Ledger) []Problem {
+	var out []Problem
+	for _, l := range ledgers {
+		for _, c := range l.Changes {
+			if c.Op == OpUntracked {
+				reason := "a turn ran without undo snapshots"
+				if c.Before != nil {
+					reason = c.Before.Incomplete
+				}
+				out = append(out, Problem{Path: c.Path, Reason: reason})
+			}
+		}
+	}
+	return out
 }

@@ -80,6 +80,7 @@ type Snapshots struct {
 	rootLocks  map[string]*sync.Mutex // one walk of a root at a time
 	latest     map[string]*manifest   // the latest manifest of each root, once loaded
 	live       map[string]bool        // ids of turns begun here and not yet filed or discarded
+	restores   map[string]bool        // sessions with a restore running in this process
 	sincePrune int
 	closed     bool
 
@@ -87,6 +88,9 @@ type Snapshots struct {
 	// racyWindow.
 	onRead func(path string)
 	racy   time.Duration
+	// afterApply runs once a restore has put its files back, before its ledgers are
+	// marked restored: where a crash test kills the process.
+	afterApply func()
 }
 
 // New opens (creating if needed) the store in opts.Dir. It fails if another process has it
@@ -130,6 +134,7 @@ func New(opts Options) (*Snapshots, error) {
 		rootLocks: map[string]*sync.Mutex{},
 		latest:    map[string]*manifest{},
 		live:      map[string]bool{},
+		restores:  map[string]bool{},
 		racy:      racyWindow,
 	}
 	for _, name := range opts.Skip {
@@ -148,7 +153,7 @@ func New(opts Options) (*Snapshots, error) {
 	}
 	s.lock = lock
 	s.realDir = policy.Real(dir)
-	for _, sub := range []string{"manifests", "roots", "turns"} {
+	for _, sub := range []string{"manifests", "roots", "turns", "restores"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("undo: store folder %s: %w", dir, err)
