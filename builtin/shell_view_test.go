@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -24,9 +25,6 @@ import (
 // user's ssh key, their times, and the x bits of the jean2 binary. Each change is tried
 // here and the host checks that nothing changed.
 func TestShellViewAttackMetadata(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("the view needs a root host (a mount namespace) here")
-	}
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	key := filepath.Join(home, ".ssh", "id_rsa")
@@ -48,10 +46,13 @@ func TestShellViewAttackMetadata(t *testing.T) {
 	}
 	for _, target := range []string{f.layout.Home, token, f.layout.DotEnv, filepath.Dir(key), key, f.layout.Tools, launcher} {
 		before := metadataOf(t, target)
-		_, res := f.sh(fmt.Sprintf(`t=%q
+		out, res := f.sh(fmt.Sprintf(`t=%q
 chmod 777 "$t"; chmod 644 "$t"; chown 12345:12345 "$t"; touch -d @0 "$t"; truncate -s 0 "$t"; mv "$t" "$t.moved"
 /usr/bin/python3 -c 'import os, sys; os.setxattr(sys.argv[1], "user.jean2", b"x")' "$t"
-true`, target))
+echo ran`, target))
+		if !out.Result.Success || !strings.Contains(res.Stdout, "ran") {
+			t.Fatalf("the command did not run: %s %+v", out.Result.Error, res)
+		}
 		if after := metadataOf(t, target); after != before {
 			t.Fatalf("a command changed %s: %+v → %+v\n%s", target, before, after, res.Stderr)
 		}
@@ -64,7 +65,7 @@ true`, target))
 	out, res := f.sh(`cp /usr/bin/id ./id && chmod 755 ./id && echo chmod-ok; chmod 4755 ./id || echo setuid-refused; chmod g+s ./id || echo setgid-refused; stat -c %a ./id`)
 	if !out.Result.Success || !strings.Contains(res.Stdout, "chmod-ok") || !strings.Contains(res.Stdout, "setuid-refused") ||
 		!strings.Contains(res.Stdout, "setgid-refused") || !strings.HasSuffix(res.Stdout, "755\n") {
-		t.Fatalf("modes in the workspace: %+v", res)
+		t.Fatalf("modes in the workspace: %s %+v", out.Result.Error, res)
 	}
 }
 
@@ -138,5 +139,35 @@ func TestShellHidesARefusedSensitiveFile(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(filepath.Join(f.ws, ".env")); string(data) != secret+"\n" {
 		t.Fatalf(".env changed: %q", data)
+	}
+}
+
+// The same from an ordinary user's jean2, whose launchers build the view in a user namespace
+// of their own: this test binary runs TestShellViewAttackMetadata again as nobody.
+func TestShellViewAttackAsOrdinaryUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("run as root: it runs the shell's view test again as an ordinary user")
+	}
+	// Not in t.TempDir, whose parent only root may enter.
+	dir, err := os.MkdirTemp("", "jean2-shell-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "builtin.test")
+	copyExecutable(t, os.Args[0], bin)
+	cmd := exec.Command(bin, "-test.run", "^TestShellViewAttackMetadata$", "-test.v", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" + dir, "TMPDIR=/tmp"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if strings.Contains(string(out), "cannot build a view here") || strings.Contains(string(out), "needs Landlock") {
+		t.Skipf("no view for an ordinary user here:\n%s", out)
+	}
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestShellViewAttackMetadata") {
+		t.Fatalf("as nobody (%v):\n%s", err, out)
 	}
 }
