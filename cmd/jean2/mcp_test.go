@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // mcpScripts copies the TypeScript SDK client and server scripts into a folder whose
@@ -545,11 +550,20 @@ func TestMCPImportTaskServer(t *testing.T) {
 }
 
 // An mcp.json made, edited or emptied while jean2 serve runs takes effect without a
-// restart: the server's tools join the list under mcp__<server>__<tool> and can be run, and
-// leave it when the entry goes.
+// restart: the server's tools join the list under mcp__<server>__<tool>, and leave it when
+// the entry goes. The peer is a Go SDK server over streamable HTTP, so what is tested is
+// the reload, not how a stdio server is started.
 func TestServeAppliesAnEditedMCPConfig(t *testing.T) {
 	c := newCLI(t)
-	server := filepath.Join(mcpScripts(t), "server.mjs")
+	peer := mcp.NewServer(&mcp.Implementation{Name: "peer", Version: "1"}, nil)
+	for _, name := range []string{"add", "read_file"} {
+		peer.AddTool(&mcp.Tool{Name: name, Description: "A peer tool.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+			})
+	}
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return peer }, nil))
+	defer ts.Close()
 	s := startServe(t, c, nil)
 	names := func() map[string]string {
 		var list struct {
@@ -587,14 +601,14 @@ func TestServeAppliesAnEditedMCPConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(map[string]any{"mcpServers": map[string]any{"ts": map[string]any{"command": "node", "args": []string{server}}}})
-	got := waitTools("the server added", func(m map[string]string) bool { _, ok := m["mcp__ts__add"]; return ok })
+	write(map[string]any{"mcpServers": map[string]any{"ts": map[string]any{"url": ts.URL}}})
+	got := waitTools("the server added", func(m map[string]string) bool { _, ok := m["mcp__ts__read_file"]; return ok })
 	// The built-ins keep their names; the imported ones never sit beside them unprefixed.
 	if _, ok := got["read-file"]; !ok {
 		t.Errorf("read-file is gone: %v", got)
 	}
 	for name := range got {
-		if name == "add" || name == "shout" {
+		if name == "add" || name == "read_file" {
 			t.Errorf("an imported tool under its bare name %s", name)
 		}
 	}
