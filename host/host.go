@@ -39,6 +39,9 @@ type Options struct {
 	// Sources supply tools from elsewhere (MCP servers); they follow folder tools and are
 	// prefixed with the source's name on a clash.
 	Sources []ToolSource
+	// SourceSets supply sources that may come and go while the host runs (the servers of an
+	// mcp.json edited then): each reload lists them as they are then, after Sources.
+	SourceSets []SourceSet
 	// RuntimePreference is JEAN2_RUNTIME: "node", "bun" or "" (Node when installed, else Bun).
 	RuntimePreference string
 	// BunPath and NodePath point at runtimes outside PATH (tests use them).

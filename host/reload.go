@@ -176,7 +176,7 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 		next.folders[f.Dir] = v
 		next.entries = append(next.entries, e)
 	}
-	for _, src := range h.opts.Sources {
+	for _, src := range h.sources() {
 		tools, err := src.Tools()
 		if err != nil {
 			e := Entry{Name: src.Name(), Kind: src.Kind(), Runtime: src.Kind(), Status: StatusError, Error: err.Error()}

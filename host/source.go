@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/jean2/jean2/tool"
 )
@@ -19,6 +20,21 @@ type ToolSource interface {
 	// Tools lists the source's tools now. An error means the source has none to offer
 	// (a server that failed to start): it is listed with that error.
 	Tools() ([]tool.Tool, error)
+}
+
+// SourceSet is a set of tool sources that changes while the host runs; its owner calls
+// Reload when it does.
+type SourceSet interface {
+	Sources() []ToolSource
+}
+
+// sources are the host's tool sources now: Options.Sources, then those of each SourceSet.
+func (h *Host) sources() []ToolSource {
+	out := h.opts.Sources
+	for _, set := range h.opts.SourceSets {
+		out = append(slices.Clip(out), set.Sources()...)
+	}
+	return out
 }
 
 // renamed serves a source's tool under another name (after a clash).

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -208,7 +209,7 @@ func TestServerLifecycle(t *testing.T) {
 	for _, tl := range tools {
 		byName[tl.Definition().Name] = tl
 	}
-	add, hi := byName["add"], byName["say_hi"]
+	add, hi := byName["mcp__peer__add"], byName["mcp__peer__say_hi"]
 	if add == nil || hi == nil || len(byName) != 4 {
 		t.Fatalf("tools %v", byName)
 	}
@@ -246,11 +247,11 @@ func TestServerLifecycle(t *testing.T) {
 	if r := run(t, hi, `{}`, nil); !r.Success || string(r.Result) != `"hi\nthere"` {
 		t.Fatalf("hi %+v", r)
 	}
-	if r := run(t, byName["fail"], `{}`, nil); r.Success || r.Error != "it broke" {
+	if r := run(t, byName["mcp__peer__fail"], `{}`, nil); r.Success || r.Error != "it broke" {
 		t.Fatalf("fail %+v", r)
 	}
 	// The definition's timeout ends the call, and the server's handler is cancelled.
-	if r := run(t, byName["slow"], `{}`, nil); r.Success || r.Error != "Tool execution timed out after 300ms" {
+	if r := run(t, byName["mcp__peer__slow"], `{}`, nil); r.Success || r.Error != "Tool execution timed out after 300ms" {
 		t.Fatalf("slow %+v", r)
 	}
 	select {
@@ -261,7 +262,7 @@ func TestServerLifecycle(t *testing.T) {
 	// Stop (the caller's context) is a cancellation too.
 	stop, stopNow := context.WithCancel(context.Background())
 	go func() { time.Sleep(50 * time.Millisecond); stopNow() }()
-	if r := byName["slow"].Execute(stop, tool.NewContext(tool.Context{}), json.RawMessage(`{}`)); r.Success || !strings.Contains(r.Error, "cancelled") {
+	if r := byName["mcp__peer__slow"].Execute(stop, tool.NewContext(tool.Context{}), json.RawMessage(`{}`)); r.Success || !strings.Contains(r.Error, "cancelled") {
 		t.Fatalf("stopped slow %+v", r)
 	}
 	select {
@@ -283,7 +284,7 @@ func TestServerLifecycle(t *testing.T) {
 		t.Fatalf("after list_changed: %v %v", again, err)
 	}
 	for _, tl := range again {
-		if tl.Definition().Name == "add" && tl != add {
+		if tl.Definition().Name == "mcp__peer__add" && tl != add {
 			t.Fatal("an unchanged tool was replaced")
 		}
 	}
@@ -303,10 +304,26 @@ func TestFromResult(t *testing.T) {
 	if r.Success || r.Error == "" {
 		t.Fatalf("%+v", r)
 	}
-	if got := toolName("a/b c"); got != "a_b_c" {
-		t.Fatal(got)
+}
+
+// Imported tools are namespaced by their server, in names every provider accepts
+// (^[A-Za-z0-9_-]{1,64}$), and two long names stay apart after the cut.
+func TestQualifiedName(t *testing.T) {
+	valid := regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	long := strings.Repeat("x", 80)
+	for _, tc := range []struct{ server, tool, want string }{
+		{"files", "read_file", "mcp__files__read_file"},
+		{"my server", "a/b.c", "mcp__my_server__a_b_c"},
+		{"s", "-x", "mcp__s__-x"},
+		{"s", long + "1", ""},
+		{"s", long + "2", ""},
+	} {
+		got := QualifiedName(tc.server, tc.tool)
+		if !valid.MatchString(got) || (tc.want != "" && got != tc.want) {
+			t.Errorf("QualifiedName(%q, %q) = %q, want %q", tc.server, tc.tool, got, tc.want)
+		}
 	}
-	if got := toolName("-x"); got != "_-x" {
-		t.Fatal(got)
+	if QualifiedName("s", long+"1") == QualifiedName("s", long+"2") {
+		t.Error("two long names were cut to one")
 	}
 }

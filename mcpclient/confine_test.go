@@ -325,7 +325,7 @@ await server.connect(new StdioServerTransport());
 	defer cancel()
 	m.Start(ctx)
 	tools, err := m.Servers()[0].Tools()
-	if err != nil || len(tools) != 1 || tools[0].Definition().Name != "hello" {
+	if err != nil || len(tools) != 1 || tools[0].Definition().Name != "mcp__pkg__hello" {
 		t.Fatalf("tools/list of the confined npx server: %v %v", tools, err)
 	}
 	r := tools[0].Execute(ctx, nil, json.RawMessage(`{"who": "jean2"}`))

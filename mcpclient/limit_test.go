@@ -143,7 +143,7 @@ func TestHostileHTTPServerCannotFloodMemory(t *testing.T) {
 					t.Fatalf("the healthy server: %v", err)
 				}
 				for _, tl := range tools {
-					if tl.Definition().Name == "add" {
+					if tl.Definition().Name == "mcp__healthy__add" {
 						if r := run(t, tl, `{"A":2,"B":3}`, nil); !r.Success || !strings.Contains(string(r.Result), "5") {
 							t.Fatalf("the healthy server's call: %+v", r)
 						}

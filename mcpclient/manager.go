@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,14 +60,20 @@ type Confiner interface {
 
 var _ Confiner = (*host.MCPSandbox)(nil)
 
-// Manager runs the servers of a Config and hands their tools to the host.
+// Manager runs the servers of a Config and hands their tools to the host. Reload swaps in
+// another Config (an mcp.json edited while jean2 runs), keeping the servers it lists
+// unchanged connected.
 type Manager struct {
+	opts  Options
+	onAny atomic.Pointer[func()]
+	close sync.Once
+	after []func() // OnClose's
+
+	mu      sync.Mutex
 	servers []*Server
 	broken  []host.ToolSource
-	onAny   atomic.Pointer[func()]
-	close   sync.Once
-	after   []func() // OnClose's
-
+	started bool // Start ran: a server added by Reload connects at once
+	closed  bool
 }
 
 // New makes a manager for cfg. loadErr, the error of Load, lists each unusable file as a
@@ -90,40 +97,54 @@ func New(cfg Config, loadErr error, opts Options) *Manager {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	m := &Manager{}
+	m := &Manager{opts: opts, broken: brokenSources(loadErr)}
+	for _, c := range cfg.Servers {
+		m.servers = append(m.servers, m.newServer(c))
+	}
+	return m
+}
+
+// brokenSources lists each unusable file of loadErr as a source with its error.
+func brokenSources(loadErr error) []host.ToolSource {
+	var out []host.ToolSource
 	for _, e := range unwrapJoined(loadErr) {
 		var fe *FileError
 		if errors.As(e, &fe) {
-			m.broken = append(m.broken, brokenSource{name: "mcp.json:" + fe.File, err: fe})
+			out = append(out, brokenSource{name: "mcp.json:" + fe.File, err: fe})
 		} else {
-			m.broken = append(m.broken, brokenSource{name: "mcp.json", err: e})
+			out = append(out, brokenSource{name: "mcp.json", err: e})
 		}
 	}
-	for _, c := range cfg.Servers {
-		ctx, cancel := context.WithCancel(context.Background())
-		s := &Server{
-			cfg: c, getenv: opts.Getenv, log: opts.Logger, version: opts.Version,
-			tokens: opts.Tokens, signIn: opts.SignIn, elicit: opts.Elicit, roots: opts.Roots,
-			sandbox: opts.Sandbox, withheld: opts.Withheld,
-			minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff, maxLine: opts.MaxLineBytes,
-			stderr: &tail{}, err: fmt.Errorf("MCP server %s: not connected yet", c.Name),
-			ctx: ctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), wake: make(chan struct{}, 1),
-		}
-		s.changed = m.notify
-		m.servers = append(m.servers, s)
+	return out
+}
+
+// newServer makes the (not yet started) server of one entry.
+func (m *Manager) newServer(c ServerConfig) *Server {
+	opts := m.opts
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		cfg: c, getenv: opts.Getenv, log: opts.Logger, version: opts.Version,
+		tokens: opts.Tokens, signIn: opts.SignIn, elicit: opts.Elicit, roots: opts.Roots,
+		sandbox: opts.Sandbox, withheld: opts.Withheld,
+		minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff, maxLine: opts.MaxLineBytes,
+		stderr: &tail{}, err: fmt.Errorf("MCP server %s: not connected yet", c.Name),
+		ctx: ctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), wake: make(chan struct{}, 1),
 	}
-	return m
+	s.changed = m.notify
+	return s
 }
 
 // Start connects every server in the background and waits, up to ctx, for each one's first
 // attempt, so that a one-shot command sees the tools of the servers that came up.
 func (m *Manager) Start(ctx context.Context) {
-	for _, s := range m.servers {
-		if s.started.CompareAndSwap(false, true) {
-			go s.run()
-		}
+	m.mu.Lock()
+	m.started = true
+	servers := slices.Clone(m.servers)
+	m.mu.Unlock()
+	for _, s := range servers {
+		s.start()
 	}
-	for _, s := range m.servers {
+	for _, s := range servers {
 		select {
 		case <-s.ready:
 		case <-ctx.Done():
@@ -132,8 +153,18 @@ func (m *Manager) Start(ctx context.Context) {
 	}
 }
 
-// Sources are the servers (and unusable files) as host tool sources.
+// start connects the server in the background, once.
+func (s *Server) start() {
+	if s.started.CompareAndSwap(false, true) {
+		go s.run()
+	}
+}
+
+// Sources are the servers (and unusable files) as host tool sources, as of now: the
+// manager is a host.SourceSet, so a host lists the servers a Reload brought.
 func (m *Manager) Sources() []host.ToolSource {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	out := make([]host.ToolSource, 0, len(m.servers)+len(m.broken))
 	for _, s := range m.servers {
 		out = append(out, s)
@@ -141,8 +172,14 @@ func (m *Manager) Sources() []host.ToolSource {
 	return append(out, m.broken...)
 }
 
+var _ host.SourceSet = (*Manager)(nil)
+
 // Servers lists the managed servers.
-func (m *Manager) Servers() []*Server { return append([]*Server(nil), m.servers...) }
+func (m *Manager) Servers() []*Server {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.servers)
+}
 
 // OnChange sets what runs when a server's tools change: the host's Reload.
 func (m *Manager) OnChange(f func()) { m.onAny.Store(&f) }
@@ -157,7 +194,7 @@ func (m *Manager) notify() {
 // confined them). Not safe to call with Close.
 func (m *Manager) OnClose(f func()) { m.after = append(m.after, f) }
 
-// Close disconnects every server and stops their processes.
+// Close disconnects every server and stops their processes; a Reload after it does nothing.
 func (m *Manager) Close() {
 	m.close.Do(func() {
 		defer func() {
@@ -165,16 +202,24 @@ func (m *Manager) Close() {
 				f()
 			}
 		}()
-		var wg sync.WaitGroup
-		for _, s := range m.servers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.close()
-			}()
-		}
-		wg.Wait()
+		m.mu.Lock()
+		m.closed = true
+		servers := m.servers
+		m.mu.Unlock()
+		closeServers(servers)
 	})
+}
+
+func closeServers(servers []*Server) {
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.close()
+		}()
+	}
+	wg.Wait()
 }
 
 // brokenSource is an mcp.json that could not be used, listed with its error.

@@ -2,6 +2,8 @@ package mcpclient
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,7 +31,7 @@ func (t *remoteTool) Definition() tool.Definition { return t.def }
 // the model can read, the schemas and hints, and the server's call timeout.
 func (s *Server) definition(t *mcp.Tool) tool.Definition {
 	def := tool.Definition{
-		Name:        toolName(t.Name),
+		Name:        QualifiedName(s.cfg.Name, t.Name),
 		Title:       t.Title,
 		Description: t.Description,
 		Timeout:     s.cfg.Timeout,
@@ -59,22 +61,43 @@ func (s *Server) definition(t *mcp.Tool) tool.Definition {
 	return def
 }
 
-// toolName keeps the characters jean2 allows in a tool name and replaces the rest.
-func toolName(name string) string {
-	b := []byte(name)
+// MaxToolName is the longest name jean2 offers an MCP tool under: OpenAI and Gemini take
+// function names of at most 64 characters (Anthropic 128).
+const MaxToolName = 64
+
+// QualifiedName is the name jean2 offers the tool of an MCP server under, to the model, in
+// `jean2 tools list` and to its clients: mcp__<server>__<tool>, the form Claude Code uses.
+// The prefix keeps an imported tool from sitting beside a built-in under a near-identical
+// name (read_file next to read-file) and says where it comes from. Characters providers
+// refuse ([^A-Za-z0-9_-], the dot included: OpenAI refuses it) become '_'; a name over
+// MaxToolName is cut and ends with a hash of the whole, so two long names stay apart.
+func QualifiedName(server, tool string) string {
+	name := "mcp__" + safeToolChars(server) + "__" + safeToolChars(tool)
+	if len(name) <= MaxToolName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	suffix := "_" + hex.EncodeToString(sum[:4])
+	return name[:MaxToolName-len(suffix)] + suffix
+}
+
+// safeToolChars replaces the characters a provider refuses in a function name.
+func safeToolChars(s string) string {
+	b := []byte(s)
 	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
 			b[i] = '_'
 		}
 	}
-	if len(b) == 0 || b[0] == '-' || b[0] == '.' {
-		b = append([]byte{'_'}, b...)
-	}
-	if len(b) > 128 {
-		b = b[:128]
+	if len(b) == 0 {
+		return "_"
 	}
 	return string(b)
 }
+
+// Remote names the tool as its server does: the server's name in mcp.json and the tool's
+// own name, for a caller that names it differently (a workspace's, qualified further).
+func (t *remoteTool) Remote() (server, tool string) { return t.srv.cfg.Name, t.remote }
 
 // Execute calls the tool on the server. The call's timeout and the caller's cancellation
 // reach the server as notifications/cancelled.

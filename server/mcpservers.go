@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -58,7 +59,11 @@ type mcpSignIns struct {
 // workspaces' trusted .jean2/mcp.json, with the workspace each belongs to ("" for home).
 func (s *Server) mcpClientServers() (out []*mcpclient.Server, wsOf map[*mcpclient.Server]string) {
 	wsOf = map[*mcpclient.Server]string{}
-	for _, src := range s.cfg.Host.Sources {
+	sources := slices.Clone(s.cfg.Host.Sources)
+	for _, set := range s.cfg.Host.SourceSets {
+		sources = append(sources, set.Sources()...)
+	}
+	for _, src := range sources {
 		if ms, ok := src.(*mcpclient.Server); ok {
 			out = append(out, ms)
 		}

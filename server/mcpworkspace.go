@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"reflect"
@@ -49,9 +50,10 @@ func workspaceMCPFile(workspacePath string) string {
 // an untrusted one is listed as a problem saying what it wants to start and how to trust
 // it, and kept in untrusted for the web client's question (GET /api/workspaces/{id}/mcp-trust).
 //
-// Names: a tool keeps its own name unless another tool has it — one of the host's, or one
-// of another server or workspace — and then it is prefixed with its server's name, then
-// also its workspace's name, then its workspace's id, until it is unique.
+// Names: a tool is offered as mcpclient names it, mcp__<server>__<tool>, unless another
+// tool has that name — one of $JEAN2_HOME's servers, or of another workspace's server of
+// the same name — and then its workspace's name, then its workspace's id, joins the server's
+// (mcp__<workspace>_<server>__<tool>) until it is unique.
 type workspaceMCP struct {
 	opts   WorkspaceMCPOptions
 	client mcpclient.Options
@@ -295,29 +297,25 @@ type candidate struct {
 	level int // how much prefix its name needs (see offeredName)
 }
 
-// offeredName is the name c is offered under at its level.
-func (c candidate) offeredName() string {
-	base := c.inner.Definition().Name
-	switch c.level {
-	case 0:
-		return base
-	case 1:
-		return safeName(c.name + "_" + base)
-	case 2:
-		return safeName(c.srv.ws.Name + "_" + c.name + "_" + base)
-	}
-	return safeName(c.srv.ws.ID + "_" + c.name + "_" + base)
+// remoteNamed is a tool that knows its MCP server's name and its own there (mcpclient's).
+type remoteNamed interface {
+	Remote() (server, tool string)
 }
 
-// safeName keeps the characters model APIs allow in a tool name.
-func safeName(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			b[i] = '_'
-		}
+// offeredName is the name c is offered under at its level: mcpclient's
+// mcp__<server>__<tool>, then with the workspace's name, then its id, joined to the
+// server's, so that two workspaces' servers of one name stay apart.
+func (c candidate) offeredName() string {
+	base := c.inner.Definition().Name
+	r, ok := c.inner.(remoteNamed)
+	if c.level == 0 || !ok {
+		return base
 	}
-	return string(b)
+	server, remote := r.Remote()
+	if c.level == 1 {
+		return mcpclient.QualifiedName(c.srv.ws.Name+"_"+server, remote)
+	}
+	return mcpclient.QualifiedName(c.srv.ws.ID+"_"+server, remote)
 }
 
 // Tools lists the tools of every workspace's servers that are up, named apart from the
@@ -360,14 +358,14 @@ func (w *workspaceMCP) Tools() ([]tool.Tool, error) {
 		}
 	}
 	// Raise the level of every tool whose name clashes until none does.
-	for range 4 {
+	for range 3 {
 		count := map[string]int{}
 		for _, c := range cands {
 			count[c.offeredName()]++
 		}
 		clash := false
 		for i := range cands {
-			if n := cands[i].offeredName(); (count[n] > 1 || taken[n]) && cands[i].level < 3 {
+			if n := cands[i].offeredName(); (count[n] > 1 || taken[n]) && cands[i].level < 2 {
 				cands[i].level++
 				clash = true
 			}
@@ -500,6 +498,38 @@ func (s *scopedTools) RegistryFor(workspaceID string) *tool.Registry {
 	}
 	s.cache[workspaceID] = scopedRegistry{base: base, reg: reg, foreign: key}
 	return reg
+}
+
+// Invoke runs the call as the host does, except that a workspace's call never learns of
+// another workspace's MCP tools: one named is unknown to it, and an unknown tool's error
+// lists only the tools the workspace is offered.
+func (s *scopedTools) Invoke(ctx context.Context, call host.Call) host.Outcome {
+	if call.Workspace.ID == "" {
+		return s.Host.Invoke(ctx, call) // a call by folder: the tool checks the folder (wsTool)
+	}
+	foreign := s.w.foreign(call.Workspace.ID)
+	if len(foreign) == 0 {
+		return s.Host.Invoke(ctx, call)
+	}
+	if foreign[call.Tool] {
+		return host.Outcome{CallID: call.CallID, Tool: call.Tool, Result: tool.Result{Error: s.unknown(call)}.Normalize()}
+	}
+	out := s.Host.Invoke(ctx, call)
+	if !out.Result.Success && strings.HasPrefix(out.Result.Error, "unknown tool ") {
+		out.Result.Error = s.unknown(call)
+	}
+	return out
+}
+
+// unknown says the call's tool is unknown, naming the tools of the call's workspace.
+func (s *scopedTools) unknown(call host.Call) string {
+	defs := s.RegistryFor(call.Workspace.ID).List()
+	names := make([]string, len(defs))
+	for i, d := range defs {
+		names[i] = d.Name
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("unknown tool %q: available tools are %s", call.Tool, strings.Join(names, ", "))
 }
 
 // The harness narrows a session's offered tools through this; say at build time that it can.

@@ -111,7 +111,8 @@ func (f *fixture) waitTools(what, query string, cond func(map[string]toolView) b
 }
 
 // The MCP servers of a workspace's .jean2/mcp.json: their tools join the registry
-// (prefixed on a clash), run in that workspace's calls and turns and nowhere else; a
+// (as mcp__<server>__<tool>), run in that workspace's calls and turns and nowhere else (to
+// another workspace they are unknown, and never listed in its errors); a
 // server that fails is listed with its error and joins once it comes up; an edit of the
 // file and the workspace's deletion take its servers away.
 func TestWorkspaceMCPServers(t *testing.T) {
@@ -128,21 +129,21 @@ func TestWorkspaceMCPServers(t *testing.T) {
 	f.call("POST", "/api/workspaces", map[string]any{"path": folderB, "name": "beta"}, 201, &wsB)
 	f.trustMCP(wsA.ID)
 
-	// peer's tools join; both servers have write_note and lookup, so while late is down
-	// only the folder tool's name is taken; late is listed with why it offers nothing.
+	// peer's tools join under their server's namespace, never beside the folder tool of the
+	// same name; late is listed with why it offers nothing.
 	tools := f.waitTools("peer's tools and late's error", "", func(m map[string]toolView) bool {
-		return m["lookup"].Status == host.StatusOK && m["mcp:late"].Status == host.StatusError && strings.Contains(m["mcp:late"].Error, "retrying in")
+		return m["mcp__peer__lookup"].Status == host.StatusOK && m["mcp:late"].Status == host.StatusError && strings.Contains(m["mcp:late"].Error, "retrying in")
 	})
-	if lk := tools["lookup"]; lk.WorkspaceID != wsA.ID || lk.MCPServer != "peer" || lk.Kind != "mcp" {
+	if lk := tools["mcp__peer__lookup"]; lk.WorkspaceID != wsA.ID || lk.MCPServer != "peer" || lk.Kind != "mcp" {
 		t.Errorf("lookup listed as %+v", lk)
 	}
-	if pw := tools["peer_write_note"]; pw.WorkspaceID != wsA.ID || tools["write_note"].WorkspaceID != "" {
-		t.Errorf("the clashing write_note: peer's %+v, the folder's %+v", pw, tools["write_note"])
+	if pw := tools["mcp__peer__write_note"]; pw.WorkspaceID != wsA.ID || tools["write_note"].WorkspaceID != "" || tools["lookup"].Name != "" {
+		t.Errorf("write_note: peer's %+v, the folder's %+v", pw, tools["write_note"])
 	}
 	if lt := tools["mcp:late"]; lt.WorkspaceID != wsA.ID || !strings.Contains(lt.Error, "retrying in") {
 		t.Errorf("the server that is down: %+v", lt)
 	}
-	if onlyB := f.toolsOf("?workspaceId=" + wsB.ID); onlyB["lookup"].Name != "" || onlyB["mcp:late"].Name != "" || onlyB["write_note"].Name == "" {
+	if onlyB := f.toolsOf("?workspaceId=" + wsB.ID); onlyB["mcp__peer__lookup"].Name != "" || onlyB["mcp:late"].Name != "" || onlyB["write_note"].Name == "" {
 		t.Errorf("workspace beta's list shows alpha's servers or lacks the folder tools: %v", onlyB)
 	}
 
@@ -154,30 +155,39 @@ func TestWorkspaceMCPServers(t *testing.T) {
 			Error   string
 		}
 	}
-	f.call("POST", "/api/tools/lookup/run", map[string]any{"args": map[string]any{"key": "k"}, "workspaceId": wsA.ID}, 200, &out)
+	f.call("POST", "/api/tools/mcp__peer__lookup/run", map[string]any{"args": map[string]any{"key": "k"}, "workspaceId": wsA.ID}, 200, &out)
 	if !out.Result.Success || !strings.Contains(string(out.Result.Result), "peer:k") {
 		t.Fatalf("lookup in alpha: %+v", out.Result)
 	}
-	f.call("POST", "/api/tools/lookup/run", map[string]any{"args": map[string]any{"key": "k"}, "workspaceId": wsB.ID}, 200, &out)
-	if out.Result.Success || !strings.Contains(out.Result.Error, "alpha") {
-		t.Fatalf("lookup in beta: %+v", out.Result)
+	// In beta, alpha's tool is unknown, and the error lists beta's tools, not alpha's.
+	f.call("POST", "/api/tools/mcp__peer__lookup/run", map[string]any{"args": map[string]any{"key": "k"}, "workspaceId": wsB.ID}, 200, &out)
+	if e := out.Result.Error; out.Result.Success || !strings.HasPrefix(e, `unknown tool "mcp__peer__lookup": available tools are `) ||
+		!strings.Contains(e, "write_note") || strings.Contains(e, "mcp__peer__write_note") || strings.Contains(e, "alpha") {
+		t.Errorf("lookup in beta: %+v", out.Result)
 	}
 	// The harness's view: alpha's sessions are offered lookup, beta's are not.
 	scoped := &scopedTools{Host: f.srv.host, w: f.srv.wsMCP}
-	if _, ok := scoped.RegistryFor(wsA.ID).Lookup("lookup"); !ok {
+	if _, ok := scoped.RegistryFor(wsA.ID).Lookup("mcp__peer__lookup"); !ok {
 		t.Error("alpha's registry lacks lookup")
 	}
-	if _, ok := scoped.RegistryFor(wsB.ID).Lookup("lookup"); ok {
+	if _, ok := scoped.RegistryFor(wsB.ID).Lookup("mcp__peer__lookup"); ok {
 		t.Error("beta's registry offers alpha's lookup")
 	}
 	if _, ok := scoped.RegistryFor(wsB.ID).Lookup("write_note"); !ok {
 		t.Error("beta's registry lacks the folder tools")
 	}
+	// What the model of a beta session is told when it names a tool beta does not have.
+	for _, name := range []string{"mcp__peer__lookup", "read_file"} {
+		res := scoped.Invoke(context.Background(), host.Call{Tool: name, Args: json.RawMessage(`{}`), Workspace: host.Workspace{ID: wsB.ID, Path: folderB}})
+		if e := res.Result.Error; res.Result.Success || !strings.HasPrefix(e, "unknown tool") || !strings.Contains(e, "write_note") || strings.Contains(e, "mcp__peer__write_note") {
+			t.Errorf("%s in a beta turn: %+v", name, res.Result)
+		}
+	}
 
 	// A turn in alpha calls the tool.
 	var ses sessionView
 	f.call("POST", "/api/workspaces/"+wsA.ID+"/sessions", map[string]any{"title": "alpha"}, 201, &ses)
-	f.fake.Push(providertest.OpenAIToolCall("test-model", "call_1", "lookup", `{"key":"turn"}`), providertest.OpenAIText("test-model", "found"))
+	f.fake.Push(providertest.OpenAIToolCall("test-model", "call_1", "mcp__peer__lookup", `{"key":"turn"}`), providertest.OpenAIText("test-model", "found"))
 	sock := f.dial("/api/sessions/"+ses.ID+"/ws", nil)
 	f.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "look it up"}, 202, nil)
 	fin, before := sock.until("turn.finished", 60*time.Second)
@@ -194,23 +204,23 @@ func TestWorkspaceMCPServers(t *testing.T) {
 		t.Errorf("no completed lookup with peer's answer among %s", types(before))
 	}
 
-	// late comes up: retried, its tools join, prefixed apart from peer's.
+	// late comes up: retried, its tools join, in their own namespace apart from peer's.
 	late.down.Store(false)
-	tools = f.waitTools("late's tools", "", func(m map[string]toolView) bool { return m["late_lookup"].Status == host.StatusOK })
-	if tools["peer_lookup"].MCPServer != "peer" || tools["mcp:late"].Name != "" || tools["late_write_note"].WorkspaceID != wsA.ID {
+	tools = f.waitTools("late's tools", "", func(m map[string]toolView) bool { return m["mcp__late__lookup"].Status == host.StatusOK })
+	if tools["mcp__peer__lookup"].MCPServer != "peer" || tools["mcp:late"].Name != "" || tools["mcp__late__write_note"].WorkspaceID != wsA.ID {
 		t.Errorf("after late came up: %v", tools)
 	}
 
-	// The file loses late: its tools go, peer's take their own names back.
+	// The file loses late: its tools go, peer's stay.
 	writeMCPJSON(t, folderA, map[string]string{"peer": peer.url})
 	f.trustMCP(wsA.ID)
 	f.waitTools("late's tools to go", "", func(m map[string]toolView) bool {
-		return m["late_lookup"].Name == "" && m["lookup"].MCPServer == "peer"
+		return m["mcp__late__lookup"].Name == "" && m["mcp__peer__lookup"].MCPServer == "peer"
 	})
 	// Deleting the workspace stops its servers.
 	f.call("DELETE", "/api/workspaces/"+wsA.ID, nil, 204, nil)
 	f.waitTools("alpha's tools to go", "", func(m map[string]toolView) bool {
-		return m["lookup"].Name == "" && m["peer_write_note"].Name == ""
+		return m["mcp__peer__lookup"].Name == "" && m["mcp__peer__write_note"].Name == ""
 	})
 }
 

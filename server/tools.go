@@ -203,7 +203,8 @@ func (s *Server) runTool(w http.ResponseWriter, r *http.Request) error {
 	defer stop()
 	progress := s.streamRunProgress(call.SessionID, runProgressPayload{CallID: call.CallID, Tool: name, Ref: b.Ref})
 	call.Progress = progress.report
-	out := s.host.Invoke(ctx, call)
+	// Scoped: a run in one workspace does not learn another's MCP tools.
+	out := (&scopedTools{Host: s.host, w: s.wsMCP}).Invoke(ctx, call)
 	progress.finish(runFinishedPayload{CallID: call.CallID, Tool: name, Ref: b.Ref, Success: out.Result.Success,
 		Error: out.Result.Error, DurationMs: durationMs(out.Duration)})
 	writeJSON(w, http.StatusOK, outcomeView{Outcome: out, DurationMs: durationMs(out.Duration)})

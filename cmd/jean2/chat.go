@@ -186,7 +186,7 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*chat.Local
 	}
 	srv, err := server.Open(ctx, server.Config{
 		Host: host.Options{
-			Layout: layout, Sandbox: sb, Sources: clients.Sources(), Builtins: builtinTools, DisabledBuiltins: disabledBuiltins, Limits: limits,
+			Layout: layout, Sandbox: sb, SourceSets: []host.SourceSet{clients}, Builtins: builtinTools, DisabledBuiltins: disabledBuiltins, Limits: limits,
 			RuntimePreference: e.getenv("JEAN2_RUNTIME"), BunPath: e.getenv("JEAN2_BUN"), NodePath: e.getenv("JEAN2_NODE"),
 			Logger: log,
 		},
@@ -205,11 +205,14 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*chat.Local
 	mu.Lock()
 	live = srv
 	mu.Unlock()
+	// The chat's own server lives as long as the chat: it takes edits of mcp.json too.
+	stopWatch := watchMCPConfig(context.Background(), e, clients)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), localServerWait)
 		defer cancel()
 		_ = srv.Close(cctx)
+		stopWatch()
 		clients.Close()
 		return nil, fmt.Errorf("listen on a loopback port: %w", err)
 	}
@@ -245,6 +248,7 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*chat.Local
 			_ = hs.Shutdown(cctx)
 			_ = hs.Close()
 			<-served
+			stopWatch()
 			clients.Close()
 		},
 	}, nil

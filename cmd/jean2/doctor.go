@@ -17,6 +17,7 @@ import (
 
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/loader"
+	"github.com/jean2/jean2/provider"
 	"github.com/jean2/jean2/runtime/gotool"
 	"github.com/jean2/jean2/runtime/node"
 	"github.com/jean2/jean2/sandbox"
@@ -42,7 +43,7 @@ type doctorReport struct {
 
 const doctorUsage = `Usage: jean2 doctor [--json]
 
-Check the runtimes, the sandbox and jean2's folders; exit 1 when something needed is missing.
+Check the runtimes, the sandbox, the model providers and jean2's folders; exit 1 when something needed is missing.
 `
 
 // doctor reports the set-up: jean2's folders and whether they are writable, the runtimes
@@ -82,6 +83,8 @@ func doctor(ctx context.Context, e env, args []string) error {
 		}
 		add(d.name, checkOK, "%s", detail)
 	}
+
+	rep.Checks = append(rep.Checks, providersCheck(layout.Home, e.getenv))
 
 	nodeRT, nodeErr := node.Detect(node.DetectOptions{Preference: node.KindNode, NodePath: e.getenv("JEAN2_NODE")})
 	bunRT, bunErr := node.Detect(node.DetectOptions{Preference: node.KindBun, BunPath: e.getenv("JEAN2_BUN")})
@@ -189,6 +192,20 @@ func doctor(ctx context.Context, e env, args []string) error {
 	}
 	add("worker places", checkOK, "workers may write only the call's workspace, its allowed paths and the workspace's folder under %s", filepath.Join(layout.Temp, "workspaces"))
 	return finishDoctor(e, rep, *asJSON)
+}
+
+// providersCheck reads the providers as jean2 serve does, so a providers.json that serve
+// would refuse fails here too; none configured is a warning (sessions cannot answer yet).
+func providersCheck(home string, getenv func(string) string) doctorCheck {
+	set, err := provider.Load(home, getenv)
+	if err != nil {
+		return doctorCheck{Name: "providers", Status: checkFail, Detail: fmt.Sprintf("%v (jean2 serve refuses to start with it; docs/providers.md)", err)}
+	}
+	lines := providerLines(set)
+	if len(set.Providers) == 0 {
+		return doctorCheck{Name: "providers", Status: checkWarn, Detail: strings.Join(lines, " ")}
+	}
+	return doctorCheck{Name: "providers", Status: checkOK, Detail: strings.Join(lines, "; ")}
 }
 
 // platformCheck is what doctor says of the system's own confinement outside Linux: on

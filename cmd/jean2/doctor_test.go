@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -60,5 +62,29 @@ func TestDoctorReportsWhatIsMissing(t *testing.T) {
 	_, stderr, code = c.runWith([]string{"JEAN2_SANDBOX=strict"}, "doctor")
 	if code != 1 || !strings.Contains(stderr, `sandbox mode "strict" is not known`) {
 		t.Fatalf("a bad mode: exit %d %s", code, stderr)
+	}
+}
+
+// jean2 serve refuses a providers.json it cannot read; doctor must say so too, not pass.
+func TestDoctorChecksProviders(t *testing.T) {
+	c := newCLI(t)
+	out, stderr, code := c.run("", "doctor")
+	if code != 0 {
+		t.Fatalf("no providers: exit %d %s", code, stderr)
+	}
+	if !strings.Contains(out, "providers") || !strings.Contains(out, "no model provider is configured") {
+		t.Errorf("no providers: the report does not say so:\n%s", out)
+	}
+	if err := os.WriteFile(filepath.Join(c.home, "providers.json"), []byte(`{"providers": {"x": {"kind": "nonsense"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = c.run("", "doctor")
+	if code != 1 || !strings.Contains(stderr, "providers: ") || !strings.Contains(stderr, "providers.json") {
+		t.Fatalf("an invalid providers.json: exit %d\n%s", code, stderr)
+	}
+	_ = os.Remove(filepath.Join(c.home, "providers.json"))
+	out, _, code = c.runWith([]string{"OPENAI_API_KEY=sk-test", "OPENAI_MODEL=gpt-4o"}, "doctor")
+	if code != 0 || !strings.Contains(out, "gpt-4o") {
+		t.Errorf("a provider from the environment: exit %d\n%s", code, out)
 	}
 }

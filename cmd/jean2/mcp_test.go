@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // mcpScripts copies the TypeScript SDK client and server scripts into a folder whose
@@ -252,12 +257,14 @@ func TestMCPImportTypeScriptServer(t *testing.T) {
 	for i, e := range entries {
 		byName[e.Name] = i
 	}
-	for _, name := range []string{"add", "shout", "env", "fail", "grow", "slow", "ping", "mcp_ts2_add", "mcp_ts2_slow", "mcp:broken"} {
+	// Imported tools are namespaced by their server: never beside the built-ins, and the
+	// workspace's second copy needs no other prefix.
+	for _, name := range []string{"mcp__ts__add", "mcp__ts__shout", "mcp__ts__env", "mcp__ts__fail", "mcp__ts__grow", "mcp__ts__slow", "mcp__ts__ping", "mcp__ts2__add", "mcp__ts2__slow", "mcp:broken"} {
 		if _, ok := byName[name]; !ok {
 			t.Fatalf("%s is not listed: %s", name, out)
 		}
 	}
-	add := entries[byName["add"]]
+	add := entries[byName["mcp__ts__add"]]
 	var schema bytes.Buffer
 	if add.Definition != nil {
 		_ = json.Compact(&schema, add.Definition.InputSchema)
@@ -270,22 +277,22 @@ func TestMCPImportTypeScriptServer(t *testing.T) {
 		t.Fatalf("broken server: %+v", b)
 	}
 
-	out, stderr, code = c.run("", "tools", "run", "add", "--input", `{"a":2,"b":3}`)
+	out, stderr, code = c.run("", "tools", "run", "mcp__ts__add", "--input", `{"a":2,"b":3}`)
 	if code != 0 || !strings.Contains(out, `"sum": 5`) {
 		t.Fatalf("run add: exit %d %s %s", code, out, stderr)
 	}
-	out, _, code = c.run("", "tools", "run", "fail")
+	out, _, code = c.run("", "tools", "run", "mcp__ts__fail")
 	if code != 1 || !strings.Contains(out, `"error": "it broke"`) {
 		t.Fatalf("run fail: exit %d %s", code, out)
 	}
 	// Only PATH, HOME and the configured variables reach a stdio server.
-	out, _, code = c.run("", "tools", "run", "env")
+	out, _, code = c.run("", "tools", "run", "mcp__ts__env")
 	if code != 0 || !strings.Contains(out, `"result": "GREETING,HOME,JEAN2_MCP_NESTED,PATH"`) {
 		t.Fatalf("run env: exit %d %s", code, out)
 	}
 	// The server's timeout (1500 ms) ends the call, and the server hears the cancellation.
 	start := time.Now()
-	out, _, code = c.run("", "tools", "run", "mcp_ts2_slow")
+	out, _, code = c.run("", "tools", "run", "mcp__ts2__slow")
 	if code != 1 || !strings.Contains(out, "timed out after 1500ms") || time.Since(start) > 20*time.Second {
 		t.Fatalf("run slow: exit %d %s after %v", code, out, time.Since(start))
 	}
@@ -301,13 +308,13 @@ func TestMCPImportTypeScriptServer(t *testing.T) {
 		Grown     mcpResult `json:"grown"`
 	}
 	c.tsClient(scripts, "imported", &got)
-	if !slices.Contains(got.Tools, "add") || !slices.Contains(got.Tools, "mcp_ts2_shout") || slices.Contains(got.Tools, "grown") {
+	if !slices.Contains(got.Tools, "mcp__ts__add") || !slices.Contains(got.Tools, "mcp__ts2__shout") || slices.Contains(got.Tools, "mcp__ts__grown") {
 		t.Fatalf("re-exported tools: %v", got.Tools)
 	}
 	if got.Add.text() != `{"success":true,"result":{"sum":5}}` || string(got.Add.StructuredContent) != `{"sum":5}` {
 		t.Fatalf("add through jean2: %+v", got.Add)
 	}
-	if !slices.Contains(got.AfterGrow, "grown") || got.Grown.text() != `{"success":true,"result":"grown up"}` {
+	if !slices.Contains(got.AfterGrow, "mcp__ts__grown") || got.Grown.text() != `{"success":true,"result":"grown up"}` {
 		t.Fatalf("after grow: %v %s", got.AfterGrow, got.Grown.text())
 	}
 }
@@ -337,10 +344,10 @@ func TestMCPSelfImportDoesNotLoop(t *testing.T) {
 	}
 	_ = os.WriteFile(filepath.Join(c.ws, "a.txt"), []byte("one two"), 0o644)
 	out, stderr, code := c.run("", "tools", "list")
-	if code != 0 || !strings.Contains(out, "word-count ") || !strings.Contains(out, "mcp_self_word-count") || strings.Contains(out, "mcp_self_mcp_self") {
+	if code != 0 || !strings.Contains(out, "word-count ") || !strings.Contains(out, "mcp__self__word-count") || strings.Contains(out, "mcp__self__mcp__self") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
-	out, stderr, code = c.run("", "tools", "run", "mcp_self_word-count", "--input", `{"path":"a.txt"}`)
+	out, stderr, code = c.run("", "tools", "run", "mcp__self__word-count", "--input", `{"path":"a.txt"}`)
 	if code != 0 || !strings.Contains(out, `\"words\":2`) {
 		t.Fatalf("through the nested jean2: exit %d\n%s\n%s", code, out, stderr)
 	}
@@ -515,15 +522,15 @@ func TestMCPImportTaskServer(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(c.home, "mcp.json"), data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			out, stderr, code := c.run("", "tools", "run", "delay", "--input", `{"ms":300}`)
+			out, stderr, code := c.run("", "tools", "run", "mcp__tasks__delay", "--input", `{"ms":300}`)
 			if code != 0 || !strings.Contains(out, "waited 300 ms as task yes") {
 				t.Fatalf("run delay (a task): exit %d %s %s", code, out, stderr)
 			}
-			out, stderr, code = c.run("", "tools", "run", "plain")
+			out, stderr, code = c.run("", "tools", "run", "mcp__tasks__plain")
 			if code != 0 || !strings.Contains(out, "plain answer") {
 				t.Fatalf("run plain: exit %d %s %s", code, out, stderr)
 			}
-			out, stderr, code = c.run("", "tools", "run", "hang")
+			out, stderr, code = c.run("", "tools", "run", "mcp__tasks__hang")
 			if code == 0 {
 				t.Fatalf("run hang ended well: %s %s", out, stderr)
 			}
@@ -540,4 +547,71 @@ func TestMCPImportTaskServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An mcp.json made, edited or emptied while jean2 serve runs takes effect without a
+// restart: the server's tools join the list under mcp__<server>__<tool>, and leave it when
+// the entry goes. The peer is a Go SDK server over streamable HTTP, so what is tested is
+// the reload, not how a stdio server is started.
+func TestServeAppliesAnEditedMCPConfig(t *testing.T) {
+	c := newCLI(t)
+	peer := mcp.NewServer(&mcp.Implementation{Name: "peer", Version: "1"}, nil)
+	for _, name := range []string{"add", "read_file"} {
+		peer.AddTool(&mcp.Tool{Name: name, Description: "A peer tool.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+			})
+	}
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return peer }, nil))
+	defer ts.Close()
+	s := startServe(t, c, nil)
+	names := func() map[string]string {
+		var list struct {
+			Tools []struct{ Name, Status, Error string }
+		}
+		s.call("GET", "/api/tools", nil, 200, &list)
+		out := map[string]string{}
+		for _, tl := range list.Tools {
+			out[tl.Name] = tl.Status + " " + tl.Error
+		}
+		return out
+	}
+	waitTools := func(what string, ok func(map[string]string) bool) map[string]string {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			got := names()
+			if ok(got) {
+				return got
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the tools are %v\n%s", what, got, s.logs)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	if _, ok := names()["mcp__ts__add"]; ok {
+		t.Fatal("a tool before mcp.json exists")
+	}
+	file := filepath.Join(c.home, "mcp.json")
+	write := func(v any) {
+		t.Helper()
+		data, _ := json.Marshal(v)
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(map[string]any{"mcpServers": map[string]any{"ts": map[string]any{"url": ts.URL}}})
+	got := waitTools("the server added", func(m map[string]string) bool { _, ok := m["mcp__ts__read_file"]; return ok })
+	// The built-ins keep their names; the imported ones never sit beside them unprefixed.
+	if _, ok := got["read-file"]; !ok {
+		t.Errorf("read-file is gone: %v", got)
+	}
+	for name := range got {
+		if name == "add" || name == "read_file" {
+			t.Errorf("an imported tool under its bare name %s", name)
+		}
+	}
+	write(map[string]any{"mcpServers": map[string]any{}})
+	waitTools("the server removed", func(m map[string]string) bool { _, ok := m["mcp__ts__add"]; return !ok })
 }

@@ -87,6 +87,25 @@ func mcpSandbox(e env, layout host.Layout) (*host.MCPSandbox, error) {
 	return host.NewMCPSandbox(host.MCPSandboxOptions{Sandbox: opts, Layout: layout, Logger: cliLogger(e)}), nil
 }
 
+// watchMCPConfig applies the edits of $JEAN2_HOME/mcp.json to m (mcpclient.Manager.Watch)
+// until the returned stop is called: a long-running jean2 (serve, chat's own server) takes a
+// server added, removed or changed without a restart. A nested jean2 has no servers of its
+// own to watch.
+func watchMCPConfig(ctx context.Context, e env, m *mcpclient.Manager) (stop func()) {
+	layout, err := host.LayoutFromEnv(e.getenv)
+	if err != nil || e.getenv(mcpclient.NestedEnv) != "" {
+		return func() {}
+	}
+	file := filepath.Join(layout.Home, "mcp.json")
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.Watch(ctx, 0, func() (mcpclient.Config, error) { return mcpclient.Load(file) })
+	}()
+	return func() { cancel(); <-done }
+}
+
 // roots are the folders offered to MCP servers as roots: the workspace's, none without one.
 func roots(workspace string) []string {
 	if workspace == "" {

@@ -33,7 +33,7 @@ func TestMCPLoginLogout(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "Signed in to hosted") || !strings.Contains(stderr, "sign in at:") {
 		t.Fatalf("login: exit %d\n%s\n%s", code, out, stderr)
 	}
-	out, stderr, code = c.run("", "tools", "run", "hello", "--input", "{}")
+	out, stderr, code = c.run("", "tools", "run", "mcp__hosted__hello", "--input", "{}")
 	if code != 0 || !strings.Contains(out, "hi") {
 		t.Fatalf("the hosted tool after login: exit %d\n%s\n%s", code, out, stderr)
 	}

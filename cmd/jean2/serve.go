@@ -102,6 +102,7 @@ func serve(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer clients.Close()
+	defer watchMCPConfig(ctx, e, clients)()
 	log := cliLogger(e)
 	// An MCP server whose tools change reloads the host (tools.changed follows). A change
 	// while the server is being made is kept and applied once it exists.
@@ -132,7 +133,7 @@ func serve(ctx context.Context, e env, args []string) error {
 	}
 	srv, err := server.Open(ctx, server.Config{
 		Host: host.Options{
-			Layout: layout, Sandbox: sb, Sources: clients.Sources(), Builtins: builtinTools, DisabledBuiltins: disabledBuiltins, Limits: limits,
+			Layout: layout, Sandbox: sb, SourceSets: []host.SourceSet{clients}, Builtins: builtinTools, DisabledBuiltins: disabledBuiltins, Limits: limits,
 			RuntimePreference: e.getenv("JEAN2_RUNTIME"), BunPath: e.getenv("JEAN2_BUN"), NodePath: e.getenv("JEAN2_NODE"),
 			Logger: log,
 		},

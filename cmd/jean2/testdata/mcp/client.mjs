@@ -81,12 +81,12 @@ try {
     out.added = await client.callTool({ name: 'added', arguments: {} });
   } else if (scenario === 'imported') {
     out.tools = (await client.listTools()).tools.map((t) => t.name).sort();
-    out.add = await client.callTool({ name: 'add', arguments: { a: 2, b: 3 } });
+    out.add = await client.callTool({ name: 'mcp__ts__add', arguments: { a: 2, b: 3 } });
     const changed = nextListChange();
-    out.grow = await client.callTool({ name: 'grow', arguments: {} });
+    out.grow = await client.callTool({ name: 'mcp__ts__grow', arguments: {} });
     await withTimeout(changed, 20000, 'tools/list_changed after grow');
     out.afterGrow = (await client.listTools()).tools.map((t) => t.name).sort();
-    out.grown = await client.callTool({ name: 'grown', arguments: {} });
+    out.grown = await client.callTool({ name: 'mcp__ts__grown', arguments: {} });
   } else if (scenario === 'tasks') {
     // Tasks (2025-11-25) through the SDK's experimental client: the SDK asks for a task
     // by itself for tools listed with execution.taskSupport, and follows it to its result.
