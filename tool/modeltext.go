@@ -43,17 +43,19 @@ type jsonField struct {
 // textShaped makes the text of a text-shaped result (ModelText's rules); raw is valid JSON.
 func textShaped(raw json.RawMessage, summary string) ([]byte, bool) {
 	raw = bytes.TrimSpace(raw)
-	var header []jsonField
+	var room [8]jsonField // a result of a few fields scans without an allocation
+	var fields []jsonField
+	main := -1
 	var body []byte
 	switch raw[0] {
 	case '"':
 		body = raw[1 : len(raw)-1]
 	case '{':
-		fields, ok := scanFlatObject(raw)
+		var ok bool
+		fields, ok = scanFlatObject(raw, room[:0])
 		if !ok {
 			return nil, false
 		}
-		main := -1
 		for i, f := range fields {
 			if f.str && hasLineBreak(f.val) {
 				if main >= 0 {
@@ -66,17 +68,19 @@ func textShaped(raw json.RawMessage, summary string) ([]byte, bool) {
 			return nil, false
 		}
 		body = fields[main].val
-		header = append(fields[:main:main], fields[main+1:]...)
 	default:
 		return nil, false
 	}
-	out := make([]byte, 0, len(body)+len(summary)+48*len(header)+16)
+	out := make([]byte, 0, len(body)+len(summary)+48*len(fields)+16)
 	if summary != "" {
 		out = append(out, "summary: "...)
 		out = append(out, summary...)
 		out = append(out, '\n')
 	}
-	for _, f := range header {
+	for i, f := range fields {
+		if i == main {
+			continue
+		}
 		out = appendUnescaped(out, f.key)
 		out = append(out, ':', ' ')
 		if f.str {
@@ -94,8 +98,7 @@ func textShaped(raw json.RawMessage, summary string) ([]byte, bool) {
 
 // scanFlatObject splits a valid JSON object into its fields; false when a value is an
 // object or an array.
-func scanFlatObject(raw []byte) ([]jsonField, bool) {
-	fields := make([]jsonField, 0, 8)
+func scanFlatObject(raw []byte, fields []jsonField) ([]jsonField, bool) {
 	i := skipSpace(raw, 1)
 	if raw[i] == '}' {
 		return fields, true

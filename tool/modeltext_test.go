@@ -2,7 +2,9 @@ package tool_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/jean2/jean2/tool"
@@ -79,4 +81,31 @@ func TestModelTextAgreesWithEncodingJSON(t *testing.T) {
 			t.Errorf("%s: got %q, encoding/json %q, want %q", raw, got, std, want)
 		}
 	}
+}
+
+// BenchmarkModelTextReadFile is the model's text of read-file's result for a 100-line file:
+// what issue 24's text costs a read beside ModelJSON (BenchmarkModelJSONReadFile).
+func BenchmarkModelTextReadFile(b *testing.B) {
+	res := readFileResult()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = res.ModelText()
+	}
+}
+
+func BenchmarkModelJSONReadFile(b *testing.B) {
+	res := readFileResult()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = res.ModelJSON()
+	}
+}
+
+func readFileResult() tool.Result {
+	o := tool.NewObject(6000).OpenString("content")
+	for i := range 100 {
+		o.Append(fmt.Sprintf("%d: line %d of a file of a hundred lines\n", i+1, i))
+	}
+	return o.Append("\n(End of file - total 100 lines)").CloseString().String("revision", "sha256:"+strings.Repeat("ab", 32)).
+		Int("totalLines", 100).Int("offset", 1).Int("linesReturned", 100).Bool("truncated", false).Success()
 }
