@@ -112,3 +112,18 @@ func decode(t *testing.T, raw []byte, v any) {
 		t.Fatalf("decode %s: %v", raw, err)
 	}
 }
+
+// The model reads read-file's lines as text, its newlines not escaped, with the revision
+// (which edit and write-file take) on a header line above them (issue 24).
+func TestReadFileModelText(t *testing.T) {
+	e := newEnv(t)
+	e.write(map[string]string{"a.py": "def add(a, b):\n    return \"a\\n\" + b\n"})
+	out := e.call("read-file", `{"path":"a.py"}`)
+	var r struct{ Revision string }
+	decode(t, out.Result.Result, &r)
+	want := "revision: " + r.Revision + "\ntotalLines: 2\noffset: 1\nlinesReturned: 2\ntruncated: false\n\n" +
+		"1: def add(a, b):\n2:     return \"a\\n\" + b\n\n(End of file - total 2 lines)"
+	if !strings.HasPrefix(r.Revision, "sha256:") || out.ModelText != want {
+		t.Fatalf("model text:\n%s\nwant:\n%s", out.ModelText, want)
+	}
+}

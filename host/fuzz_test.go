@@ -80,8 +80,9 @@ func FuzzInvokeArguments(f *testing.F) {
 		before := ran.Load()
 		out := h.Invoke(context.Background(), host.Call{Tool: "fuzzed", Args: json.RawMessage(args), SessionID: "fuzz", Workspace: host.Workspace{Path: root}})
 		executed := ran.Load() > before
-		if !json.Valid([]byte(out.ModelText)) {
-			t.Fatalf("the model's text is not JSON: %q", out.ModelText)
+		// JSON, or the text of a text-shaped success (tool.Result.ModelText).
+		if text, isText := out.Result.ModelText(); string(text) != out.ModelText || !isText && !json.Valid(text) {
+			t.Fatalf("the model's text is neither JSON nor the result's text: %q", out.ModelText)
 		}
 		trimmed := strings.TrimSpace(string(args))
 		if trimmed == "" {

@@ -64,8 +64,8 @@ type Outcome struct {
 	Tool        string      `json:"tool"`
 	ToolVersion string      `json:"toolVersion,omitempty"`
 	Result      tool.Result `json:"result"` // normalized; the visualization is kept here for people
-	// ModelText is what the model sees: the result without its visualization, cut to a
-	// preview when it overflows.
+	// ModelText is what the model sees: the result without its visualization (as text when
+	// it is text, tool.Result.ModelText), cut to a preview when it overflows.
 	ModelText string    `json:"modelText"`
 	Overflow  *Overflow `json:"overflow,omitempty"`
 	// VisualizationError says why a visualization the tool returned was dropped.
@@ -168,10 +168,10 @@ func (h *Host) finishOutcome(out *Outcome, call Call) {
 			h.log.Warn("visualization dropped", "tool", call.Tool, "call", out.CallID, "error", err)
 		}
 	}
-	text := out.Result.ModelJSON()
+	text, isText := out.Result.ModelText()
 	if err := checkResultSize(h.sb.limits, call.Tool, out.CallID, len(text)); err != nil {
 		out.Result = tool.Result{Error: err.Error()}.Normalize()
-		text = out.Result.ModelJSON()
+		text, isText = out.Result.ModelJSON(), false
 	}
 	key, err := tempKey(call, out.CallID)
 	if err != nil {
@@ -183,7 +183,7 @@ func (h *Host) finishOutcome(out *Outcome, call Call) {
 		out.ModelText = string(text)
 		return
 	}
-	out.ModelText, out.Overflow, err = cutOverflow(text, h.layout.Temp, tempDir, out.CallID)
+	out.ModelText, out.Overflow, err = cutOverflow(text, isText, h.layout.Temp, tempDir, out.CallID)
 	if err != nil {
 		// Nothing is lost: the model gets the whole text when the file cannot be written.
 		h.log.Error("overflow file", "tool", call.Tool, "call", out.CallID, "error", err)

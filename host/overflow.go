@@ -9,7 +9,7 @@ import (
 	"github.com/jean2/jean2/internal/fsutil"
 )
 
-// Overflow rule of the guide (REFERENCE §7): a result whose JSON exceeds OverflowLimit
+// Overflow rule of the guide (REFERENCE §7): a result whose model text (JSON or text) exceeds OverflowLimit
 // characters is written whole to a file in the session's temporary folder, and the model gets
 // the first OverflowPreview characters and a note with the size and the path.
 const (
@@ -30,7 +30,7 @@ type Overflow struct {
 // hold a symlink under any name the tool can guess. So the file is made new, with a random
 // part in its name, relative to the folder opened without following links (fsutil.WriteNew);
 // a planted link is never written through.
-func cutOverflow(text []byte, tempRoot, tempDir, callID string) (string, *Overflow, error) {
+func cutOverflow(text []byte, isText bool, tempRoot, tempDir, callID string) (string, *Overflow, error) {
 	if len(text) <= OverflowLimit { // fewer bytes than the limit means fewer characters too
 		return owned(text), nil, nil
 	}
@@ -42,7 +42,11 @@ func cutOverflow(text []byte, tempRoot, tempDir, callID string) (string, *Overfl
 	if err != nil {
 		return "", nil, fmt.Errorf("overflowing result: session folder %s is not below %s", tempDir, tempRoot)
 	}
-	path, err := fsutil.WriteNew(tempRoot, rel, "tool-result-"+safeName(callID)+"-", ".json", text, 0o600)
+	ext := ".json"
+	if isText {
+		ext = ".txt"
+	}
+	path, err := fsutil.WriteNew(tempRoot, rel, "tool-result-"+safeName(callID)+"-", ext, text, 0o600)
 	if err != nil {
 		return "", nil, fmt.Errorf("write overflowing result in %s: %w", tempDir, err)
 	}
@@ -59,8 +63,8 @@ func cutOverflow(text []byte, tempRoot, tempDir, callID string) (string, *Overfl
 	return string(preview) + note, &Overflow{Path: path, Chars: n}, nil
 }
 
-// owned is text as a string without a copy. text is the model's JSON that finishOutcome
-// made for this outcome alone (tool.Result.ModelJSON's fresh buffer), which nothing writes
+// owned is text as a string without a copy. text is the model's text that finishOutcome
+// made for this outcome alone (tool.Result.ModelText's fresh buffer), which nothing writes
 // again: the string can share its bytes, as strings.Builder's does. A copy here was a
 // sixth of what a read-file call allocated.
 func owned(text []byte) string {

@@ -16,7 +16,8 @@
 //     token), the tool's log lines log notifications, and a client's cancellation aborts
 //     the call's signal.
 //
-// A result's text content is what a model would see (host.Outcome.ModelText, overflow cut
-// to a file); structuredContent carries the result when the definition has an output
-// schema; the visualization travels in _meta["jean2/visualization"].
+// A result's text content is what a model would see (host.Outcome.ModelText: the text of a
+// text-shaped result, else JSON; overflow cut to a file); structuredContent carries the
+// result when the definition has an output schema; the visualization travels in
+// _meta["jean2/visualization"].
 package mcpserver
