@@ -257,6 +257,19 @@ func drawViz(w io.Writer, st chatStyle, raw json.RawMessage, indent string) {
 		if decode(&n) && n.Message != "" {
 			v.line(st.dim(termtext.Line(n.Message)))
 		}
+	case tool.VizImages:
+		var im struct {
+			Images []struct {
+				MIMEType string `json:"mimeType"`
+				Data     string `json:"data"`
+			} `json:"images"`
+		}
+		if decode(&im) {
+			// A terminal draws no images: it says what there is, and where to see it.
+			for _, i := range im.Images {
+				v.line(st.dim(fmt.Sprintf("[%s image, %d bytes: shown in the web client]", termtext.Line(i.MIMEType), len(i.Data)*3/4-strings.Count(i.Data, "="))))
+			}
+		}
 	default:
 		v.line(st.dim(fmt.Sprintf("(a %q visualization, which the terminal does not draw)", termtext.Line(common.Type))))
 	}

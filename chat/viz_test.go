@@ -36,6 +36,8 @@ func TestDrawVizEveryType(t *testing.T) {
 		{"structured-response", `{"type":"structured-response","formatName":"Summary","data":{"ok":true,"items":[1,2]}}`,
 			[]string{"Summary", `"ok": true`, `"items": [`}},
 		{"none", `{"type":"none","message":"nothing to show"}`, []string{"nothing to show"}},
+		{"images", `{"type":"images","images":[{"mimeType":"image/png","data":"iVBORw0KGgo="}],"omitted":0}`,
+			[]string{"[image/png image, 8 bytes: shown in the web client]"}},
 		{"title and unknown type", `{"type":"sparkles","title":"Shiny"}`, []string{"Shiny", `(a "sparkles" visualization, which the terminal does not draw)`}},
 		{"escape sequences are shown, not run", `{"type":"none","message":"\u001b[2Jcleared"}`, []string{`\u001b[2Jcleared`}},
 	}

@@ -205,5 +205,9 @@ func fromResult(res *mcp.CallToolResult) tool.Result {
 			out.Visualization = raw
 		}
 	}
+	if out.Visualization == nil {
+		// The server drew nothing itself: its images are shown in the tool card.
+		out.Visualization = imagesVisualization(res.Content)
+	}
 	return out
 }

@@ -444,27 +444,38 @@ func (f File) configs(source string, getenv func(string) string) ([]Config, erro
 
 // Load returns the providers configured for a jean2 home: those of home/providers.json
 // first, then those of the environment (FromEnv) whose names the file does not use. The
-// default is the file's "default", else JEAN2_PROVIDER, else the first provider.
+// default is the file's "default", else JEAN2_PROVIDER, else the environment's first
+// provider, else the file's first. The environment comes before the file's entries because
+// entries are added to the file (through the API) after the server started with its
+// environment: adding one must not silently make it the default.
 func Load(home string, getenv func(string) string) (Set, error) {
 	f, cfgs, err := ReadFile(filepath.Join(home, FileName), getenv)
 	if err != nil {
 		return Set{}, err
 	}
 	set := Set{Providers: cfgs, Default: f.Default}
+	firstEnv := ""
 	for _, c := range FromEnv(getenv) {
 		if _, taken := set.Lookup(c.Name); !taken {
 			set.Providers = append(set.Providers, c)
+			if firstEnv == "" {
+				firstEnv = c.Name
+			}
 		}
 	}
-	if set.Default == "" {
-		if name := strings.TrimSpace(getenv("JEAN2_PROVIDER")); name != "" {
-			if _, ok := set.Lookup(name); !ok {
-				return Set{}, fmt.Errorf("JEAN2_PROVIDER names %q, which is not configured", name)
-			}
-			set.Default = name
-		} else if len(set.Providers) > 0 {
-			set.Default = set.Providers[0].Name
+	if set.Default != "" {
+		return set, nil
+	}
+	switch name := strings.TrimSpace(getenv("JEAN2_PROVIDER")); {
+	case name != "":
+		if _, ok := set.Lookup(name); !ok {
+			return Set{}, fmt.Errorf("JEAN2_PROVIDER names %q, which is not configured", name)
 		}
+		set.Default = name
+	case firstEnv != "":
+		set.Default = firstEnv
+	case len(set.Providers) > 0:
+		set.Default = set.Providers[0].Name
 	}
 	return set, nil
 }

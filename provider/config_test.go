@@ -105,6 +105,31 @@ func TestLoadFileAndEnvironment(t *testing.T) {
 	}
 }
 
+// Adding a provider to providers.json without naming a default never takes the default
+// from the environment's provider, and adding one after the file's first keeps the first
+// (issue 24, point 12).
+func TestAddingAProviderKeepsTheDefault(t *testing.T) {
+	home := t.TempDir()
+	env := envOf(map[string]string{"OPENAI_API_KEY": "sk-env", "OPENAI_MODEL": "gpt-x"})
+	before, err := provider.Load(home, env)
+	if err != nil || before.Default != "openai" {
+		t.Fatalf("environment only: default %q, %v", before.Default, err)
+	}
+	writeFile(t, home, `{"providers": [{"name": "local", "kind": "openai", "baseUrl": "http://127.0.0.1:8080/v1", "model": "qwen"}]}`)
+	after, err := provider.Load(home, env)
+	if err != nil || after.Default != "openai" {
+		t.Fatalf("after adding local to providers.json the default is %q (%v), want the environment's openai as before", after.Default, err)
+	}
+	// No environment provider: the file's first stays the default as others are added.
+	other := t.TempDir()
+	writeFile(t, other, `{"providers": [{"name": "a", "kind": "openai", "baseUrl": "http://127.0.0.1:1/v1", "model": "m"}]}`)
+	writeFile(t, other, `{"providers": [{"name": "a", "kind": "openai", "baseUrl": "http://127.0.0.1:1/v1", "model": "m"},
+  {"name": "b", "kind": "openai", "baseUrl": "http://127.0.0.1:2/v1", "model": "m"}]}`)
+	if set, err := provider.Load(other, envOf(nil)); err != nil || set.Default != "a" {
+		t.Fatalf("file only, b added after a: default %q, %v", set.Default, err)
+	}
+}
+
 func writeFile(t *testing.T, home, content string) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(home, provider.FileName), []byte(content), 0o600); err != nil {

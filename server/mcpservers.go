@@ -103,20 +103,27 @@ func (s *Server) mcpServerView(ms *mcpclient.Server, workspaceID string, tokens 
 
 // getMCPServers answers GET /api/mcp/servers: every MCP server jean2 connects to and its state.
 func (s *Server) getMCPServers(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]any{"servers": s.mcpServerViews()})
+	return nil
+}
+
+// mcpServerViews are the rows of GET /api/mcp/servers: the running servers, then those of
+// $JEAN2_HOME/mcp.json not started yet, by workspace and name.
+func (s *Server) mcpServerViews() []mcpServerView {
 	servers, wsOf := s.mcpClientServers()
 	tokens := mcpclient.NewTokenStore(s.cfg.Host.Layout.Home)
 	views := []mcpServerView{}
 	for _, ms := range servers {
 		views = append(views, s.mcpServerView(ms, wsOf[ms], tokens))
 	}
+	views = append(views, s.notStartedMCP(views)...)
 	sort.Slice(views, func(i, j int) bool {
 		if views[i].WorkspaceID != views[j].WorkspaceID {
 			return views[i].WorkspaceID < views[j].WorkspaceID
 		}
 		return views[i].Name < views[j].Name
 	})
-	writeJSON(w, http.StatusOK, map[string]any{"servers": views})
-	return nil
+	return views
 }
 
 // findMCPServer is the server NAME of the workspace the request names (?workspaceId=, none

@@ -407,6 +407,12 @@ func (p *Providers) replace(ctx context.Context, req providersPut) error {
 		_ = provider.WriteFile(p.home, old)
 		return badRequest("%v", err)
 	}
+	if def == "" {
+		if set, err = p.holdDefault(ctx, &f, set); err != nil {
+			_ = provider.WriteFile(p.home, old)
+			return badRequest("%v", err)
+		}
+	}
 	if err := p.push(ctx); err != nil {
 		// The other instances would not see it: this one keeps what they have.
 		_ = provider.WriteFile(p.home, old)
@@ -415,6 +421,24 @@ func (p *Providers) replace(ctx context.Context, req providersPut) error {
 	p.set = set
 	p.built = map[string]provider.Provider{}
 	return nil
+}
+
+// holdDefault keeps the default there was when a PUT names none but its providers would
+// change it (a new entry put before the file's first, which was the default for want of
+// one named): the file then names the old default, so adding a provider never silently
+// makes it the default. set is what the file f just written loads as.
+func (p *Providers) holdDefault(ctx context.Context, f *provider.File, set provider.Set) (provider.Set, error) {
+	prev := p.set.Default
+	inFile := slices.ContainsFunc(f.Providers, func(e provider.FileEntry) bool { return e.Name == prev })
+	if prev == "" || set.Default == prev || !inFile {
+		// Unchanged, or dropped with its entry; one of the environment's stays by itself.
+		return set, nil
+	}
+	f.Default = prev
+	if err := provider.WriteFile(p.home, *f); err != nil {
+		return set, err
+	}
+	return p.load(ctx)
 }
 
 // fromEnvironment reports whether name is a provider the environment configures and the

@@ -132,3 +132,38 @@ func TestDefaultProviderFromEnvironment(t *testing.T) {
 		t.Fatalf("default after choosing local and a restart = %q", view.Default)
 	}
 }
+
+// Adding a provider without choosing a default keeps the default there was: the
+// environment's (the web client sends no default then: providers.json cannot name it), and
+// the file's first when an API client puts the new one in front (issue 24, point 12).
+func TestAddingAProviderKeepsTheDefault(t *testing.T) {
+	f := newFixture(t)
+	f.tools = nil
+	f.start()
+	local := map[string]any{"name": "local", "kind": "openai", "baseUrl": "http://127.0.0.1:9/v1", "apiKey": "sk-local", "model": "m"}
+	var view providersView
+	f.call("PUT", "/api/providers", map[string]any{"providers": []any{local}}, 200, &view)
+	if view.Default != "openai" || len(view.Providers) != 2 {
+		t.Fatalf("after adding local the default is %q (providers %+v), want the environment's openai as before", view.Default, view.Providers)
+	}
+
+	g := newFixture(t)
+	g.tools = nil
+	g.cfg.Getenv = func(string) string { return "" } // no provider from the environment
+	g.start()
+	a := map[string]any{"name": "a", "kind": "openai", "baseUrl": "http://127.0.0.1:9/v1", "apiKey": "sk-a", "model": "m"}
+	b := map[string]any{"name": "b", "kind": "openai", "baseUrl": "http://127.0.0.1:10/v1", "apiKey": "sk-b", "model": "m"}
+	g.call("PUT", "/api/providers", map[string]any{"providers": []any{a}}, 200, &view)
+	if view.Default != "a" {
+		t.Fatalf("the only provider is not the default: %q", view.Default)
+	}
+	g.call("PUT", "/api/providers", map[string]any{"providers": []any{b, a}}, 200, &view)
+	if view.Default != "a" {
+		t.Fatalf("after adding b in front the default is %q, want a as before", view.Default)
+	}
+	// Chosen, it changes.
+	g.call("PUT", "/api/providers", map[string]any{"default": "b", "providers": []any{b, a}}, 200, &view)
+	if view.Default != "b" {
+		t.Fatalf("after choosing b the default is %q", view.Default)
+	}
+}

@@ -497,6 +497,7 @@ func (s *Server) routes() http.Handler {
 	route("POST /api/workspaces/{id}/mcp-trust", s.postMCPTrust)
 	route("DELETE /api/workspaces/{id}/mcp-trust", s.deleteMCPTrust)
 	route("GET /api/mcp/servers", s.getMCPServers)
+	route("POST /api/mcp/servers", s.postMCPServer)
 	route("POST /api/mcp/servers/{name}/sign-in", s.postMCPSignIn)
 	route("DELETE /api/mcp/servers/{name}/sign-in", s.deleteMCPSignIn)
 	route("GET /api/mcp/servers/{name}/catalog", s.getMCPCatalog)

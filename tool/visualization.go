@@ -19,7 +19,14 @@ const (
 	VizTodoList           = "todo-list"
 	VizStructuredResponse = "structured-response"
 	VizNone               = "none"
+	// VizImages shows images: an MCP tool's image results (mcpclient), each base64 bytes of
+	// a type browsers draw safely.
+	VizImages = "images"
 )
+
+// ImageTypes are the media types an images visualization may carry: raster formats only
+// (an SVG could hold script).
+var ImageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 
 // field kinds used by the checker.
 type kind int
@@ -67,6 +74,7 @@ var vizRules = map[string]map[string]fieldRule{
 	VizTodoList:           {"items": {kind: kArray, required: true, check: eachObject(todoRules)}},
 	VizStructuredResponse: {"data": {kind: kAny, required: true}, "schema": {kind: kObject}, "formatName": {kind: kString}},
 	VizNone:               {"message": {kind: kString}},
+	VizImages:             {"images": {kind: kArray, required: true, check: eachObject(imageRules)}},
 }
 
 var (
@@ -92,6 +100,10 @@ var (
 	}
 	columnRules = map[string]fieldRule{
 		"key": {kind: kString, required: true}, "label": {kind: kString}, "width": {kind: kAny},
+	}
+	imageRules = map[string]fieldRule{
+		"mimeType": {kind: kString, required: true, enum: ImageTypes},
+		"data":     {kind: kString, required: true}, "alt": {kind: kString},
 	}
 	todoRules = map[string]fieldRule{
 		"content":  {kind: kString, required: true},
@@ -217,5 +229,5 @@ func eachObject(rules map[string]fieldRule) func(string, any) error {
 }
 
 func vizTypeNames() []string {
-	return []string{VizDiff, VizDiffs, VizCode, VizFileList, VizTable, VizMarkdown, VizShellOutput, VizTodoList, VizStructuredResponse, VizNone}
+	return []string{VizDiff, VizDiffs, VizCode, VizFileList, VizTable, VizMarkdown, VizShellOutput, VizTodoList, VizStructuredResponse, VizNone, VizImages}
 }

@@ -760,6 +760,12 @@ export interface NoneVisualization extends VisualizationBase {
   message?: string;
 }
 
+/** Images drawn for people: base64 bytes of a raster type (no SVG). */
+export interface ImagesVisualization extends VisualizationBase {
+  type: 'images';
+  images: { mimeType: 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp'; data: string; alt?: string }[];
+}
+
 export type Visualization =
   | DiffVisualization
   | DiffsVisualization
@@ -770,7 +776,8 @@ export type Visualization =
   | ShellOutputVisualization
   | TodoListVisualization
   | StructuredResponseVisualization
-  | NoneVisualization;
+  | NoneVisualization
+  | ImagesVisualization;
 
 export type VisualizationType = Visualization['type'];
 

@@ -2,11 +2,14 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -155,4 +158,65 @@ func TestAttachMCPResource(t *testing.T) {
 	}
 	f.waitText(".message.assistant", "It greets you.")
 	f.waitText(".message.user .part-resource", "note://readme")
+}
+
+// TestAddMCPServerForm: Settings → MCP servers → "Add MCP server" opens a form; a mistake
+// is said in words in the form (a name already used, an environment line without "=");
+// a stdio server with arguments, environment and hosts is written to $JEAN2_HOME/mcp.json
+// and listed, and an HTTP server by its URL (issue 24, point 13).
+func TestAddMCPServerForm(t *testing.T) {
+	f := newFixture(t)
+	file := filepath.Join(f.home, "mcp.json")
+	if err := os.WriteFile(file, []byte(`{"mcpServers": {"taken": {"url": "https://mcp.example.com/mcp"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.open("#/settings")
+	f.waitText(`tr[data-server="taken"]`, "not started")
+	f.clickText(".mcp-servers + .buttons", "Add MCP server")
+	f.waitJS("the form", `!!document.querySelector("dialog[open] #mcp-add-name")`)
+	if got := f.eval(`document.activeElement.id`); got != "mcp-add-name" {
+		t.Errorf("focus on %q, want the name field", got)
+	}
+	f.typeInto("#mcp-add-name", "taken")
+	f.typeInto("#mcp-add-command", "npx")
+	f.typeInto("#mcp-add-args", "-y\n@modelcontextprotocol/server-filesystem\n/tmp")
+	f.typeInto("#mcp-add-env", "DEBUG")
+	f.clickText("dialog[open]", "Add")
+	f.waitText(`dialog[open] .error`, "Environment line 1: write NAME=value.")
+	f.eval(`(() => { document.querySelector("#mcp-add-env").value = ""; return ""; })()`)
+	f.typeInto("#mcp-add-env", "DEBUG=1\nLANG=C.UTF-8")
+	f.typeInto("#mcp-add-network", "api.github.com")
+	f.clickText("dialog[open]", "Add")
+	f.waitText(`dialog[open] .error`, "already lists a server named taken; choose another name")
+	f.shot("mcp-add-form-error")
+	f.eval(`(() => { document.querySelector("#mcp-add-name").value = ""; return ""; })()`)
+	f.typeInto("#mcp-add-name", "files")
+	f.clickText("dialog[open]", "Add")
+	f.waitJS("the form closed", `!document.querySelector("dialog[open]")`)
+	f.waitText(`tr[data-server="files"]`, "not started")
+	f.waitText(`tr[data-server="files"] .mcp-error`, "connects when jean2 serve starts again")
+	f.shot("mcp-add-listed")
+
+	var written struct {
+		Servers map[string]mcpclient.ServerConfig `json:"mcpServers"`
+	}
+	data, _ := os.ReadFile(file)
+	if err := json.Unmarshal(data, &written); err != nil {
+		t.Fatal(err)
+	}
+	got := written.Servers["files"]
+	if got.Command != "npx" || strings.Join(got.Args, " ") != "-y @modelcontextprotocol/server-filesystem /tmp" ||
+		got.Env["DEBUG"] != "1" || got.Env["LANG"] != "C.UTF-8" || strings.Join(got.Network, ",") != "api.github.com" || written.Servers["taken"].URL == "" {
+		t.Fatalf("mcp.json: %s", data)
+	}
+
+	// An HTTP server: its URL only.
+	f.clickText(".mcp-servers + .buttons", "Add MCP server")
+	f.waitJS("the form", `!!document.querySelector("dialog[open] #mcp-add-name")`)
+	f.typeInto("#mcp-add-name", "web")
+	f.eval(`(() => { const k = document.querySelector("#mcp-add-kind"); k.value = "http"; k.dispatchEvent(new Event("change")); return ""; })()`)
+	f.waitJS("the URL field", `!document.querySelector(".mcp-add-http").hidden && document.querySelector(".mcp-add-stdio").hidden`)
+	f.typeInto("#mcp-add-url", "https://mcp.example.org/mcp")
+	f.clickText("dialog[open]", "Add")
+	f.waitText(`tr[data-server="web"]`, "https://mcp.example.org/mcp")
 }

@@ -222,6 +222,17 @@ func TestSettings(t *testing.T) {
 	if !found {
 		t.Errorf("the server's providers %+v lack local (anthropic, local-model, with a key)", providers.Providers)
 	}
+	// Adding a provider did not make it the default: the environment's openai still is
+	// (issue 24, point 12).
+	var view struct{ Default string }
+	f.api("GET", "/api/providers", nil, &view)
+	if view.Default != "openai" {
+		t.Errorf("after adding local the default is %q, want openai as before", view.Default)
+	}
+	f.waitText(`.providers tr[data-provider="openai"]`, "default")
+	if got := f.eval(`document.querySelector("#default-provider").value`); got != "openai" {
+		t.Errorf("the default picker shows %q", got)
+	}
 
 	f.eval(`(() => { document.querySelector("#set-auto").value = "medium"; return ""; })()`)
 	f.eval(`(() => { document.querySelector("#set-timeout").value = "120"; return ""; })()`)

@@ -142,6 +142,8 @@ const vizCases = {
   "todo-list": [{ type: "todo-list", items: [{ content: "write tests", status: "completed", priority: "high" }, { content: "ship it", status: "in_progress", priority: "low" }] }, ["write tests", "ship it", "high", "1/2 done"]],
   "structured-response": [{ type: "structured-response", formatName: "Person", data: { name: "Ada", langs: ["en", "fr"] }, schema: { type: "object" } }, ["Person", "Ada", "langs", "fr"]],
   none: [{ type: "none", message: "Nothing to draw here" }, ["Nothing to draw here"]],
+  images: [{ type: "images", omitted: 1, images: [{ mimeType: "image/png", data: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=" },
+    { mimeType: "image/svg+xml", data: "PHN2Zz4=" }] }, ["2 images", "cannot be shown: image/svg+xml", "1 more image not shown"]],
 };
 for (const [type, [viz, texts]] of Object.entries(vizCases)) {
   await test("viz " + type, () => {
@@ -151,6 +153,14 @@ for (const [type, [viz, texts]] of Object.entries(vizCases)) {
     ok(box.querySelector(`[data-viz-type="${type}"]`), `${type}: data-viz-type set`);
   });
 }
+
+await test("viz images: a raster image as a data URL, never an SVG", () => {
+  const box = mount(renderVisualization(vizCases.images[0]));
+  const imgs = box.querySelectorAll("img.viz-image");
+  eq(imgs.length, 1, "one image drawn");
+  ok(imgs[0].src.startsWith("data:image/png;base64,iVBOR"), "the PNG's data URL");
+  ok(imgs[0].alt, "the image has an alt text");
+});
 
 await test("viz details: diff colours and line numbers", () => {
   const box = mount(renderVisualization(vizCases.diff[0]));

@@ -5,7 +5,7 @@
 
 import { api, enc } from "./api.js";
 import { h, replace, safeURL } from "./dom.js";
-import { errorText, notify } from "./ui.js";
+import { errorText, notify, openDialog } from "./ui.js";
 
 const STATE_BADGE = { connected: "ok", "needs sign-in": "fail", error: "fail", connecting: "" };
 
@@ -13,7 +13,8 @@ const STATE_BADGE = { connected: "ok", "needs sign-in": "fail", error: "fail", c
 export function mcpServersSection() {
   const box = h("div", { class: "mcp-servers" });
   const section = h("section", { "aria-labelledby": "mcp-servers-title" },
-    h("h3", { id: "mcp-servers-title" }, "MCP servers"), box);
+    h("h3", { id: "mcp-servers-title" }, "MCP servers"), box,
+    h("div", { class: "buttons" }, h("button", { type: "button", class: "mcp-add", onclick: () => addServerDialog(load) }, "Add MCP server")));
   const catalogBox = h("div", { class: "mcp-catalog" });
   let timer = 0;
   const path = (s) => `/api/mcp/servers/${enc(s.name)}/sign-in` + (s.workspaceId ? `?workspaceId=${enc(s.workspaceId)}` : "");
@@ -41,7 +42,7 @@ export function mcpServersSection() {
           s.error ? h("div", { class: "muted small mcp-error" }, s.error) : null),
         h("td", null,
           s.state === "connected" ? h("button", { type: "button", class: "mcp-browse", onclick: () => browse(s) }, "Browse", h("span", { class: "sr-only" }, " " + s.name)) : null,
-          s.type === "stdio" ? null : [
+          s.type === "stdio" || s.state === "not started" ? null : [
             s.state !== "connected" || !s.signedIn ? h("button", { type: "button", class: "mcp-connect", onclick: () => connect(s) }, "Connect", h("span", { class: "sr-only" }, " " + s.name)) : null,
             s.signedIn ? h("button", { type: "button", class: "mcp-signout", onclick: () => signOut(s) }, "Sign out", h("span", { class: "sr-only" }, " " + s.name)) : null,
           ])))))),
@@ -114,4 +115,84 @@ export function mcpServersSection() {
 
   load();
   return section;
+}
+
+/** lines splits a textarea's value into its non-empty lines, trimmed. */
+const lines = (text) => text.split("\n").map((l) => l.trim()).filter(Boolean);
+
+/**
+ * addServerDialog is the "Add MCP server" form: a server that runs on this machine (a
+ * command, its arguments one per line, its environment as NAME=value lines, the hosts it may
+ * reach) or one on the web (its URL). The server checks it and writes $JEAN2_HOME/mcp.json
+ * (POST /api/mcp/servers); its words are shown when it refuses. reload refreshes the list.
+ */
+function addServerDialog(reload) {
+  const name = h("input", { type: "text", id: "mcp-add-name", required: true, autocomplete: "off", spellcheck: "false", placeholder: "files" });
+  const kind = h("select", { id: "mcp-add-kind" },
+    h("option", { value: "stdio" }, "a command on this machine (stdio)"), h("option", { value: "http" }, "a server on the web (HTTP)"));
+  const command = h("input", { type: "text", id: "mcp-add-command", spellcheck: "false", placeholder: "npx" });
+  const args = h("textarea", { id: "mcp-add-args", rows: 3, spellcheck: "false", placeholder: "-y\n@modelcontextprotocol/server-filesystem\n/tmp" });
+  const env = h("textarea", { id: "mcp-add-env", rows: 2, spellcheck: "false", placeholder: "DEBUG=1" });
+  const network = h("textarea", { id: "mcp-add-network", rows: 2, spellcheck: "false", placeholder: "api.github.com" });
+  const url = h("input", { type: "url", id: "mcp-add-url", spellcheck: "false", placeholder: "https://example.com/mcp" });
+  const err = h("p", { class: "error", role: "alert" });
+  const stdioPart = h("div", { class: "mcp-add-stdio" },
+    h("label", { for: "mcp-add-command" }, "Command"), command,
+    h("label", { for: "mcp-add-args" }, "Arguments, one per line"), args,
+    h("label", { for: "mcp-add-env" }, "Environment, one NAME=value per line"), env,
+    h("label", { for: "mcp-add-network" }, "Hosts it may reach, one per line (npx and uvx also reach their package registry)"), network,
+    h("p", { class: "muted small" }, "It runs confined: its own folders writable, the network only to these hosts."));
+  const httpPart = h("div", { class: "mcp-add-http", hidden: true }, h("label", { for: "mcp-add-url" }, "URL"), url);
+  kind.addEventListener("change", () => {
+    stdioPart.hidden = kind.value !== "stdio";
+    httpPart.hidden = kind.value === "stdio";
+  });
+  const form = h("form", {
+    onsubmit: async (e) => {
+      e.preventDefault();
+      const body = bodyOf();
+      if (typeof body === "string") {
+        replace(err, body);
+        return;
+      }
+      try {
+        const row = await api("POST", "/api/mcp/servers", body);
+        d.close();
+        notify(row.state === "not started" ? `Added ${row.name}. jean2 serve connects to it when it starts again.` : `Added ${row.name}.`);
+        reload();
+      } catch (er) {
+        replace(err, errorText(er));
+      }
+    },
+  },
+  h("label", { for: "mcp-add-name" }, "Name"), name,
+  h("label", { for: "mcp-add-kind" }, "Where it runs"), kind,
+  stdioPart, httpPart, err,
+  h("div", { class: "buttons" }, h("button", { type: "submit", class: "primary" }, "Add"), h("button", { type: "button", onclick: () => d.close() }, "Cancel")));
+  const d = openDialog("Add an MCP server", form);
+
+  // bodyOf is the request, or what to fix before sending it.
+  function bodyOf() {
+    const body = { name: name.value.trim() };
+    if (!body.name) return "Give the server a name.";
+    if (kind.value !== "stdio") {
+      if (!url.value.trim()) return "Give the server's URL.";
+      body.url = url.value.trim();
+      return body;
+    }
+    if (!command.value.trim()) return "Give the command that starts the server.";
+    body.command = command.value.trim();
+    const a = lines(args.value);
+    if (a.length) body.args = a;
+    const vars = {};
+    for (const [i, line] of lines(env.value).entries()) {
+      const eq = line.indexOf("=");
+      if (eq <= 0) return `Environment line ${i + 1}: write NAME=value.`;
+      vars[line.slice(0, eq).trim()] = line.slice(eq + 1);
+    }
+    if (Object.keys(vars).length) body.env = vars;
+    const hosts = lines(network.value);
+    if (hosts.length) body.network = hosts;
+    return body;
+  }
 }

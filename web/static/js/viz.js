@@ -19,6 +19,7 @@ const renderers = {
   "todo-list": renderTodos,
   "structured-response": renderStructured,
   none: (v) => h("p", { class: "viz-none" }, v.message || "Nothing to show."),
+  images: renderImages,
 };
 
 const defaultTitles = {
@@ -32,6 +33,7 @@ const defaultTitles = {
   "todo-list": (v) => `Todo list (${(v.items || []).filter((i) => i.status === "completed").length}/${(v.items || []).length} done)`,
   "structured-response": (v) => v.formatName || "Structured response",
   none: () => "",
+  images: (v) => plural((v.images || []).length, "image"),
 };
 
 /**
@@ -390,4 +392,24 @@ export function renderValue(value, depth) {
   }
   if (typeof value === "string") return h("span", { class: "value-string" }, value);
   return h("code", { class: "value-scalar" }, String(value));
+}
+
+// Raster types only: an SVG could carry script.
+const SHOWN_IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/** renderImages draws an images visualization (an MCP tool's image results). */
+function renderImages(v) {
+  const images = (v.images || []).map((im, i) => {
+    const alt = typeof im.alt === "string" && im.alt ? im.alt : `Image ${i + 1} of the result`;
+    if (!SHOWN_IMAGE_TYPES.includes(im.mimeType) || typeof im.data !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(im.data)) {
+      return h("p", { class: "muted small" }, `[an image that cannot be shown: ${im.mimeType || "no media type"}]`);
+    }
+    const img = h("img", { class: "viz-image", alt });
+    // Set here, not through h (whose src allows http, https and relative URLs only): a data
+    // URL of a checked raster type and base64 bytes can only be that image.
+    img.src = `data:${im.mimeType};base64,${im.data}`;
+    return img;
+  });
+  const omitted = Number(v.omitted) > 0 ? h("p", { class: "muted small" }, `${plural(Number(v.omitted), "more image")} not shown (too large, or of a type not drawn here).`) : null;
+  return h("div", { class: "viz-images" }, images, omitted);
 }
