@@ -61,12 +61,13 @@ func (s *Server) postMCPServer(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// pendingMCPView is a server $JEAN2_HOME/mcp.json lists that jean2 serve has not started:
+// pendingMCPView is a server $JEAN2_HOME/mcp.json lists that jean2 serve has not started
+// yet (it reads the file again every 2 s, mcpclient's watch):
 // it was added after the start.
 func (s *Server) pendingMCPView(name string) mcpServerView {
 	file := s.homeMCPFile()
 	v := mcpServerView{Name: name, File: file, State: "not started",
-		Error: "listed in " + file + " after jean2 serve started: it connects when jean2 serve starts again"}
+		Error: "listed in " + file + ": jean2 serve reads the file again within a few seconds and connects to it"}
 	cfg, _ := mcpclient.Load(file)
 	for _, c := range cfg.Servers {
 		if c.Name == name {

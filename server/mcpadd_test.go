@@ -23,7 +23,7 @@ func TestAddMCPServer(t *testing.T) {
 		"env": map[string]string{"DEBUG": "1"}, "network": []string{"registry.npmjs.org"}}
 	var row mcpServerView
 	f.call("POST", "/api/mcp/servers", add, 201, &row)
-	if row.Name != "files" || row.Type != "stdio" || row.State != "not started" || !strings.Contains(row.Error, "starts again") {
+	if row.Name != "files" || row.Type != "stdio" || row.State != "not started" || !strings.Contains(row.Error, "reads the file again") {
 		t.Fatalf("row of the added server = %+v", row)
 	}
 	fi, err := os.Stat(file)

@@ -194,7 +194,7 @@ func TestAddMCPServerForm(t *testing.T) {
 	f.clickText("dialog[open]", "Add")
 	f.waitJS("the form closed", `!document.querySelector("dialog[open]")`)
 	f.waitText(`tr[data-server="files"]`, "not started")
-	f.waitText(`tr[data-server="files"] .mcp-error`, "connects when jean2 serve starts again")
+	f.waitText(`tr[data-server="files"] .mcp-error`, "reads the file again within a few seconds")
 	f.shot("mcp-add-listed")
 
 	var written struct {

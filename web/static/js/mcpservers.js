@@ -158,7 +158,7 @@ function addServerDialog(reload) {
       try {
         const row = await api("POST", "/api/mcp/servers", body);
         d.close();
-        notify(row.state === "not started" ? `Added ${row.name}. jean2 serve connects to it when it starts again.` : `Added ${row.name}.`);
+        notify(row.state === "not started" ? `Added ${row.name}. jean2 connects to it in a few seconds.` : `Added ${row.name}.`);
         reload();
       } catch (er) {
         replace(err, errorText(er));
