@@ -330,10 +330,17 @@ func (t *turn) finish(reason, why string) {
 		} else {
 			pend = nil
 		}
-		if _, err := ut.File(t.wctx, t.h.opts.Store, target); err != nil {
+		// Fenced by the turn's lease, as its other writes.
+		err := t.ev.commit(t.wctx, ops{func(ctx context.Context, tx *store.Tx) ([]store.NewEvent, error) {
+			_, err := ut.FileIn(ctx, tx, target)
+			return nil, err
+		}})
+		if err == nil {
+			ut.Filed()
+		} else {
 			t.h.log.Error("file the turn's ledger with its undo record", "session", t.sessionID, "turn", t.id, "message", target, "error", err)
 			t.discard(ut)
-			if !errors.Is(err, store.ErrConflict) {
+			if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrLeaseLost) {
 				ledger = t.fileLedger(target, changes)
 			}
 		}

@@ -112,6 +112,10 @@ func TestClusterLeaseLostStopsTheTurn(t *testing.T) {
 	if evs, err := db.EventsAfter(ctx, ses.ID, running.Seq, 0); err != nil || len(evs) != 0 {
 		t.Fatalf("events A stored after losing its lease: %+v, %v", evs, err)
 	}
+	// Nor its turn's ledger or undo record (the sealing files them).
+	if ls, err := db.ListLedgers(ctx, ses.ID); err != nil || len(ls) != 0 {
+		t.Fatalf("ledgers A filed after losing its lease: %+v, %v", ls, err)
+	}
 	// The thief's lease is left alone: A released nothing it no longer held.
 	if l, err := db.LeaseOf(ctx, ses.ID); err != nil || l.InstanceID != "thief" {
 		t.Fatalf("lease after A's turn ended: %+v, %v", l, err)
