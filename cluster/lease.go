@@ -14,10 +14,11 @@ var _ harness.Leaser = (*Node)(nil)
 
 // lease is a lease this instance's harness holds.
 type lease struct {
-	n    *Node
-	sid  string
-	lost chan struct{}
-	once sync.Once
+	n     *Node
+	sid   string
+	epoch string // the acquisition's own value, which every write of its turn checks
+	lost  chan struct{}
+	once  sync.Once
 }
 
 func (l *lease) Lost() <-chan struct{} { return l.lost }
@@ -58,15 +59,33 @@ func (l *lease) ReleaseIn(ctx context.Context, tx *store.Tx) error {
 	return nil
 }
 
+// Fence checks within tx that the lease is still this acquisition's (harness.Lease): a
+// lease lost is marked so, which stops its turn, and tx must not commit.
+func (l *lease) Fence(ctx context.Context, tx *store.Tx) error {
+	err := tx.FenceLease(ctx, l.sid, l.n.id, l.epoch)
+	if errors.Is(err, store.ErrLeaseLost) {
+		n := l.n
+		n.mu.Lock()
+		if n.held[l.sid] == l {
+			delete(n.held, l.sid)
+		}
+		n.mu.Unlock()
+		n.log.Error("a write of a turn was refused: its lease was taken over by another instance", "session", l.sid, "epoch", l.epoch)
+		l.markLost()
+	}
+	return err
+}
+
 func (l *lease) markLost() { l.once.Do(func() { close(l.lost) }) }
 
 // AcquireLease claims the session for a turn (or a restore, a compaction) on this instance:
 // harness.Leaser.
 func (n *Node) AcquireLease(ctx context.Context, sessionID string) (harness.Lease, error) {
-	if _, err := n.db.AcquireLease(ctx, sessionID, n.id, "", n.ttl); err != nil {
+	got, err := n.db.AcquireLease(ctx, sessionID, n.id, "", n.ttl)
+	if err != nil {
 		return nil, err
 	}
-	l := &lease{n: n, sid: sessionID, lost: make(chan struct{})}
+	l := &lease{n: n, sid: sessionID, epoch: got.Epoch, lost: make(chan struct{})}
 	n.mu.Lock()
 	if prev := n.held[sessionID]; prev != nil {
 		prev.markLost() // not expected: the harness claims a session once at a time

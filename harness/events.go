@@ -186,7 +186,10 @@ type emitter struct {
 	pub       Publisher
 	sessionID string
 	log       *slog.Logger
-	mu        sync.Mutex
+	// fence, when set, runs first in every transaction: it refuses the writes of a turn
+	// whose lease was lost (Lease.Fence).
+	fence func(context.Context, *store.Tx) error
+	mu    sync.Mutex
 	// failed is set once a commit failed: the store may not hold what memory does.
 	failed atomic.Bool
 }
@@ -215,6 +218,12 @@ func (e *emitter) commit(ctx context.Context, o ops) error {
 	defer e.mu.Unlock()
 	var writeErr error
 	write := func(tx *store.Tx) ([]store.NewEvent, error) {
+		if e.fence != nil {
+			if err := e.fence(ctx, tx); err != nil {
+				writeErr = err
+				return nil, err
+			}
+		}
 		var evs []store.NewEvent
 		for _, f := range o {
 			more, err := f(ctx, tx)

@@ -348,9 +348,17 @@ func checkInput(in Input) error {
 	return nil
 }
 
-// emitter returns what stores and publishes the session's writes and events.
+// emitter returns what stores and publishes the session's writes and events. While the
+// harness holds the session's lease, every transaction of the emitter is fenced by that
+// acquisition of it (lease.go).
 func (h *Harness) emitter(sessionID string) *emitter {
-	return &emitter{db: h.opts.Store, pub: h.opts.Events, sessionID: sessionID, log: h.log}
+	e := &emitter{db: h.opts.Store, pub: h.opts.Events, sessionID: sessionID, log: h.log}
+	h.mu.Lock()
+	if l := h.leases[sessionID]; l != nil {
+		e.fence = l.Fence
+	}
+	h.mu.Unlock()
+	return e
 }
 
 // reserve claims the session for a turn or a restore: in memory, then, with Options.Leases,

@@ -30,6 +30,10 @@ type Lease interface {
 	// ReleaseIn gives the lease back within tx, which stores the turn's end: another
 	// instance may start a turn as soon as a client hears turn.finished.
 	ReleaseIn(ctx context.Context, tx *store.Tx) error
+	// Fence is the first write of every transaction of the lease's turn: it fails
+	// (wrapping store.ErrLeaseLost, and Lost is closed) when the lease is no longer this
+	// acquisition's, so that nothing of the transaction is stored.
+	Fence(ctx context.Context, tx *store.Tx) error
 }
 
 // releaseLeaseIn gives the session's lease back within tx, when the harness holds one.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/provider"
@@ -327,15 +328,24 @@ func (t *turn) finish(reason, why string) {
 		}
 		t.discard(ut)
 	case ut != nil:
-		// Undo files under a stored message, in writes of its own.
+		// Undo files under a stored message, in writes of its own. Writes not stored go
+		// with the turn's end, which is retried while the database is down.
 		if err := t.ev.commit(t.wctx, pend); err != nil {
 			t.h.log.Error("store the turn's last answer", "session", t.sessionID, "turn", t.id, "error", err)
+		} else {
+			pend = nil
 		}
-		pend = nil
-		if _, err := ut.File(t.wctx, t.h.opts.Store, target); err != nil {
+		// Fenced by the turn's lease, as its other writes.
+		err := t.ev.commit(t.wctx, ops{func(ctx context.Context, tx *store.Tx) ([]store.NewEvent, error) {
+			_, err := ut.FileIn(ctx, tx, target)
+			return nil, err
+		}})
+		if err == nil {
+			ut.Filed()
+		} else {
 			t.h.log.Error("file the turn's ledger with its undo record", "session", t.sessionID, "turn", t.id, "message", target, "error", err)
 			t.discard(ut)
-			if !errors.Is(err, store.ErrConflict) {
+			if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrLeaseLost) {
 				ledger = t.fileLedger(target, changes)
 			}
 		}
@@ -349,24 +359,71 @@ func (t *turn) finish(reason, why string) {
 		TurnID: t.id, Reason: reason, Error: why, MessageID: target, Rounds: t.rounds,
 		Changed: Summarize(changes), Usage: t.usage,
 	})
-	all := append(slices.Clone(pend), end)
-	if ledger != nil {
-		all = append(slices.Clone(pend), ledger, end)
-	}
-	if err := t.ev.commit(t.wctx, all); err != nil {
-		t.h.log.Error("store the end of the turn", "session", t.sessionID, "turn", t.id, "error", err)
-		if ledger != nil {
-			// Whatever kept the ledger from being filed, the answer and turn.finished
-			// still go out.
-			if err := t.ev.commit(t.wctx, append(pend, end)); err != nil {
-				t.h.log.Error("store the end of the turn without its ledger", "session", t.sessionID, "turn", t.id, "error", err)
-			}
-		}
-	}
+	t.storeEnd(pend, ledger, end)
 	if t.pendMsg != nil {
 		t.history = append(t.history, *t.pendMsg)
 	}
 	t.keepHistory()
+}
+
+// Retries of a turn's end the database failed to store: the first after endRetryMin, each
+// next twice as late, at most endRetryMax apart.
+const (
+	endRetryMin = 100 * time.Millisecond
+	endRetryMax = 5 * time.Second
+)
+
+// storeEnd commits the turn's last writes (pend), its ledger (when not nil) and its end.
+// While the database fails to serve the write (down, restarting: store.Fault) it tries
+// again until it is stored or the harness closes (the next start seals the turn then): a
+// turn never stays "streaming" with no turn.finished. A write the database refused is tried
+// once more without the ledger, so the answer and turn.finished still go out; a turn whose
+// lease was lost (store.ErrLeaseLost) writes nothing.
+func (t *turn) storeEnd(pend ops, ledger, end op) {
+	all := append(slices.Clone(pend), end)
+	if ledger != nil {
+		all = append(slices.Clone(pend), ledger, end)
+	}
+	wait := endRetryMin
+	for attempt := 1; ; attempt++ {
+		err := t.ev.commit(t.wctx, all)
+		if err != nil {
+			// closeTurn marked the turn ended inside the transaction that did not
+			// commit: the session stays claimed while its end is retried.
+			t.ended.Store(false)
+		}
+		switch {
+		case err == nil:
+			if attempt > 1 {
+				t.h.log.Info("stored the end of the turn once the database was back", "session", t.sessionID, "turn", t.id, "attempts", attempt)
+			}
+			return
+		case errors.Is(err, store.ErrLeaseLost):
+			t.h.log.Error("the end of the turn is not stored: another instance took the session over and sealed the turn",
+				"session", t.sessionID, "turn", t.id, "error", err)
+			return
+		case store.Fault(err) == "":
+			if ledger == nil {
+				t.h.log.Error("store the end of the turn", "session", t.sessionID, "turn", t.id, "error", err)
+				return
+			}
+			// Whatever kept the ledger from being filed, the answer and turn.finished
+			// still go out.
+			t.h.log.Error("store the end of the turn with its ledger; storing it without", "session", t.sessionID, "turn", t.id, "error", err)
+			all, ledger = append(slices.Clone(pend), end), nil
+			continue
+		}
+		t.h.log.Warn("the database failed to store the end of the turn; retrying", "session", t.sessionID, "turn", t.id,
+			"attempt", attempt, "retry_in", wait, "error", err)
+		select {
+		case <-time.After(wait):
+		case <-t.h.base.Done():
+			t.h.log.Error("the server is closing before the end of the turn could be stored: its next start seals it",
+				"session", t.sessionID, "turn", t.id, "error", err)
+			return
+		}
+		wait = min(2*wait, endRetryMax)
+	}
 }
 
 // closeTurn is the write that ends the turn: its open-turn record goes (crash recovery

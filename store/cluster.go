@@ -25,6 +25,9 @@ type Lease struct {
 	TurnID     string    `json:"turnId,omitempty"`
 	AcquiredAt time.Time `json:"acquiredAt"`
 	ExpiresAt  time.Time `json:"expiresAt"`
+	// Epoch is this acquisition's own value, never given to another (migration 0012): the
+	// holder's writes check it with FenceLease.
+	Epoch string `json:"epoch,omitempty"`
 }
 
 // LeaseHeldError is AcquireLease's refusal: Held is the lease that stands.
@@ -48,12 +51,13 @@ func (db *DB) AcquireLease(ctx context.Context, sessionID, instanceID, turnID st
 	}
 	t := now()
 	exp := t + ttl.Milliseconds()
-	res, err := db.execWrite(ctx, `INSERT INTO turn_leases (session_id, instance_id, turn_id, acquired_at, expires_at)
-		VALUES (?, ?, ?, ?, ?)
+	epoch := NewID("epoch_")
+	res, err := db.execWrite(ctx, `INSERT INTO turn_leases (session_id, instance_id, turn_id, acquired_at, expires_at, epoch)
+		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (session_id) DO UPDATE SET instance_id = excluded.instance_id, turn_id = excluded.turn_id,
-			acquired_at = excluded.acquired_at, expires_at = excluded.expires_at
+			acquired_at = excluded.acquired_at, expires_at = excluded.expires_at, epoch = excluded.epoch
 		WHERE turn_leases.expires_at < ? OR turn_leases.instance_id = excluded.instance_id`,
-		sessionID, instanceID, turnID, t, exp, t)
+		sessionID, instanceID, turnID, t, exp, epoch, t)
 	switch {
 	case isForeignKey(err):
 		return Lease{}, fmt.Errorf("acquire the lease of session %s: %w", sessionID, ErrNotFound)
@@ -65,7 +69,7 @@ func (db *DB) AcquireLease(ctx context.Context, sessionID, instanceID, turnID st
 		return Lease{}, fmt.Errorf("acquire the lease of session %s for instance %s: %w", sessionID, instanceID, err)
 	}
 	if n == 1 {
-		return Lease{SessionID: sessionID, InstanceID: instanceID, TurnID: turnID, AcquiredAt: toTime(t), ExpiresAt: toTime(exp)}, nil
+		return Lease{SessionID: sessionID, InstanceID: instanceID, TurnID: turnID, AcquiredAt: toTime(t), ExpiresAt: toTime(exp), Epoch: epoch}, nil
 	}
 	held, err := db.LeaseOf(ctx, sessionID)
 	if err != nil {
@@ -123,7 +127,32 @@ func (tx *Tx) ReleaseLease(ctx context.Context, sessionID, instanceID string) er
 	return nil
 }
 
-const leaseColumns = `session_id, instance_id, turn_id, acquired_at, expires_at`
+// ErrLeaseLost is wrapped by FenceLease when the lease it checks is no longer the one the
+// writer acquired: another instance took it over (and sealed the turn), or it was released.
+var ErrLeaseLost = errors.New("the session's turn lease was lost to another instance")
+
+// FenceLease is the first statement of a lease holder's write transaction: it fails with
+// ErrLeaseLost, so that nothing of the transaction commits, unless the session's lease is
+// still instanceID's at epoch. The check is an UPDATE of the lease row, which holds that
+// row's lock until the transaction ends: a takeover (AcquireLease by another instance)
+// waits for the commit, and a transaction that finds the lease taken over writes nothing.
+// That is the fence of every write a turn makes (docs/store.md, "Fencing").
+func (tx *Tx) FenceLease(ctx context.Context, sessionID, instanceID, epoch string) error {
+	res, err := tx.tx.ExecContext(ctx, `UPDATE turn_leases SET epoch = epoch WHERE session_id = ? AND instance_id = ? AND epoch = ?`,
+		sessionID, instanceID, epoch)
+	if err != nil {
+		return fmt.Errorf("check the lease of session %s held by instance %s: %w", sessionID, instanceID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("check the lease of session %s held by instance %s: %w", sessionID, instanceID, err)
+	} else if n == 0 {
+		return fmt.Errorf("session %s: instance %s (lease epoch %s): %w; this instance writes nothing more to it",
+			sessionID, instanceID, epoch, ErrLeaseLost)
+	}
+	return nil
+}
+
+const leaseColumns = `session_id, instance_id, turn_id, acquired_at, expires_at, epoch`
 
 func scanLeases(rows *sql.Rows, err error) ([]Lease, error) {
 	if err != nil {
@@ -134,7 +163,7 @@ func scanLeases(rows *sql.Rows, err error) ([]Lease, error) {
 	for rows.Next() {
 		var l Lease
 		var acq, exp int64
-		if err := rows.Scan(&l.SessionID, &l.InstanceID, &l.TurnID, &acq, &exp); err != nil {
+		if err := rows.Scan(&l.SessionID, &l.InstanceID, &l.TurnID, &acq, &exp, &l.Epoch); err != nil {
 			return nil, err
 		}
 		l.AcquiredAt, l.ExpiresAt = toTime(acq), toTime(exp)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -188,4 +189,90 @@ func openAgain(t testing.TB, db *DB) *DB {
 	}
 	t.Cleanup(func() { db2.Close() })
 	return db2
+}
+
+// A lease holder's writes are fenced by its epoch: a transaction that begins with
+// FenceLease stores nothing once another instance took the lease over, nor once the same
+// instance acquired it again (a new epoch); and on the holder's side a takeover waits for a
+// fenced transaction under way to commit, so it cannot slip in between the check and the
+// commit.
+func TestFenceLeaseRefusesALostLease(t *testing.T) {
+	forEachBackend(t, testFenceLeaseRefusesALostLease)
+}
+
+func testFenceLeaseRefusesALostLease(t *testing.T, db *DB) {
+	ctx := context.Background()
+	db2 := openAgain(t, db)
+	ses := mustSession(t, db, mustWorkspace(t, db, t.TempDir()).ID)
+	l, err := db.AcquireLease(ctx, ses.ID, "a", "", 50*time.Millisecond)
+	if err != nil || l.Epoch == "" {
+		t.Fatalf("acquire: %+v, %v", l, err)
+	}
+	fenced := func(d *DB, lease Lease, typ string) error {
+		return d.Batch(ctx, func(tx *Tx) error {
+			if err := tx.FenceLease(ctx, ses.ID, lease.InstanceID, lease.Epoch); err != nil {
+				return err
+			}
+			_, err := tx.AppendEvents(ctx, ses.ID, NewEvent{Type: typ, Payload: json.RawMessage(`{}`)})
+			return err
+		})
+	}
+	if err := fenced(db, l, "held"); err != nil {
+		t.Fatalf("a write under the lease: %v", err)
+	}
+
+	// The holder's transaction is under way when the lease expires and another instance
+	// takes it over: the takeover waits for the commit.
+	taken := make(chan error, 1)
+	err = db.Batch(ctx, func(tx *Tx) error {
+		if err := tx.FenceLease(ctx, ses.ID, "a", l.Epoch); err != nil {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond) // past the lease
+		go func() {
+			_, err := db2.AcquireLease(ctx, ses.ID, "b", "", time.Minute)
+			taken <- err
+		}()
+		time.Sleep(200 * time.Millisecond)
+		select {
+		case err := <-taken:
+			return fmt.Errorf("the lease was taken over (%v) inside a fenced transaction", err)
+		default:
+		}
+		_, err := tx.AppendEvents(ctx, ses.ID, NewEvent{Type: "last", Payload: json.RawMessage(`{}`)})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("a fenced transaction under way: %v", err)
+	}
+	if err := <-taken; err != nil {
+		t.Fatalf("take over the expired lease after the holder's commit: %v", err)
+	}
+	// The old holder now writes nothing.
+	if err := fenced(db, l, "stale"); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("a write of the holder that lost the lease: %v, want ErrLeaseLost", err)
+	}
+	// Nor does an old epoch of the same instance.
+	again, err := db.AcquireLease(ctx, ses.ID, "b", "", time.Minute)
+	if err != nil || again.Epoch == l.Epoch {
+		t.Fatalf("acquire again: %+v, %v", again, err)
+	}
+	taken2, _ := db.LeaseOf(ctx, ses.ID)
+	if err := fenced(db2, Lease{InstanceID: "b", Epoch: "epoch_old"}, "stale"); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("a write under an old epoch: %v, want ErrLeaseLost", err)
+	}
+	if err := fenced(db2, taken2, "fresh"); err != nil {
+		t.Fatalf("a write under the current epoch: %v", err)
+	}
+	evs, err := db.EventsAfter(ctx, ses.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, ev := range evs {
+		types = append(types, ev.Type)
+	}
+	if fmt.Sprint(types) != "[held last fresh]" {
+		t.Fatalf("events stored: %v, want [held last fresh]", types)
+	}
 }

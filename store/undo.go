@@ -43,56 +43,64 @@ var undoKinds = map[string]bool{"": true, "file": true, "dir": true, "symlink": 
 // the two) is ignored and replaced by the next save. The message must belong to the session
 // and must not have a ledger yet (ErrConflict).
 func (db *DB) SaveUndoTurn(ctx context.Context, t UndoTurn) error {
+	err := db.batch(ctx, func(tx *Tx) error { return tx.SaveUndoTurn(ctx, t) })
+	return wrapBatch(err, "save undo record of session %s under message %s", t.SessionID, t.MessageID)
+}
+
+// SaveUndoTurn is DB.SaveUndoTurn within the batch: a turn files its record and its ledger
+// in one transaction, fenced by its lease (undo.Turn.FileIn).
+func (tx *Tx) SaveUndoTurn(ctx context.Context, t UndoTurn) error {
 	for _, st := range t.After {
 		if st.Path == "" || !undoKinds[st.Kind] {
 			return fmt.Errorf("save undo record of message %s: state %+v: empty path or unknown kind", t.MessageID, st)
 		}
 	}
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		var owner string
-		err := tx.QueryRowContext(ctx, `SELECT session_id FROM messages WHERE id = ?`, t.MessageID).Scan(&owner)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("message %s: %w", t.MessageID, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		if owner != t.SessionID {
-			return fmt.Errorf("message %s belongs to session %s, not %s", t.MessageID, owner, t.SessionID)
-		}
-		var ledgers int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM ledgers WHERE message_id = ?`, t.MessageID).Scan(&ledgers); err != nil {
-			return err
-		}
-		if ledgers > 0 {
-			return fmt.Errorf("message %s already has a ledger: %w", t.MessageID, ErrConflict)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM undo_turns WHERE message_id = ?`, t.MessageID); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO undo_turns (message_id, session_id, turn_id, created_at) VALUES (?, ?, ?, ?)`,
-			t.MessageID, t.SessionID, t.TurnID, fromTime(t.CreatedAt)); err != nil {
-			return err
-		}
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO undo_after_states (message_id, path, present, kind, mode, size, hash, target, mod_time)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for _, st := range t.After {
-			if _, err := stmt.ExecContext(ctx, t.MessageID, st.Path, st.Exists, st.Kind, int64(st.Mode), st.Size,
-				st.Hash, st.Target, st.ModTime); err != nil {
-				if isUnique(err) {
-					return fmt.Errorf("path %s is named twice: %w", st.Path, ErrConflict)
-				}
-				return fmt.Errorf("path %s: %w", st.Path, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := saveUndoTurn(ctx, tx.tx, t); err != nil {
 		return fmt.Errorf("save undo record of session %s under message %s: %w", t.SessionID, t.MessageID, err)
+	}
+	return nil
+}
+
+func saveUndoTurn(ctx context.Context, tx *sql.Tx, t UndoTurn) error {
+	var owner string
+	err := tx.QueryRowContext(ctx, `SELECT session_id FROM messages WHERE id = ?`, t.MessageID).Scan(&owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("message %s: %w", t.MessageID, ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if owner != t.SessionID {
+		return fmt.Errorf("message %s belongs to session %s, not %s", t.MessageID, owner, t.SessionID)
+	}
+	var ledgers int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM ledgers WHERE message_id = ?`, t.MessageID).Scan(&ledgers); err != nil {
+		return err
+	}
+	if ledgers > 0 {
+		return fmt.Errorf("message %s already has a ledger: %w", t.MessageID, ErrConflict)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM undo_turns WHERE message_id = ?`, t.MessageID); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO undo_turns (message_id, session_id, turn_id, created_at) VALUES (?, ?, ?, ?)`,
+		t.MessageID, t.SessionID, t.TurnID, fromTime(t.CreatedAt)); err != nil {
+		return err
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO undo_after_states (message_id, path, present, kind, mode, size, hash, target, mod_time)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, st := range t.After {
+		if _, err := stmt.ExecContext(ctx, t.MessageID, st.Path, st.Exists, st.Kind, int64(st.Mode), st.Size,
+			st.Hash, st.Target, st.ModTime); err != nil {
+			if isUnique(err) {
+				return fmt.Errorf("path %s is named twice: %w", st.Path, ErrConflict)
+			}
+			return fmt.Errorf("path %s: %w", st.Path, err)
+		}
 	}
 	return nil
 }

@@ -276,8 +276,26 @@ func (t *Turn) Finish(ctx context.Context, recorded []tool.Change) ([]tool.Chang
 
 // File stores what Finish found: the record of what the turn left at each path (for
 // Restore's check of changes made outside jean2), then the ledger, under messageID (the
-// turn's last assistant message) in the turn's session. The turn is done after it.
+// turn's last assistant message) in the turn's session, in one transaction. The turn is done
+// after it.
 func (t *Turn) File(ctx context.Context, db *store.DB, messageID string) (store.Ledger, error) {
+	var l store.Ledger
+	err := db.Batch(ctx, func(tx *store.Tx) error {
+		var err error
+		l, err = t.FileIn(ctx, tx, messageID)
+		return err
+	})
+	if err != nil {
+		return store.Ledger{}, err
+	}
+	t.Filed()
+	return l, nil
+}
+
+// FileIn is File's writes within tx: the undo record, then the ledger, committed together
+// (a turn's harness runs them fenced by its lease). Once tx committed, Filed ends the turn;
+// until then FileIn may run again.
+func (t *Turn) FileIn(ctx context.Context, tx *store.Tx, messageID string) (store.Ledger, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
@@ -286,20 +304,25 @@ func (t *Turn) File(ctx context.Context, db *store.DB, messageID string) (store.
 	case !t.finished:
 		return store.Ledger{}, fmt.Errorf("undo: file turn %s: call Finish first", t.spec.ID)
 	}
-	// The record goes first: a ledger filed through here always has one. A crash between
-	// the two leaves a record without a ledger, which nothing reads and the next save
-	// replaces.
-	err := db.SaveUndoTurn(ctx, store.UndoTurn{MessageID: messageID, SessionID: t.spec.SessionID, TurnID: t.spec.ID,
+	err := tx.SaveUndoTurn(ctx, store.UndoTurn{MessageID: messageID, SessionID: t.spec.SessionID, TurnID: t.spec.ID,
 		CreatedAt: time.Now(), After: t.after})
 	if err != nil {
 		return store.Ledger{}, fmt.Errorf("undo: file turn %s: %w", t.spec.ID, err)
 	}
-	l, err := db.FileLedger(ctx, t.spec.SessionID, messageID, t.changes)
+	l, err := tx.FileLedger(ctx, t.spec.SessionID, messageID, t.changes)
 	if err != nil {
 		return store.Ledger{}, fmt.Errorf("undo: file turn %s: %w", t.spec.ID, err)
 	}
-	t.end()
 	return l, nil
+}
+
+// Filed ends a turn whose FileIn committed.
+func (t *Turn) Filed() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.done {
+		t.end()
+	}
 }
 
 // Discard ends a turn without filing anything (a turn that drew no message). Its snapshot
