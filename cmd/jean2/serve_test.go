@@ -62,7 +62,12 @@ func startServe(t *testing.T, c *cli, extraEnv []string, args ...string) *served
 		}
 		s.done <- cmd.Wait()
 	}()
-	t.Cleanup(func() { s.kill(syscall.SIGKILL) })
+	t.Cleanup(func() {
+		s.kill(syscall.SIGKILL)
+		// A killed serve leaves its workspaces' temporary tmpfs mounted (the next jean2 on
+		// that home would sweep it): unmount it so the test's folder can be removed.
+		unmountBelow(c.home)
+	})
 	select {
 	case s.base = <-found:
 	case err := <-s.done:
@@ -437,3 +442,4 @@ func TestServeOnPostgres(t *testing.T) {
 		t.Fatalf("an unreachable server: exit %d, stderr %s", code, stderr)
 	}
 }
+
