@@ -442,4 +442,3 @@ func TestServeOnPostgres(t *testing.T) {
 		t.Fatalf("an unreachable server: exit %d, stderr %s", code, stderr)
 	}
 }
-
