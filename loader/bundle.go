@@ -60,15 +60,19 @@ func esbuildBundle(req buildRequest) buildResult {
 	banner := "import { createRequire as __jean2CreateRequire } from \"node:module\";\n" +
 		"const require = __jean2CreateRequire(" + jsString(anchor) + ");"
 	result := api.Build(api.BuildOptions{
-		EntryPoints:    []string{entry},
-		AbsWorkingDir:  dir,
-		Outfile:        req.outfile,
-		Bundle:         true,
-		Write:          false,
-		Format:         api.FormatESModule,
-		Platform:       api.PlatformNode,
-		Engines:        []api.Engine{{Name: api.EngineNode, Version: "20"}},
-		Sourcemap:      api.SourceMapInline,
+		EntryPoints:   []string{entry},
+		AbsWorkingDir: dir,
+		Outfile:       req.outfile,
+		Bundle:        true,
+		Write:         false,
+		Format:        api.FormatESModule,
+		Platform:      api.PlatformNode,
+		Engines:       []api.Engine{{Name: api.EngineNode, Version: "20"}},
+		Sourcemap:     api.SourceMapInline,
+		// The map's sources are relative to the bundle's folder; with that folder as their
+		// root they still name the tool's files wherever the bundle is linked (the host links
+		// it into the folder of its tool's bundles, a level deeper).
+		SourceRoot:     filepath.Dir(req.outfile) + "/",
 		SourcesContent: api.SourcesContentExclude,
 		Charset:        api.CharsetUTF8,
 		LegalComments:  api.LegalCommentsNone,

@@ -63,7 +63,15 @@ func newCLI(t *testing.T) *cli {
 }
 
 func (c *cli) env() []string {
-	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "JEAN2_HOME=" + c.home, "JEAN2_LOG=error"}, c.extraEnv...)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "JEAN2_HOME=" + c.home, "JEAN2_LOG=error"}
+	// The machine's certificate settings, as a person's shell has them: npm (TypeScript's
+	// install for --typecheck) reaches the registry through whatever the machine trusts.
+	for _, k := range []string{"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return append(env, c.extraEnv...)
 }
 
 // run runs jean2 with args and stdin; it returns stdout, stderr and the exit code.

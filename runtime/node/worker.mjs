@@ -603,7 +603,9 @@ function parseSourceMap(map, file) {
     let p = root && !String(s).startsWith('/') ? root.replace(/\/?$/, '/') + s : String(s);
     if (p.startsWith('file://')) p = fileURLToPath(p);
     if (!p.startsWith('/')) p = new URL(p, pathToFileURL(file)).pathname;
-    return p;
+    // A root with relative sources gives ".." inside the path: the tool's files are named
+    // by their plain path.
+    return fileURLToPath(pathToFileURL(p));
   });
   const lines = [];
   let src = 0;
