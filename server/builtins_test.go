@@ -79,7 +79,7 @@ func TestTurnReadsAndEditsWithBuiltins(t *testing.T) {
 		t.Fatalf("main.go after the turn: %q", b)
 	}
 	reqs := f.fake.Requests()
-	if len(reqs) != 4 || !strings.Contains(string(reqs[1].Body), `4: \\tprintln(\\\"hi\\\")`) {
+	if len(reqs) != 4 || !strings.Contains(string(reqs[1].Body), `4: \tprintln(\"hi\")`) {
 		t.Fatalf("the model did not see the numbered file: %d requests; second: %.2000s", len(reqs), reqs[1].Body)
 	}
 	var diff, todo bool
