@@ -75,6 +75,9 @@ type ServerConfig struct {
 	// file nobody but its workspace vouches for (its ${NAME} references are withheld
 	// jean2's reserved variables).
 	Workspace string `json:"-"`
+	// HostUnconfined, when set, is why the host runs no server confined (its sandbox mode
+	// is off): Abilities then says so, whatever the entry asks (WorkspaceFile.UnderSandbox).
+	HostUnconfined string `json:"-"`
 }
 
 // Confined reports whether the server runs in the sandbox: every stdio server unless its

@@ -47,6 +47,20 @@ type WorkspaceFile struct {
 	Err       error          // why it cannot be read or used (*FileError)
 }
 
+// UnderSandbox is wf as a host whose sandbox mode is mode would run it: with the mode off,
+// each server is described as unconfined, so a person trusts what will really run.
+func (wf WorkspaceFile) UnderSandbox(off bool) WorkspaceFile {
+	if !off {
+		return wf
+	}
+	servers := slices.Clone(wf.Servers)
+	for i := range servers {
+		servers[i].HostUnconfined = "jean2's sandbox mode is off"
+	}
+	wf.Servers = servers
+	return wf
+}
+
 // WorkspaceConfigPath is where a workspace lists its MCP servers.
 func WorkspaceConfigPath(workspace string) string {
 	return filepath.Join(workspace, ".jean2", "mcp.json")
@@ -158,6 +172,9 @@ func (s ServerConfig) Describe() string {
 // Abilities says what a stdio server will be able to do once started, for the trust
 // prompt and the servers list: where it writes, what it reaches, that it is confined.
 func (s ServerConfig) Abilities() string {
+	if s.HostUnconfined != "" {
+		return "UNCONFINED (" + s.HostUnconfined + "): runs as you, with everything you can read, write and reach"
+	}
 	if !s.Confined() {
 		return `UNCONFINED ("sandbox": false): runs as you, with everything you can read, write and reach`
 	}

@@ -48,9 +48,10 @@ func (s *Server) mcpTrustState(r *http.Request) (mcpTrustView, mcpclient.Workspa
 	if err != nil {
 		return mcpTrustView{}, mcpclient.WorkspaceFile{}, err
 	}
-	file := mcpclient.ReadWorkspaceFile(ws.Path)
+	confined := s.mcpSandbox.Status().Mode != sandbox.ModeOff
+	file := mcpclient.ReadWorkspaceFile(ws.Path).UnderSandbox(!confined)
 	v := mcpTrustView{WorkspaceID: ws.ID, File: file.Path, Present: file.Present, SHA256: file.SHA256,
-		Commands: file.Commands(), Servers: []mcpTrustServer{}, Confined: s.mcpSandbox.Status().Mode != sandbox.ModeOff}
+		Commands: file.Commands(), Servers: []mcpTrustServer{}, Confined: confined}
 	for _, sc := range file.Servers {
 		ts := mcpTrustServer{Name: sc.Name, Command: sc.Command, Args: sc.Args, Cwd: sc.Cwd, URL: sc.URL}
 		if sc.Type == "stdio" {

@@ -145,7 +145,12 @@ func mcpTrust(e env, args []string) error {
 		fmt.Fprintf(e.stdout, "The trust of %s was taken back; its servers are not started until it is trusted again.\n", mcpclient.WorkspaceConfigPath(ws))
 		return nil
 	}
-	file := mcpclient.ReadWorkspaceFile(ws)
+	sb, err := sandboxOptions(e)
+	if err != nil {
+		return err
+	}
+	// The person is told what will really run: with the sandbox off, unconfined.
+	file := mcpclient.ReadWorkspaceFile(ws).UnderSandbox(sb.Mode == sandbox.ModeOff)
 	if !file.Present {
 		fmt.Fprintf(e.stdout, "%s does not exist: there is nothing to trust.\n", file.Path)
 		return nil

@@ -30,8 +30,11 @@ func TestWorkspaceMCPTrust(t *testing.T) {
 		t.Fatal("the untrusted file's command started")
 	}
 	f.clickText(".workspace .mcp-trust", "Trust…")
-	f.waitText("dialog[open]", "confined by jean2's sandbox")
+	// This server runs with the sandbox off: the dialog says so, for the file and for each
+	// command (not the "confined" a sandboxed host would run them under).
+	f.waitText("dialog[open]", "outside the sandbox (the sandbox mode is off)")
 	f.waitText("dialog[open] .mcp-trust-commands", "planted: /bin/sh -c")
+	f.waitText("dialog[open] .mcp-trust-commands", "UNCONFINED (jean2's sandbox mode is off)")
 	f.clickText("dialog[open]", "Trust and start")
 	f.waitJS("the notice to go", `document.querySelector(".workspace .mcp-trust").textContent === ""`)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
