@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
+
+	"github.com/jean2/jean2/internal/fsutil"
 )
 
 // ErrServerExists is wrapped when AddServer is given a name the file already lists.
@@ -48,7 +49,7 @@ func AddServer(file string, s ServerConfig) error {
 	if err != nil {
 		return fmt.Errorf("server %s: %w", s.Name, err)
 	}
-	if err := writeFileAtomic(file, append(data, '\n'), 0o600); err != nil {
+	if err := fsutil.WriteFileDurable(file, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", file, err)
 	}
 	return nil
@@ -76,33 +77,6 @@ func readRawFile(file string) (map[string]json.RawMessage, map[string]json.RawMe
 		return nil, nil, fmt.Errorf("%s: mcpServers: %w", file, err)
 	}
 	return top, servers, nil
-}
-
-// writeFileAtomic replaces path with data through a temporary file in the same folder, so
-// a reader (a watcher, another jean2) sees the old file or the new one, never half of one.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	err = tmp.Chmod(mode)
-	if err == nil {
-		_, err = tmp.Write(data)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // References are the variables of jean2's environment the entry's env values and headers

@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/jean2/jean2/internal/fsutil"
 )
 
 // Kind is the wire protocol a provider speaks.
@@ -491,32 +493,8 @@ func WriteFile(home string, f File) error {
 		return fmt.Errorf("write provider config: %w", err)
 	}
 	path := filepath.Join(home, FileName)
-	if err := writeAtomic(path, append(data, '\n'), 0o600); err != nil {
+	if err := fsutil.WriteFileDurable(path, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write provider config %s: %w", path, err)
 	}
 	return nil
-}
-
-// writeAtomic replaces path with data through a temporary file in the same folder, so a
-// reader sees the old file or the new one, never half of one.
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	err = tmp.Chmod(mode)
-	if err == nil {
-		_, err = tmp.Write(data)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -33,17 +33,35 @@ func WriteFileAtomic(path string, data []byte) error {
 	return WriteFileAtomicPerm(path, data, 0o644)
 }
 
+// WriteFileDurable is WriteFileAtomicPerm for a file a person wrote (a configuration): the
+// folder is made if missing and the content is synced before the rename, so a crash after it
+// returns never leaves the old content or none.
+func WriteFileDurable(path string, data []byte, perm os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return writeAtomic(path, data, perm, true)
+}
+
 // WriteFileAtomicPerm is WriteFileAtomic with the file's mode. The temporary file is made
 // new (O_EXCL, random name) and its mode set through its descriptor, so nothing is done
 // by path but the rename.
 func WriteFileAtomicPerm(path string, data []byte, perm os.FileMode) error {
+	return writeAtomic(path, data, perm, false)
+}
+
+func writeAtomic(path string, data []byte, perm os.FileMode, durable bool) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
 	_, werr := f.Write(data)
-	if err := errors.Join(werr, f.Chmod(perm.Perm()), f.Close()); err != nil {
+	var serr error
+	if durable && werr == nil {
+		serr = f.Sync()
+	}
+	if err := errors.Join(werr, serr, f.Chmod(perm.Perm()), f.Close()); err != nil {
 		os.Remove(tmp)
 		return err
 	}
