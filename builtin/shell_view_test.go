@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/jean2/jean2/builtin"
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/internal/asuser"
 	"github.com/jean2/jean2/tool"
 )
 
@@ -145,29 +145,11 @@ func TestShellHidesARefusedSensitiveFile(t *testing.T) {
 // The same from an ordinary user's jean2, whose launchers build the view in a user namespace
 // of their own: this test binary runs TestShellViewAttackMetadata again as nobody.
 func TestShellViewAttackAsOrdinaryUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("run as root: it runs the shell's view test again as an ordinary user")
-	}
-	// Not in t.TempDir, whose parent only root may enter.
-	dir, err := os.MkdirTemp("", "jean2-shell-user-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "builtin.test")
-	copyExecutable(t, os.Args[0], bin)
-	cmd := exec.Command(bin, "-test.run", "^TestShellViewAttackMetadata$", "-test.v", "-test.count=1")
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" + dir, "TMPDIR=/tmp"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	if strings.Contains(string(out), "cannot build a view here") || strings.Contains(string(out), "needs Landlock") {
+	out, err := asuser.Rerun(t, "^TestShellViewAttackMetadata$")
+	if strings.Contains(out, "cannot build a view here") || strings.Contains(out, "needs Landlock") {
 		t.Skipf("no view for an ordinary user here:\n%s", out)
 	}
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestShellViewAttackMetadata") {
+	if err != nil || !strings.Contains(out, "--- PASS: TestShellViewAttackMetadata") {
 		t.Fatalf("as nobody (%v):\n%s", err, out)
 	}
 }

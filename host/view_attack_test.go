@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/internal/asuser"
 	"github.com/jean2/jean2/runtime/gotool"
 	"github.com/jean2/jean2/sandbox"
 )
@@ -377,26 +377,8 @@ func TestViewToolDataFolder(t *testing.T) {
 // The same attacks from an ordinary user's jean2, whose launchers build the view in a user
 // namespace of their own: this test binary runs them again as nobody.
 func TestViewAttackAsOrdinaryUser(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("run as root: it runs the view's attacks again as an ordinary user")
-	}
-	// Not in t.TempDir, whose parent only root may enter.
-	dir, err := os.MkdirTemp("", "jean2-view-user-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "host.test")
-	copyFile(t, os.Args[0], bin, 0o755)
-	cmd := exec.Command(bin, "-test.run", "^(TestViewAttackMetadataFrom(Node|Bun)|TestViewToolDataFolder)$", "-test.v", "-test.count=1")
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" + dir, "TMPDIR=/tmp", "JEAN2_BUN=" + os.Getenv("JEAN2_BUN")}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	if strings.Contains(string(out), "cannot build a view here") {
+	out, err := asuser.Rerun(t, "^(TestViewAttackMetadataFrom(Node|Bun)|TestViewToolDataFolder)$", "JEAN2_BUN="+os.Getenv("JEAN2_BUN"))
+	if strings.Contains(out, "cannot build a view here") {
 		t.Skipf("no view for an ordinary user here:\n%s", out)
 	}
 	names := []string{"TestViewAttackMetadataFromNode", "TestViewToolDataFolder"}
@@ -404,7 +386,7 @@ func TestViewAttackAsOrdinaryUser(t *testing.T) {
 		names = append(names, "TestViewAttackMetadataFromBun")
 	}
 	for _, name := range names {
-		if !strings.Contains(string(out), "--- PASS: "+name) {
+		if !strings.Contains(out, "--- PASS: "+name) {
 			t.Fatalf("as nobody, %s did not pass (%v):\n%s", name, err, out)
 		}
 	}

@@ -3,13 +3,14 @@
 package sandbox
 
 import (
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/jean2/jean2/internal/asuser"
 )
 
 // The view's rules, from a shell started through the launcher: nothing outside the writable
@@ -111,41 +112,11 @@ func metaOf(t *testing.T, p string) fileMeta {
 // The same rules hold for an ordinary user's host, whose launcher builds the view in a user
 // namespace of its own: the test binary runs TestLauncherViewRules again as nobody.
 func TestLauncherViewAsOrdinaryUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("run as root: it runs the view's test again as an ordinary user")
-	}
-	// Not in t.TempDir, whose parent only root may enter.
-	dir, err := os.MkdirTemp("", "jean2-view-user-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "sandbox.test")
-	in, err := os.Open(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	outf, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(outf, in); err != nil {
-		t.Fatal(err)
-	}
-	in.Close()
-	outf.Close()
-	cmd := exec.Command(bin, "-test.run", "^TestLauncherViewRules$", "-test.v", "-test.count=1")
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C", "HOME=" + dir, "TMPDIR=/tmp"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	if strings.Contains(string(out), "--- SKIP") && strings.Contains(string(out), "user namespace") {
+	out, err := asuser.Rerun(t, "^TestLauncherViewRules$")
+	if strings.Contains(out, "--- SKIP") && strings.Contains(out, "user namespace") {
 		t.Skipf("no user namespace for an ordinary user here:\n%s", out)
 	}
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestLauncherViewRules") {
+	if err != nil || !strings.Contains(out, "--- PASS: TestLauncherViewRules") {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
 }
