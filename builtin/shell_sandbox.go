@@ -191,26 +191,19 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 		exit = x.exit
 		env = append(env, exit.Env()...)
 	}
-	spec, err := shellSpec(mech, plan, exit)
-	if err == nil && mech == sandbox.Landlock && st.MountSeal {
-		// The view (sandbox/view_linux.go): the machine read-only, the command's writable
-		// places bound, the protected ones and jean2's own binary hidden, .jean2 sealed.
-		// The sensitive files a person refused in this session are hidden too.
-		spec.View, spec.SealedDirs = plan.View(append([]string{st.Launcher}, c.Refused...)...), nil
-	}
+	// The sensitive files a person refused in this session are hidden in the view too.
+	spec, err := shellSpec(mech, plan, exit, st, c.Refused)
 	if err == nil {
 		err = sandbox.WritesWithin(spec.Rules, places)
 	}
-	if err != nil {
-		s.exits.done(x, true) // nothing ran in it
-		return nil, fmt.Errorf("shell: %w", err)
+	var pidsDir, memDir, path string
+	var args []string
+	if err == nil {
+		pidsDir, memDir, err = s.limit(c, &spec)
 	}
-	pidsDir, memDir, err := s.limit(c, &spec)
-	if err != nil {
-		s.exits.done(x, true) // nothing ran in it
-		return nil, fmt.Errorf("shell: %w", err)
+	if err == nil {
+		path, args, err = sandbox.Command(st.Launcher, spec, bash, []string{"--noprofile", "--norc", "-c", script})
 	}
-	path, args, err := sandbox.Command(st.Launcher, spec, bash, []string{"--noprofile", "--norc", "-c", script})
 	if err != nil {
 		s.exits.done(x, true) // nothing ran in it
 		return nil, fmt.Errorf("shell: %w", err)
@@ -393,14 +386,21 @@ func shellPlan(mech sandbox.Mechanism, bash string, readOnly []string, workspace
 	return plan
 }
 
-// shellSpec is the launcher's spec of a command confined by mech: Landlock's rules and the
-// exit's namespace or port, or the Seatbelt profile of the same plan, which holds the files
-// and the network (only the exit's port on localhost; none without an exit). Limits are
-// added by the caller.
-func shellSpec(mech sandbox.Mechanism, plan sandbox.Plan, exit *sandbox.Exit) (sandbox.Spec, error) {
+// shellSpec is the launcher's spec of a command confined by mech: Landlock's rules, the
+// view of the machine where the launcher can build one (hidden: more places to cover), and
+// the exit's namespace or port; or the Seatbelt profile of the same plan, which holds the
+// files and the network (only the exit's port on localhost; none without an exit). Limits
+// are added by the caller.
+func shellSpec(mech sandbox.Mechanism, plan sandbox.Plan, exit *sandbox.Exit, st sandbox.Status, hidden []string) (sandbox.Spec, error) {
 	switch mech {
 	case sandbox.Landlock:
 		spec := sandbox.Spec{Landlock: true, Rules: plan.Rules(), SealedDirs: plan.MountSealed}
+		if st.MountSeal {
+			// The view (sandbox/view_linux.go): the machine read-only, the command's writable
+			// places bound, the protected ones, jean2's own binary and hidden covered,
+			// .jean2 sealed.
+			spec.View, spec.SealedDirs = plan.View(append([]string{st.Launcher}, hidden...)...), nil
+		}
 		if exit != nil {
 			exit.Apply(&spec)
 		}
