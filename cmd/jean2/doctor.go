@@ -144,37 +144,7 @@ func doctor(ctx context.Context, e env, args []string) error {
 		}
 	}
 	if st.Mode != sandbox.ModeOff && st.Launcher != "" && runtime.GOOS == "linux" {
-		if p, err := sandbox.NewPids(); err == nil {
-			add("task limit", checkOK, "a pids cgroup per worker under %s", filepath.Dir(p.Dir()))
-			_ = p.Close()
-		} else if os.Getuid() == 0 {
-			add("task limit", checkWarn, "no pids cgroup (%v), and RLIMIT_NPROC does not hold root: a tool may start processes without bound", err)
-		} else {
-			add("task limit", checkWarn, "no pids cgroup (%v): RLIMIT_NPROC caps the tasks of the whole user instead", err)
-		}
-		if m, err := sandbox.NewMemory(nil); err == nil {
-			add("memory limit", checkOK, "a memory cgroup per worker under %s (shared memory counts)", filepath.Dir(m.Dir()))
-			_ = m.Close()
-		} else {
-			add("memory limit", checkWarn, "no memory cgroup (%v): RLIMIT_DATA caps private memory only, not shared memory (memfd)", err)
-		}
-		if st.PidNS {
-			add("lifetime", checkOK, "each worker and shell command runs in a pid namespace of its own: nothing it starts outlives jean2, kill -9 included")
-		} else {
-			add("lifetime", checkWarn, "no pid namespace per worker (%s): what a tool or command detaches outlives a kill -9 of jean2 until jean2 next starts", st.PidNSError)
-		}
-		if err := host.ProbeTempFS(); err == nil {
-			add("temp quota", checkOK, "each workspace's temporary folder is a tmpfs of its quota (a write past it fails with ENOSPC)")
-		} else {
-			add("temp quota", checkWarn, "no tmpfs (%v): the temporary folder quota is measured every 250 ms, and a background command may write past it", err)
-		}
-		if bounded, err := capabilityCheck(ctx, st); err != nil {
-			add("privileges", checkFail, "%v", err)
-		} else if bounded {
-			add("privileges", checkOK, "workers start with no capability (bounding set empty, securebits locked) and no_new_privs")
-		} else {
-			add("privileges", checkOK, "workers start with no capability and no_new_privs (jean2 may not empty the bounding set: no CAP_SETPCAP)")
-		}
+		linuxLimitChecks(ctx, st, add)
 	}
 	if st.Mode != sandbox.ModeOff && nodeMech != sandbox.Unconfined {
 		switch {
@@ -192,6 +162,42 @@ func doctor(ctx context.Context, e env, args []string) error {
 	}
 	add("worker places", checkOK, "workers may write only the call's workspace, its allowed paths and the workspace's folder under %s", filepath.Join(layout.Temp, "workspaces"))
 	return finishDoctor(e, rep, *asJSON)
+}
+
+// linuxLimitChecks reports what bounds a confined process on Linux: its task and memory
+// cgroups, its pid namespace, the temporary folder's quota and its capabilities.
+func linuxLimitChecks(ctx context.Context, st sandbox.Status, add func(name, status, format string, a ...any)) {
+	if p, err := sandbox.NewPids(); err == nil {
+		add("task limit", checkOK, "a pids cgroup per worker under %s", filepath.Dir(p.Dir()))
+		_ = p.Close()
+	} else if os.Getuid() == 0 {
+		add("task limit", checkWarn, "no pids cgroup (%v), and RLIMIT_NPROC does not hold root: a tool may start processes without bound", err)
+	} else {
+		add("task limit", checkWarn, "no pids cgroup (%v): RLIMIT_NPROC caps the tasks of the whole user instead", err)
+	}
+	if m, err := sandbox.NewMemory(nil); err == nil {
+		add("memory limit", checkOK, "a memory cgroup per worker under %s (shared memory counts)", filepath.Dir(m.Dir()))
+		_ = m.Close()
+	} else {
+		add("memory limit", checkWarn, "no memory cgroup (%v): RLIMIT_DATA caps private memory only, not shared memory (memfd)", err)
+	}
+	if st.PidNS {
+		add("lifetime", checkOK, "each worker and shell command runs in a pid namespace of its own: nothing it starts outlives jean2, kill -9 included")
+	} else {
+		add("lifetime", checkWarn, "no pid namespace per worker (%s): what a tool or command detaches outlives a kill -9 of jean2 until jean2 next starts", st.PidNSError)
+	}
+	if err := host.ProbeTempFS(); err == nil {
+		add("temp quota", checkOK, "each workspace's temporary folder is a tmpfs of its quota (a write past it fails with ENOSPC)")
+	} else {
+		add("temp quota", checkWarn, "no tmpfs (%v): the temporary folder quota is measured every 250 ms, and a background command may write past it", err)
+	}
+	if bounded, err := capabilityCheck(ctx, st); err != nil {
+		add("privileges", checkFail, "%v", err)
+	} else if bounded {
+		add("privileges", checkOK, "workers start with no capability (bounding set empty, securebits locked) and no_new_privs")
+	} else {
+		add("privileges", checkOK, "workers start with no capability and no_new_privs (jean2 may not empty the bounding set: no CAP_SETPCAP)")
+	}
 }
 
 // providersCheck reads the providers as jean2 serve does, so a providers.json that serve
