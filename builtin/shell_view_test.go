@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +34,9 @@ func TestShellViewAttackMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	launcher := filepath.Join(t.TempDir(), "jean2")
-	copyExecutable(t, os.Args[0], launcher)
+	if err := asuser.CopyExecutable(os.Args[0], launcher); err != nil {
+		t.Fatal(err)
+	}
 	f := newShellFixture(t, func(o *builtin.ShellOptions) { o.Sandbox.Launcher = launcher })
 	if !f.h.Sandbox().MountSeal {
 		t.Skipf("the launcher cannot build a view here: %s", f.h.Sandbox().MountSealError)
@@ -85,25 +86,6 @@ func metadataOf(t *testing.T, path string) fileMetadata {
 	}
 	n, _ := syscall.Listxattr(path, nil)
 	return fileMetadata{mode: st.Mode, uid: st.Uid, gid: st.Gid, mtime: st.Mtim.Nano(), size: st.Size, extAttributes: n}
-}
-
-func copyExecutable(t *testing.T, from, to string) {
-	t.Helper()
-	in, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // A sensitive file a person refused to a tool in a session is hidden from that session's

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,7 +62,9 @@ func newViewFixture(t *testing.T, setup ...func(*host.Options)) *viewFixture {
 	key := filepath.Join(home, ".ssh", "id_rsa")
 	write(t, key, "-----BEGIN OPENSSH PRIVATE KEY-----\n"+secretValue+"\n")
 	launcher := filepath.Join(t.TempDir(), "jean2")
-	copyFile(t, os.Args[0], launcher, 0o755)
+	if err := asuser.CopyExecutable(os.Args[0], launcher); err != nil {
+		t.Fatal(err)
+	}
 	setup = append([]func(*host.Options){func(o *host.Options) {
 		o.Sandbox.Launcher = launcher
 		o.ServerEnv = append(o.ServerEnv, "HOME="+realHome) // the Go build cache
@@ -87,25 +88,6 @@ func newViewFixture(t *testing.T, setup ...func(*host.Options)) *viewFixture {
 		{"another tool's file", filepath.Join(sf.layout.Tools, "canary", "tool.js")},
 		{"the jean2 binary", launcher},
 	}}
-}
-
-func copyFile(t *testing.T, from, to string, mode os.FileMode) {
-	t.Helper()
-	in, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // metadataOps are the changes tried on every target: each must fail and change nothing.

@@ -29,7 +29,7 @@ func Rerun(t testing.TB, pattern string, env ...string) (string, error) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "test")
-	if err := copyExecutable(os.Args[0], bin); err != nil {
+	if err := CopyExecutable(os.Args[0], bin); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "-test.run", pattern, "-test.v", "-test.count=1")
@@ -40,7 +40,9 @@ func Rerun(t testing.TB, pattern string, env ...string) (string, error) {
 	return string(out), err
 }
 
-func copyExecutable(from, to string) error {
+// CopyExecutable copies the program at from to a new file to (mode 0755): a test binary
+// that must run from a place another user may enter, or stand in as "the jean2 binary".
+func CopyExecutable(from, to string) error {
 	in, err := os.Open(from)
 	if err != nil {
 		return err
