@@ -25,6 +25,7 @@ const DefaultAnthropicMaxTokens = 8192
 // decoding, with the SDK's own retries off (see Retry).
 type Anthropic struct {
 	name      string
+	baseURL   string
 	svc       anthropic.MessageService
 	retry     Retry
 	maxTokens int
@@ -45,13 +46,14 @@ func NewAnthropic(cfg Config, opts *Options) (*Anthropic, error) {
 		option.WithHTTPClient(o.HTTPClient),
 		option.WithMaxRetries(0),
 		option.WithoutOpenTelemetry(),
+		option.WithMiddleware(refuseHTML),
 	}
 	if key := cfg.APIKey.Reveal(); key != "" {
 		ro = append(ro, option.WithAPIKey(key))
 	}
 	// NewMessageService, not NewClient: NewClient also reads ANTHROPIC_* variables and
 	// profile files, and this provider must be exactly what its Config says.
-	return &Anthropic{name: cfg.Name, svc: anthropic.NewMessageService(ro...), retry: o.streamPolicy(cfg), maxTokens: cfg.MaxTokens}, nil
+	return &Anthropic{name: cfg.Name, baseURL: cfg.BaseURL, svc: anthropic.NewMessageService(ro...), retry: o.streamPolicy(cfg), maxTokens: cfg.MaxTokens}, nil
 }
 
 // Stream sends req as a streaming Messages request.
@@ -186,7 +188,10 @@ func anthropicSchema(raw []byte) (anthropic.ToolInputSchemaParam, error) {
 func (p *Anthropic) wrap(err error) *Error {
 	e := &Error{Provider: p.name, Message: err.Error(), Err: err}
 	var api *anthropic.Error
+	var page *htmlAnswer
 	switch {
+	case errors.As(err, &page):
+		return htmlError(p.name, p.baseURL, page, err)
 	case errors.As(err, &api):
 		// The SDK makes the same error for an HTTP error status and for an error event in
 		// the stream; the latter arrives with the stream's 200.

@@ -26,6 +26,7 @@ import (
 // Retry, the same for every provider, and never happen after output was delivered.
 type OpenAI struct {
 	name      string
+	baseURL   string
 	svc       openai.ChatCompletionService
 	retry     Retry
 	maxTokens int
@@ -48,6 +49,7 @@ func NewOpenAI(cfg Config, opts *Options) (*OpenAI, error) {
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithHTTPClient(o.HTTPClient),
 		option.WithMaxRetries(0),
+		option.WithMiddleware(refuseHTML),
 	}
 	if key := cfg.APIKey.Reveal(); key != "" {
 		ro = append(ro, option.WithAPIKey(key))
@@ -57,6 +59,7 @@ func NewOpenAI(cfg Config, opts *Options) (*OpenAI, error) {
 	// the environment, and this provider must be exactly what its Config says.
 	return &OpenAI{
 		name:             cfg.Name,
+		baseURL:          cfg.BaseURL,
 		svc:              openai.NewChatCompletionService(ro...),
 		retry:            o.streamPolicy(cfg),
 		maxTokens:        cfg.MaxTokens,
@@ -168,7 +171,10 @@ func (p *OpenAI) wrap(err error) *Error {
 	e := &Error{Provider: p.name, Message: err.Error(), Err: err}
 	var api *openai.Error
 	var se *ssestream.StreamError
+	var page *htmlAnswer
 	switch {
+	case errors.As(err, &page):
+		return htmlError(p.name, p.baseURL, page, err)
 	case errors.As(err, &api):
 		e.Status = api.StatusCode
 		e.Type, e.Message = api.Type, api.Message
