@@ -359,11 +359,21 @@ func TestViewToolDataFolder(t *testing.T) {
 // The same attacks from an ordinary user's jean2, whose launchers build the view in a user
 // namespace of their own: this test binary runs them again as nobody.
 func TestViewAttackAsOrdinaryUser(t *testing.T) {
-	out, err := asuser.Rerun(t, "^(TestViewAttackMetadataFrom(Node|Bun)|TestViewToolDataFolder)$", "JEAN2_BUN="+os.Getenv("JEAN2_BUN"))
+	// The Go tool's build needs module and build caches nobody may write; they are kept
+	// between runs so only the first run downloads and compiles the tool package's modules.
+	goCaches := filepath.Join(os.TempDir(), "jean2-as-nobody-go")
+	if err := os.MkdirAll(goCaches, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(goCaches, asuser.Nobody, asuser.Nobody); err != nil {
+		t.Fatal(err)
+	}
+	out, err := asuser.Rerun(t, "^(TestViewAttackMetadataFrom(Node|Bun|Go)|TestViewToolDataFolder)$", "JEAN2_BUN="+os.Getenv("JEAN2_BUN"),
+		"GOMODCACHE="+filepath.Join(goCaches, "mod"), "GOCACHE="+filepath.Join(goCaches, "build"))
 	if strings.Contains(out, "cannot build a view here") {
 		t.Skipf("no view for an ordinary user here:\n%s", out)
 	}
-	names := []string{"TestViewAttackMetadataFromNode", "TestViewToolDataFolder"}
+	names := []string{"TestViewAttackMetadataFromNode", "TestViewAttackMetadataFromGo", "TestViewToolDataFolder"}
 	if os.Getenv("JEAN2_BUN") != "" {
 		names = append(names, "TestViewAttackMetadataFromBun")
 	}
