@@ -23,8 +23,9 @@ const DefaultURLTemplate = "{baseUrl}/{name}/{version}.tar.gz"
 
 // Index is a tool repository's list of tools, in the original system's format:
 //
-//	{"version": 3,
-//	 "registry": {"baseUrl": "https://…", "urlTemplate": "{baseUrl}/{name}/{version}.tar.gz"},
+//	{"version": 3, "format"?: "source",
+//	 "registry": {"baseUrl": "https://…", "urlTemplate": "{baseUrl}/{name}/{version}.tar.gz",
+//	              "versionUrlTemplate"?: "https://…/{name}/VERSION"},
 //	 "tools": [{"name", "description", "version"?, "category"?, "recommended"?, "sha256"?,
 //	            "envVars"?: [{"name", "required"?, "sensitive"?}]}]}
 type Index struct {
@@ -43,6 +44,9 @@ type Index struct {
 type IndexRegistry struct {
 	BaseURL     string `json:"baseUrl"`
 	URLTemplate string `json:"urlTemplate"`
+	// VersionURLTemplate locates a file holding a tool's latest version, for entries that
+	// give none (jean2's own index: a VERSION file per tool beside its sources).
+	VersionURLTemplate string `json:"versionUrlTemplate,omitempty"`
 }
 
 // IndexTool is one tool of the index.
@@ -189,6 +193,23 @@ func (idx *Index) ArchiveLocation(t IndexTool) (string, error) {
 	).Replace(tmpl)
 	if strings.Contains(loc, "{") {
 		return "", fmt.Errorf("tool index %s: urlTemplate %q has a placeholder other than {baseUrl}, {name} and {version}", idx.Location, idx.Registry.URLTemplate)
+	}
+	return resolveAgainst(idx.Location, loc)
+}
+
+// VersionLocation expands versionUrlTemplate for a tool ("" when the index has none).
+func (idx *Index) VersionLocation(name string) (string, error) {
+	tmpl := idx.Registry.VersionURLTemplate
+	if tmpl == "" {
+		return "", nil
+	}
+	loc := strings.NewReplacer(
+		"{baseUrl}", strings.TrimRight(idx.Registry.BaseURL, "/"),
+		"{name}", url.PathEscape(name),
+		"{version}", "",
+	).Replace(tmpl)
+	if strings.Contains(loc, "{") {
+		return "", fmt.Errorf("tool index %s: versionUrlTemplate %q has a placeholder other than {baseUrl} and {name}", idx.Location, tmpl)
 	}
 	return resolveAgainst(idx.Location, loc)
 }

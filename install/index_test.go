@@ -254,7 +254,8 @@ func TestCompareWithIndex(t *testing.T) {
 		if c.installed != "" {
 			writeTree(t, dir, map[string]string{"VERSION": c.installed})
 		}
-		got := compare(tracked{name: c.name, dir: dir, rec: &Record{IndexVersion: c.recVersion, SHA256: c.recSum}}, idx)
+		entry, ok := idx.Tool(c.name)
+		got := compare(tracked{name: c.name, dir: dir, rec: &Record{IndexVersion: c.recVersion, SHA256: c.recSum}}, idx, entry, ok)
 		if got.Status != c.status || got.Outdated != c.outdated {
 			t.Errorf("%s installed %q: %+v; want %s", c.name, c.installed, got, c.status)
 		}

@@ -335,7 +335,10 @@ func (in *Installer) resolveIndexed(ctx context.Context, o origin, idx *Index) (
 			return o, &Error{Tool: spec, Source: spec, Stage: StageDownload, Err: err}
 		}
 	}
-	t, ok := idx.Tool(spec)
+	t, ok, err := in.indexEntry(ctx, idx, spec)
+	if err != nil {
+		return o, &Error{Tool: spec, Source: spec, Stage: StageDownload, Err: err}
+	}
 	if !ok {
 		return o, fmt.Errorf("no tool named %q in the tool index %s (it lists: %s)", spec, idx.Location, listNames(idx.Names(), 20))
 	}
@@ -361,6 +364,52 @@ func listNames(names []string, max int) string {
 		return strings.Join(names[:max], ", ") + fmt.Sprintf(" and %d more", len(names)-max)
 	}
 	return strings.Join(names, ", ")
+}
+
+// maxVersionFileBytes bounds a VERSION file: a version and a newline.
+const maxVersionFileBytes = 1 << 10
+
+// indexEntry finds a tool of the index, with its version read from the index's VERSION
+// file when the entry gives none.
+func (in *Installer) indexEntry(ctx context.Context, idx *Index, name string) (IndexTool, bool, error) {
+	t, ok := idx.Tool(name)
+	if !ok || (t.Version != "" && t.Version != "latest") {
+		return t, ok, nil
+	}
+	v, err := in.latestVersion(ctx, idx, name)
+	if err != nil {
+		return t, true, err
+	}
+	if v != "" {
+		t.Version = v
+	}
+	return t, true, nil
+}
+
+// latestVersion reads a tool's latest version from the file the index's
+// versionUrlTemplate names; "" when the index has no such template.
+func (in *Installer) latestVersion(ctx context.Context, idx *Index, name string) (string, error) {
+	loc, err := idx.VersionLocation(name)
+	if err != nil || loc == "" {
+		return "", err
+	}
+	var data []byte
+	if isURL(loc) {
+		data, err = in.fetchSmall(ctx, loc, "VERSION file", maxVersionFileBytes)
+	} else {
+		data, err = fsutil.ReadLimited(loc, maxVersionFileBytes)
+	}
+	if err != nil {
+		return "", fmt.Errorf("the latest version of %s: %w", name, err)
+	}
+	v := strings.TrimSpace(string(data))
+	if v == "" {
+		return "", fmt.Errorf("the latest version of %s: the VERSION file %s is empty", name, redact(loc))
+	}
+	if _, err := ParseVersion(v); err != nil {
+		return "", fmt.Errorf("the latest version of %s: the VERSION file %s holds %q, not a version (%v)", name, redact(loc), truncate(v, 80), err)
+	}
+	return v, nil
 }
 
 // LoadIndex reads the configured tool index.

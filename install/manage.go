@@ -148,13 +148,27 @@ func (in *Installer) indexFor(ctx context.Context, t tracked, cache map[string]*
 	return idx, nil
 }
 
-// compare says how an installed tool stands against its index entry.
-func compare(t tracked, idx *Index) VersionStatus {
+// compareWith says how an installed tool stands against its index entry, reading the
+// entry's version from the index's VERSION file when the entry gives none.
+func (in *Installer) compareWith(ctx context.Context, t tracked, idx *Index) VersionStatus {
+	entry, ok, err := in.indexEntry(ctx, idx, t.name)
+	if err != nil {
+		s := VersionStatus{Name: t.name, Installed: loader.Inspect(t.dir).Version, Index: idx.Location, Status: StatusUnknown, Note: err.Error()}
+		if s.Installed == "" {
+			s.Installed = t.rec.IndexVersion
+		}
+		return s
+	}
+	return compare(t, idx, entry, ok)
+}
+
+// compare says how an installed tool stands against its index entry (ok false: the index
+// does not list it).
+func compare(t tracked, idx *Index, entry IndexTool, ok bool) VersionStatus {
 	s := VersionStatus{Name: t.name, Installed: loader.Inspect(t.dir).Version, Index: idx.Location}
 	if s.Installed == "" {
 		s.Installed = t.rec.IndexVersion
 	}
-	entry, ok := idx.Tool(t.name)
 	if !ok {
 		s.Status = StatusNotInIndex
 		return s
@@ -204,7 +218,7 @@ func (in *Installer) Outdated(ctx context.Context) ([]VersionStatus, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, compare(t, idx))
+		out = append(out, in.compareWith(ctx, t, idx))
 	}
 	return out, nil
 }
@@ -259,7 +273,7 @@ func (in *Installer) Update(ctx context.Context, names []string) ([]UpdateOutcom
 			out = append(out, UpdateOutcome{VersionStatus: VersionStatus{Name: t.name, Status: StatusUnknown}, Err: err, Error: err.Error()})
 			continue
 		}
-		o := UpdateOutcome{VersionStatus: compare(t, idx)}
+		o := UpdateOutcome{VersionStatus: in.compareWith(ctx, t, idx)}
 		if o.Outdated {
 			res, err := in.InstallFromIndex(ctx, idx, t.name)
 			o.Result, o.Err, o.Updated = res, err, err == nil
