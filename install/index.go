@@ -162,6 +162,27 @@ func (idx *Index) Names() []string {
 	return names
 }
 
+// Search lists the tools whose name, description or category holds every word of query
+// (case folded), in index order; an empty query lists them all.
+func (idx *Index) Search(query string) []IndexTool {
+	words := strings.Fields(strings.ToLower(query))
+	var out []IndexTool
+	for _, t := range idx.Tools {
+		text := strings.ToLower(t.Name + " " + t.Description + " " + t.Category)
+		match := true
+		for _, w := range words {
+			if !strings.Contains(text, w) {
+				match = false
+				break
+			}
+		}
+		if match {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // Recommended lists the tools marked recommended, in index order.
 func (idx *Index) Recommended() []string {
 	var names []string

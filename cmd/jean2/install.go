@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -75,27 +76,26 @@ type installOutcome struct {
 	Error  string          `json:"error,omitempty"`
 }
 
+// indexPick says which of the index's tools an install takes.
+type indexPick struct{ recommended, all, installed bool }
+
+func (p indexPick) any() bool { return p.recommended || p.all || p.installed }
+
 func toolsInstall(ctx context.Context, e env, args []string) error {
 	fs := newFlags("tools install", e)
 	asJSON := fs.Bool("json", false, "print the outcome as JSON")
 	name := fs.String("name", "", "install under this folder name")
-	recommended := fs.Bool("recommended", false, "install every tool the index recommends")
-	all := fs.Bool("all", false, "install every tool of the index")
+	var pick indexPick
+	fs.BoolVar(&pick.recommended, "recommended", false, "install every tool the index recommends")
+	fs.BoolVar(&pick.all, "all", false, "install every tool of the index that is not installed")
+	fs.BoolVar(&pick.installed, "installed", false, "reinstall from the index every installed tool it lists")
 	indexFlag := fs.String("index", "", "the tool index (default: JEAN2_TOOL_REGISTRY_URL, else toolRegistryUrl in config.json)")
 	sources, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
-	fromIndex := *recommended || *all
-	switch {
-	case *recommended && *all:
-		return usagef("give --recommended or --all, not both\n\n%s", toolsUsage)
-	case fromIndex && len(sources) > 0:
-		return usagef("--recommended and --all install from the index; give no sources with them\n\n%s", toolsUsage)
-	case !fromIndex && len(sources) == 0:
-		return usagef("tools install needs a folder, an archive, a URL or a tool name (or --recommended, --all)\n\n%s", toolsUsage)
-	case *name != "" && len(sources) != 1:
-		return usagef("--name names one tool: give exactly one source with it\n\n%s", toolsUsage)
+	if err := checkInstallArgs(pick, sources, *name); err != nil {
+		return err
 	}
 
 	pp := newProgressPrinter(e.stderr, stderrIsTerminal(e))
@@ -106,16 +106,12 @@ func toolsInstall(ctx context.Context, e env, args []string) error {
 	defer closeFn()
 
 	var idx *install.Index
-	if fromIndex {
-		if idx, err = in.LoadIndex(ctx); err != nil {
+	if pick.any() {
+		if idx, sources, err = indexSources(ctx, in, pick); err != nil {
 			return err
 		}
-		sources = idx.Names()
-		if *recommended {
-			sources = idx.Recommended()
-		}
 		if len(sources) == 0 {
-			fmt.Fprintf(e.stderr, "jean2: the tool index %s lists no tools to install\n", idx.Location)
+			fmt.Fprintf(e.stderr, "jean2: nothing to install: %s\n", nothingPicked(pick, idx))
 			return nil
 		}
 	}
@@ -161,6 +157,59 @@ func toolsInstall(ctx context.Context, e env, args []string) error {
 		return exitError{code: 1}
 	}
 	return nil
+}
+
+func checkInstallArgs(pick indexPick, sources []string, name string) error {
+	switch {
+	case pick.recommended && (pick.all || pick.installed):
+		return usagef("give --recommended alone, or --all and/or --installed\n\n%s", toolsUsage)
+	case pick.any() && len(sources) > 0:
+		return usagef("--recommended, --all and --installed install from the index; give no sources with them\n\n%s", toolsUsage)
+	case !pick.any() && len(sources) == 0:
+		return usagef("tools install needs a folder, an archive, a URL or a tool name (or --recommended, --all, --installed)\n\n%s", toolsUsage)
+	case name != "" && len(sources) != 1:
+		return usagef("--name names one tool: give exactly one source with it\n\n%s", toolsUsage)
+	}
+	return nil
+}
+
+// indexSources lists the index's tools an install picks: the recommended ones, or those
+// not installed (--all) and/or those installed (--installed).
+func indexSources(ctx context.Context, in *install.Installer, pick indexPick) (*install.Index, []string, error) {
+	idx, err := in.LoadIndex(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if pick.recommended {
+		return idx, idx.Recommended(), nil
+	}
+	installed, err := in.Installed()
+	if err != nil {
+		return nil, nil, err
+	}
+	var names []string
+	for _, n := range idx.Names() {
+		if slices.Contains(installed, n) {
+			if pick.installed {
+				names = append(names, n)
+			}
+		} else if pick.all {
+			names = append(names, n)
+		}
+	}
+	return idx, names, nil
+}
+
+func nothingPicked(pick indexPick, idx *install.Index) string {
+	switch {
+	case pick.recommended:
+		return fmt.Sprintf("the tool index %s recommends no tools", idx.Location)
+	case pick.all && !pick.installed:
+		return fmt.Sprintf("every tool of the index %s is installed (--installed reinstalls them)", idx.Location)
+	case pick.installed && !pick.all:
+		return fmt.Sprintf("no installed tool is listed in the index %s", idx.Location)
+	}
+	return fmt.Sprintf("the tool index %s lists no tools", idx.Location)
 }
 
 func printInstalled(w io.Writer, res *install.Result, layout host.Layout) {

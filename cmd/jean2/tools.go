@@ -29,7 +29,8 @@ const toolsUsage = `Usage:
         SOURCE: a tool folder, a .tar.gz/.tgz/.zip file, an http(s) URL of one,
         or a tool name from the index (JEAN2_TOOL_REGISTRY_URL or toolRegistryUrl
         in $JEAN2_HOME/config.json)
-  jean2 tools install --recommended|--all [--json]
+  jean2 tools install --recommended|--all|--installed [--json]
+  jean2 tools search [WORDS...] [--installed] [--json]
   jean2 tools remove NAME...
   jean2 tools update [NAME...] [--json]
   jean2 tools outdated [--json]
@@ -79,10 +80,19 @@ See docs/writing-tools.md, "Testing a tool".
 `,
 	"install": `Usage:
   jean2 tools install SOURCE... [--name NAME] [--json] [--index URL]
-  jean2 tools install --recommended|--all [--json]
+  jean2 tools install --recommended|--all|--installed [--json]
 
 SOURCE: a tool folder, a .tar.gz/.tgz/.zip file, an http(s) URL of one, or a tool name from
 the index (JEAN2_TOOL_REGISTRY_URL or toolRegistryUrl in $JEAN2_HOME/config.json).
+  --recommended  every tool the index recommends
+  --all          every tool of the index that is not installed yet
+  --installed    every installed tool the index lists, installed again from it
+`,
+	"search": `Usage: jean2 tools search [WORDS...] [--installed] [--json] [--index URL]
+
+List the tool index's tools whose name, description or category holds every word (all of
+them without words), with their version where the index gives one and whether each is
+installed.
 `,
 	"remove": `Usage: jean2 tools remove NAME...
 
@@ -148,6 +158,8 @@ func runTools(ctx context.Context, e env, args []string) error {
 		return toolsUpdate(ctx, e, args[1:])
 	case "outdated":
 		return toolsOutdated(ctx, e, args[1:])
+	case "search":
+		return toolsSearch(ctx, e, args[1:])
 	case "approve":
 		return toolsApprove(ctx, e, args[1:])
 	case "test":
