@@ -558,10 +558,10 @@ func TestSandboxRefusalsSayWhoRefused(t *testing.T) {
 	args, _ := json.Marshal(map[string]string{"dir": outside})
 	r := result[map[string]string](t, f.call("raw", string(args)))
 	const who = "(refused by jean2's sandbox: "
-	const approve = "approve it with `jean2 tools approve raw`"
-	readDecl := `declare {"read":["` + data + `"]} in the tool's permissions`
-	writeDecl := `declare {"write":["` + filepath.Join(outside, "new.txt") + `"]} in the tool's permissions`
-	spawnDecl := `declare {"childProcess": true} in the tool's permissions`
+	const approve = "approves it with `jean2 tools approve raw`"
+	readDecl := `declares {"read":["` + data + `"]} in its permissions`
+	writeDecl := `declares {"write":["` + filepath.Join(outside, "new.txt") + `"]} in its permissions`
+	spawnDecl := `declares {"childProcess": true} in its permissions`
 	for k, want := range map[string]string{
 		"readSync": readDecl, "readAsync": readDecl, "readCallback": readDecl, "stream": readDecl,
 		"writeSync": writeDecl, "execFileSync": spawnDecl, "spawnSync": spawnDecl, "spawn": spawnDecl,
@@ -658,7 +658,7 @@ func TestSandboxRefusalsSayWhoRefusedBun(t *testing.T) {
 	f.start()
 	out := f.call("bun-spawn", `{}`)
 	if out.Result.Success || !strings.Contains(out.Result.Error, "(refused by jean2's sandbox: ") ||
-		!strings.Contains(out.Result.Error, `declare {"childProcess": true}`) {
+		!strings.Contains(out.Result.Error, `declares {"childProcess": true}`) {
 		t.Errorf("Bun.spawn in a confined worker: %+v", out.Result)
 	}
 }

@@ -97,7 +97,8 @@ func (t *folderTool) adoptScopes(prev *version) {
 	}
 	pt.mu.Unlock()
 	now := time.Now()
-	for key, shared := range scopes {
+	for _, shared := range scopes {
+		key := t.poolKey(shared.scope)
 		if launcherKey(t.launcherFor(t.env, shared.scope, shared.net)) != shared.key || !shared.retain() {
 			continue
 		}

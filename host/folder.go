@@ -588,7 +588,7 @@ func (t *folderTool) workers(scope poolScope) (*worker.Module, func(), error) {
 	}
 	now := time.Now()
 	t.reapIdleLocked(now)
-	key := scope.key()
+	key := t.poolKey(scope)
 	sp := t.pools[key]
 	if sp == nil {
 		if t.pools == nil {

@@ -91,7 +91,7 @@ func (t *folderTool) keepAhead(ahead *sharedPool, loaded bool) {
 	}
 	ok := loaded && len(t.env) == 0 && !sandbox.Declares(t.def.Permissions) && t.def.Name == t.name &&
 		launcherKey(t.launcherFor(t.env, ahead.scope, ahead.net)) == ahead.key
-	key := ahead.scope.key()
+	key := t.poolKey(ahead.scope)
 	t.mu.Lock()
 	if ok && t.pools[key] == nil {
 		if t.pools == nil {

@@ -330,7 +330,7 @@ func (t *folderTool) plan(scope poolScope) sandbox.Plan {
 	if scope.tempDir != "" {
 		p.ReadWrite = append(p.ReadWrite, scope.tempDir)
 	}
-	if perms := t.approvedPermissions(); perms != nil {
+	if perms := t.effectivePermissions(); perms != nil {
 		for _, r := range perms.Read {
 			p.DeclaredRead = append(p.DeclaredRead, policy.Resolve(r, scope.workspace, h.home))
 		}
@@ -378,8 +378,38 @@ func (t *folderTool) approvedPermissions() *tool.Permissions {
 	return perms
 }
 
+// granted is what a person granted this version beyond its declaration (nil: nothing).
+func (t *folderTool) granted() *tool.Permissions {
+	if t.hash == "" {
+		return nil
+	}
+	g, err := t.fl.h.sb.approvals.Granted(t.def.Name, t.hash)
+	if err != nil {
+		t.fl.h.log.Warn("the tool's grants cannot be read; it runs without them", "tool", t.name, "error", err)
+		return nil
+	}
+	return g
+}
+
+// effectivePermissions is what the tool's workers may do beyond their context: its
+// approved declaration and what a person granted this version.
+func (t *folderTool) effectivePermissions() *tool.Permissions {
+	return sandbox.MergePermissions(t.approvedPermissions(), t.granted())
+}
+
+// poolKey names a scope's pool. It holds what this version was granted, so that a grant
+// (or its revocation) takes effect at the next call: Landlock rules and process flags are
+// fixed when a pool's workers start.
+func (t *folderTool) poolKey(scope poolScope) string {
+	key := scope.key()
+	if g := t.granted(); sandbox.Declares(g) {
+		key += "\x00\x00" + sandbox.PermissionsDigest(*g)
+	}
+	return key
+}
+
 func (t *folderTool) childProcess() bool {
-	p := t.approvedPermissions()
+	p := t.effectivePermissions()
 	return p != nil && p.ChildProcess
 }
 
@@ -424,6 +454,8 @@ func (t *folderTool) checkApproval() error {
 // PermissionState is what a tool declares beyond its context and whether it may run with it.
 type PermissionState struct {
 	Declared *tool.Permissions `json:"declared,omitempty"`
+	// Granted is what a person granted the serving version beyond its declaration.
+	Granted *tool.Permissions `json:"granted,omitempty"`
 	// Approved is true when the declaration was approved for the serving version (or there
 	// is nothing to approve).
 	Approved  bool              `json:"approved"`
@@ -449,7 +481,7 @@ func (h *Host) Permissions(name string) (PermissionState, bool) {
 	if !ok {
 		return PermissionState{Approved: true, Mechanism: sandbox.Unconfined}, true
 	}
-	st := PermissionState{Declared: ft.def.Permissions, Mechanism: ft.mech, MemoryMB: ft.memoryMB(), InstallScripts: ft.scripts}
+	st := PermissionState{Declared: ft.def.Permissions, Granted: ft.granted(), Mechanism: ft.mech, MemoryMB: ft.memoryMB(), InstallScripts: ft.scripts}
 	st.Approved = !sandbox.Declares(ft.def.Permissions) || ft.approvedPermissions() != nil
 	return st, true
 }
@@ -471,7 +503,49 @@ func (h *Host) ApprovePermissions(name string) (*tool.Permissions, error) {
 	return ft.def.Permissions, nil
 }
 
-// RevokePermissions takes back every approval of a tool's declarations.
+// GrantPermissions records that a person granted the serving version of a tool more than
+// it declares, and returns all it was granted. A memory cap is not granted: it is declared
+// in package.json and approved.
+func (h *Host) GrantPermissions(name string, p tool.Permissions) (*tool.Permissions, error) {
+	v, ok := h.cat.Load().versions[name]
+	if !ok {
+		return nil, fmt.Errorf("%s", h.cat.Load().unavailable(name))
+	}
+	ft, ok := v.tool.(*folderTool)
+	if !ok {
+		return nil, fmt.Errorf("tool %s is built into jean2: it has no sandbox rules to widen", name)
+	}
+	if err := checkGrant(p); err != nil {
+		return nil, fmt.Errorf("grant to %s: %w", name, err)
+	}
+	all, err := h.sb.approvals.AddGrant(ft.def.Name, ft.hash, p)
+	if err != nil {
+		return nil, err
+	}
+	return &all, nil
+}
+
+// checkGrant refuses what cannot be granted: nothing at all, a memory cap, a path that is
+// empty or holds a NUL, a network entry the egress proxy would not read.
+func checkGrant(p tool.Permissions) error {
+	if p.MemoryMB != 0 {
+		return fmt.Errorf(`a memory cap is not granted: the tool declares it in package.json ("jean2": {"memoryMB": N}) and a person approves it`)
+	}
+	if !sandbox.Declares(&p) {
+		return fmt.Errorf("nothing to grant: give paths to read or write, processes, or network hosts")
+	}
+	for _, path := range slices.Concat(p.Read, p.Write) {
+		if strings.TrimSpace(path) == "" || strings.ContainsRune(path, 0) {
+			return fmt.Errorf("the path %q is not valid", path)
+		}
+	}
+	if _, err := egress.ParseRules(p.Network); err != nil {
+		return fmt.Errorf("network: %w", err)
+	}
+	return nil
+}
+
+// RevokePermissions takes back every approval of a tool's declarations and its grants.
 func (h *Host) RevokePermissions(name string) error { return h.sb.approvals.Revoke(name) }
 
 // confineInstall runs a tool's dependency installer (npm or bun) through the launcher, as a
@@ -568,7 +642,7 @@ func (t *folderTool) newWorkerNet(probing bool) (*sandbox.Exit, error) {
 	if !probing {
 		proxy.Tool = t.def.Name
 		proxy.Allowed = func() []string {
-			if perms := t.approvedPermissions(); perms != nil {
+			if perms := t.effectivePermissions(); perms != nil {
 				return perms.Network
 			}
 			return nil

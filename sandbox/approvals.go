@@ -29,6 +29,18 @@ type Approvals struct {
 	loaded  fileStamp
 	items   []Approval
 	scripts []ScriptsApproval
+	grants  []Grant
+}
+
+// Grant is what a person gave one version of a tool beyond what it declares: paths to read
+// or write, starting processes, network hosts. Tools written for hosts without a sandbox
+// declare nothing and need such powers; a grant holds for one version, like an approval,
+// and is taken back with the tool's approvals (Revoke).
+type Grant struct {
+	Tool        string           `json:"tool"`
+	Version     string           `json:"version"` // the version's content hash
+	Permissions tool.Permissions `json:"permissions"`
+	GrantedAt   time.Time        `json:"grantedAt"`
 }
 
 // ScriptsApproval is the approval of the install scripts of one dependency set of a tool
@@ -54,6 +66,7 @@ type Approval struct {
 type approvalsFile struct {
 	Approvals      []Approval        `json:"approvals"`
 	InstallScripts []ScriptsApproval `json:"installScripts,omitempty"`
+	Grants         []Grant           `json:"grants,omitempty"`
 }
 
 type fileStamp struct {
@@ -120,7 +133,7 @@ func (a *Approvals) Approve(toolName, version string, p tool.Permissions) error 
 		}
 	}
 	kept = append(kept, Approval{Tool: toolName, Version: version, Digest: PermissionsDigest(p), Permissions: p, ApprovedAt: time.Now().UTC().Truncate(time.Second)})
-	if err := a.writeLocked(kept, a.scripts); err != nil {
+	if err := a.writeLocked(approvalsFile{Approvals: kept, InstallScripts: a.scripts, Grants: a.grants}); err != nil {
 		return err
 	}
 	a.items = kept
@@ -158,46 +171,111 @@ func (a *Approvals) ApproveScripts(toolName, key string, deps []string) error {
 		}
 	}
 	kept = append(kept, ScriptsApproval{Tool: toolName, Key: key, Dependencies: slices.Clone(deps), ApprovedAt: time.Now().UTC().Truncate(time.Second)})
-	if err := a.writeLocked(a.items, kept); err != nil {
+	if err := a.writeLocked(approvalsFile{Approvals: a.items, InstallScripts: kept, Grants: a.grants}); err != nil {
 		return err
 	}
 	a.scripts = kept
 	return nil
 }
 
-// Revoke drops every approval of a tool, its install scripts' too.
+// Revoke drops every approval of a tool, its install scripts' and its grants too.
 func (a *Approvals) Revoke(toolName string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.refreshLocked(); err != nil {
 		return err
 	}
-	kept := a.items[:0:0]
-	for _, x := range a.items {
-		if x.Tool != toolName {
-			kept = append(kept, x)
-		}
+	f := approvalsFile{
+		Approvals:      slices.DeleteFunc(slices.Clone(a.items), func(x Approval) bool { return x.Tool == toolName }),
+		InstallScripts: slices.DeleteFunc(slices.Clone(a.scripts), func(x ScriptsApproval) bool { return x.Tool == toolName }),
+		Grants:         slices.DeleteFunc(slices.Clone(a.grants), func(x Grant) bool { return x.Tool == toolName }),
 	}
-	keptScripts := a.scripts[:0:0]
-	for _, x := range a.scripts {
-		if x.Tool != toolName {
-			keptScripts = append(keptScripts, x)
-		}
-	}
-	if len(kept) == len(a.items) && len(keptScripts) == len(a.scripts) {
+	if len(f.Approvals) == len(a.items) && len(f.InstallScripts) == len(a.scripts) && len(f.Grants) == len(a.grants) {
 		return nil
 	}
-	if err := a.writeLocked(kept, keptScripts); err != nil {
+	if err := a.writeLocked(f); err != nil {
 		return err
 	}
-	a.items, a.scripts = kept, keptScripts
+	a.items, a.scripts, a.grants = f.Approvals, f.InstallScripts, f.Grants
 	return nil
+}
+
+// Granted is what a person granted this version of a tool (nil when nothing). The file is
+// read again when it changed, so a grant given by another jean2 process counts at once.
+func (a *Approvals) Granted(toolName, version string) (*tool.Permissions, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.refreshLocked(); err != nil {
+		return nil, err
+	}
+	for _, g := range a.grants {
+		if g.Tool == toolName && g.Version == version {
+			p := g.Permissions
+			return &p, nil
+		}
+	}
+	return nil, nil
+}
+
+// AddGrant adds p to what this version of a tool was granted and returns the whole grant;
+// grants of the tool's other versions are dropped.
+func (a *Approvals) AddGrant(toolName, version string, p tool.Permissions) (tool.Permissions, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.refreshLocked(); err != nil {
+		return tool.Permissions{}, err
+	}
+	merged := p
+	kept := a.grants[:0:0]
+	for _, g := range a.grants {
+		switch {
+		case g.Tool != toolName:
+			kept = append(kept, g)
+		case g.Version == version:
+			merged = *MergePermissions(&g.Permissions, &p)
+		}
+	}
+	kept = append(kept, Grant{Tool: toolName, Version: version, Permissions: merged, GrantedAt: time.Now().UTC().Truncate(time.Second)})
+	if err := a.writeLocked(approvalsFile{Approvals: a.items, InstallScripts: a.scripts, Grants: kept}); err != nil {
+		return tool.Permissions{}, err
+	}
+	a.grants = kept
+	return merged, nil
+}
+
+// MergePermissions is the union of two declarations (nil when both are empty): every path
+// and host of either, processes if either starts them, the larger memory cap.
+func MergePermissions(a, b *tool.Permissions) *tool.Permissions {
+	if !Declares(a) && !Declares(b) {
+		return nil
+	}
+	var out tool.Permissions
+	for _, p := range []*tool.Permissions{a, b} {
+		if p == nil {
+			continue
+		}
+		out.Read = appendNew(out.Read, p.Read)
+		out.Write = appendNew(out.Write, p.Write)
+		out.Network = appendNew(out.Network, p.Network)
+		out.ChildProcess = out.ChildProcess || p.ChildProcess
+		out.MemoryMB = max(out.MemoryMB, p.MemoryMB)
+	}
+	return &out
+}
+
+func appendNew(list, more []string) []string {
+	for _, m := range more {
+		if !slices.Contains(list, m) {
+			list = append(list, m)
+		}
+	}
+	return list
 }
 
 func (a *Approvals) refreshLocked() error {
 	fi, err := os.Stat(a.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		a.items, a.scripts, a.loaded = nil, nil, fileStamp{}
+		a.items, a.scripts, a.grants, a.loaded = nil, nil, nil, fileStamp{}
 		return nil
 	}
 	if err != nil {
@@ -216,16 +294,16 @@ func (a *Approvals) refreshLocked() error {
 	if err := dec.Decode(&f); err != nil {
 		return fmt.Errorf("approvals %s is not valid JSON (%v): fix it or remove it and approve again", a.path, err)
 	}
-	a.items, a.scripts, a.loaded = f.Approvals, f.InstallScripts, stamp
+	a.items, a.scripts, a.grants, a.loaded = f.Approvals, f.InstallScripts, f.Grants, stamp
 	return nil
 }
 
 // writeLocked replaces the file atomically (a reader sees the old or the new one).
-func (a *Approvals) writeLocked(items []Approval, scripts []ScriptsApproval) error {
-	if items == nil {
-		items = []Approval{}
+func (a *Approvals) writeLocked(f approvalsFile) error {
+	if f.Approvals == nil {
+		f.Approvals = []Approval{}
 	}
-	data, err := json.MarshalIndent(approvalsFile{Approvals: items, InstallScripts: scripts}, "", "  ")
+	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -18,12 +18,17 @@ func toolsApprove(ctx context.Context, e env, args []string) error {
 	fs := newFlags("tools approve", e)
 	yes := fs.Bool("yes", false, "approve without asking")
 	revoke := fs.Bool("revoke", false, "take the tool's approval back")
+	var grants grantFlags
+	fs.Var(&grants, "grant", "grant a power the tool does not declare: childProcess, network=HOST, read=PATH or write=PATH (repeatable)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		return usagef("tools approve needs exactly one tool name\n\n%s", toolsUsage)
+	}
+	if *revoke && len(grants.specs) > 0 {
+		return usagef("give --grant or --revoke, not both\n\n%s", toolsUsage)
 	}
 	name := pos[0]
 	h, err := openHost(ctx, e)
@@ -38,12 +43,15 @@ func toolsApprove(ctx context.Context, e env, args []string) error {
 		}
 		return fmt.Errorf("unknown tool %q: see jean2 tools list", name)
 	}
+	if len(grants.specs) > 0 {
+		return toolsGrant(e, h, name, grants, *yes)
+	}
 	entry, _ := h.Tool(name)
 	if *revoke {
 		if err := h.RevokePermissions(name); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "The approval of %s was taken back; its calls are refused until it is approved again.\n", name)
+		fmt.Fprintf(e.stdout, "The approval of %s and what was granted to it were taken back; a tool that declares permissions is refused until it is approved again.\n", name)
 		return nil
 	}
 	scripts := st.InstallScripts

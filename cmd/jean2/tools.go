@@ -34,7 +34,7 @@ const toolsUsage = `Usage:
   jean2 tools remove NAME...
   jean2 tools update [NAME...] [--json]
   jean2 tools outdated [--json]
-  jean2 tools approve NAME [--yes] [--revoke]
+  jean2 tools approve NAME [--yes] [--revoke] [--grant POWER...]
 
 jean2 tools SUBCOMMAND --help describes one.
 `
@@ -107,9 +107,13 @@ Reinstall the tools whose index version is newer (all when no NAME is given).
 Compare the installed versions with the tool index.
 `,
 	"approve": `Usage: jean2 tools approve NAME [--yes] [--revoke]
+       jean2 tools approve NAME --grant POWER... [--yes]
 
 Approve what a tool declares beyond its context (paths, processes, network hosts, a raised
 memory cap, install scripts), once per version.
+  --grant   grant the serving version a power it does not declare (repeatable):
+            childProcess, network=HOST, read=PATH or write=PATH
+  --revoke  take back its approvals and grants
 `,
 }
 
@@ -296,15 +300,8 @@ func toolsList(ctx context.Context, e env, args []string) error {
 			msg = strings.TrimSpace(msg + " " + var_)
 		}
 		status, perms := t.Status, "-"
-		if st, ok := h.Permissions(t.Name); ok && (sandbox.Declares(st.Declared) || st.InstallScripts != nil) {
-			perms = sandbox.DescribePermissions(st.Declared)
-			if st.InstallScripts != nil {
-				perms = strings.TrimPrefix(perms, "nothing beyond its context")
-				if perms != "" {
-					perms += "; "
-				}
-				perms += "run install scripts"
-			}
+		if st, ok := h.Permissions(t.Name); ok {
+			perms = permissionsColumn(st)
 			if st.NeedsApproval() {
 				status = "needs approval"
 				msg = strings.TrimSpace(msg + " (jean2 tools approve " + t.Name + ")")
@@ -315,6 +312,25 @@ func toolsList(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termtext.Line(t.Name), termtext.Line(t.Version), t.Runtime, status, termtext.Line(perms), termtext.Line(firstLine(msg)))
 	}
 	return tw.Flush()
+}
+
+// permissionsColumn says what a tool declares (install scripts included) and what a person
+// granted it beyond that; "-" for neither.
+func permissionsColumn(st host.PermissionState) string {
+	var parts []string
+	if sandbox.Declares(st.Declared) {
+		parts = append(parts, sandbox.DescribePermissions(st.Declared))
+	}
+	if st.InstallScripts != nil {
+		parts = append(parts, "run install scripts")
+	}
+	if sandbox.Declares(st.Granted) {
+		parts = append(parts, "granted: "+sandbox.DescribePermissions(st.Granted))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // listedTool is a tool as `tools list --json` prints it: the host's entry and what it

@@ -73,7 +73,7 @@ process.stdout.write(JSON.stringify(cases));
 			t.Fatalf("%v: %s", err, out)
 		}
 		const seatbelt = `macOS's Seatbelt, which confines the tool, says "operation not permitted" for it`
-		const approve = "approve it with `jean2 tools approve weather`"
+		const approve = "approves it with `jean2 tools approve weather`"
 		want := []struct {
 			name      string
 			explained bool
@@ -81,12 +81,12 @@ process.stdout.write(JSON.stringify(cases));
 			lacks     []string
 		}{
 			{"seatbelt read", true, []string{"EPERM: operation not permitted, open '/Users/ada/secret.txt' (refused by jean2's sandbox: a tool's own code reads only",
-				seatbelt, `declare {"read":["/Users/ada/secret.txt"]}`, approve, "or read through ctx.fs"}, nil},
-			{"seatbelt write", true, []string{"(refused by jean2's sandbox: a tool's own code writes only", seatbelt, `declare {"write":["/Users/ada/out.txt"]}`}, nil},
-			{"seatbelt spawn", true, []string{"(refused by jean2's sandbox: a tool's own code starts no process", seatbelt, `declare {"childProcess": true}`}, nil},
+				seatbelt, `declares {"read":["/Users/ada/secret.txt"]}`, approve, "or read through ctx.fs", "--grant read=/Users/ada/secret.txt"}, nil},
+			{"seatbelt write", true, []string{"(refused by jean2's sandbox: a tool's own code writes only", seatbelt, `declares {"write":["/Users/ada/out.txt"]}`}, nil},
+			{"seatbelt spawn", true, []string{"(refused by jean2's sandbox: a tool's own code starts no process", seatbelt, `declares {"childProcess": true}`, "--grant childProcess"}, nil},
 			{"seatbelt unlink of a folder", false, nil, []string{"refused by jean2's sandbox"}},
 			{"seatbelt missing file", false, nil, []string{"refused by jean2's sandbox"}},
-			{"landlock read", true, []string{"(refused by jean2's sandbox: a tool's own code reads only", `declare {"read":["/srv/data.txt"]}`}, []string{"Seatbelt", "macOS"}},
+			{"landlock read", true, []string{"(refused by jean2's sandbox: a tool's own code reads only", `declares {"read":["/srv/data.txt"]}`}, []string{"Seatbelt", "macOS"}},
 		}
 		for _, w := range want {
 			g, ok := got[w.name]

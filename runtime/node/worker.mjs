@@ -1323,10 +1323,10 @@ function systemEPERM(syscall, target) {
 // hint is what an explained refusal adds: who refused, why, and the declaration (a
 // permissions entry) that would allow it. Under Seatbelt it says that macOS words the
 // refusal "operation not permitted", which a tool's author would not take for the sandbox's.
-function hint(why, decl, extra) {
+function hint(why, decl, extra, grant) {
   const approve = toolName ? `jean2 tools approve ${toolName}` : 'jean2 tools approve NAME';
   const who = sandboxName === 'seatbelt' ? '; macOS\'s Seatbelt, which confines the tool, says "operation not permitted" for it' : '';
-  return ` (refused by jean2's sandbox: ${why}${who}; to allow it, declare ${decl} in the tool's permissions (definition.permissions, or "jean2": {"permissions": …} in package.json) and approve it with \`${approve}\`${extra})`;
+  return ` (refused by jean2's sandbox: ${why}${who}; to allow it, a person grants it to this version with \`${approve} --grant ${grant}\`, or the tool declares ${decl} in its permissions (definition.permissions, or "jean2": {"permissions": …} in package.json) and a person approves it with \`${approve}\`${extra})`;
 }
 
 // explainError adds who refused, once, to an EACCES/EPERM/EROFS error (of an fs call name on path p
@@ -1339,7 +1339,7 @@ function explainError(err, name, p, write) {
   let note;
   let what;
   if (syscall.startsWith('spawn') || syscall.startsWith('posix_spawn') || name === 'spawn') {
-    note = hint("a tool's own code starts no process unless it declares so", '{"childProcess": true}', '');
+    note = hint("a tool's own code starts no process unless it declares so", '{"childProcess": true}', '', 'childProcess');
     what = `starting a process (${syscall || 'spawn'})`;
   } else {
     const target = p || (typeof err.path === 'string' ? err.path : '');
@@ -1351,8 +1351,8 @@ function explainError(err, name, p, write) {
     const decl = JSON.stringify({ [write ? 'write' : 'read']: [target] });
     what = `${write ? 'writing' : 'reading'} ${target}`;
     note = write
-      ? hint("a tool's own code writes only in the workspace, its allowed paths and the session's folder", decl, ', or write through ctx.fs, which asks the person')
-      : hint("a tool's own code reads only the system, its own folder, the workspace, its allowed paths and the session's folder", decl, ', or read through ctx.fs, which asks the person');
+      ? hint("a tool's own code writes only in the workspace, its allowed paths and the session's folder", decl, ', or write through ctx.fs, which asks the person', `write=${target}`)
+      : hint("a tool's own code reads only the system, its own folder, the workspace, its allowed paths and the session's folder", decl, ', or read through ctx.fs, which asks the person', `read=${target}`);
   }
   // One line on stderr for the log (and `jean2 tools test`'s "refused"): the tool may catch
   // the error and say nothing of it.

@@ -182,7 +182,7 @@ func (p *Proxy) check(ctx context.Context, host string, port int) ([]netip.AddrP
 			return &Refusal{Tool: p.Tool, Target: target, Why: why, Hint: hint, undeclared: true}
 		}
 		return &Refusal{Tool: p.Tool, Target: target, Why: fmt.Sprintf("tool %s does not declare it", p.Tool), undeclared: true,
-			Hint: fmt.Sprintf(`; add %q (or "%s:%d") to "jean2": {"permissions": {"network": [...]}} in package.json (or permissions.network in the definition) and have a person run jean2 tools approve %s`, host, name, port, p.Tool)}
+			Hint: fmt.Sprintf(`; a person grants it to this version with jean2 tools approve %s --grant network=%s, or the tool adds %q (or "%s:%d") to "jean2": {"permissions": {"network": [...]}} in package.json (or permissions.network in the definition) and a person runs jean2 tools approve %s`, p.Tool, host, host, name, port, p.Tool)}
 	}
 	var addrs []netip.Addr
 	literal, err := netip.ParseAddr(host)

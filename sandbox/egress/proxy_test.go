@@ -54,7 +54,7 @@ func TestCheck(t *testing.T) {
 		port    int
 		want    string // address chosen, or "refused: <part of the message>"
 	}{
-		{nil, "api.example.com", 443, `refused: tool t does not declare it; add "api.example.com"`},
+		{nil, "api.example.com", 443, `refused: tool t does not declare it; a person grants it to this version with jean2 tools approve t --grant network=api.example.com, or the tool adds "api.example.com"`},
 		{[]string{"api.example.com"}, "api.example.com", 443, "93.184.216.34:443"},
 		{[]string{"API.Example.com."}, "api.example.com", 80, "93.184.216.34:80"},
 		{[]string{"api.example.com:443"}, "api.example.com", 80, "refused: does not declare"},
