@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -11,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jean2/jean2/hub"
 	"github.com/jean2/jean2/provider/providertest"
+	"github.com/jean2/jean2/tool"
 )
 
 // runResult is what one `jean2 run` printed and how it exited.
@@ -247,7 +250,7 @@ func TestRunPolicyAnswersAllowsAndDenies(t *testing.T) {
 
 	push()
 	r = c.run(nil, "", "--answers", answers, "--allow", "other-tool", "deploy it")
-	if r.code != runExitRefused || !strings.Contains(r.stderr, `refused permission ask "Deploy to staging now?" of tool deploy`) {
+	if r.code != runExitRefused || !strings.Contains(r.stderr, `refused permission ask "Deploy to staging now?" of tool deploy: no --allow rule covers it, and answers file`) {
 		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
 	}
 	if got := c.toolResultSent(3); !strings.Contains(got, `\"ok\":false`) {
@@ -328,6 +331,46 @@ func TestRunUsageMistakes(t *testing.T) {
 		r := c.run([]string{"JEAN2_SERVER=http://127.0.0.1:1"}, "", tc.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("jean2 run %q: exit %d, stderr:\n%s", tc.args, r.code, r.stderr)
+		}
+	}
+}
+
+// The policy's order: --deny, then the answers file, then --allow (permissions only, never
+// what only a person may grant); anything else refused.
+func TestRunPolicyDecide(t *testing.T) {
+	var allow, deny ruleList
+	for _, r := range []string{"*:file", "deploy"} {
+		if err := allow.Set(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := deny.Set("rm-*"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := newRunPolicy(allow, deny, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	perm := func(toolName, resource string, paths ...string) hub.PendingAsk {
+		return hub.PendingAsk{Tool: toolName, Ask: tool.Ask{Type: tool.AskPermission, Question: "May I?", Risk: "medium", Resource: resource, Paths: paths}}
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		ask     hub.PendingAsk
+		granted bool
+		why     string
+	}{
+		{"allowed by resource", perm("write-file", "file", "/ws/a.txt"), true, ""},
+		{"allowed by tool", perm("deploy", "deploy"), true, ""},
+		{"denied first", perm("rm-all", "file", "/ws/a.txt"), false, "denied by --deny rm-*"},
+		{"not covered", perm("webfetch", "network"), false, "no --allow rule or --answers entry covers it"},
+		{"person only", perm("read-file", "file", "~/.ssh/id_rsa"), false, "only a person may grant this"},
+		{"a question", hub.PendingAsk{Tool: "deploy", Ask: tool.Ask{Type: tool.AskText, Question: "Name?"}}, false, "no --allow rule"},
+	} {
+		d := p.decide(ctx, tc.ask)
+		if tc.granted != (string(d.Answer) == `{"granted":true,"duration":"once"}`) || !strings.Contains(d.Refuse, tc.why) {
+			t.Errorf("%s: answer %s, refusal %q", tc.name, d.Answer, d.Refuse)
 		}
 	}
 }

@@ -80,10 +80,13 @@ func (p runPolicy) decide(ctx context.Context, pa hub.PendingAsk) chat.AskDecisi
 			return chat.AskDecision{Refuse: "denied by --deny " + r.text}
 		}
 	}
+	uncovered := "no --allow rule or --answers entry covers it"
 	if p.answers != nil {
-		if d, ok := p.fromFile(ctx, pa.Ask); ok {
+		d, err := p.fromFile(ctx, pa.Ask)
+		if err == nil {
 			return d
 		}
+		uncovered = "no --allow rule covers it, and " + err.Error()
 	}
 	if pa.Ask.Type == tool.AskPermission {
 		for _, r := range p.allow {
@@ -98,22 +101,22 @@ func (p runPolicy) decide(ctx context.Context, pa hub.PendingAsk) chat.AskDecisi
 			return chat.AskDecision{Answer: json.RawMessage(`{"granted":true,"duration":"once"}`)}
 		}
 	}
-	return chat.AskDecision{Refuse: "no --allow rule or --answers entry covers it"}
+	return chat.AskDecision{Refuse: uncovered}
 }
 
-// fromFile is the answers file's answer to a, when it has one.
-func (p runPolicy) fromFile(ctx context.Context, a tool.Ask) (chat.AskDecision, bool) {
+// fromFile is the answers file's answer to a, or why it has none.
+func (p runPolicy) fromFile(ctx context.Context, a tool.Ask) (chat.AskDecision, error) {
 	if a.Type == tool.AskPermission {
 		d, err := p.answers.AskPermission(ctx, a)
 		if err != nil {
-			return chat.AskDecision{}, false
+			return chat.AskDecision{}, err
 		}
 		data, err := json.Marshal(d)
-		return chat.AskDecision{Answer: data}, err == nil
+		return chat.AskDecision{Answer: data}, err
 	}
 	v, err := p.answers.Ask(ctx, a)
 	if err != nil {
-		return chat.AskDecision{}, false
+		return chat.AskDecision{}, err
 	}
-	return chat.AskDecision{Answer: v}, true
+	return chat.AskDecision{Answer: v}, nil
 }
