@@ -201,6 +201,7 @@ func TestRunRefusesWhatThePolicyDoesNotCover(t *testing.T) {
 	if !strings.Contains(r.stderr, `refused single_select ask "Deploy where?" of tool deploy: no --allow rule or --answers entry covers it`) {
 		t.Fatalf("the refusal is not reported on stderr:\n%s", r.stderr)
 	}
+	t.Logf("the run with a refused ask took %s (the ask timeout is 300 s)", r.took)
 	if r.stdout != "Could not deploy.\n" || r.took > 60*time.Second {
 		t.Fatalf("stdout %q after %s", r.stdout, r.took)
 	}
