@@ -107,24 +107,12 @@ func Run(ctx context.Context, o Options) error {
 	case o.Stderr == nil:
 		o.Stderr = o.Stdout
 	}
-	api := NewClient(o.Server, o.Token)
-	var local *LocalServer
-	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	_, err := api.health(hctx)
-	cancel()
+	api, local, err := connect(ctx, "jean2 chat", o.Server, o.Token, o.StartServer, o.Stderr)
 	if err != nil {
-		var ae *APIError
-		if o.StartServer == nil || errors.As(err, &ae) || !isLoopbackURL(o.Server) {
-			return fmt.Errorf("no jean2 server answers at %s: %w (start one with jean2 serve, or leave --server out to have jean2 chat start its own)", o.Server, err)
-		}
-		if local, err = o.StartServer(ctx); err != nil {
-			return fmt.Errorf("no jean2 server answers at %s, and starting one here failed: %w", o.Server, err)
-		}
+		return err
+	}
+	if local != nil {
 		defer local.Close()
-		api = NewClient(local.URL, local.Token)
-		fmt.Fprintf(o.Stderr, "jean2 chat: no server at %s; started one here at %s until the chat ends (web client: %s)\n", o.Server, local.URL, local.SignIn)
-	} else if api.token == "" {
-		return fmt.Errorf("the jean2 server at %s needs its API token, and there is none here: set JEAN2_TOKEN, or run jean2 chat where $JEAN2_HOME is the server's (its token file is $JEAN2_HOME/%s)", o.Server, server.TokenFile)
 	}
 
 	ses, ws, err := sessionFor(ctx, api, o.Workspace, o.Session)
@@ -141,6 +129,31 @@ func Run(ctx context.Context, o Options) error {
 	}
 	ui := newChatUI(o, api, ses, ws, local != nil)
 	return ui.run(ctx)
+}
+
+// connect returns a client of the server at base, or of one start starts inside this
+// process when none answers at a loopback base (start nil: never). The caller closes local
+// when it is not nil. cmd names the command in messages ("jean2 chat", "jean2 run").
+func connect(ctx context.Context, cmd, base, token string, start func(context.Context) (*LocalServer, error), notices io.Writer) (api *Client, local *LocalServer, err error) {
+	api = NewClient(base, token)
+	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	_, err = api.health(hctx)
+	cancel()
+	if err == nil {
+		if api.token == "" {
+			return nil, nil, fmt.Errorf("the jean2 server at %s needs its API token, and there is none here: set JEAN2_TOKEN, or run %s where $JEAN2_HOME is the server's (its token file is $JEAN2_HOME/%s)", base, cmd, server.TokenFile)
+		}
+		return api, nil, nil
+	}
+	var ae *APIError
+	if start == nil || errors.As(err, &ae) || !isLoopbackURL(base) {
+		return nil, nil, fmt.Errorf("no jean2 server answers at %s: %w (start one with jean2 serve, or leave --server out to have %s start its own)", base, err, cmd)
+	}
+	if local, err = start(ctx); err != nil {
+		return nil, nil, fmt.Errorf("no jean2 server answers at %s, and starting one here failed: %w", base, err)
+	}
+	fmt.Fprintf(notices, "%s: no server at %s; started one here at %s until it ends (web client: %s)\n", cmd, base, local.URL, local.SignIn)
+	return NewClient(local.URL, local.Token), local, nil
 }
 
 // CheckServerURL says what is wrong with a server URL a person gave, if anything.

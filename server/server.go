@@ -515,6 +515,7 @@ func (s *Server) routes() http.Handler {
 	route("GET /api/sessions/{id}/ws", s.sessionSocket)
 	route("GET /api/sessions/{id}/asks", s.listAsks)
 	route("POST /api/sessions/{id}/asks/{askId}", s.postAnswer)
+	route("POST /api/sessions/{id}/asks/{askId}/refuse", s.postRefusal)
 	route("GET /api/sessions/{id}/ledgers", s.listLedgers)
 	route("POST /api/sessions/{id}/restore", s.restore)
 	// Conversation controls (controls.go).

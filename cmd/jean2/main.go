@@ -59,6 +59,7 @@ Usage:
   jean2 serve [--host H] [--port N]         run the agent server: API, web client, MCP over HTTP
   jean2 signin [--open]                     print a one-time address that signs a browser in
   jean2 chat [--workspace DIR] [--server URL] [--session ID]   talk with the agent in the terminal
+  jean2 run [--workspace DIR] [--format json] [--allow RULE] "PROMPT"   one turn, no person (docs/automation.md)
   jean2 doctor [--json]                     check runtimes, the sandbox and jean2's folders
   jean2 version                             print the version
 
@@ -86,6 +87,8 @@ func run(ctx context.Context, e env, args []string) error {
 		return serve(ctx, e, args[1:])
 	case "chat":
 		return runChat(ctx, e, args[1:])
+	case "run":
+		return runHeadless(ctx, e, args[1:])
 	case "signin":
 		return signin(ctx, e, args[1:])
 	case "doctor":
