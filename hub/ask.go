@@ -362,22 +362,27 @@ func (h *Hub) Pending(sessionID string) []PendingAsk {
 	return out
 }
 
+// pendingAsk finds an announced ask of the session that is still waiting; ErrNoSuchAsk,
+// worded for the action, when there is none.
+func (h *Hub) pendingAsk(action, sessionID, askID string) (*pendingAsk, error) {
+	if s := h.lookup(sessionID); s != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if q := s.asks[askID]; q != nil && q.announced {
+			return q, nil
+		}
+	}
+	return nil, fmt.Errorf("%s ask %q of session %q: %w (already answered, timed out or cancelled, or never asked)", action, askID, sessionID, ErrNoSuchAsk)
+}
+
 // Answer answers a pending ask of the session. The first answer of the right shape wins: a
 // later one gets ErrNoSuchAsk. An answer of the wrong shape (errors.Is(err,
 // ask.ErrInvalidAnswer)) is refused and the ask stays pending. A permission is answered
 // with true, false or {"granted":true,"duration":"once|session|workspace"}.
 func (h *Hub) Answer(ctx context.Context, sessionID, askID string, answer json.RawMessage) error {
-	s := h.lookup(sessionID)
-	var p *pendingAsk
-	if s != nil {
-		s.mu.Lock()
-		if q := s.asks[askID]; q != nil && q.announced {
-			p = q
-		}
-		s.mu.Unlock()
-	}
-	if p == nil {
-		return fmt.Errorf("answer ask %q of session %q: %w (already answered, timed out or cancelled, or never asked)", askID, sessionID, ErrNoSuchAsk)
+	p, err := h.pendingAsk("answer", sessionID, askID)
+	if err != nil {
+		return err
 	}
 	if len(answer) > MaxAnswerBytes {
 		return fmt.Errorf("answer ask %q of session %q: %w: the answer is %d bytes, more than the %d allowed", askID, sessionID, ask.ErrInvalidAnswer, len(answer), MaxAnswerBytes)

@@ -28,17 +28,9 @@ func (e *RefusedByClientError) Unwrap() error { return tool.ErrNoOneToAsk }
 // with no one to ask (a script, CI) uses it instead of letting the ask wait for its
 // timeout. ErrNoSuchAsk as for Answer.
 func (h *Hub) Refuse(ctx context.Context, sessionID, askID, reason string) error {
-	s := h.lookup(sessionID)
-	var p *pendingAsk
-	if s != nil {
-		s.mu.Lock()
-		if q := s.asks[askID]; q != nil && q.announced {
-			p = q
-		}
-		s.mu.Unlock()
-	}
-	if p == nil {
-		return fmt.Errorf("refuse ask %q of session %q: %w (already answered, timed out or cancelled, or never asked)", askID, sessionID, ErrNoSuchAsk)
+	p, err := h.pendingAsk("refuse", sessionID, askID)
+	if err != nil {
+		return err
 	}
 	if reason == "" {
 		reason = "no reason given"
@@ -47,8 +39,8 @@ func (h *Hub) Refuse(ctx context.Context, sessionID, askID, reason string) error
 	if q == "" {
 		q = p.Ask.Capability
 	}
-	err := &RefusedByClientError{Type: p.Ask.Type, Question: q, Tool: p.Tool, Reason: reason}
-	if !h.resolve(ctx, p, OutcomeRefused, nil, err) {
+	refusal := &RefusedByClientError{Type: p.Ask.Type, Question: q, Tool: p.Tool, Reason: reason}
+	if !h.resolve(ctx, p, OutcomeRefused, nil, refusal) {
 		return fmt.Errorf("refuse ask %q of session %q: %w (another answer came first, or it timed out or was cancelled)", askID, sessionID, ErrNoSuchAsk)
 	}
 	return nil

@@ -56,29 +56,15 @@ func toolsApprove(ctx context.Context, e env, args []string) error {
 	}
 	scripts := st.InstallScripts
 	if !sandbox.Declares(st.Declared) && scripts == nil {
-		fmt.Fprintf(e.stdout, "%s declares nothing beyond its context: there is nothing to approve.\n", name)
+		fmt.Fprintf(e.stdout, "%s declares nothing beyond its context: there is nothing to approve (to give it a power it does not declare: jean2 tools approve %s --grant POWER).\n", name, name)
 		return nil
 	}
 	// Every string of the declaration is the tool author's: printed with its control
 	// characters escaped, so that none can erase, overwrite or hide a line of what the
 	// person approves (TestToolsApproveAttackHiddenDeclaration).
 	fmt.Fprintf(e.stdout, "%s %s (%s, content %s) asks to:\n", termtext.Line(name), termtext.Line(entry.Version), entry.Runtime, shortHash(entry.Hash))
-	if d := st.Declared; d != nil {
-		for _, p := range d.Read {
-			fmt.Fprintf(e.stdout, "  read     %s\n", termtext.Line(p))
-		}
-		for _, p := range d.Write {
-			fmt.Fprintf(e.stdout, "  write    %s\n", termtext.Line(p))
-		}
-		if d.ChildProcess {
-			fmt.Fprintln(e.stdout, "  start processes (they run under the same rules and see only its clean environment)")
-		}
-		if d.MemoryMB > 0 {
-			fmt.Fprintf(e.stdout, "  use up to %d MB of memory per worker (above the host's cap; package.json \"jean2\": {\"memoryMB\"})\n", d.MemoryMB)
-		}
-		for _, n := range d.Network {
-			fmt.Fprintf(e.stdout, "  connect  %s (through jean2's egress proxy)\n", termtext.Line(n))
-		}
+	if st.Declared != nil {
+		printPowers(e, st.Declared)
 	}
 	if scripts != nil {
 		fmt.Fprintf(e.stdout, "  run the install scripts of its dependencies when they are installed: %s\n", termtext.Line(strings.Join(scripts.Dependencies, ", ")))

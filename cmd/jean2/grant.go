@@ -43,7 +43,7 @@ func (g *grantFlags) Set(v string) error {
 func toolsGrant(e env, h *host.Host, name string, g grantFlags, yes bool) error {
 	entry, _ := h.Tool(name)
 	fmt.Fprintf(e.stdout, "Grant %s %s (content %s), beyond what it declares:\n", termtext.Line(name), termtext.Line(entry.Version), shortHash(entry.Hash))
-	describeGrant(e, &g.perms)
+	printPowers(e, &g.perms)
 	fmt.Fprintln(e.stdout, "It holds for this version only; jean2's own folder and credential folders stay closed whatever is granted.")
 	if !yes {
 		if !e.stdinIsTerminal {
@@ -65,7 +65,10 @@ func toolsGrant(e env, h *host.Host, name string, g grantFlags, yes bool) error 
 	return nil
 }
 
-func describeGrant(e env, p *tool.Permissions) {
+// printPowers lists a declaration or a grant, one power a line. Every string is the tool
+// author's or the person's: printed with its control characters escaped, so that none can
+// erase, overwrite or hide a line of what the person approves.
+func printPowers(e env, p *tool.Permissions) {
 	for _, r := range p.Read {
 		fmt.Fprintf(e.stdout, "  read     %s\n", termtext.Line(r))
 	}
@@ -73,7 +76,10 @@ func describeGrant(e env, p *tool.Permissions) {
 		fmt.Fprintf(e.stdout, "  write    %s\n", termtext.Line(w))
 	}
 	if p.ChildProcess {
-		fmt.Fprintln(e.stdout, "  start processes (they run under the same rules)")
+		fmt.Fprintln(e.stdout, "  start processes (they run under the same rules and see only its clean environment)")
+	}
+	if p.MemoryMB > 0 {
+		fmt.Fprintf(e.stdout, "  use up to %d MB of memory per worker (above the host's cap; package.json \"jean2\": {\"memoryMB\"})\n", p.MemoryMB)
 	}
 	for _, n := range p.Network {
 		fmt.Fprintf(e.stdout, "  connect  %s (through jean2's egress proxy)\n", termtext.Line(n))
