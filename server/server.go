@@ -244,6 +244,9 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 
 	hostOpts := cfg.Host
 	hostOpts.Sources = append(slices.Clone(cfg.Host.Sources), s.wsMCP)
+	// The agent's own powers (skills, memory, session search) are built-ins that need the
+	// server's home and store.
+	hostOpts.Builtins = append(slices.Clone(cfg.Host.Builtins), harness.AgentTools(home, s.db)...)
 	hostOpts.LLM = s.providers.LLM("", "")
 	hostOpts.Grants = s.grants
 	hostOpts.ServerEnv = withoutKeys(hostOpts.ServerEnv, append(s.providers.Set().KeyEnvNames(), tokenEnv))
