@@ -26,9 +26,13 @@ func (h *Harness) Skills(workspace string) skills.Set {
 // agentPrompt is the part of a turn's system prompt the agent's own powers make: the
 // skills' names and descriptions, then the memory files. Read once per turn, like the
 // instruction files.
-func agentPrompt(home, workspace string) string {
+func agentPrompt(home, workspace string, seen func(string, skills.Set)) string {
 	var parts []string
-	if p := skills.Scan(home, workspace).Prompt(); p != "" {
+	set := skills.Scan(home, workspace)
+	if seen != nil {
+		seen(workspace, set)
+	}
+	if p := set.Prompt(); p != "" {
 		parts = append(parts, p)
 	}
 	if p := memory.Prompt(home); p != "" {

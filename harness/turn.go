@@ -256,7 +256,7 @@ func (t *turn) system(ws host.Workspace) string {
 		b.WriteString(p)
 	}
 	if t.agent == nil {
-		p := agentPrompt(t.h.opts.Home, ws.Path)
+		p := agentPrompt(t.h.opts.Home, ws.Path, t.h.opts.SkillsRead)
 		t.agent = &p
 	}
 	if *t.agent != "" {

@@ -252,32 +252,28 @@ func containsEntry(text, entry string) bool {
 	return false
 }
 
-// tidy drops the separators an emptied entry leaves (two in a row, or one at either end);
-// the text of every entry is kept as it is.
+// tidy drops the entries a change emptied, with their separators. Every other entry's text
+// is kept as it is, but for the blank lines at its edges.
 func tidy(text string) string {
-	lines := strings.Split(text, "\n")
-	var out []string
-	lastSep := true // a separator at the top is dropped
-	for _, line := range lines {
+	var kept []string
+	var cur []string
+	flush := func() {
+		block := strings.Trim(strings.Join(cur, "\n"), "\n")
+		if strings.TrimSpace(block) != "" {
+			kept = append(kept, block)
+		}
+		cur = nil
+	}
+	for _, line := range strings.Split(text, "\n") {
 		if strings.TrimSpace(line) == Separator {
-			if lastSep {
-				continue
-			}
-			lastSep = true
-			out = append(out, line)
+			flush()
 			continue
 		}
-		if strings.TrimSpace(line) != "" {
-			lastSep = false
-		}
-		out = append(out, line)
+		cur = append(cur, line)
 	}
-	// A separator left at the end (the last entry emptied) goes, with the blank lines.
-	for len(out) > 0 && (strings.TrimSpace(out[len(out)-1]) == "" || strings.TrimSpace(out[len(out)-1]) == Separator) {
-		out = out[:len(out)-1]
-	}
-	if len(out) == 0 {
+	flush()
+	if len(kept) == 0 {
 		return ""
 	}
-	return strings.Join(out, "\n") + "\n"
+	return strings.Join(kept, "\n"+Separator+"\n") + "\n"
 }

@@ -1,7 +1,10 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
+	"sync"
 
 	"github.com/jean2/jean2/skills"
 )
@@ -44,4 +47,47 @@ func (s *Server) listWorkspaceSkills(w http.ResponseWriter, r *http.Request) err
 	}
 	writeJSON(w, http.StatusOK, newSkillsView(s.cfg.Host.Layout.Home, ws.Path, s.harness.Skills(ws.Path)))
 	return nil
+}
+
+// skillNotices remembers, per workspace folder, the broken skills last reported, so a
+// skill that breaks is reported once (a "skills.broken" event on the server's log and a
+// warning in its log), and again when it is fixed or breaks differently — not at every
+// turn.
+type skillNotices struct {
+	mu   sync.Mutex
+	last map[string]string // workspace folder → its broken skills' paths and errors
+}
+
+// brokenSkill is one broken skill in a skills.broken event.
+type brokenSkill struct {
+	Name  string `json:"name"`
+	Path  string `json:"path"`
+	Scope string `json:"scope"`
+	Error string `json:"error"`
+}
+
+// skillsRead is the harness's SkillsRead: it reports a change in a workspace's broken
+// skills.
+func (s *Server) skillsRead(workspace string, set skills.Set) {
+	broken := []brokenSkill{}
+	var key strings.Builder
+	for _, sk := range set.Broken() {
+		broken = append(broken, brokenSkill{Name: sk.Name, Path: sk.Dir, Scope: sk.Scope, Error: sk.Error})
+		fmt.Fprintf(&key, "%s\x00%s\x00", sk.Dir, sk.Error)
+	}
+	n := &s.skillNotices
+	n.mu.Lock()
+	if n.last == nil {
+		n.last = map[string]string{}
+	}
+	before, seen := n.last[workspace]
+	n.last[workspace] = key.String()
+	n.mu.Unlock()
+	if before == key.String() && (seen || len(broken) == 0) {
+		return
+	}
+	for _, b := range broken {
+		s.log.Warn("a skill cannot be used", "skill", b.Name, "path", b.Path, "error", b.Error)
+	}
+	s.publishServer(s.ctx, "skills.broken", map[string]any{"workspace": workspace, "skills": broken})
 }

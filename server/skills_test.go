@@ -12,6 +12,7 @@ import (
 	"github.com/jean2/jean2/hub"
 	"github.com/jean2/jean2/provider/providertest"
 	"github.com/jean2/jean2/skills"
+	"github.com/jean2/jean2/store"
 )
 
 // writeFiles writes files below dir.
@@ -156,6 +157,22 @@ func TestSkillsOfferedLoadedAndLive(t *testing.T) {
 		t.Fatalf("GET /api/skills: %+v", homeOnly)
 	}
 
+	// The broken skill was reported on the server's log, once.
+	brokenEvents := func() []string {
+		var log struct{ Events []store.Event }
+		f.call("GET", "/api/events?after=0", nil, 200, &log)
+		var out []string
+		for _, ev := range log.Events {
+			if ev.Type == "skills.broken" {
+				out = append(out, string(ev.Payload))
+			}
+		}
+		return out
+	}
+	if evs := brokenEvents(); len(evs) != 1 || !strings.Contains(evs[0], `"name":"broken"`) || !strings.Contains(evs[0], "YAML") {
+		t.Fatalf("skills.broken events: %q", evs)
+	}
+
 	// Saved and fixed while the server runs: offered at the next turn.
 	writeFiles(t, wsSkills, map[string]string{
 		"changelog/SKILL.md": "---\nname: changelog\ndescription: Write the changelog entry.\n---\nOne line per change.\n",
@@ -164,6 +181,9 @@ func TestSkillsOfferedLoadedAndLive(t *testing.T) {
 	f.fake.Push(providertest.OpenAIText("test-model", "ok"))
 	if r := f.runTurn(ses.ID, "again"); r != "done" {
 		t.Fatalf("second turn ended %s", r)
+	}
+	if evs := brokenEvents(); len(evs) != 2 || !strings.Contains(evs[1], `"skills":[]`) {
+		t.Fatalf("skills.broken events after the fix: %q", evs)
 	}
 	sys = systemOf(t, f.fake.Requests()[3])
 	for _, want := range []string{"- changelog: Write the changelog entry.", "- broken: Fixed now.", "- pdf-forms:"} {
@@ -309,5 +329,36 @@ func TestSessionSearchToolStaysInWorkspace(t *testing.T) {
 	read := lastToolResult(t, reqs[len(reqs)-1])
 	if strings.Contains(read, "SECRET-ELSEWHERE") || !strings.Contains(read, "there is no message") {
 		t.Fatalf("reading another workspace's message gave:\n%s", read)
+	}
+}
+
+// With 50 skills installed, each with a 20 KiB body, a request carries their names and
+// descriptions only: measured from the wire, against the same request with no skills.
+func TestSkillsPromptBytes(t *testing.T) {
+	f := newFixture(t)
+	body := strings.Repeat("Step: do the thing carefully and check it. ", 500) // ~22 KB
+	files := map[string]string{}
+	for i := range 50 {
+		name := fmt.Sprintf("skill-%02d", i)
+		files[name+"/SKILL.md"] = fmt.Sprintf("---\nname: %s\ndescription: Handle task %02d of the project, what it does and when to use it, in about one hundred characters.\n---\n%s\n", name, i, body)
+	}
+	f.start()
+	_, ses := f.session()
+	f.fake.Push(providertest.OpenAIText("test-model", "ok"), providertest.OpenAIText("test-model", "ok"))
+	if r := f.runTurn(ses.ID, "hi"); r != "done" {
+		t.Fatalf("turn ended %s", r)
+	}
+	writeFiles(t, filepath.Join(f.home, "skills"), files)
+	if r := f.runTurn(ses.ID, "hi"); r != "done" {
+		t.Fatalf("turn ended %s", r)
+	}
+	reqs := f.fake.Requests()
+	without, with := systemOf(t, reqs[0]), systemOf(t, reqs[1])
+	added := len(with) - len(without)
+	perSkill := added / 50
+	t.Logf("system prompt: %d bytes without skills, %d with 50 (+%d, %d per skill); request body %d → %d bytes",
+		len(without), len(with), added, perSkill, len(reqs[0].Body), len(reqs[1].Body))
+	if strings.Contains(with, "Step: do the thing") || strings.Count(with, "- skill-") != 50 || perSkill > 200 {
+		t.Fatalf("50 skills added %d bytes to the system prompt", added)
 	}
 }

@@ -200,7 +200,7 @@ func scanFolder(f Folder) []Skill {
 // readSkill reads the front matter of one skill folder.
 func readSkill(root *os.Root, f Folder, dir string) Skill {
 	sk := Skill{Name: dir, Scope: f.Scope, Dir: filepath.Join(f.Dir(), dir)}
-	data, err := readFile(root, filepath.Join(dir, FileName), MaxSkillBytes)
+	data, err := readHead(root, filepath.Join(dir, FileName))
 	if errors.Is(err, fs.ErrNotExist) {
 		sk.Error = "the folder has no " + FileName
 		return sk
@@ -216,6 +216,54 @@ func readSkill(root *os.Root, f Folder, dir string) Skill {
 	}
 	sk.Name, sk.Description, sk.Manual = meta.Name, meta.Description, meta.Manual
 	return sk
+}
+
+// What a scan reads of a SKILL.md: the front matter and the start of the body (whose first
+// paragraph is the description when the front matter gives none), headBytes at first and
+// more, up to maxHeadBytes, while the front matter is not closed. The rest is read when the
+// skill is loaded.
+const (
+	headBytes    = 4 << 10
+	maxHeadBytes = 64 << 10
+)
+
+// readHead reads the start of a SKILL.md within root, whole lines only; a file larger
+// than MaxSkillBytes is an error, as Load would find.
+func readHead(root *os.Root, rel string) ([]byte, error) {
+	fh, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file", rel)
+	case st.Size() > MaxSkillBytes:
+		return nil, fmt.Errorf("%s is larger than %d bytes", rel, MaxSkillBytes)
+	}
+	for size := int64(headBytes); ; size *= 4 {
+		buf := make([]byte, min(st.Size(), size))
+		n, err := fh.ReadAt(buf, 0)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("read %s: %w", rel, err)
+		}
+		buf = buf[:n]
+		if int64(n) == st.Size() {
+			return buf, nil
+		}
+		// Cut at a line's end, so no character is split and the front matter's closing
+		// line, when it was read, is whole.
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			buf = buf[:i+1]
+		}
+		if bytes.Contains(buf[min(len(buf), 3):], []byte("\n---")) || size >= maxHeadBytes {
+			return buf, nil
+		}
+	}
 }
 
 // readFile reads a regular file within root, at most limit bytes (a larger one is an
