@@ -182,6 +182,11 @@ func write(ctx context.Context, c *tool.Context, f Folder, name, rel string, dat
 	if err := askWrite(ctx, c, f, name, rel, "write"); err != nil {
 		return err
 	}
+	if f.Scope == ScopeHome {
+		if err := os.MkdirAll(f.Root, 0o700); err != nil { // jean2's home, made as jean2 makes it
+			return fmt.Errorf("make %s: %w", f.Root, err)
+		}
+	}
 	top, err := os.OpenRoot(f.Root)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", f.Root, err)
