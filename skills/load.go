@@ -103,7 +103,9 @@ func ReadFile(home, workspace, name, rel string) (string, error) {
 // find is the usable skill named name, or an error that lists the skills there are.
 func find(home, workspace, name string) (Skill, error) {
 	set := Scan(home, workspace)
-	if sk, ok := set.Find(name); ok {
+	if sk, ok := set.Find(name); ok && sk.Manual {
+		return Skill{}, fmt.Errorf("skill %s is for people to use, not the model (disable-model-invocation in %s)", name, sk.Dir)
+	} else if ok {
 		return sk, nil
 	}
 	for _, sk := range set.Skills {

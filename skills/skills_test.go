@@ -125,3 +125,17 @@ func BenchmarkScan50(b *testing.B) {
 		}
 	}
 }
+
+// A skill marked disable-model-invocation (Claude Code's) is listed but neither offered to
+// the model nor loaded for it.
+func TestManualSkillNotForTheModel(t *testing.T) {
+	home := t.TempDir()
+	put(t, filepath.Join(home, "skills", "deploy", FileName), "---\ndescription: Deploy to production.\ndisable-model-invocation: true\n---\nSteps.\n")
+	set := Scan(home, "")
+	if len(set.Skills) != 1 || !set.Skills[0].Manual || set.Prompt() != "" {
+		t.Fatalf("set %+v, prompt %q", set, set.Prompt())
+	}
+	if _, err := Load(home, "", "deploy"); err == nil || !strings.Contains(err.Error(), "not the model") {
+		t.Fatalf("Load of a manual skill: %v", err)
+	}
+}
