@@ -128,6 +128,12 @@ type Change struct {
 // on disk is still what the change was made from (else it makes the change again from what
 // is there now).
 func Apply(ctx context.Context, home string, ch Change) (string, error) {
+	return apply(ctx, home, ch, nil)
+}
+
+// apply is Apply; made, when set, is called once the change is made and before the file is
+// read again (tests stand a person's editor there).
+func apply(ctx context.Context, home string, ch Change, made func()) (string, error) {
 	name, limit, err := fileOf(ch.Target)
 	if err != nil {
 		return "", err
@@ -149,6 +155,9 @@ func Apply(ctx context.Context, home string, ch Change) (string, error) {
 		after, err := edit(before, ch, limit, name)
 		if err != nil {
 			return "", err
+		}
+		if made != nil {
+			made()
 		}
 		// A person's editor may have saved the file since it was read: then the change is
 		// made again from what they saved.

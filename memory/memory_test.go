@@ -90,3 +90,29 @@ func TestPromptCapped(t *testing.T) {
 		t.Fatal("a home without memory files has a memory prompt")
 	}
 }
+
+// A person saves the file while the tool makes its change: the change is made again from
+// what they saved, and both are in the file.
+func TestApplyKeepsAnEditMadeMeanwhile(t *testing.T) {
+	home := t.TempDir()
+	path := filepath.Join(home, MemoryFile)
+	if err := os.WriteFile(path, []byte("First line by hand.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	saves := 0
+	_, err := apply(context.Background(), home, Change{Action: "add", Content: "A fact."}, func() {
+		if saves == 0 {
+			saves++
+			if err := os.WriteFile(path, []byte("First line by hand.\nSecond line, saved meanwhile.\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	if want := "First line by hand.\nSecond line, saved meanwhile.\n§\nA fact.\n"; string(data) != want {
+		t.Fatalf("MEMORY.md = %q, want %q", data, want)
+	}
+}
