@@ -12,6 +12,7 @@ import (
 
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/provider"
+	"github.com/jean2/jean2/skills"
 	"github.com/jean2/jean2/store"
 	"github.com/jean2/jean2/tool"
 )
@@ -88,6 +89,9 @@ type Options struct {
 	// Home is $JEAN2_HOME, whose AGENTS.md joins every session's system prompt; "" for
 	// none.
 	Home string
+	// SkillsRead, when set, is told the skills each turn read for its workspace folder
+	// (the server reports the broken ones to people).
+	SkillsRead func(workspace string, set skills.Set)
 	// MaxParallel caps read-only calls running at once in one round (default 8).
 	MaxParallel int
 	// Leases claims sessions across instances sharing the database (lease.go); nil on one

@@ -54,6 +54,9 @@ type turn struct {
 	// instruction files read at its first round (nil before).
 	sysPrompt    string
 	instructions *Instructions
+	// agent is the part of the system prompt the skills and the memory files make
+	// (agentPrompt), read at the turn's first round (nil before).
+	agent *string
 	// window is the context window of the session's model in tokens, 0 when unknown.
 	window  int
 	usage   provider.Usage
@@ -251,6 +254,14 @@ func (t *turn) system(ws host.Workspace) string {
 	if p := t.instructions.prompt(); p != "" {
 		b.WriteString("\n\n")
 		b.WriteString(p)
+	}
+	if t.agent == nil {
+		p := agentPrompt(t.h.opts.Home, ws.Path, t.h.opts.SkillsRead)
+		t.agent = &p
+	}
+	if *t.agent != "" {
+		b.WriteString("\n\n")
+		b.WriteString(*t.agent)
 	}
 	return b.String()
 }

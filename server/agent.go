@@ -15,6 +15,8 @@ import (
 func (s *Server) agentRoutes(route func(string, handlerFunc)) {
 	route("GET /api/settings/system-prompt", s.getSystemPrompt)
 	route("GET /api/workspaces/{id}/instructions", s.getInstructions)
+	route("GET /api/skills", s.listSkills)
+	route("GET /api/workspaces/{id}/skills", s.listWorkspaceSkills)
 	route("POST /api/sessions/{id}/compact", s.compactSession)
 	route("GET /api/search", s.search)
 	route("GET /api/providers/{name}/models", s.getProviderModels)

@@ -122,6 +122,8 @@ type Server struct {
 
 	// mcpSignIns are the MCP sign-ins started from the web client (mcpservers.go).
 	mcpSignIns mcpSignIns
+	// skillNotices are the broken skills last reported per workspace folder (skills.go).
+	skillNotices skillNotices
 }
 
 // Open opens $JEAN2_HOME/jean2.db and builds the providers, the tool host, the hub, undo
@@ -244,6 +246,9 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 
 	hostOpts := cfg.Host
 	hostOpts.Sources = append(slices.Clone(cfg.Host.Sources), s.wsMCP)
+	// The agent's own powers (skills, memory, session search) are built-ins that need the
+	// server's home and store.
+	hostOpts.Builtins = append(slices.Clone(cfg.Host.Builtins), harness.AgentTools(home, s.db)...)
 	hostOpts.LLM = s.providers.LLM("", "")
 	hostOpts.Grants = s.grants
 	hostOpts.ServerEnv = withoutKeys(hostOpts.ServerEnv, append(s.providers.Set().KeyEnvNames(), tokenEnv))
@@ -286,7 +291,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.harness, err = harness.New(ctx, harness.Options{
 		Store: s.db, Events: s.hub, Askers: s.hub, Tools: &scopedTools{Host: s.host, w: s.wsMCP}, Models: s.providers, Snapshots: s.snapshots,
 		WorkRounds: st.WorkRounds, MaxRounds: st.MaxRounds, System: cfg.System, Home: home, Logger: s.log,
-		Leases: s.leaser(),
+		Leases: s.leaser(), SkillsRead: s.skillsRead,
 	}); err != nil {
 		return nil, fmt.Errorf("open server: %w", err)
 	}

@@ -332,6 +332,7 @@ class App {
       this.drawSidebar();
     }
     if (ev.type === "tools.changed" && this.view instanceof ToolsView) this.view.onToolsChanged(p);
+    if (ev.type === "skills.broken" && this.view instanceof ToolsView) this.view.skills?.refresh();
     if (ev.type === "tool.run.progress" && this.view instanceof ToolsView) this.view.onRunProgress(p);
     if ((ev.type === "providers.changed" || ev.type === "settings.changed") && this.view instanceof SettingsView) this.view.onServerEvent(ev);
   }

@@ -10,6 +10,7 @@ import { schemaForm } from "./schemaform.js";
 import { errorText } from "./ui.js";
 import { renderAsk } from "./asks.js";
 import { renderMarkdown } from "./markdown.js";
+import { SkillsSection } from "./skills.js";
 
 export class ToolsView {
   constructor(app) {
@@ -28,8 +29,10 @@ export class ToolsView {
     replace(this.el, h("h2", { id: "tools-title" }, "Tools"),
       h("div", { class: "tool-search" }, h("label", { for: "tool-search" }, "Search the tools"), this.search, this.searchCount),
       this.live, this.list);
+    this.skills = new SkillsSection(this.app);
+    this.el.append(this.skills.el);
     replace(container, this.el);
-    await this.refresh();
+    await Promise.all([this.refresh(), this.skills.refresh()]);
   }
 
   unmount() {
