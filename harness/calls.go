@@ -159,6 +159,7 @@ func (t *turn) runCall(msg *store.Message, pi int, ws host.Workspace) {
 	})
 	p.Result = out.ModelText
 	p.Visualization = out.Result.Visualization
+	p.MediaType, p.Data = keptContent(out.Result.Content)
 	p.Duration = out.Duration
 	if out.Result.Success {
 		p.Status, p.Error = store.StatusComplete, ""
@@ -232,4 +233,18 @@ func argsForModel(args string) string {
 		return args
 	}
 	return "{}"
+}
+
+// keptContent is a result's content as a tool part keeps it (store.ToolContentType), so a
+// history replays its images to the model; none when there is none. The host has already
+// bounded it (host.ContentKeepBytes).
+func keptContent(content []tool.Content) (string, []byte) {
+	if len(content) == 0 {
+		return "", nil
+	}
+	raw, err := json.Marshal(content)
+	if err != nil || len(raw) > store.MaxToolContentBytes {
+		return "", nil
+	}
+	return store.ToolContentType, raw
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -54,4 +55,28 @@ func head(b []byte, n int) []byte {
 		return b[:n]
 	}
 	return b
+}
+
+// ToolContentType is the media type of a tool part's Data: the JSON of the content its
+// result carried beyond JSON (tool.Content: images, audio, resources), kept so a history
+// replays the images to the model. The host keeps at most host.ContentKeepBytes of it
+// decoded and writes the rest to files.
+const ToolContentType = "application/vnd.jean2.tool-content+json"
+
+// MaxToolContentBytes bounds a tool part's Data: the host's 8 MiB kept, as base64 in JSON.
+const MaxToolContentBytes = 12 << 20
+
+// checkToolContent says what is wrong with a tool part's Data, if it has some.
+func checkToolContent(p Part) error {
+	switch {
+	case p.MediaType == "" && len(p.Data) == 0:
+		return nil
+	case p.MediaType != ToolContentType:
+		return fmt.Errorf("a %s part's data is of %s, not %q", p.Kind, p.MediaType, ToolContentType)
+	case len(p.Data) > MaxToolContentBytes:
+		return fmt.Errorf("a %s part's content is %d bytes, more than the %d allowed", p.Kind, len(p.Data), MaxToolContentBytes)
+	case !json.Valid(p.Data):
+		return fmt.Errorf("a %s part's content is not valid JSON", p.Kind)
+	}
+	return nil
 }
