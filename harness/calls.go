@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"unicode/utf8"
 
@@ -235,14 +236,21 @@ func argsForModel(args string) string {
 	return "{}"
 }
 
-// keptContent is a result's content as a tool part keeps it (store.ToolContentType), so a
-// history replays its images to the model; none when there is none. The host has already
-// bounded it (host.ContentKeepBytes).
+// keptContent is what a tool part keeps of a result's content (store.ToolContentType): its
+// images of the types models take, so a history replays them to the model. The rest is in
+// the model's text already, and the images are in the visualization for people. The host
+// has bounded them (host.ContentKeepBytes).
 func keptContent(content []tool.Content) (string, []byte) {
-	if len(content) == 0 {
+	var images []tool.Content
+	for _, c := range content {
+		if c.Type == tool.ContentImage && slices.Contains(tool.ImageTypes, c.MIMEType) {
+			images = append(images, c)
+		}
+	}
+	if len(images) == 0 {
 		return "", nil
 	}
-	raw, err := json.Marshal(content)
+	raw, err := json.Marshal(images)
 	if err != nil || len(raw) > store.MaxToolContentBytes {
 		return "", nil
 	}

@@ -110,7 +110,7 @@ func transcript(history []store.Message) (msgs []provider.Message, system []stri
 					}
 					msg := provider.Message{Role: provider.RoleTool, ToolCallID: p.CallID, Text: res, IsError: isErr}
 					if ok {
-						msg.Text, msg.Images = resultImages(holder, res)
+						msg.Images = resultImages(holder)
 					}
 					results = append(results, msg)
 				}
@@ -194,35 +194,21 @@ func joinBlock(text, block string) string {
 }
 
 // resultImages are the images a tool part kept of its result's content
-// (store.ToolContentType), for the model; an image of a type no provider takes gets a
-// stand-in line after the text instead. Whether the model is given the images is the
-// provider's business (provider.Message.Images).
-func resultImages(p store.Part, text string) (string, []provider.Image) {
+// (store.ToolContentType), for the model. Whether the model is given them or a line saying
+// what they were is the provider's business (provider.Message.Images, Config.NoImages).
+func resultImages(p store.Part) []provider.Image {
 	if p.MediaType != store.ToolContentType || len(p.Data) == 0 {
-		return text, nil
+		return nil
 	}
 	var content []tool.Content
 	if json.Unmarshal(p.Data, &content) != nil {
-		return text, nil
+		return nil
 	}
 	var images []provider.Image
 	for _, c := range content {
-		if c.Type != tool.ContentImage {
-			continue
+		if c.Type == tool.ContentImage && slices.Contains(tool.ImageTypes, c.MIMEType) {
+			images = append(images, provider.Image{MediaType: c.MIMEType, Data: c.Bytes()})
 		}
-		if !slices.Contains(tool.ImageTypes, c.MIMEType) {
-			text = joinLine(text, tool.ContentStandIn(c, "not shown to this model: only PNG, JPEG, GIF and WebP images can be"))
-			continue
-		}
-		images = append(images, provider.Image{MediaType: c.MIMEType, Data: c.Bytes()})
 	}
-	return text, images
-}
-
-// joinLine adds line to text on a line of its own.
-func joinLine(text, line string) string {
-	if text == "" {
-		return line
-	}
-	return text + "\n" + line
+	return images
 }

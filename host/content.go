@@ -13,9 +13,10 @@ import (
 // with the call (in the store, replayed to the model): a screenshot or two. A block past it
 // is written to a file in the session's temporary folder, as an overflowing result is, and
 // its place taken by a link to the file. An image past MaxImageBytes (what the strictest
-// provider takes per image) goes to a file whatever the budget left.
+// provider takes per image) goes to a file whatever the budget left. (A worker's answer is
+// bounded before this by Limits.MaxResultBytes, 8 MiB of JSON by default.)
 const (
-	ContentKeepBytes = 8 << 20
+	ContentKeepBytes = 4 << 20
 	MaxImageBytes    = 5 << 20
 )
 

@@ -57,14 +57,13 @@ func head(b []byte, n int) []byte {
 	return b
 }
 
-// ToolContentType is the media type of a tool part's Data: the JSON of the content its
-// result carried beyond JSON (tool.Content: images, audio, resources), kept so a history
-// replays the images to the model. The host keeps at most host.ContentKeepBytes of it
-// decoded and writes the rest to files.
+// ToolContentType is the media type of a tool part's Data: the JSON of the images its
+// result carried (tool.Content blocks), kept so a history replays them to the model. The
+// host keeps at most host.ContentKeepBytes of content decoded and writes the rest to files.
 const ToolContentType = "application/vnd.jean2.tool-content+json"
 
-// MaxToolContentBytes bounds a tool part's Data: the host's 8 MiB kept, as base64 in JSON.
-const MaxToolContentBytes = 12 << 20
+// MaxToolContentBytes bounds a tool part's Data: the host's 4 MiB kept, as base64 in JSON.
+const MaxToolContentBytes = 8 << 20
 
 // checkToolContent says what is wrong with a tool part's Data, if it has some.
 func checkToolContent(p Part) error {

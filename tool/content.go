@@ -215,8 +215,8 @@ func SniffImage(mimeType string, data []byte) error {
 	return nil
 }
 
-// ContentModelText is the text a model reads of a result's content, images and audio left
-// out: text blocks as they are, an embedded text resource in a block naming its URI, an
+// ContentModelText is the text a model reads of a result's content, its images (of
+// ImageTypes) left out: text blocks as they are, an embedded text resource in a block naming its URI, an
 // embedded binary resource and a resource link as a line saying what and where. Images are
 // given to the model apart (or a stand-in, ContentStandIn, when it takes none); audio
 // always gets its stand-in.
@@ -226,6 +226,10 @@ func ContentModelText(content []Content) string {
 		switch c.Type {
 		case ContentText:
 			parts = append(parts, c.Text)
+		case ContentImage:
+			if !slices.Contains(ImageTypes, c.MIMEType) {
+				parts = append(parts, ContentStandIn(c, "not shown to this model: only PNG, JPEG, GIF and WebP images can be"))
+			}
 		case ContentAudio:
 			parts = append(parts, ContentStandIn(c, "not shown to this model"))
 		case ContentResource:
