@@ -2,9 +2,11 @@ package mcpclient
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/jean2/jean2/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -68,5 +70,41 @@ func TestRichContentKept(t *testing.T) {
 	}
 	if r = fromResult(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "x"}}}); r.Content != nil || string(r.Result) != `"x"` {
 		t.Fatalf("text only: %+v", r)
+	}
+}
+
+// The same through a real MCP server imported over HTTP: its image, audio and resource reach
+// jean2's result as content, not as "[image … not shown]" lines.
+func TestRichContentFromAnImportedServer(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+	p := newPeer(t)
+	p.srv.AddTool(&mcp.Tool{Name: "chart", Description: "Draws.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "chart:"}, &mcp.ImageContent{MIMEType: "image/png", Data: png},
+				&mcp.AudioContent{MIMEType: "audio/wav", Data: []byte("RIFF")},
+				&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "test://b", MIMEType: "application/pdf", Blob: []byte{1, 2}}}}}, nil
+		})
+	m := New(Config{Servers: []ServerConfig{{Name: "peer", Type: "http", URL: p.url, Timeout: 30, File: "mcp.json"}}}, nil, Options{})
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m.Start(ctx)
+	var chart tool.Tool
+	waitFor(t, "the chart tool", func() bool {
+		tools, _ := m.Sources()[0].Tools()
+		for _, tl := range tools {
+			if tl.Definition().Name == "mcp__peer__chart" {
+				chart = tl
+			}
+		}
+		return chart != nil
+	})
+	r := run(t, chart, `{}`, nil)
+	if !r.Success || len(r.Content) != 4 || r.Content[0].Text != "chart:" || !bytes.Equal(r.Content[1].Bytes(), png) ||
+		r.Content[2].MIMEType != "audio/wav" || r.Content[3].Resource == nil || !bytes.Equal(r.Content[3].Bytes(), []byte{1, 2}) {
+		t.Fatalf("result: %+v", r)
+	}
+	if err := tool.CheckContent(r.Content); err != nil {
+		t.Fatal(err)
 	}
 }
