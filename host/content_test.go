@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/runtime/gotool"
 	"github.com/jean2/jean2/tool"
 )
 
@@ -88,5 +89,53 @@ func TestRichContentSpilled(t *testing.T) {
 	}
 	if !strings.Contains(out.ModelText, "too big to keep with the call: written to this file") || !strings.Contains(out.ModelText, c.URI) {
 		t.Fatalf("model text: %q", out.ModelText)
+	}
+}
+
+// goChart is a Go tool folder returning an image through the Go SDK's helpers.
+const goChart = `package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/jean2/jean2/tool"
+)
+
+func main() {
+	png, _ := base64.StdEncoding.DecodeString("` + redPixelPNG + `")
+	t := &tool.Func{Def: tool.Definition{Name: "gochart", Description: "Draw a chart.", InputSchema: json.RawMessage(` + "`" + `{"type":"object"}` + "`" + `)},
+		Run: func(context.Context, *tool.Context, json.RawMessage) tool.Result {
+			res := tool.Success(map[string]int{"width": 1})
+			res.Content = []tool.Content{tool.TextContent("the chart"), tool.ImageContent("image/png", png)}
+			return res
+		}}
+	if err := tool.Serve(t); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+`
+
+const redPixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+
+// A Go tool returns content through the Go tool package, as a worker the host builds.
+func TestRichContentFromAGoTool(t *testing.T) {
+	f := newFixture(t)
+	files := gotool.Scaffold("gochart")
+	files["tool.go"] = goChart
+	f.addTool("gochart", files)
+	f.opts.ServerEnv = append(f.opts.ServerEnv, "HOME="+os.Getenv("HOME"))
+	f.start()
+	if e := f.entry("gochart"); e.Status != host.StatusOK {
+		t.Fatalf("entry %+v", e)
+	}
+	out := f.call("gochart", `{}`)
+	if !out.Result.Success || len(out.Result.Content) != 2 || out.Result.Content[1].Data != redPixelPNG ||
+		out.ModelText != "{\"success\":true,\"result\":{\"width\":1}}\n\nthe chart" {
+		t.Fatalf("%q %+v", out.ModelText, out.Result)
 	}
 }
