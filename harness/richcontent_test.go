@@ -2,10 +2,12 @@ package harness_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/jean2/jean2/harness"
 	"github.com/jean2/jean2/provider/providertest"
 	"github.com/jean2/jean2/store"
 )
@@ -69,6 +71,14 @@ func TestToolImageReachesTheModel(t *testing.T) {
 			if call.MediaType != store.ToolContentType || !strings.Contains(string(call.Data), redPixel) || len(png) != 69 ||
 				!strings.Contains(string(call.Visualization), `"type":"images"`) || call.Result != "the chart:" {
 				t.Fatalf("stored call part: %s %s result %q viz %.80s", call.MediaType, call.Data, call.Result, call.Visualization)
+			}
+			// The event log does not hold the images a second time: people have them in the
+			// visualization.
+			for _, e := range f.events() {
+				var pe struct{ Part store.Part }
+				if e.Type == harness.EventPartUpdated && json.Unmarshal(e.Payload, &pe) == nil && pe.Part.CallID != "" && len(pe.Part.Data) > 0 {
+					t.Fatalf("event %d carries the call's kept images (%d bytes)", e.Seq, len(pe.Part.Data))
+				}
 			}
 		})
 	}
