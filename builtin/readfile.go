@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,11 +51,12 @@ type readFileOut struct {
 }
 
 // ReadFile is read-file: a file's lines numbered from 1, a window of them (offset, limit),
-// or a folder's entries; binary files and images are refused with what they are.
+// or a folder's entries; an image (PNG, JPEG, GIF, WebP) as an image; other binary files
+// are refused with what they are.
 func ReadFile() tool.Tool {
 	return define(tool.Definition{
 		Name: "read-file",
-		Description: "Read a file or directory from the filesystem.\n\nUsage:\n- The path parameter should be an absolute path.\n- By default, returns up to 2000 lines from the start of the file.\n- The offset parameter is the line number to start from (1-indexed).\n- To read later sections, use a larger offset.\n\n" +
+		Description: "Read a file or directory from the filesystem.\n\nUsage:\n- The path parameter should be an absolute path.\n- By default, returns up to 2000 lines from the start of the file.\n- The offset parameter is the line number to start from (1-indexed).\n- To read later sections, use a larger offset.\n- Image files (PNG, JPEG, GIF, WebP) are returned as the image itself.\n\n" +
 			"## Revision metadata\n\nRegular-file results include a `revision` (SHA-256 of the complete file content) plus `totalLines`, `offset`, `linesReturned`, and `truncated`. The revision is computed from the untruncated bytes, so it is identical across paginated reads of an unchanged file. Directory reads do not include a revision.\n\n" +
 			"## Permission Model\n\nThis tool requires explicit permission for:\n- Files outside the workspace\n- Sensitive files (.env, .pem, .key, credentials, etc.)",
 		InputSchema: []byte(`{"type":"object","properties":{
@@ -105,6 +107,9 @@ func readFile(ctx context.Context, c *tool.Context, in readFileIn) tool.Result {
 		return fsFailure(err, "")
 	}
 	if what := binaryKind(resolved, data); what != "" {
+		if mime, ok := strings.CutSuffix(what, " image"); ok && slices.Contains(tool.ImageTypes, mime) {
+			return readImage(resolved, mime, data)
+		}
 		return failf("Cannot read binary file: %s (%s, %d bytes)", resolved, what, len(data))
 	}
 	sum := sha256.Sum256(data)
@@ -185,6 +190,21 @@ func truncateLine(line []byte) []byte {
 		n++
 	}
 	return fmt.Appendf(line[:i:i], "... (line truncated to %d chars)", readMaxLine)
+}
+
+// readMaxImage is the largest image read-file returns: what the strictest provider takes.
+const readMaxImage = 5 << 20
+
+// readImage returns an image file as an image (a model that takes images sees it, a person
+// sees it in the tool card), with a line saying what it is.
+func readImage(path, mime string, data []byte) tool.Result {
+	if len(data) > readMaxImage {
+		return failf("Cannot read image file: %s (%s, %s): larger than the %d MB a model takes; make it smaller first (e.g. with the shell)",
+			path, mime, tool.SizeText(len(data)), readMaxImage>>20)
+	}
+	out := tool.Success(fmt.Sprintf("Image %s (%s, %s); the image follows.", path, mime, tool.SizeText(len(data))))
+	out.Content = []tool.Content{tool.ImageContent(mime, data)}
+	return out
 }
 
 // binaryKind says what a file is when it is not text: its image type, "binary" for a known

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jean2/jean2/tool"
 )
 
 func TestReadFile(t *testing.T) {
@@ -33,7 +35,13 @@ func TestReadFile(t *testing.T) {
 	e.golden("read-file/dir-window", e.call("read-file", `{"path":"dir","offset":2,"limit":1}`))
 	e.golden("read-file/binary-ext", e.call("read-file", `{"path":"bin.dat"}`))
 	e.golden("read-file/binary-nul", e.call("read-file", `{"path":"nul.txt"}`))
-	e.golden("read-file/image", e.call("read-file", `{"path":"img.txt"}`))
+	img := e.call("read-file", `{"path":"img.txt"}`)
+	e.golden("read-file/image", img)
+	// The image itself (issue 25, point 2): the model gets it as an image, a line says what.
+	if c := img.Result.Content; len(c) != 1 || c[0].Type != tool.ContentImage || c[0].MIMEType != "image/png" ||
+		string(c[0].Bytes()) != "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" || img.ModelText != "Image "+filepath.Join(e.ws, "img.txt")+" (image/png, 16 B); the image follows." {
+		t.Fatalf("read-file of an image: %q %+v", img.ModelText, img.Result)
+	}
 	e.golden("read-file/missing", e.call("read-file", `{"path":"nope.txt"}`))
 	e.golden("read-file/offset-zero", e.call("read-file", `{"path":"a.txt","offset":0}`))
 	e.golden("read-file/blocked", e.call("read-file", `{"path":"/etc/passwd"}`))

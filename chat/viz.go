@@ -265,9 +265,10 @@ func drawViz(w io.Writer, st chatStyle, raw json.RawMessage, indent string) {
 			} `json:"images"`
 		}
 		if decode(&im) {
-			// A terminal draws no images: it says what there is, and where to see it.
+			// A terminal draws no images: it says what there is and saves it to a file a
+			// person can open.
 			for _, i := range im.Images {
-				v.line(st.dim(fmt.Sprintf("[%s image, %d bytes: shown in the web client]", termtext.Line(i.MIMEType), len(i.Data)*3/4-strings.Count(i.Data, "="))))
+				v.line(st.dim(imageLine(i.MIMEType, i.Data)))
 			}
 		}
 	default:

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -11,6 +13,10 @@ import (
 // Every visualization type of REFERENCE §6 is drawn for a terminal: without colour here,
 // with the marks and numbers a person reads.
 func TestDrawVizEveryType(t *testing.T) {
+	// Images are saved to the user's cache folder: the test's own.
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	t.Setenv("HOME", cache) // macOS's cache folder is below HOME
 	cases := []struct {
 		name, viz string
 		want      []string
@@ -36,8 +42,8 @@ func TestDrawVizEveryType(t *testing.T) {
 		{"structured-response", `{"type":"structured-response","formatName":"Summary","data":{"ok":true,"items":[1,2]}}`,
 			[]string{"Summary", `"ok": true`, `"items": [`}},
 		{"none", `{"type":"none","message":"nothing to show"}`, []string{"nothing to show"}},
-		{"images", `{"type":"images","images":[{"mimeType":"image/png","data":"iVBORw0KGgo="}],"omitted":0}`,
-			[]string{"[image/png image, 8 bytes: shown in the web client]"}},
+		{"images", `{"type":"images","images":[{"mimeType":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"}],"omitted":0}`,
+			[]string{"[image/png 69 B, 1×1: saved to " + filepath.Join(cache, "jean2", "images", "")}},
 		{"title and unknown type", `{"type":"sparkles","title":"Shiny"}`, []string{"Shiny", `(a "sparkles" visualization, which the terminal does not draw)`}},
 		{"escape sequences are shown, not run", `{"type":"none","message":"\u001b[2Jcleared"}`, []string{`\u001b[2Jcleared`}},
 	}
@@ -55,6 +61,12 @@ func TestDrawVizEveryType(t *testing.T) {
 				t.Errorf("an escape character reached the terminal:\n%q", out)
 			}
 		})
+	}
+
+	// The image was saved where the line says, as the bytes it had.
+	saved, _ := filepath.Glob(filepath.Join(cache, "jean2", "images", "*.png"))
+	if b, err := os.ReadFile(strings.Join(saved, "")); len(saved) != 1 || err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) || len(b) != 69 {
+		t.Errorf("saved images %v: %d bytes, %v", saved, len(b), err)
 	}
 
 	// Colour marks additions green and removals red, and only when asked for.

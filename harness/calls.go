@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"unicode/utf8"
 
@@ -159,6 +160,7 @@ func (t *turn) runCall(msg *store.Message, pi int, ws host.Workspace) {
 	})
 	p.Result = out.ModelText
 	p.Visualization = out.Result.Visualization
+	p.MediaType, p.Data = keptContent(out.Result.Content)
 	p.Duration = out.Duration
 	if out.Result.Success {
 		p.Status, p.Error = store.StatusComplete, ""
@@ -232,4 +234,25 @@ func argsForModel(args string) string {
 		return args
 	}
 	return "{}"
+}
+
+// keptContent is what a tool part keeps of a result's content (store.ToolContentType): its
+// images of the types models take, so a history replays them to the model. The rest is in
+// the model's text already, and the images are in the visualization for people. The host
+// has bounded them (host.ContentKeepBytes).
+func keptContent(content []tool.Content) (string, []byte) {
+	var images []tool.Content
+	for _, c := range content {
+		if c.Type == tool.ContentImage && slices.Contains(tool.ImageTypes, c.MIMEType) {
+			images = append(images, c)
+		}
+	}
+	if len(images) == 0 {
+		return "", nil
+	}
+	raw, err := json.Marshal(images)
+	if err != nil || len(raw) > store.MaxToolContentBytes {
+		return "", nil
+	}
+	return store.ToolContentType, raw
 }

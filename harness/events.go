@@ -139,6 +139,7 @@ func messageCreated(m store.Message) store.NewEvent {
 		if parts[i].Kind == store.PartImage || parts[i].Kind == store.PartResource {
 			parts[i].Data = nil
 		}
+		parts[i] = withoutToolContent(parts[i])
 	}
 	return newEvent(EventMessageCreated, MessageEvent{Message: messageJSON{Message: m, Parts: parts}})
 }
@@ -147,8 +148,23 @@ func messageUpdated(m store.Message) store.NewEvent {
 	return newEvent(EventMessageUpdated, MessageEvent{Message: messageJSON{Message: m}})
 }
 
-func partCreated(p store.Part) store.NewEvent { return newEvent(EventPartCreated, PartEvent{Part: p}) }
-func partUpdated(p store.Part) store.NewEvent { return newEvent(EventPartUpdated, PartEvent{Part: p}) }
+func partCreated(p store.Part) store.NewEvent {
+	return newEvent(EventPartCreated, PartEvent{Part: withoutToolContent(p)})
+}
+
+func partUpdated(p store.Part) store.NewEvent {
+	return newEvent(EventPartUpdated, PartEvent{Part: withoutToolContent(p)})
+}
+
+// withoutToolContent is a tool part without the images it keeps for the model
+// (store.ToolContentType): people see them in the visualization, and the event log would
+// hold them a second time.
+func withoutToolContent(p store.Part) store.Part {
+	if p.MediaType == store.ToolContentType {
+		p.Data = nil
+	}
+	return p
+}
 
 // BatchPublisher is a Publisher that also stores writes together with the events that
 // announce them, in one transaction: the write runs inside it, and the events it returns

@@ -1,7 +1,9 @@
 package harness
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jean2/jean2/provider"
@@ -95,16 +97,22 @@ func transcript(history []store.Message) (msgs []provider.Message, system []stri
 					seen[p.CallID] = true
 					calls = append(calls, provider.ToolCall{ID: p.CallID, Name: p.ToolName, Args: argsForModel(p.Args)})
 					res, isErr, ok := callResult(p)
+					holder := p
 					if !ok {
 						if r, found := apart[p.CallID]; found {
 							res, isErr, ok = r.Result, r.Status == store.StatusError, r.Result != ""
+							holder = r
 						}
 					}
 					if !ok {
 						orphans = append(orphans, orphan{mi, pi})
 						res, isErr = string(tool.Result{Error: sealOrphan}.ModelJSON()), true
 					}
-					results = append(results, provider.Message{Role: provider.RoleTool, ToolCallID: p.CallID, Text: res, IsError: isErr})
+					msg := provider.Message{Role: provider.RoleTool, ToolCallID: p.CallID, Text: res, IsError: isErr}
+					if ok {
+						msg.Images = resultImages(holder)
+					}
+					results = append(results, msg)
 				}
 			}
 			if text.Len() == 0 && len(calls) == 0 {
@@ -183,4 +191,24 @@ func joinBlock(text, block string) string {
 		return block
 	}
 	return text + "\n\n" + block
+}
+
+// resultImages are the images a tool part kept of its result's content
+// (store.ToolContentType), for the model. Whether the model is given them or a line saying
+// what they were is the provider's business (provider.Message.Images, Config.NoImages).
+func resultImages(p store.Part) []provider.Image {
+	if p.MediaType != store.ToolContentType || len(p.Data) == 0 {
+		return nil
+	}
+	var content []tool.Content
+	if json.Unmarshal(p.Data, &content) != nil {
+		return nil
+	}
+	var images []provider.Image
+	for _, c := range content {
+		if c.Type == tool.ContentImage && slices.Contains(tool.ImageTypes, c.MIMEType) {
+			images = append(images, provider.Image{MediaType: c.MIMEType, Data: c.Bytes()})
+		}
+	}
+	return images
 }

@@ -738,11 +738,17 @@ func parseResult(name string, raw json.RawMessage) tool.Result {
 		Error         json.RawMessage `json:"error"`
 		Summary       json.RawMessage `json:"summary"`
 		Visualization json.RawMessage `json:"visualization"`
+		Content       json.RawMessage `json:"content"`
 	}
 	if err := json.Unmarshal(trimmed, &wire); err != nil {
 		return tool.Errorf("tool %s returned invalid JSON: %v", name, err)
 	}
 	res := tool.Result{Result: wire.Result, Data: wire.Data, Visualization: wire.Visualization}
+	if len(wire.Content) > 0 && string(wire.Content) != "null" {
+		if err := json.Unmarshal(wire.Content, &res.Content); err != nil {
+			return tool.Errorf("tool %s returned a malformed ToolResult: \"content\" is not a list of content blocks {type, text?, data?, mimeType?, uri?, resource?}: %v", name, err)
+		}
+	}
 	switch string(wire.Success) {
 	case "true":
 		res.Success = true
@@ -806,6 +812,8 @@ func parseResultFast(raw json.RawMessage) (res tool.Result, ok bool) {
 			s, ok := plainString(v)
 			res.Summary = s
 			return ok && once(32)
+		case "content":
+			return false // rare, and decoded into blocks: parseResult's path
 		default:
 			return !resultKeyFold(key)
 		}
@@ -834,7 +842,7 @@ func plainString(v []byte) (string, bool) {
 // resultKeyFold reports whether encoding/json might match key to a ToolResult member
 // (it ignores case, and folds some non-ASCII letters).
 func resultKeyFold(key []byte) bool {
-	for _, k := range [...]string{"success", "result", "data", "error", "summary", "visualization"} {
+	for _, k := range [...]string{"success", "result", "data", "error", "summary", "visualization", "content"} {
 		if strings.EqualFold(string(key), k) {
 			return true
 		}

@@ -156,6 +156,15 @@ func (h *Host) Invoke(ctx context.Context, call Call) Outcome {
 // finishOutcome checks the visualization and makes the model's text, cutting overflow to a
 // file in the session's temporary folder.
 func (h *Host) finishOutcome(out *Outcome, call Call) {
+	tempDir, tempErr := h.callTemp(call, out.CallID)
+	if out.Result = checkContent(out.Result, call.Tool); len(out.Result.Content) > 0 {
+		// Big blocks go to files in the session's folder (a stand-in when it cannot be had),
+		// and the images are the tool card's when the tool drew nothing itself.
+		out.Result.Content = spillContent(out.Result.Content, h.layout.Temp, tempDir, out.CallID)
+		if out.Result.Visualization == nil {
+			out.Result.Visualization = tool.ImagesVisualization(out.Result.Content)
+		}
+	}
 	if viz := out.Result.Visualization; viz != nil {
 		if err := checkVisualizationSize(h.sb.limits, call.Tool, out.CallID, len(viz)); err != nil {
 			out.Result = tool.Result{Error: err.Error()}.Normalize()
@@ -168,27 +177,31 @@ func (h *Host) finishOutcome(out *Outcome, call Call) {
 			h.log.Warn("visualization dropped", "tool", call.Tool, "call", out.CallID, "error", err)
 		}
 	}
-	text, isText := out.Result.ModelText()
+	text, isText := modelText(out.Result)
 	if err := checkResultSize(h.sb.limits, call.Tool, out.CallID, len(text)); err != nil {
 		out.Result = tool.Result{Error: err.Error()}.Normalize()
 		text, isText = out.Result.ModelJSON(), false
 	}
-	key, err := tempKey(call, out.CallID)
-	if err != nil {
+	if tempErr != nil {
 		out.ModelText = string(text)
 		return
 	}
-	tempDir, err := h.sessionTemp(key)
-	if err != nil {
-		out.ModelText = string(text)
-		return
-	}
+	var err error
 	out.ModelText, out.Overflow, err = cutOverflow(text, isText, h.layout.Temp, tempDir, out.CallID)
 	if err != nil {
 		// Nothing is lost: the model gets the whole text when the file cannot be written.
 		h.log.Error("overflow file", "tool", call.Tool, "call", out.CallID, "error", err)
 		out.ModelText = string(text)
 	}
+}
+
+// callTemp is the call's temporary folder (sessionTemp of its tempKey).
+func (h *Host) callTemp(call Call, callID string) (string, error) {
+	key, err := tempKey(call, callID)
+	if err != nil {
+		return "", err
+	}
+	return h.sessionTemp(key)
 }
 
 // sessionTemp returns a call's temporary folder (tempKey's path under Layout.Temp),

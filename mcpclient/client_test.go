@@ -290,14 +290,14 @@ func TestServerLifecycle(t *testing.T) {
 	}
 }
 
-// The result conversion keeps structured content, joins text, describes other content and
-// carries a jean2 visualization.
+// The result conversion keeps structured content, joins text, says what an image that is
+// not one was, and carries a jean2 visualization.
 func TestFromResult(t *testing.T) {
 	r := fromResult(&mcp.CallToolResult{
 		Meta:    mcp.Meta{metaVisualization: map[string]any{"type": "markdown", "content": "x"}},
 		Content: []mcp.Content{&mcp.TextContent{Text: "a"}, &mcp.ImageContent{MIMEType: "image/png", Data: []byte{1, 2}}},
 	})
-	if !r.Success || string(r.Result) != `"a\n[image image/png, 2 bytes, not shown]"` || string(r.Visualization) != `{"content":"x","type":"markdown"}` {
+	if !r.Success || string(r.Result) != `"a\n[an image the server sent as image/png that is not one: not shown]"` || string(r.Visualization) != `{"content":"x","type":"markdown"}` {
 		t.Fatalf("%+v", r)
 	}
 	r = fromResult(&mcp.CallToolResult{IsError: true})

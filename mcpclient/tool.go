@@ -163,51 +163,103 @@ func (t *remoteTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 }
 
 // fromResult turns an MCP result into a jean2 result: the structured content when there is
-// some, else the text joined; isError makes a failure whose error is the text.
+// some, else the text joined; isError makes a failure whose error is the text. Images,
+// audio and resources are the result's content (tool.Content), which the host shows in the
+// tool card and gives the model as it can take them; with no structured content, a result
+// that is not all text is content throughout, so its text keeps its place among them.
 func fromResult(res *mcp.CallToolResult) tool.Result {
 	var parts []string
+	var content []tool.Content
+	rich := false
 	for _, c := range res.Content {
-		switch c := c.(type) {
-		case *mcp.TextContent:
-			parts = append(parts, c.Text)
-		case *mcp.ImageContent:
-			parts = append(parts, fmt.Sprintf("[image %s, %d bytes, not shown]", c.MIMEType, len(c.Data)))
-		case *mcp.AudioContent:
-			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes, not shown]", c.MIMEType, len(c.Data)))
-		case *mcp.ResourceLink:
-			parts = append(parts, fmt.Sprintf("[resource %s]", c.URI))
-		case *mcp.EmbeddedResource:
-			if c.Resource != nil && c.Resource.Text != "" {
-				parts = append(parts, c.Resource.Text)
-			} else if c.Resource != nil {
-				parts = append(parts, fmt.Sprintf("[resource %s]", c.Resource.URI))
-			}
+		b := toContent(c)
+		if b.Type == "" {
+			continue
 		}
+		if b.Type == tool.ContentText {
+			parts = append(parts, b.Text)
+		} else {
+			rich = true
+		}
+		content = append(content, b)
 	}
 	text := strings.Join(parts, "\n")
 	if res.IsError {
 		if text == "" {
 			text = "the MCP tool reported an error without a message"
 		}
-		return tool.Result{Success: false, Error: text}
+		return tool.Result{Success: false, Error: text, Content: nonText(content)}
 	}
 	out := tool.Result{Success: true}
 	if res.StructuredContent != nil {
 		if raw, err := json.Marshal(res.StructuredContent); err == nil {
 			out.Result = raw
+			out.Content = nonText(content)
 		}
 	}
 	if out.Result == nil {
-		out.Result, _ = json.Marshal(text)
+		if rich {
+			out.Content = content
+		} else {
+			out.Result, _ = json.Marshal(text)
+		}
 	}
 	if v, ok := res.Meta[metaVisualization]; ok {
 		if raw, err := json.Marshal(v); err == nil {
 			out.Visualization = raw
 		}
 	}
-	if out.Visualization == nil {
-		// The server drew nothing itself: its images are shown in the tool card.
-		out.Visualization = imagesVisualization(res.Content)
+	return out
+}
+
+// toContent is an MCP content block as jean2's; an image whose bytes are not of its type
+// becomes a line saying so, as the host would refuse the whole result for it. Empty Type:
+// a block jean2 does not know.
+func toContent(c mcp.Content) tool.Content {
+	switch c := c.(type) {
+	case *mcp.TextContent:
+		return tool.TextContent(c.Text)
+	case *mcp.ImageContent:
+		if err := tool.SniffImage(c.MIMEType, c.Data); err != nil || !strings.HasPrefix(c.MIMEType, "image/") || len(c.Data) == 0 {
+			return tool.TextContent(fmt.Sprintf("[an image the server sent as %s that is not one: not shown]", c.MIMEType))
+		}
+		return tool.ImageContent(c.MIMEType, c.Data)
+	case *mcp.AudioContent:
+		if !strings.HasPrefix(c.MIMEType, "audio/") || len(c.Data) == 0 {
+			return tool.TextContent(fmt.Sprintf("[audio the server sent as %q with %d bytes: not usable]", c.MIMEType, len(c.Data)))
+		}
+		return tool.AudioContent(c.MIMEType, c.Data)
+	case *mcp.ResourceLink:
+		return tool.Content{Type: tool.ContentResourceLink, URI: c.URI, Name: cmpOr(c.Name, c.URI), Title: c.Title,
+			Description: c.Description, MIMEType: c.MIMEType, Size: c.Size}
+	case *mcp.EmbeddedResource:
+		r := c.Resource
+		switch {
+		case r == nil || r.URI == "":
+			return tool.Content{}
+		case r.Blob != nil:
+			return tool.EmbeddedBlob(r.URI, r.MIMEType, r.Blob)
+		default:
+			return tool.EmbeddedText(r.URI, r.MIMEType, r.Text)
+		}
+	}
+	return tool.Content{}
+}
+
+// nonText is content without its text blocks (said elsewhere in the result); nil if none.
+func nonText(content []tool.Content) []tool.Content {
+	var out []tool.Content
+	for _, c := range content {
+		if c.Type != tool.ContentText {
+			out = append(out, c)
+		}
 	}
 	return out
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

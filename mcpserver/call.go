@@ -99,12 +99,16 @@ func usesRounds(ss *mcp.ServerSession) bool {
 	return p != nil && p.ProtocolVersion >= "2026-07-28"
 }
 
-// toResult turns an outcome into an MCP result: the model's text, the result as structured
-// content when the tool has an output schema, the visualization in _meta.
+// toResult turns an outcome into an MCP result: the model's text (or the tool's content,
+// richContent), the result as structured content when the tool has an output schema, the
+// visualization in _meta.
 func toResult(out host.Outcome, output *tool.Schema) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{
 		Content: []mcp.Content{&mcp.TextContent{Text: out.ModelText}},
 		IsError: !out.Result.Success,
+	}
+	if len(out.Result.Content) > 0 {
+		res.Content = richContent(out)
 	}
 	meta := mcp.Meta{}
 	if len(out.Result.Visualization) > 0 {
@@ -136,4 +140,44 @@ func toResult(out host.Outcome, output *tool.Schema) *mcp.CallToolResult {
 // errUnknownState answers a retry whose requestState names no parked call.
 func errUnknownState(state string) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("requestState %.40q names no call waiting for input (it finished, was cancelled, or waited too long): call the tool again", state)}
+}
+
+// richContent is the content of a result that has some (tool.Content), as MCP content: the
+// result's own text first when there is any (its JSON, error or summary), then each block
+// as the tool gave it.
+func richContent(out host.Outcome) []mcp.Content {
+	var content []mcp.Content
+	own := out.Result
+	own.Content = nil
+	if own.Result != nil || own.Error != "" || own.Summary != "" {
+		text, _ := own.ModelText()
+		content = append(content, &mcp.TextContent{Text: string(text)})
+	}
+	for _, c := range out.Result.Content {
+		if m := mcpContent(c); m != nil {
+			content = append(content, m)
+		}
+	}
+	return content
+}
+
+// mcpContent is one checked block as MCP content.
+func mcpContent(c tool.Content) mcp.Content {
+	switch c.Type {
+	case tool.ContentText:
+		return &mcp.TextContent{Text: c.Text}
+	case tool.ContentImage:
+		return &mcp.ImageContent{MIMEType: c.MIMEType, Data: c.Bytes()}
+	case tool.ContentAudio:
+		return &mcp.AudioContent{MIMEType: c.MIMEType, Data: c.Bytes()}
+	case tool.ContentResourceLink:
+		return &mcp.ResourceLink{URI: c.URI, Name: c.Name, Title: c.Title, Description: c.Description, MIMEType: c.MIMEType, Size: c.Size}
+	case tool.ContentResource:
+		r := &mcp.ResourceContents{URI: c.Resource.URI, MIMEType: c.Resource.MIMEType, Text: c.Resource.Text}
+		if c.Resource.Blob != "" {
+			r.Blob = c.Bytes()
+		}
+		return &mcp.EmbeddedResource{Resource: r}
+	}
+	return nil
 }

@@ -29,6 +29,7 @@ type Anthropic struct {
 	svc       anthropic.MessageService
 	retry     Retry
 	maxTokens int
+	noImages  bool
 }
 
 var _ Provider = (*Anthropic)(nil)
@@ -53,7 +54,8 @@ func NewAnthropic(cfg Config, opts *Options) (*Anthropic, error) {
 	}
 	// NewMessageService, not NewClient: NewClient also reads ANTHROPIC_* variables and
 	// profile files, and this provider must be exactly what its Config says.
-	return &Anthropic{name: cfg.Name, baseURL: cfg.BaseURL, svc: anthropic.NewMessageService(ro...), retry: o.streamPolicy(cfg), maxTokens: cfg.MaxTokens}, nil
+	return &Anthropic{name: cfg.Name, baseURL: cfg.BaseURL, svc: anthropic.NewMessageService(ro...), retry: o.streamPolicy(cfg),
+		maxTokens: cfg.MaxTokens, noImages: cfg.NoImages}, nil
 }
 
 // Stream sends req as a streaming Messages request.
@@ -83,7 +85,11 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 	if req.System != "" {
 		params.System = []anthropic.TextBlockParam{{Text: req.System}}
 	}
-	msgs, err := anthropicMessages(req.Messages)
+	in := req.Messages
+	if p.noImages {
+		in = withoutImages(in)
+	}
+	msgs, err := anthropicMessages(in)
 	if err != nil {
 		return params, err
 	}
@@ -141,7 +147,9 @@ func anthropicMessages(in []Message) ([]anthropic.MessageParam, error) {
 				return nil, fmt.Errorf("message %d: a tool message needs the id of the call it answers", i+1)
 			}
 			block := anthropic.NewToolResultBlock(m.ToolCallID, m.Text, m.IsError)
-			if m.Text == "" {
+			if len(m.Images) > 0 {
+				block = anthropicToolResult(m)
+			} else if m.Text == "" {
 				// The API refuses an empty text block; a result with no content is allowed.
 				block = anthropic.ContentBlockParamUnion{OfToolResult: &anthropic.ToolResultBlockParam{
 					ToolUseID: m.ToolCallID, IsError: anthropic.Bool(m.IsError)}}
@@ -152,6 +160,20 @@ func anthropicMessages(in []Message) ([]anthropic.MessageParam, error) {
 		}
 	}
 	return out, nil
+}
+
+// anthropicToolResult is a tool result with images: its text, then each image as an image
+// block of the result's content, which the Messages API takes in a tool_result.
+func anthropicToolResult(m Message) anthropic.ContentBlockParamUnion {
+	r := &anthropic.ToolResultBlockParam{ToolUseID: m.ToolCallID, IsError: anthropic.Bool(m.IsError)}
+	if m.Text != "" {
+		r.Content = append(r.Content, anthropic.ToolResultBlockParamContentUnion{OfText: &anthropic.TextBlockParam{Text: m.Text}})
+	}
+	for _, img := range m.Images {
+		b := anthropic.NewImageBlockBase64(img.MediaType, base64.StdEncoding.EncodeToString(img.Data))
+		r.Content = append(r.Content, anthropic.ToolResultBlockParamContentUnion{OfImage: b.OfImage})
+	}
+	return anthropic.ContentBlockParamUnion{OfToolResult: r}
 }
 
 // anthropicSchema splits a tool's JSON Schema into the SDK's input schema: properties and

@@ -83,7 +83,10 @@ type Config struct {
 	// IdleTimeout is how long the model may send nothing before a request is abandoned;
 	// 0: Options.IdleTimeout.
 	IdleTimeout time.Duration
-	Source      string // where it was configured: "environment" or the file's path
+	// NoImages says the model takes no images (a text-only model on a local server, which
+	// refuses a request carrying one): each image is sent as a line saying what it was.
+	NoImages bool
+	Source   string // where it was configured: "environment" or the file's path
 }
 
 // Format prints c as its Redacted view, whatever the verb: a Config printed or logged by
@@ -108,6 +111,7 @@ type Info struct {
 	IdleTimeoutSeconds int    `json:"idleTimeoutSeconds,omitempty"`
 	HasKey             bool   `json:"hasKey"`
 	KeyEnv             string `json:"keyEnv,omitempty"`
+	NoImages           bool   `json:"noImages,omitempty"`
 	Source             string `json:"source"`
 }
 
@@ -119,7 +123,7 @@ func (c Config) Redacted() Info {
 	}
 	return Info{Name: c.Name, Kind: c.Kind, BaseURL: redactURL(base), Model: c.Model, MaxTokens: c.MaxTokens,
 		ContextWindow: c.ContextWindow, IdleTimeoutSeconds: int(c.IdleTimeout / time.Second),
-		HasKey: c.APIKey != "", KeyEnv: c.APIKeyEnv, Source: c.Source}
+		HasKey: c.APIKey != "", KeyEnv: c.APIKeyEnv, NoImages: c.NoImages, Source: c.Source}
 }
 
 // redactURL hides a password a base URL might carry (https://user:pass@host).
@@ -355,6 +359,8 @@ type FileEntry struct {
 	ContextWindow int `json:"contextWindow,omitempty"`
 	// IdleTimeoutSeconds is how long the model may send nothing (0: two minutes).
 	IdleTimeoutSeconds int `json:"idleTimeoutSeconds,omitempty"`
+	// NoImages: the model takes no images; they reach it as lines saying what they were.
+	NoImages bool `json:"noImages,omitempty"`
 }
 
 // ReadFile reads and checks a providers.json. A missing file is no error: it reads as
@@ -423,7 +429,7 @@ func (f File) configs(source string, getenv func(string) string) ([]Config, erro
 			return nil, fmt.Errorf("%s: give apiKey or apiKeyEnv, not both", where)
 		}
 		c := Config{Name: e.Name, Kind: e.Kind, BaseURL: e.BaseURL, APIKey: Secret(e.APIKey), Model: e.Model,
-			MaxTokens: e.MaxTokens, ContextWindow: e.ContextWindow, IdleTimeout: time.Duration(e.IdleTimeoutSeconds) * time.Second, Source: source}
+			MaxTokens: e.MaxTokens, ContextWindow: e.ContextWindow, IdleTimeout: time.Duration(e.IdleTimeoutSeconds) * time.Second, NoImages: e.NoImages, Source: source}
 		if e.IdleTimeoutSeconds < 0 {
 			return nil, fmt.Errorf("%s: idleTimeoutSeconds %d is negative", where, e.IdleTimeoutSeconds)
 		}

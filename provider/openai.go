@@ -33,6 +33,7 @@ type OpenAI struct {
 	// completionTokens sends max_completion_tokens (OpenAI's own API, where newer models
 	// refuse max_tokens) instead of max_tokens (what compatible servers understand).
 	completionTokens bool
+	noImages         bool // Config.NoImages
 }
 
 var _ Provider = (*OpenAI)(nil)
@@ -63,6 +64,7 @@ func NewOpenAI(cfg Config, opts *Options) (*OpenAI, error) {
 		svc:              openai.NewChatCompletionService(ro...),
 		retry:            o.streamPolicy(cfg),
 		maxTokens:        cfg.MaxTokens,
+		noImages:         cfg.NoImages,
 		completionTokens: u != nil && u.Hostname() == "api.openai.com",
 	}, nil
 }
@@ -101,12 +103,24 @@ func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 	if req.System != "" {
 		params.Messages = append(params.Messages, openai.SystemMessage(req.System))
 	}
-	for i, m := range req.Messages {
+	msgs := req.Messages
+	if p.noImages {
+		msgs = withoutImages(msgs)
+	}
+	var toolImages []openai.ChatCompletionContentPartUnionParam
+	for i, m := range msgs {
+		if m.Role == RoleTool && len(m.Images) > 0 {
+			m, toolImages = openaiToolImages(m, toolImages)
+		}
 		msg, err := openaiMessage(m)
 		if err != nil {
 			return params, fmt.Errorf("message %d: %w", i+1, err)
 		}
 		params.Messages = append(params.Messages, msg)
+		if len(toolImages) > 0 && (i+1 == len(msgs) || msgs[i+1].Role != RoleTool) {
+			params.Messages = append(params.Messages, openai.UserMessage(toolImages))
+			toolImages = nil
+		}
 	}
 	for _, t := range req.Tools {
 		fn := shared.FunctionDefinitionParam{Name: t.Function.Name}
@@ -160,6 +174,19 @@ func openaiMessage(m Message) (openai.ChatCompletionMessageParamUnion, error) {
 		return openai.ToolMessage(m.Text, m.ToolCallID), nil
 	}
 	return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("role %q is not one of user, assistant, tool", m.Role)
+}
+
+// openaiToolImages moves a tool result's images to parts of a user message that follows
+// the run of tool messages (gathered in parts): a chat completions tool message takes text
+// only. The result's text says where its images went, and the parts say whose they are.
+func openaiToolImages(m Message, parts []openai.ChatCompletionContentPartUnionParam) (Message, []openai.ChatCompletionContentPartUnionParam) {
+	parts = append(parts, openai.TextContentPart(fmt.Sprintf("The images of the result of tool call %s:", m.ToolCallID)))
+	for _, img := range m.Images {
+		m.Text += "\n" + imageStandIn(img, "in the user message after the tool results")
+		parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: dataURL(img)}))
+	}
+	m.Images = nil
+	return m, parts
 }
 
 func dataURL(img Image) string {

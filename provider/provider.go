@@ -63,7 +63,7 @@ type Message struct {
 	// Text is the user's or the assistant's text, or the tool call's outcome as the model
 	// is to see it.
 	Text      string
-	Images    []Image    // user messages only
+	Images    []Image    // user messages, and tool messages whose result had images
 	ToolCalls []ToolCall // assistant messages only: the calls the model made
 	// ToolCallID is the call a tool message answers.
 	ToolCallID string

@@ -243,9 +243,10 @@ type providerEntry struct {
 	APIKeyEnv string        `json:"apiKeyEnv,omitempty"`
 	Model     string        `json:"model,omitempty"`
 	MaxTokens int           `json:"maxTokens,omitempty"`
-	// ContextWindow and IdleTimeoutSeconds are providers.json's (docs/providers.md).
+	// ContextWindow, IdleTimeoutSeconds and NoImages are providers.json's (docs/providers.md).
 	ContextWindow      int  `json:"contextWindow,omitempty"`
 	IdleTimeoutSeconds int  `json:"idleTimeoutSeconds,omitempty"`
+	NoImages           bool `json:"noImages,omitempty"`
 	ClearKey           bool `json:"clearKey,omitempty"`
 	// ConfirmKeyTo is a person's consent that a key this entry does not give itself (its
 	// apiKeyEnv, or the key stored under its name) goes to this base URL, which it was not
@@ -353,7 +354,7 @@ func (p *Providers) replace(ctx context.Context, req providersPut) error {
 		}
 		f.Providers = append(f.Providers, provider.FileEntry{Name: e.Name, Kind: e.Kind, BaseURL: strings.TrimSpace(e.BaseURL),
 			APIKey: key, APIKeyEnv: e.APIKeyEnv, Model: strings.TrimSpace(e.Model), MaxTokens: e.MaxTokens,
-			ContextWindow: e.ContextWindow, IdleTimeoutSeconds: e.IdleTimeoutSeconds})
+			ContextWindow: e.ContextWindow, IdleTimeoutSeconds: e.IdleTimeoutSeconds, NoImages: e.NoImages})
 	}
 	if len(unconfirmed) > 0 {
 		var parts []string

@@ -263,6 +263,15 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
 	if msgs == nil {
 		msgs = []store.Message{}
 	}
+	// A tool part's images for the model (store.ToolContentType) are in its visualization
+	// for people already: they are not sent twice.
+	for i := range msgs {
+		for j := range msgs[i].Parts {
+			if msgs[i].Parts[j].MediaType == store.ToolContentType {
+				msgs[i].Parts[j].Data = nil
+			}
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"messages": msgs, "lastSeq": last})
 	return nil
 }

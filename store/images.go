@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -54,4 +55,27 @@ func head(b []byte, n int) []byte {
 		return b[:n]
 	}
 	return b
+}
+
+// ToolContentType is the media type of a tool part's Data: the JSON of the images its
+// result carried (tool.Content blocks), kept so a history replays them to the model. The
+// host keeps at most host.ContentKeepBytes of content decoded and writes the rest to files.
+const ToolContentType = "application/vnd.jean2.tool-content+json"
+
+// MaxToolContentBytes bounds a tool part's Data: the host's 4 MiB kept, as base64 in JSON.
+const MaxToolContentBytes = 8 << 20
+
+// checkToolContent says what is wrong with a tool part's Data, if it has some.
+func checkToolContent(p Part) error {
+	switch {
+	case p.MediaType == "" && len(p.Data) == 0:
+		return nil
+	case p.MediaType != ToolContentType:
+		return fmt.Errorf("a %s part's data is of %s, not %q", p.Kind, p.MediaType, ToolContentType)
+	case len(p.Data) > MaxToolContentBytes:
+		return fmt.Errorf("a %s part's content is %d bytes, more than the %d allowed", p.Kind, len(p.Data), MaxToolContentBytes)
+	case !json.Valid(p.Data):
+		return fmt.Errorf("a %s part's content is not valid JSON", p.Kind)
+	}
+	return nil
 }

@@ -173,9 +173,13 @@ func checkMessage(m *Message) error {
 
 func checkPart(p *Part) error {
 	switch p.Kind {
-	case PartText, PartToolCall, PartToolResult, PartCompaction:
+	case PartToolCall, PartToolResult:
+		if err := checkToolContent(*p); err != nil {
+			return err
+		}
+	case PartText, PartCompaction:
 		if p.MediaType != "" || len(p.Data) > 0 {
-			return fmt.Errorf("a %s part holds no media type nor data: only image and resource parts do", p.Kind)
+			return fmt.Errorf("a %s part holds no media type nor data: only image, resource and tool parts do", p.Kind)
 		}
 	case PartImage:
 		if err := CheckImage(p.MediaType, p.Data); err != nil {
@@ -487,7 +491,7 @@ func (tx *Tx) UpdatePart(ctx context.Context, p Part) error {
 
 func updatePartArgs(p Part) []any {
 	return []any{p.Text, p.ToolName, p.CallID, nullString(p.Args), nullString(p.Result), nullRaw(p.Visualization),
-		p.Status, p.Duration.Milliseconds(), p.Error, now(), p.ID}
+		p.Status, p.Duration.Milliseconds(), p.Error, p.MediaType, nullBytes(p.Data), now(), p.ID}
 }
 
 // AppendPartText adds delta to the end of a streaming part's text without reading it

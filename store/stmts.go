@@ -59,7 +59,7 @@ var writeStmtText = [numWriteStmts]string{
 		VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM parts WHERE message_id = ?2), ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15)
 		RETURNING seq`,
 	stmtUpdatePart: `UPDATE parts SET text = ?, tool_name = ?, call_id = ?, args = ?, result = ?, visualization = ?,
-		status = ?, duration_ms = ?, error = ?, updated_at = ? WHERE id = ?`,
+		status = ?, duration_ms = ?, error = ?, media_type = ?, data = ?, updated_at = ? WHERE id = ?`,
 	stmtAppendPartText: `UPDATE parts SET text = text || ?, updated_at = ? WHERE id = ?`,
 	// A session's log is numbered in its row (written by the batch's message anyway); a
 	// log without a session row (the server's, "") in event_seqs.

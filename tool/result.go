@@ -18,6 +18,10 @@ type Result struct {
 	Error         string          `json:"error,omitempty"`
 	Summary       string          `json:"summary,omitempty"`
 	Visualization json.RawMessage `json:"visualization,omitempty"`
+	// Content is what the result carries beyond JSON (images, audio, resources, text), in
+	// MCP's shape; checked by CheckContent. An MCP client gets it as the call's content, a
+	// model its images as images where the model takes them (ContentModelText for the rest).
+	Content []Content `json:"content,omitempty"`
 
 	// known holds the Result that Success or an Object made, valid JSON that ModelJSON need
 	// not walk again on every call; the Result starts at known[knownAt]. An Object's known

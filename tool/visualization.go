@@ -19,8 +19,8 @@ const (
 	VizTodoList           = "todo-list"
 	VizStructuredResponse = "structured-response"
 	VizNone               = "none"
-	// VizImages shows images: an MCP tool's image results (mcpclient), each base64 bytes of
-	// a type browsers draw safely.
+	// VizImages shows images: the image blocks of a result's content (ImagesVisualization),
+	// each base64 bytes of a type browsers draw safely.
 	VizImages = "images"
 )
 

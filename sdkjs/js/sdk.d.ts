@@ -138,6 +138,8 @@ export interface Jean2ToolResult<T = unknown> {
   result?: T;
   error?: string;
   visualization?: Visualization;
+  /** Content beyond JSON: images, audio, resources (docs/writing-tools.md#rich-results). */
+  content?: ToolContent[];
 }
 
 /** Jx shape: `data` and a one-line `summary`. */
@@ -146,7 +148,56 @@ export interface JxToolResult<T = unknown> {
   data?: T;
   error?: string;
   summary?: string;
+  /** Content beyond JSON: images, audio, resources (docs/writing-tools.md#rich-results). */
+  content?: ToolContent[];
 }
+
+// Rich results: MCP's content blocks. Bytes are base64 (standard alphabet, padded), e.g.
+// Buffer.from(bytes).toString('base64'). The host checks them: base64 that decodes, an
+// image/… or audio/… mimeType, PNG/JPEG/GIF/WebP bytes that are of the type named, 16 MiB
+// in all; a model is given the images where it takes them, an MCP client everything.
+
+/** A text block, among other content. */
+export interface TextContent {
+  type: 'text';
+  text: string;
+}
+
+/** An image: `mimeType` image/png, image/jpeg, image/gif, image/webp (others reach MCP clients only). */
+export interface ImageContent {
+  type: 'image';
+  /** base64 */
+  data: string;
+  mimeType: `image/${string}`;
+}
+
+/** Audio, e.g. audio/wav: MCP clients get it; a model reads a line saying what it was. */
+export interface AudioContent {
+  type: 'audio';
+  /** base64 */
+  data: string;
+  mimeType: `audio/${string}`;
+}
+
+/** An embedded resource: its text or its bytes (`blob`, base64), never both. */
+export type EmbeddedResourceContent = {
+  type: 'resource';
+  resource: { uri: string; mimeType?: string } & ({ text: string; blob?: never } | { blob: string; text?: never });
+};
+
+/** A link to a resource the reader may fetch. */
+export interface ResourceLinkContent {
+  type: 'resource_link';
+  uri: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  size?: number;
+}
+
+/** One block of a result's `content`. */
+export type ToolContent = TextContent | ImageContent | AudioContent | EmbeddedResourceContent | ResourceLinkContent;
 
 /** What execute returns: either shape. A thrown error becomes {success: false, error}. */
 export type ToolResult<T = unknown> = Jean2ToolResult<T> | JxToolResult<T>;

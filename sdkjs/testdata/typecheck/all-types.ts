@@ -91,3 +91,16 @@ export async function asks(ctx: ToolContext): Promise<ToolResult> {
   if (!ok) return toolError(new Error('refused'));
   return toolSuccess({ n }, 'done');
 }
+
+// Rich results: every content block type, in either result shape.
+import type { AudioContent, EmbeddedResourceContent, ImageContent, ResourceLinkContent, TextContent, ToolContent } from '@jean2/sdk';
+const richBlocks: ToolContent[] = [
+  { type: 'text', text: 'a chart' } satisfies TextContent,
+  { type: 'image', data: 'iVBORw0KGgo=', mimeType: 'image/png' } satisfies ImageContent,
+  { type: 'audio', data: 'UklGRg==', mimeType: 'audio/wav' } satisfies AudioContent,
+  { type: 'resource', resource: { uri: 'test://doc', mimeType: 'text/plain', text: 'inside' } } satisfies EmbeddedResourceContent,
+  { type: 'resource', resource: { uri: 'test://bin', blob: 'AAEC' } },
+  { type: 'resource_link', uri: 'test://far', name: 'far', size: 3 } satisfies ResourceLinkContent,
+];
+export const richJean2: ToolResult = { success: true, content: richBlocks };
+export const richJx: ToolResult = { success: true, data: { n: 1 }, summary: 'one', content: richBlocks };

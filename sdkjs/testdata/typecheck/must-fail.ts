@@ -12,3 +12,7 @@ export async function mistakes(ctx: ToolContext): Promise<void> {
 }
 
 export const noSchema: ToolDefinition = { name: 'x', description: 'y' }; // @error inputSchema is required
+
+import type { ToolContent } from '@jean2/sdk';
+export const wrongImageType: ToolContent = { type: 'image', data: 'AA==', mimeType: 'text/plain' }; // @error an image's mimeType is image/…
+export const textAndBlob: ToolContent = { type: 'resource', resource: { uri: 'u', text: 'a', blob: 'AA==' } }; // @error text or blob, not both
