@@ -286,7 +286,7 @@ func (f *follower) read(ctx context.Context, c *websocket.Conn) {
 		if json.Unmarshal(data, &ev) != nil || ev.Seq == 0 {
 			continue // hello, acks
 		}
-		if last > 0 && ev.Seq != last+1 {
+		if ev.Seq != last+1 { // the log is read from its start: the first is 1
 			f.failed <- fmt.Errorf("event %d after %d: missed or doubled", ev.Seq, last)
 			return
 		}

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,37 +80,59 @@ func TestSoak(t *testing.T) {
 	t.Logf("%-12s %9s %9s %6s %5s %9s %9s", "turns", "rss MB", "peak MB", "gor.", "fds", "p50 ms", "p90 ms")
 	t.Logf("%-12s %9.1f %9.1f %6s %5d", "start", start.rssMB, start.peakMB, start.goroutines, start.fds)
 
-	var window []time.Duration
-	var first, last time.Duration
-	for turn := 1; turn <= *flagTurns; turn++ {
-		took := srv.turn(t, session, turn, followers)
-		window = append(window, took)
-		if len(window) == *flagEvery || turn == *flagTurns {
-			p50, p90 := percentile(window, 50), percentile(window, 90)
-			if first == 0 {
-				first = p50
-			}
-			last = p50
-			s := srv.sample(t)
-			t.Logf("%-12s %9.1f %9.1f %6s %5d %9.1f %9.1f", fmt.Sprintf("%d-%d", turn-len(window)+1, turn),
-				s.rssMB, s.peakMB, s.goroutines, s.fds, ms(p50), ms(p90))
-			window = window[:0]
-		}
-	}
+	first, last, warm := runTurns(t, srv, session, followers)
 	time.Sleep(*flagIdleS)
 	end := srv.sample(t)
 	t.Logf("%-12s %9.1f %9.1f %6s %5d", "idle", end.rssMB, end.peakMB, end.goroutines, end.fds)
 	if *flagHeap != "" {
 		srv.saveHeap(t, *flagHeap)
 	}
+	for i, f := range followers {
+		if f.count() != followers[0].count() {
+			t.Errorf("subscriber %d got %d events, subscriber 0 %d", i, f.count(), followers[0].count())
+		}
+	}
 	for i, f := range idle {
 		if n := f.count(); n != 0 {
 			t.Errorf("idle session %d's subscriber got %d events", i, n)
 		}
 	}
+	// After the first window (the tool's worker started, the sockets open) nothing more
+	// should be held: a growing count is a leak.
+	if end.fds > warm.fds+4 || goroutines(end) > goroutines(warm)+8 {
+		t.Errorf("descriptors %d → %d, goroutines %s → %s after the first window: something leaks", warm.fds, end.fds, warm.goroutines, end.goroutines)
+	}
 	t.Logf("summary: RSS %.1f → %.1f MB (peak %.1f); turn p50 %.1f → %.1f ms (×%.2f); goroutines %s → %s; fds %d → %d; %d events to each subscriber, none missed or doubled",
 		start.rssMB, end.rssMB, end.peakMB, ms(first), ms(last), float64(last)/float64(first),
 		start.goroutines, end.goroutines, start.fds, end.fds, followers[0].count())
+}
+
+// runTurns runs the session's turns, printing a line per window; it returns the first and
+// last windows' median turn time and the sample after the first window.
+func runTurns(t *testing.T, srv *served, session string, followers []*follower) (first, last time.Duration, warm sample) {
+	var window []time.Duration
+	for turn := 1; turn <= *flagTurns; turn++ {
+		window = append(window, srv.turn(t, session, turn, followers))
+		if len(window) < *flagEvery && turn < *flagTurns {
+			continue
+		}
+		p50, p90 := percentile(window, 50), percentile(window, 90)
+		s := srv.sample(t)
+		if first == 0 {
+			first, warm = p50, s
+		}
+		last = p50
+		t.Logf("%-12s %9.1f %9.1f %6s %5d %9.1f %9.1f", fmt.Sprintf("%d-%d", turn-len(window)+1, turn),
+			s.rssMB, s.peakMB, s.goroutines, s.fds, ms(p50), ms(p90))
+		window = window[:0]
+	}
+	return first, last, warm
+}
+
+// goroutines is a sample's goroutine count, 0 when unknown.
+func goroutines(s sample) int {
+	n, _ := strconv.Atoi(s.goroutines)
+	return n
 }
 
 func percentile(ds []time.Duration, p int) time.Duration {
