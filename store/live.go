@@ -8,11 +8,11 @@ import (
 	"fmt"
 )
 
-// lastCompactionQuery finds the newest compaction part of a session through the partial
-// index messages_system (migration 0013): it looks at the session's system messages only,
-// newest first, so its cost does not grow with the session's other messages. (A
-// compaction's message has one part; ordering by the part too made SQLite prefer the
-// index of all the session's messages.)
+// lastCompactionQuery finds the newest compaction part of a session. It walks the
+// session's messages newest first through their (session_id, seq) key and stops at the
+// first compaction (LIMIT 1), so it reads the messages since the last compaction, the
+// ones the turn reads anyway, not the whole history. (A compaction's message has one
+// part; ordering by the part too would make the database sort instead.)
 const lastCompactionQuery = `SELECT p.args FROM messages m JOIN parts p ON p.message_id = m.id
 	WHERE m.session_id = ? AND m.role = 'system' AND p.kind = 'compaction'
 	ORDER BY m.seq DESC LIMIT 1`
