@@ -429,7 +429,8 @@ func (t *turn) fit(req *provider.Request, base string, pend ops, failed int) (op
 			return nil, err
 		}
 		pend = nil
-		t.history = append(t.history, stored)
+		// What the compaction summarized is not sent again: the turn lets it go.
+		t.history = liveTail(append(t.history, stored))
 		var seals ops
 		req.Messages, req.System, seals = t.request(base)
 		pend = append(pend, seals...)
@@ -493,8 +494,8 @@ func (h *Harness) Compact(ctx context.Context, sessionID string) (store.Compacti
 	if prov == nil {
 		return store.CompactionInfo{}, fmt.Errorf("compact session %s: no provider named %q is configured", sessionID, sess.Provider)
 	}
-	h.hist.take(sessionID) // read whole from the store; kept again below
-	history, err := h.opts.Store.ListMessages(ctx, sessionID)
+	h.hist.take(sessionID) // read from the store; kept again below
+	history, err := h.opts.Store.LiveMessages(ctx, sessionID)
 	if err != nil {
 		return store.CompactionInfo{}, fmt.Errorf("compact session %s: read the transcript: %w", sessionID, err)
 	}

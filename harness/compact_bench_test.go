@@ -96,3 +96,39 @@ func BenchmarkEstimateTokens(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCompactedTurnFromStore is a turn of a compacted session that reads its
+// transcript from the store (as after a restart, or once the kept transcripts were
+// forgotten), after 100 and after 1,000 turns of 2,000 characters with a window of 4,000
+// tokens (issue 29). The turn reads the messages since the last compaction only, so both
+// cost about the same; when it read the whole session, the second cost ten times the
+// first in bytes.
+func BenchmarkCompactedTurnFromStore(b *testing.B) {
+	const window = 4000
+	msg := strings.Repeat("paragraph words. ", 200)[:2000]
+	for _, before := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("after-%d-turns", before), func(b *testing.B) {
+			f := newFixture(b, fixtureOptions{window: window, adjust: func(o *harness.Options) {
+				o.Models = staticModels{p: textModel{}, model: "instant", window: window}
+			}})
+			turn := func(i int) {
+				info, err := f.h.Start(context.Background(), f.session.ID, harness.Input{Text: fmt.Sprintf("%d %s", i, msg)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := f.h.Wait(context.Background(), info.SessionID); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := range before {
+				turn(i)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				f.h.ForgetTranscripts()
+				turn(before + i)
+			}
+		})
+	}
+}

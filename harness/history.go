@@ -2,20 +2,25 @@ package harness
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/jean2/jean2/store"
 )
 
 // historyCacheBytes bounds the transcripts kept between turns (their text, arguments,
-// results and images, roughly).
-const historyCacheBytes = 32 << 20
+// results and images, roughly); one session's is kept only when it is at most a quarter
+// of it.
+const historyCacheBytes = 16 << 20
 
-// histories keeps the transcripts of the sessions whose turns ran lately, so that the next
-// turn of a conversation need not read its whole history back from the store. Only the
-// harness adds and changes a session's messages, so a kept transcript is still whole when
-// the turn's user message came right after it (its seq is the next); otherwise (a message
-// was added or removed by something else, the process restarted) the store is read.
+// histories keeps the live transcripts of the sessions whose turns ran lately, so that the
+// next turn of a conversation need not read them back from the store. Only the live part
+// is kept (liveTail): what a compaction summarized is never sent again, so it is neither
+// kept nor read, and a session that compaction holds within its model's window costs the
+// same memory and the same reads at its thousandth turn as at its tenth. Only the harness
+// adds and changes a session's messages, so a kept transcript is still whole when the
+// turn's user message came right after it (its seq is the next); otherwise (a message was
+// added or removed by something else, the process restarted) the store is read.
 type histories struct {
 	mu      sync.Mutex
 	size    int64
@@ -42,9 +47,10 @@ func (c *histories) take(sessionID string) *historyEntry {
 	return e
 }
 
-// put keeps msgs, the session's whole transcript as stored, for its next turn, forgetting
-// the least recently kept transcripts beyond historyCacheBytes.
+// put keeps the live part of msgs, the session's transcript as stored, for its next turn,
+// forgetting the least recently kept transcripts beyond historyCacheBytes.
 func (c *histories) put(sessionID string, msgs []store.Message) {
+	msgs = liveTail(msgs)
 	if len(msgs) == 0 {
 		return
 	}
@@ -87,8 +93,28 @@ func transcriptBytes(msgs []store.Message) int64 {
 	return n
 }
 
-// loadHistory gives the turn its session's transcript up to and with its user message: the
-// kept one when it is whole, else the store's.
+// liveTail is the part of a transcript the model is still sent: the messages after the
+// newest compaction's UpToSeq (the compaction's own message among them); all of them when
+// the session was never compacted. The messages are copied out, so what was summarized
+// is not held through the slice's array.
+func liveTail(history []store.Message) []store.Message {
+	_, info, ok := lastCompaction(history)
+	if !ok {
+		return history
+	}
+	for i, m := range history {
+		if m.Seq > info.UpToSeq || m.Seq == 0 {
+			if i == 0 {
+				return history
+			}
+			return slices.Clone(history[i:])
+		}
+	}
+	return nil
+}
+
+// loadHistory gives the turn its session's live transcript (liveTail) up to and with its
+// user message: the kept one when it is whole, else the store's.
 func (t *turn) loadHistory() error {
 	if e := t.h.hist.take(t.sessionID); e != nil && t.userMsg.Seq == e.lastSeq+1 {
 		t.history = append(e.msgs, t.userMsg)
@@ -99,7 +125,7 @@ func (t *turn) loadHistory() error {
 		t.history = []store.Message{t.userMsg}
 		return nil
 	}
-	history, err := t.h.opts.Store.ListMessages(t.wctx, t.sessionID)
+	history, err := t.h.opts.Store.LiveMessages(t.wctx, t.sessionID)
 	if err != nil {
 		return fmt.Errorf("could not read the transcript: %w", err)
 	}

@@ -104,6 +104,11 @@ func serve(ctx context.Context, e env, args []string) error {
 	defer clients.Close()
 	defer watchMCPConfig(ctx, e, clients)()
 	log := cliLogger(e)
+	stopProfiling, err := startProfiling(e)
+	if err != nil {
+		return err
+	}
+	defer stopProfiling()
 	// An MCP server whose tools change reloads the host (tools.changed follows). A change
 	// while the server is being made is kept and applied once it exists.
 	var mu sync.Mutex
