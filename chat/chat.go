@@ -42,7 +42,8 @@ const Commands = `In the chat:
   /help      this list
   /quit      leave (as Ctrl-D, or Ctrl-C twice within 2 seconds; also at a question)
   Ctrl-C     stop the running turn; a second Ctrl-C within 2 seconds leaves
-  Ctrl-L     then Enter: clear the screen and draw the session's latest messages again
+  Ctrl-L     clear the screen and draw the session's latest messages again (what you had
+             typed stays on the line)
 `
 
 // DefaultServer is where a client looks for the jean2 server when told nothing else.

@@ -70,6 +70,8 @@ type chatUI struct {
 	asksKnown map[string]bool // asks prompted or resolved already, so none is asked twice
 
 	restoredHere string // message id of the last restore made from here
+	// draft is what was typed before a Ctrl-L: the start of the next line.
+	draft string
 
 	// stream follows the session's events; /fork replaces it with the fork's.
 	stream *chatStream
@@ -147,26 +149,43 @@ func (u *chatUI) prompt() {
 	u.col0 = false
 }
 
-// inputLine is a line the person typed, or the end of input.
+// inputLine is a line the person typed, or the end of input. ctrlL says that it ended with
+// Ctrl-L rather than Enter: text is what was typed before it, not yet sent.
 type inputLine struct {
-	text string
-	err  error
+	text  string
+	ctrlL bool
+	err   error
 }
+
+// ctrlL is the character Ctrl-L types. `jean2 chat` makes the terminal end a line with it
+// as with Enter (its VEOL), so it reaches the chat at once, with what was typed before it.
+const ctrlL = '\f'
 
 // readChatInput reads stdin a line at a time for as long as the process lives: a read of a
 // terminal cannot be interrupted, so this goroutine is the one the chat leaves behind when it
 // returns (the process exits right after).
 func readChatInput(r io.Reader, lines chan<- inputLine) {
 	br := bufio.NewReaderSize(r, 64<<10)
+	var line strings.Builder
 	for {
-		s, err := br.ReadString('\n')
-		if s != "" {
-			lines <- inputLine{text: strings.TrimRight(s, "\r\n")}
-		}
+		c, _, err := br.ReadRune()
 		if err != nil {
+			if line.Len() > 0 {
+				lines <- inputLine{text: strings.TrimRight(line.String(), "\r")}
+			}
 			lines <- inputLine{err: err}
 			close(lines)
 			return
+		}
+		switch c {
+		case '\n':
+			lines <- inputLine{text: strings.TrimRight(line.String(), "\r")}
+			line.Reset()
+		case ctrlL:
+			lines <- inputLine{text: line.String(), ctrlL: true}
+			line.Reset()
+		default:
+			line.WriteRune(c)
 		}
 	}
 }
@@ -248,8 +267,14 @@ func (u *chatUI) run(parent context.Context) error {
 				u.leaving()
 				return nil
 			}
+			if l.ctrlL {
+				u.ctrlL(ctx, l.text)
+				continue
+			}
 			u.col0 = true // the terminal echoed the person's Enter
-			if quit := u.handleLine(ctx, l.text, lines); quit {
+			text := u.draft + l.text
+			u.draft = ""
+			if quit := u.handleLine(ctx, text, lines); quit {
 				u.leaving()
 				return nil
 			}
@@ -287,7 +312,7 @@ func (u *chatUI) unfollow() {
 
 func (u *chatUI) banner() {
 	u.header()
-	u.println(u.st.dim("Type a message. /restore puts files back, /help lists commands; Ctrl-C stops a turn, twice leaves; Ctrl-L then Enter draws the screen again."))
+	u.println(u.st.dim("Type a message. /restore puts files back, /help lists commands; Ctrl-C stops a turn, twice leaves; Ctrl-L draws the screen again."))
 }
 
 // header names the session, its model and the workspace.
@@ -341,6 +366,26 @@ func (u *chatUI) redraw(ctx context.Context) {
 	u.lastText = ""
 	u.banner()
 	u.showHistory(ctx)
+}
+
+// ctrlL acts on Ctrl-L, pressed after typing typed: outside a question it clears the screen
+// and draws the session again with typed back after the prompt. typed is kept as the start
+// of the next line either way (the terminal has handed it over, so it can no longer be
+// edited there).
+func (u *chatUI) ctrlL(ctx context.Context, typed string) {
+	u.draft += typed
+	if u.active != nil {
+		return // redrawing would take the question off the screen
+	}
+	u.redraw(ctx)
+	if u.running {
+		u.println(u.st.dim("(a turn is running)"))
+	}
+	u.prompt()
+	if u.draft != "" {
+		u.print(termtext.Line(u.draft))
+	}
+	u.col0 = false
 }
 
 // leaving says what becomes of a running turn.
@@ -405,11 +450,6 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 			u.println(u.st.dim("(that line was dropped: answer the question first)"))
 		}
 		return false
-	}
-	if strings.Contains(text, "\f") {
-		// Ctrl-L: the terminal reads whole lines, so it counts once Enter is pressed.
-		u.redraw(ctx)
-		text = strings.ReplaceAll(text, "\f", "")
 	}
 	trimmed := strings.TrimSpace(text)
 	switch {

@@ -98,6 +98,10 @@ func runChat(ctx context.Context, e env, args []string) error {
 			return startLocalServer(ctx, e, dir)
 		}
 	}
+	if f, ok := e.stdin.(*os.File); ok && e.stdinIsTerminal {
+		// Ctrl-L redraws the moment it is pressed, not after an Enter.
+		defer ctrlLEndsLine(f)()
+	}
 	err = chat.Run(ctx, o)
 	if ue, ok := errors.AsType[chat.UsageError](err); ok {
 		return usageError{ue.Msg}
