@@ -64,6 +64,11 @@ type Options struct {
 	// Provider and Model set the session's model when not "".
 	Provider, Model string
 
+	// Rediscover, when not nil, says where the server runs now and its token ("" when
+	// unknown): the chat asks while it reconnects to a server that went away, so that it
+	// follows one that came back on another address.
+	Rediscover func() (server, token string)
+
 	// StartServer starts a server inside this process when none answers at a loopback
 	// Server; nil means the chat never starts one (the person named the server).
 	StartServer func(ctx context.Context) (*LocalServer, error)
@@ -127,6 +132,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if err := askMCPTrust(ctx, o, api, ws); err != nil {
 		return err
+	}
+	if local == nil {
+		api.rediscover = o.Rediscover
 	}
 	ui := newChatUI(o, api, ses, ws, local != nil)
 	return ui.run(ctx)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -29,9 +30,13 @@ const maxEventFrame = 64 << 20
 
 // Client calls the jean2 server's HTTP API (docs/api.md).
 type Client struct {
-	base  string // e.g. http://127.0.0.1:8742
-	token string // the API token, for a server that requires one
-	http  *http.Client
+	http *http.Client
+	// rediscover, when set, says where the server is now (see Options.Rediscover).
+	rediscover func() (base, token string)
+
+	mu    sync.Mutex // guards base and token, which move with the server
+	base  string     // e.g. http://127.0.0.1:8742
+	token string     // the API token, for a server that requires one
 }
 
 // NewClient returns a client of the server at base (e.g. http://127.0.0.1:8742) that sends
@@ -41,7 +46,36 @@ func NewClient(base, token string) *Client {
 }
 
 // Base is the server's URL, without a trailing slash.
-func (c *Client) Base() string { return c.base }
+func (c *Client) Base() string {
+	base, _ := c.server()
+	return base
+}
+
+func (c *Client) server() (base, token string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.base, c.token
+}
+
+// moved asks rediscover where the server is now and follows it there; it returns the new
+// address, or "" when the server is still where the client looks (or nothing says).
+func (c *Client) moved() string {
+	if c.rediscover == nil {
+		return ""
+	}
+	base, token := c.rediscover()
+	base = strings.TrimRight(base, "/")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if base == "" || base == c.base {
+		return ""
+	}
+	c.base = base
+	if token != "" {
+		c.token = token
+	}
+	return base
+}
 
 // APIError is an error answer of the API: {"error":{"code","message","details"}}, with the
 // HTTP status it came with.
@@ -79,15 +113,16 @@ func (c *Client) Call(ctx context.Context, method, path string, in, out any) err
 		}
 		body = bytes.NewReader(data)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	base, token := c.server()
+	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -122,7 +157,7 @@ func (c *Client) health(ctx context.Context) (healthAnswer, error) {
 		return h, err
 	}
 	if h.Status != "ok" {
-		return h, fmt.Errorf("%s answered /api/health with status %q: is it a jean2 server?", c.base, h.Status)
+		return h, fmt.Errorf("%s answered /api/health with status %q: is it a jean2 server?", c.Base(), h.Status)
 	}
 	return h, nil
 }
@@ -249,6 +284,14 @@ func (c *Client) streamEvents(ctx context.Context, sessionID string, after int64
 			send(streamItem{err: fmt.Errorf("lost the connection to the server for %s: %w", reconnectFor, err)})
 			return
 		}
+		if to := c.moved(); to != "" {
+			// The server came back elsewhere (its address file says so): try there at once.
+			if !send(streamItem{notice: "the server is now at " + to + "; reconnecting there…"}) {
+				return
+			}
+			failures, lostSince = 0, time.Now()
+			continue
+		}
 		failures++
 		select {
 		case <-time.After(time.Duration(1<<min(failures-1, 3)) * 250 * time.Millisecond):
@@ -264,11 +307,12 @@ const reconnectFor = 2 * time.Minute
 
 // streamOnce reads one WebSocket connection until it ends; *last follows the events read.
 func (c *Client) streamOnce(ctx context.Context, sessionID string, last *int64, send func(streamItem) bool, connected *bool) error {
-	u := c.base + "/api/sessions/" + url.PathEscape(sessionID) + "/ws?after=" + fmt.Sprint(*last)
+	base, token := c.server()
+	u := base + "/api/sessions/" + url.PathEscape(sessionID) + "/ws?after=" + fmt.Sprint(*last)
 	u = "ws" + strings.TrimPrefix(u, "http")
 	header := http.Header{}
-	if c.token != "" {
-		header.Set("Authorization", "Bearer "+c.token)
+	if token != "" {
+		header.Set("Authorization", "Bearer "+token)
 	}
 	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: header, HTTPClient: c.http})
 	if err != nil {

@@ -555,7 +555,7 @@ func (u *chatUI) send(ctx context.Context, text string) {
 	if err != nil {
 		u.println(u.st.red("Could not start the turn: " + err.Error()))
 		if _, none := isAPIError(err, "no_provider"); none {
-			u.println(u.st.dim("(add a provider in the web client's Settings — " + u.api.base + "/#/settings — or restart the server with OPENAI_API_KEY and OPENAI_MODEL set; /model lists a provider's models)"))
+			u.println(u.st.dim("(add a provider in the web client's Settings — " + u.api.Base() + "/#/settings — or restart the server with OPENAI_API_KEY and OPENAI_MODEL set; /model lists a provider's models)"))
 		}
 		u.println(u.st.dim("(your message: " + clip(termtext.Line(text), 200) + ")"))
 		if len(u.attached) > 0 {
