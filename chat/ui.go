@@ -100,23 +100,53 @@ type askOutcome struct {
 
 // lockedWriter serializes writes from the loop and the ask prompts.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu      sync.Mutex
+	w       io.Writer
+	midLine bool // the last byte written was not a newline
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if len(p) > 0 {
+		l.midLine = p[len(p)-1] != '\n'
+	}
 	return l.w.Write(p)
 }
 
+// writeLine writes s on a line of its own, from any goroutine (the loop's own idea of
+// where the cursor is may then be a line off, which costs a blank line at most).
+func (l *lockedWriter) writeLine(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.midLine {
+		s = "\n" + s
+	}
+	_, _ = io.WriteString(l.w, s+"\n")
+	l.midLine = false
+}
+
 func newChatUI(o Options, api *Client, ses session, ws store.Workspace, local bool) *chatUI {
-	return &chatUI{
+	u := &chatUI{
 		stdin: o.Stdin, st: chatStyle{color: o.Color}, out: &lockedWriter{w: o.Stdout}, api: api, ses: ses, ws: ws, local: local,
 		col0:  true,
 		texts: map[string]int{}, toolShown: map[string]bool{}, toolEnded: map[string]bool{}, outputs: map[string]*streamedOutput{},
 		askDone: make(chan askOutcome, 1), asksKnown: map[string]bool{},
 	}
+	if api != nil {
+		api.onDatabase = u.databaseNotice
+	}
+	return u
+}
+
+// databaseNotice says that the server's database stopped (or started again) serving
+// calls; the calls waiting on it are sent again by themselves. Any goroutine may call it.
+func (u *chatUI) databaseNotice(down bool, words string) {
+	if down {
+		u.out.writeLine(u.st.yellow("(" + words + ")"))
+		return
+	}
+	u.out.writeLine(u.st.dim("(the database is available again)"))
 }
 
 // print writes s as is and follows where the cursor ends.
@@ -533,6 +563,30 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 	return false
 }
 
+// untilInterrupt is ctx, ended by a Ctrl-C that comes before done is called: for a call the
+// loop waits on, which the person may give up. done counts that Ctrl-C as the loop would.
+func (u *chatUI) untilInterrupt(ctx context.Context) (_ context.Context, done func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := make(chan struct{})
+	pressed := make(chan time.Time, 1) // when Ctrl-C was pressed; zero when it was not
+	go func() {
+		select {
+		case <-u.intr:
+			cancel()
+			pressed <- time.Now()
+		case <-stop:
+			pressed <- time.Time{}
+		}
+	}()
+	return ctx, func() {
+		close(stop)
+		if at := <-pressed; !at.IsZero() {
+			u.lastIntr = at
+		}
+		cancel()
+	}
+}
+
 // send starts a turn with text.
 func (u *chatUI) send(ctx context.Context, text string) {
 	var out struct {
@@ -545,7 +599,10 @@ func (u *chatUI) send(ctx context.Context, text string) {
 	if len(u.attached) > 0 {
 		body["resources"] = u.attached
 	}
-	err := u.api.Call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/turns", body, &out)
+	// Sent again by itself while the database is unavailable; Ctrl-C gives up on it.
+	cctx, gaveUp := u.untilInterrupt(ctx)
+	err := u.api.Call(cctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/turns", body, &out)
+	gaveUp()
 	if _, busy := isAPIError(err, "busy"); busy {
 		u.queued = append(u.queued, text)
 		u.running = true
