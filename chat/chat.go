@@ -121,6 +121,12 @@ func Run(ctx context.Context, o Options) error {
 		defer local.Close()
 	}
 
+	// Until the conversation is on screen, a database outage is said on stderr.
+	api.onDatabase = func(down bool, words string) {
+		if down {
+			fmt.Fprintf(o.Stderr, "jean2 chat: %s\n", words)
+		}
+	}
 	ses, ws, err := sessionFor(ctx, api, o.Workspace, o.Session)
 	if err != nil {
 		return err
