@@ -181,7 +181,7 @@ func databaseWords(ae *APIError) string {
 	if json.Unmarshal(ae.Details, &d) != nil || d.Database == "" {
 		return "database unavailable, retrying…"
 	}
-	return fmt.Sprintf("database unavailable, retrying… (the server's %s database: %s)", d.Database, d.Reason)
+	return fmt.Sprintf("database unavailable, retrying… the server's %s database: %s", d.Database, d.Reason)
 }
 
 // callOnce makes one request of Call; wait is how long the server asked to wait before

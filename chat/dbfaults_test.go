@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,10 +48,20 @@ func TestChatRetriesWhileTheDatabaseIsUnavailable(t *testing.T) {
 	out.waitFor(t, "── done")
 
 	pg.Halt()
-	if _, err := io.WriteString(typed, "during the outage\n"); err != nil {
+	// A message the person gives up on (Ctrl-C) while it waits is not sent.
+	if _, err := io.WriteString(typed, "given up\n"); err != nil {
 		t.Fatal(err)
 	}
 	out.waitFor(t, "database unavailable, retrying")
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil { // Run owns SIGINT meanwhile
+		t.Fatal(err)
+	}
+	out.waitFor(t, "Not sent: you stopped waiting for the server.")
+	out.waitFor(t, "(your message: given up)")
+
+	if _, err := io.WriteString(typed, "during the outage\n"); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(3 * time.Second) // a few retries answered 503
 	if got := out.String(); strings.Contains(got, "Could not start the turn") || strings.Contains(got, "Answer after the outage.") {
 		t.Fatalf("with the database down the chat gave up, or the turn ran:\n%s", got)
@@ -66,6 +77,21 @@ func TestChatRetriesWhileTheDatabaseIsUnavailable(t *testing.T) {
 	if n := strings.Count(out.String(), "database unavailable, retrying"); n != 1 {
 		t.Errorf("the outage was announced %d times, want once:\n%s", n, out.String())
 	}
+	var msgs struct {
+		Messages []struct {
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	ses := out.String()[strings.Index(out.String(), "session ses_")+len("session "):]
+	if err := NewClient(base, srv.Token()).Call(context.Background(), "GET", "/api/sessions/"+strings.Fields(ses)[0]+"/messages", nil, &msgs); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs.Messages {
+		if m.Content == "given up" {
+			t.Errorf("the message given up was sent: %+v", msgs.Messages)
+		}
+	}
+	t.Logf("the screen:\n%s", out.String())
 	if _, err := io.WriteString(typed, "/quit\n"); err != nil {
 		t.Fatal(err)
 	}

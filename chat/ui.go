@@ -114,6 +114,13 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// echoed notes that the terminal ended the line itself (it echoed the person's Enter).
+func (l *lockedWriter) echoed() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.midLine = false
+}
+
 // writeLine writes s on a line of its own, from any goroutine (the loop's own idea of
 // where the cursor is may then be a line off, which costs a blank line at most).
 func (l *lockedWriter) writeLine(s string) {
@@ -302,6 +309,7 @@ func (u *chatUI) run(parent context.Context) error {
 				continue
 			}
 			u.col0 = true // the terminal echoed the person's Enter
+			u.out.echoed()
 			text := u.draft + l.text
 			u.draft = ""
 			if quit := u.handleLine(ctx, text, lines); quit {
@@ -564,8 +572,9 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 }
 
 // untilInterrupt is ctx, ended by a Ctrl-C that comes before done is called: for a call the
-// loop waits on, which the person may give up. done counts that Ctrl-C as the loop would.
-func (u *chatUI) untilInterrupt(ctx context.Context) (_ context.Context, done func()) {
+// loop waits on, which the person may give up. done counts that Ctrl-C as the loop would,
+// and reports whether it came.
+func (u *chatUI) untilInterrupt(ctx context.Context) (_ context.Context, done func() (pressed bool)) {
 	ctx, cancel := context.WithCancel(ctx)
 	stop := make(chan struct{})
 	pressed := make(chan time.Time, 1) // when Ctrl-C was pressed; zero when it was not
@@ -578,12 +587,14 @@ func (u *chatUI) untilInterrupt(ctx context.Context) (_ context.Context, done fu
 			pressed <- time.Time{}
 		}
 	}()
-	return ctx, func() {
+	return ctx, func() bool {
 		close(stop)
-		if at := <-pressed; !at.IsZero() {
+		at := <-pressed
+		if !at.IsZero() {
 			u.lastIntr = at
 		}
 		cancel()
+		return !at.IsZero()
 	}
 }
 
@@ -602,7 +613,12 @@ func (u *chatUI) send(ctx context.Context, text string) {
 	// Sent again by itself while the database is unavailable; Ctrl-C gives up on it.
 	cctx, gaveUp := u.untilInterrupt(ctx)
 	err := u.api.Call(cctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/turns", body, &out)
-	gaveUp()
+	if gaveUp() && err != nil {
+		u.println(u.st.yellow("Not sent: you stopped waiting for the server."))
+		u.println(u.st.dim("(your message: " + clip(termtext.Line(text), 200) + ")"))
+		u.prompt()
+		return
+	}
 	if _, busy := isAPIError(err, "busy"); busy {
 		u.queued = append(u.queued, text)
 		u.running = true
