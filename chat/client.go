@@ -352,7 +352,6 @@ func (c *Client) streamEvents(ctx context.Context, sessionID string, after int64
 		}
 		if connected {
 			failures, lostSince = 0, time.Time{}
-			c.databaseState(false, nil) // the server opened the stream: its database answered
 		}
 		status := websocket.CloseStatus(err)
 		if status == server.CloseSlowSubscriber {
@@ -431,6 +430,7 @@ func (c *Client) streamOnce(ctx context.Context, sessionID string, last *int64, 
 	}
 	defer conn.CloseNow()
 	*connected = true
+	c.databaseState(false, nil) // the server opened the stream: its database answered
 	conn.SetReadLimit(maxEventFrame)
 	for {
 		_, data, err := conn.Read(ctx)

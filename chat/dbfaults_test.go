@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -62,6 +63,26 @@ func TestChatRetriesWhileTheDatabaseIsUnavailable(t *testing.T) {
 	if _, err := io.WriteString(typed, "during the outage\n"); err != nil {
 		t.Fatal(err)
 	}
+	// An event stream opened meanwhile is refused with the same 503: it says the database
+	// (not a lost connection) and waits for it.
+	sessionID := strings.Fields(out.String()[strings.Index(out.String(), "session ses_")+len("session "):])[0]
+	states := make(chan string, 8)
+	watcher := NewClient(base, srv.Token())
+	watcher.onDatabase = func(down bool, words string) { states <- fmt.Sprint(down, " ", words) }
+	sctx, scancel := context.WithCancel(context.Background())
+	defer scancel()
+	items := make(chan streamItem, 64)
+	go watcher.streamEvents(sctx, sessionID, 1<<40, items)
+	select {
+	case st := <-states:
+		if !strings.HasPrefix(st, "true database unavailable, retrying") {
+			t.Fatalf("the stream's first database state: %q", st)
+		}
+	case it := <-items:
+		t.Fatalf("the stream refused by the database gave %+v before saying the database", it)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stream refused by the database said nothing of it")
+	}
 	time.Sleep(3 * time.Second) // a few retries answered 503
 	if got := out.String(); strings.Contains(got, "Could not start the turn") || strings.Contains(got, "Answer after the outage.") {
 		t.Fatalf("with the database down the chat gave up, or the turn ran:\n%s", got)
@@ -72,6 +93,22 @@ func TestChatRetriesWhileTheDatabaseIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.waitFor(t, "the database is available again")
+	select {
+	case it := <-items:
+		if it.hello == nil {
+			t.Fatalf("the stream's first item after the outage: %+v, want its hello", it)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stream did not connect after the outage")
+	}
+	select {
+	case st := <-states:
+		if st != "false " {
+			t.Errorf("the stream's database state after the outage: %q", st)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the stream did not say the database was back")
+	}
 	out.waitFor(t, "Answer after the outage.")
 	out.waitFor(t, "── done")
 	if n := strings.Count(out.String(), "database unavailable, retrying"); n != 1 {
@@ -82,8 +119,7 @@ func TestChatRetriesWhileTheDatabaseIsUnavailable(t *testing.T) {
 			Content string `json:"content"`
 		} `json:"messages"`
 	}
-	ses := out.String()[strings.Index(out.String(), "session ses_")+len("session "):]
-	if err := NewClient(base, srv.Token()).Call(context.Background(), "GET", "/api/sessions/"+strings.Fields(ses)[0]+"/messages", nil, &msgs); err != nil {
+	if err := NewClient(base, srv.Token()).Call(context.Background(), "GET", "/api/sessions/"+sessionID+"/messages", nil, &msgs); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range msgs.Messages {
