@@ -42,7 +42,8 @@ const Commands = `In the chat:
   /help      this list
   /quit      leave (as Ctrl-D, or Ctrl-C twice within 2 seconds; also at a question)
   Ctrl-C     stop the running turn; a second Ctrl-C within 2 seconds leaves
-  Ctrl-L     then Enter: clear the screen and draw the session's latest messages again
+  Ctrl-L     clear the screen and draw the session's latest messages again (what you had
+             typed stays on the line)
 `
 
 // DefaultServer is where a client looks for the jean2 server when told nothing else.
@@ -62,6 +63,11 @@ type Options struct {
 	Session string
 	// Provider and Model set the session's model when not "".
 	Provider, Model string
+
+	// Rediscover, when not nil, says where the server runs now and its token ("" when
+	// unknown): the chat asks while it reconnects to a server that went away, so that it
+	// follows one that came back on another address.
+	Rediscover func() (server, token string)
 
 	// StartServer starts a server inside this process when none answers at a loopback
 	// Server; nil means the chat never starts one (the person named the server).
@@ -115,6 +121,12 @@ func Run(ctx context.Context, o Options) error {
 		defer local.Close()
 	}
 
+	// Until the conversation is on screen, a database outage is said on stderr.
+	api.onDatabase = func(down bool, words string) {
+		if down {
+			fmt.Fprintf(o.Stderr, "jean2 chat: %s\n", words)
+		}
+	}
 	ses, ws, err := sessionFor(ctx, api, o.Workspace, o.Session)
 	if err != nil {
 		return err
@@ -126,6 +138,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if err := askMCPTrust(ctx, o, api, ws); err != nil {
 		return err
+	}
+	if local == nil {
+		api.rediscover = o.Rediscover
 	}
 	ui := newChatUI(o, api, ses, ws, local != nil)
 	return ui.run(ctx)

@@ -9,7 +9,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -29,9 +31,18 @@ const maxEventFrame = 64 << 20
 
 // Client calls the jean2 server's HTTP API (docs/api.md).
 type Client struct {
-	base  string // e.g. http://127.0.0.1:8742
-	token string // the API token, for a server that requires one
-	http  *http.Client
+	http *http.Client
+	// rediscover, when set, says where the server is now (see Options.Rediscover).
+	rediscover func() (base, token string)
+
+	// onDatabase, when set, hears when the server's database stops serving calls (down,
+	// with words for the person) and when it serves them again.
+	onDatabase func(down bool, words string)
+
+	mu     sync.Mutex // guards what follows, which the loop, the stream and asks share
+	base   string     // e.g. http://127.0.0.1:8742
+	token  string     // the API token, for a server that requires one
+	dbDown bool       // the last answer was 503 database_unavailable
 }
 
 // NewClient returns a client of the server at base (e.g. http://127.0.0.1:8742) that sends
@@ -41,7 +52,36 @@ func NewClient(base, token string) *Client {
 }
 
 // Base is the server's URL, without a trailing slash.
-func (c *Client) Base() string { return c.base }
+func (c *Client) Base() string {
+	base, _ := c.server()
+	return base
+}
+
+func (c *Client) server() (base, token string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.base, c.token
+}
+
+// moved asks rediscover where the server is now and follows it there; it returns the new
+// address, or "" when the server is still where the client looks (or nothing says).
+func (c *Client) moved() string {
+	if c.rediscover == nil {
+		return ""
+	}
+	base, token := c.rediscover()
+	base = strings.TrimRight(base, "/")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if base == "" || base == c.base {
+		return ""
+	}
+	c.base = base
+	if token != "" {
+		c.token = token
+	}
+	return base
+}
 
 // APIError is an error answer of the API: {"error":{"code","message","details"}}, with the
 // HTTP status it came with.
@@ -70,49 +110,137 @@ func isAPIError(err error, code string) (*APIError, bool) {
 
 // Call sends in (when not nil) as JSON to the API path (e.g. /api/health) and decodes the
 // answer into out (when not nil). An error answer of the server is an *APIError.
+//
+// A call the server's database could not serve (503 database_unavailable) did not happen
+// (the server says to send it again), so it is sent again by itself, after the server's
+// Retry-After, for up to databaseRetryFor or until ctx ends; onDatabase hears of it.
 func (c *Client) Call(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
+	var data []byte
 	if in != nil {
-		data, err := json.Marshal(in)
-		if err != nil {
+		var err error
+		if data, err = json.Marshal(in); err != nil {
 			return fmt.Errorf("%s %s: %w", method, path, err)
 		}
+	}
+	var since time.Time
+	for {
+		wait, err := c.callOnce(ctx, method, path, data, in != nil, out)
+		ae, down := isAPIError(err, codeDatabaseUnavailable)
+		var other *APIError
+		switch {
+		case down:
+			c.databaseState(true, ae)
+		case err == nil || errors.As(err, &other):
+			c.databaseState(false, nil) // the server and its database answered
+		}
+		if !down {
+			return err
+		}
+		if since.IsZero() {
+			since = time.Now()
+		} else if time.Since(since) > databaseRetryFor {
+			return err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return err
+		}
+	}
+}
+
+// codeDatabaseUnavailable is the API's code for a call its database could not serve.
+const codeDatabaseUnavailable = "database_unavailable"
+
+// databaseRetryFor bounds how long a call is sent again while the database is unavailable.
+const databaseRetryFor = 2 * time.Minute
+
+// databaseState follows whether the server's database answers, and tells onDatabase when
+// that changes (once per outage, whichever calls see it).
+func (c *Client) databaseState(down bool, ae *APIError) {
+	c.mu.Lock()
+	changed := c.dbDown != down
+	c.dbDown = down
+	hook := c.onDatabase
+	c.mu.Unlock()
+	if changed && hook != nil {
+		hook(down, databaseWords(ae))
+	}
+}
+
+// databaseWords says for the person what a database_unavailable answer reports: which
+// database and why, from its details.
+func databaseWords(ae *APIError) string {
+	if ae == nil {
+		return ""
+	}
+	var d struct {
+		Database string `json:"database"`
+		Reason   string `json:"reason"`
+	}
+	if json.Unmarshal(ae.Details, &d) != nil || d.Database == "" {
+		return "database unavailable, retrying…"
+	}
+	return fmt.Sprintf("database unavailable, retrying… the server's %s database: %s", d.Database, d.Reason)
+}
+
+// callOnce makes one request of Call; wait is how long the server asked to wait before
+// sending it again (its Retry-After).
+func (c *Client) callOnce(ctx context.Context, method, path string, data []byte, hasBody bool, out any) (wait time.Duration, err error) {
+	var body io.Reader
+	if hasBody {
 		body = bytes.NewReader(data)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	base, token := c.server()
+	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return 0, fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	if in != nil {
+	if hasBody {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return err // a *url.Error: it names the method and the URL
+		return 0, err // a *url.Error: it names the method and the URL
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIResponse))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIResponse))
 	if err != nil {
-		return fmt.Errorf("%s %s: read the answer: %w", method, path, err)
+		return 0, fmt.Errorf("%s %s: read the answer: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
-		var wrapped struct {
-			Error APIError `json:"error"`
-		}
-		_ = json.Unmarshal(data, &wrapped)
-		ae := wrapped.Error
-		ae.Status = resp.StatusCode
-		return &ae
+		return retryAfter(resp.Header), apiErrorOf(resp.StatusCode, answer)
 	}
 	if out != nil && resp.StatusCode != http.StatusNoContent {
-		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("%s %s: the answer is not the JSON expected: %w", method, path, err)
+		if err := json.Unmarshal(answer, out); err != nil {
+			return 0, fmt.Errorf("%s %s: the answer is not the JSON expected: %w", method, path, err)
 		}
 	}
-	return nil
+	return 0, nil
+}
+
+// apiErrorOf reads an error answer of the API.
+func apiErrorOf(status int, body []byte) *APIError {
+	var wrapped struct {
+		Error APIError `json:"error"`
+	}
+	_ = json.Unmarshal(body, &wrapped)
+	ae := wrapped.Error
+	ae.Status = status
+	return &ae
+}
+
+// retryAfter is the wait a Retry-After header asks for (in seconds), kept between 250 ms
+// and 5 s; 1 s without one.
+func retryAfter(h http.Header) time.Duration {
+	secs, err := strconv.Atoi(h.Get("Retry-After"))
+	if err != nil {
+		return time.Second
+	}
+	return min(max(time.Duration(secs)*time.Second, 250*time.Millisecond), 5*time.Second)
 }
 
 // health asks whether a jean2 server answers at the base URL.
@@ -122,7 +250,7 @@ func (c *Client) health(ctx context.Context) (healthAnswer, error) {
 		return h, err
 	}
 	if h.Status != "ok" {
-		return h, fmt.Errorf("%s answered /api/health with status %q: is it a jean2 server?", c.base, h.Status)
+		return h, fmt.Errorf("%s answered /api/health with status %q: is it a jean2 server?", c.Base(), h.Status)
 	}
 	return h, nil
 }
@@ -236,7 +364,12 @@ func (c *Client) streamEvents(ctx context.Context, sessionID string, after int64
 		}
 		// A server that shut down or went away is waited for: it is being restarted, most
 		// likely, and the conversation goes on where it was when it is back.
-		if lostSince.IsZero() {
+		if down, isDown := isAPIError(err, codeDatabaseUnavailable); isDown {
+			// The server is there, its database is not: said once per outage, with the
+			// calls' notices, and retried for as long as the outage lasts.
+			c.databaseState(true, down)
+			lostSince = time.Time{}
+		} else if lostSince.IsZero() {
 			lostSince = time.Now()
 			why := "connection to the server lost; reconnecting…"
 			if status == websocket.StatusGoingAway {
@@ -248,6 +381,14 @@ func (c *Client) streamEvents(ctx context.Context, sessionID string, after int64
 		} else if time.Since(lostSince) > reconnectFor {
 			send(streamItem{err: fmt.Errorf("lost the connection to the server for %s: %w", reconnectFor, err)})
 			return
+		}
+		if to := c.moved(); to != "" {
+			// The server came back elsewhere (its address file says so): try there at once.
+			if !send(streamItem{notice: "the server is now at " + to + "; reconnecting there…"}) {
+				return
+			}
+			failures, lostSince = 0, time.Now()
+			continue
 		}
 		failures++
 		select {
@@ -264,21 +405,32 @@ const reconnectFor = 2 * time.Minute
 
 // streamOnce reads one WebSocket connection until it ends; *last follows the events read.
 func (c *Client) streamOnce(ctx context.Context, sessionID string, last *int64, send func(streamItem) bool, connected *bool) error {
-	u := c.base + "/api/sessions/" + url.PathEscape(sessionID) + "/ws?after=" + fmt.Sprint(*last)
+	base, token := c.server()
+	u := base + "/api/sessions/" + url.PathEscape(sessionID) + "/ws?after=" + fmt.Sprint(*last)
 	u = "ws" + strings.TrimPrefix(u, "http")
 	header := http.Header{}
-	if c.token != "" {
-		header.Set("Authorization", "Bearer "+c.token)
+	if token != "" {
+		header.Set("Authorization", "Bearer "+token)
 	}
 	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: header, HTTPClient: c.http})
 	if err != nil {
 		if resp != nil && resp.StatusCode >= 400 {
-			return &APIError{Status: resp.StatusCode, Message: fmt.Sprintf("the server refused the event stream: %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))}
+			// The first KB of the refusal's body is there: it says why.
+			var body []byte
+			if resp.Body != nil {
+				body, _ = io.ReadAll(resp.Body)
+			}
+			ae := apiErrorOf(resp.StatusCode, body)
+			if ae.Message == "" {
+				ae.Message = fmt.Sprintf("the server refused the event stream: %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+			}
+			return ae
 		}
 		return err
 	}
 	defer conn.CloseNow()
 	*connected = true
+	c.databaseState(false, nil) // the server opened the stream: its database answered
 	conn.SetReadLimit(maxEventFrame)
 	for {
 		_, data, err := conn.Read(ctx)

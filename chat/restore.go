@@ -26,17 +26,25 @@ func (u *chatUI) readAnswer(ctx context.Context, lines <-chan inputLine, prompt 
 	u.lineStart()
 	u.print(prompt)
 	u.col0 = false
-	select {
-	case l, ok := <-lines:
-		u.col0 = true
-		if !ok || l.err != nil {
-			return "", errChatEnds
+	typed := ""
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok || l.err != nil {
+				u.col0 = true
+				return "", errChatEnds
+			}
+			if l.ctrlL { // no redraw in a dialog: what was typed is kept
+				typed += l.text
+				continue
+			}
+			u.col0 = true
+			return strings.TrimSpace(typed + l.text), nil
+		case <-u.intr:
+			return "", errDialogCancelled
+		case <-ctx.Done():
+			return "", ctx.Err()
 		}
-		return strings.TrimSpace(l.text), nil
-	case <-u.intr:
-		return "", errDialogCancelled
-	case <-ctx.Done():
-		return "", ctx.Err()
 	}
 }
 

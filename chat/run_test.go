@@ -24,6 +24,12 @@ import (
 // with the fake OpenAI server as its provider and the given built-in tools.
 func testServer(t *testing.T, builtins ...tool.Tool) (*server.Server, string, *providertest.Server) {
 	t.Helper()
+	return testServerOn(t, "", builtins...)
+}
+
+// testServerOn is testServer on the database at databaseURL ("" for SQLite in its home).
+func testServerOn(t *testing.T, databaseURL string, builtins ...tool.Tool) (*server.Server, string, *providertest.Server) {
+	t.Helper()
 	home := t.TempDir()
 	layout, err := host.LayoutFromEnv(func(k string) string {
 		if k == "JEAN2_HOME" {
@@ -42,6 +48,7 @@ func testServer(t *testing.T, builtins ...tool.Tool) (*server.Server, string, *p
 	srv, err := server.Open(context.Background(), server.Config{
 		Host:            host.Options{Layout: layout, Builtins: builtins},
 		Getenv:          func(k string) string { return env[k] },
+		DatabaseURL:     databaseURL,
 		ProviderOptions: &provider.Options{Retry: provider.Retry{MaxAttempts: 1}},
 		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

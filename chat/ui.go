@@ -70,6 +70,8 @@ type chatUI struct {
 	asksKnown map[string]bool // asks prompted or resolved already, so none is asked twice
 
 	restoredHere string // message id of the last restore made from here
+	// draft is what was typed before a Ctrl-L: the start of the next line.
+	draft string
 
 	// stream follows the session's events; /fork replaces it with the fork's.
 	stream *chatStream
@@ -98,23 +100,60 @@ type askOutcome struct {
 
 // lockedWriter serializes writes from the loop and the ask prompts.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu      sync.Mutex
+	w       io.Writer
+	midLine bool // the last byte written was not a newline
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if len(p) > 0 {
+		l.midLine = p[len(p)-1] != '\n'
+	}
 	return l.w.Write(p)
 }
 
+// echoed notes that the terminal ended the line itself (it echoed the person's Enter).
+func (l *lockedWriter) echoed() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.midLine = false
+}
+
+// writeLine writes s on a line of its own, from any goroutine (the loop's own idea of
+// where the cursor is may then be a line off, which costs a blank line at most).
+func (l *lockedWriter) writeLine(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.midLine {
+		s = "\n" + s
+	}
+	_, _ = io.WriteString(l.w, s+"\n")
+	l.midLine = false
+}
+
 func newChatUI(o Options, api *Client, ses session, ws store.Workspace, local bool) *chatUI {
-	return &chatUI{
+	u := &chatUI{
 		stdin: o.Stdin, st: chatStyle{color: o.Color}, out: &lockedWriter{w: o.Stdout}, api: api, ses: ses, ws: ws, local: local,
 		col0:  true,
 		texts: map[string]int{}, toolShown: map[string]bool{}, toolEnded: map[string]bool{}, outputs: map[string]*streamedOutput{},
 		askDone: make(chan askOutcome, 1), asksKnown: map[string]bool{},
 	}
+	if api != nil {
+		api.onDatabase = u.databaseNotice
+	}
+	return u
+}
+
+// databaseNotice says that the server's database stopped (or started again) serving
+// calls; the calls waiting on it are sent again by themselves. Any goroutine may call it.
+func (u *chatUI) databaseNotice(down bool, words string) {
+	if down {
+		u.out.writeLine(u.st.yellow("(" + words + ")"))
+		return
+	}
+	u.out.writeLine(u.st.dim("(the database is available again)"))
 }
 
 // print writes s as is and follows where the cursor ends.
@@ -147,26 +186,43 @@ func (u *chatUI) prompt() {
 	u.col0 = false
 }
 
-// inputLine is a line the person typed, or the end of input.
+// inputLine is a line the person typed, or the end of input. ctrlL says that it ended with
+// Ctrl-L rather than Enter: text is what was typed before it, not yet sent.
 type inputLine struct {
-	text string
-	err  error
+	text  string
+	ctrlL bool
+	err   error
 }
+
+// ctrlL is the character Ctrl-L types. `jean2 chat` makes the terminal end a line with it
+// as with Enter (its VEOL), so it reaches the chat at once, with what was typed before it.
+const ctrlL = '\f'
 
 // readChatInput reads stdin a line at a time for as long as the process lives: a read of a
 // terminal cannot be interrupted, so this goroutine is the one the chat leaves behind when it
 // returns (the process exits right after).
 func readChatInput(r io.Reader, lines chan<- inputLine) {
 	br := bufio.NewReaderSize(r, 64<<10)
+	var line strings.Builder
 	for {
-		s, err := br.ReadString('\n')
-		if s != "" {
-			lines <- inputLine{text: strings.TrimRight(s, "\r\n")}
-		}
+		c, _, err := br.ReadRune()
 		if err != nil {
+			if line.Len() > 0 {
+				lines <- inputLine{text: strings.TrimRight(line.String(), "\r")}
+			}
 			lines <- inputLine{err: err}
 			close(lines)
 			return
+		}
+		switch c {
+		case '\n':
+			lines <- inputLine{text: strings.TrimRight(line.String(), "\r")}
+			line.Reset()
+		case ctrlL:
+			lines <- inputLine{text: line.String(), ctrlL: true}
+			line.Reset()
+		default:
+			line.WriteRune(c)
 		}
 	}
 }
@@ -248,8 +304,15 @@ func (u *chatUI) run(parent context.Context) error {
 				u.leaving()
 				return nil
 			}
+			if l.ctrlL {
+				u.ctrlL(ctx, l.text)
+				continue
+			}
 			u.col0 = true // the terminal echoed the person's Enter
-			if quit := u.handleLine(ctx, l.text, lines); quit {
+			u.out.echoed()
+			text := u.draft + l.text
+			u.draft = ""
+			if quit := u.handleLine(ctx, text, lines); quit {
 				u.leaving()
 				return nil
 			}
@@ -287,7 +350,7 @@ func (u *chatUI) unfollow() {
 
 func (u *chatUI) banner() {
 	u.header()
-	u.println(u.st.dim("Type a message. /restore puts files back, /help lists commands; Ctrl-C stops a turn, twice leaves; Ctrl-L then Enter draws the screen again."))
+	u.println(u.st.dim("Type a message. /restore puts files back, /help lists commands; Ctrl-C stops a turn, twice leaves; Ctrl-L draws the screen again."))
 }
 
 // header names the session, its model and the workspace.
@@ -341,6 +404,26 @@ func (u *chatUI) redraw(ctx context.Context) {
 	u.lastText = ""
 	u.banner()
 	u.showHistory(ctx)
+}
+
+// ctrlL acts on Ctrl-L, pressed after typing typed: outside a question it clears the screen
+// and draws the session again with typed back after the prompt. typed is kept as the start
+// of the next line either way (the terminal has handed it over, so it can no longer be
+// edited there).
+func (u *chatUI) ctrlL(ctx context.Context, typed string) {
+	u.draft += typed
+	if u.active != nil {
+		return // redrawing would take the question off the screen
+	}
+	u.redraw(ctx)
+	if u.running {
+		u.println(u.st.dim("(a turn is running)"))
+	}
+	u.prompt()
+	if u.draft != "" {
+		u.print(termtext.Line(u.draft))
+	}
+	u.col0 = false
 }
 
 // leaving says what becomes of a running turn.
@@ -405,11 +488,6 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 			u.println(u.st.dim("(that line was dropped: answer the question first)"))
 		}
 		return false
-	}
-	if strings.Contains(text, "\f") {
-		// Ctrl-L: the terminal reads whole lines, so it counts once Enter is pressed.
-		u.redraw(ctx)
-		text = strings.ReplaceAll(text, "\f", "")
 	}
 	trimmed := strings.TrimSpace(text)
 	switch {
@@ -493,6 +571,33 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 	return false
 }
 
+// untilInterrupt is ctx, ended by a Ctrl-C that comes before done is called: for a call the
+// loop waits on, which the person may give up. done counts that Ctrl-C as the loop would,
+// and reports whether it came.
+func (u *chatUI) untilInterrupt(ctx context.Context) (_ context.Context, done func() (pressed bool)) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := make(chan struct{})
+	pressed := make(chan time.Time, 1) // when Ctrl-C was pressed; zero when it was not
+	go func() {
+		select {
+		case <-u.intr:
+			cancel()
+			pressed <- time.Now()
+		case <-stop:
+			pressed <- time.Time{}
+		}
+	}()
+	return ctx, func() bool {
+		close(stop)
+		at := <-pressed
+		if !at.IsZero() {
+			u.lastIntr = at
+		}
+		cancel()
+		return !at.IsZero()
+	}
+}
+
 // send starts a turn with text.
 func (u *chatUI) send(ctx context.Context, text string) {
 	var out struct {
@@ -505,7 +610,15 @@ func (u *chatUI) send(ctx context.Context, text string) {
 	if len(u.attached) > 0 {
 		body["resources"] = u.attached
 	}
-	err := u.api.Call(ctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/turns", body, &out)
+	// Sent again by itself while the database is unavailable; Ctrl-C gives up on it.
+	cctx, gaveUp := u.untilInterrupt(ctx)
+	err := u.api.Call(cctx, http.MethodPost, "/api/sessions/"+url.PathEscape(u.ses.ID)+"/turns", body, &out)
+	if gaveUp() && err != nil {
+		u.println(u.st.yellow("Not sent: you stopped waiting for the server."))
+		u.println(u.st.dim("(your message: " + clip(termtext.Line(text), 200) + ")"))
+		u.prompt()
+		return
+	}
 	if _, busy := isAPIError(err, "busy"); busy {
 		u.queued = append(u.queued, text)
 		u.running = true
@@ -515,7 +628,7 @@ func (u *chatUI) send(ctx context.Context, text string) {
 	if err != nil {
 		u.println(u.st.red("Could not start the turn: " + err.Error()))
 		if _, none := isAPIError(err, "no_provider"); none {
-			u.println(u.st.dim("(add a provider in the web client's Settings — " + u.api.base + "/#/settings — or restart the server with OPENAI_API_KEY and OPENAI_MODEL set; /model lists a provider's models)"))
+			u.println(u.st.dim("(add a provider in the web client's Settings — " + u.api.Base() + "/#/settings — or restart the server with OPENAI_API_KEY and OPENAI_MODEL set; /model lists a provider's models)"))
 		}
 		u.println(u.st.dim("(your message: " + clip(termtext.Line(text), 200) + ")"))
 		if len(u.attached) > 0 {

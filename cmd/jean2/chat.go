@@ -30,7 +30,10 @@ tool calls are shown with their visualizations, and the asks of tools are answer
                    workspace of the server when it is not one yet
   --server URL     the jean2 server (default $JEAN2_SERVER, else http://127.0.0.1:8742).
                    Without --server, when no server answers there, jean2 chat starts one
-                   inside itself on a free loopback port, for as long as the chat lasts
+                   inside itself on a free loopback port, for as long as the chat lasts.
+                   When the server it found goes away, the chat waits for it and looks
+                   at $JEAN2_HOME/server.json again: it follows a server that came back
+                   on another port
   --session ID     go on with an earlier session instead of starting a new one
   --provider NAME  the provider the session uses (default: the server's default provider)
   --model MODEL    the model the session uses (default: the provider's default model)
@@ -88,6 +91,22 @@ func runChat(ctx context.Context, e env, args []string) error {
 		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr,
 		Color: chatColor(e, stdoutIsTerminal(e)),
 	}
+	if *serverFlag == "" && e.getenv("JEAN2_SERVER") == "" {
+		// The server was looked for, not named: when it comes back on another port, its
+		// address file says where.
+		o.Rediscover = func() (string, string) {
+			layout, err := host.LayoutFromEnv(e.getenv)
+			if err != nil {
+				return "", ""
+			}
+			base := runningServer(layout.Home)
+			if base == "" {
+				return "", ""
+			}
+			tok, _ := clientToken(e)
+			return base, tok
+		}
+	}
 	if !explicit {
 		o.StartServer = func(ctx context.Context) (*chat.LocalServer, error) {
 			// Its workspace MCP servers are those of the chat's workspace.
@@ -97,6 +116,10 @@ func runChat(ctx context.Context, e env, args []string) error {
 			}
 			return startLocalServer(ctx, e, dir)
 		}
+	}
+	if f, ok := e.stdin.(*os.File); ok && e.stdinIsTerminal {
+		// Ctrl-L redraws the moment it is pressed, not after an Enter.
+		defer ctrlLEndsLine(f)()
 	}
 	err = chat.Run(ctx, o)
 	if ue, ok := errors.AsType[chat.UsageError](err); ok {

@@ -65,3 +65,48 @@ func TestChatFindsTheRunningServer(t *testing.T) {
 		t.Fatalf("jean2 chat ended with %v after the restart", err)
 	}
 }
+
+// A server that comes back on another port (serve --port 0 again, or another port in its
+// config) is found again through $JEAN2_HOME/server.json: the chat re-reads it while it
+// reconnects (before, it retried only the address it had, and gave up after two minutes).
+func TestChatFollowsTheServerToANewAddress(t *testing.T) {
+	c := newChatEnv(t)
+	first, stop := c.serveOn("0")
+	c.fake.Push(providertest.OpenAIText("test-model", "Hello from the first."), providertest.OpenAIText("test-model", "Hello from the second."))
+	p := c.chat([]string{"NO_COLOR=1"})
+	p.send("hi")
+	p.waitFor("Hello from the first.")
+	p.waitFor("── done")
+
+	stop()
+	p.waitFor("reconnecting")
+	second, _ := c.serveOn("0")
+	if second == first {
+		t.Fatalf("the server came back on the same address %s; the test needs another", first)
+	}
+	p.waitFor("connected to the server again")
+	p.send("still there?")
+	p.waitFor("Hello from the second.")
+	var msgs struct {
+		Messages []struct {
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	var list struct {
+		Sessions []struct {
+			ID string `json:"id"`
+		} `json:"sessions"`
+	}
+	getJSON(t, c.token(), second+"/api/sessions", &list)
+	if len(list.Sessions) != 1 {
+		t.Fatalf("sessions on the new server: %+v", list.Sessions)
+	}
+	getJSON(t, c.token(), second+"/api/sessions/"+list.Sessions[0].ID+"/messages", &msgs)
+	if n := len(msgs.Messages); n < 4 || msgs.Messages[2].Content != "still there?" {
+		t.Fatalf("the message after the move did not reach the new server: %+v", msgs.Messages)
+	}
+	p.send("/quit")
+	if err := p.wait(); err != nil {
+		t.Fatalf("jean2 chat ended with %v after the move", err)
+	}
+}

@@ -38,15 +38,19 @@ func TestChatTerminalFoldsOutputShowsModelRedrawsAndForks(t *testing.T) {
 		t.Fatalf("seq 1 3000: %d lines of numbers drawn (want a tail of at most 40 with a hidden-lines line, ending at 3000):\n%s", numbers, screen)
 	}
 
-	// Ctrl-L (then Enter: the terminal reads lines) clears the screen and draws the session again.
-	if _, err := p.pty.Write([]byte("\x0c\r")); err != nil {
+	// Ctrl-L alone, with no Enter after it, clears the screen and draws the session again
+	// at once (before, the terminal handed the chat whole lines, so it waited for Enter);
+	// what was typed before it stays on the line and is sent with what follows.
+	if _, err := p.pty.Write([]byte("/he\x0c")); err != nil {
 		t.Fatal(err)
 	}
 	p.waitFor("\x1b[2J")
 	p.waitFor("jean2 chat")
 	p.waitFor("count")
 	p.waitFor("Counted to 3000.")
-	p.waitFor("> ")
+	p.waitFor("> /he")
+	p.send("lp")
+	p.waitFor("/compact") // the help: "/he" + "lp" was sent as one line
 
 	p.send("/fork")
 	p.waitFor("Forked as session ")

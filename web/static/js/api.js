@@ -21,8 +21,54 @@ export function onUnauthorized(fn) {
   unauthorized = fn;
 }
 
-/** api calls the server and returns its JSON (null for 204); failures throw ApiError. */
+let databaseWatcher = null;
+let databaseDown = false;
+
+/**
+ * onDatabase sets what runs when the server's database stops serving calls (down = true,
+ * with the 503's error: its details name the database and why) and when it serves them
+ * again (down = false). It hears each change once, however many calls wait.
+ */
+export function onDatabase(fn) {
+  databaseWatcher = fn;
+}
+
+function databaseState(down, err) {
+  if (down === databaseDown) return;
+  databaseDown = down;
+  databaseWatcher?.(down, err);
+}
+
+/** retryWait is the wait a 503's Retry-After asks for, kept between 250 ms and 5 s. */
+function retryWait(res) {
+  const secs = Number.parseInt(res.headers.get("Retry-After") || "", 10);
+  return Number.isFinite(secs) ? Math.min(5000, Math.max(250, secs * 1000)) : 1000;
+}
+
+/**
+ * api calls the server and returns its JSON (null for 204); failures throw ApiError. A call
+ * the server's database could not serve (503 database_unavailable) did not happen, and the
+ * server asks for it again: it is sent again after the server's Retry-After until the
+ * database answers, while onDatabase's watcher shows that the page waits for it.
+ */
 export async function api(method, path, body) {
+  for (;;) {
+    try {
+      const data = await apiOnce(method, path, body);
+      databaseState(false, null);
+      return data;
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.code !== "database_unavailable") {
+        if (err instanceof ApiError && err.status > 0) databaseState(false, null); // the server and its database answered
+        throw err;
+      }
+      databaseState(true, err);
+      await new Promise((resolve) => setTimeout(resolve, err.retryAfter || 1000));
+    }
+  }
+}
+
+async function apiOnce(method, path, body) {
   const init = { method, headers: { Accept: "application/json" }, credentials: "same-origin" };
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
@@ -48,7 +94,9 @@ export async function api(method, path, body) {
   if (res.status === 401 && unauthorized) unauthorized();
   if (!res.ok) {
     const e = (data && data.error) || {};
-    throw new ApiError(res.status, e.code, e.message || `${method} ${path} failed with status ${res.status}`, e.details);
+    const err = new ApiError(res.status, e.code, e.message || `${method} ${path} failed with status ${res.status}`, e.details);
+    if (res.status === 503) err.retryAfter = retryWait(res);
+    throw err;
   }
   return data;
 }

@@ -25,7 +25,7 @@ export function answeredSummary(node, resolved) {
   }
   node.classList.add("answered");
   const status = node.querySelector(".ask-status");
-  const words = { answered: "Answered", timeout: "Timed out", cancelled: "Cancelled", policy: "Decided by the unattended policy" };
+  const words = { answered: "Answered", timeout: "Timed out", cancelled: "Withdrawn: the call ended before an answer", policy: "Decided by the unattended policy" };
   let what = words[resolved.outcome] || resolved.outcome || "Answered";
   const ans = resolved.answer;
   if (ans && typeof ans === "object" && "granted" in ans) what += ans.granted ? `: allowed${ans.duration ? " (" + ans.duration + ")" : ""}` : ": denied";

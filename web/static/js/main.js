@@ -2,13 +2,13 @@
 // router (#/s/<session>, #/tools, #/settings), the server's own event log (tool reloads,
 // asks of tool runs) and the keyboard shortcuts.
 
-import { api, enc, EventStream, onUnauthorized } from "./api.js";
+import { api, enc, EventStream, onDatabase, onUnauthorized } from "./api.js";
 import { h, replace } from "./dom.js";
 import { SessionView } from "./chat.js";
 import { ToolsView } from "./tools.js";
 import { SettingsView, showShortcuts } from "./settings.js";
 import { mcpTrustNotice } from "./mcptrust.js";
-import { confirmAction, errorText, notify, openDialog, promptText } from "./ui.js";
+import { confirmAction, databaseBanner, errorText, notify, openDialog, promptText } from "./ui.js";
 import { providerNotice, searchBox, sessionMeta } from "./agent.js";
 
 class App {
@@ -22,6 +22,7 @@ class App {
 
   async start() {
     onUnauthorized(() => this.showSignIn());
+    onDatabase(databaseBanner);
     try {
       await api("GET", "/api/settings");
     } catch (err) {

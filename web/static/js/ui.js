@@ -87,3 +87,26 @@ export function errorText(err) {
   if (!err) return "Something went wrong.";
   return err.message || String(err);
 }
+
+/**
+ * databaseBanner shows, at the top of the page, that the server's database does not serve
+ * calls and that the page sends them again by itself (api.js, onDatabase); it goes when the
+ * database answers again. A state of its own, not an error notice: nothing failed for good.
+ */
+export function databaseBanner(down, err) {
+  let el = document.getElementById("database-status");
+  if (!down) {
+    if (el) {
+      el.remove();
+      notify("The database is available again.");
+    }
+    return;
+  }
+  const d = err?.details || {};
+  const why = d.database ? ` The server's ${d.database} database: ${d.reason || "unavailable"}.` : "";
+  if (!el) {
+    el = h("div", { id: "database-status", role: "status", "aria-live": "polite" });
+    document.body.prepend(el);
+  }
+  replace(el, h("strong", null, "Database unavailable, retrying…"), why, " What you do now is sent when it is back.");
+}
