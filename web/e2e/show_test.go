@@ -317,6 +317,9 @@ func TestToolCardsShowResults(t *testing.T) {
 func TestSidebarFollowsOtherClients(t *testing.T) {
 	f := newFixture(t)
 	older := f.session("older one")
+	// Sessions are ordered by their last activity, kept to the millisecond: two made in the
+	// same millisecond have no order between them.
+	time.Sleep(5 * time.Millisecond)
 	newer := f.session("newer one")
 	f.open("#/s/" + newer.ID)
 	order := `[...document.querySelectorAll(".sidebar .session a")].map((a) => a.textContent.trim()).join(",")`
