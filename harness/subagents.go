@@ -163,15 +163,15 @@ func (t *turn) countWork() {
 // of rounds: a child's rounds count in its parent's budget.
 func (t *turn) overBudget() (reason, why string, over bool) {
 	works, rounds := t.fam.budget.spent()
-	whose := "the turn"
-	if t.fam.parent != nil {
-		whose = "the turn and its parent's tree of subagents"
+	whose := "the turn used its"
+	if works > t.works || rounds > t.rounds {
+		whose = "the turn and its subagents used their"
 	}
 	if works >= t.workRounds {
-		return ReasonBudget, fmt.Sprintf("%s used the work budget of %d rounds; send a message to let it go on", whose, t.workRounds), true
+		return ReasonBudget, fmt.Sprintf("%s work budget of %d rounds; send a message to let it go on", whose, t.workRounds), true
 	}
 	if rounds >= t.maxRounds {
-		return ReasonCeiling, fmt.Sprintf("%s reached the ceiling of %d rounds; send a message to let it go on", whose, t.maxRounds), true
+		return ReasonCeiling, fmt.Sprintf("%s ceiling of %d rounds; send a message to let it go on", strings.Replace(whose, " used ", " reached ", 1), t.maxRounds), true
 	}
 	return "", "", false
 }

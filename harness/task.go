@@ -129,17 +129,7 @@ func lastAnswerText(history []store.Message) string {
 		if m.Role != store.RoleAssistant {
 			continue
 		}
-		var b strings.Builder
-		b.WriteString(m.Content)
-		for _, p := range m.Parts {
-			if p.Kind == store.PartText && p.Text != "" {
-				if b.Len() > 0 {
-					b.WriteString("\n")
-				}
-				b.WriteString(p.Text)
-			}
-		}
-		if s := strings.TrimSpace(b.String()); s != "" {
+		if s := strings.TrimSpace(m.Content); s != "" { // the text of its text parts
 			return s
 		}
 	}
