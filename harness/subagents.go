@@ -274,17 +274,15 @@ type taskIn struct {
 func TaskTool() tool.Tool {
 	return taskTool{tool.Func{Def: tool.Definition{
 		Name: TaskToolName,
-		Description: "Start a subagent: a new session in this workspace that does one task with its own context, and returns its final answer to you. " +
-			"Give it everything it needs in prompt: it does not see this conversation. " +
-			fmt.Sprintf("Several task calls in one answer run at once (up to %d at a time). ", MaxRunningChildren) +
-			"Use it for independent pieces of work (searching, reading many files, trying an approach) whose details would crowd your context.",
+		Description: "Start a subagent: a new session in this workspace that does one task and returns its final answer. " +
+			"It sees nothing of this conversation: put all it needs in prompt. Task calls of one answer run at once.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-			`"description":{"type":"string","description":"A few words saying what the subagent does, shown to people"},` +
-			`"prompt":{"type":"string","description":"The task, complete: the subagent sees nothing else of this conversation"},` +
-			`"instructions":{"type":"string","description":"Instructions joined to the subagent's system prompt (how to work, what to return)"},` +
-			`"tools":{"type":"array","items":{"type":"string"},"description":"The tools it may use, among yours; all of yours when left out"},` +
-			`"model":{"type":"string","description":"Another model of the same provider; yours when left out"},` +
-			`"agent":{"type":"string","description":"A named agent to start it as, where agents are configured"}},` +
+			`"description":{"type":"string","description":"A few words for people"},` +
+			`"prompt":{"type":"string","description":"The whole task"},` +
+			`"instructions":{"type":"string","description":"Added to its system prompt"},` +
+			`"tools":{"type":"array","items":{"type":"string"},"description":"Some of your tools (default: all)"},` +
+			`"model":{"type":"string","description":"Default: yours"},` +
+			`"agent":{"type":"string"}},` +
 			`"required":["prompt"],"additionalProperties":false}`),
 		Timeout: taskTimeoutMs,
 	}, Run: func(ctx context.Context, c *tool.Context, args json.RawMessage) tool.Result {

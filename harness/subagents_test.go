@@ -20,6 +20,19 @@ import (
 
 // Tools of the subagent tests.
 var subagentTools = map[string]string{
+	// span works for ms milliseconds and writes down when it began and ended.
+	"span": `import fs from 'node:fs';
+import path from 'node:path';
+export const definition = { name: 'span', description: 'Work and time it.', timeout: 60000,
+  inputSchema: { type: 'object', properties: { dir: { type: 'string' }, id: { type: 'string' }, ms: { type: 'number' } }, required: ['dir', 'id', 'ms'] } };
+export async function execute(input) {
+  const start = Date.now();
+  await new Promise((r) => setTimeout(r, input.ms));
+  fs.mkdirSync(input.dir, { recursive: true });
+  fs.writeFileSync(path.join(input.dir, input.id), start + ' ' + Date.now());
+  return { success: true, result: { ok: true } };
+}
+`,
 	// nap is work that takes ms milliseconds.
 	"nap": `export const definition = { name: 'nap', description: 'Work for a while.', timeout: 60000,
   inputSchema: { type: 'object', properties: { ms: { type: 'number' } }, required: ['ms'] } };
@@ -344,35 +357,93 @@ func (f *fixture) tasks(n int) providertest.Reply {
 
 // Task calls of one answer run at once: five children, each calling a tool that writes to
 // the workspace (not read-only), meet at a barrier that only five calls running together
-// pass. A sixth waits for a place: the first five never see it at their barrier.
+// pass.
 func TestSubagentsRunConcurrently(t *testing.T) {
-	for _, tc := range []struct {
-		n, barrier, waitMs int
-		met                int // how many barrier calls are to pass
-	}{{n: 5, barrier: 5, waitMs: 20000, met: 5}, {n: 6, barrier: 6, waitMs: 1500, met: 1}} {
-		t.Run(fmt.Sprint(tc.n), func(t *testing.T) {
-			f := newSubagentFixture(t, func(o *harness.Options) { o.WorkRounds = 20 })
-			dir := filepath.Join(f.root, "barrier")
-			f.respond(func(r req) providertest.Reply {
-				switch {
-				case r.user == "PARENT" && len(r.results) == 0:
-					return f.tasks(tc.n)
-				case r.user == "PARENT":
-					return f.say("parent: " + strings.Join(r.results, " | "))
-				case len(r.results) == 0:
-					return f.call("call_probe_"+r.user, "probe_rw", map[string]any{"dir": dir, "id": r.user, "n": tc.barrier, "waitMs": tc.waitMs})
-				}
-				return f.say(r.user + ": " + r.results[0])
-			})
-			_, fin := f.turn("PARENT")
-			msgs := f.messages()
-			answer := msgs[len(msgs)-1].Content
-			if fin.Reason != harness.ReasonDone || strings.Count(answer, `"met":true`) != tc.met || strings.Count(answer, `"met"`) != tc.n {
-				t.Fatalf("finished %+v; %d of %d children met at the barrier, want %d:\n%s", fin, strings.Count(answer, `"met":true`), tc.n, tc.met, answer)
-			}
-			if tc.n > harness.MaxRunningChildren {
-				f.waitEvent(harness.EventToolProgress, "subagents are running, the most at once")
-			}
-		})
+	f := newSubagentFixture(t, func(o *harness.Options) { o.WorkRounds = 20 })
+	dir := filepath.Join(f.root, "barrier")
+	f.respond(func(r req) providertest.Reply {
+		switch {
+		case r.user == "PARENT" && len(r.results) == 0:
+			return f.tasks(5)
+		case r.user == "PARENT":
+			return f.say("parent: " + strings.Join(r.results, " | "))
+		case len(r.results) == 0:
+			return f.call("call_probe_"+r.user, "probe_rw", map[string]any{"dir": dir, "id": r.user, "n": 5, "waitMs": 20000})
+		}
+		return f.say(r.user + ": " + r.results[0])
+	})
+	_, fin := f.turn("PARENT")
+	msgs := f.messages()
+	answer := msgs[len(msgs)-1].Content
+	if fin.Reason != harness.ReasonDone || strings.Count(answer, `"met":true`) != 5 {
+		t.Fatalf("finished %+v; not all 5 children met at the barrier:\n%s", fin, answer)
 	}
+}
+
+// At most MaxRunningChildren children of a turn run at once: of seven task calls, the
+// children's work never overlaps more than five deep, and the calls that wait say so.
+func TestSubagentsRunAtMostFiveAtOnce(t *testing.T) {
+	const n = harness.MaxRunningChildren + 2
+	f := newSubagentFixture(t, func(o *harness.Options) { o.WorkRounds = 30 })
+	dir := filepath.Join(f.root, "spans")
+	f.respond(func(r req) providertest.Reply {
+		switch {
+		case r.user == "PARENT" && len(r.results) == 0:
+			return f.tasks(n)
+		case r.user == "PARENT":
+			return f.say("parent done")
+		case len(r.results) == 0:
+			return f.call("call_span_"+r.user, "span", map[string]any{"dir": dir, "id": r.user, "ms": 300})
+		}
+		return f.say(r.user + " done")
+	})
+	_, fin := f.turn("PARENT")
+	if fin.Reason != harness.ReasonDone {
+		t.Fatalf("finished %+v", fin)
+	}
+	if got := len(f.children(f.session.ID)); got != n {
+		t.Fatalf("%d children, want %d", got, n)
+	}
+	if most := mostOverlapping(t, dir); most > harness.MaxRunningChildren || most < 2 {
+		t.Fatalf("up to %d children worked at once, want 2…%d", most, harness.MaxRunningChildren)
+	}
+	f.waitEvent(harness.EventToolProgress, "subagents are running, the most at once")
+}
+
+// mostOverlapping reads the spans the span tool wrote (id: "start end" in ms) and returns
+// how many overlapped at most.
+func mostOverlapping(t *testing.T, dir string) int {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type edge struct {
+		at    int64
+		delta int
+	}
+	var edges []edge
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var start, end int64
+		if _, err := fmt.Sscan(string(b), &start, &end); err != nil {
+			t.Fatalf("span %s: %q: %v", e.Name(), b, err)
+		}
+		edges = append(edges, edge{start, +1}, edge{end, -1})
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if a.at != b.at {
+			return int(a.at - b.at)
+		}
+		return a.delta - b.delta // an end before a start at the same instant
+	})
+	most, now := 0, 0
+	for _, e := range edges {
+		now += e.delta
+		most = max(most, now)
+	}
+	return most
 }
