@@ -88,7 +88,9 @@ func TestSubagentOverAPI(t *testing.T) {
 		return providertest.OpenAIText("test-model", "CHILD-DONE")
 	})
 	sock := f.dial("/api/sessions/"+ses.ID+"/ws?after=0", nil)
-	var started struct{ Turn struct{ ID, UserMessageID string } }
+	var started struct {
+		Turn struct{ ID, UserMessageID string }
+	}
 	f.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "PARENT"}, 202, &started)
 
 	ev, before := sock.until(hub.EventAskPending, 60*time.Second)
