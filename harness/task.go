@@ -84,8 +84,12 @@ func (t *turn) startChild(ctx context.Context, c *tool.Context, in taskIn, tools
 	if err != nil {
 		return nil, err
 	}
+	label := "[" + title + "] "
 	fam := &family{depth: t.fam.depth + 1, tools: tools, instructions: in.Instructions, parent: t, budget: t.fam.budget,
-		running: make(chan struct{}, MaxRunningChildren), report: c.Progress}
+		running: make(chan struct{}, MaxRunningChildren), report: func(p tool.Progress) {
+			p.Message = label + p.Message
+			c.Progress(p)
+		}}
 	t.h.spawning.put(sess.ID, fam)
 	_, err = t.h.Start(ctx, sess.ID, Input{Text: in.Prompt})
 	t.h.spawning.take(sess.ID) // Start took it, unless it failed before preparing the turn
@@ -94,7 +98,7 @@ func (t *turn) startChild(ctx context.Context, c *tool.Context, in taskIn, tools
 	}
 	t.ev.emit(t.wctx, newEvent(EventSubagentStarted, SubagentStarted{CallID: c.CallID, SessionID: sess.ID,
 		Description: in.Description, Model: model, Tools: tools}))
-	c.Progress(tool.Progress{Message: "subagent " + sess.ID + " started", Data: sessionData(sess.ID)})
+	c.Progress(tool.Progress{Message: label + "subagent " + sess.ID + " started", Data: sessionData(sess.ID)})
 	return fam.turn, nil
 }
 
