@@ -190,8 +190,11 @@ func TestSubagentTaskReturnsTheChildsAnswer(t *testing.T) {
 // call a tool it was not given.
 func TestSubagentDepthAndTools(t *testing.T) {
 	f := newSubagentFixture(t, func(o *harness.Options) { o.WorkRounds = 20 })
-	var grandTools []string
+	var grandTools, lastGrandTools []string
 	f.respond(func(r req) providertest.Reply {
+		if r.user == "GRANDCHILD" {
+			lastGrandTools = r.tools
+		}
 		switch {
 		case r.user == "PARENT" && len(r.results) == 0:
 			return f.call("call_p1", "task", map[string]any{"prompt": "CHILD", "tools": []string{"task", "note", "not_a_tool"}})
@@ -236,6 +239,11 @@ func TestSubagentDepthAndTools(t *testing.T) {
 	grand := f.children(kids[0].SessionID)
 	if len(grand) != 1 || len(f.children(grand[0].SessionID)) != 0 {
 		t.Fatalf("grandchildren %+v", grand)
+	}
+	// A person who talks to the grandchild directly finds it as limited as its parent left it.
+	f.session.ID = grand[0].SessionID
+	if _, fin := f.turn("and now?"); fin.Reason != harness.ReasonDone || !slices.Equal(lastGrandTools, []string{"trivial"}) {
+		t.Fatalf("a turn of the grandchild's own: %+v, offered %v", fin, lastGrandTools)
 	}
 }
 
