@@ -135,18 +135,20 @@ func (f *fixture) finished(sessionID string) harness.TurnFinished {
 // it back.
 func TestSubagentTaskReturnsTheChildsAnswer(t *testing.T) {
 	f := newSubagentFixture(t, nil)
-	child := filepath.Join(f.ws, "child.txt")
+	child, shell := filepath.Join(f.ws, "child.txt"), filepath.Join(f.ws, "shell.txt")
 	var childReq req
 	f.respond(func(r req) providertest.Reply {
 		switch {
 		case r.user == "PARENT" && len(r.results) == 0:
 			return f.call("call_task", "task", map[string]any{"description": "write a note", "prompt": "CHILD: write child.txt",
-				"instructions": "CHILD-INSTRUCTIONS", "tools": []string{"note"}})
+				"instructions": "CHILD-INSTRUCTIONS", "tools": []string{"note", "shell_write"}})
 		case r.user == "PARENT":
 			return f.say("parent saw: " + r.results[0])
 		case len(r.results) == 0:
 			childReq = r
 			return f.call("call_note", "note", map[string]any{"path": child, "text": "from the child"})
+		case len(r.results) == 1: // behind ctx.fs's back, as a shell command would
+			return f.call("call_shell", "shell_write", map[string]any{"files": map[string]string{shell: "from a command"}})
 		}
 		return f.say("CHILD-ANSWER wrote child.txt")
 	})
@@ -161,11 +163,11 @@ func TestSubagentTaskReturnsTheChildsAnswer(t *testing.T) {
 	if !strings.Contains(childReq.system, "CHILD-INSTRUCTIONS") || !strings.Contains(childReq.system, "You are a subagent") {
 		t.Fatalf("the child's system prompt lacks its instructions: %q", childReq.system)
 	}
-	if !slices.Equal(childReq.tools, []string{"note"}) {
-		t.Fatalf("the child was offered %v, want only [note]", childReq.tools)
+	if !slices.Equal(childReq.tools, []string{"note", "shell_write"}) {
+		t.Fatalf("the child was offered %v, want only [note shell_write]", childReq.tools)
 	}
 	subs := f.children(f.session.ID)
-	if len(subs) != 1 || subs[0].ParentCallID != "call_task" || !slices.Equal(subs[0].Tools, []string{"note"}) {
+	if len(subs) != 1 || subs[0].ParentCallID != "call_task" || !slices.Equal(subs[0].Tools, []string{"note", "shell_write"}) {
 		t.Fatalf("children %+v", subs)
 	}
 	cs, err := f.db.Session(context.Background(), subs[0].SessionID)
@@ -174,14 +176,16 @@ func TestSubagentTaskReturnsTheChildsAnswer(t *testing.T) {
 	}
 	f.waitEvent(harness.EventSubagentStarted, subs[0].SessionID, "call_task")
 	f.waitEvent(harness.EventSubagentFinished, subs[0].SessionID, `"reason":"done"`)
-	if fin.Changed.Files != 1 || !slices.Contains(fin.Changed.Paths, child) {
-		t.Fatalf("the parent's turn changed %+v, want the child's %s", fin.Changed, child)
+	if fin.Changed.Files != 2 || !slices.Contains(fin.Changed.Paths, child) || !slices.Contains(fin.Changed.Paths, shell) {
+		t.Fatalf("the parent's turn changed %+v, want the child's %s and %s", fin.Changed, child, shell)
 	}
 	if _, err := f.h.Restore(context.Background(), f.session.ID, info.UserMessageID, undo.RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(child); !os.IsNotExist(err) {
-		t.Fatalf("after restoring the parent's turn, the file the child wrote is still there (%v)", err)
+	for _, p := range []string{child, shell} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Fatalf("after restoring the parent's turn, %s the child wrote is still there (%v)", p, err)
+		}
 	}
 }
 
