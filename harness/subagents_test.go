@@ -129,7 +129,7 @@ func (f *fixture) finished(sessionID string) harness.TurnFinished {
 	return fin
 }
 
-// A task call starts a child session with its prompt, instructions and tools, which runs a
+// A task call starts a child session with its prompt, instructions, tools and model, which runs a
 // tool call and answers; the parent gets that answer; the child is stored under its parent;
 // the parent's "Changed" counts what the child wrote, and a Restore of the parent's turn puts
 // it back.
@@ -141,7 +141,7 @@ func TestSubagentTaskReturnsTheChildsAnswer(t *testing.T) {
 		switch {
 		case r.user == "PARENT" && len(r.results) == 0:
 			return f.call("call_task", "task", map[string]any{"description": "write a note", "prompt": "CHILD: write child.txt",
-				"instructions": "CHILD-INSTRUCTIONS", "tools": []string{"note", "shell_write"}})
+				"instructions": "CHILD-INSTRUCTIONS", "tools": []string{"note", "shell_write"}, "model": "gpt-child"})
 		case r.user == "PARENT":
 			return f.say("parent saw: " + r.results[0])
 		case len(r.results) == 0:
@@ -163,6 +163,9 @@ func TestSubagentTaskReturnsTheChildsAnswer(t *testing.T) {
 	if !strings.Contains(childReq.system, "CHILD-INSTRUCTIONS") || !strings.Contains(childReq.system, "You are a subagent") {
 		t.Fatalf("the child's system prompt lacks its instructions: %q", childReq.system)
 	}
+	if childReq.Model != "gpt-child" {
+		t.Fatalf("the child asked model %q, want the gpt-child its parent chose", childReq.Model)
+	}
 	if !slices.Equal(childReq.tools, []string{"note", "shell_write"}) {
 		t.Fatalf("the child was offered %v, want only [note shell_write]", childReq.tools)
 	}
@@ -171,7 +174,7 @@ func TestSubagentTaskReturnsTheChildsAnswer(t *testing.T) {
 		t.Fatalf("children %+v", subs)
 	}
 	cs, err := f.db.Session(context.Background(), subs[0].SessionID)
-	if err != nil || cs.WorkspaceID != f.session.WorkspaceID || cs.Title != "write a note" {
+	if err != nil || cs.WorkspaceID != f.session.WorkspaceID || cs.Title != "write a note" || cs.Model != "gpt-child" {
 		t.Fatalf("child session %+v, %v", cs, err)
 	}
 	f.waitEvent(harness.EventSubagentStarted, subs[0].SessionID, "call_task")
