@@ -914,6 +914,9 @@ func (u *chatUI) nextAsk() {
 	u.active = &activeAsk{id: p.ID, cancel: cancel}
 	u.lastText = ""
 	u.lineStart()
+	if p.FromSessionID != "" {
+		u.println(u.st.dim("(a subagent asks: session " + termtext.Line(p.FromSessionID) + ")"))
+	}
 	// The asker names the tool that asks when the context says which.
 	ctx = ask.ContextWithCall(ctx, ask.Call{Tool: p.Tool, CallID: p.CallID, SessionID: p.SessionID})
 	u.col0 = false // the prompt leaves the cursor after it

@@ -10,10 +10,10 @@ import (
 
 // AgentTools are the tools of the agent's own powers, which need what only the server has
 // (its home, its store): skill and skill_manage (package skills), memory (package memory)
-// and session_search. The server serves them as built-ins, beside package builtin's: they
+// session_search and task (subagents). The server serves them as built-ins, beside package builtin's: they
 // are listed, turned off and replaced like those. home is $JEAN2_HOME.
 func AgentTools(home string, db SessionSearcher) []tool.Tool {
-	return []tool.Tool{skills.Tool(home), skills.ManageTool(home), memory.Tool(home), SessionSearch(db)}
+	return []tool.Tool{skills.Tool(home), skills.ManageTool(home), memory.Tool(home), SessionSearch(db), TaskTool()}
 }
 
 // Skills are the skills of a workspace folder as its sessions' next turn sees them: read

@@ -16,7 +16,7 @@ func TestAgentToolDefinitionBytes(t *testing.T) {
 		t.Logf("%s: %d bytes", d.Name, len(raw))
 		total += len(raw)
 	}
-	t.Logf("all four: %d bytes", total)
+	t.Logf("all of them: %d bytes", total)
 	if total > 4000 {
 		t.Fatalf("the agent's tools take %d bytes of every request", total)
 	}

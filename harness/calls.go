@@ -16,12 +16,12 @@ import (
 )
 
 // plan splits the calls of an answer (parts, in stream order) into the groups that run
-// one after another: a single call, or a run of consecutive calls of read-only tools, which
-// run together. It reports whether every call is of an interactive tool (such a round does
+// one after another: a single call, or a run of consecutive calls of read-only tools, or of
+// task calls (subagents), which run together. It reports whether every call is of an interactive tool (such a round does
 // not spend the work budget).
 func (t *turn) plan(parts []store.Part, calls []int) (groups [][]int, interactiveOnly bool) {
 	reg := t.h.opts.Tools.Registry()
-	readOnly := make([]bool, len(calls))
+	together := make([]groupKind, len(calls))
 	interactiveOnly = true
 	for i, pi := range calls {
 		tl, ok := reg.Lookup(parts[pi].ToolName)
@@ -30,14 +30,14 @@ func (t *turn) plan(parts []store.Part, calls []int) (groups [][]int, interactiv
 			continue
 		}
 		def := tl.Definition()
-		readOnly[i] = def.ReadOnly()
+		together[i] = kindOf(tl, def)
 		if !def.Interactive {
 			interactiveOnly = false
 		}
 	}
 	for i := 0; i < len(calls); {
 		j := i + 1
-		for readOnly[i] && j < len(calls) && readOnly[j] {
+		for together[i] != runsAlone && j < len(calls) && together[j] == together[i] {
 			j++
 		}
 		groups = append(groups, calls[i:j])
@@ -146,10 +146,10 @@ func (t *turn) runCall(msg *store.Message, pi int, ws host.Workspace) {
 	defer link.Release()
 	var askers tool.Asker
 	if a := t.h.opts.Askers; a != nil {
-		askers = a.Asker(t.sessionID)
+		askers = a.Asker(t.askSession())
 	}
 	msgID, partID, callID := msg.ID, p.ID, p.CallID
-	out := t.h.opts.Tools.Invoke(callCtx, host.Call{
+	out := t.invoke(callCtx, host.Call{
 		Tool: p.ToolName, Args: json.RawMessage(p.Args), CallID: callID, SessionID: t.sessionID,
 		Workspace: ws, Asker: askers, Ledger: t.ledger, Session: t.facts,
 		Progress: func(pr tool.Progress) {

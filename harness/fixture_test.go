@@ -19,6 +19,7 @@ import (
 	"github.com/jean2/jean2/provider"
 	"github.com/jean2/jean2/provider/providertest"
 	"github.com/jean2/jean2/store"
+	"github.com/jean2/jean2/tool"
 	"github.com/jean2/jean2/undo"
 )
 
@@ -123,6 +124,7 @@ type fixtureOptions struct {
 	snapshots bool              // undo snapshots in root/undo
 	dbDir     string            // the database's folder, when not the test's temporary folder
 	tools     map[string]string // more tools, beside testTools
+	builtins  []tool.Tool       // built-in tools of the host
 	adjust    func(*harness.Options)
 	// providerIdle, when set, is the fake provider's idle timeout.
 	providerIdle time.Duration
@@ -190,7 +192,7 @@ func newFixture(t testing.TB, fo fixtureOptions) *fixture {
 		t.Fatal(err)
 	}
 	f.host, err = host.New(ctx, host.Options{Layout: layout, ServerEnv: []string{"PATH=/usr/bin:/bin"},
-		IdleTimeout: time.Minute, KillGrace: 300 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+		IdleTimeout: time.Minute, KillGrace: 300 * time.Millisecond, Logger: slog.New(slog.DiscardHandler), Builtins: fo.builtins})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -159,6 +159,8 @@ type Harness struct {
 
 	hist  histories // transcripts kept between turns
 	queue queues    // messages waiting for their session's turn to end (queue.go)
+	// spawning holds the children a task call is starting (subagents.go).
+	spawning spawned
 
 	// workRounds and maxRounds are the limits of turns started from now on (SetLimits);
 	// guarded by mu.

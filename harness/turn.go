@@ -39,6 +39,11 @@ type turn struct {
 	// a client that sees turn.finished finds the session free for its next turn.
 	ended atomic.Bool
 
+	// fam is the turn's place in its tree of sessions (subagents.go).
+	fam *family
+	// endReason and endWhy say how the turn ended, for a parent waiting on it.
+	endReason, endWhy string
+
 	ev     *emitter
 	snap   *snapshot // nil without snapshots
 	ledger *tool.Ledger
@@ -117,6 +122,9 @@ func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*tur
 		ledger: tool.NewLedger(), facts: facts,
 	}
 	t.workRounds, t.maxRounds = h.limits()
+	if err := h.joinFamily(ctx, t); err != nil {
+		return nil, fmt.Errorf("start a turn in session %s: %w", sessionID, err)
+	}
 	t.sysPrompt = h.systemPrompt()
 	t.window = h.windowOf(sess.Provider, model)
 	user := store.Message{ID: store.NewID("msg_"), SessionID: sessionID, Role: store.RoleUser, Content: in.Text, Status: store.StatusComplete}
@@ -152,6 +160,7 @@ func (t *turn) run() {
 	defer t.cancel(nil)
 	t.snap = t.beginSnapshot()
 	reason, why := t.loop()
+	t.endReason, t.endWhy = reason, why
 	t.finish(reason, why)
 	t.nameSession(reason)
 }
@@ -165,7 +174,7 @@ func (t *turn) loop() (reason, why string) {
 		if r, w, stop := t.stopped(); stop {
 			return r, w
 		}
-		t.rounds++
+		t.countRound()
 		ans, err := t.answer()
 		if ans == nil || err != nil {
 			// What the answer had is committed.
@@ -194,16 +203,13 @@ func (t *turn) loop() (reason, why string) {
 		}
 		t.history = append(t.history, ans.msg)
 		if !ans.interactiveOnly {
-			t.works++
+			t.countWork()
 		}
 		if r, w, stop := t.stopped(); stop {
 			return r, w
 		}
-		if t.works >= t.workRounds {
-			return ReasonBudget, fmt.Sprintf("the turn used its work budget of %d rounds; send a message to let it go on", t.workRounds)
-		}
-		if t.rounds >= t.maxRounds {
-			return ReasonCeiling, fmt.Sprintf("the turn reached the ceiling of %d rounds; send a message to let it go on", t.maxRounds)
+		if r, w, over := t.overBudget(); over {
+			return r, w
 		}
 	}
 }
@@ -263,6 +269,10 @@ func (t *turn) system(ws host.Workspace) string {
 		b.WriteString("\n\n")
 		b.WriteString(*t.agent)
 	}
+	if p := t.subagentPrompt(); p != "" {
+		b.WriteString("\n\n")
+		b.WriteString(p)
+	}
 	return b.String()
 }
 
@@ -270,7 +280,9 @@ func (t *turn) system(ws host.Workspace) string {
 // waits for it before its first tool call and at its end.
 func (t *turn) beginSnapshot() *snapshot {
 	s := t.h.opts.Snapshots
-	if s == nil {
+	if s == nil || t.fam.parent != nil {
+		// A child started by a task call takes none: it runs inside its parent's turn,
+		// whose snapshot sees what it changes.
 		return nil
 	}
 	snap := &snapshot{done: make(chan struct{})}

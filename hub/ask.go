@@ -34,13 +34,16 @@ const MaxAnswerBytes = 1 << 20
 
 // PendingAsk is an ask waiting for a person, as clients see it.
 type PendingAsk struct {
-	ID        string    `json:"id"`
-	SessionID string    `json:"sessionId"`
-	CallID    string    `json:"callId"`
-	Tool      string    `json:"tool"`
-	Ask       tool.Ask  `json:"ask"`
-	CreatedAt time.Time `json:"createdAt"`
-	ExpiresAt time.Time `json:"expiresAt"`
+	ID        string `json:"id"`
+	SessionID string `json:"sessionId"`
+	// FromSessionID names the session whose call asks when it is not SessionID: a subagent's
+	// asks wait in its root session, where the person is, and name the child here.
+	FromSessionID string    `json:"fromSessionId,omitempty"`
+	CallID        string    `json:"callId"`
+	Tool          string    `json:"tool"`
+	Ask           tool.Ask  `json:"ask"`
+	CreatedAt     time.Time `json:"createdAt"`
+	ExpiresAt     time.Time `json:"expiresAt"`
 }
 
 // AskPendingPayload is the payload of ask.pending.
@@ -209,7 +212,8 @@ func (h *Hub) addAsk(sessionID string, call ask.Call, q tool.Ask) (*pendingAsk, 
 	p := &pendingAsk{
 		PendingAsk: PendingAsk{
 			ID: id, SessionID: sessionID, CallID: call.CallID, Tool: call.Tool, Ask: q,
-			CreatedAt: now, ExpiresAt: now.Add(time.Duration(h.askTimeout.Load())),
+			FromSessionID: fromSession(sessionID, call),
+			CreatedAt:     now, ExpiresAt: now.Add(time.Duration(h.askTimeout.Load())),
 		},
 		result: make(chan askResult, 1),
 	}
@@ -235,6 +239,14 @@ func (h *Hub) addAsk(sessionID string, call ask.Call, q tool.Ask) (*pendingAsk, 
 	p.session = s
 	s.asks[id] = p
 	return p, nil
+}
+
+// fromSession is the session whose call asks, when not the one the ask waits in.
+func fromSession(sessionID string, call ask.Call) string {
+	if call.SessionID == sessionID {
+		return ""
+	}
+	return call.SessionID
 }
 
 // claim removes p from its session's pending asks; only the first caller gets true.

@@ -18,6 +18,7 @@ func (s *Server) agentRoutes(route func(string, handlerFunc)) {
 	route("GET /api/skills", s.listSkills)
 	route("GET /api/workspaces/{id}/skills", s.listWorkspaceSkills)
 	route("POST /api/sessions/{id}/compact", s.compactSession)
+	route("GET /api/sessions/{id}/children", s.listChildren)
 	route("GET /api/search", s.search)
 	route("GET /api/providers/{name}/models", s.getProviderModels)
 	route("POST /api/providers/{name}/test", s.testProvider)

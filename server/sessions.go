@@ -21,6 +21,9 @@ type sessionView struct {
 	// Waiting is how many questions of the session wait for a person (session.status
 	// keeps it live).
 	Waiting int `json:"waiting"`
+	// Parent, for a subagent's session, names the session and the task call that started
+	// it (docs/harness.md, subagents).
+	Parent *store.Subagent `json:"parent,omitempty"`
 }
 
 func (s *Server) viewSession(ctx context.Context, ses store.Session) (sessionView, error) {
@@ -32,7 +35,12 @@ func (s *Server) viewSession(ctx context.Context, ses store.Session) (sessionVie
 	if err != nil {
 		return sessionView{}, err
 	}
-	return sessionView{Session: ses, Running: s.running(ctx, ses.ID), LastSeq: last, usageView: u, Waiting: len(s.pending(ctx, ses.ID))}, nil
+	parent, err := s.parentOf(ctx, ses.ID)
+	if err != nil {
+		return sessionView{}, err
+	}
+	return sessionView{Session: ses, Running: s.running(ctx, ses.ID), LastSeq: last, usageView: u, Waiting: len(s.pending(ctx, ses.ID)),
+		Parent: parent}, nil
 }
 
 func (s *Server) viewSessions(ctx context.Context, list []store.Session) ([]sessionView, error) {

@@ -13,6 +13,7 @@ import { openDialog, confirmAction, notify, errorText, promptText } from "./ui.j
 import { compactionView, compactSession, instructionsBar, modelPicker, noProviderHelp, turnUsage, usageText } from "./agent.js";
 import { messageActions, sendOrQueue, drawQueue, loadQueue, cutFrom } from "./controls.js";
 import { pickResource, resourceChip, resourcePartView } from "./mcpresources.js";
+import { noteChild, loadChildren, callOfChild, subagentView } from "./subagents.js";
 import { announce, notifyQuestion, askNotifications, isStopped, followBottom, openAtLatest, jumpButton, jumpToLatest } from "./follow.js";
 
 const reasonWords = {
@@ -82,6 +83,7 @@ export class SessionView {
     this.build();
     for (const m of msgs) this.upsertMessage(m);
     await this.loadAnsweredAsks();
+    await loadChildren(this);
     if (this.gone) return;
     openAtLatest(this);
     this.setRunning(!!this.session.running);
@@ -261,6 +263,10 @@ export class SessionView {
         break;
       case "tool.progress":
         this.showProgress(p);
+        break;
+      case "subagent.started":
+      case "subagent.finished":
+        noteChild(this, p.callId, p.sessionId, p.description);
         break;
       case "ask.pending":
         if (p.ask) this.addAsk(p.ask);
@@ -488,10 +494,13 @@ export class SessionView {
     if (status === "complete" || status === "error" || status === "stopped") clear(p.progressEl);
     // Keep the open/closed state of details the person toggled.
     const open = new Set([...p.el.querySelectorAll("details[open]")].map((d) => d.className));
-    replace(p.el, head, args, p.progressEl, p.askSlot, notes, viz, output, err, result);
+    replace(p.el, head, args, p.progressEl, p.askSlot, notes, viz, output, err, result, subagentView(this, p));
     for (const d of p.el.querySelectorAll("details.tool-args, details.tool-output, details.tool-result")) if (open.has(d.className)) d.open = true;
     // Asks that arrived before their card.
-    for (const a of this.asks.values()) if (a.pending.callId && a.pending.callId === part.callId && !p.askSlot.contains(a.inline)) this.placeAsk(a);
+    for (const a of this.asks.values()) {
+      const mine = a.pending.callId === part.callId || (a.pending.fromSessionId && callOfChild(this, a.pending.fromSessionId) === part.callId);
+      if (a.pending.callId && mine && !p.askSlot.contains(a.inline)) this.placeAsk(a);
+    }
   }
 
   // workspaceUpdated says, on the card of the call that did it, that a tool widened or
@@ -575,7 +584,8 @@ export class SessionView {
   }
 
   placeAsk(a) {
-    const card = this.cardFor(a.pending.callId);
+    // A subagent's question sits on the card of the task call that started it.
+    const card = this.cardFor(a.pending.callId) || this.cardFor(callOfChild(this, a.pending.fromSessionId));
     (card ? card.askSlot : this.looseAsks).appendChild(a.inline);
   }
 

@@ -110,7 +110,8 @@ class App {
   drawSidebar() {
     const items = this.ws.map((w) => {
       // Most recently active first, as the server lists them.
-      const sessions = (this.sessions.get(w.id) || []).slice().sort((a, b) => (Date.parse(b.updatedAt) || 0) - (Date.parse(a.updatedAt) || 0));
+      // A subagent's session is shown under the task call that started it, not here.
+      const sessions = (this.sessions.get(w.id) || []).filter((s) => !s.parent).sort((a, b) => (Date.parse(b.updatedAt) || 0) - (Date.parse(a.updatedAt) || 0));
       return h("li", { class: "workspace", dataset: { workspaceId: w.id } },
         h("div", { class: "ws-head" },
           h("span", { class: "ws-name", title: w.path }, w.name),
