@@ -866,8 +866,8 @@ class ToolContext {
     this.allowedPaths = Array.isArray(cc.allowedPaths) ? cc.allowedPaths.slice() : [];
     this.fs = makeFS(callId, workspace, tempDir);
     this.llm = {
-      generateText: (req) => request('llm.generateText', { callId, request: req }),
-      generateStructured: (req) => request('llm.generateStructured', { callId, request: req }),
+      generateText: (req) => request('llm.generateText', { callId, request: llmRequest(req) }),
+      generateStructured: (req) => request('llm.generateStructured', { callId, request: llmRequest(req) }),
     };
     this.ask = (ask) => request('ask', { callId, ask });
     this.env = {
@@ -911,13 +911,17 @@ class ToolContext {
       if (e.data !== undefined) params.data = e.data;
       sendNotification('progress', params);
     };
+    // Both answer true once the host made the change, as jean2's do (its git-worktree
+    // reports "no workspace to register path" on anything falsy); a refusal throws.
     this.addWorkspacePath = async (p) => {
       const r = await request('workspace.addPath', { callId, path: pathArg(p, 'addWorkspacePath') });
       if (r && Array.isArray(r.allowedPaths)) this.allowedPaths = r.allowedPaths.slice();
+      return true;
     };
     this.removeWorkspacePath = async (p) => {
       const r = await request('workspace.removePath', { callId, path: pathArg(p, 'removeWorkspacePath') });
       if (r && Array.isArray(r.allowedPaths)) this.allowedPaths = r.allowedPaths.slice();
+      return true;
     };
   }
   get abortSignal() {
@@ -941,14 +945,12 @@ function makeFS(callId, workspace, tempDir) {
       const text = enc === 'utf8';
       const r = await request('fs.readFile', { callId, path: pathArg(p, 'readFile'), encoding: text ? 'utf-8' : 'base64' });
       const data = r && typeof r.data === 'string' ? r.data : '';
-      if (r && r.encoding === 'utf-8') {
-        if (text) return data;
-        const buf = Buffer.from(data, 'utf8');
-        return enc ? buf.toString(enc) : buf;
-      }
-      const buf = Buffer.from(data, 'base64');
-      if (text) return buf.toString('utf8');
-      return enc ? buf.toString(enc) : buf;
+      if (r && r.encoding === 'utf-8' && text) return data;
+      const buf = Buffer.from(data, r && r.encoding === 'utf-8' ? 'utf8' : 'base64');
+      if (enc) return buf.toString(enc);
+      // Bytes are a plain Uint8Array, as jean2's host gives them: some libraries (pdf.js)
+      // refuse a Buffer. The view shares the Buffer's memory.
+      return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
     },
     async writeFile(p, data, encoding) {
       await request('fs.writeFile', { callId, path: pathArg(p, 'writeFile'), ...dataArg(data, encoding, 'writeFile') });
@@ -992,6 +994,26 @@ function makeFS(callId, workspace, tempDir) {
     detectLanguage,
     tempDir,
   };
+}
+
+// llmRequest turns jean2's image shapes ({data, mediaType} with bytes or base64, or an
+// array of them) into the protocol's data: URLs: the first in image, the rest in images.
+// A string image (a data: URL) passes as it is.
+function llmRequest(req) {
+  if (!isObject(req) || req.image === undefined || req.image === null || typeof req.image === 'string') return req;
+  const urls = (Array.isArray(req.image) ? req.image : [req.image]).map(imageURL);
+  const out = { ...req, image: urls[0] };
+  if (urls.length > 1) out.images = urls.slice(1);
+  return out;
+}
+
+function imageURL(img, i) {
+  if (typeof img === 'string') return img;
+  if (!isObject(img)) throw new TypeError(`ctx.llm: image ${i} must be {data, mediaType} or a data: URL`);
+  const { data, mediaType } = img;
+  if (typeof data === 'string') return data.startsWith('data:') ? data : `data:${mediaType};base64,${data}`;
+  if (ArrayBuffer.isView(data) || data instanceof ArrayBuffer) return `data:${mediaType};base64,${dataArg(data, undefined, 'llm').data}`;
+  throw new TypeError(`ctx.llm: image ${i}'s data must be bytes (Uint8Array) or base64 text`);
 }
 
 function pathArg(p, op) {
