@@ -9,11 +9,18 @@
 // starts it with a clean environment and sends everything else it needs in `initialize` and
 // `execute`.
 
-import fs from 'node:fs';
 import net from 'node:net';
-import childProcess from 'node:child_process';
 import nodeModule from 'node:module';
 import { pathToFileURL, fileURLToPath } from 'node:url';
+
+// node:fs and node:child_process are taken as CommonJS objects, never by an ES import: Bun
+// makes a builtin's ES named exports when it is first imported, from the object as it is
+// then, and syncBuiltinESMExports does not update them. Taken so, a tool's own
+// `import { readFileSync } from 'node:fs'`, after initialize, gets the wrappers of
+// explainRefusals in Bun as in Node.
+const requireBuiltin = nodeModule.createRequire(import.meta.url);
+const fs = requireBuiltin('node:fs');
+const childProcess = requireBuiltin('node:child_process');
 
 const PROTOCOL_VERSION = 1;
 const MAX_LINE = 64 * 1024 * 1024;
@@ -1602,5 +1609,76 @@ function installEgress() {
   };
 }
 
+// Bun's fetch follows HTTP(S)_PROXY itself, and words the proxy's refusal in its own way:
+// an https target as "Proxy refused to open a tunnel: 403 Forbidden" (the proxy's reason
+// dropped), a plain http one as the proxy's 403 answer, handed to the tool as the server's.
+// Both become the error a Node worker's fetch gives: a TypeError with the proxy's words,
+// whose cause has code EJEAN2NETWORK.
+function installEgressBun() {
+  const proxy = process.env.JEAN2_EGRESS_PROXY;
+  if (!proxy || !isBun || typeof globalThis.fetch !== 'function') return;
+  const nativeFetch = globalThis.fetch;
+  const refused = (text, cause) => {
+    const c = Object.assign(new Error(text), { code: 'EJEAN2NETWORK' });
+    if (cause) c.cause = cause;
+    return new TypeError(text, { cause: c });
+  };
+  const wrapped = async function fetch(input, init) {
+    let res;
+    try {
+      res = await nativeFetch(input, init);
+    } catch (err) {
+      const authority = /Proxy refused to open a tunnel/i.test(String(err?.message)) ? authorityOf(input) : '';
+      const why = authority ? await proxyRefusal(proxy, authority) : '';
+      throw why ? refused(why, err) : err;
+    }
+    // Only the proxy's own refusals carry the header (it drops it from servers' answers).
+    if (res.status === 403 && res.headers.get('x-jean2-network-refused')) {
+      throw refused((await res.text()).trim());
+    }
+    return res;
+  };
+  // Bun.fetch is fetch by another name; tools of the Bun-based jean2 may use either.
+  Object.assign(wrapped, nativeFetch);
+  globalThis.fetch = wrapped;
+}
+
+// authorityOf is the host:port a fetch of input connects to ('' when it cannot tell).
+function authorityOf(input) {
+  try {
+    const u = new URL(typeof input === 'string' || input instanceof URL ? String(input) : input.url);
+    const port = u.port || (u.protocol === 'https:' ? '443' : '80');
+    return `${u.hostname}:${port}`;
+  } catch {
+    return '';
+  }
+}
+
+// proxyRefusal asks the egress proxy again for authority and returns its reason for the
+// refusal ('' if it now allows it or does not answer). Worker proxies put no question to a
+// person (egress.Proxy.Ask is unset for them), so asking again asks no one twice.
+function proxyRefusal(proxy, authority) {
+  const colon = proxy.lastIndexOf(':');
+  return new Promise((resolve) => {
+    const sock = net.connect({ host: proxy.slice(0, colon), port: Number(proxy.slice(colon + 1)) });
+    let answer = Buffer.alloc(0);
+    sock.setTimeout(5000, () => sock.destroy());
+    sock.once('connect', () => sock.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`));
+    sock.on('data', (c) => {
+      answer = Buffer.concat([answer, c]);
+      // An open tunnel (allowed after all) is closed at once; a refusal closes by itself.
+      const head = answer.toString('latin1');
+      if (answer.length > 64 * 1024 || (head.includes('\r\n\r\n') && head.split(' ')[1] !== '403')) sock.destroy();
+    });
+    sock.on('error', () => {});
+    sock.once('close', () => {
+      const text = answer.toString('utf8');
+      const end = text.indexOf('\r\n\r\n');
+      resolve(end >= 0 && text.split(' ')[1] === '403' ? text.slice(end + 4).trim() : '');
+    });
+  });
+}
+
 installEgress();
+installEgressBun();
 setupTransport();
