@@ -65,8 +65,11 @@ func TestBuiltinTypedTool(t *testing.T) {
 	}
 }
 
-// A tool folder with a built-in's name serves in its place and is listed as replacing it;
-// a folder that fails to load replaces nothing. Built-ins can be turned off one by one.
+// A tool folder with a working built-in's name (jean2's catalogue has shell, todoread,
+// todowrite and webfetch) does not take its place: the built-in serves, and the folder is
+// listed as shadowed, saying how to choose it instead (turn the built-in off); once the
+// built-in is off the folder serves, listed as replacing it. A folder that fails to load
+// replaces nothing. Built-ins can be turned off one by one.
 func TestBuiltinReplacedAndDisabled(t *testing.T) {
 	f := newFixture(t)
 	mk := func(name, text string) tool.Tool {
@@ -80,24 +83,52 @@ func TestBuiltinReplacedAndDisabled(t *testing.T) {
 	f.opts.Builtins = []tool.Tool{mk("go-cat", "builtin cat"), mk("go-dog", "builtin dog"), mk("go-owl", "builtin owl")}
 	f.opts.DisabledBuiltins = []string{"go-owl"}
 	f.addTool("my-cat", jsTool("go-cat", "", "return { success: true, result: { text: 'folder cat' } };"))
+	f.addTool("my-owl", jsTool("go-owl", "", "return { success: true, result: { text: 'folder owl' } };"))
 	f.addTool("broken-dog", map[string]string{"package.json": pkgJSON, "tool.ts": "export const definition = {name: 'go-dog', description: 'x', inputSchema: {type: 'object'}}; syntax error here("})
 	f.start()
 
-	if got := result[catOut](t, f.call("go-cat", `{}`)); got.Text != "folder cat" {
-		t.Fatalf("go-cat served by %q", got.Text)
+	if got := result[catOut](t, f.call("go-cat", `{}`)); got.Text != "builtin cat" {
+		t.Fatalf("go-cat served by %q: a folder replaced a working built-in unasked", got.Text)
 	}
-	e := f.entry("go-cat")
-	if e.Replaces != "builtin" || e.Kind == "builtin" || e.Status != host.StatusOK || !strings.HasSuffix(e.Folder, "/my-cat") {
-		t.Fatalf("go-cat entry: %+v", e)
-	}
-	n := 0
+	var listed []host.Entry
 	for _, e := range f.h.Tools() {
 		if e.Name == "go-cat" {
-			n++
+			listed = append(listed, e)
 		}
 	}
-	if n != 1 {
-		t.Fatalf("go-cat listed %d times", n)
+	if len(listed) != 2 || listed[0].Kind != "builtin" || listed[0].Status != host.StatusOK {
+		t.Fatalf("go-cat listed as %+v; want the built-in serving and the folder beside it", listed)
+	}
+	shadow := listed[1]
+	for _, want := range []string{"has the name of jean2's built-in go-cat, which serves", `"disabledBuiltins"`, "rename"} {
+		if shadow.Status != host.StatusShadowed || !strings.HasSuffix(shadow.Folder, "/my-cat") || !strings.Contains(shadow.Error, want) {
+			t.Fatalf("the folder go-cat: %+v\nwant status %s and %q", shadow, host.StatusShadowed, want)
+		}
+	}
+	// Chosen: the built-in turned off (config.json for go-owl, the settings for go-cat).
+	if got := result[catOut](t, f.call("go-owl", `{}`)); got.Text != "folder owl" {
+		t.Fatalf("go-owl served by %q; the built-in is off, the folder's should serve", got.Text)
+	}
+	if e := f.entry("go-owl"); e.Replaces != "builtin" || e.Status != host.StatusOK {
+		t.Fatalf("go-owl entry: %+v", e)
+	}
+	if err := f.h.SetDisabledBuiltins(context.Background(), []string{"go-cat"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := result[catOut](t, f.call("go-cat", `{}`)); got.Text != "folder cat" {
+		t.Fatalf("go-cat served by %q after the built-in was turned off", got.Text)
+	}
+	if e := f.entry("go-cat"); e.Replaces != "builtin" || e.Kind == "builtin" || e.Status != host.StatusOK {
+		t.Fatalf("go-cat entry: %+v", e)
+	}
+	if err := f.h.SetDisabledBuiltins(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(f.layout.Tools, "my-owl")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.h.Reload(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 	if got := result[catOut](t, f.call("go-dog", `{}`)); got.Text != "builtin dog" {
 		t.Fatalf("go-dog served by %q", got.Text)

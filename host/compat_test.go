@@ -538,10 +538,24 @@ export async function execute(input, ctx) {
 // as jean2's sandbox refusing it, naming the declaration that would allow it; what the
 // sandbox allows, or what fails for another reason, is left as Node reports it.
 func TestSandboxRefusalsSayWhoRefused(t *testing.T) {
+	testRefusalsSayWhoRefused(t, "")
+}
+
+// TestSandboxRefusalsSayWhoRefusedBunFS: a Bun worker explains the same refusals with the
+// same words (Bun's node:fs named imports are bound before the worker can wrap them).
+func TestSandboxRefusalsSayWhoRefusedBunFS(t *testing.T) {
+	testRefusalsSayWhoRefused(t, "bun")
+}
+
+func testRefusalsSayWhoRefused(t *testing.T, runtime string) {
 	if abi, err := sandbox.LandlockABI(); abi < 1 {
 		t.Skipf("Landlock is not available here: %v", err)
 	}
 	f := newFixture(t)
+	if runtime == "bun" {
+		f.opts.BunPath = bunPath(t)
+		f.opts.RuntimePreference = "bun"
+	}
 	f.opts.Sandbox = host.SandboxOptions{Mode: sandbox.ModeLandlock, Launcher: os.Args[0]}
 	outside := t.TempDir()
 	data := filepath.Join(outside, "data.txt")

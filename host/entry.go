@@ -10,6 +10,9 @@ const (
 	StatusError = "error"
 	// StatusDisabled is a built-in turned off in the settings.
 	StatusDisabled = "disabled"
+	// StatusShadowed is a folder tool that has the name of a built-in which serves: a
+	// working built-in is replaced only when a person turns it off (disabledBuiltins).
+	StatusShadowed = "shadowed"
 )
 
 // Entry is one tool as the host lists it: what it is, which version serves, and what is
@@ -32,7 +35,7 @@ type Entry struct {
 	// field such as "timout"); the tool serves all the same.
 	Warnings []string `json:"warnings,omitempty"`
 	// Replaces is "builtin" for a folder tool that has a built-in's name and serves in its
-	// place.
+	// place (the built-in is turned off).
 	Replaces string `json:"replaces,omitempty"`
 }
 

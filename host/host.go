@@ -26,7 +26,8 @@ import (
 type Options struct {
 	Layout Layout
 	// Builtins are Go tools compiled into the binary (package builtin). A tool folder with
-	// a built-in's name replaces it; any other clash is the later tool's error.
+	// a built-in's name replaces it only when the built-in is turned off (DisabledBuiltins),
+	// else it is listed as shadowed; any other clash is the later tool's error.
 	Builtins []tool.Tool
 	// DisabledBuiltins names built-ins that are not served ($JEAN2_HOME/config.json's
 	// "disabledBuiltins"); Host.SetDisabledBuiltins adds the server settings' list.

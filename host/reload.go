@@ -79,25 +79,16 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 		}
 		return nil
 	}
-	// A folder tool that loads takes the name of a built-in from it: the person put it
-	// there to be used instead (listed with Replaces "builtin"). A folder that fails to load
-	// replaces nothing, so a broken copy does not take the built-in away.
+	// A folder tool that loads takes the name of a built-in a person turned off (listed with
+	// Replaces "builtin"); beside a working built-in it is shadowed and says how to choose
+	// it (installing jean2's catalogue brings its own shell, todoread, todowrite and
+	// webfetch). A folder that fails to load replaces nothing.
+	builtinNames, disabled := h.builtinState()
 	replaced := map[string]bool{}
-	builtinNames := map[string]bool{}
-	for _, t := range h.opts.Builtins {
-		builtinNames[t.Definition().Name] = true
-	}
 	for _, r := range results {
-		if r.serving != nil && builtinNames[r.serving.def.Name] {
+		if r.serving != nil && builtinNames[r.serving.def.Name] && disabled[r.serving.def.Name] {
 			replaced[r.serving.def.Name] = true
 		}
-	}
-	disabled := map[string]bool{}
-	for _, n := range h.opts.DisabledBuiltins {
-		disabled[n] = true
-	}
-	for _, n := range h.disabledBuiltins {
-		disabled[n] = true
 	}
 	for _, t := range h.opts.Builtins {
 		def := t.Definition()
@@ -138,6 +129,13 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 			continue
 		}
 		name := v.def.Name
+		if builtinNames[name] && !disabled[name] {
+			if v != old.folders[f.Dir] {
+				retire = append(retire, v)
+			}
+			next.entries = append(next.entries, h.shadowed(old, v.entry, f.Dir))
+			continue
+		}
 		if err := claim(name, "folder "+f.Dir); err != nil {
 			if v != old.folders[f.Dir] {
 				retire = append(retire, v)
@@ -246,6 +244,39 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 	sort.Strings(ev.Removed)
 	h.publish(ev)
 	return nil
+}
+
+// builtinState returns the built-ins' names and those a person turned off (config.json's
+// disabledBuiltins and the server's settings).
+func (h *Host) builtinState() (names, disabled map[string]bool) {
+	names, disabled = map[string]bool{}, map[string]bool{}
+	for _, t := range h.opts.Builtins {
+		names[t.Definition().Name] = true
+	}
+	for _, n := range h.opts.DisabledBuiltins {
+		disabled[n] = true
+	}
+	for _, n := range h.disabledBuiltins {
+		disabled[n] = true
+	}
+	return names, disabled
+}
+
+// shadowed is the entry of a folder tool that has the name of a built-in which serves:
+// the person is told (tools list, the web's tools page, the log once) and how to choose
+// the folder's tool instead.
+func (h *Host) shadowed(old *catalog, e Entry, dir string) Entry {
+	e.Status = StatusShadowed
+	e.Error = fmt.Sprintf("folder tool %s (%s) has the name of jean2's built-in %s, which serves; to use the folder's tool instead, "+
+		`turn the built-in off (add %q to "disabledBuiltins" in $JEAN2_HOME/config.json or the server's settings), or rename the folder's tool`,
+		e.Name, dir, e.Name, e.Name)
+	for _, o := range old.entries {
+		if o.Folder == dir && o.Status == StatusShadowed {
+			return e
+		}
+	}
+	h.log.Warn("tool folder shadowed by a built-in", "tool", e.Name, "folder", dir, "why", e.Error)
+	return e
 }
 
 // folderResult is what loading one folder came to.

@@ -387,3 +387,44 @@ func TestViewAttackAsOrdinaryUser(t *testing.T) {
 	}
 	t.Logf("as nobody:\n%s", out)
 }
+
+// TestViewCatalogueTodos: a tool written as jean2's catalogue todowrite is (bun:sqlite at
+// os.homedir()/.jean2/data/todos.db in WAL mode, no declaration) keeps its list across calls
+// in a Bun worker under the view when ~/.jean2 is $JEAN2_HOME (the default), and the
+// database is in the tool's own data folder on the host. (With $JEAN2_HOME elsewhere the
+// view has no ~/.jean2/data to show: docs/security.md, "What does not hold".)
+func TestViewCatalogueTodos(t *testing.T) {
+	vf := newViewFixture(t, func(o *host.Options) {
+		o.BunPath = bunPath(t)
+		o.RuntimePreference = "bun"
+	})
+	if err := os.Symlink(vf.layout.Home, filepath.Join(os.Getenv("HOME"), ".jean2")); err != nil {
+		t.Fatal(err)
+	}
+	vf.copyTool("catalogue-todos")
+	if err := vf.h.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if e := vf.entry("catalogue-todos"); e.Runtime != "bun" || e.Status != host.StatusOK {
+		t.Fatalf("catalogue-todos: %s %s %s", e.Runtime, e.Status, e.Error)
+	}
+	type list struct {
+		DBPath string `json:"dbPath"`
+		Items  []struct {
+			Content string `json:"content"`
+		} `json:"items"`
+	}
+	var r list
+	vf.callJSON(t, "catalogue-todos", map[string]any{"todos": []map[string]string{{"content": "buy milk", "status": "pending", "priority": "high"}}}, &r)
+	if r.DBPath != filepath.Join(os.Getenv("HOME"), ".jean2", "data", "todos.db") {
+		t.Errorf("the tool's database path %q: not under HOME %s", r.DBPath, os.Getenv("HOME"))
+	}
+	r = list{}
+	vf.callJSON(t, "catalogue-todos", map[string]any{}, &r)
+	if len(r.Items) != 1 || r.Items[0].Content != "buy milk" {
+		t.Fatalf("the list read back: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(vf.layout.Data, "catalogue-todos", "todos.db")); err != nil {
+		t.Errorf("the database is not in the tool's data folder: %v", err)
+	}
+}

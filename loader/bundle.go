@@ -85,6 +85,9 @@ func esbuildBundle(req buildRequest) buildResult {
 			"import.meta.url":      jsString(entryURL),
 			"import.meta.filename": jsString(entry),
 			"import.meta.dirname":  jsString(filepath.Dir(entry)),
+			// Bun's names for the last two (tools written for Bun, jean2's catalogue among them).
+			"import.meta.dir":  jsString(filepath.Dir(entry)),
+			"import.meta.path": jsString(entry),
 		},
 		TsconfigRaw: tsconfig,
 		Plugins:     []api.Plugin{sdkPlugin(), folderGuard{dir: dir, confidential: req.confidential}.plugin()},

@@ -291,6 +291,9 @@ import legacy from './legacy.cjs';
 const require = createRequire(import.meta.url);
 export const data = readFileSync(new URL('./data.txt', import.meta.url), 'utf8').trim();
 export const dirname = import.meta.dirname;
+// Bun's names for them, which jean2's catalogue uses (file-to-markdown finds pdf.js's worker
+// at import.meta.dir + '/node_modules/…').
+export const bunNames = [(import.meta as any).dir, (import.meta as any).path];
 export const sep = legacy.sep;
 export const own = require('./data.json').own;
 export const definition = { name: 'assets' };
@@ -306,11 +309,11 @@ export const definition = { name: 'assets' };
 	})
 	l := newTestLoader(t)
 	b := l.mustLoad(t, dir, LoadOptions{})
-	out, stderr, err := runNode(t, b.Path, "console.log(JSON.stringify([mod.data, mod.dirname, mod.sep, mod.own]));")
+	out, stderr, err := runNode(t, b.Path, "console.log(JSON.stringify([mod.data, mod.dirname, mod.sep, mod.own, ...mod.bunNames]));")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	want := `["beside the tool",` + jsString(dir) + `,"/","required from the tool folder"]`
+	want := `["beside the tool",` + jsString(dir) + `,"/","required from the tool folder",` + jsString(dir) + `,` + jsString(filepath.Join(dir, "tool.ts")) + `]`
 	if strings.TrimSpace(out) != want {
 		t.Errorf("got %s\nwant %s", out, want)
 	}

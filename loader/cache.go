@@ -18,7 +18,7 @@ import (
 
 // formatVersion changes whenever the loader's bundle output changes for the same input
 // (options, banner, plugin), so old cache entries are not reused.
-const formatVersion = "jean2-loader/2"
+const formatVersion = "jean2-loader/3"
 
 // hashInputs are what a bundle depends on besides the folder's files.
 type hashInputs struct {

@@ -48,8 +48,8 @@
 // naming a file outside, is a build error naming the import and where it is. esbuild reads
 // the folder's own tsconfig.json (or jsconfig.json) only, never a parent folder's, and no
 // "extends".
-// import.meta.url, .filename and .dirname name the entry in the tool folder (the bundle
-// lives in the cache), and a require made by createRequire from the tool folder serves
-// CommonJS code that requires builtins. Node needs --enable-source-maps for stack traces
+// import.meta.url, .filename and .dirname (and Bun's .path and .dir) name the entry in the
+// tool folder (the bundle lives in the cache), and a require made by createRequire from the
+// tool folder serves CommonJS code that requires builtins. Node needs --enable-source-maps for stack traces
 // to name the tool's files; Bun reads the inline map by itself.
 package loader

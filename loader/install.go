@@ -439,7 +439,12 @@ func (l *Loader) installCommand(ctx context.Context, d depSet, dir, private stri
 	case installerBun:
 		bin = l.opts.Runtimes.Bun
 		if bin == "" {
-			return nil, errors.New("the tool runs on bun, and no bun binary is configured (Runtimes.Bun)")
+			// No JEAN2_BUN: the bun on PATH, as the worker's runtime and jean2 doctor find it.
+			found, err := exec.LookPath("bun")
+			if err != nil {
+				return nil, fmt.Errorf("the tool runs on bun, and no bun was found (set JEAN2_BUN or put bun on PATH): %w", err)
+			}
+			bin = found
 		}
 		args = []string{"install", "--production", "--no-progress", "--no-summary", "--no-save"}
 		if !d.scripts {

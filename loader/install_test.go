@@ -204,3 +204,25 @@ func TestInstallerMessage(t *testing.T) {
 		t.Errorf("tail buffer kept %d bytes", len(s))
 	}
 }
+
+// TestInstallDependenciesWithBunOnPath: with no Bun configured (no JEAN2_BUN) a Bun tool's
+// dependencies are installed by the bun found on PATH, as jean2 doctor finds it.
+func TestInstallDependenciesWithBunOnPath(t *testing.T) {
+	skipShort(t)
+	bun := bunBinary()
+	if bun == "" {
+		t.Skip("bun is not installed (run scripts/setup)")
+	}
+	t.Setenv("PATH", filepath.Dir(bun)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	dir := filepath.Join(t.TempDir(), "bun-path")
+	writeFiles(t, dir, map[string]string{
+		"tool.ts":      isNumberTool,
+		"package.json": `{"type": "module", "dependencies": {"@jean2/sdk": "*", "is-number": "7.0.0"}}`,
+	})
+	l := newTestLoader(t)
+	l.opts.Runtimes = Runtimes{}
+	l.mustLoad(t, dir, LoadOptions{Runtime: RuntimeBun})
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "is-number", "package.json")); err != nil {
+		t.Fatalf("is-number not installed by the bun on PATH: %v", err)
+	}
+}

@@ -18,7 +18,7 @@ const defaultMaxTokens = 1024
 type samplingModel struct{ peer peer }
 
 func (m samplingModel) GenerateText(ctx context.Context, req tool.TextRequest) (string, error) {
-	if req.Image != "" {
+	if req.Image != "" || len(req.Images) > 0 {
 		return "", fmt.Errorf("ctx.llm through the MCP client's sampling takes text only: send the prompt without an image")
 	}
 	maxTokens := int64(req.MaxTokens)

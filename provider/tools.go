@@ -35,19 +35,23 @@ func (g textGen) GenerateText(ctx context.Context, req tool.TextRequest) (string
 	if model == "" {
 		model = g.model
 	}
-	if strings.TrimSpace(req.Prompt) == "" && req.Image == "" {
+	if strings.TrimSpace(req.Prompt) == "" && req.Image == "" && len(req.Images) == 0 {
 		return "", errors.New("generate text: the request has no prompt")
 	}
 	if req.MaxTokens < 0 {
 		return "", fmt.Errorf("generate text: maxTokens %d is negative", req.MaxTokens)
 	}
 	msg := Message{Role: RoleUser, Text: req.Prompt}
+	urls := req.Images
 	if req.Image != "" {
-		img, err := ParseDataURL(req.Image)
+		urls = append([]string{req.Image}, urls...)
+	}
+	for i, u := range urls {
+		img, err := ParseDataURL(u)
 		if err != nil {
-			return "", fmt.Errorf("generate text: image: %w", err)
+			return "", fmt.Errorf("generate text: image %d: %w", i, err)
 		}
-		msg.Images = []Image{img}
+		msg.Images = append(msg.Images, img)
 	}
 	s, err := g.p.Stream(ctx, Request{Model: model, System: req.System, Messages: []Message{msg}, MaxTokens: req.MaxTokens})
 	if err != nil {

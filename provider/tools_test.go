@@ -111,3 +111,29 @@ func TestForToolsImage(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestForToolsGenerateTextImages: jean2's ctx.llm takes an array of images; the worker
+// sends the first as Image and the rest as Images, and every one reaches the model.
+func TestForToolsGenerateTextImages(t *testing.T) {
+	for _, f := range flavors() {
+		t.Run(f.name, func(t *testing.T) {
+			srv, p := f.start(t, nil)
+			srv.Push(f.text("two images"))
+			l := provider.ForTools(p, f.model())
+			req := tool.TextRequest{Prompt: "compare", Image: "data:image/png;base64,AQID", Images: []string{"data:image/jpeg;base64,BAUG"}}
+			if _, err := l.GenerateText(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			body := string(srv.Requests()[0].Body)
+			for _, want := range []string{"AQID", "BAUG", "image/jpeg"} {
+				if !strings.Contains(body, want) {
+					t.Errorf("%s is not in the request: %s", want, body)
+				}
+			}
+			req = tool.TextRequest{Prompt: "x", Images: []string{"image/png;AQID"}}
+			if _, err := l.GenerateText(context.Background(), req); err == nil || !strings.Contains(err.Error(), "image 0") {
+				t.Errorf("a bad second image: %v", err)
+			}
+		})
+	}
+}

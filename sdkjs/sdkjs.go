@@ -32,7 +32,16 @@ import (
 var runtimeTemplate string
 
 //go:embed js/sdk.d.ts
-var typesSource string
+var sdkTypes string
+
+// catalogueTypes are the names of jean2's own SDK that a tool written for it imports, in a
+// file of their own: most are other names for sdkTypes', and interfaces merge with them.
+//
+//go:embed js/catalogue.d.ts
+var catalogueTypes string
+
+// typesSource is the module's one declaration file.
+var typesSource = sdkTypes + catalogueTypes
 
 // Version is the version the embedded packages report in their package.json.
 const Version = "0.9.0"

@@ -45,12 +45,14 @@ type FileInfo struct {
 
 // TextRequest asks a model for text (ctx.llm.generateText).
 type TextRequest struct {
-	Prompt    string `json:"prompt"`
-	System    string `json:"system,omitempty"`
-	Model     string `json:"model,omitempty"`
-	Provider  string `json:"provider,omitempty"`
-	Image     string `json:"image,omitempty"`
-	MaxTokens int    `json:"maxTokens,omitempty"`
+	Prompt   string `json:"prompt"`
+	System   string `json:"system,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Provider string `json:"provider,omitempty"`
+	Image    string `json:"image,omitempty"` // a data: URL (data:image/png;base64,…)
+	// Images are more images after Image, as data: URLs: jean2's ctx.llm takes an array.
+	Images    []string `json:"images,omitempty"`
+	MaxTokens int      `json:"maxTokens,omitempty"`
 }
 
 // StructuredRequest asks a model for a JSON value matching Schema (ctx.llm.generateStructured).

@@ -15,7 +15,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jean2/jean2/builtin"
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/install"
 	"github.com/jean2/jean2/loader"
 	"github.com/jean2/jean2/provider"
 	"github.com/jean2/jean2/runtime/gotool"
@@ -68,21 +70,7 @@ func doctor(ctx context.Context, e env, args []string) error {
 		add("home", checkFail, "%v", err)
 		return finishDoctor(e, rep, *asJSON)
 	}
-	for _, d := range []struct{ name, dir string }{{"home", layout.Home}, {"tools folder", layout.Tools}, {"cache", layout.Cache}, {"temp", layout.Temp}} {
-		if err := writable(d.dir); err != nil {
-			add(d.name, checkFail, "%s: %v", d.dir, err)
-			continue
-		}
-		detail := d.dir + " (writable)"
-		switch d.name {
-		case "tools folder":
-			folders, _ := loader.Discover(d.dir)
-			detail += fmt.Sprintf(", %d tool folder(s)", len(folders))
-		case "cache":
-			detail += ", " + humanBytes(dirSize(d.dir))
-		}
-		add(d.name, checkOK, "%s", detail)
-	}
+	rep.Checks = append(rep.Checks, layoutChecks(layout)...)
 
 	rep.Checks = append(rep.Checks, providersCheck(layout.Home, e.getenv))
 
@@ -423,4 +411,65 @@ func capabilityCheck(ctx context.Context, st sandbox.Status) (bool, error) {
 		}
 	}
 	return bounded, nil
+}
+
+// shadowedBuiltins lists the tool folders named as a built-in that serves: the built-in
+// does, the folder's tool does not. A folder is known by its name here, as before its
+// definition is loaded (jean2's catalogue names its folders after its tools).
+func shadowedBuiltins(layout host.Layout, folders []loader.Folder) []string {
+	served := servingBuiltins(layout)
+	var names []string
+	for _, f := range folders {
+		if served[f.Name] {
+			names = append(names, f.Name)
+		}
+	}
+	return names
+}
+
+// servingBuiltins names the built-ins that config.json's disabledBuiltins does not turn off.
+func servingBuiltins(layout host.Layout) map[string]bool {
+	_, disabled, err := builtins(layout, host.SandboxOptions{})
+	if err != nil {
+		return nil // reported by every command that starts a host
+	}
+	served := map[string]bool{}
+	for _, t := range builtin.Tools(builtin.Options{}) {
+		served[t.Definition().Name] = true
+	}
+	for _, n := range disabled {
+		delete(served, n)
+	}
+	return served
+}
+
+// layoutChecks checks that jean2's folders are writable, and names the tool folders a
+// built-in of their name keeps from serving.
+func layoutChecks(layout host.Layout) []doctorCheck {
+	var checks []doctorCheck
+	add := func(name, status, format string, a ...any) {
+		checks = append(checks, doctorCheck{Name: name, Status: status, Detail: fmt.Sprintf(format, a...)})
+	}
+	var shadowed []string
+	for _, d := range []struct{ name, dir string }{{"home", layout.Home}, {"tools folder", layout.Tools}, {"cache", layout.Cache}, {"temp", layout.Temp}} {
+		if err := writable(d.dir); err != nil {
+			add(d.name, checkFail, "%s: %v", d.dir, err)
+			continue
+		}
+		detail := d.dir + " (writable)"
+		switch d.name {
+		case "tools folder":
+			folders, _ := loader.Discover(d.dir)
+			detail += fmt.Sprintf(", %d tool folder(s)", len(folders))
+			shadowed = shadowedBuiltins(layout, folders)
+		case "cache":
+			detail += ", " + humanBytes(dirSize(d.dir))
+		}
+		add(d.name, checkOK, "%s", detail)
+	}
+	if len(shadowed) > 0 {
+		add("built-in names", checkWarn, "tool folder(s) %s have the names of built-ins, which serve in their place; to use a folder's tool instead, "+
+			`add its name to "disabledBuiltins" in %s (or the server's settings), or rename it`, strings.Join(shadowed, ", "), install.ConfigFile(layout))
+	}
+	return checks
 }

@@ -88,3 +88,50 @@ func TestDoctorChecksProviders(t *testing.T) {
 		t.Errorf("a provider from the environment: exit %d\n%s", code, out)
 	}
 }
+
+// A tools folder with folders named as built-ins (jean2's catalogue has shell, todoread,
+// todowrite and webfetch): doctor says that the built-ins serve and how to choose the
+// folders' tools; a built-in turned off in config.json is no longer mentioned.
+func TestDoctorNamesShadowedBuiltins(t *testing.T) {
+	c := newCLI(t)
+	for _, name := range []string{"shell", "webfetch", "my-tool"} {
+		dir := filepath.Join(c.home, "tools", name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		src := "export const definition = { name: '" + name + "', description: 'd', inputSchema: { type: 'object' } };\nexport async function execute() { return { success: true }; }\n"
+		if err := os.WriteFile(filepath.Join(dir, "tool.js"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func() string {
+		out, stderr, code := c.run("", "doctor", "--json")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+		}
+		var rep struct {
+			Checks []struct{ Name, Status, Detail string }
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		for _, ch := range rep.Checks {
+			if ch.Name == "built-in names" {
+				return ch.Status + " " + ch.Detail
+			}
+		}
+		return ""
+	}
+	got := check()
+	for _, want := range []string{"warn ", "shell, webfetch", "built-ins", `"disabledBuiltins"`} {
+		if !strings.Contains(got, want) || strings.Contains(got, "my-tool") {
+			t.Fatalf("built-in names check: %q; want it to hold %q (and not my-tool)", got, want)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(c.home, "config.json"), []byte(`{"disabledBuiltins": ["shell"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := check(); !strings.Contains(got, "webfetch") || strings.Contains(got, "shell") {
+		t.Fatalf("with shell turned off: %q", got)
+	}
+}

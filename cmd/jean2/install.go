@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -220,6 +221,10 @@ func printInstalled(w io.Writer, res *install.Result, layout host.Layout) {
 	fmt.Fprintln(w, line)
 	if res.ToolName != "" && res.ToolName != res.Name {
 		fmt.Fprintf(w, "  the tool calls itself %q; the folder is %s\n", res.ToolName, res.Folder)
+	}
+	if tool := cmp.Or(res.ToolName, res.Name); servingBuiltins(layout)[tool] {
+		fmt.Fprintf(w, "  jean2's built-in %s keeps serving under that name; to use this one instead, add %q to \"disabledBuiltins\" in %s (or the server's settings), or rename it\n",
+			tool, tool, install.ConfigFile(layout))
 	}
 	if missing := res.MissingEnv(); len(missing) > 0 {
 		fmt.Fprintf(w, "  %s needs environment variables that are not set: %s\n", res.Name, describeEnv(missing))

@@ -373,3 +373,43 @@ greet: loading…
 		t.Errorf("tty:\n%q\nwant:\n%q", tty.String(), wantTTY)
 	}
 }
+
+// Installing a tool with a built-in's name (jean2's catalogue has shell, todoread,
+// todowrite and webfetch) does not replace the working built-in: the install says so and
+// how to choose, tools list shows the folder as shadowed, and turning the built-in off in
+// config.json lets the folder's tool serve.
+func TestToolsInstallBuiltinName(t *testing.T) {
+	c := newCLI(t)
+	folder := filepath.Join(t.TempDir(), "todoread")
+	for name, content := range namedFiles("todoread", "1.0.0") {
+		writeFile(t, filepath.Join(folder, name), []byte(content))
+	}
+	out, stderr, code := c.run("", "tools", "install", folder)
+	if code != 0 || !strings.Contains(out, `jean2's built-in todoread keeps serving under that name; to use this one instead, add "todoread" to "disabledBuiltins"`) {
+		t.Fatalf("install: exit %d\n%s\n%s", code, out, stderr)
+	}
+	list := func() map[string][]string {
+		out, stderr, code := c.run("", "tools", "list", "--json")
+		var entries []struct{ Name, Kind, Status, Error, Replaces string }
+		if code != 0 || json.Unmarshal([]byte(out), &entries) != nil {
+			t.Fatalf("tools list: exit %d\n%s\n%s", code, out, stderr)
+		}
+		got := map[string][]string{}
+		for _, e := range entries {
+			if e.Name == "todoread" {
+				got[e.Kind] = append(got[e.Kind], e.Status+" "+e.Replaces+" "+e.Error)
+			}
+		}
+		return got
+	}
+	got := list()
+	if len(got["builtin"]) != 1 || !strings.HasPrefix(got["builtin"][0], "ok ") || len(got["js"]) != 1 ||
+		!strings.HasPrefix(got["js"][0], "shadowed ") || !strings.Contains(got["js"][0], "which serves") {
+		t.Fatalf("tools list after the install: %v", got)
+	}
+	writeFile(t, filepath.Join(c.home, "config.json"), []byte(`{"disabledBuiltins": ["todoread"]}`))
+	got = list()
+	if len(got["builtin"]) != 0 || len(got["js"]) != 1 || !strings.HasPrefix(got["js"][0], "ok builtin") {
+		t.Fatalf("tools list with the built-in turned off: %v", got)
+	}
+}

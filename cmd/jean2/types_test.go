@@ -85,3 +85,23 @@ func TestTypesInTheEditor(t *testing.T) {
 		t.Fatalf("typescript in a tool: exit %d\n%s\n%s", code, out, stderr)
 	}
 }
+
+// A tool written against jean2's own @jean2/sdk, importing every tool-facing name it
+// exports (sdkjs/testdata/typecheck/catalogue-sdk-names.ts), passes
+// `tools validate --typecheck` as it is.
+func TestTypecheckJean2SDKNames(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("npm is not installed")
+	}
+	src, err := os.ReadFile(filepath.Join("..", "..", "sdkjs", "testdata", "typecheck", "catalogue-sdk-names.ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCLI(t)
+	dir := c.writeTool("catalogue-sdk-names", map[string]string{"tool.ts": string(src),
+		"package.json": `{"name": "@jean2/tool-catalogue-sdk-names", "version": "1.0.0", "private": true, "type": "module", "dependencies": {"@jean2/sdk": "^0.9.0"}}`})
+	out, stderr, code := c.run("", "tools", "validate", dir, "--typecheck")
+	if code != 0 || !strings.Contains(out, "typecheck: no errors") {
+		t.Fatalf("typecheck: exit %d\n%s\n%s", code, out, stderr)
+	}
+}

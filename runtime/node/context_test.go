@@ -35,6 +35,8 @@ export async function execute(input, ctx) {
   out.readText = await ctx.fs.readFile('notes.txt', 'utf-8');
   const bytes = await ctx.fs.readFile('bin.dat');
   out.readBytes = { isUint8Array: bytes instanceof Uint8Array, data: Array.from(bytes) };
+  // jean2's host answers a plain Uint8Array, not a Node Buffer (pdf.js refuses a Buffer).
+  out.readBytesPlain = Object.getPrototypeOf(bytes) === Uint8Array.prototype && !Buffer.isBuffer(bytes);
   out.readLatin1 = await ctx.fs.readFile('bin.dat', { encoding: 'hex' });
   await ctx.fs.writeFile('out.txt', 'hello ☃');
   await ctx.fs.writeFile('out.bin', new Uint8Array([0, 1, 255]));
@@ -54,6 +56,9 @@ export async function execute(input, ctx) {
   out.tempDir = ctx.fs.tempDir;
 
   out.llmText = await ctx.llm.generateText({ prompt: 'hi', system: 'sys' });
+  // jean2's image shapes: one {data, mediaType} (bytes or base64) or an array of them.
+  out.llmOneImage = await ctx.llm.generateText({ prompt: 'see', image: { data: new Uint8Array([1, 2, 3]), mediaType: 'image/png' } });
+  out.llmImages = await ctx.llm.generateText({ prompt: 'see', image: [{ data: 'AQID', mediaType: 'image/jpeg' }, { data: 'data:image/gif;base64,R0lG', mediaType: 'image/gif' }] });
   out.llmStructured = await ctx.llm.generateStructured({ prompt: 'p', schema: { type: 'object' } });
   out.ask = await ctx.ask({ type: 'confirm', question: 'Proceed?' });
 
@@ -73,9 +78,9 @@ export async function execute(input, ctx) {
   await ctx.session.set('k', { v: 1 });
   out.session = await ctx.session.get('k');
   ctx.progress({ message: 'half', current: 1, total: 2 });
-  await ctx.addWorkspacePath('/extra');
+  out.addReturns = await ctx.addWorkspacePath('/extra');
   out.allowedAfterAdd = ctx.allowedPaths;
-  await ctx.removeWorkspacePath('/extra');
+  out.removeReturns = await ctx.removeWorkspacePath('/extra');
   out.allowedAfterRemove = ctx.allowedPaths;
   return { success: true, result: out };
 }
@@ -129,6 +134,13 @@ func TestContextReachesHost(t *testing.T) {
 			case "fs.stat":
 				return workerproto.FSStat{Size: 9, IsFile: true, ModifiedAt: 1700000000000, CreatedAt: 1600000000000}, nil
 			case "llm.generateText":
+				var lp struct {
+					Request tool.TextRequest `json:"request"`
+				}
+				_ = json.Unmarshal(params, &lp)
+				if lp.Request.Prompt == "see" {
+					return strings.Join(append([]string{lp.Request.Image}, lp.Request.Images...), " "), nil
+				}
 				return "generated text", nil
 			case "llm.generateStructured":
 				return map[string]int{"answer": 42}, nil
@@ -172,6 +184,11 @@ func TestContextReachesHost(t *testing.T) {
 			"readText":           "note body",
 			"readBytes":          map[string]any{"isUint8Array": true, "data": []any{0.0, 1.0, 2.0, 255.0}},
 			"readLatin1":         "000102ff",
+			"readBytesPlain":     true,
+			"llmOneImage":        "data:image/png;base64,AQID",
+			"llmImages":          "data:image/jpeg;base64,AQID data:image/gif;base64,R0lG",
+			"addReturns":         true,
+			"removeReturns":      true,
 			"readDir":            []any{map[string]any{"name": "a.txt", "isDirectory": false, "isFile": true}, map[string]any{"name": "sub", "isDirectory": true, "isFile": false}},
 			"exists":             false,
 			"stat":               map[string]any{"size": 9.0, "isFile": true, "isDirectory": false, "dates": true, "mtime": 1700000000000.0, "ctime": 1600000000000.0},
@@ -215,11 +232,15 @@ func TestContextReachesHost(t *testing.T) {
 				`{"callId":"probe-1","path":"out.bin","data":"AAH/","encoding":"base64"}`,
 				`{"callId":"probe-1","path":"/etc/passwd","data":"x","encoding":"utf-8"}`,
 			},
-			"fs.appendFile":          {`{"callId":"probe-1","path":"out.txt","data":" world","encoding":"utf-8"}`},
-			"fs.mkdir":               {`{"callId":"probe-1","path":"sub/dir","recursive":true}`},
-			"fs.rm":                  {`{"callId":"probe-1","path":"sub","recursive":true}`},
-			"fs.rename":              {`{"callId":"probe-1","from":"a.txt","to":"b.txt"}`},
-			"llm.generateText":       {`{"callId":"probe-1","request":{"prompt":"hi","system":"sys"}}`},
+			"fs.appendFile": {`{"callId":"probe-1","path":"out.txt","data":" world","encoding":"utf-8"}`},
+			"fs.mkdir":      {`{"callId":"probe-1","path":"sub/dir","recursive":true}`},
+			"fs.rm":         {`{"callId":"probe-1","path":"sub","recursive":true}`},
+			"fs.rename":     {`{"callId":"probe-1","from":"a.txt","to":"b.txt"}`},
+			"llm.generateText": {
+				`{"callId":"probe-1","request":{"prompt":"hi","system":"sys"}}`,
+				`{"callId":"probe-1","request":{"prompt":"see","image":"data:image/png;base64,AQID"}}`,
+				`{"callId":"probe-1","request":{"prompt":"see","image":"data:image/jpeg;base64,AQID","images":["data:image/gif;base64,R0lG"]}}`,
+			},
 			"llm.generateStructured": {`{"callId":"probe-1","request":{"prompt":"p","schema":{"type":"object"}}}`},
 			"ask":                    {`{"callId":"probe-1","ask":{"type":"confirm","question":"Proceed?"}}`},
 			"session.set":            {`{"callId":"probe-1","key":"k","value":{"v":1}}`},

@@ -15,7 +15,7 @@ import (
 func explainModule(t *testing.T) string {
 	t.Helper()
 	src := string(script)
-	const tail = "installEgress();\nsetupTransport();\n"
+	const tail = "installEgress();\ninstallEgressBun();\nsetupTransport();\n"
 	if !strings.HasSuffix(src, tail) {
 		t.Fatalf("worker.mjs no longer ends with %q: update this test", tail)
 	}

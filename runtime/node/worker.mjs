@@ -9,11 +9,18 @@
 // starts it with a clean environment and sends everything else it needs in `initialize` and
 // `execute`.
 
-import fs from 'node:fs';
 import net from 'node:net';
-import childProcess from 'node:child_process';
 import nodeModule from 'node:module';
 import { pathToFileURL, fileURLToPath } from 'node:url';
+
+// node:fs and node:child_process are taken as CommonJS objects, never by an ES import: Bun
+// makes a builtin's ES named exports when it is first imported, from the object as it is
+// then, and syncBuiltinESMExports does not update them. Taken so, a tool's own
+// `import { readFileSync } from 'node:fs'`, after initialize, gets the wrappers of
+// explainRefusals in Bun as in Node.
+const requireBuiltin = nodeModule.createRequire(import.meta.url);
+const fs = requireBuiltin('node:fs');
+const childProcess = requireBuiltin('node:child_process');
 
 const PROTOCOL_VERSION = 1;
 const MAX_LINE = 64 * 1024 * 1024;
@@ -866,8 +873,8 @@ class ToolContext {
     this.allowedPaths = Array.isArray(cc.allowedPaths) ? cc.allowedPaths.slice() : [];
     this.fs = makeFS(callId, workspace, tempDir);
     this.llm = {
-      generateText: (req) => request('llm.generateText', { callId, request: req }),
-      generateStructured: (req) => request('llm.generateStructured', { callId, request: req }),
+      generateText: (req) => request('llm.generateText', { callId, request: llmRequest(req) }),
+      generateStructured: (req) => request('llm.generateStructured', { callId, request: llmRequest(req) }),
     };
     this.ask = (ask) => request('ask', { callId, ask });
     this.env = {
@@ -911,13 +918,17 @@ class ToolContext {
       if (e.data !== undefined) params.data = e.data;
       sendNotification('progress', params);
     };
+    // Both answer true once the host made the change, as jean2's do (its git-worktree
+    // reports "no workspace to register path" on anything falsy); a refusal throws.
     this.addWorkspacePath = async (p) => {
       const r = await request('workspace.addPath', { callId, path: pathArg(p, 'addWorkspacePath') });
       if (r && Array.isArray(r.allowedPaths)) this.allowedPaths = r.allowedPaths.slice();
+      return true;
     };
     this.removeWorkspacePath = async (p) => {
       const r = await request('workspace.removePath', { callId, path: pathArg(p, 'removeWorkspacePath') });
       if (r && Array.isArray(r.allowedPaths)) this.allowedPaths = r.allowedPaths.slice();
+      return true;
     };
   }
   get abortSignal() {
@@ -941,14 +952,12 @@ function makeFS(callId, workspace, tempDir) {
       const text = enc === 'utf8';
       const r = await request('fs.readFile', { callId, path: pathArg(p, 'readFile'), encoding: text ? 'utf-8' : 'base64' });
       const data = r && typeof r.data === 'string' ? r.data : '';
-      if (r && r.encoding === 'utf-8') {
-        if (text) return data;
-        const buf = Buffer.from(data, 'utf8');
-        return enc ? buf.toString(enc) : buf;
-      }
-      const buf = Buffer.from(data, 'base64');
-      if (text) return buf.toString('utf8');
-      return enc ? buf.toString(enc) : buf;
+      if (r && r.encoding === 'utf-8' && text) return data;
+      const buf = Buffer.from(data, r && r.encoding === 'utf-8' ? 'utf8' : 'base64');
+      if (enc) return buf.toString(enc);
+      // Bytes are a plain Uint8Array, as jean2's host gives them: some libraries (pdf.js)
+      // refuse a Buffer. The view shares the Buffer's memory.
+      return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
     },
     async writeFile(p, data, encoding) {
       await request('fs.writeFile', { callId, path: pathArg(p, 'writeFile'), ...dataArg(data, encoding, 'writeFile') });
@@ -992,6 +1001,26 @@ function makeFS(callId, workspace, tempDir) {
     detectLanguage,
     tempDir,
   };
+}
+
+// llmRequest turns jean2's image shapes ({data, mediaType} with bytes or base64, or an
+// array of them) into the protocol's data: URLs: the first in image, the rest in images.
+// A string image (a data: URL) passes as it is.
+function llmRequest(req) {
+  if (!isObject(req) || req.image === undefined || req.image === null || typeof req.image === 'string') return req;
+  const urls = (Array.isArray(req.image) ? req.image : [req.image]).map(imageURL);
+  const out = { ...req, image: urls[0] };
+  if (urls.length > 1) out.images = urls.slice(1);
+  return out;
+}
+
+function imageURL(img, i) {
+  if (typeof img === 'string') return img;
+  if (!isObject(img)) throw new TypeError(`ctx.llm: image ${i} must be {data, mediaType} or a data: URL`);
+  const { data, mediaType } = img;
+  if (typeof data === 'string') return data.startsWith('data:') ? data : `data:${mediaType};base64,${data}`;
+  if (ArrayBuffer.isView(data) || data instanceof ArrayBuffer) return `data:${mediaType};base64,${dataArg(data, undefined, 'llm').data}`;
+  throw new TypeError(`ctx.llm: image ${i}'s data must be bytes (Uint8Array) or base64 text`);
 }
 
 function pathArg(p, op) {
@@ -1580,5 +1609,76 @@ function installEgress() {
   };
 }
 
+// Bun's fetch follows HTTP(S)_PROXY itself, and words the proxy's refusal in its own way:
+// an https target as "Proxy refused to open a tunnel: 403 Forbidden" (the proxy's reason
+// dropped), a plain http one as the proxy's 403 answer, handed to the tool as the server's.
+// Both become the error a Node worker's fetch gives: a TypeError with the proxy's words,
+// whose cause has code EJEAN2NETWORK.
+function installEgressBun() {
+  const proxy = process.env.JEAN2_EGRESS_PROXY;
+  if (!proxy || !isBun || typeof globalThis.fetch !== 'function') return;
+  const nativeFetch = globalThis.fetch;
+  const refused = (text, cause) => {
+    const c = Object.assign(new Error(text), { code: 'EJEAN2NETWORK' });
+    if (cause) c.cause = cause;
+    return new TypeError(text, { cause: c });
+  };
+  const wrapped = async function fetch(input, init) {
+    let res;
+    try {
+      res = await nativeFetch(input, init);
+    } catch (err) {
+      const authority = /Proxy refused to open a tunnel/i.test(String(err?.message)) ? authorityOf(input) : '';
+      const why = authority ? await proxyRefusal(proxy, authority) : '';
+      throw why ? refused(why, err) : err;
+    }
+    // Only the proxy's own refusals carry the header (it drops it from servers' answers).
+    if (res.status === 403 && res.headers.get('x-jean2-network-refused')) {
+      throw refused((await res.text()).trim());
+    }
+    return res;
+  };
+  // Bun.fetch is fetch by another name; tools of the Bun-based jean2 may use either.
+  Object.assign(wrapped, nativeFetch);
+  globalThis.fetch = wrapped;
+}
+
+// authorityOf is the host:port a fetch of input connects to ('' when it cannot tell).
+function authorityOf(input) {
+  try {
+    const u = new URL(typeof input === 'string' || input instanceof URL ? String(input) : input.url);
+    const port = u.port || (u.protocol === 'https:' ? '443' : '80');
+    return `${u.hostname}:${port}`;
+  } catch {
+    return '';
+  }
+}
+
+// proxyRefusal asks the egress proxy again for authority and returns its reason for the
+// refusal ('' if it now allows it or does not answer). Worker proxies put no question to a
+// person (egress.Proxy.Ask is unset for them), so asking again asks no one twice.
+function proxyRefusal(proxy, authority) {
+  const colon = proxy.lastIndexOf(':');
+  return new Promise((resolve) => {
+    const sock = net.connect({ host: proxy.slice(0, colon), port: Number(proxy.slice(colon + 1)) });
+    let answer = Buffer.alloc(0);
+    sock.setTimeout(5000, () => sock.destroy());
+    sock.once('connect', () => sock.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`));
+    sock.on('data', (c) => {
+      answer = Buffer.concat([answer, c]);
+      // An open tunnel (allowed after all) is closed at once; a refusal closes by itself.
+      const head = answer.toString('latin1');
+      if (answer.length > 64 * 1024 || (head.includes('\r\n\r\n') && head.split(' ')[1] !== '403')) sock.destroy();
+    });
+    sock.on('error', () => {});
+    sock.once('close', () => {
+      const text = answer.toString('utf8');
+      const end = text.indexOf('\r\n\r\n');
+      resolve(end >= 0 && text.split(' ')[1] === '403' ? text.slice(end + 4).trim() : '');
+    });
+  });
+}
+
 installEgress();
+installEgressBun();
 setupTransport();

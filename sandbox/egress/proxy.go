@@ -323,6 +323,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			pr.Out.Header.Del("Proxy-Authorization")
 			pr.Out.Header.Del("Proxy-Connection")
 		},
+		// Only the proxy's own refusals carry RefusalHeader: workers take it for one.
+		ModifyResponse: func(res *http.Response) error {
+			res.Header.Del(RefusalHeader)
+			return nil
+		},
 		Transport:     p.transport,
 		FlushInterval: -1,
 		ErrorHandler:  func(w http.ResponseWriter, _ *http.Request, err error) { p.refuse(w, err) },

@@ -147,6 +147,8 @@ func TestParseRule(t *testing.T) {
 func TestProxyServes(t *testing.T) {
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
+		// A server cannot pass its answer off as the proxy's refusal.
+		w.Header().Set(RefusalHeader, "1")
 		fmt.Fprintf(w, "backend %s %s %d", r.Method, r.URL.Path, len(b))
 	}))
 	defer backend.Close()
@@ -173,6 +175,9 @@ func TestProxyServes(t *testing.T) {
 		res.Body.Close()
 		if res.StatusCode != 200 || string(b) != "backend POST /x 70000" {
 			t.Fatalf("%s: %d %q", target, res.StatusCode, b)
+		}
+		if res.Header.Get(RefusalHeader) != "" {
+			t.Fatalf("%s: the server's %s reached the client", target, RefusalHeader)
 		}
 	}
 	// Refused: undeclared port, and a declared name that resolves to loopback on a port no

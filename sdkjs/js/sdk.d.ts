@@ -253,8 +253,8 @@ export interface GenerateTextOptions {
   system?: string;
   model?: string;
   provider?: string;
-  /** An image for the model: a data URL or an absolute path. */
-  image?: string;
+  /** Images for the model: a data: URL, or jean2's {data, mediaType} (LlmImage), or several. */
+  image?: string | LlmImage | Array<string | LlmImage>;
   maxTokens?: number;
 }
 
@@ -371,9 +371,10 @@ export interface ToolContext {
   session: SessionFacts;
   /** Reports progress of a long call (Jx). */
   progress(event: ProgressEvent): void;
-  /** Widens the workspace's extra paths; the host decides whether it may. */
-  addWorkspacePath(path: string): Promise<void>;
-  removeWorkspacePath(path: string): Promise<void>;
+  /** Widens the workspace's extra paths; the host decides whether it may (true once done; a refusal throws). */
+  addWorkspacePath(path: string): Promise<boolean>;
+  /** Narrows them again (true once done). */
+  removeWorkspacePath(path: string): Promise<boolean>;
 }
 
 /** What createToolContext accepts: any member, plus env as a plain object of variables. */

@@ -16,7 +16,6 @@ const LANGUAGES = Object.freeze(/*@jean2:languages*/{});
 const NO_ASK = 'no one can answer asks here: the call has no attached person or client';
 const NO_FS = 'this call has no file system: the host gave the context none';
 const NO_LLM = 'no LLM provider is configured: ctx.llm cannot be used until one is set up';
-const NO_WORKSPACE = "this call's workspace cannot be changed: the host gave the context none";
 
 // ---------------------------------------------------------------------------------------
 // Paths (POSIX; the host's rules are the ones that count, these only agree with them)
@@ -783,8 +782,9 @@ export function createToolContext(partial = {}) {
         ? globalThis.fetch.bind(globalThis)
         : rejecting('fetch is not available in this runtime'),
     progress: noop,
-    addWorkspacePath: rejecting(NO_WORKSPACE),
-    removeWorkspacePath: rejecting(NO_WORKSPACE),
+    // No workspace to change: false, as jean2 answers a session without one.
+    addWorkspacePath: async () => false,
+    removeWorkspacePath: async () => false,
     ...p,
     workspacePath,
     allowedPaths,

@@ -372,3 +372,23 @@ func TestCompactingNoticeEnds(t *testing.T) {
 		t.Errorf("after the compaction ended the notices say: %s", got)
 	}
 }
+
+// TestToolsPageShadowedBuiltin: a tool folder with a working built-in's name (todoread, as
+// jean2's catalogue has) gets a card of its own beside the built-in's, saying that the
+// built-in serves and how to choose the folder's tool.
+func TestToolsPageShadowedBuiltin(t *testing.T) {
+	f := newFixtureWith(t, func(f *fixture, cfg *server.Config) {
+		cfg.Host.Builtins = builtin.Tools(builtin.Options{})
+		f.writeTool(cfg.Host.Layout.Tools, "todoread", `export const definition = { name: 'todoread', description: 'The catalogue todoread.', inputSchema: { type: 'object' } };
+export async function execute() { return { success: true, result: [] }; }
+`)
+	})
+	f.open("#/tools")
+	f.waitJS("two todoread cards", `document.querySelectorAll('.tool[data-tool="todoread"]').length === 2`)
+	got := f.eval(`[...document.querySelectorAll('.tool[data-tool="todoread"]')].map((e) => e.className + ": " + e.innerText.replace(/\s+/g, " ")).join(" | ")`)
+	for _, want := range []string{"status-ok", "status-shadowed", "has the name of jean2's built-in todoread, which serves", "disabledBuiltins"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the todoread cards %q lack %q", got, want)
+		}
+	}
+}

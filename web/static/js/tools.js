@@ -67,7 +67,7 @@ export class ToolsView {
       return;
     }
     tools.sort((a, b) => a.name.localeCompare(b.name));
-    const names = new Set(tools.map((t) => t.name));
+    const names = new Set(tools.map(cardKey));
     for (const [name, c] of this.cards) if (!names.has(name)) {
       c.el.remove();
       this.cards.delete(name);
@@ -79,13 +79,13 @@ export class ToolsView {
     this.list.querySelector(":scope > p")?.remove();
     let prev = null;
     for (const t of tools) {
-      let c = this.cards.get(t.name);
+      let c = this.cards.get(cardKey(t));
       const same = c && JSON.stringify(c.tool) === JSON.stringify(t) && !(redraw && redraw.has(t.name));
       if (!same) {
         const el = this.card(t);
         if (c) c.el.replaceWith(el);
         c = { tool: t, el };
-        this.cards.set(t.name, c);
+        this.cards.set(cardKey(t), c);
       }
       // Keep alphabetical order.
       const want = prev ? prev.nextSibling : this.list.firstChild;
@@ -108,7 +108,7 @@ export class ToolsView {
   }
 
   card(t) {
-    const id = "tool-" + t.name.replace(/[^A-Za-z0-9_-]/g, "_");
+    const id = "tool-" + cardKey(t).replace(/[^A-Za-z0-9_-]/g, "_");
     const env = t.env?.length ? h("table", { class: "env" },
       h("caption", { class: "small muted" }, "Environment variables"),
       h("tbody", null, t.env.map((e) => h("tr", null, h("td", null, h("code", null, e.name)),
@@ -275,4 +275,9 @@ function outcomeView(o) {
     o.visualizationError ? h("p", { class: "error small" }, "The tool's visualization was refused: ", o.visualizationError) : null,
     h("details", null, h("summary", null, "What the model would see"), h("pre", { class: "json" }, highlight(prettyJSON(o.modelText ?? ""), "json"))),
     h("details", null, h("summary", null, "Result"), h("pre", { class: "json" }, highlight(prettyJSON({ ...r, visualization: undefined }), "json"))));
+}
+
+/** cardKey tells a tool's card apart: a folder shadowed by a built-in of its name has its own. */
+function cardKey(t) {
+  return t.status === "shadowed" ? `${t.name} (${t.folder})` : t.name;
 }
