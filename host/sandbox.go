@@ -293,7 +293,11 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 // $JEAN2_HOME/data, where jean2's tools keep their databases (todowrite's todos.db).
 func (t *folderTool) dataBind() (sandbox.Bind, error) {
 	h := t.fl.h
-	dir, err := h.layout.ToolData(t.name)
+	owner := t.name
+	if p := t.effectivePermissions(); p != nil && p.Data != "" {
+		owner = p.Data // another tool's folder, shared by a declaration or a grant
+	}
+	dir, err := h.layout.ToolData(owner)
 	if err != nil {
 		return sandbox.Bind{}, fmt.Errorf("sandbox: %w", err)
 	}
@@ -541,6 +545,9 @@ func checkGrant(p tool.Permissions) error {
 	}
 	if _, err := egress.ParseRules(p.Network); err != nil {
 		return fmt.Errorf("network: %w", err)
+	}
+	if p.Data != "" && !loader.IsToolFolderName(p.Data) {
+		return fmt.Errorf("data: %q is not a tool name", p.Data)
 	}
 	return nil
 }

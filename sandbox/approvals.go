@@ -91,14 +91,14 @@ func PermissionsDigest(p tool.Permissions) string {
 	slices.Sort(network)
 	// A declaration without network entries or a raised memory cap digests as it did before
 	// they existed, so earlier approvals still hold.
-	b, _ := json.Marshal(tool.Permissions{Read: read, Write: write, ChildProcess: p.ChildProcess, MemoryMB: p.MemoryMB, Network: network})
+	b, _ := json.Marshal(tool.Permissions{Read: read, Write: write, ChildProcess: p.ChildProcess, MemoryMB: p.MemoryMB, Network: network, Data: p.Data})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
 }
 
 // Declares reports whether a definition asks for anything beyond its context.
 func Declares(p *tool.Permissions) bool {
-	return p != nil && (len(p.Read) > 0 || len(p.Write) > 0 || p.ChildProcess || p.MemoryMB > 0 || len(p.Network) > 0)
+	return p != nil && (len(p.Read) > 0 || len(p.Write) > 0 || p.ChildProcess || p.MemoryMB > 0 || len(p.Network) > 0 || p.Data != "")
 }
 
 // Approved reports whether this version's declaration was approved. The file is read again
@@ -259,6 +259,9 @@ func MergePermissions(a, b *tool.Permissions) *tool.Permissions {
 		out.Network = appendNew(out.Network, p.Network)
 		out.ChildProcess = out.ChildProcess || p.ChildProcess
 		out.MemoryMB = max(out.MemoryMB, p.MemoryMB)
+		if p.Data != "" {
+			out.Data = p.Data // a grant's (the later) wins over a declaration's
+		}
 	}
 	return &out
 }
@@ -349,6 +352,9 @@ func DescribePermissions(p *tool.Permissions) string {
 	}
 	if len(p.Network) > 0 {
 		parts = append(parts, "connect to "+strings.Join(p.Network, ", "))
+	}
+	if p.Data != "" {
+		parts = append(parts, "share the data folder of tool "+p.Data)
 	}
 	return strings.Join(parts, "; ")
 }

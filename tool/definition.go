@@ -52,6 +52,11 @@ type Permissions struct {
 	// proxy: "api.github.com", "*.example.com:443", "127.0.0.1:8080", "10.0.0.0/8" (see
 	// sandbox/egress). Without it a confined worker has no network at all.
 	Network []string `json:"network,omitempty"`
+	// Data names another tool whose persistent data folder this tool's workers see at
+	// $JEAN2_HOME/data instead of their own: tools that keep one database between them (the
+	// original catalogue's todowrite and todoread share todos.db). Approved or granted like
+	// the rest.
+	Data string `json:"data,omitempty"`
 }
 
 // TimeoutDuration is the call timeout the definition asks for.

@@ -19,7 +19,7 @@ func toolsApprove(ctx context.Context, e env, args []string) error {
 	yes := fs.Bool("yes", false, "approve without asking")
 	revoke := fs.Bool("revoke", false, "take the tool's approval back")
 	var grants grantFlags
-	fs.Var(&grants, "grant", "grant a power the tool does not declare: childProcess, network=HOST, read=PATH or write=PATH (repeatable)")
+	fs.Var(&grants, "grant", "grant a power the tool does not declare: childProcess, network=HOST, read=PATH, write=PATH or data=TOOL (repeatable)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err

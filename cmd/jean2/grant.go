@@ -11,7 +11,8 @@ import (
 	"github.com/jean2/jean2/tool"
 )
 
-// grantFlags collects --grant values: childProcess, network=HOST, read=PATH, write=PATH.
+// grantFlags collects --grant values: childProcess, network=HOST, read=PATH, write=PATH,
+// data=TOOL.
 type grantFlags struct {
 	specs []string
 	perms tool.Permissions
@@ -30,8 +31,10 @@ func (g *grantFlags) Set(v string) error {
 		g.perms.Read = append(g.perms.Read, value)
 	case kind == "write" && value != "":
 		g.perms.Write = append(g.perms.Write, value)
+	case kind == "data" && value != "":
+		g.perms.Data = value
 	default:
-		return fmt.Errorf("--grant %q: give childProcess, network=HOST, read=PATH or write=PATH", v)
+		return fmt.Errorf("--grant %q: give childProcess, network=HOST, read=PATH, write=PATH or data=TOOL", v)
 	}
 	g.specs = append(g.specs, v)
 	return nil
@@ -83,5 +86,8 @@ func printPowers(e env, p *tool.Permissions) {
 	}
 	for _, n := range p.Network {
 		fmt.Fprintf(e.stdout, "  connect  %s (through jean2's egress proxy)\n", termtext.Line(n))
+	}
+	if p.Data != "" {
+		fmt.Fprintf(e.stdout, "  share    the data folder of tool %s ($JEAN2_HOME/data), instead of its own\n", termtext.Line(p.Data))
 	}
 }

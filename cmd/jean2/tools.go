@@ -112,7 +112,8 @@ Compare the installed versions with the tool index.
 Approve what a tool declares beyond its context (paths, processes, network hosts, a raised
 memory cap, install scripts), once per version.
   --grant   grant the serving version a power it does not declare (repeatable):
-            childProcess, network=HOST, read=PATH or write=PATH
+            childProcess, network=HOST, read=PATH, write=PATH or data=TOOL
+            (share TOOL's data folder at $JEAN2_HOME/data)
   --revoke  take back its approvals and grants
 `,
 }

@@ -68,6 +68,10 @@ export interface ToolPermissions {
   write?: string[];
   /** Whether the worker may start child processes. */
   childProcess?: boolean;
+  /** Hosts the worker may connect to through jean2's egress proxy. */
+  network?: string[];
+  /** Another tool whose data folder ($JEAN2_HOME/data) this tool shares instead of its own. */
+  data?: string;
 }
 
 /** `interactive-user-input`: the tool needs a person and is not offered in unattended runs. */
