@@ -194,10 +194,13 @@ func New(h Host, opts Options) (*Server, error) {
 	s.mcp = mcp.NewServer(s.impl, &mcp.ServerOptions{
 		Logger: sdkLogger(opts.Logger),
 		// Tools are announced even while there are none, so a client learns that the list
-		// can change; logging lets it set a level for the tools' log lines.
+		// can change; logging lets it set a level for the tools' log lines. The go-sdk
+		// answers prompts/list (with no prompts yet) whatever is declared, and a server
+		// that answers it must declare prompts (SEP-2575), so they are declared.
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:   &mcp.ToolCapabilities{ListChanged: true},
 			Logging: &mcp.LoggingCapabilities{},
+			Prompts: &mcp.PromptCapabilities{},
 		},
 	})
 	s.mcp.AddReceivingMiddleware(tasksMiddleware)

@@ -19,6 +19,7 @@ import (
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/mcpserver"
 	"github.com/jean2/jean2/tool"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -512,10 +513,19 @@ func TestSamplingStandsInForTheModel(t *testing.T) {
 		if got == nil || got.SystemPrompt != "be brief" || toJSON(got.Messages) != `[{"content":{"type":"text","text":"2+2?"},"role":"user"}]` {
 			t.Fatalf("%s: sampling request %s", version, toJSON(got))
 		}
-		// Without sampling the host's answer stands: no provider.
+		// Without sampling: on the classic revision the host's answer stands (no provider);
+		// on 2026-07-28 the call is refused for the capability the client did not declare.
 		plain := r.connect(version, nil)
-		if res := call(t, plain, "think", nil); !res.IsError || !strings.Contains(text(res), "no LLM provider is configured") {
-			t.Fatalf("%s: without sampling: %s", version, text(res))
+		if version == classic {
+			if res := call(t, plain, "think", nil); !res.IsError || !strings.Contains(text(res), "no LLM provider is configured") {
+				t.Fatalf("%s: without sampling: %s", version, text(res))
+			}
+			continue
+		}
+		_, err := plain.CallTool(context.Background(), &mcp.CallToolParams{Name: "think", Arguments: map[string]any{}})
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) || werr.Code != mcp.CodeMissingRequiredClientCapabilities || string(werr.Data) != `{"requiredCapabilities":{"sampling":{}}}` {
+			t.Fatalf("%s: without sampling: %v (%#v), want MissingRequiredClientCapabilityError naming sampling", version, err, werr)
 		}
 	}
 }
