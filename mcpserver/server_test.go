@@ -631,6 +631,36 @@ func TestParkedCallTimesOut(t *testing.T) {
 	}
 }
 
+// Each round of a call has a requestState of its own: the second round's differs from the
+// first's, and the first's, once answered, names nothing (SEP-2322's evolving state).
+func TestEachRoundHasItsOwnRequestState(t *testing.T) {
+	r := newRig(t)
+	cs := r.connect(newest, &mcp.ClientOptions{
+		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, errors.New("unused") },
+	})
+	args := obj(`{"asks":[{"type":"text","question":"Name?"},{"type":"text","question":"Colour?"}]}`)
+	answer := func(res *mcp.CallToolResult, state, text string) (*mcp.CallToolResult, error) {
+		responses := mcp.InputResponseMap{}
+		for k := range res.InputRequests {
+			responses[k] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": text}}
+		}
+		return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "asker", Arguments: args, RequestState: state, InputResponses: responses})
+	}
+	first := call(t, cs, "asker", args)
+	second, err := answer(first, first.RequestState, "Grace")
+	if err != nil || !second.NeedsInput() || second.RequestState == "" || second.RequestState == first.RequestState {
+		t.Fatalf("second round: %v %s (first round's state %s)", err, toJSON(second), first.RequestState)
+	}
+	if _, err := answer(second, first.RequestState, "replayed"); err == nil || !strings.Contains(err.Error(), "names no call waiting for input") {
+		t.Fatalf("the first round's state again: %v", err)
+	}
+	last, err := answer(second, second.RequestState, "blue")
+	if err != nil || text(last) != `{"success":true,"result":["Grace","blue"]}` {
+		t.Fatalf("last round: %v %s", err, toJSON(last))
+	}
+}
+
 // SetWorkspace moves the calls of a connected session to another folder; a folder that is
 // not one is refused and changes nothing.
 func TestSetWorkspace(t *testing.T) {
