@@ -25,7 +25,10 @@ func (s *Server) handler(def tool.Definition) mcp.ToolHandler {
 	if out, err := objectSchema(def.OutputSchema, false); err == nil && out != nil {
 		output, _ = tool.CompileSchema(out)
 	}
-	finish := func(out host.Outcome) *mcp.CallToolResult { return toResult(out, output) }
+	finish := func(out host.Outcome) *mcp.CallToolResult {
+		s.offerOverflow(out)
+		return toResult(out, output)
+	}
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if req.Params.RequestState != "" {
 			return s.rounds.resume(ctx, req)
