@@ -55,3 +55,63 @@ func TestOverflowIsAResource(t *testing.T) {
 		}
 	}
 }
+
+// A workspace file is read through the template as a tool's ctx.fs reads it: inside the
+// workspace only (no way out by .. or by a link), a sensitive file refused, a missing one
+// not found.
+func TestWorkspaceFilesAreResources(t *testing.T) {
+	r := newRig(t)
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	for path, body := range map[string]string{
+		filepath.Join(r.ws, "a.txt"):       "alpha",
+		filepath.Join(r.ws, "sub", "b.md"): "# beta",
+		filepath.Join(r.ws, ".env"):        "KEY=secret",
+		filepath.Join(r.ws, "bin.dat"):     "\xff\x00\x01",
+		outside:                            "not for the client",
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(r.ws, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	for _, version := range []string{newest, classic} {
+		cs := r.connect(version, nil)
+		var templates []string
+		for tpl, err := range cs.ResourceTemplates(context.Background(), nil) {
+			if err != nil {
+				t.Fatalf("%s: templates: %v", version, err)
+			}
+			templates = append(templates, tpl.URITemplate)
+		}
+		if len(templates) != 1 || templates[0] != mcpserver.WorkspaceScheme+"{+path}" {
+			t.Fatalf("%s: templates %v", version, templates)
+		}
+		read := func(rel string) (*mcp.ResourceContents, error) {
+			res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: mcpserver.WorkspaceScheme + rel})
+			if err != nil {
+				return nil, err
+			}
+			return res.Contents[0], nil
+		}
+		for rel, want := range map[string]string{"a.txt": "alpha", "sub/b.md": "# beta"} {
+			if c, err := read(rel); err != nil || c.Text != want || c.MIMEType != "text/plain" {
+				t.Fatalf("%s: %s: %v %s", version, rel, err, toJSON(c))
+			}
+		}
+		if c, err := read("bin.dat"); err != nil || string(c.Blob) != "\xff\x00\x01" || c.Text != "" {
+			t.Fatalf("%s: bin.dat: %v %s", version, err, toJSON(c))
+		}
+		for _, rel := range []string{".env", "link.txt", "../" + filepath.Base(filepath.Dir(outside)) + "/outside.txt", "sub/%2e%2e/%2e%2e/x", "missing.txt"} {
+			c, err := read(rel)
+			if err == nil {
+				t.Fatalf("%s: %s was read: %s", version, rel, toJSON(c))
+			}
+			t.Logf("%s: %s: %v", version, rel, err)
+		}
+	}
+}

@@ -207,6 +207,7 @@ func New(h Host, opts Options) (*Server, error) {
 		},
 	})
 	s.mcp.AddReceivingMiddleware(tasksMiddleware)
+	s.addWorkspaceTemplate()
 	// Subscribe before the first sync so that no reload falls between the two.
 	events := make(chan host.ToolsChanged, 16)
 	s.unsubscribe = h.Subscribe(events)
