@@ -44,13 +44,18 @@ func (s *Server) handler(def tool.Definition) mcp.ToolHandler {
 		if t := taskOf(ctx); t != nil {
 			t.follow(&call)
 		}
+		invoke := func(ctx context.Context) host.Outcome {
+			out := s.h.Invoke(ctx, call)
+			s.notifyChanged(context.WithoutCancel(ctx), call.Workspace.Path, call.Ledger)
+			return out
+		}
 		if parked != nil {
-			res, err := s.rounds.start(ctx, req, parked, func(ctx context.Context) host.Outcome { return s.h.Invoke(ctx, call) })
+			res, err := s.rounds.start(ctx, req, parked, invoke)
 			return missing.answer(res, err)
 		}
 		ch.enter(ctx, req)
 		defer ch.leave()
-		return missing.answer(finish(s.h.Invoke(ctx, call)), nil)
+		return missing.answer(finish(invoke(ctx)), nil)
 	}
 }
 
@@ -67,6 +72,7 @@ func (s *Server) hostCall(req *mcp.CallToolRequest, def tool.Definition, ch *cha
 	now := s.serving.Load()
 	call = host.Call{
 		Tool: def.Name, Args: args, SessionID: sess.id, Session: sess.facts,
+		Ledger:     tool.NewLedger(), // read after the call for the files it changed (notifyChanged)
 		Workspace:  now.workspace,
 		Asker:      &elicitAsker{peer: p, canElicit: caps.Elicitation != nil, policy: now.policy},
 		Progress:   ch.progress,

@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/mcpserver"
+	"github.com/jean2/jean2/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -113,5 +115,51 @@ func TestWorkspaceFilesAreResources(t *testing.T) {
 			}
 			t.Logf("%s: %s: %v", version, rel, err)
 		}
+	}
+}
+
+// A client on 2025-11-25 subscribed to a workspace file hears when a call changes it
+// through ctx.fs; a URI jean2 offers nothing under is refused.
+func TestWorkspaceFileSubscription(t *testing.T) {
+	r := newRig(t)
+	r.src.mu.Lock()
+	r.src.tools = []tool.Tool{&tool.Func{Def: tool.Definition{Name: "writer", Description: "Write a.txt.", InputSchema: obj(`{"type":"object"}`)},
+		Run: func(ctx context.Context, c *tool.Context, _ json.RawMessage) tool.Result {
+			if err := c.FS.WriteFile(ctx, "sub/a b.txt", []byte("new")); err != nil {
+				return tool.Errorf("%v", err)
+			}
+			return tool.Success("written")
+		}}}
+	r.src.mu.Unlock()
+	if err := r.h.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	updated := make(chan string, 4)
+	cs := r.connect(classic, &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+		updated <- req.Params.URI
+	}})
+	uri := mcpserver.WorkspaceURI(filepath.Join("sub", "a b.txt"))
+	if uri != mcpserver.WorkspaceScheme+"sub/a%20b.txt" {
+		t.Fatalf("WorkspaceURI: %s", uri)
+	}
+	if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "test://watched-resource"}); err == nil {
+		t.Fatal("a subscription to a URI jean2 offers nothing under was taken")
+	}
+	if got := text(call(t, cs, "writer", nil)); !strings.Contains(got, "written") {
+		t.Fatalf("writer: %s", got)
+	}
+	select {
+	case got := <-updated:
+		if got != uri {
+			t.Fatalf("updated %s, want %s", got, uri)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notifications/resources/updated after the call changed the file")
+	}
+	if err := cs.Unsubscribe(context.Background(), &mcp.UnsubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -193,7 +193,9 @@ func New(h Host, opts Options) (*Server, error) {
 	s.tasks = newTaskTable()
 	s.impl = &mcp.Implementation{Name: "jean2", Title: "jean2 tool host", Version: opts.Version}
 	s.mcp = mcp.NewServer(s.impl, &mcp.ServerOptions{
-		Logger: sdkLogger(opts.Logger),
+		Logger:             sdkLogger(opts.Logger),
+		SubscribeHandler:   subscribe,
+		UnsubscribeHandler: unsubscribe,
 		// Tools are announced even while there are none, so a client learns that the list
 		// can change; logging lets it set a level for the tools' log lines; resources hold
 		// overflowing results (resources.go), added as calls overflow. The go-sdk answers

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jean2/jean2/policy"
+	"github.com/jean2/jean2/tool"
 	"github.com/jean2/jean2/toolfs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -74,4 +75,40 @@ func (s *Server) readWorkspaceFile(ctx context.Context, req *mcp.ReadResourceReq
 func userHome() string {
 	h, _ := os.UserHomeDir()
 	return h
+}
+
+// subscribe accepts a subscription to one of jean2's resources (the go-sdk keeps it per
+// session); a URI jean2 offers nothing under is refused, since nothing would ever come of it.
+func subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
+	uri := req.Params.URI
+	if !strings.HasPrefix(uri, WorkspaceScheme) && !strings.HasPrefix(uri, OverflowScheme) {
+		return mcp.ResourceNotFoundError(uri)
+	}
+	return nil
+}
+
+func unsubscribe(context.Context, *mcp.UnsubscribeRequest) error { return nil }
+
+// notifyChanged tells the subscribers of each workspace file a call changed on disk that it
+// was updated. Only changes jean2 records are seen (ctx.fs and jean2's file tools, through
+// the call's ledger); a file changed by other means (a shell command, an editor) is not.
+func (s *Server) notifyChanged(ctx context.Context, ws string, ledger *tool.Ledger) {
+	seen := map[string]bool{}
+	for _, c := range ledger.Changes() {
+		rel, err := filepath.Rel(ws, c.Path)
+		if !c.Disk || err != nil || rel == ".." || strings.HasPrefix(rel, "../") || seen[rel] {
+			continue
+		}
+		seen[rel] = true
+		_ = s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: WorkspaceURI(rel)})
+	}
+}
+
+// WorkspaceURI is the resource URI of a path relative to the workspace folder.
+func WorkspaceURI(rel string) string {
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return WorkspaceScheme + strings.Join(parts, "/")
 }
