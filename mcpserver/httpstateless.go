@@ -119,6 +119,12 @@ func (s *Server) serveStatelessCall(w http.ResponseWriter, r *http.Request) bool
 		done <- statelessAnswer{encodeCallResponse(req.ID, res, err, resultType), errorStatus(err)}
 	}()
 
+	return s.writeStatelessAnswer(w, r, done, cancel)
+}
+
+// writeStatelessAnswer writes a fast call's answer: JSON when it came within FastJSONWait,
+// else as one SSE event; an error with a status of its own (400) as JSON either way.
+func (s *Server) writeStatelessAnswer(w http.ResponseWriter, r *http.Request, done <-chan statelessAnswer, cancel context.CancelFunc) bool {
 	wait := s.opts.FastJSONWait
 	if wait == 0 {
 		wait = DefaultFastJSONWait
@@ -147,7 +153,7 @@ func (s *Server) serveStatelessCall(w http.ResponseWriter, r *http.Request) bool
 		cancel()
 		a = <-done
 	case <-r.Context().Done():
-		return true // the client dropped the request: cancel (deferred) ends the call
+		return true // the client dropped the request: the caller's deferred cancel ends the call
 	}
 	if a.status != 0 {
 		a.write(w)
