@@ -159,11 +159,25 @@ var stamp = regexp.MustCompile(`-\d{4}-\d{2}-\d{2}T[\d-]+Z$`)
 // suite writes (one folder per scenario; the auth/… ones under auth/).
 func (s conformanceSuite) runRequirementSet(t *testing.T, leg, revision string, env []string, args ...string) (map[string]scenarioResult, string) {
 	t.Helper()
+	return s.run(t, leg, env, append(args, "--requirements", revision)...)
+}
+
+// runScenario runs one scenario at a revision's wire, as its requirement set would.
+func (s conformanceSuite) runScenario(t *testing.T, leg, revision, scenario string, env []string, args ...string) (scenarioResult, bool) {
+	t.Helper()
+	results, _ := s.run(t, leg, env, append(args, "--scenario", scenario, "--spec-version", revision, "--force")...)
+	res, ok := results[scenario]
+	return res, ok
+}
+
+// run runs the suite for one leg with args and reads the checks it wrote.
+func (s conformanceSuite) run(t *testing.T, leg string, env []string, args ...string) (map[string]scenarioResult, string) {
+	t.Helper()
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	argv := append(append(append([]string{}, s.argv[1:]...), leg), args...)
-	argv = append(argv, "--requirements", revision, "-o", out, "--timeout", "60000")
+	argv = append(argv, "-o", out, "--timeout", "60000")
 	cmd := exec.CommandContext(ctx, s.argv[0], argv...)
 	cmd.Env = append(os.Environ(), env...)
 	var log bytes.Buffer
@@ -185,7 +199,7 @@ func (s conformanceSuite) runRequirementSet(t *testing.T, leg, revision string, 
 			rerr = json.Unmarshal(data, &checks)
 		}
 		if rerr != nil {
-			t.Errorf("%s %s %s: %s: %v", leg, revision, name, p, rerr)
+			t.Errorf("%s %s: %s: %v", leg, name, p, rerr)
 		}
 		out, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "stdout.txt"))
 		errOut, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "stderr.txt"))
@@ -246,6 +260,8 @@ type conformanceRun struct {
 	notScored     map[string]string
 	results       map[string]scenarioResult
 	log           string
+	// rerun runs one scenario again on its own.
+	rerun func(name string) (scenarioResult, bool)
 }
 
 func (r conformanceRun) key() string { return r.leg + " " + r.revision }
@@ -278,10 +294,13 @@ func TestMCPConformanceRequirements(t *testing.T) {
 	// and some server checks read a stream for only 500 ms, which the client set's load
 	// (a jean2 mcp probe per scenario) would make flaky on a small machine.
 	for _, r := range runs {
-		if r.leg == "server" {
-			r.results, r.log = suite.runRequirementSet(t, "server", r.revision, nil, "--url", mcpURL)
-		} else {
-			r.results, r.log = suite.runRequirementSet(t, "client", r.revision, clientEnv, "--command", probe)
+		env, target := []string(nil), []string{"--url", mcpURL}
+		if r.leg == "client" {
+			env, target = clientEnv, []string{"--command", probe}
+		}
+		r.results, r.log = suite.runRequirementSet(t, r.leg, r.revision, env, target...)
+		r.rerun = func(name string) (scenarioResult, bool) {
+			return suite.runScenario(t, r.leg, r.revision, name, env, target...)
 		}
 	}
 
@@ -314,6 +333,15 @@ func checkRun(t *testing.T, r *conformanceRun, gaps map[string]string) {
 		got := res.Outcome
 		if !ok {
 			got = "not run"
+		}
+		if got != want && r.rerun != nil {
+			// Some checks read a stream for 500 ms; on a loaded machine one may miss it.
+			// The scenario runs once more on its own, and that outcome counts.
+			if again, ran := r.rerun(name); ran {
+				t.Logf("%s %s: %s, want %s; run again on its own: %s", r.key(), name, got, want, again.Outcome)
+				res, ok, got = again, true, again.Outcome
+				r.results[name] = again
+			}
 		}
 		var why []string
 		for _, c := range res.Checks {
