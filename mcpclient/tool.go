@@ -39,11 +39,7 @@ func (s *Server) definition(t *mcp.Tool) tool.Definition {
 	if def.Description == "" {
 		def.Description = fmt.Sprintf("Tool %s of the MCP server %s.", t.Name, s.cfg.Name)
 	}
-	if in, err := json.Marshal(t.InputSchema); err == nil && string(in) != "null" {
-		def.InputSchema = in
-	} else {
-		def.InputSchema = json.RawMessage(`{"type":"object"}`)
-	}
+	def.InputSchema = InputSchema(t)
 	if t.OutputSchema != nil {
 		if out, err := json.Marshal(t.OutputSchema); err == nil {
 			def.OutputSchema = out
@@ -59,6 +55,16 @@ func (s *Server) definition(t *mcp.Tool) tool.Definition {
 		}
 	}
 	return def
+}
+
+// InputSchema is the input schema jean2 keeps for an MCP tool: the server's as it wrote it
+// (the go-sdk client decodes it into plain JSON values, so 2020-12 keywords — $schema, $defs,
+// $anchor, $ref left unresolved, allOf, if/then/else — all stay), or an empty object schema.
+func InputSchema(t *mcp.Tool) json.RawMessage {
+	if in, err := json.Marshal(t.InputSchema); err == nil && string(in) != "null" {
+		return in
+	}
+	return json.RawMessage(`{"type":"object"}`)
 }
 
 // MaxToolName is the longest name jean2 offers an MCP tool under: OpenAI and Gemini take

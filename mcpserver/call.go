@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/llm"
@@ -24,7 +25,10 @@ func (s *Server) handler(def tool.Definition) mcp.ToolHandler {
 	if out, err := objectSchema(def.OutputSchema, false); err == nil && out != nil {
 		output, _ = tool.CompileSchema(out)
 	}
-	finish := func(out host.Outcome) *mcp.CallToolResult { return toResult(out, output) }
+	finish := func(out host.Outcome) *mcp.CallToolResult {
+		s.offerOverflow(out)
+		return toResult(out, output)
+	}
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if req.Params.RequestState != "" {
 			return s.rounds.resume(ctx, req)
@@ -36,22 +40,29 @@ func (s *Server) handler(def tool.Definition) mcp.ToolHandler {
 			parked = s.rounds.newCall(def.Name, ch, finish)
 			p = parked
 		}
-		call := s.hostCall(req, def, ch, p)
+		call, missing := s.hostCall(req, def, ch, p)
 		if t := taskOf(ctx); t != nil {
 			t.follow(&call)
 		}
+		invoke := func(ctx context.Context) host.Outcome {
+			out := s.h.Invoke(ctx, call)
+			s.notifyChanged(context.WithoutCancel(ctx), call.Workspace.Path, call.Ledger)
+			return out
+		}
 		if parked != nil {
-			return s.rounds.start(ctx, req, parked, func(ctx context.Context) host.Outcome { return s.h.Invoke(ctx, call) })
+			res, err := s.rounds.start(ctx, req, parked, invoke)
+			return missing.answer(res, err)
 		}
 		ch.enter(ctx, req)
 		defer ch.leave()
-		return finish(s.h.Invoke(ctx, call)), nil
+		return missing.answer(finish(invoke(ctx)), nil)
 	}
 }
 
 // hostCall is the call as the host runs it, with the client standing in for a person and,
-// when the host has no model, for the model.
-func (s *Server) hostCall(req *mcp.CallToolRequest, def tool.Definition, ch *channel, p peer) host.Call {
+// when the host has no model, for the model. missing records whether the call needed a
+// capability the client did not declare.
+func (s *Server) hostCall(req *mcp.CallToolRequest, def tool.Definition, ch *channel, p peer) (call host.Call, missing *missingSampling) {
 	sess := s.session(req.Session)
 	args := req.Params.Arguments
 	if len(args) == 0 || string(args) == "null" {
@@ -59,22 +70,53 @@ func (s *Server) hostCall(req *mcp.CallToolRequest, def tool.Definition, ch *cha
 	}
 	caps := clientCaps(req.Session)
 	now := s.serving.Load()
-	call := host.Call{
+	call = host.Call{
 		Tool: def.Name, Args: args, SessionID: sess.id, Session: sess.facts,
+		Ledger:     tool.NewLedger(), // read after the call for the files it changed (notifyChanged)
 		Workspace:  now.workspace,
 		Asker:      &elicitAsker{peer: p, canElicit: caps.Elicitation != nil, policy: now.policy},
 		Progress:   ch.progress,
 		LogHandler: &logHandler{ch: ch, logger: def.Name},
 	}
-	if caps.Sampling != nil {
-		switch {
-		case !s.h.HasLLM():
-			call.LLM = llm.FromText(samplingModel{peer: p})
-		case s.opts.LLM != nil:
-			call.LLM = llm.FromText(orSampling{first: s.opts.LLM, then: samplingModel{peer: p}})
+	var client llm.TextGenerator = samplingModel{peer: p}
+	if caps.Sampling == nil {
+		if !usesRounds(req.Session) {
+			return call, nil // the host's model, or its "none configured"
 		}
+		missing = &missingSampling{}
+		client = missing
 	}
-	return call
+	switch {
+	case !s.h.HasLLM():
+		call.LLM = llm.FromText(client)
+	case s.opts.LLM != nil:
+		call.LLM = llm.FromText(orSampling{first: s.opts.LLM, then: client})
+	}
+	return call, missing
+}
+
+// missingSampling stands in for the client's model on 2026-07-28 or later when the client
+// declared no sampling and the host has no model: ctx.llm fails as with no model at all,
+// and a call that then fails is answered with MissingRequiredClientCapabilityError
+// (-32021, SEP-2575) naming sampling, so the client learns what to declare instead of
+// reading a tool error. A tool that copes without the model answers as usual.
+type missingSampling struct{ needed atomic.Bool }
+
+func (m *missingSampling) GenerateText(context.Context, tool.TextRequest) (string, error) {
+	m.needed.Store(true)
+	return "", fmt.Errorf("%w, and the MCP client declared no sampling capability for its own model to answer", tool.ErrNoLLM)
+}
+
+// answer is the call's answer: as it is, unless the call failed after needing sampling.
+func (m *missingSampling) answer(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	if m == nil || err != nil || res == nil || !res.IsError || !m.needed.Load() {
+		return res, err
+	}
+	return nil, &jsonrpc.Error{
+		Code:    mcp.CodeMissingRequiredClientCapabilities,
+		Message: "the tool needs a model: jean2 has none configured, and the client did not declare the sampling capability",
+		Data:    json.RawMessage(`{"requiredCapabilities":{"sampling":{}}}`),
+	}
 }
 
 // clientCaps are the capabilities the client declared (none when it declared nothing).

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,7 +35,9 @@ import (
 //     (Mcp-Param-*, x-mcp-header in the tool's schema: SEP-2243), which the go-sdk checks.
 //
 // The answer is JSON when the call ends within FastJSONWait, else an SSE stream with one
-// event (a stateless stream is not resumable: there is no session to resume it in). A
+// event (a stateless stream is not resumable: there is no session to resume it in), its
+// headers written with the answer; an error the spec answers with 400 (invalid params, a
+// missing client capability: SEP-2575) is JSON with that status however long it took. A
 // client that drops the request cancels the call, as the go-sdk's PropagateRequestCancellation
 // does. Everything else is the go-sdk's, with the body as it was sent.
 
@@ -88,7 +92,7 @@ func (s *Server) serveStatelessCall(w http.ResponseWriter, r *http.Request) bool
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	done := make(chan []byte, 1)
+	done := make(chan statelessAnswer, 1)
 	s.calls.Add(1)
 	go func() {
 		defer s.calls.Done()
@@ -112,9 +116,15 @@ func (s *Server) serveStatelessCall(w http.ResponseWriter, r *http.Request) bool
 				res.Meta[mcp.MetaKeyServerInfo] = s.impl
 			}
 		}
-		done <- encodeCallResponse(req.ID, res, err, resultType)
+		done <- statelessAnswer{encodeCallResponse(req.ID, res, err, resultType), errorStatus(err)}
 	}()
 
+	return s.writeStatelessAnswer(w, r, done, cancel)
+}
+
+// writeStatelessAnswer writes a fast call's answer: JSON when it came within FastJSONWait,
+// else as one SSE event; an error with a status of its own (400) as JSON either way.
+func (s *Server) writeStatelessAnswer(w http.ResponseWriter, r *http.Request, done <-chan statelessAnswer, cancel context.CancelFunc) bool {
 	wait := s.opts.FastJSONWait
 	if wait == 0 {
 		wait = DefaultFastJSONWait
@@ -122,33 +132,67 @@ func (s *Server) serveStatelessCall(w http.ResponseWriter, r *http.Request) bool
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
-	case out := <-done:
+	case a := <-done:
 		s.countStateless(0)
-		writeJSON(w, "", out)
+		a.write(w)
 		return true
 	case <-s.done:
 		cancel() // Close: the call ends, and its answer says so
 		s.countStateless(0)
-		writeJSON(w, "", <-done)
+		(<-done).write(w)
 		return true
 	case <-timer.C:
 	}
 	s.countStateless(1)
+	// Nothing is written until the answer, as the go-sdk writes a request's stream: an
+	// error the spec gives a status of its own (400, SEP-2575) can still have it.
+	var a statelessAnswer
+	select {
+	case a = <-done:
+	case <-s.done:
+		cancel()
+		a = <-done
+	case <-r.Context().Done():
+		return true // the client dropped the request: the caller's deferred cancel ends the call
+	}
+	if a.status != 0 {
+		a.write(w)
+		return true
+	}
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/event-stream")
 	hdr.Set("Cache-Control", "no-cache, no-transform")
 	w.WriteHeader(http.StatusOK)
-	_ = http.NewResponseController(w).Flush()
-	select {
-	case out := <-done:
-		_ = writeEvent(w, "event: message\ndata: "+string(out)+"\n\n")
-	case <-s.done:
-		cancel()
-		_ = writeEvent(w, "event: message\ndata: "+string(<-done)+"\n\n")
-	case <-r.Context().Done():
-		// The client dropped the request: cancel (deferred) ends the call.
-	}
+	_ = writeEvent(w, "event: message\ndata: "+string(a.out)+"\n\n")
 	return true
+}
+
+// statelessAnswer is a fast call's encoded answer and the HTTP status it goes back with.
+type statelessAnswer struct {
+	out    []byte
+	status int
+}
+
+func (a statelessAnswer) write(w http.ResponseWriter) {
+	if a.status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(a.out)))
+		w.WriteHeader(a.status)
+		_, _ = w.Write(a.out)
+		return
+	}
+	writeJSON(w, "", a.out)
+}
+
+// errorStatus is the HTTP status of a stateless answer that is an error, as the go-sdk
+// gives it (SEP-2575): 400 for invalid params and a missing client capability; 0 (200)
+// otherwise. An answer already streaming as SSE keeps its 200.
+func errorStatus(err error) int {
+	var jerr *jsonrpc.Error
+	if errors.As(err, &jerr) && (jerr.Code == jsonrpc.CodeInvalidParams || jerr.Code == mcp.CodeMissingRequiredClientCapabilities) {
+		return http.StatusBadRequest
+	}
+	return 0
 }
 
 // statelessMetaFits reports whether a request's _meta is one the fast path may answer (see

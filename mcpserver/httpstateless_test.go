@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jean2/jean2/mcpserver"
+	"github.com/jean2/jean2/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -195,5 +197,51 @@ func TestHTTPStatelessFastPathRules(t *testing.T) {
 	}
 	if j, s := mcpserver.HTTPStatelessServed(r.srv); j != 1 || s != 0 {
 		t.Fatalf("stateless fast path: %d JSON, %d SSE answers, want only the fitting call's", j, s)
+	}
+}
+
+// A stateless call that needs the client's model, from a client that declared no sampling,
+// is answered with MissingRequiredClientCapabilityError and HTTP 400 (SEP-2575), whether
+// it ends within FastJSONWait or after (when the answer used to stream over SSE with 200).
+func TestHTTPStatelessMissingSamplingIs400(t *testing.T) {
+	r := newRig(t, func(r *rig) { r.opts.FastJSONWait = 20 * time.Millisecond })
+	r.src.mu.Lock()
+	r.src.tools = []tool.Tool{&tool.Func{Def: tool.Definition{Name: "slow-think", Description: "Wait, then ask the model.", InputSchema: obj(`{"type":"object"}`)},
+		Run: func(ctx context.Context, c *tool.Context, _ json.RawMessage) tool.Result {
+			time.Sleep(200 * time.Millisecond)
+			text, err := c.LLM.GenerateText(ctx, tool.TextRequest{Prompt: "2+2?"})
+			if err != nil {
+				return tool.Errorf("%v", err)
+			}
+			return tool.Success(text)
+		}}}
+	r.src.mu.Unlock()
+	if err := r.h.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(r.srv.HTTPHandler())
+	t.Cleanup(ts.Close)
+	const v = "2026-07-28"
+	for _, toolName := range []string{"think", "slow-think"} {
+		body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"` + toolName + `","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"` + v + `","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", v)
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", toolName)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" ||
+			!strings.Contains(string(data), `"code":-32021`) || !strings.Contains(string(data), `"requiredCapabilities":{"sampling":{}}`) {
+			t.Errorf("%s: %d %s %s, want 400 and MissingRequiredClientCapabilityError naming sampling", toolName, resp.StatusCode, resp.Header.Get("Content-Type"), data)
+		}
+	}
+	if j, s := mcpserver.HTTPStatelessServed(r.srv); j != 1 || s != 1 {
+		t.Fatalf("stateless fast path: %d within the wait, %d past it; want 1 and 1", j, s)
 	}
 }

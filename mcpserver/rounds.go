@@ -37,7 +37,7 @@ func newRounds(timeout time.Duration) *rounds {
 
 // parkedCall is one call that may need rounds of input.
 type parkedCall struct {
-	id     string // its requestState
+	id     string // its requestState, a new one for each round
 	tool   string
 	ch     *channel
 	finish func(host.Outcome) *mcp.CallToolResult
@@ -68,7 +68,7 @@ var errRoundsClosed = errors.New("the MCP server is shutting down")
 
 func (r *rounds) newCall(tool string, ch *channel, finish func(host.Outcome) *mcp.CallToolResult) *parkedCall {
 	return &parkedCall{
-		id: randomID() + randomID(), tool: tool, ch: ch, finish: finish,
+		tool: tool, ch: ch, finish: finish,
 		inputs: make(chan inputAsk, 8), outcome: make(chan host.Outcome, 1),
 	}
 }
@@ -158,17 +158,21 @@ func (r *rounds) await(ctx context.Context, req *mcp.CallToolRequest, p *parkedC
 }
 
 // park keeps the call until the client's retry, or cancels it after the input timeout.
+// Each round gets a requestState of its own (SEP-2322's evolving state): the previous
+// round's, once answered, names nothing, so an answer cannot be replayed into a later round.
 func (r *rounds) park(p *parkedCall) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return errRoundsClosed
 	}
-	r.parked[p.id] = p
+	id := randomID() + randomID()
+	p.id = id
+	r.parked[id] = p
 	p.timer = time.AfterFunc(r.timeout, func() {
 		r.mu.Lock()
-		_, still := r.parked[p.id]
-		delete(r.parked, p.id)
+		_, still := r.parked[id]
+		delete(r.parked, id)
 		r.mu.Unlock()
 		if still {
 			p.abandon(fmt.Errorf("the MCP client did not come back with the input within %s", r.timeout))

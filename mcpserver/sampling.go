@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jean2/jean2/llm"
 	"github.com/jean2/jean2/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -54,7 +55,7 @@ func (m samplingModel) GenerateText(ctx context.Context, req tool.TextRequest) (
 // takes over without the client reconnecting.
 type orSampling struct {
 	first tool.LLM
-	then  samplingModel
+	then  llm.TextGenerator // the client's model, or missingSampling
 }
 
 func (o orSampling) GenerateText(ctx context.Context, req tool.TextRequest) (string, error) {

@@ -73,9 +73,10 @@ type Server struct {
 	log  *slog.Logger
 	mcp  *mcp.Server
 
-	rounds  *rounds
-	tasks   *taskTable
-	serving atomic.Pointer[serving] // the workspace and policy calls run with now
+	rounds    *rounds
+	tasks     *taskTable
+	overflows overflowResources       // overflowing results offered as resources (resources.go)
+	serving   atomic.Pointer[serving] // the workspace and policy calls run with now
 
 	mu       sync.Mutex
 	listed   map[string]string          // tool name → the JSON listed for it, so a reload sends only changes
@@ -192,15 +193,23 @@ func New(h Host, opts Options) (*Server, error) {
 	s.tasks = newTaskTable()
 	s.impl = &mcp.Implementation{Name: "jean2", Title: "jean2 tool host", Version: opts.Version}
 	s.mcp = mcp.NewServer(s.impl, &mcp.ServerOptions{
-		Logger: sdkLogger(opts.Logger),
+		Logger:             sdkLogger(opts.Logger),
+		SubscribeHandler:   subscribe,
+		UnsubscribeHandler: unsubscribe,
 		// Tools are announced even while there are none, so a client learns that the list
-		// can change; logging lets it set a level for the tools' log lines.
+		// can change; logging lets it set a level for the tools' log lines; resources hold
+		// overflowing results (resources.go), added as calls overflow. The go-sdk answers
+		// prompts/list (with no prompts yet) whatever is declared, and a server that
+		// answers it must declare prompts (SEP-2575), so they are declared.
 		Capabilities: &mcp.ServerCapabilities{
-			Tools:   &mcp.ToolCapabilities{ListChanged: true},
-			Logging: &mcp.LoggingCapabilities{},
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Logging:   &mcp.LoggingCapabilities{},
+			Prompts:   &mcp.PromptCapabilities{},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true},
 		},
 	})
 	s.mcp.AddReceivingMiddleware(tasksMiddleware)
+	s.addWorkspaceTemplate()
 	// Subscribe before the first sync so that no reload falls between the two.
 	events := make(chan host.ToolsChanged, 16)
 	s.unsubscribe = h.Subscribe(events)

@@ -19,6 +19,7 @@ import (
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/mcpserver"
 	"github.com/jean2/jean2/tool"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -512,10 +513,19 @@ func TestSamplingStandsInForTheModel(t *testing.T) {
 		if got == nil || got.SystemPrompt != "be brief" || toJSON(got.Messages) != `[{"content":{"type":"text","text":"2+2?"},"role":"user"}]` {
 			t.Fatalf("%s: sampling request %s", version, toJSON(got))
 		}
-		// Without sampling the host's answer stands: no provider.
+		// Without sampling: on the classic revision the host's answer stands (no provider);
+		// on 2026-07-28 the call is refused for the capability the client did not declare.
 		plain := r.connect(version, nil)
-		if res := call(t, plain, "think", nil); !res.IsError || !strings.Contains(text(res), "no LLM provider is configured") {
-			t.Fatalf("%s: without sampling: %s", version, text(res))
+		if version == classic {
+			if res := call(t, plain, "think", nil); !res.IsError || !strings.Contains(text(res), "no LLM provider is configured") {
+				t.Fatalf("%s: without sampling: %s", version, text(res))
+			}
+			continue
+		}
+		_, err := plain.CallTool(context.Background(), &mcp.CallToolParams{Name: "think", Arguments: map[string]any{}})
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) || werr.Code != mcp.CodeMissingRequiredClientCapabilities || string(werr.Data) != `{"requiredCapabilities":{"sampling":{}}}` {
+			t.Fatalf("%s: without sampling: %v (%#v), want MissingRequiredClientCapabilityError naming sampling", version, err, werr)
 		}
 	}
 }
@@ -618,6 +628,36 @@ func TestParkedCallTimesOut(t *testing.T) {
 		InputResponses: mcp.InputResponseMap{key: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "late"}}}})
 	if err == nil || !strings.Contains(err.Error(), "names no call waiting for input") {
 		t.Fatalf("late retry: %v", err)
+	}
+}
+
+// Each round of a call has a requestState of its own: the second round's differs from the
+// first's, and the first's, once answered, names nothing (SEP-2322's evolving state).
+func TestEachRoundHasItsOwnRequestState(t *testing.T) {
+	r := newRig(t)
+	cs := r.connect(newest, &mcp.ClientOptions{
+		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, errors.New("unused") },
+	})
+	args := obj(`{"asks":[{"type":"text","question":"Name?"},{"type":"text","question":"Colour?"}]}`)
+	answer := func(res *mcp.CallToolResult, state, text string) (*mcp.CallToolResult, error) {
+		responses := mcp.InputResponseMap{}
+		for k := range res.InputRequests {
+			responses[k] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": text}}
+		}
+		return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "asker", Arguments: args, RequestState: state, InputResponses: responses})
+	}
+	first := call(t, cs, "asker", args)
+	second, err := answer(first, first.RequestState, "Grace")
+	if err != nil || !second.NeedsInput() || second.RequestState == "" || second.RequestState == first.RequestState {
+		t.Fatalf("second round: %v %s (first round's state %s)", err, toJSON(second), first.RequestState)
+	}
+	if _, err := answer(second, first.RequestState, "replayed"); err == nil || !strings.Contains(err.Error(), "names no call waiting for input") {
+		t.Fatalf("the first round's state again: %v", err)
+	}
+	last, err := answer(second, second.RequestState, "blue")
+	if err != nil || text(last) != `{"success":true,"result":["Grace","blue"]}` {
+		t.Fatalf("last round: %v %s", err, toJSON(last))
 	}
 }
 

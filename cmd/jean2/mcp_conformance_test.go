@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -12,18 +13,47 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v4"
 )
 
-// conformanceSuite returns the command that runs the official MCP conformance suite
-// (scripts/setup installs it into .deps/conformance; it needs Node 22, so Bun runs it).
-func conformanceSuite(t *testing.T) []string {
+// conformanceRevisions are the MCP revisions whose requirement sets the suite scores.
+var conformanceRevisions = []string{"2025-11-25", "2026-07-28"}
+
+// conformancePin is the suite's version as scripts/setup pins it, so the test and the
+// installer never disagree about which folder holds it.
+func conformancePin(t *testing.T) string {
 	t.Helper()
+	data, err := os.ReadFile("../../scripts/setup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^want_conformance=(\S+)$`).FindSubmatch(data)
+	if m == nil {
+		t.Fatal("scripts/setup pins no want_conformance")
+	}
+	return string(m[1])
+}
+
+// conformanceSuite is the official MCP conformance suite as scripts/setup installs it
+// (into .deps/conformance-VERSION; it needs Node 22, so Bun runs it).
+type conformanceSuite struct {
+	version string
+	pkg     string   // the package's folder, which holds requirements/REV.yaml
+	argv    []string // bun and the suite's entry point
+}
+
+func findConformanceSuite(t *testing.T) conformanceSuite {
+	t.Helper()
+	version := conformancePin(t)
 	deps, _ := filepath.Abs("../../.deps")
-	cli := filepath.Join(deps, "conformance", "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
+	pkg := filepath.Join(deps, "conformance-"+version, "node_modules", "@modelcontextprotocol", "conformance")
+	cli := filepath.Join(pkg, "dist", "index.js")
 	bun := os.Getenv("JEAN2_BUN")
 	if bun == "" {
 		bun = filepath.Join(deps, "node_modules", ".bin", "bun")
@@ -36,7 +66,50 @@ func conformanceSuite(t *testing.T) []string {
 			t.Skipf("%s is missing: run scripts/setup", f)
 		}
 	}
-	return []string{bun, cli}
+	return conformanceSuite{version: version, pkg: pkg, argv: []string{bun, cli}}
+}
+
+// requirementSet is one revision's requirements/REV.yaml: the scenarios each leg must pass,
+// and those run and reported but not scored (extensions, pending, added after the release).
+type requirementSet struct {
+	Server    []string `yaml:"server"`
+	Client    []string `yaml:"client"`
+	NotScored []struct {
+		Scenario string `yaml:"scenario"`
+		Leg      string `yaml:"leg"`
+		Reason   string `yaml:"reason"`
+	} `yaml:"not_scored"`
+}
+
+func (s conformanceSuite) requirements(t *testing.T, revision string) requirementSet {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(s.pkg, "requirements", revision+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set requirementSet
+	if err := yaml.Unmarshal(data, &set); err != nil {
+		t.Fatalf("requirements %s: %v", revision, err)
+	}
+	return set
+}
+
+// scenarios lists a leg's scenarios in the set's order, each with why it is not scored
+// ("" when it is).
+func (r requirementSet) scenarios(leg string) (names []string, notScored map[string]string) {
+	scored := r.Server
+	if leg == "client" {
+		scored = r.Client
+	}
+	names = append(names, scored...)
+	notScored = map[string]string{}
+	for _, n := range r.NotScored {
+		if n.Leg == leg {
+			names = append(names, n.Scenario)
+			notScored[n.Scenario] = n.Reason
+		}
+	}
+	return names, notScored
 }
 
 // conformanceCheck is one check of a scenario's checks.json.
@@ -48,76 +121,271 @@ type conformanceCheck struct {
 	Details      json.RawMessage `json:"details"`
 }
 
-// runConformance runs one scenario (args: "server --url U" or "client --command C") and
-// returns its checks, read from the file the suite writes.
-func runConformance(t *testing.T, suite []string, scenario string, env []string, args ...string) []conformanceCheck {
-	t.Helper()
-	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, suite[0], append(append(suite[1:], args...), "--scenario", scenario, "-o", out)...)
-	cmd.Env = append(os.Environ(), env...)
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	_ = cmd.Run()      // a failing scenario exits non-zero; its checks say why
-	var files []string // auth/… scenarios write into a folder of their own
-	_ = filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.Name() == "checks.json" {
-			files = append(files, p)
-		}
-		return nil
-	})
-	if len(files) != 1 {
-		t.Errorf("scenario %s wrote no checks.json (%v):\n%s", scenario, files, log.String())
-		return nil
-	}
-	data, err := os.ReadFile(files[0])
-	if err != nil {
-		t.Error(err)
-		return nil
-	}
-	var checks []conformanceCheck
-	if err := json.Unmarshal(data, &checks); err != nil {
-		t.Errorf("scenario %s: checks.json: %v", scenario, err)
-		return nil
-	}
-	if len(checks) == 0 {
-		t.Errorf("scenario %s made no checks:\n%s", scenario, log.String())
-		return nil
-	}
-	return checks
+// scenarioResult is what one scenario of a run came to: pass (a check succeeded, none
+// failed or warned), warn (warnings only) or fail; not run when it wrote no checks.
+type scenarioResult struct {
+	Outcome string
+	Checks  []conformanceCheck
+	Output  string // what the client under test printed (client scenarios)
 }
 
-// requireClean fails unless every check of a scenario passed or only informed: no failure
-// and no warning.
-func requireClean(t *testing.T, scenario string, checks []conformanceCheck) {
-	t.Helper()
-	if checks == nil {
-		return // runConformance said why
-	}
-	passed := 0
+// outcomeOf scores a scenario's checks as the suite does, warnings counted apart.
+func outcomeOf(checks []conformanceCheck) string {
+	passed, warned := 0, 0
 	for _, c := range checks {
 		switch c.Status {
 		case "SUCCESS":
 			passed++
-		case "INFO":
-		default:
-			t.Errorf("%s: %s %s: %s (%s) %s", scenario, c.Status, c.ID, c.Description, c.ErrorMessage, c.Details)
+		case "WARNING":
+			warned++
+		case "FAILURE":
+			return "fail"
 		}
 	}
-	if passed == 0 {
-		t.Errorf("%s: no check succeeded: %+v", scenario, checks)
+	switch {
+	case passed == 0:
+		return "fail"
+	case warned > 0:
+		return "warn"
+	}
+	return "pass"
+}
+
+// stamp is the time the suite appends to a scenario's result folder.
+var stamp = regexp.MustCompile(`-\d{4}-\d{2}-\d{2}T[\d-]+Z$`)
+
+// runRequirementSet runs a revision's whole requirement set for one leg (args: "--url U"
+// or "--command C") and returns each scenario's result, read from the checks.json files the
+// suite writes (one folder per scenario; the auth/… ones under auth/).
+func (s conformanceSuite) runRequirementSet(t *testing.T, leg, revision string, env []string, args ...string) (map[string]scenarioResult, string) {
+	t.Helper()
+	return s.run(t, leg, env, append(args, "--requirements", revision)...)
+}
+
+// runScenario runs one scenario at a revision's wire, as its requirement set would.
+func (s conformanceSuite) runScenario(t *testing.T, leg, revision, scenario string, env []string, args ...string) (scenarioResult, bool) {
+	t.Helper()
+	results, _ := s.run(t, leg, env, append(args, "--scenario", scenario, "--spec-version", revision, "--force")...)
+	res, ok := results[scenario]
+	return res, ok
+}
+
+// run runs the suite for one leg with args and reads the checks it wrote.
+func (s conformanceSuite) run(t *testing.T, leg string, env []string, args ...string) (map[string]scenarioResult, string) {
+	t.Helper()
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	argv := append(append(append([]string{}, s.argv[1:]...), leg), args...)
+	argv = append(argv, "-o", out, "--timeout", "60000")
+	cmd := exec.CommandContext(ctx, s.argv[0], argv...)
+	cmd.Env = append(os.Environ(), env...)
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	_ = cmd.Run() // a set with failures exits non-zero; the checks say which
+	results := map[string]scenarioResult{}
+	_ = filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.Name() != "checks.json" {
+			return nil
+		}
+		rel, _ := filepath.Rel(out, filepath.Dir(p))
+		name := stamp.ReplaceAllString(filepath.ToSlash(rel), "")
+		if leg == "server" {
+			name = strings.TrimPrefix(name, "server-")
+		}
+		var checks []conformanceCheck
+		data, rerr := os.ReadFile(p)
+		if rerr == nil {
+			rerr = json.Unmarshal(data, &checks)
+		}
+		if rerr != nil {
+			t.Errorf("%s %s: %s: %v", leg, name, p, rerr)
+		}
+		out, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "stdout.txt"))
+		errOut, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "stderr.txt"))
+		results[name] = scenarioResult{Outcome: outcomeOf(checks), Checks: checks, Output: string(out) + string(errOut)}
+		return nil
+	})
+	return results, log.String()
+}
+
+// conformanceGaps are the scenarios jean2 does not pass yet, by "LEG REVISION/SCENARIO",
+// with the outcome they have now (fail or warn). Every other scenario of the sets must pass
+// with no warning, and a listed one that starts passing fails the test until it leaves the
+// list: the list is the truth about jean2, never a way to skip.
+func conformanceGaps() map[string]string {
+	gaps := map[string]string{}
+	add := func(key, outcome string, scenarios ...string) {
+		for _, s := range scenarios {
+			gaps[key+"/"+s] = outcome
+		}
+	}
+	// Rich tool results (images, audio, embedded resources) are being built apart.
+	rich := []string{"tools-call-image", "tools-call-audio", "tools-call-embedded-resource", "tools-call-mixed-content"}
+	// jean2 serves no resources or prompts of the suite's (it lists none), nor completion.
+	resources := []string{"resources-read-text", "resources-read-binary", "resources-templates-read"}
+	prompts := []string{"prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource", "prompts-get-with-image", "completion-complete"}
+	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
+		add("server "+rev, "fail", rich...)
+		add("server "+rev, "fail", resources...)
+		add("server "+rev, "fail", prompts...)
+	}
+	add("server 2025-11-25", "fail", "resources-subscribe", "resources-unsubscribe")
+	// jean2's asks map to forms of their own, not the suite's test_elicitation_sep* forms.
+	add("server 2025-11-25", "fail", "elicitation-sep1034-defaults", "elicitation-sep1330-enums")
+	// The 2026-07-28 wire. server-stateless warns: no jean2 tool can add a tool while a client
+	// listens (a SHOULD). The suite fixes the keys of input requests ("user_name") and the
+	// form fields of answers ("name"), where jean2's asks name their own (ask-N, answer); a
+	// retry without requestState starts the call again; jean2's tools have no roots, and no
+	// prompts to ask through.
+	add("server 2026-07-28", "warn", "server-stateless", "input-required-result-ignore-extra-params")
+	add("server 2026-07-28", "fail", "input-required-result-basic-elicitation", "input-required-result-basic-list-roots",
+		"input-required-result-multiple-input-requests", "input-required-result-non-tool-request")
+	// The io.modelcontextprotocol/tasks extension (jean2 serves tasks on 2025-11-25 only).
+	add("server 2026-07-28", "fail", "tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields",
+		"tasks-request-state-removal", "tasks-mrtr-input", "tasks-request-headers", "tasks-dispatch-and-envelope",
+		"tasks-status-notifications", "tasks-required-task-error", "tasks-mrtr-composition")
+	// Machine sign-in (client credentials) and the other auth extensions.
+	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
+		add("client "+rev, "fail", "auth/client-credentials-jwt", "auth/client-credentials-basic",
+			"auth/enterprise-managed-authorization", "auth/dpop", "auth/dpop-nonce", "auth/wif-jwt-bearer")
+	}
+	return gaps
+}
+
+// conformanceRun is one leg of one revision: its scenarios and what each came to.
+type conformanceRun struct {
+	leg, revision string
+	names         []string
+	notScored     map[string]string
+	results       map[string]scenarioResult
+	log           string
+	// rerun runs one scenario again on its own.
+	rerun func(name string) (scenarioResult, bool)
+}
+
+func (r conformanceRun) key() string { return r.leg + " " + r.revision }
+
+// The official conformance suite's whole requirement sets, both revisions, against jean2:
+// the server leg against jean2 serve's /mcp (with the project's conformance tool folders,
+// and the API token the server requires, added by a proxy on localhost as an MCP client
+// configured with the header would), the client leg against jean2 mcp probe
+// (testdata/conformance/probe.sh). Each scenario, scored or not, must come to what
+// conformanceGaps says (pass unless listed), and docs/mcp.md's table of them must be the
+// one this run makes (JEAN2_UPDATE_DOCS=1 rewrites it).
+func TestMCPConformanceRequirements(t *testing.T) {
+	suite := findConformanceSuite(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed (it plays the browser of the client's sign-ins)")
+	}
+	c := newCLI(t)
+	mcpURL, s := serveForConformance(t, c)
+	probe, _ := filepath.Abs("testdata/conformance/probe.sh")
+	clientEnv := append(c.env(), "JEAN2_BIN="+jean2Bin)
+
+	var runs []*conformanceRun
+	for _, leg := range []string{"server", "client"} {
+		for _, rev := range conformanceRevisions {
+			names, notScored := suite.requirements(t, rev).scenarios(leg)
+			runs = append(runs, &conformanceRun{leg: leg, revision: rev, names: names, notScored: notScored})
+		}
+	}
+	// One set after the other: the suite runs a client set's scenarios in parallel already,
+	// and some server checks read a stream for only 500 ms, which the client set's load
+	// (a jean2 mcp probe per scenario) would make flaky on a small machine.
+	for _, r := range runs {
+		env, target := []string(nil), []string{"--url", mcpURL}
+		if r.leg == "client" {
+			env, target = clientEnv, []string{"--command", probe}
+		}
+		r.results, r.log = suite.runRequirementSet(t, r.leg, r.revision, env, target...)
+		r.rerun = func(name string) (scenarioResult, bool) {
+			return suite.runScenario(t, r.leg, r.revision, name, env, target...)
+		}
+	}
+
+	gaps := conformanceGaps()
+	for _, r := range runs {
+		checkRun(t, r, gaps)
+	}
+	for key := range gaps {
+		if !listedIn(runs, key) {
+			t.Errorf("conformanceGaps lists %s, which no requirement set has", key)
+		}
+	}
+	keepConformanceTable(t, suite.version, runs)
+	checkKeptTokens(t, c.home)
+	if t.Failed() {
+		fmt.Fprintln(os.Stderr, s.logs.String())
 	}
 }
 
-// The official conformance suite's server scenarios against jean2 serve's /mcp, with the API
-// token the server requires (a proxy on localhost adds it, as an MCP client configured with
-// the header would). Every scenario that applies to a tools server must pass with no
-// warning; those of resources, prompts, completion and of image, audio and embedded content
-// (jean2's tools return JSON results) do not apply.
-func TestMCPConformanceServer(t *testing.T) {
-	suite := conformanceSuite(t)
-	c := newCLI(t)
+// checkRun compares each scenario of a run with what conformanceGaps expects of it.
+func checkRun(t *testing.T, r *conformanceRun, gaps map[string]string) {
+	t.Helper()
+	logged := false
+	for _, name := range r.names {
+		want := gaps[r.key()+"/"+name]
+		if want == "" {
+			want = "pass"
+		}
+		res, ok := r.results[name]
+		got := res.Outcome
+		if !ok {
+			got = "not run"
+		}
+		if got != want && r.rerun != nil {
+			// Some checks read a stream for 500 ms; on a loaded machine one may miss it.
+			// The scenario runs once more on its own, and that outcome counts.
+			if again, ran := r.rerun(name); ran {
+				t.Logf("%s %s: %s, want %s; run again on its own: %s", r.key(), name, got, want, again.Outcome)
+				res, ok, got = again, true, again.Outcome
+				r.results[name] = again
+			}
+		}
+		var why []string
+		for _, c := range res.Checks {
+			if c.Status == "FAILURE" || c.Status == "WARNING" {
+				why = append(why, fmt.Sprintf("%s %s: %s %s", c.Status, c.ID, c.ErrorMessage, c.Details))
+			}
+		}
+		if got == want {
+			if want != "pass" { // a known gap: what is missing, for -v
+				t.Logf("%s %s: %s (known gap):\n  %s", r.key(), name, got, strings.Join(why, "\n  "))
+			}
+			continue
+		}
+		if want != "pass" && got == "pass" {
+			t.Errorf("%s %s: passes now; take it out of conformanceGaps", r.key(), name)
+			continue
+		}
+		t.Errorf("%s %s: %s, want %s:\n  %s", r.key(), name, got, want, strings.Join(why, "\n  "))
+		if res.Output != "" {
+			t.Logf("%s %s: the client printed:\n%s", r.key(), name, res.Output)
+		}
+		if !ok && !logged {
+			t.Logf("%s output:\n%s", r.key(), r.log)
+			logged = true
+		}
+	}
+}
+
+func listedIn(runs []*conformanceRun, key string) bool {
+	for _, r := range runs {
+		for _, n := range r.names {
+			if r.key()+"/"+n == key {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// serveForConformance starts jean2 serve with the conformance tool folders and returns
+// the URL of a proxy to its /mcp that adds the token, after checking /mcp refuses a
+// request without it.
+func serveForConformance(t *testing.T, c *cli) (string, *served) {
+	t.Helper()
 	tools, _ := filepath.Abs("testdata/conformance/tools")
 	entries, err := os.ReadDir(tools)
 	if err != nil {
@@ -136,11 +404,8 @@ func TestMCPConformanceServer(t *testing.T) {
 		r.Header.Set("Authorization", "Bearer "+s.token)
 	}
 	front := httptest.NewServer(proxy)
-	defer front.Close()
-	// The suite's DNS rebinding scenario needs a localhost URL.
-	mcpURL := strings.Replace(front.URL, "127.0.0.1", "localhost", 1) + "/mcp"
+	t.Cleanup(front.Close)
 
-	// Without the token, /mcp refuses: the proxy is what lets the suite in.
 	resp, err := http.Post(s.base+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -149,58 +414,41 @@ func TestMCPConformanceServer(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("/mcp without the token: %d, want 401", resp.StatusCode)
 	}
-
-	for _, scenario := range []string{
-		"server-initialize", "ping", "logging-set-level", "tools-list",
-		"tools-call-simple-text", "tools-call-error", "tools-call-with-logging", "tools-call-with-progress",
-		"tools-call-sampling", "tools-call-elicitation", "json-schema-2020-12",
-		"server-sse-polling", "server-sse-multiple-streams", "dns-rebinding-protection",
-	} {
-		checks := runConformance(t, suite, scenario, nil, "server", "--url", mcpURL)
-		requireClean(t, scenario, checks)
+	// The suite's DNS rebinding scenario needs a localhost URL.
+	mcpURL := strings.Replace(front.URL, "127.0.0.1", "localhost", 1) + "/mcp"
+	for _, e := range entries {
+		warmTool(t, mcpURL, e.Name())
 	}
-	if t.Failed() {
-		fmt.Fprintln(os.Stderr, s.logs.String())
-	}
+	return mcpURL, s
 }
 
-// The official conformance suite's client scenarios against jean2's MCP client, through
-// jean2 mcp probe (testdata/conformance/probe.sh passes a scenario's pre-registered client
-// and lets curl play the browser that follows the authorization server's redirect to the
-// loopback listener). Every scenario must pass with no warning; the tokens it signed in for
-// are kept 0600 under $JEAN2_HOME/mcp-oauth.
-func TestMCPConformanceClient(t *testing.T) {
-	suite := conformanceSuite(t)
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl is not installed (it plays the browser of the sign-in)")
+// warmTool calls a tool once (stateless, 2026-07-28, no capabilities), so that its worker
+// is running: some of the suite's checks read a call's stream for only 500 ms, and a Bun
+// worker's first start on a loaded machine can take longer, which is not what they measure.
+// The answer does not matter (a tool that asks or needs a model fails here).
+func warmTool(t *testing.T, mcpURL, name string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":{},`+
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, name)
+	req, _ := http.NewRequest(http.MethodPost, mcpURL, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", name)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("warming %s: %v", name, err)
 	}
-	c := newCLI(t)
-	probe, _ := filepath.Abs("testdata/conformance/probe.sh")
-	env := append(c.env(), "JEAN2_BIN="+jean2Bin)
-	// sse-retry measures how long the client waits before reconnecting: on its own, so the
-	// others' work does not delay it.
-	requireClean(t, "sse-retry", runConformance(t, suite, "sse-retry", env, "client", "--command", probe))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
-	for _, scenario := range []string{
-		"initialize", "tools_call", "elicitation-sep1034-client-defaults",
-		"auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
-		"auth/basic-cimd", "auth/scope-from-www-authenticate", "auth/scope-from-scopes-supported",
-		"auth/scope-omitted-when-undefined", "auth/scope-step-up", "auth/scope-retry-limit",
-		"auth/token-endpoint-auth-basic", "auth/token-endpoint-auth-post", "auth/token-endpoint-auth-none",
-		"auth/pre-registration",
-	} {
-		// Four at a time: each mostly waits on its own servers and on jean2.
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			checks := runConformance(t, suite, scenario, env, "client", "--command", probe)
-			requireClean(t, scenario, checks)
-		}()
-	}
-	wg.Wait()
-	dir := filepath.Join(c.home, "mcp-oauth")
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
+
+// checkKeptTokens checks the tokens jean2 mcp probe signed in for are kept 0600 in a 0700
+// $JEAN2_HOME/mcp-oauth.
+func checkKeptTokens(t *testing.T, home string) {
+	t.Helper()
+	dir := filepath.Join(home, "mcp-oauth")
 	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	if len(files) == 0 {
 		t.Fatalf("no token kept in %s", dir)
@@ -218,4 +466,80 @@ func TestMCPConformanceClient(t *testing.T) {
 			t.Errorf("%s holds no token: %s", f, data)
 		}
 	}
+}
+
+const (
+	tableBegin = "<!-- conformance table: kept by TestMCPConformanceRequirements (JEAN2_UPDATE_DOCS=1 rewrites it) -->"
+	tableEnd   = "<!-- end of conformance table -->"
+)
+
+// keepConformanceTable makes the table of every scenario and jean2's result and checks
+// docs/mcp.md holds it between its markers, or writes it there when JEAN2_UPDATE_DOCS=1.
+func keepConformanceTable(t *testing.T, version string, runs []*conformanceRun) {
+	t.Helper()
+	table := conformanceTable(version, runs)
+	const doc = "../../docs/mcp.md"
+	data, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	i, j := strings.Index(text, tableBegin), strings.Index(text, tableEnd)
+	if i < 0 || j < i {
+		t.Fatalf("%s has no conformance table markers (%q … %q)", doc, tableBegin, tableEnd)
+	}
+	kept := text[i+len(tableBegin) : j]
+	if kept == table {
+		return
+	}
+	if os.Getenv("JEAN2_UPDATE_DOCS") != "" {
+		if err := os.WriteFile(doc, []byte(text[:i+len(tableBegin)]+table+text[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("%s's conformance table is not this run's; run with JEAN2_UPDATE_DOCS=1 to rewrite it. This run's:\n%s", doc, table)
+}
+
+// conformanceTable is the markdown table of a run: one row per scenario, a column per
+// revision and leg.
+func conformanceTable(version string, runs []*conformanceRun) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n`@modelcontextprotocol/conformance@%s`, whole requirement sets (`--requirements REV`).\n", version)
+	for _, leg := range []string{"server", "client"} {
+		byName := map[string]map[string]string{}
+		var names []string
+		for _, r := range runs {
+			if r.leg != leg {
+				continue
+			}
+			for _, n := range r.names {
+				if byName[n] == nil {
+					byName[n] = map[string]string{}
+					names = append(names, n)
+				}
+				cell := r.results[n].Outcome
+				if cell == "" {
+					cell = "not run"
+				}
+				if why := r.notScored[n]; why != "" {
+					cell += " (not scored: " + why + ")"
+				}
+				byName[n][r.revision] = cell
+			}
+		}
+		sort.Strings(names)
+		fmt.Fprintf(&b, "\n| %s scenario | %s |\n|---|%s\n", leg, strings.Join(conformanceRevisions, " | "), strings.Repeat("---|", len(conformanceRevisions)))
+		for _, n := range names {
+			cells := make([]string, len(conformanceRevisions))
+			for k, rev := range conformanceRevisions {
+				cells[k] = byName[n][rev]
+				if cells[k] == "" {
+					cells[k] = "—"
+				}
+			}
+			fmt.Fprintf(&b, "| `%s` | %s |\n", n, strings.Join(cells, " | "))
+		}
+	}
+	return b.String() + "\n"
 }

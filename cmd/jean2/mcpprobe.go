@@ -20,9 +20,9 @@ const mcpProbeUsage = `Usage:
   jean2 mcp probe [flags] URL
 
 Connects to the MCP server at URL (streamable HTTP) the way jean2 connects to the servers of
-mcp.json, lists its tools and calls each one with arguments made from its input schema
-(defaults, else the first enum value, else an empty value of the type). Elicitation is
-answered with the requested schema's defaults. When the server asks jean2 to sign in
+mcp.json, lists its tools and calls each one with the arguments --args gives it, else
+arguments made from its input schema (defaults, else the first enum value, else an empty
+value of the type). Elicitation is answered with the requested schema's defaults. When the server asks jean2 to sign in
 (OAuth), the authorization page is opened (--browser) or its address printed, and the
 answer comes back to a listener on 127.0.0.1; the token is kept in $JEAN2_HOME/mcp-oauth.
 
@@ -32,6 +32,9 @@ answer comes back to a listener on 127.0.0.1; the token is kept in $JEAN2_HOME/m
   --client-secret SECRET     its secret
   --client-metadata-url URL  jean2's client ID metadata document (https), when the
                              authorization server supports them
+  --args NAME=JSON           the arguments to call tool NAME with (repeatable)
+  --only NAME                call tool NAME only
+  --schema NAME              print only tool NAME's input schema, as jean2 keeps it
   --no-call                  list the tools only
   --timeout DURATION         for the whole probe, sign-in included (default 2m)
 `
@@ -82,6 +85,18 @@ func mcpProbe(ctx context.Context, e env, args []string) error {
 	clientSecret := fs.String("client-secret", "", "pre-registered client secret")
 	metadataURL := fs.String("client-metadata-url", "", "client ID metadata document URL")
 	noCall := fs.Bool("no-call", false, "list the tools only")
+	only := fs.String("only", "", "call this tool only")
+	schemaOf := fs.String("schema", "", "print this tool's input schema")
+	given := map[string]map[string]any{}
+	fs.Func("args", "NAME=JSON: the arguments of tool NAME", func(v string) error {
+		name, js, ok := strings.Cut(v, "=")
+		var args map[string]any
+		if !ok || json.Unmarshal([]byte(js), &args) != nil {
+			return fmt.Errorf("--args %q: want NAME={json object}", v)
+		}
+		given[name] = args
+		return nil
+	})
 	timeout := fs.Duration("timeout", 2*time.Minute, "for the whole probe")
 	pos, help, err := parseMixed(fs, e, args, mcpProbeUsage)
 	if help || err != nil {
@@ -115,8 +130,9 @@ func mcpProbe(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("mcp probe %s: %w", cfg.URL, err)
 	}
 	defer closeFn()
-	init := cs.InitializeResult()
-	fmt.Fprintf(e.stdout, "connected: %s %s (protocol %s)\n", init.ServerInfo.Name, init.ServerInfo.Version, init.ProtocolVersion)
+	if *schemaOf == "" {
+		printServer(e, cs.InitializeResult())
+	}
 	var tools []*mcp.Tool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
@@ -124,30 +140,69 @@ func mcpProbe(ctx context.Context, e env, args []string) error {
 		}
 		tools = append(tools, t)
 	}
+	if *schemaOf != "" {
+		return printSchema(e, tools, *schemaOf)
+	}
 	fmt.Fprintf(e.stdout, "tools: %d\n", len(tools))
 	failed := 0
 	for _, t := range tools {
 		fmt.Fprintf(e.stdout, "- %s: %s\n", t.Name, firstLine(strings.TrimSpace(t.Description)))
-		if *noCall {
+		if *noCall || (*only != "" && t.Name != *only) {
 			continue
 		}
-		args := argsFromSchema(t.InputSchema)
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: t.Name, Arguments: args})
-		a, _ := json.Marshal(args)
-		switch {
-		case err != nil:
+		args, ok := given[t.Name]
+		if !ok {
+			args = argsFromSchema(t.InputSchema)
+		}
+		if !probeCall(ctx, e, cs, t.Name, args) {
 			failed++
-			fmt.Fprintf(e.stdout, "  call %s: error: %v\n", a, err)
-		case res.IsError:
-			fmt.Fprintf(e.stdout, "  call %s: tool error: %s\n", a, contentText(res.Content))
-		default:
-			fmt.Fprintf(e.stdout, "  call %s: %s\n", a, contentText(res.Content))
 		}
 	}
 	if failed > 0 {
 		return fmt.Errorf("mcp probe %s: %d of %d calls failed", cfg.URL, failed, len(tools))
 	}
 	return nil
+}
+
+// printServer says which server answered. A server on 2026-07-28 may leave its name out of
+// server/discover, and one on any revision may send no capabilities.
+func printServer(e env, init *mcp.InitializeResult) {
+	fmt.Fprintf(e.stdout, "connected: %s (protocol %s)\n", serverName(init), init.ProtocolVersion)
+}
+
+func serverName(init *mcp.InitializeResult) string {
+	if init.ServerInfo == nil {
+		return "(a server that gave no name)"
+	}
+	return init.ServerInfo.Name + " " + init.ServerInfo.Version
+}
+
+// printSchema prints the input schema of tool name as jean2 keeps it for the model and its
+// own clients (mcpclient.InputSchema): as the server wrote it, keyword for keyword.
+func printSchema(e env, tools []*mcp.Tool, name string) error {
+	for _, t := range tools {
+		if t.Name == name {
+			fmt.Fprintf(e.stdout, "%s\n", mcpclient.InputSchema(t))
+			return nil
+		}
+	}
+	return fmt.Errorf("mcp probe: the server lists no tool %q", name)
+}
+
+// probeCall calls one tool and prints what came back; false when the call itself failed.
+func probeCall(ctx context.Context, e env, cs *mcp.ClientSession, name string, args map[string]any) bool {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	a, _ := json.Marshal(args)
+	switch {
+	case err != nil:
+		fmt.Fprintf(e.stdout, "  call %s: error: %v\n", a, err)
+		return false
+	case res.IsError:
+		fmt.Fprintf(e.stdout, "  call %s: tool error: %s\n", a, contentText(res.Content))
+	default:
+		fmt.Fprintf(e.stdout, "  call %s: %s\n", a, contentText(res.Content))
+	}
+	return true
 }
 
 // contentText is a result's text content, other content described; cut at 300 characters.
@@ -315,7 +370,7 @@ func mcpLogin(ctx context.Context, e env, args []string, logout bool) error {
 		fmt.Fprintf(e.stdout, "%s (%s) connected without asking jean2 to sign in.\n", cfg.Name, cfg.URL)
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "Signed in to %s (%s, %s); the token is kept in %s.\n", cfg.Name, cfg.URL, cs.InitializeResult().ServerInfo.Name, store.Dir)
+	fmt.Fprintf(e.stdout, "Signed in to %s (%s, %s); the token is kept in %s.\n", cfg.Name, cfg.URL, serverName(cs.InitializeResult()), store.Dir)
 	return nil
 }
 

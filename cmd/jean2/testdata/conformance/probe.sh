@@ -1,14 +1,36 @@
 #!/bin/sh
 # The conformance suite's client scenarios run this with the server URL as the last
-# argument. It hands jean2 mcp probe the scenario's pre-registered client, when the scenario
-# gives one (MCP_CONFORMANCE_CONTEXT), and lets curl stand in for the person's browser: curl
-# follows the authorization server's redirect to jean2's loopback listener, as a browser
-# would after the person allowed access.
+# argument. It hands jean2 mcp probe what the scenario gives (MCP_CONFORMANCE_CONTEXT): its
+# pre-registered client and the arguments of the tool calls it wants made; and lets curl
+# stand in for the person's browser: curl follows the authorization server's redirect to
+# jean2's loopback listener, as a browser would after the person allowed access.
+# json-schema-2020-12-preservation asks the client to send a tool's input schema back as it
+# holds it: `jean2 mcp probe --schema` prints it as jean2 keeps it, and a second probe sends it.
 set -e
-pre=""
-if [ -n "$MCP_CONFORMANCE_CONTEXT" ]; then
-  pre=$(node -e 'const c = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT); if (c.client_id) process.stdout.write("--client-id " + c.client_id + (c.client_secret ? " --client-secret " + c.client_secret : ""))')
+url=$(eval echo "\${$#}")
+probe() {
+  "$JEAN2_BIN" mcp probe --browser "curl -s -L -o /dev/null" \
+    --client-metadata-url https://conformance-test.local/client-metadata.json "$@"
+}
+if [ "$MCP_CONFORMANCE_SCENARIO" = json-schema-2020-12-preservation ]; then
+  schema=$(probe --schema json_schema_2020_12_tool "$url")
+  probe --only json_schema_echo --args "json_schema_echo={\"schema\":$schema}" "$url"
+  exit
 fi
+# One argument per line, from the context (node parses the JSON).
+given=$(node -e '
+  const c = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || "{}");
+  const out = [];
+  if (c.client_id) out.push("--client-id", c.client_id);
+  if (c.client_secret) out.push("--client-secret", c.client_secret);
+  for (const call of c.toolCalls || []) out.push("--args", call.name + "=" + JSON.stringify(call.arguments));
+  process.stdout.write(out.join("\n")); // JSON.stringify leaves no newline in a value
+')
+old_ifs=$IFS
+IFS='
+'
+set -f # "SELECT * FROM users" is an argument, not a pattern
 # shellcheck disable=SC2086
-exec "$JEAN2_BIN" mcp probe --browser "curl -s -L -o /dev/null" \
-  --client-metadata-url https://conformance-test.local/client-metadata.json $pre "$@"
+set -- $given "$@"
+IFS=$old_ifs
+probe "$@"

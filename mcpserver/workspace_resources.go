@@ -1,0 +1,114 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jean2/jean2/policy"
+	"github.com/jean2/jean2/tool"
+	"github.com/jean2/jean2/toolfs"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The workspace's files as resources, under the template jean2://workspace/{+path} (a
+// path relative to the workspace folder jean2 serves). They are read the way a tool's
+// ctx.fs reads, with the same policy and nothing more (toolfs with no grants): inside the
+// workspace and its allowed paths only, jean2's home, tool folders and the credential
+// folders refused, links followed only where they stay inside, a named pipe never waited
+// on. Sensitive files (policy.IsSensitive: keys, .env, …), which a tool reads only after a
+// person allowed it, are refused outright, since no one is asked here.
+
+// WorkspaceScheme starts the URI of a workspace file.
+const WorkspaceScheme = "jean2://workspace/"
+
+// addWorkspaceTemplate registers the template with the go-sdk server.
+func (s *Server) addWorkspaceTemplate() {
+	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
+		URITemplate: WorkspaceScheme + "{+path}",
+		Name:        "workspace-file",
+		Title:       "A file of the workspace",
+		Description: "A file of the workspace jean2 serves, by its path relative to the workspace folder, read as a tool's ctx.fs reads it.",
+	}, s.readWorkspaceFile)
+}
+
+// readWorkspaceFile answers resources/read of a workspace file.
+func (s *Server) readWorkspaceFile(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	rel, err := url.PathUnescape(strings.TrimPrefix(uri, WorkspaceScheme))
+	if err != nil || rel == "" || filepath.IsAbs(rel) {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	ws := s.serving.Load().workspace
+	scope := policy.Scope{Workspace: ws.Path, Allowed: ws.Allowed, Home: userHome()}
+	full := scope.Resolve(rel)
+	if policy.IsSensitive(full) || policy.IsSensitive(policy.Real(full)) {
+		return nil, fmt.Errorf("resources/read %s: a sensitive file is read only by a tool a person allowed", uri)
+	}
+	opts := toolfs.Options{Scope: scope, Tool: "mcp resources/read", ReadOnly: scope.SettingsDirs()}
+	if lh, ok := s.h.(layoutHost); ok {
+		l := lh.Layout()
+		opts.Protected = policy.ProtectedPaths(scope.Home, l.Home, l.Tools)
+	}
+	data, err := toolfs.New(opts).ReadFile(ctx, rel)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, mcp.ResourceNotFoundError(uri)
+	case err != nil:
+		return nil, fmt.Errorf("resources/read %s: %w", uri, err)
+	}
+	content := &mcp.ResourceContents{URI: uri}
+	if utf8.Valid(data) {
+		content.MIMEType, content.Text = "text/plain", string(data)
+	} else {
+		content.MIMEType, content.Blob = "application/octet-stream", data
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{content}}, nil
+}
+
+// userHome is the home folder paths like ~/x resolve against; "" when there is none.
+func userHome() string {
+	h, _ := os.UserHomeDir()
+	return h
+}
+
+// subscribe accepts a subscription to one of jean2's resources (the go-sdk keeps it per
+// session); a URI jean2 offers nothing under is refused, since nothing would ever come of it.
+func subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
+	uri := req.Params.URI
+	if !strings.HasPrefix(uri, WorkspaceScheme) && !strings.HasPrefix(uri, OverflowScheme) {
+		return mcp.ResourceNotFoundError(uri)
+	}
+	return nil
+}
+
+func unsubscribe(context.Context, *mcp.UnsubscribeRequest) error { return nil }
+
+// notifyChanged tells the subscribers of each workspace file a call changed on disk that it
+// was updated. Only changes jean2 records are seen (ctx.fs and jean2's file tools, through
+// the call's ledger); a file changed by other means (a shell command, an editor) is not.
+func (s *Server) notifyChanged(ctx context.Context, ws string, ledger *tool.Ledger) {
+	seen := map[string]bool{}
+	for _, c := range ledger.Changes() {
+		rel, err := filepath.Rel(ws, c.Path)
+		if !c.Disk || err != nil || rel == ".." || strings.HasPrefix(rel, "../") || seen[rel] {
+			continue
+		}
+		seen[rel] = true
+		_ = s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: WorkspaceURI(rel)})
+	}
+}
+
+// WorkspaceURI is the resource URI of a path relative to the workspace folder.
+func WorkspaceURI(rel string) string {
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return WorkspaceScheme + strings.Join(parts, "/")
+}
