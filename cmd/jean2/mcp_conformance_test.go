@@ -220,13 +220,10 @@ func conformanceGaps() map[string]string {
 			gaps[key+"/"+s] = outcome
 		}
 	}
-	// Rich tool results (images, audio, embedded resources) are being built apart.
-	rich := []string{"tools-call-image", "tools-call-audio", "tools-call-embedded-resource", "tools-call-mixed-content"}
 	// jean2 serves no resources or prompts of the suite's (it lists none), nor completion.
 	resources := []string{"resources-read-text", "resources-read-binary", "resources-templates-read"}
 	prompts := []string{"prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource", "prompts-get-with-image", "completion-complete"}
 	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
-		add("server "+rev, "fail", rich...)
 		add("server "+rev, "fail", resources...)
 		add("server "+rev, "fail", prompts...)
 	}
