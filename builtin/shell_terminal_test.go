@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -160,4 +162,45 @@ func TestTerminalExitIsDone(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the shell did not end after exit")
 	}
+}
+
+// Nothing a terminal started outlives jean2: killed with SIGKILL (no Close, no clean-up),
+// the process that opened it takes the terminal's processes with it (the launcher's
+// parent-death signal; as its pid namespace's init, its end ends the rest).
+func TestTerminalDiesWithJean2(t *testing.T) {
+	if os.Getenv("JEAN2_TERMINAL_HELPER") != "" {
+		terminalHelper(t, os.Getenv("JEAN2_TERMINAL_HELPER"))
+		return
+	}
+	f := newShellFixture(t, nil) // skips where the launcher cannot confine
+	if !f.h.Sandbox().PidNS {
+		t.Skipf("no pid namespaces here: %s", f.h.Sandbox().PidNSError)
+	}
+	dir := t.TempDir()
+	helper := exec.Command(os.Args[0], "-test.run=^TestTerminalDiesWithJean2$", "-test.timeout=120s")
+	helper.Env = append(os.Environ(), "JEAN2_TERMINAL_HELPER="+dir)
+	helper.Stdout, helper.Stderr = os.Stderr, os.Stderr
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer helper.Process.Kill()
+	child := readPid(t, filepath.Join(dir, "child.pid"))
+	if processGone(child) {
+		t.Fatal("the terminal's child is not running")
+	}
+	if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = helper.Wait()
+	waitGone(t, child, "jean2 killed")
+}
+
+// terminalHelper is the jean2 of TestTerminalDiesWithJean2: it opens a terminal whose
+// shell starts a child, writes where the test finds it, and waits to be killed.
+func terminalHelper(t *testing.T, dir string) {
+	f := newShellFixture(t, nil)
+	f.ws = dir
+	term, _ := openTestTerminal(t, f, host.TerminalSize{Rows: 24, Cols: 80})
+	typeLine(t, term, `sleep 1000 & echo $! $(readlink /proc/self/ns/pid) > child.pid`)
+	time.Sleep(2 * time.Minute)
 }
