@@ -114,6 +114,12 @@ type shellConfined struct {
 // workspace (already approved). ask, when set, is put each target the proxy would refuse
 // while the connection waits; a target it allows is added to network for the command.
 func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, network, writable []string, ask func(ctx context.Context, target string) bool) (*shellConfined, error) {
+	return s.confine(c, bash, []string{"--noprofile", "--norc", "-c", script}, cwd, network, writable, ask)
+}
+
+// confine is command for any program of the shell's (bash with a script, or the person's
+// shell in a terminal): one view, one set of rules and one egress proxy for both.
+func (s *shellSandbox) confine(c *tool.Context, prog string, progArgs []string, cwd string, network, writable []string, ask func(ctx context.Context, target string) bool) (*shellConfined, error) {
 	s.init()
 	st := s.status
 	out := &shellConfined{refused: &shellRefusals{}, release: func() {}, closeNet: func() {}}
@@ -135,7 +141,7 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 		// asked the person first, see unconfined): bash as it is, with a clean environment
 		// and its process group ended; no cgroup, so a process that leaves the group
 		// (setsid) survives.
-		cmd := exec.Command(bash, "--noprofile", "--norc", "-c", script)
+		cmd := exec.Command(prog, progArgs...)
 		cmd.Dir, cmd.Env = cwd, env
 		out.cmd = cmd
 		return out, nil
@@ -176,7 +182,7 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 	// that writes one gains nothing.
 	dirs := policy.Scope{Workspace: c.Workspace, Allowed: c.AllowedPaths}.SettingsDirs()
 	mounted, unsealed, _ := sandbox.SealSettings(dirs, protected, mech == sandbox.Landlock && st.MountSeal)
-	plan := shellPlan(mech, bash, readOnly, c.Workspace, c.AllowedPaths, c.TempDir, writable, protected, mounted, unsealed)
+	plan := shellPlan(mech, prog, readOnly, c.Workspace, c.AllowedPaths, c.TempDir, writable, protected, mounted, unsealed)
 	// The caches lie in jean2's home, which is protected: granted as the call's own places
 	// (ReadWrite), exactly these folders are open in it, not what holds them.
 	plan.ReadWrite = append(plan.ReadWrite, setup.caches...)
@@ -202,7 +208,7 @@ func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, networ
 		pidsDir, memDir, err = s.limit(c, &spec)
 	}
 	if err == nil {
-		path, args, err = sandbox.Command(st.Launcher, spec, bash, []string{"--noprofile", "--norc", "-c", script})
+		path, args, err = sandbox.Command(st.Launcher, spec, prog, progArgs)
 	}
 	if err != nil {
 		s.exits.done(x, true) // nothing ran in it

@@ -80,6 +80,8 @@ type Config struct {
 	// Cluster makes this server one of several instances sharing the database
 	// (docs/deploy.md); the zero value is a lone instance.
 	Cluster ClusterConfig
+	// Terminals bounds the web client's terminals (terminals.go).
+	Terminals TerminalOptions
 }
 
 // Server is jean2's agent server. Make it with Open, serve Handler, end with Close.
@@ -124,6 +126,8 @@ type Server struct {
 	mcpSignIns mcpSignIns
 	// skillNotices are the broken skills last reported per workspace folder (skills.go).
 	skillNotices skillNotices
+	// terms are the open terminals (terminals.go).
+	terms *terminals
 }
 
 // Open opens $JEAN2_HOME/jean2.db and builds the providers, the tool host, the hub, undo
@@ -148,7 +152,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, fmt.Errorf("open server: the current folder (the default MCP workspace): %w", err)
 		}
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, instance: cfg.Cluster.Instance}
+	s := &Server{cfg: cfg, log: cfg.Logger, instance: cfg.Cluster.Instance, terms: newTerminals(cfg.Terminals)}
 	if s.instance == "" {
 		s.instance = cluster.NewInstanceID()
 	}
@@ -415,6 +419,10 @@ func (s *Server) Close(ctx context.Context) error {
 			s.hub.Close()
 		}
 		s.bg.Wait()
+		// The terminals' shells end before the host that started them.
+		if err := s.terms.closeWhere(func(*liveTerminal) bool { return true }); err != nil {
+			errs = append(errs, fmt.Errorf("close terminals: %w", err))
+		}
 		s.mcp.close()
 		if s.wsMCP != nil {
 			s.wsMCP.close()
@@ -498,6 +506,10 @@ func (s *Server) routes() http.Handler {
 	route("DELETE /api/workspaces/{id}", s.deleteWorkspace)
 	route("GET /api/workspaces/{id}/sessions", s.listWorkspaceSessions)
 	route("POST /api/workspaces/{id}/sessions", s.createSession)
+	route("GET /api/workspaces/{id}/terminals", s.listTerminals)
+	route("POST /api/workspaces/{id}/terminals", s.createTerminal)
+	route("DELETE /api/terminals/{id}", s.deleteTerminal)
+	route("GET /api/terminals/{id}/ws", s.terminalSocket)
 	route("GET /api/workspaces/{id}/mcp-trust", s.getMCPTrust)
 	route("POST /api/workspaces/{id}/mcp-trust", s.postMCPTrust)
 	route("DELETE /api/workspaces/{id}/mcp-trust", s.deleteMCPTrust)

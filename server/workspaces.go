@@ -253,6 +253,10 @@ func (s *Server) deleteWorkspace(w http.ResponseWriter, r *http.Request) error {
 	for _, ses := range sessions {
 		s.forgetSession(r.Context(), id, ses.ID)
 	}
+	// Its terminals' shells end with it, before their folders go.
+	if err := s.terms.closeWhere(func(t *liveTerminal) bool { return t.WorkspaceID == id }); err != nil {
+		s.log.Warn("close the terminals of a deleted workspace", "workspace", id, "error", err)
+	}
 	if err := s.host.RemoveWorkspaceTemp(id); err != nil {
 		s.log.Warn("remove the temporary folder of a deleted workspace's tool runs", "workspace", id, "error", err)
 	}

@@ -6,6 +6,7 @@ import { api, enc, EventStream, onDatabase, onUnauthorized } from "./api.js";
 import { h, replace } from "./dom.js";
 import { SessionView } from "./chat.js";
 import { ToolsView } from "./tools.js";
+import { TerminalView } from "./terminal.js";
 import { SettingsView, showShortcuts } from "./settings.js";
 import { mcpTrustNotice } from "./mcptrust.js";
 import { confirmAction, databaseBanner, errorText, notify, openDialog, promptText } from "./ui.js";
@@ -116,6 +117,7 @@ class App {
         h("div", { class: "ws-head" },
           h("span", { class: "ws-name", title: w.path }, w.name),
           h("button", { type: "button", class: "icon-btn", "aria-label": `New session in ${w.name}`, title: "New session", onclick: () => this.newSession(w) }, "+"),
+          h("a", { class: "icon-btn term-link", href: `#/w/${enc(w.id)}/terminal`, "aria-label": `Terminal in ${w.name}`, title: "Terminal" }, ">_"),
           h("button", { type: "button", class: "icon-btn", "aria-label": `Rename workspace ${w.name}`, title: "Rename workspace", onclick: () => this.renameWorkspace(w) }, "✎"),
           h("button", { type: "button", class: "icon-btn danger", "aria-label": `Delete workspace ${w.name}`, title: "Delete workspace", onclick: () => this.deleteWorkspace(w) }, "✕")),
         h("div", { class: "ws-path muted small" }, w.path),
@@ -283,6 +285,9 @@ class App {
       // box takes the focus. Not on the page's first load, where the first Tab reaches the
       // skip link.
       this.view.focusOnOpen = this.routedOnce === true;
+    } else if (parts[0] === "w" && parts[1] && parts[2] === "terminal") {
+      page = "terminal";
+      this.view = new TerminalView(this, decodeURIComponent(parts[1]));
     } else if (parts[0] === "tools") {
       page = "tools";
       this.view = new ToolsView(this);
