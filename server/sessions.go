@@ -21,6 +21,8 @@ type sessionView struct {
 	// Waiting is how many questions of the session wait for a person (session.status
 	// keeps it live).
 	Waiting int `json:"waiting"`
+	// Schedule names the schedule and occurrence that started the session, when one did.
+	Schedule *scheduleRef `json:"schedule,omitempty"`
 }
 
 func (s *Server) viewSession(ctx context.Context, ses store.Session) (sessionView, error) {
@@ -32,7 +34,12 @@ func (s *Server) viewSession(ctx context.Context, ses store.Session) (sessionVie
 	if err != nil {
 		return sessionView{}, err
 	}
-	return sessionView{Session: ses, Running: s.running(ctx, ses.ID), LastSeq: last, usageView: u, Waiting: len(s.pending(ctx, ses.ID))}, nil
+	ref, err := s.scheduleRefOf(ctx, ses.ID)
+	if err != nil {
+		return sessionView{}, err
+	}
+	return sessionView{Session: ses, Running: s.running(ctx, ses.ID), LastSeq: last, usageView: u, Waiting: len(s.pending(ctx, ses.ID)),
+		Schedule: ref}, nil
 }
 
 func (s *Server) viewSessions(ctx context.Context, list []store.Session) ([]sessionView, error) {
