@@ -50,7 +50,7 @@ func (p Policy) JSON() json.RawMessage {
 
 // Rules builds the policy one run uses: its prepared answers start afresh.
 func (p Policy) Rules() (ask.RulePolicy, error) {
-	rp := ask.RulePolicy{AllowName: "allow rule", DenyName: "deny rule", AnswersName: "answers"}
+	rp := ask.RulePolicy{AllowName: "allow", DenyName: "deny", AnswersName: "policy.answers"}
 	for _, group := range []struct {
 		name string
 		in   []string
