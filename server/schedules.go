@@ -289,6 +289,16 @@ func (s *Server) startScheduler() {
 	if s.cfg.Schedules.Off {
 		return
 	}
+	if s.node == nil {
+		// Alone on its database, this instance runs every schedule run: one still marked
+		// running is one the last process did not see end (killed, or the machine stopped).
+		n, err := s.db.InterruptScheduleRuns(s.ctx, "jean2 stopped while the run's turn ran")
+		if err != nil {
+			s.log.Warn("scheduled sessions: marking the interrupted runs", "error", err)
+		} else if n > 0 {
+			s.log.Info("scheduled sessions: runs interrupted by the last stop", "runs", n)
+		}
+	}
 	s.sched = schedule.New(schedule.Options{
 		Store: s.db, Runner: scheduledRunner{s}, Clock: s.cfg.Schedules.Clock, Instance: s.instance,
 		Grace: s.cfg.Schedules.Grace, Poll: s.cfg.Schedules.Poll, Here: s.scheduleHere, Logger: s.log,

@@ -292,3 +292,37 @@ func TestScheduleOneInstanceRunsEachOccurrence(t *testing.T) {
 		})
 	}
 }
+
+// A run whose turn is running when the server closes ends with it: the turn is stopped and
+// the run recorded failed, not left running.
+func TestScheduleRunEndsWithTheServer(t *testing.T) {
+	t0 := time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)
+	clock := schedule.NewFakeClock(t0.Add(-time.Minute))
+	f := newFixture(t).withFakeClock(clock).start()
+	ws, _ := f.session()
+	f.fake.Push(providertest.NewOpenAIStream("test-model").Text("thinking…").Pause(time.Minute).Text("late").Finish("stop").Done().Reply())
+	var sc scheduleJSON
+	f.call("POST", "/api/schedules", map[string]any{"workspaceId": ws.ID, "prompt": "Slow", "cron": "0 8 * * *", "timeZone": "UTC"}, 201, &sc)
+	clock.Set(t0)
+	deadline := time.Now().Add(30 * time.Second)
+	for len(f.fake.Requests()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the run did not call the model")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	db := filepath.Join(f.home, DBFile)
+	start := time.Now()
+	f.stop()
+	t.Logf("the server closed %v after a run's turn was stopped", time.Since(start).Round(time.Millisecond))
+	st, err := store.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.ScheduleRuns(t.Context(), sc.ID, 0)
+	if err != nil || len(runs) != 1 || runs[0].Status != schedule.StatusFailed || runs[0].FinishedAt.IsZero() {
+		t.Fatalf("the run after the server closed: %+v %v", runs, err)
+	}
+	t.Logf("recorded: status %s, reason %q, error %q", runs[0].Status, runs[0].Reason, runs[0].Error)
+}

@@ -151,3 +151,14 @@ func (db *DB) ScheduleRunOfSession(ctx context.Context, sessionID string) (Sched
 	}
 	return r, nil
 }
+
+// InterruptScheduleRuns records every run still marked running as failed with why: a lone
+// jean2 starting runs none of them, so they are the runs its last process did not see end.
+func (db *DB) InterruptScheduleRuns(ctx context.Context, why string) (int64, error) {
+	res, err := db.execWrite(ctx, `UPDATE schedule_runs SET status = 'failed', reason = 'interrupted', error = ?, finished_at = ?
+		WHERE status = ?`, why, now(), RunRunning)
+	if err != nil {
+		return 0, fmt.Errorf("mark the interrupted schedule runs: %w", err)
+	}
+	return res.RowsAffected()
+}

@@ -57,6 +57,13 @@ func TestScheduleCRUD(t *testing.T) {
 		if r, err := db.ScheduleRunOfSession(ctx, ses.ID); err != nil || r.ScheduleID != sc.ID || r.Status != RunRunning {
 			t.Fatalf("the run of the session: %+v %v", r, err)
 		}
+		// A lone jean2 starting marks the runs its last process left running as failed.
+		if n, err := db.InterruptScheduleRuns(ctx, "jean2 stopped"); err != nil || n != 1 {
+			t.Fatalf("interrupted %d runs: %v", n, err)
+		}
+		if r, _ := db.ScheduleRunOfSession(ctx, ses.ID); r.Status != "failed" || r.Reason != "interrupted" || r.Error != "jean2 stopped" {
+			t.Fatalf("an interrupted run: %+v", r)
+		}
 		run.Status, run.Refusals = "refused", []byte(`[{"tool":"t"}]`)
 		if err := db.FinishScheduleRun(ctx, run); err != nil {
 			t.Fatal(err)
