@@ -225,7 +225,11 @@ func (s *Scheduler) handle(ctx context.Context, sc store.Schedule, now time.Time
 	if count == 0 {
 		return nil
 	}
-	claim := store.OccurrenceClaim{ScheduleID: sc.ID, From: sc.NextAt, NextAt: spec.Next(now),
+	next := spec.Next(now)
+	if next.IsZero() {
+		next = now.AddDate(5, 0, 0) // none within five years (ParseSpec refuses such crons)
+	}
+	claim := store.OccurrenceClaim{ScheduleID: sc.ID, From: sc.NextAt, NextAt: next,
 		Run: store.ScheduleRun{OccurrenceAt: last, Covers: count, InstanceID: s.o.Instance, Status: store.RunRunning}}
 	onTime := now.Sub(last) <= s.o.Grace
 	switch {

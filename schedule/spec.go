@@ -17,7 +17,9 @@ import (
 
 // parser reads the five standard fields (minute hour day-of-month month day-of-week) and
 // the descriptors @yearly, @monthly, @weekly, @daily, @hourly.
-var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+func parser() cron.Parser {
+	return cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+}
 
 // Spec is a parsed cron expression in a time zone.
 type Spec struct {
@@ -47,7 +49,7 @@ func ParseSpec(expr, zone string) (Spec, error) {
 	if err != nil || strings.EqualFold(zone, "Local") {
 		return Spec{}, fmt.Errorf("time zone %q is not an IANA zone name (such as \"Europe/Paris\" or \"UTC\")", zone)
 	}
-	s, err := parser.Parse(expr)
+	s, err := parser().Parse(expr)
 	if err != nil {
 		return Spec{}, fmt.Errorf("cron %q: %v (5 fields: minute hour day-of-month month day-of-week, or @hourly, @daily …)", expr, err)
 	}

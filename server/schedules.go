@@ -324,9 +324,13 @@ func (s *Server) scheduleRefOf(ctx context.Context, sessionID string) (*schedule
 	if err != nil {
 		return nil, err
 	}
-	ref := &scheduleRef{ID: run.ScheduleID, OccurrenceAt: run.OccurrenceAt, Covers: run.Covers, Status: run.Status}
+	name := ""
 	if sc, err := s.db.Schedule(ctx, run.ScheduleID); err == nil {
-		ref.Name = sc.Name
+		name = sc.Name
 	}
-	return ref, nil
+	return refOf(run, name), nil
+}
+
+func refOf(run store.ScheduleRun, name string) *scheduleRef {
+	return &scheduleRef{ID: run.ScheduleID, Name: name, OccurrenceAt: run.OccurrenceAt, Covers: run.Covers, Status: run.Status}
 }

@@ -178,6 +178,16 @@ func TestScheduleRunsOnItsOccurrence(t *testing.T) {
 		!strings.HasPrefix(ses.Title, "Nightly · 2026-01-05 09:00 CET") {
 		t.Fatalf("the run's session as listed: %+v", ses)
 	}
+	var one sessionView
+	f.call("GET", "/api/sessions/"+run.SessionID, nil, 200, &one)
+	if one.Schedule == nil || one.Schedule.ID != sc.ID || one.Schedule.Status != schedule.StatusRefused || !one.Schedule.OccurrenceAt.Equal(run.OccurrenceAt) {
+		t.Fatalf("the run's session read alone: %+v", one.Schedule)
+	}
+	for _, other := range sessions.Sessions {
+		if other.ID != run.SessionID && other.Schedule != nil {
+			t.Fatalf("a session no schedule started names one: %+v", other)
+		}
+	}
 	reqs := f.fake.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("%d model requests, want 2", len(reqs))

@@ -162,3 +162,38 @@ func (db *DB) InterruptScheduleRuns(ctx context.Context, why string) (int64, err
 	}
 	return res.RowsAffected()
 }
+
+// ScheduledSession is a session a schedule started: the run and its schedule's name.
+type ScheduledSession struct {
+	ScheduleRun
+	ScheduleName string
+}
+
+// ScheduledSessions returns the sessions of a workspace that schedules started, by session
+// id: one query for a list of sessions instead of one per session.
+func (db *DB) ScheduledSessions(ctx context.Context, workspaceID string) (map[string]ScheduledSession, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT r.schedule_id, r.occurrence_at, r.covers, COALESCE(r.session_id, ''),
+		r.instance_id, r.status, r.reason, r.error, r.refusals, r.started_at, r.finished_at, s.name
+		FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
+		WHERE s.workspace_id = ? AND r.session_id IS NOT NULL`, workspaceID)
+	if err != nil {
+		return nil, fmt.Errorf("list the scheduled sessions of workspace %s: %w", workspaceID, err)
+	}
+	defer rows.Close()
+	out := map[string]ScheduledSession{}
+	for rows.Next() {
+		var ss ScheduledSession
+		var occ, started int64
+		var finished sql.NullInt64
+		var refusals string
+		r := &ss.ScheduleRun
+		if err := rows.Scan(&r.ScheduleID, &occ, &r.Covers, &r.SessionID, &r.InstanceID, &r.Status, &r.Reason, &r.Error,
+			&refusals, &started, &finished, &ss.ScheduleName); err != nil {
+			return nil, fmt.Errorf("list the scheduled sessions of workspace %s: %w", workspaceID, err)
+		}
+		r.OccurrenceAt, r.StartedAt, r.FinishedAt = toTime(occ), toTime(started), nullTime(finished)
+		r.Refusals = json.RawMessage(refusals)
+		out[r.SessionID] = ss
+	}
+	return out, rows.Err()
+}
