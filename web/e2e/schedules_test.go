@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/jean2/jean2/schedule"
 	"github.com/jean2/jean2/server"
 	"github.com/jean2/jean2/store"
@@ -41,7 +43,9 @@ func TestSchedulesPage(t *testing.T) {
 	f.fake.Push(text("The project ", "is fine."))
 	clock.Set(time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC))
 	f.waitGo("the run's end", func() bool {
-		var list struct{ Schedules []struct{ Runs []store.ScheduleRun } }
+		var list struct {
+			Schedules []struct{ Runs []store.ScheduleRun }
+		}
 		f.api("GET", "/api/schedules?workspace="+ws.ID, nil, &list)
 		return len(list.Schedules) == 1 && len(list.Schedules[0].Runs) == 1 && list.Schedules[0].Runs[0].Status == "done"
 	})
@@ -57,4 +61,17 @@ func TestSchedulesPage(t *testing.T) {
 	f.waitJS("the run's session", `location.hash.startsWith("#/s/") && document.querySelector(".session-view") !== null`)
 	f.waitText(".message.user", "Summarize the project")
 	f.waitText(".message.assistant", "The project is fine.")
+
+	// On a phone the page's links scroll in the top bar, never the page, and Schedules is
+	// reached from there.
+	if err := f.b.Do(10*time.Second, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateTouch)); err != nil {
+		t.Fatal(err)
+	}
+	f.open("#/")
+	f.noSideways("phone with the Schedules link")
+	f.shot("phone-topbar-schedules")
+	f.click(`.top-nav a[data-page="schedules"]`)
+	f.waitText(".schedule-card h3", "Morning summary")
+	f.noSideways("phone schedules page")
+	f.shot("phone-schedules")
 }
