@@ -336,3 +336,23 @@ func TestScheduleRunEndsWithTheServer(t *testing.T) {
 	}
 	t.Logf("recorded: status %s, reason %q, error %q", runs[0].Status, runs[0].Reason, runs[0].Error)
 }
+
+// A deny rule refuses a permission at once: the tool is told "not granted", the run is
+// refused and says which rule.
+func TestScheduleDenyRuleRefusesAPermission(t *testing.T) {
+	clock := schedule.NewFakeClock(time.Date(2026, 1, 5, 7, 59, 0, 0, time.UTC))
+	f := newFixture(t).withFakeClock(clock).start()
+	ws, _ := f.session()
+	f.fake.Push(providertest.OpenAIToolCall("test-model", "call_p", "permit_it", `{}`), providertest.OpenAIText("test-model", "Not deployed."))
+	var sc scheduleJSON
+	f.call("POST", "/api/schedules", map[string]any{"workspaceId": ws.ID, "prompt": "Deploy", "cron": "0 8 * * *", "timeZone": "UTC",
+		"policy": map[string]any{"allow": []string{"*"}, "deny": []string{"permit_*"}}}, 201, &sc)
+	clock.Set(time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC))
+	run := f.waitRuns(sc.ID, 1).Runs[0]
+	if run.Status != schedule.StatusRefused || !strings.Contains(string(run.Refusals), `"reason":"denied by deny permit_*"`) {
+		t.Fatalf("run: %+v refusals %s", run, run.Refusals)
+	}
+	if second := string(f.fake.Requests()[1].Body); !strings.Contains(second, `\"granted\":false`) {
+		t.Fatalf("the tool was not told the permission was refused: %s", second)
+	}
+}
