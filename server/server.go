@@ -20,6 +20,7 @@ import (
 	"github.com/jean2/jean2/hub"
 	"github.com/jean2/jean2/mcpclient"
 	"github.com/jean2/jean2/provider"
+	"github.com/jean2/jean2/schedule"
 	"github.com/jean2/jean2/store"
 	"github.com/jean2/jean2/tool"
 	"github.com/jean2/jean2/undo"
@@ -82,6 +83,8 @@ type Config struct {
 	Cluster ClusterConfig
 	// Terminals bounds the web client's terminals (terminals.go).
 	Terminals TerminalOptions
+	// Schedules configures the scheduled sessions this instance runs.
+	Schedules ScheduleConfig
 }
 
 // Server is jean2's agent server. Make it with Open, serve Handler, end with Close.
@@ -109,6 +112,8 @@ type Server struct {
 	instance string
 	// node is the server's part of a cluster; nil for a lone instance.
 	node *cluster.Node
+	// sched runs the scheduled sessions (schedules.go); nil when Config.Schedules.Off.
+	sched *schedule.Scheduler
 	// serverAfter is the server log's last event when Open began loading what other
 	// instances change (cluster only): the feed follows the log after it.
 	serverAfter *int64
@@ -325,6 +330,8 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.guard = newGuard(token, s.db, cfg.AllowedHosts)
 	s.handler = newJSONGzip(s.routes())
+	// Last: a run may start as soon as it does (the occurrences missed while jean2 was down).
+	s.startScheduler()
 	return s, nil
 }
 
@@ -405,10 +412,18 @@ func (s *Server) NewToken(ctx context.Context) (string, error) {
 func (s *Server) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		var errs []error
+		// No occurrence is claimed once the harness closes; the runs in flight see their
+		// turns stopped, record it, and end.
+		if s.sched != nil {
+			s.sched.Stop()
+		}
 		if s.harness != nil {
 			if err := s.harness.Close(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("close harness: %w", err))
 			}
+		}
+		if s.sched != nil {
+			s.sched.Close()
 		}
 		if s.node != nil {
 			s.node.Close()
@@ -558,6 +573,7 @@ func (s *Server) routes() http.Handler {
 	route("GET /api/settings", s.getSettings)
 	route("PATCH /api/settings", s.patchSettings)
 	s.agentRoutes(route)
+	s.scheduleRoutes(route)
 
 	mux := http.NewServeMux()
 	mux.Handle("/api/", muxErrorsAsJSON(api))

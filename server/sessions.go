@@ -24,9 +24,20 @@ type sessionView struct {
 	// Parent, for a subagent's session, names the session and the task call that started
 	// it (docs/harness.md, subagents).
 	Parent *store.Subagent `json:"parent,omitempty"`
+	// Schedule names the schedule and occurrence that started the session, when one did.
+	Schedule *scheduleRef `json:"schedule,omitempty"`
 }
 
 func (s *Server) viewSession(ctx context.Context, ses store.Session) (sessionView, error) {
+	ref, err := s.scheduleRefOf(ctx, ses.ID)
+	if err != nil {
+		return sessionView{}, err
+	}
+	return s.viewSessionWith(ctx, ses, ref)
+}
+
+// viewSessionWith is viewSession with the session's schedule run read already.
+func (s *Server) viewSessionWith(ctx context.Context, ses store.Session, ref *scheduleRef) (sessionView, error) {
 	last, err := s.db.LastEventSeq(ctx, ses.ID)
 	if err != nil {
 		return sessionView{}, err
@@ -40,13 +51,27 @@ func (s *Server) viewSession(ctx context.Context, ses store.Session) (sessionVie
 		return sessionView{}, err
 	}
 	return sessionView{Session: ses, Running: s.running(ctx, ses.ID), LastSeq: last, usageView: u, Waiting: len(s.pending(ctx, ses.ID)),
-		Parent: parent}, nil
+		Parent: parent, Schedule: ref}, nil
 }
 
+// viewSessions views a list of sessions, reading their schedule runs once per workspace.
 func (s *Server) viewSessions(ctx context.Context, list []store.Session) ([]sessionView, error) {
 	out := make([]sessionView, 0, len(list))
+	refs := map[string]map[string]store.ScheduledSession{} // by workspace, then session
 	for _, ses := range list {
-		v, err := s.viewSession(ctx, ses)
+		byID, ok := refs[ses.WorkspaceID]
+		if !ok {
+			var err error
+			if byID, err = s.db.ScheduledSessions(ctx, ses.WorkspaceID); err != nil {
+				return nil, err
+			}
+			refs[ses.WorkspaceID] = byID
+		}
+		var ref *scheduleRef
+		if ss, ok := byID[ses.ID]; ok {
+			ref = refOf(ss.ScheduleRun, ss.ScheduleName)
+		}
+		v, err := s.viewSessionWith(ctx, ses, ref)
 		if err != nil {
 			return nil, err
 		}

@@ -60,6 +60,7 @@ Usage:
   jean2 signin [--open]                     print a one-time address that signs a browser in
   jean2 chat [--workspace DIR] [--server URL] [--session ID]   talk with the agent in the terminal
   jean2 run [--workspace DIR] [--format json] [--allow RULE] "PROMPT"   one turn, no person (docs/automation.md)
+  jean2 schedule add|list|show|pause|resume|rm   prompts sent on a cron schedule (docs/automation.md)
   jean2 doctor [--json]                     check runtimes, the sandbox and jean2's folders
   jean2 version                             print the version
 
@@ -89,6 +90,8 @@ func run(ctx context.Context, e env, args []string) error {
 		return runChat(ctx, e, args[1:])
 	case "run":
 		return runHeadless(ctx, e, args[1:])
+	case "schedule":
+		return runSchedule(ctx, e, args[1:])
 	case "signin":
 		return signin(ctx, e, args[1:])
 	case "doctor":

@@ -1,5 +1,5 @@
 // jean2's web client: the page frame (menu of workspaces and sessions, navigation), the
-// router (#/s/<session>, #/tools, #/settings), the server's own event log (tool reloads,
+// router (#/s/<session>, #/tools, #/schedules, #/settings), the server's own event log (tool reloads,
 // asks of tool runs) and the keyboard shortcuts.
 
 import { api, enc, EventStream, onDatabase, onUnauthorized } from "./api.js";
@@ -8,6 +8,7 @@ import { SessionView } from "./chat.js";
 import { ToolsView } from "./tools.js";
 import { TerminalView } from "./terminal.js";
 import { SettingsView, showShortcuts } from "./settings.js";
+import { SchedulesView } from "./schedules.js";
 import { mcpTrustNotice } from "./mcptrust.js";
 import { confirmAction, databaseBanner, errorText, notify, openDialog, promptText } from "./ui.js";
 import { providerNotice, searchBox, sessionMeta } from "./agent.js";
@@ -73,6 +74,7 @@ class App {
     this.nav = h("nav", { class: "top-nav", "aria-label": "Pages" },
       h("a", { href: "#/", dataset: { page: "chat" } }, "Chat"),
       h("a", { href: "#/tools", dataset: { page: "tools" } }, "Tools"),
+      h("a", { href: "#/schedules", dataset: { page: "schedules" } }, "Schedules"),
       h("a", { href: "#/settings", dataset: { page: "settings" } }, "Settings"),
       h("button", { type: "button", class: "icon-btn", "aria-label": "Keyboard shortcuts", title: "Keyboard shortcuts (?)", onclick: () => showShortcuts() }, "?"));
     this.sidebar = h("aside", { id: "sidebar", class: "sidebar", "aria-label": "Workspaces and sessions" });
@@ -291,6 +293,9 @@ class App {
     } else if (parts[0] === "tools") {
       page = "tools";
       this.view = new ToolsView(this);
+    } else if (parts[0] === "schedules") {
+      page = "schedules";
+      this.view = new SchedulesView(this);
     } else if (parts[0] === "settings") {
       page = "settings";
       this.view = new SettingsView(this);
