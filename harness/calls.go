@@ -148,6 +148,11 @@ func (t *turn) runCall(msg *store.Message, pi int, ws host.Workspace) {
 	if a := t.h.opts.Askers; a != nil {
 		askers = a.Asker(t.askSession())
 	}
+	if why := t.refuses(p.ToolName); why != "" {
+		sealCall(p, why)
+		t.carryOn(updatePartOp(*p, "store the refusal of call "+p.CallID))
+		return
+	}
 	msgID, partID, callID := msg.ID, p.ID, p.CallID
 	out := t.invoke(callCtx, host.Call{
 		Tool: p.ToolName, Args: json.RawMessage(p.Args), CallID: callID, SessionID: t.sessionID,

@@ -27,6 +27,9 @@ type turn struct {
 	prov      provider.Provider
 	model     string
 	userMsg   store.Message
+	// preset is the session's agent (agents.go) as its files read when the turn started:
+	// the tools it is offered and may run, and instructions for the system prompt.
+	preset Agent
 
 	// ctx is cancelled by Stop (errStopped) or Close (errClosing); calls link to it.
 	ctx    context.Context
@@ -103,9 +106,17 @@ func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*tur
 	if err != nil {
 		return nil, fmt.Errorf("start a turn: %w", err)
 	}
-	prov, model, err := h.opts.Models.Model(ctx, sess.Provider, sess.Model)
+	agent, err := h.sessionAgent(sess, ws.Path)
 	if err != nil {
-		return nil, fmt.Errorf("start a turn in session %s: model %q of provider %q: %w", sessionID, sess.Model, sess.Provider, err)
+		return nil, fmt.Errorf("start a turn in session %s: %w", sessionID, err)
+	}
+	wantModel := sess.Model
+	if agent.Model != "" {
+		wantModel = agent.Model
+	}
+	prov, model, err := h.opts.Models.Model(ctx, sess.Provider, wantModel)
+	if err != nil {
+		return nil, fmt.Errorf("start a turn in session %s: model %q of provider %q: %w", sessionID, wantModel, sess.Provider, err)
 	}
 	if prov == nil {
 		return nil, fmt.Errorf("start a turn in session %s: no provider named %q is configured", sessionID, sess.Provider)
@@ -115,7 +126,7 @@ func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*tur
 		return nil, fmt.Errorf("start a turn in session %s: %w", sessionID, err)
 	}
 	t := &turn{
-		h: h, id: store.NewID("turn_"), sessionID: sessionID, session: sess, prov: prov, model: model,
+		h: h, id: store.NewID("turn_"), sessionID: sessionID, session: sess, prov: prov, model: model, preset: agent,
 		done:   make(chan struct{}),
 		ws:     &host.Workspace{ID: ws.ID, Path: ws.Path, Allowed: ws.AllowedPaths},
 		ev:     h.emitter(sessionID),
@@ -270,6 +281,10 @@ func (t *turn) system(ws host.Workspace) string {
 		b.WriteString(*t.agent)
 	}
 	if p := t.subagentPrompt(); p != "" {
+		b.WriteString("\n\n")
+		b.WriteString(p)
+	}
+	if p := t.preset.prompt(); p != "" {
 		b.WriteString("\n\n")
 		b.WriteString(p)
 	}

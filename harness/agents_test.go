@@ -1,0 +1,69 @@
+package harness_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jean2/jean2/harness"
+)
+
+// Agent files in the shapes people bring: Claude Code's front matter (tools as a comma
+// list or a YAML list, Claude's tool names mapped, permissionMode plan), a file without
+// front matter, and files that are refused one by one (unclosed front matter, a built-in's
+// name, a symlink out of the folder) without keeping the others from loading.
+func TestLoadAgents(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	outside := filepath.Join(t.TempDir(), "secret.md")
+	files := map[string]string{
+		filepath.Join(home, "agents", "explore.md"):        "---\nname: explore\ndescription: Looks around\ntools:\n  - Glob\n  - LS\npermissionMode: plan\n---\nLook only.\n",
+		filepath.Join(ws, ".claude", "agents", "fixer.md"): "---\nname: fixer\ndescription: Fixes\ntools: Read, Edit, Bash\ndisallowedTools: WebFetch\nmodel: gpt-fast\npermissionMode: bypassPermissions\n---\nFix it.\n",
+		filepath.Join(ws, ".jean2", "agents", "plain.md"):  "Just a body.\n",
+		filepath.Join(ws, ".jean2", "agents", "open.md"):   "---\nname: open\n",
+		filepath.Join(ws, ".jean2", "agents", "plan.md"):   "---\nname: plan\n---\nmine\n",
+		filepath.Join(ws, ".jean2", "agents", "off.md"):    "---\nname: off\ndisabled: true\n---\n",
+		outside: "---\nname: leaked\n---\n",
+	}
+	for path, text := range files {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(ws, ".jean2", "agents", "link.md")); err != nil {
+		t.Fatal(err)
+	}
+	all := harness.LoadAgents(home, ws)
+	if got := strings.Join(all.Names(), ","); got != "build,plan,explore,fixer,plain" {
+		t.Fatalf("agents %s; problems %+v", got, all.Problems)
+	}
+	ex, _ := all.Lookup("explore")
+	if !ex.ReadOnly || strings.Join(ex.Tools, ",") != "glob,ls" || ex.Instructions != "Look only." || ex.Scope != "home" {
+		t.Fatalf("explore %+v", ex)
+	}
+	fx, _ := all.Lookup("fixer")
+	if fx.ReadOnly || strings.Join(fx.Tools, ",") != "edit,read-file,shell" || strings.Join(fx.DisallowedTools, ",") != "webfetch" ||
+		fx.Model != "gpt-fast" || len(fx.Warnings) != 1 || !strings.Contains(fx.Warnings[0], "bypassPermissions") {
+		t.Fatalf("fixer %+v", fx)
+	}
+	if pl, _ := all.Lookup("plain"); pl.Instructions != "Just a body." || pl.Tools != nil {
+		t.Fatalf("plain %+v", pl)
+	}
+	if b, _ := all.Lookup(""); b.Name != harness.DefaultAgent {
+		t.Fatalf("the default agent: %+v", b)
+	}
+	problems := map[string]string{}
+	for _, p := range all.Problems {
+		problems[filepath.Base(p.Path)] = p.Error
+	}
+	if len(problems) != 3 || !strings.Contains(problems["open.md"], "never closed") ||
+		!strings.Contains(problems["plan.md"], "built-in") || !strings.Contains(problems["link.md"], "not read") {
+		t.Fatalf("problems %+v", all.Problems)
+	}
+	if why := ex.Refuses("glob", nil); !strings.Contains(why, "plan mode") {
+		t.Fatalf("a plan agent takes a tool that is not installed: %q", why)
+	}
+}
