@@ -21,6 +21,9 @@ import (
 // Commands is the chat's help on its slash commands and keys, shown by /help and in the
 // usage of `jean2 chat`.
 const Commands = `In the chat:
+  /agent     the workspace's agents (build, plan, agent files) and those that did not load;
+             /agent NAME switches this session's agent; Tab then Enter on an empty line
+             switches to the next (plan is read-only: edits and commands are refused)
   /compact   summarize the older messages now to free the model's context (long sessions
              are compacted by themselves when they near the model's context window)
   /model     the session's model and the provider's models; /model M switches to model M,

@@ -1,0 +1,74 @@
+package chat
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jean2/jean2/builtin"
+	"github.com/jean2/jean2/provider/providertest"
+)
+
+// The chat's header names the session's agent; Tab then Enter on an empty line switches to
+// the next agent (plan), whose turn the host keeps from writing; /agent lists the agents
+// with a broken agent file reported, and /agent NAME switches back.
+func TestChatSwitchesAgents(t *testing.T) {
+	srv, base, fake := testServer(t, builtin.Tools(builtin.Options{})...)
+	ws := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, ".jean2", "agents"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".jean2", "agents", "broken.md"), []byte("---\nname: broken\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, typed := io.Pipe()
+	var out screen
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Options{Server: base, Token: srv.Token(), Workspace: ws, Stdin: in, Stdout: &out})
+	}()
+	type_ := func(s string) {
+		t.Helper()
+		if _, err := io.WriteString(typed, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out.waitFor(t, "agent build")
+	type_("\t\n")
+	out.waitFor(t, "Agent: plan (plan mode: read-only")
+
+	fake.Push(
+		providertest.OpenAIToolCall("test-model", "call_w", "write-file", `{"path":"made.txt","content":"x"}`),
+		providertest.OpenAIText("test-model", "Planned."),
+	)
+	type_("write made.txt\n")
+	out.waitFor(t, "Planned.")
+	out.waitFor(t, "── done")
+	if _, err := os.Stat(filepath.Join(ws, "made.txt")); !os.IsNotExist(err) {
+		t.Fatalf("made.txt under plan: %v", err)
+	}
+	if !strings.Contains(out.String(), "refused: this session runs the \"plan\" agent") {
+		t.Errorf("the refusal is not shown:\n%s", out.String())
+	}
+
+	type_("/agent\n")
+	out.waitFor(t, "▸ plan")
+	out.waitFor(t, "not loaded: "+filepath.Join(ws, ".jean2", "agents", "broken.md"))
+	type_("/agent build\n")
+	out.waitFor(t, "Agent: build")
+	var ses session
+	id := strings.Fields(out.String()[strings.Index(out.String(), "session ses_")+len("session "):])[0]
+	if err := NewClient(base, srv.Token()).Call(context.Background(), "GET", "/api/sessions/"+id, nil, &ses); err != nil || ses.Agent != "build" {
+		t.Fatalf("session %s after /agent build: %+v %v", id, ses.Session, err)
+	}
+	type_("/quit\n")
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Run did not return; the screen:\n%s", out.String())
+	}
+}
