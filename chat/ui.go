@@ -739,6 +739,11 @@ func (u *chatUI) handleEvent(ev store.Event) {
 		if decode(&p) {
 			u.turnFinished(p)
 		}
+	case harness.EventHookFailed:
+		var p harness.HookFailed
+		if decode(&p) {
+			u.println(u.st.yellow(fmt.Sprintf("(hook %s %s failed: %s)", termtext.Line(p.Event), termtext.Line(p.Command), termtext.Line(p.Error))))
+		}
 	case "session.updated":
 		// Another client may have switched the agent.
 		var p struct{ Session session }

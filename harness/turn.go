@@ -30,6 +30,8 @@ type turn struct {
 	// preset is the session's agent (agents.go) as its files read when the turn started:
 	// the tools it is offered and may run, and instructions for the system prompt.
 	preset Agent
+	// hooks are config.json's hooks as the turn's start read them (hooks.go).
+	hooks Hooks
 
 	// ctx is cancelled by Stop (errStopped) or Close (errClosing); calls link to it.
 	ctx    context.Context
@@ -170,8 +172,14 @@ func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*tur
 func (t *turn) run() {
 	defer t.cancel(nil)
 	t.snap = t.beginSnapshot()
+	ws := *t.ws // the first round takes t.ws
+	t.loadHooks()
+	if t.userMsg.Seq == 1 {
+		t.runHooks(ws, HookSessionStart, "", "", map[string]any{"source": "startup"})
+	}
 	reason, why := t.loop()
 	t.endReason, t.endWhy = reason, why
+	t.runHooks(ws, HookStop, "", "", map[string]any{"stop_hook_active": false, "reason": reason})
 	t.finish(reason, why)
 	t.nameSession(reason)
 }

@@ -129,7 +129,7 @@ func TestPlanAgentRefusesChanges(t *testing.T) {
 		t.Errorf("keep.txt after a plan turn: %q %v", b, err)
 	}
 	offered := f.agentRequest(0).toolNames()
-	for _, name := range []string{"write-file", "edit", "multiedit", "apply-patch", "shell", "todowrite", "write-note"} {
+	for _, name := range []string{"write-file", "edit", "multiedit", "apply-patch", "shell", "todowrite", "write_note"} {
 		if slices.Contains(offered, name) {
 			t.Errorf("plan offered %s: %v", name, offered)
 		}
@@ -216,7 +216,7 @@ func TestAgentFilesLoadLive(t *testing.T) {
 	var v sessionView
 	f.call("PATCH", "/api/sessions/"+ses.ID, map[string]any{"agent": "reviewer"}, 200, &v)
 	f.fake.Push(
-		providertest.OpenAIToolCall("test-model", "call_n", "write-note", `{"text":"x"}`),
+		providertest.OpenAIToolCall("test-model", "call_n", "write_note", `{"text":"x"}`),
 		providertest.OpenAIText("test-model", "reviewed"),
 	)
 	f.agentTurn(ses.ID, "review")

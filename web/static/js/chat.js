@@ -296,6 +296,10 @@ export class SessionView {
       case "workspace.updated":
         this.workspaceUpdated(p);
         break;
+      case "hook.failed":
+        // A hook of config.json failed or timed out: the turn went on as if it allowed.
+        notify(`Hook ${p.event}${p.tool ? " (" + p.tool + ")" : ""} failed: ${p.error}`, "error");
+        break;
       case "session.updated":
         if (p.session) {
           this.session = { ...this.session, ...p.session };
