@@ -38,10 +38,10 @@ const (
 	MaxAgentFiles = 200
 )
 
-// ErrNoAgent is wrapped by the errors of a turn whose session names an agent that is not
-// defined (its file was removed or is broken): the turn does not start, rather than run
-// with more powers than the person chose.
-var ErrNoAgent = errors.New("the session's agent is not defined")
+// ErrNoAgent is wrapped by the errors of a turn whose session's agent cannot be used: it is
+// not defined (its file was removed or is broken) or its model cannot be had. The turn does
+// not start, rather than run with other powers than the person chose.
+var ErrNoAgent = errors.New("the session's agent cannot be used")
 
 // Agent is a named preset a session runs with: instructions joined to the system prompt,
 // the tools it may use, a model, and whether it is read-only (plan mode).
@@ -224,7 +224,12 @@ func parseAgent(text, stem string) (ag Agent, disabled bool, err error) {
 	if !agentNamePattern.MatchString(ag.Name) {
 		return Agent{}, false, fmt.Errorf("name %q: use letters, digits, '-', '_' or '.', at most 64", ag.Name)
 	}
-	if ag.Model = strings.TrimSpace(fm.Model); ag.Model == "inherit" {
+	switch ag.Model = strings.TrimSpace(fm.Model); ag.Model {
+	case "inherit":
+		ag.Model = ""
+	case "sonnet", "opus", "haiku":
+		// Claude Code's aliases name no model of a jean2 provider.
+		ag.Warnings = append(ag.Warnings, fmt.Sprintf("model %q is Claude Code's alias, not a model's name: the session's model is used", ag.Model))
 		ag.Model = ""
 	}
 	if ag.Tools, err = toolList(fm.Tools, "tools", &ag.Warnings); err != nil {

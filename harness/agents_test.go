@@ -17,7 +17,7 @@ func TestLoadAgents(t *testing.T) {
 	home, ws := t.TempDir(), t.TempDir()
 	outside := filepath.Join(t.TempDir(), "secret.md")
 	files := map[string]string{
-		filepath.Join(home, "agents", "explore.md"):        "---\nname: explore\ndescription: Looks around\ntools:\n  - Glob\n  - LS\npermissionMode: plan\n---\nLook only.\n",
+		filepath.Join(home, "agents", "explore.md"):        "---\nname: explore\nmodel: haiku\ndescription: Looks around\ntools:\n  - Glob\n  - LS\npermissionMode: plan\n---\nLook only.\n",
 		filepath.Join(ws, ".claude", "agents", "fixer.md"): "---\nname: fixer\ndescription: Fixes\ntools: Read, Edit, Bash\ndisallowedTools: WebFetch\nmodel: gpt-fast\npermissionMode: bypassPermissions\n---\nFix it.\n",
 		filepath.Join(ws, ".jean2", "agents", "plain.md"):  "Just a body.\n",
 		filepath.Join(ws, ".jean2", "agents", "open.md"):   "---\nname: open\n",
@@ -41,7 +41,8 @@ func TestLoadAgents(t *testing.T) {
 		t.Fatalf("agents %s; problems %+v", got, all.Problems)
 	}
 	ex, _ := all.Lookup("explore")
-	if !ex.ReadOnly || strings.Join(ex.Tools, ",") != "glob,ls" || ex.Instructions != "Look only." || ex.Scope != "home" {
+	if !ex.ReadOnly || strings.Join(ex.Tools, ",") != "glob,ls" || ex.Instructions != "Look only." || ex.Scope != "home" ||
+		ex.Model != "" || len(ex.Warnings) != 1 {
 		t.Fatalf("explore %+v", ex)
 	}
 	fx, _ := all.Lookup("fixer")

@@ -117,6 +117,10 @@ func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*tur
 		wantModel = agent.Model
 	}
 	prov, model, err := h.opts.Models.Model(ctx, sess.Provider, wantModel)
+	if err != nil && agent.Model != "" {
+		return nil, fmt.Errorf("start a turn in session %s: %w: agent %q (%s) names model %q, which provider %q cannot serve: %v",
+			sessionID, ErrNoAgent, agent.Name, agent.Path, agent.Model, sess.Provider, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start a turn in session %s: model %q of provider %q: %w", sessionID, wantModel, sess.Provider, err)
 	}

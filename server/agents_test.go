@@ -239,13 +239,24 @@ func TestAgentFilesLoadLive(t *testing.T) {
 		t.Fatalf("the saved file was not read at the next turn: %.2000s", sys)
 	}
 
+	// An agent's model replaces the session's.
+	write(filepath.Join(f.home, "agents", "docs.md"), "---\ndescription: Writes docs\nmodel: docs-model\n---\nWrite docs.\n")
+	f.call("PATCH", "/api/sessions/"+ses.ID, map[string]any{"agent": "docs"}, 200, &v)
+	f.fake.Push(providertest.OpenAIText("docs-model", "documented"))
+	f.runTurn(ses.ID, "document")
+	var sent struct{ Model string }
+	if err := f.fake.Requests()[3].Decode(&sent); err != nil || sent.Model != "docs-model" {
+		t.Fatalf("the docs agent's turn asked for model %q (%v)", sent.Model, err)
+	}
+	f.call("PATCH", "/api/sessions/"+ses.ID, map[string]any{"agent": "reviewer"}, 200, &v)
+
 	// The file breaks: the session's turn is refused, naming the file, and nothing runs.
 	write(filepath.Join(dir, "reviewer.md"), "---\ntools: Read\n")
 	data := f.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "more"}, 400, nil)
 	if !strings.Contains(string(data), "reviewer.md was not loaded") || !strings.Contains(string(data), "never closed") {
 		t.Fatalf("turn with a broken agent: %s", data)
 	}
-	if n := len(f.fake.Requests()); n != 3 {
-		t.Fatalf("%d model requests, want 3", n)
+	if n := len(f.fake.Requests()); n != 4 {
+		t.Fatalf("%d model requests, want 4", n)
 	}
 }
