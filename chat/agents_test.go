@@ -1,7 +1,9 @@
 package chat
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,7 +12,9 @@ import (
 	"time"
 
 	"github.com/jean2/jean2/builtin"
+	"github.com/jean2/jean2/harness"
 	"github.com/jean2/jean2/provider/providertest"
+	"github.com/jean2/jean2/store"
 )
 
 // The chat's header names the session's agent; Tab then Enter on an empty line switches to
@@ -70,5 +74,16 @@ func TestChatSwitchesAgents(t *testing.T) {
 	case <-done:
 	case <-time.After(30 * time.Second):
 		t.Fatalf("Run did not return; the screen:\n%s", out.String())
+	}
+}
+
+// A hook that failed is shown where the person reads the turn.
+func TestChatShowsHookFailed(t *testing.T) {
+	var out bytes.Buffer
+	u := newChatUI(Options{Stdout: &out}, nil, session{Session: store.Session{ID: "ses_1"}}, store.Workspace{Path: "/ws"}, false)
+	u.handleEvent(store.Event{SessionID: "ses_1", Seq: 1, Type: harness.EventHookFailed,
+		Payload: json.RawMessage(`{"event":"PreToolUse","command":"sleep 60","tool":"shell","error":"timed out after 1s and was killed"}`)})
+	if got := out.String(); !strings.Contains(got, "(hook PreToolUse sleep 60 failed: timed out after 1s and was killed)") {
+		t.Fatalf("screen: %q", got)
 	}
 }
