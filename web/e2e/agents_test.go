@@ -68,4 +68,9 @@ func TestAgentSwitchInHeader(t *testing.T) {
 	if ses.Agent != "build" {
 		t.Fatalf("the session's agent after the click: %q", ses.Agent)
 	}
+
+	// The tools page lists the workspace's agents and the file that did not load.
+	f.open("#/tools")
+	f.waitText(`#agents li.agent[data-agent="plan"]`, "read-only")
+	f.waitText("#agents .agent-problems", filepath.Join(dir, "broken.md")+": the front matter opened by --- is never closed")
 }

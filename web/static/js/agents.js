@@ -68,3 +68,45 @@ export class AgentControl {
     }
   }
 }
+
+/**
+ * agentsSection lists, on the tools page, the agents each workspace's sessions may run with
+ * (read from their files now) and the agent files that did not load, with their errors.
+ */
+export function agentsSection() {
+  const el = h("section", { class: "agents-section", id: "agents", "aria-labelledby": "agents-title" },
+    h("h3", { id: "agents-title" }, "Agents"), h("p", { class: "muted small" }, "Loading the agents…"));
+  (async () => {
+    let wss;
+    try {
+      wss = (await api("GET", "/api/workspaces")).workspaces || [];
+    } catch (err) {
+      replace(el, h("h3", { id: "agents-title" }, "Agents"), h("p", { class: "error" }, `Agents could not be read: ${errorText(err)}`));
+      return;
+    }
+    const blocks = await Promise.all(wss.map(async (ws) => {
+      try {
+        return workspaceAgents(ws, await api("GET", `/api/workspaces/${enc(ws.id)}/agents`));
+      } catch (err) {
+        return h("p", { class: "error" }, `${ws.path}: ${errorText(err)}`);
+      }
+    }));
+    replace(el, h("h3", { id: "agents-title" }, "Agents"),
+      h("p", { class: "muted small" }, "Markdown files in ~/.jean2/agents, a workspace's .jean2/agents or .claude/agents; chosen per session in its header."),
+      blocks.length ? blocks : h("p", { class: "muted small" }, "No workspace yet."));
+  })();
+  return el;
+}
+
+function workspaceAgents(ws, res) {
+  const rows = (res.agents || []).map((a) => h("li", { class: "agent", dataset: { agent: a.name } },
+    h("strong", null, a.name), a.readOnly ? [" ", h("span", { class: "badge" }, "read-only")] : "",
+    h("span", { class: "muted small" }, ` ${a.scope}${a.tools ? " · tools: " + (a.tools.join(", ") || "none") : ""}${a.model ? " · model " + a.model : ""}`),
+    a.description ? h("div", { class: "small" }, a.description) : "",
+    (a.warnings || []).map((w) => h("div", { class: "small warn" }, `warning: ${w}`))));
+  const problems = (res.problems || []).map((p) => h("li", { class: "agent-problem error small" }, `${p.path}: ${p.error}`));
+  return h("details", { class: "workspace-agents", open: true },
+    h("summary", null, ws.name || ws.path),
+    h("ul", { class: "agent-list" }, rows),
+    problems.length ? h("ul", { class: "agent-problems", "aria-label": "Agent files not loaded" }, problems) : "");
+}
