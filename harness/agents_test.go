@@ -1,6 +1,7 @@
 package harness_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,5 +67,26 @@ func TestLoadAgents(t *testing.T) {
 	}
 	if why := ex.Refuses("glob", nil); !strings.Contains(why, "plan mode") {
 		t.Fatalf("a plan agent takes a tool that is not installed: %q", why)
+	}
+}
+
+// BenchmarkLoadAgents reads 50 agent files, as each turn's start does.
+func BenchmarkLoadAgents(b *testing.B) {
+	ws := b.TempDir()
+	dir := filepath.Join(ws, ".jean2", "agents")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 50 {
+		text := fmt.Sprintf("---\nname: agent%02d\ndescription: Agent number %d\ntools: Read, Grep, Glob\n---\n%s\n", i, i, strings.Repeat("Do the thing well. ", 100))
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("a%02d.md", i)), []byte(text), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if all := harness.LoadAgents("", ws); len(all.Agents) != 52 {
+			b.Fatalf("%d agents", len(all.Agents))
+		}
 	}
 }
