@@ -129,12 +129,12 @@ func TestPlanAgentRefusesChanges(t *testing.T) {
 		t.Errorf("keep.txt after a plan turn: %q %v", b, err)
 	}
 	offered := f.agentRequest(0).toolNames()
-	for _, name := range []string{"write-file", "edit", "multiedit", "apply-patch", "shell", "todowrite", "write_note"} {
+	for _, name := range []string{"write-file", "edit", "multiedit", "apply-patch", "shell", "todowrite", "write_note", "memory", "skill_manage"} {
 		if slices.Contains(offered, name) {
 			t.Errorf("plan offered %s: %v", name, offered)
 		}
 	}
-	if !slices.Contains(offered, "read-file") || !slices.Contains(offered, "grep") {
+	if !slices.Contains(offered, "read-file") || !slices.Contains(offered, "grep") || !slices.Contains(offered, "skill") || !slices.Contains(offered, "session_search") {
 		t.Errorf("plan did not offer the read-only tools: %v", offered)
 	}
 	if sys := string(f.agentRequest(0).Messages[0].Content); !strings.Contains(sys, "plan mode") {
