@@ -74,3 +74,28 @@ func TestAgentSwitchInHeader(t *testing.T) {
 	f.waitText(`#agents li.agent[data-agent="plan"]`, "read-only")
 	f.waitText("#agents .agent-problems", filepath.Join(dir, "broken.md")+": the front matter opened by --- is never closed")
 }
+
+// TestHooksShownInTheConversation: a PreToolUse hook of config.json that denies write-file
+// shows its reason on the call's card (the file is not written), and a Stop hook that fails
+// is reported as an error notice.
+func TestHooksShownInTheConversation(t *testing.T) {
+	f := newFixtureWith(t, func(f *fixture, cfg *server.Config) {
+		cfg.Host.Builtins = builtin.Tools(builtin.Options{})
+		hooks := `{"hooks": {
+  "PreToolUse": [{"matcher": "Write", "hooks": [{"type": "command", "command": "echo 'no writes today' >&2; exit 2"}]}],
+  "Stop": [{"hooks": [{"type": "command", "command": "echo broken >&2; exit 7"}]}]}}`
+		if err := os.WriteFile(filepath.Join(f.home, "config.json"), []byte(hooks), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	s := f.session("hooks")
+	f.open("#/s/" + s.ID)
+	f.fake.Push(toolCalls([2]string{"write-file", `{"path":"made.txt","content":"x"}`}), text("Could not write."))
+	f.typeInto("#composer-input", "write made.txt\n")
+	f.waitText(".message.assistant", "Could not write.")
+	f.waitText(`.tool-card[data-tool="write-file"]`, "denied by a PreToolUse hook: no writes today")
+	f.waitText("#notices .notice.error", "Hook Stop failed: exited with code 7: broken")
+	if _, err := os.Stat(filepath.Join(f.ws, "made.txt")); !os.IsNotExist(err) {
+		t.Fatalf("made.txt despite the hook: %v", err)
+	}
+}
