@@ -83,3 +83,13 @@ func (u *chatUI) listAgents(all harness.Agents) {
 	}
 	u.println(u.st.dim("(/agent NAME switches; Tab then Enter on an empty line switches to the next)"))
 }
+
+// setAgent switches the session to the named agent (the --agent flag of jean2 chat and
+// jean2 run); the server refuses a name no agent of the workspace has, listing them.
+func setAgent(ctx context.Context, api *Client, ses session, name string) (session, error) {
+	var out session
+	if err := api.Call(ctx, http.MethodPatch, "/api/sessions/"+url.PathEscape(ses.ID), map[string]any{"agent": name}, &out); err != nil {
+		return ses, err
+	}
+	return out, nil
+}

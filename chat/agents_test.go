@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -85,5 +86,36 @@ func TestChatShowsHookFailed(t *testing.T) {
 		Payload: json.RawMessage(`{"event":"PreToolUse","command":"sleep 60","tool":"shell","error":"timed out after 1s and was killed"}`)})
 	if got := out.String(); !strings.Contains(got, "(hook PreToolUse sleep 60 failed: timed out after 1s and was killed)") {
 		t.Fatalf("screen: %q", got)
+	}
+}
+
+// jean2 run --agent plan: the headless turn runs read-only (the scripted model's write-file
+// is refused, nothing is written) and the session keeps the agent; an unknown agent is a
+// mistake of the options, naming the agents there are.
+func TestHeadlessAgent(t *testing.T) {
+	srv, base, fake := testServer(t, builtin.Tools(builtin.Options{})...)
+	ws := t.TempDir()
+	fake.Push(
+		providertest.OpenAIToolCall("test-model", "call_w", "write-file", `{"path":"made.txt","content":"x"}`),
+		providertest.OpenAIText("test-model", "The plan: write made.txt."),
+	)
+	var out, errs bytes.Buffer
+	o := HeadlessOptions{Server: base, Token: srv.Token(), Workspace: ws, Agent: "plan", Prompt: "write made.txt", Stdout: &out, Stderr: &errs}
+	res, err := RunHeadless(context.Background(), o)
+	if err != nil || res.Reason != "done" || res.Text != "The plan: write made.txt." {
+		t.Fatalf("run: %+v %v; stderr %s", res, err, errs.String())
+	}
+	if _, err := os.Stat(filepath.Join(ws, "made.txt")); !os.IsNotExist(err) {
+		t.Fatalf("made.txt under --agent plan: %v", err)
+	}
+	var ses session
+	if err := NewClient(base, srv.Token()).Call(context.Background(), "GET", "/api/sessions/"+res.SessionID, nil, &ses); err != nil || ses.Agent != "plan" {
+		t.Fatalf("the session's agent: %q %v", ses.Agent, err)
+	}
+	o.Agent = "nobody"
+	_, err = RunHeadless(context.Background(), o)
+	var ue UsageError
+	if !errors.As(err, &ue) || !strings.Contains(ue.Msg, `--agent "nobody"`) || !strings.Contains(ue.Msg, "build, plan") {
+		t.Fatalf("an unknown agent: %v", err)
 	}
 }

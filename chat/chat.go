@@ -66,6 +66,8 @@ type Options struct {
 	Session string
 	// Provider and Model set the session's model when not "".
 	Provider, Model string
+	// Agent switches the session to this agent (build, plan, an agent file's) when not "".
+	Agent string
 
 	// Rediscover, when not nil, says where the server runs now and its token ("" when
 	// unknown): the chat asks while it reconnects to a server that went away, so that it
@@ -137,6 +139,11 @@ func Run(ctx context.Context, o Options) error {
 	if o.Provider != "" || o.Model != "" {
 		if ses, err = setChatModel(ctx, api, ses, o.Provider, o.Model); err != nil {
 			return usagef("--provider %q --model %q: %v", o.Provider, o.Model, err)
+		}
+	}
+	if o.Agent != "" {
+		if ses, err = setAgent(ctx, api, ses, o.Agent); err != nil {
+			return usagef("--agent %q: %v", o.Agent, err)
 		}
 	}
 	if err := askMCPTrust(ctx, o, api, ws); err != nil {
