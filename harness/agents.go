@@ -335,23 +335,9 @@ func (ag Agent) Refuses(name string, def *tool.Definition) string {
 	return ""
 }
 
-// narrow is the tools of reg the agent is offered.
-func (ag Agent) narrow(fns []tool.Function, reg *tool.Registry) []tool.Function {
-	if !ag.ReadOnly && ag.Tools == nil && len(ag.DisallowedTools) == 0 {
-		return fns
-	}
-	out := fns[:0:0]
-	for _, fn := range fns {
-		var def *tool.Definition
-		if tl, ok := reg.Lookup(fn.Function.Name); ok {
-			d := tl.Definition()
-			def = &d
-		}
-		if ag.Refuses(fn.Function.Name, def) == "" {
-			out = append(out, fn)
-		}
-	}
-	return out
+// Narrows says whether the agent takes any tool away (build takes none).
+func (ag Agent) Narrows() bool {
+	return ag.ReadOnly || ag.Tools != nil || len(ag.DisallowedTools) > 0
 }
 
 // prompt is the part of the system prompt the agent adds.
@@ -381,11 +367,16 @@ func (h *Harness) sessionAgent(sess store.Session, workspace string) (Agent, err
 	return ag, nil
 }
 
-// refuses says why the turn's agent may not run a call of the named tool ("" when it may).
-// Every call passes here before the host runs it, whatever the model was offered.
+// refuses says why the turn's agent may not use the named tool ("" when it may). It is part
+// of toolAllowed (subagents.go), the one gate of what the model is offered and of every call
+// before the host runs it, whatever the model was offered; a subagent's tools are drawn from
+// what it lets through.
 func (t *turn) refuses(name string) string {
+	if !t.preset.Narrows() {
+		return ""
+	}
 	var def *tool.Definition
-	if tl, ok := t.h.opts.Tools.Registry().Lookup(name); ok {
+	if tl, ok := t.h.offered(t.session.WorkspaceID).Lookup(name); ok {
 		d := tl.Definition()
 		def = &d
 	}

@@ -1,13 +1,16 @@
 package harness_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/jean2/jean2/harness"
+	"github.com/jean2/jean2/provider/providertest"
 )
 
 // Agent files in the shapes people bring: Claude Code's front matter (tools as a comma
@@ -88,5 +91,50 @@ func BenchmarkLoadAgents(b *testing.B) {
 		if all := harness.LoadAgents("", ws); len(all.Agents) != 52 {
 			b.Fatalf("%d agents", len(all.Agents))
 		}
+	}
+}
+
+// A subagent never has more tools than its parent's agent lets the parent use: a task call
+// that names no tools gives the child those the agent allows (not every tool), and the
+// child's call of another tool is refused.
+func TestAgentNarrowsSubagents(t *testing.T) {
+	f := newSubagentFixture(t, func(o *harness.Options) { o.WorkRounds = 20 })
+	dir := filepath.Join(f.ws, ".jean2", "agents")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "lead.md"), []byte("---\nname: lead\ntools: trivial, task\n---\nDelegate.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.session.Agent = "lead"
+	if _, err := f.db.UpdateSession(context.Background(), f.session); err != nil {
+		t.Fatal(err)
+	}
+	var parentTools, childTools []string
+	f.respond(func(r req) providertest.Reply {
+		switch {
+		case r.user == "PARENT" && len(r.results) == 0:
+			parentTools = r.tools
+			return f.call("call_p1", "task", map[string]any{"prompt": "CHILD"})
+		case r.user == "PARENT":
+			return f.say("parent: " + strings.Join(r.results, " | "))
+		case r.user == "CHILD" && len(r.results) == 0:
+			childTools = r.tools
+			return f.call("call_c1", "note", map[string]any{"path": "x.txt", "text": "x"})
+		}
+		return f.say("child: " + strings.Join(r.results, " | "))
+	})
+	if _, fin := f.turn("PARENT"); fin.Reason != harness.ReasonDone {
+		t.Fatalf("parent finished %+v", fin)
+	}
+	if !slices.Equal(parentTools, []string{"task", "trivial"}) || !slices.Equal(childTools, []string{"task", "trivial"}) {
+		t.Fatalf("offered: parent %v, child %v; want [task trivial] both", parentTools, childTools)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "x.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the child wrote x.txt: %v", err)
+	}
+	msgs := f.messages()
+	if answer := msgs[len(msgs)-1].Content; !strings.Contains(answer, "tool note is not among the tools this subagent was given (task, trivial)") {
+		t.Fatalf("the parent's answer: %s", answer)
 	}
 }

@@ -148,16 +148,6 @@ func (t *turn) runCall(msg *store.Message, pi int, ws host.Workspace) {
 	if a := t.h.opts.Askers; a != nil {
 		askers = a.Asker(t.askSession())
 	}
-	if why := t.refuses(p.ToolName); why != "" {
-		sealCall(p, why)
-		t.carryOn(updatePartOp(*p, "store the refusal of call "+p.CallID))
-		return
-	}
-	if why := t.runHooks(ws, HookPreToolUse, p.ToolName, p.CallID, map[string]any{"tool_name": p.ToolName, "tool_input": json.RawMessage(p.Args)}); why != "" {
-		sealCall(p, "denied by a PreToolUse hook: "+why)
-		t.carryOn(updatePartOp(*p, "store the denial of call "+p.CallID))
-		return
-	}
 	msgID, partID, callID := msg.ID, p.ID, p.CallID
 	out := t.invoke(callCtx, host.Call{
 		Tool: p.ToolName, Args: json.RawMessage(p.Args), CallID: callID, SessionID: t.sessionID,
@@ -168,8 +158,6 @@ func (t *turn) runCall(msg *store.Message, pi int, ws host.Workspace) {
 		Workspaces: &workspacePaths{t: t, workspaceID: ws.ID, callID: callID},
 		LLM:        provider.ForTools(t.prov, t.model),
 	})
-	t.runHooks(ws, HookPostToolUse, p.ToolName, callID, map[string]any{"tool_name": p.ToolName, "tool_input": json.RawMessage(p.Args),
-		"tool_response": json.RawMessage(out.Result.ModelJSON())})
 	p.Result = out.ModelText
 	p.Visualization = out.Result.Visualization
 	p.MediaType, p.Data = keptContent(out.Result.Content)

@@ -281,3 +281,17 @@ func (t *turn) loadHooks() {
 	}
 	t.hooks = hs
 }
+
+// preToolHooks runs the PreToolUse hooks of a call the turn may make; it returns the reason
+// one denied it with ("" when none did).
+func (t *turn) preToolHooks(call host.Call) string {
+	return t.runHooks(call.Workspace, HookPreToolUse, call.Tool, call.CallID,
+		map[string]any{"tool_name": call.Tool, "tool_input": call.Args})
+}
+
+// postToolHooks runs the PostToolUse hooks of a call that ran, with its result as the model
+// reads it.
+func (t *turn) postToolHooks(call host.Call, out host.Outcome) {
+	t.runHooks(call.Workspace, HookPostToolUse, call.Tool, call.CallID,
+		map[string]any{"tool_name": call.Tool, "tool_input": call.Args, "tool_response": json.RawMessage(out.Result.ModelJSON())})
+}

@@ -63,8 +63,7 @@ func (t *turn) answer() (*answer, error) {
 		return nil, err
 	}
 	base := t.system(ws)
-	reg := t.h.offered(ws.ID)
-	req := provider.Request{Model: t.model, System: base, Tools: t.preset.narrow(t.toolsForLLM(ws.ID), reg)}
+	req := provider.Request{Model: t.model, System: base, Tools: t.toolsForLLM(ws.ID)}
 	var seals ops
 	req.Messages, req.System, seals = t.request(base)
 	// The last calls' outcomes and the seals of orphans go with the answer's first flush,

@@ -178,12 +178,16 @@ func (t *turn) run() {
 	t.snap = t.beginSnapshot()
 	ws := *t.ws // the first round takes t.ws
 	t.loadHooks()
-	if t.userMsg.Seq == 1 {
+	// A subagent's session runs its tool hooks; SessionStart and Stop are its root's.
+	root := t.fam.depth == 0
+	if root && t.userMsg.Seq == 1 {
 		t.runHooks(ws, HookSessionStart, "", "", map[string]any{"source": "startup"})
 	}
 	reason, why := t.loop()
 	t.endReason, t.endWhy = reason, why
-	t.runHooks(ws, HookStop, "", "", map[string]any{"stop_hook_active": false, "reason": reason})
+	if root {
+		t.runHooks(ws, HookStop, "", "", map[string]any{"stop_hook_active": false, "reason": reason})
+	}
 	t.finish(reason, why)
 	t.nameSession(reason)
 }
