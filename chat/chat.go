@@ -21,6 +21,9 @@ import (
 // Commands is the chat's help on its slash commands and keys, shown by /help and in the
 // usage of `jean2 chat`.
 const Commands = `In the chat:
+  /agent     the workspace's agents (build, plan, agent files) and those that did not load;
+             /agent NAME switches this session's agent; Tab then Enter on an empty line
+             switches to the next (plan is read-only: edits and commands are refused)
   /compact   summarize the older messages now to free the model's context (long sessions
              are compacted by themselves when they near the model's context window)
   /model     the session's model and the provider's models; /model M switches to model M,
@@ -63,6 +66,8 @@ type Options struct {
 	Session string
 	// Provider and Model set the session's model when not "".
 	Provider, Model string
+	// Agent switches the session to this agent (build, plan, an agent file's) when not "".
+	Agent string
 
 	// Rediscover, when not nil, says where the server runs now and its token ("" when
 	// unknown): the chat asks while it reconnects to a server that went away, so that it
@@ -134,6 +139,11 @@ func Run(ctx context.Context, o Options) error {
 	if o.Provider != "" || o.Model != "" {
 		if ses, err = setChatModel(ctx, api, ses, o.Provider, o.Model); err != nil {
 			return usagef("--provider %q --model %q: %v", o.Provider, o.Model, err)
+		}
+	}
+	if o.Agent != "" {
+		if ses, err = setAgent(ctx, api, ses, o.Agent); err != nil {
+			return usagef("--agent %q: %v", o.Agent, err)
 		}
 	}
 	if err := askMCPTrust(ctx, o, api, ws); err != nil {

@@ -38,10 +38,12 @@ const (
 // HeadlessOptions say what a headless run (`jean2 run`) sends, where, and who answers the
 // asks of its tools: a policy, never a person.
 type HeadlessOptions struct {
-	// Server, Token, Workspace, Session, Provider, Model and StartServer as in Options.
+	// Server, Token, Workspace, Session, Provider, Model, Agent and StartServer as in
+	// Options.
 	Server, Token      string
 	Workspace, Session string
 	Provider, Model    string
+	Agent              string
 	StartServer        func(ctx context.Context) (*LocalServer, error)
 
 	// Prompt is the message of the turn.
@@ -117,6 +119,11 @@ func RunHeadless(ctx context.Context, o HeadlessOptions) (HeadlessResult, error)
 	if o.Provider != "" || o.Model != "" {
 		if ses, err = setChatModel(ctx, api, ses, o.Provider, o.Model); err != nil {
 			return HeadlessResult{}, usagef("--provider %q --model %q: %v", o.Provider, o.Model, err)
+		}
+	}
+	if o.Agent != "" {
+		if ses, err = setAgent(ctx, api, ses, o.Agent); err != nil {
+			return HeadlessResult{}, usagef("--agent %q: %v", o.Agent, err)
 		}
 	}
 	r := &headlessRun{o: o, api: api, ses: ses, handled: map[string]bool{}}

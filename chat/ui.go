@@ -359,7 +359,8 @@ func (u *chatUI) header() {
 	if where == "" {
 		where = u.ws.ID
 	}
-	u.println(u.st.bold("jean2 chat") + u.st.dim(fmt.Sprintf(" · session %s · %s · %s", u.ses.ID, termtext.Line(u.modelName), termtext.Line(where))))
+	u.println(u.st.bold("jean2 chat") + u.st.dim(fmt.Sprintf(" · session %s · %s · ", u.ses.ID, termtext.Line(u.modelName))) +
+		u.st.bold("agent "+termtext.Line(u.agentName())) + u.st.dim(" · "+termtext.Line(where)))
 }
 
 // modelLabel is the session's provider and model as "provider/model": the session's own, or
@@ -491,6 +492,14 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 	}
 	trimmed := strings.TrimSpace(text)
 	switch {
+	case tabLine(text):
+		u.agentCommand(ctx, "", true)
+		u.prompt()
+		return false
+	case trimmed == "/agent" || strings.HasPrefix(trimmed, "/agent "):
+		u.agentCommand(ctx, strings.TrimPrefix(trimmed, "/agent"), false)
+		u.prompt()
+		return false
 	case trimmed == "":
 		u.prompt()
 		return false
@@ -558,7 +567,7 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 	case u.controlCommand(ctx, trimmed):
 		return false
 	case strings.HasPrefix(trimmed, "/") && !strings.Contains(trimmed, " ") && len(trimmed) < 20:
-		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /attach, /detach, /model, /compact, /tokens, /sessions, /title, /search, /diff, /restore, /edit, /retry, /fork, /stop, /help, /quit; a message starting with / needs a space in it)", termtext.Line(trimmed))))
+		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /agent, /attach, /detach, /model, /compact, /tokens, /sessions, /title, /search, /diff, /restore, /edit, /retry, /fork, /stop, /help, /quit; a message starting with / needs a space in it)", termtext.Line(trimmed))))
 		u.prompt()
 		return false
 	}
@@ -729,6 +738,18 @@ func (u *chatUI) handleEvent(ev store.Event) {
 		var p harness.TurnFinished
 		if decode(&p) {
 			u.turnFinished(p)
+		}
+	case harness.EventHookFailed:
+		var p harness.HookFailed
+		if decode(&p) {
+			u.println(u.st.yellow(fmt.Sprintf("(hook %s %s failed: %s)", termtext.Line(p.Event), termtext.Line(p.Command), termtext.Line(p.Error))))
+		}
+	case "session.updated":
+		// Another client may have switched the agent.
+		var p struct{ Session session }
+		if decode(&p) && p.Session.ID == u.ses.ID && p.Session.Agent != u.agentName() {
+			u.ses.Agent = p.Session.Agent
+			u.println(u.st.cyan("(agent switched to " + termtext.Line(u.agentName()) + " from another client)"))
 		}
 	case harness.EventRestoreDone:
 		var p harness.RestoreDone

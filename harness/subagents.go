@@ -178,6 +178,9 @@ func (t *turn) overBudget() (reason, why string, over bool) {
 
 // toolAllowed says whether the turn may use the tool, and why not.
 func (t *turn) toolAllowed(name string) (bool, string) {
+	if why := t.refuses(name); why != "" { // the session's agent (agents.go)
+		return false, why
+	}
 	if name == TaskToolName && t.fam.depth >= MaxSubagentDepth {
 		return false, fmt.Sprintf("this session is a subagent at depth %d, the deepest there may be: it may not start subagents; do the work itself", t.fam.depth)
 	}
@@ -231,10 +234,16 @@ func (t *turn) invoke(ctx context.Context, call host.Call) host.Outcome {
 		res := tool.Errorf("%s", why)
 		return host.Outcome{CallID: call.CallID, Tool: call.Tool, Result: res, ModelText: string(res.ModelJSON())}
 	}
+	if why := t.preToolHooks(call); why != "" {
+		res := tool.Errorf("denied by a PreToolUse hook: %s", why)
+		return host.Outcome{CallID: call.CallID, Tool: call.Tool, Result: res, ModelText: string(res.ModelJSON())}
+	}
 	if f := t.fam; f.report != nil {
 		f.report(tool.Progress{Message: "→ " + call.Tool})
 	}
-	return t.h.opts.Tools.Invoke(context.WithValue(ctx, spawnerKey{}, t), call)
+	out := t.h.opts.Tools.Invoke(context.WithValue(ctx, spawnerKey{}, t), call)
+	t.postToolHooks(call, out)
+	return out
 }
 
 // groupKind says with which calls of an answer a call may run at once (plan).

@@ -52,12 +52,16 @@ func (t *turn) spawn(ctx context.Context, c *tool.Context, in taskIn) tool.Resul
 // childTools checks the tools a task call asks for against the turn's own: a child may have
 // fewer, never more. nil asks for all of the turn's.
 func (t *turn) childTools(asked []string) ([]string, error) {
-	if asked == nil {
+	if asked == nil && (t.fam.tools != nil || !t.preset.Narrows()) {
 		return t.fam.tools, nil
 	}
 	var mine []string
 	for _, f := range t.toolsForLLM(t.session.WorkspaceID) {
 		mine = append(mine, f.Function.Name)
+	}
+	if asked == nil {
+		// The session's agent narrows the turn: "all of mine" is the tools it has.
+		return mine, nil
 	}
 	out := []string{}
 	for _, name := range asked {

@@ -27,6 +27,11 @@ type turn struct {
 	prov      provider.Provider
 	model     string
 	userMsg   store.Message
+	// preset is the session's agent (agents.go) as its files read when the turn started:
+	// the tools it is offered and may run, and instructions for the system prompt.
+	preset Agent
+	// hooks are config.json's hooks as the turn's start read them (hooks.go).
+	hooks Hooks
 
 	// ctx is cancelled by Stop (errStopped) or Close (errClosing); calls link to it.
 	ctx    context.Context
@@ -103,9 +108,21 @@ func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*tur
 	if err != nil {
 		return nil, fmt.Errorf("start a turn: %w", err)
 	}
-	prov, model, err := h.opts.Models.Model(ctx, sess.Provider, sess.Model)
+	agent, err := h.sessionAgent(sess, ws.Path)
 	if err != nil {
-		return nil, fmt.Errorf("start a turn in session %s: model %q of provider %q: %w", sessionID, sess.Model, sess.Provider, err)
+		return nil, fmt.Errorf("start a turn in session %s: %w", sessionID, err)
+	}
+	wantModel := sess.Model
+	if agent.Model != "" {
+		wantModel = agent.Model
+	}
+	prov, model, err := h.opts.Models.Model(ctx, sess.Provider, wantModel)
+	if err != nil && agent.Model != "" {
+		return nil, fmt.Errorf("start a turn in session %s: %w: agent %q (%s) names model %q, which provider %q cannot serve: %v",
+			sessionID, ErrNoAgent, agent.Name, agent.Path, agent.Model, sess.Provider, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start a turn in session %s: model %q of provider %q: %w", sessionID, wantModel, sess.Provider, err)
 	}
 	if prov == nil {
 		return nil, fmt.Errorf("start a turn in session %s: no provider named %q is configured", sessionID, sess.Provider)
@@ -115,7 +132,7 @@ func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*tur
 		return nil, fmt.Errorf("start a turn in session %s: %w", sessionID, err)
 	}
 	t := &turn{
-		h: h, id: store.NewID("turn_"), sessionID: sessionID, session: sess, prov: prov, model: model,
+		h: h, id: store.NewID("turn_"), sessionID: sessionID, session: sess, prov: prov, model: model, preset: agent,
 		done:   make(chan struct{}),
 		ws:     &host.Workspace{ID: ws.ID, Path: ws.Path, Allowed: ws.AllowedPaths},
 		ev:     h.emitter(sessionID),
@@ -159,8 +176,18 @@ func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*tur
 func (t *turn) run() {
 	defer t.cancel(nil)
 	t.snap = t.beginSnapshot()
+	ws := *t.ws // the first round takes t.ws
+	t.loadHooks()
+	// A subagent's session runs its tool hooks; SessionStart and Stop are its root's.
+	root := t.fam.depth == 0
+	if root && t.userMsg.Seq == 1 {
+		t.runHooks(ws, HookSessionStart, "", "", map[string]any{"source": "startup"})
+	}
 	reason, why := t.loop()
 	t.endReason, t.endWhy = reason, why
+	if root {
+		t.runHooks(ws, HookStop, "", "", map[string]any{"stop_hook_active": false, "reason": reason})
+	}
 	t.finish(reason, why)
 	t.nameSession(reason)
 }
@@ -270,6 +297,10 @@ func (t *turn) system(ws host.Workspace) string {
 		b.WriteString(*t.agent)
 	}
 	if p := t.subagentPrompt(); p != "" {
+		b.WriteString("\n\n")
+		b.WriteString(p)
+	}
+	if p := t.preset.prompt(); p != "" {
 		b.WriteString("\n\n")
 		b.WriteString(p)
 	}

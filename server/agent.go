@@ -17,6 +17,7 @@ func (s *Server) agentRoutes(route func(string, handlerFunc)) {
 	route("GET /api/workspaces/{id}/instructions", s.getInstructions)
 	route("GET /api/skills", s.listSkills)
 	route("GET /api/workspaces/{id}/skills", s.listWorkspaceSkills)
+	route("GET /api/workspaces/{id}/agents", s.getAgents)
 	route("POST /api/sessions/{id}/compact", s.compactSession)
 	route("GET /api/sessions/{id}/children", s.listChildren)
 	route("GET /api/search", s.search)

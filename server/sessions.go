@@ -50,6 +50,7 @@ func (s *Server) viewSessionWith(ctx context.Context, ses store.Session, ref *sc
 	if err != nil {
 		return sessionView{}, err
 	}
+	ses.Agent = agentName(ses)
 	return sessionView{Session: ses, Running: s.running(ctx, ses.ID), LastSeq: last, usageView: u, Waiting: len(s.pending(ctx, ses.ID)),
 		Parent: parent, Schedule: ref}, nil
 }
@@ -127,6 +128,8 @@ type sessionBody struct {
 	Title    *string `json:"title"`
 	Provider *string `json:"provider"`
 	Model    *string `json:"model"`
+	// Agent names the agent preset of the session's next turns ("build", "plan", a file's).
+	Agent *string `json:"agent"`
 }
 
 // apply copies the body's fields onto ses, checking that a named provider is configured.
@@ -163,6 +166,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	ses := store.Session{WorkspaceID: ws.ID}
 	if err := s.apply(b, &ses); err != nil {
+		return err
+	}
+	if err := s.applyAgent(r.Context(), b.Agent, &ses); err != nil {
 		return err
 	}
 	ses, err = s.db.CreateSession(r.Context(), ses)
@@ -204,10 +210,15 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
 	if err := s.apply(b, &ses); err != nil {
 		return err
 	}
+	if err := s.applyAgent(r.Context(), b.Agent, &ses); err != nil {
+		return err
+	}
 	if ses, err = s.db.UpdateSession(r.Context(), ses); err != nil {
 		return storeErr(err, "session "+ses.ID)
 	}
-	payload, err := json.Marshal(map[string]any{"session": ses})
+	shown := ses
+	shown.Agent = agentName(ses)
+	payload, err := json.Marshal(map[string]any{"session": shown})
 	if err != nil {
 		return err
 	}

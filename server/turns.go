@@ -89,6 +89,8 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) error {
 		return notFound("session %s not found: it was deleted", ses.ID)
 	case errors.Is(err, harness.ErrBusy):
 		return busyError(ses.ID, err, "wait for turn.finished or stop it")
+	case errors.Is(err, harness.ErrNoAgent):
+		return badRequest("%v", err)
 	case errors.Is(err, harness.ErrClosed):
 		return errorf(http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down")
 	case err != nil:

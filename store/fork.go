@@ -34,12 +34,12 @@ func (db *DB) ForkSession(ctx context.Context, srcID string, seq int64, title st
 	if err != nil {
 		return Session{}, fmt.Errorf("fork session %s: %w", srcID, err)
 	}
-	out := Session{ID: NewID("ses_"), WorkspaceID: src.WorkspaceID, Title: title, Provider: src.Provider, Model: src.Model}
+	out := Session{ID: NewID("ses_"), WorkspaceID: src.WorkspaceID, Title: title, Provider: src.Provider, Model: src.Model, Agent: src.Agent}
 	err = db.batch(ctx, func(tx *Tx) error {
 		t := now()
 		out.CreatedAt, out.UpdatedAt = toTime(t), toTime(t)
-		if _, err := tx.tx.ExecContext(ctx, `INSERT INTO sessions (id, workspace_id, title, provider, model, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, out.ID, out.WorkspaceID, out.Title, out.Provider, out.Model, t, t); err != nil {
+		if _, err := tx.tx.ExecContext(ctx, `INSERT INTO sessions (id, workspace_id, title, provider, model, agent, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, out.ID, out.WorkspaceID, out.Title, out.Provider, out.Model, out.Agent, t, t); err != nil {
 			return fmt.Errorf("create the fork: %w", err)
 		}
 		rows, err := tx.tx.QueryContext(ctx, `SELECT id, status FROM messages WHERE session_id = ? AND seq <= ? ORDER BY seq`, srcID, seq)

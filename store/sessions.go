@@ -12,13 +12,16 @@ import (
 // Session is one conversation in a workspace. UpdatedAt moves whenever a message is
 // added, so a list of sessions sorted by it shows the active ones first.
 type Session struct {
-	ID          string    `json:"id"`
-	WorkspaceID string    `json:"workspaceId"`
-	Title       string    `json:"title"`
-	Provider    string    `json:"provider"` // a configured provider's name
-	Model       string    `json:"model"`
-	CreatedAt   time.Time `json:"createdAt"`
-	UpdatedAt   time.Time `json:"updatedAt"`
+	ID          string `json:"id"`
+	WorkspaceID string `json:"workspaceId"`
+	Title       string `json:"title"`
+	Provider    string `json:"provider"` // a configured provider's name
+	Model       string `json:"model"`
+	// Agent names the agent preset the session's turns run with; "" is the default
+	// (harness.DefaultAgent).
+	Agent     string    `json:"agent"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // CreateSession stores a new session in an existing workspace. An empty ID gets a fresh
@@ -29,8 +32,8 @@ func (db *DB) CreateSession(ctx context.Context, s Session) (Session, error) {
 	}
 	t := now()
 	s.CreatedAt, s.UpdatedAt = toTime(t), toTime(t)
-	_, err := db.execWrite(ctx, `INSERT INTO sessions (id, workspace_id, title, provider, model, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, s.ID, s.WorkspaceID, s.Title, s.Provider, s.Model, t, t)
+	_, err := db.execWrite(ctx, `INSERT INTO sessions (id, workspace_id, title, provider, model, agent, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, s.ID, s.WorkspaceID, s.Title, s.Provider, s.Model, s.Agent, t, t)
 	switch {
 	case isForeignKey(err):
 		return Session{}, fmt.Errorf("create session %s: workspace %s: %w", s.ID, s.WorkspaceID, ErrNotFound)
@@ -42,12 +45,12 @@ func (db *DB) CreateSession(ctx context.Context, s Session) (Session, error) {
 	return s, nil
 }
 
-const sessionColumns = `id, workspace_id, title, provider, model, created_at, updated_at`
+const sessionColumns = `id, workspace_id, title, provider, model, agent, created_at, updated_at`
 
 func scanSession(row interface{ Scan(...any) error }) (Session, error) {
 	var s Session
 	var created, updated int64
-	if err := row.Scan(&s.ID, &s.WorkspaceID, &s.Title, &s.Provider, &s.Model, &created, &updated); err != nil {
+	if err := row.Scan(&s.ID, &s.WorkspaceID, &s.Title, &s.Provider, &s.Model, &s.Agent, &created, &updated); err != nil {
 		return Session{}, err
 	}
 	s.CreatedAt, s.UpdatedAt = toTime(created), toTime(updated)
@@ -72,7 +75,7 @@ func (db *DB) SessionWorkspace(ctx context.Context, id string) (Session, Workspa
 	var w Workspace
 	var sCreated, sUpdated, wCreated, wUpdated int64
 	var allowed string
-	err := db.stmts.read[stmtReadSessionWorkspace].QueryRowContext(ctx, id).Scan(&s.ID, &s.WorkspaceID, &s.Title, &s.Provider, &s.Model,
+	err := db.stmts.read[stmtReadSessionWorkspace].QueryRowContext(ctx, id).Scan(&s.ID, &s.WorkspaceID, &s.Title, &s.Provider, &s.Model, &s.Agent,
 		&sCreated, &sUpdated, &w.ID, &w.Name, &w.Path, &allowed, &wCreated, &wUpdated)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = ErrNotFound
@@ -114,11 +117,11 @@ func (db *DB) ListSessions(ctx context.Context, workspaceID string) ([]Session, 
 	return out, nil
 }
 
-// UpdateSession saves s's title, provider and model and returns the session as stored,
+// UpdateSession saves s's title, provider, model and agent and returns the session as stored,
 // with UpdatedAt set to now. A session does not move between workspaces.
 func (db *DB) UpdateSession(ctx context.Context, s Session) (Session, error) {
-	err := affected(db.execWrite(ctx, `UPDATE sessions SET title = ?, provider = ?, model = ?, updated_at = ? WHERE id = ?`,
-		s.Title, s.Provider, s.Model, now(), s.ID))
+	err := affected(db.execWrite(ctx, `UPDATE sessions SET title = ?, provider = ?, model = ?, agent = ?, updated_at = ? WHERE id = ?`,
+		s.Title, s.Provider, s.Model, s.Agent, now(), s.ID))
 	if err != nil {
 		return Session{}, fmt.Errorf("update session %s: %w", s.ID, err)
 	}

@@ -83,7 +83,7 @@ var readStmtText = [numReadStmts]string{
 	stmtReadWorkspace: `SELECT ` + workspaceColumns + ` FROM workspaces WHERE id = ?`,
 	stmtListMessages: `SELECT ` + messageColumns + ` FROM messages WHERE session_id = ? AND seq > ?
 		ORDER BY seq LIMIT ?`,
-	stmtReadSessionWorkspace: `SELECT s.id, s.workspace_id, s.title, s.provider, s.model, s.created_at, s.updated_at,
+	stmtReadSessionWorkspace: `SELECT s.id, s.workspace_id, s.title, s.provider, s.model, s.agent, s.created_at, s.updated_at,
 		w.id, w.name, w.path, w.allowed_paths, w.created_at, w.updated_at
 		FROM sessions s JOIN workspaces w ON w.id = s.workspace_id WHERE s.id = ?`,
 	stmtListParts: partsQuery(`message_id IN (SELECT id FROM messages WHERE session_id = ? AND seq BETWEEN ? AND ?)`),

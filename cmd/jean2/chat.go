@@ -21,7 +21,7 @@ import (
 )
 
 const chatUsage = `Usage:
-  jean2 chat [--workspace DIR] [--server URL] [--session ID] [--provider NAME] [--model MODEL]
+  jean2 chat [--workspace DIR] [--server URL] [--session ID] [--provider NAME] [--model MODEL] [--agent NAME]
 
 Talks with the agent in a terminal, through the jean2 server's API: the answer streams in,
 tool calls are shown with their visualizations, and the asks of tools are answered inline.
@@ -37,6 +37,8 @@ tool calls are shown with their visualizations, and the asks of tools are answer
   --session ID     go on with an earlier session instead of starting a new one
   --provider NAME  the provider the session uses (default: the server's default provider)
   --model MODEL    the model the session uses (default: the provider's default model)
+  --agent NAME     the agent the session runs with: build (default), plan (read-only), or an
+                   agent file's; Tab then Enter on an empty line switches in the chat
 
 ` + chat.Commands + `
 The server's API token is read from $JEAN2_TOKEN, else from $JEAN2_HOME/token (which
@@ -52,6 +54,7 @@ func runChat(ctx context.Context, e env, args []string) error {
 	sessionFlag := fs.String("session", "", "an earlier session to go on with")
 	providerFlag := fs.String("provider", "", "the provider the session uses")
 	modelFlag := fs.String("model", "", "the model the session uses")
+	agentFlag := fs.String("agent", "", "the agent the session runs with (build, plan, an agent file's)")
 	if help, err := parseFlags(fs, e, args, chatUsage, "; type your message once the chat starts"); help || err != nil {
 		return err
 	}
@@ -84,7 +87,7 @@ func runChat(ctx context.Context, e env, args []string) error {
 	}
 	o := chat.Options{
 		Server: base, Token: token, Workspace: workspace, Session: *sessionFlag,
-		Provider: *providerFlag, Model: *modelFlag,
+		Provider: *providerFlag, Model: *modelFlag, Agent: *agentFlag,
 		ConfirmMCPTrust: func(file, workspace string, commands []string) bool {
 			return confirmMCPTrust(e, file, workspace, commands, false)
 		},

@@ -39,6 +39,8 @@ server running on $JEAN2_HOME (as jean2 chat does), or starts its own inside its
   --server URL       the jean2 server (default: as jean2 chat finds it)
   --provider NAME    the provider the session uses
   --model MODEL      the model the session uses
+  --agent NAME       the agent the session runs with: build (default), plan (read-only:
+                     edits and commands are refused), or an agent file's (docs/harness.md)
   --max-turns N      stop the turn when the model is called for round N+1 (0: no limit
                      beyond the server's work budget)
   --timeout DUR      stop the turn after DUR (e.g. 10m; 0: none)
@@ -56,6 +58,7 @@ Exit codes: 0 done; 1 the turn failed or could not run; 2 a mistake in the comma
 // runFlags are jean2 run's flags.
 type runFlags struct {
 	workspace, session, server, provider, model string
+	agent                                       string
 	maxTurns                                    int
 	timeout                                     time.Duration
 	format, answers                             string
@@ -100,6 +103,7 @@ func parseRunFlags(e env, args []string) (f runFlags, prompt string, help bool, 
 	fs.StringVar(&f.server, "server", "", "")
 	fs.StringVar(&f.provider, "provider", "", "")
 	fs.StringVar(&f.model, "model", "", "")
+	fs.StringVar(&f.agent, "agent", "", "")
 	fs.IntVar(&f.maxTurns, "max-turns", 0, "")
 	fs.DurationVar(&f.timeout, "timeout", 0, "")
 	fs.StringVar(&f.format, "format", "text", "")
@@ -187,7 +191,7 @@ func headlessOptions(e env, f runFlags) (chat.HeadlessOptions, error) {
 	}
 	o := chat.HeadlessOptions{
 		Server: base, Token: token, Workspace: workspace, Session: f.session,
-		Provider: f.provider, Model: f.model, MaxRounds: f.maxTurns, JSON: f.format == "json",
+		Provider: f.provider, Model: f.model, Agent: f.agent, MaxRounds: f.maxTurns, JSON: f.format == "json",
 		Stdout: e.stdout, Stderr: e.stderr,
 	}
 	if !named {

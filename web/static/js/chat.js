@@ -14,6 +14,7 @@ import { compactionView, compactSession, instructionsBar, modelPicker, noProvide
 import { messageActions, sendOrQueue, drawQueue, loadQueue, cutFrom } from "./controls.js";
 import { pickResource, resourceChip, resourcePartView } from "./mcpresources.js";
 import { noteChild, loadChildren, callOfChild, subagentView } from "./subagents.js";
+import { AgentControl } from "./agents.js";
 import { announce, notifyQuestion, askNotifications, isStopped, followBottom, openAtLatest, jumpButton, jumpToLatest } from "./follow.js";
 
 const reasonWords = {
@@ -125,6 +126,11 @@ export class SessionView {
           e.preventDefault();
           this.send();
         }
+        // Tab in the empty box switches the agent (Shift+Tab still moves the focus back).
+        if (e.key === "Tab" && !e.shiftKey && !e.ctrlKey && !e.altKey && this.input.value === "") {
+          e.preventDefault();
+          this.agentCtl.next();
+        }
       },
       // A key's character can come as an event of its own (remote and synthetic keyboards):
       // the Enter that sent must not leave a new line in the emptied box.
@@ -165,7 +171,8 @@ export class SessionView {
       this.announcer,
       h("header", { class: "session-head" }, this.titleEl,
         h("button", { type: "button", class: "icon-btn", "aria-label": "Rename session", title: "Rename", onclick: () => this.rename() }, "✎"),
-        h("button", { type: "button", class: "link", onclick: () => this.chooseModel() }, "Model"), this.modelEl, this.usageEl,
+        h("button", { type: "button", class: "link", onclick: () => this.chooseModel() }, "Model"), this.modelEl,
+        (this.agentCtl = new AgentControl(this)).el, this.usageEl,
         this.compactBtn = h("button", { type: "button", class: "link", id: "compact", title: "Summarize the older messages to free the model's context",
           onclick: () => compactSession(this.id, this.compactBtn) }, "Compact"), askNotifications(), this.connEl),
       instructionsBar(s.workspaceId), this.transcript, this.looseAsks, jumpButton(this), composer);
@@ -289,11 +296,16 @@ export class SessionView {
       case "workspace.updated":
         this.workspaceUpdated(p);
         break;
+      case "hook.failed":
+        // A hook of config.json failed or timed out: the turn went on as if it allowed.
+        notify(`Hook ${p.event}${p.tool ? " (" + p.tool + ")" : ""} failed: ${p.error}`, "error");
+        break;
       case "session.updated":
         if (p.session) {
           this.session = { ...this.session, ...p.session };
           replace(this.titleEl, this.session.title || "Untitled session");
           this.showModel();
+          this.agentCtl?.show();
           this.app.onSessionChanged(this.session);
         }
         break;

@@ -8,5 +8,5 @@ export const SHORTCUTS = [
   [["Alt", "↓"], "Next session"],
   [["Escape"], "Close a dialog or the menu (an open question stays in the conversation)"],
   [["?"], "Show these shortcuts"],
-  [["Tab"], "Move through links, buttons and fields in reading order"],
+  [["Tab"], "Move through links, buttons and fields in reading order; in the empty message box, switch the session's agent (build, plan, …)"],
 ];

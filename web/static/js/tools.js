@@ -11,6 +11,7 @@ import { errorText } from "./ui.js";
 import { renderAsk } from "./asks.js";
 import { renderMarkdown } from "./markdown.js";
 import { SkillsSection } from "./skills.js";
+import { agentsSection } from "./agents.js";
 
 export class ToolsView {
   constructor(app) {
@@ -30,7 +31,7 @@ export class ToolsView {
       h("div", { class: "tool-search" }, h("label", { for: "tool-search" }, "Search the tools"), this.search, this.searchCount),
       this.live, this.list);
     this.skills = new SkillsSection(this.app);
-    this.el.append(this.skills.el);
+    this.el.append(this.skills.el, agentsSection());
     replace(container, this.el);
     await Promise.all([this.refresh(), this.skills.refresh()]);
   }
