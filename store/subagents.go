@@ -100,7 +100,7 @@ func (db *DB) Subagent(ctx context.Context, sessionID string) (Subagent, error) 
 // Children returns the sessions the session's turns started, oldest first.
 func (db *DB) Children(ctx context.Context, parentSessionID string) ([]Subagent, error) {
 	return db.subagents(ctx, "children of session "+parentSessionID,
-		`SELECT `+subagentColumns+` FROM subagents WHERE parent_session_id = ? ORDER BY created_at, session_id`, parentSessionID)
+		`SELECT `+subagentColumns+` FROM subagents WHERE parent_session_id = ? ORDER BY created_at, parent_call_id, session_id`, parentSessionID)
 }
 
 // WorkspaceChildren returns the child sessions of a workspace, so a list of its sessions
@@ -108,7 +108,7 @@ func (db *DB) Children(ctx context.Context, parentSessionID string) ([]Subagent,
 func (db *DB) WorkspaceChildren(ctx context.Context, workspaceID string) ([]Subagent, error) {
 	return db.subagents(ctx, "child sessions of workspace "+workspaceID,
 		`SELECT `+prefixed("a.", subagentColumns)+` FROM subagents a JOIN sessions s ON s.id = a.session_id
-		 WHERE s.workspace_id = ? ORDER BY a.created_at, a.session_id`, workspaceID)
+		 WHERE s.workspace_id = ? ORDER BY a.created_at, a.parent_call_id, a.session_id`, workspaceID)
 }
 
 func (db *DB) subagents(ctx context.Context, what, query string, args ...any) ([]Subagent, error) {
