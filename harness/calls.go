@@ -99,7 +99,11 @@ func (t *turn) runCalls(msg *store.Message, groups [][]int, ws host.Workspace, p
 			}
 		}
 		// With the previous group's outcomes.
-		if err := t.ev.commit(t.wctx, append(t.takeCarry(), pend...)); err != nil {
+		batch := append(t.takeCarry(), pend...)
+		if err := t.ev.commit(t.wctx, batch); err != nil {
+			if store.Fault(err) != "" {
+				t.keepUnstarted(msg, run, batch, err)
+			}
 			return fmt.Errorf("could not store the start of the calls, so they did not run: %w", err)
 		}
 		pend = nil
@@ -114,6 +118,18 @@ func (t *turn) runCalls(msg *store.Message, groups [][]int, ws host.Workspace, p
 		return fmt.Errorf("store the answer: %w", err)
 	}
 	return nil
+}
+
+// keepUnstarted keeps, for the turn's end, a batch the database could not take for a fault
+// of its own (the last calls' outcomes, the answer, the start of the calls in run), with
+// those calls sealed: they did not run.
+func (t *turn) keepUnstarted(msg *store.Message, run []int, batch ops, err error) {
+	for _, pi := range run {
+		p := &msg.Parts[pi]
+		sealCall(p, "not run: the database could not store its start ("+store.Fault(err)+")")
+		batch.add(updatePartOp(*p, "seal call "+p.CallID))
+	}
+	t.keepForEnd(batch)
 }
 
 func stopWord(why string) string {

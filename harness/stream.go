@@ -333,11 +333,17 @@ func (a *answer) flush() error {
 	return a.commit()
 }
 
-// commit stores and publishes the answer's queued writes.
+// commit stores and publishes the answer's queued writes. Writes the database could not
+// take for a fault of its own (down, its disk full) stay queued, in order, for the answer's
+// next commit or the turn's end, which is retried until it is stored.
 func (a *answer) commit() error {
 	o := a.pend
 	a.pend = nil
-	return a.t.ev.commit(a.t.wctx, o)
+	err := a.t.ev.commit(a.t.wctx, o)
+	if err != nil && store.Fault(err) != "" {
+		a.pend = append(o, a.pend...)
+	}
+	return err
 }
 
 // end completes the answer once the stream ended well: text parts complete, the message
@@ -486,6 +492,8 @@ func (a *answer) fail(cause error) (*answer, error) {
 	t.addUsage(a.msg)
 	if err := a.commit(); err != nil {
 		t.h.log.Error("seal a failed answer", "session", t.sessionID, "message", a.msg.ID, "error", err)
+		t.keepForEnd(a.pend)
+		a.pend = nil
 		return a, fmt.Errorf("%s (and storing that failed: %v)", why, err)
 	}
 	return a, errors.New(why)

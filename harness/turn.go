@@ -91,6 +91,12 @@ func (t *turn) carryOn(o op) {
 	t.carryMu.Unlock()
 }
 
+// keepForEnd keeps writes the database could not take (a fault of its own) for the turn's
+// end, which is retried until it is stored: a tool's outcome, an answer, their events.
+func (t *turn) keepForEnd(o ops) {
+	t.pend = append(t.pend, o...)
+}
+
 // takeCarry returns the queued writes, to commit, and forgets them.
 func (t *turn) takeCarry() ops {
 	t.carryMu.Lock()
@@ -218,7 +224,7 @@ func (t *turn) loop() (reason, why string) {
 		}
 		if len(ans.calls) == 0 {
 			// Its writes and events go out with turn.finished, in one commit.
-			t.pend, t.pendMsg = ans.pend, &ans.msg
+			t.pend, t.pendMsg = append(t.pend, ans.pend...), &ans.msg
 			if r, w, stop := t.stopped(); stop {
 				return r, w
 			}
