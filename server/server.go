@@ -546,6 +546,7 @@ func (s *Server) routes() http.Handler {
 	route("GET /api/settings", s.getSettings)
 	route("PATCH /api/settings", s.patchSettings)
 	s.agentRoutes(route)
+	s.fileRoutes(route)
 
 	mux := http.NewServeMux()
 	mux.Handle("/api/", muxErrorsAsJSON(api))
