@@ -6,6 +6,7 @@ import { api, enc, EventStream, onDatabase, onUnauthorized } from "./api.js";
 import { h, replace } from "./dom.js";
 import { SessionView } from "./chat.js";
 import { ToolsView } from "./tools.js";
+import { FilesView } from "./files.js";
 import { SettingsView, showShortcuts } from "./settings.js";
 import { mcpTrustNotice } from "./mcptrust.js";
 import { confirmAction, databaseBanner, errorText, notify, openDialog, promptText } from "./ui.js";
@@ -71,6 +72,7 @@ class App {
     this.menuBtn = h("button", { type: "button", class: "menu-btn icon-btn", "aria-controls": "sidebar", "aria-expanded": "false", "aria-label": "Workspaces and sessions", onclick: () => this.toggleMenu() }, "☰");
     this.nav = h("nav", { class: "top-nav", "aria-label": "Pages" },
       h("a", { href: "#/", dataset: { page: "chat" } }, "Chat"),
+      h("a", { href: "#/files", dataset: { page: "files" } }, "Files"),
       h("a", { href: "#/tools", dataset: { page: "tools" } }, "Tools"),
       h("a", { href: "#/settings", dataset: { page: "settings" } }, "Settings"),
       h("button", { type: "button", class: "icon-btn", "aria-label": "Keyboard shortcuts", title: "Keyboard shortcuts (?)", onclick: () => showShortcuts() }, "?"));
@@ -282,6 +284,9 @@ class App {
       // box takes the focus. Not on the page's first load, where the first Tab reaches the
       // skip link.
       this.view.focusOnOpen = this.routedOnce === true;
+    } else if (parts[0] === "files") {
+      page = "files";
+      this.view = new FilesView(this, parts[1] ? decodeURIComponent(parts[1]) : "");
     } else if (parts[0] === "tools") {
       page = "tools";
       this.view = new ToolsView(this);
