@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -261,5 +262,27 @@ func waitMessages(t *testing.T, f *fixture, sessionID string, n int) []store.Mes
 			t.Fatalf("the session never held %d complete messages: %+v", n, msgs.Messages)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A mentioned image reaches a model that takes none (noImages in providers.json) as a line
+// saying what it was, beside the file's path, never as image bytes.
+func TestMentionedImageForATextOnlyModel(t *testing.T) {
+	f := newFixture(t)
+	f.tools = nil
+	f.start()
+	writeFiles(t, f.ws, map[string]string{"dot.png": string(pngDot)})
+	f.call("PUT", "/api/providers", map[string]any{"default": "textonly", "providers": []map[string]any{
+		{"name": "textonly", "kind": "openai", "baseUrl": f.fake.BaseURL(), "apiKey": f.fake.Key, "model": "test-model", "noImages": true},
+	}}, 200, nil)
+	_, ses := f.session()
+	f.fake.Push(providertest.OpenAIText("test-model", "Cannot see it."))
+	f.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "@dot.png", "files": []map[string]string{{"path": "dot.png"}}}, 202, nil)
+	waitMessages(t, f, ses.ID, 2)
+	body := string(f.fake.Requests()[0].Body)
+	if strings.Contains(body, "data:image/png") || !strings.Contains(body, `<file path=\"dot.png\" mimeType=\"image/png\" /> (the image below)`) ||
+		!strings.Contains(body, fmt.Sprintf("[image/png %d B: not shown to this model]", len(pngDot))) {
+		i := strings.LastIndex(body, `"role":"user"`) - 1500
+		t.Errorf("the text-only model's request ends: %s", body[max(i, 0):])
 	}
 }
