@@ -245,6 +245,21 @@ func TestMentionedFilesReachTheModel(t *testing.T) {
 	if n := len(waitMessages(t, f, ses.ID, 2)); n != 2 || len(f.fake.Requests()) != 1 {
 		t.Errorf("refused messages were stored or sent: %d messages, %d requests", n, len(f.fake.Requests()))
 	}
+	// An edit mentions files as a turn does: read again, now.
+	writeFiles(t, f.ws, map[string]string{"src/a.go": "package a // editedKey\n"})
+	f.fake.Push(providertest.OpenAIText("test-model", "Edited."))
+	f.call("POST", "/api/sessions/"+ses.ID+"/messages/"+user.ID+"/resend", map[string]any{"text": "Only @src/a.go", "files": []map[string]string{{"path": "src/a.go"}}}, 202, nil)
+	waitMessages(t, f, ses.ID, 2)
+	deadline := time.Now().Add(30 * time.Second)
+	for len(f.fake.Requests()) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the edit never reached the model")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if body := string(f.fake.Requests()[1].Body); !strings.Contains(body, "editedKey") || strings.Contains(body, "data:image/png") {
+		t.Errorf("the edit's request does not carry src/a.go as it is now (or still carries the image): %.300s", body[max(len(body)-600, 0):])
+	}
 }
 
 // waitMessages waits until the session holds n messages, the last one complete.
