@@ -158,6 +158,10 @@ func attachmentsNote(parts []store.Part) string {
 			var info store.ResourceInfo
 			_ = json.Unmarshal([]byte(p.Args), &info)
 			size := len(p.Text) + len(p.Data)
+			if info.Path != "" { // a workspace file mentioned in the web client (@path)
+				notes = append(notes, fmt.Sprintf("file @%s, %s", termtext.Line(info.Path), sizeText(size)))
+				continue
+			}
 			notes = append(notes, fmt.Sprintf("resource %s of %s, %s", termtext.Line(info.URI), termtext.Line(info.Server), sizeText(size)))
 		}
 	}

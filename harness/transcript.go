@@ -172,12 +172,20 @@ func (t *turn) request(system string) ([]provider.Message, string, ops) {
 // cannot be shown (their size and type), so the model knows what the person meant.
 func resourceForModel(r Resource) (block string, img *provider.Image) {
 	head := fmt.Sprintf("<resource server=%q uri=%q", r.Server, r.URI)
+	if r.Path != "" {
+		// A workspace file the person mentioned (@path).
+		head = fmt.Sprintf("<file path=%q", r.Path)
+	}
+	tail := "</resource>"
+	if r.Path != "" {
+		tail = "</file>"
+	}
 	if r.MimeType != "" {
 		head += fmt.Sprintf(" mimeType=%q", r.MimeType)
 	}
 	switch {
 	case r.Blob == nil:
-		return head + ">\n" + r.Text + "\n</resource>", nil
+		return head + ">\n" + r.Text + "\n" + tail, nil
 	case store.CheckImage(r.MimeType, r.Blob) == nil:
 		return head + " /> (the image below)", &provider.Image{MediaType: r.MimeType, Data: r.Blob}
 	default:

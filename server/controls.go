@@ -84,6 +84,8 @@ type resendBody struct {
 	Images []imageBody `json:"images"`
 	// Resources attach MCP resources to the edited message, read now (as for a turn).
 	Resources []resourceRef `json:"resources"`
+	// Files attach mentioned workspace files (@path) to the edited message, read now.
+	Files []fileRef `json:"files"`
 	// Restore puts the files back as they were before the message first (Restore to here).
 	Restore bool `json:"restore"`
 	Force   bool `json:"force"`
@@ -107,7 +109,7 @@ func (s *Server) resendMessage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in, err := turnBody{Text: b.Text, Images: b.Images, Resources: b.Resources}.input()
+	in, err := turnBody{Text: b.Text, Images: b.Images, Resources: b.Resources, Files: b.Files}.input()
 	if err != nil {
 		return err
 	}
@@ -117,6 +119,11 @@ func (s *Server) resendMessage(w http.ResponseWriter, r *http.Request) error {
 	if in.Resources, err = s.readResources(r.Context(), ses, b.Resources); err != nil {
 		return err
 	}
+	files, err := s.readMentions(r.Context(), ses, b.Files)
+	if err != nil {
+		return err
+	}
+	in.Resources = append(in.Resources, files...)
 	started := s.gate.starting()
 	res, err := s.harness.Resend(r.Context(), ses.ID, r.PathValue("messageId"), in, harness.ResendOptions{Restore: b.restoreOptions()})
 	started()

@@ -574,6 +574,7 @@ func (s *Server) routes() http.Handler {
 	route("PATCH /api/settings", s.patchSettings)
 	s.agentRoutes(route)
 	s.scheduleRoutes(route)
+	s.fileRoutes(route)
 
 	mux := http.NewServeMux()
 	mux.Handle("/api/", muxErrorsAsJSON(api))

@@ -22,12 +22,15 @@ type turnBody struct {
 	// Resources are resources of imported MCP servers to attach, read when the message is
 	// sent (see readResources).
 	Resources []resourceRef `json:"resources"`
+	// Files are workspace files the person mentioned (@path), read when the message is sent
+	// (see readMentions).
+	Files []fileRef `json:"files"`
 }
 
 // input is the message of the body, checked.
 func (b turnBody) input() (harness.Input, error) {
 	in := harness.Input{Text: b.Text}
-	if strings.TrimSpace(b.Text) == "" && len(b.Images) == 0 && len(b.Resources) == 0 {
+	if strings.TrimSpace(b.Text) == "" && len(b.Images) == 0 && len(b.Resources) == 0 && len(b.Files) == 0 {
 		return in, badRequest("the message is empty: send some text, an image or a resource")
 	}
 	for i, img := range b.Images {
@@ -71,6 +74,11 @@ func (s *Server) messageRequest(w http.ResponseWriter, r *http.Request) (store.S
 	if in.Resources, err = s.readResources(r.Context(), ses, b.Resources); err != nil {
 		return store.Session{}, harness.Input{}, err
 	}
+	files, err := s.readMentions(r.Context(), ses, b.Files)
+	if err != nil {
+		return store.Session{}, harness.Input{}, err
+	}
+	in.Resources = append(in.Resources, files...)
 	return ses, in, nil
 }
 

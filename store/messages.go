@@ -56,11 +56,13 @@ const (
 
 // ResourceInfo names an attached resource (a resource part's Args, as JSON): the MCP server
 // it came from (its name in mcp.json, and the workspace whose .jean2/mcp.json names it, ""
-// for $JEAN2_HOME/mcp.json) and its URI.
+// for $JEAN2_HOME/mcp.json) and its URI; or, for a workspace file a person mentioned
+// (@path), its Path relative to the workspace folder (Server and URI empty).
 type ResourceInfo struct {
-	Server      string `json:"server"`
+	Server      string `json:"server,omitempty"`
 	WorkspaceID string `json:"workspaceId,omitempty"`
-	URI         string `json:"uri"`
+	URI         string `json:"uri,omitempty"`
+	Path        string `json:"path,omitempty"`
 }
 
 // MaxResourceBytes is the most one attached resource may hold (its text or its bytes): a
@@ -74,15 +76,22 @@ var ErrBadResource = errors.New("unusable resource")
 // and a URI, both text and bytes, or more than MaxResourceBytes.
 func CheckResource(p Part) error {
 	var info ResourceInfo
-	if err := json.Unmarshal([]byte(p.Args), &info); err != nil || info.Server == "" || info.URI == "" {
-		return fmt.Errorf("%w: its args must be JSON naming the server and the uri ({\"server\",\"uri\"}), not %q", ErrBadResource, p.Args)
+	if err := json.Unmarshal([]byte(p.Args), &info); err != nil || (info.Server == "" || info.URI == "") == (info.Path == "") {
+		return fmt.Errorf("%w: its args must be JSON naming the server and the uri ({\"server\",\"uri\"}) or a workspace file ({\"path\"}), not %q", ErrBadResource, p.Args)
+	}
+	limit, what := MaxResourceBytes, fmt.Sprintf("resource %s of MCP server %s", info.URI, info.Server)
+	if info.Path != "" {
+		what = "workspace file " + info.Path
+		if CheckImage(p.MediaType, p.Data) == nil {
+			limit = MaxImageBytes // a mentioned image may be as large as an attached one
+		}
 	}
 	switch {
 	case p.Text != "" && len(p.Data) > 0:
-		return fmt.Errorf("%w: resource %s holds both text and bytes; keep one", ErrBadResource, info.URI)
-	case len(p.Text) > MaxResourceBytes || len(p.Data) > MaxResourceBytes:
-		return fmt.Errorf("%w: resource %s of MCP server %s is %d bytes, more than the %d (%d MiB) a message may carry; attach a smaller one",
-			ErrBadResource, info.URI, info.Server, max(len(p.Text), len(p.Data)), MaxResourceBytes, MaxResourceBytes>>20)
+		return fmt.Errorf("%w: %s holds both text and bytes; keep one", ErrBadResource, what)
+	case len(p.Text) > MaxResourceBytes || len(p.Data) > limit:
+		return fmt.Errorf("%w: %s is %d bytes, more than the %d (%d MiB) a message may carry; attach a smaller one",
+			ErrBadResource, what, max(len(p.Text), len(p.Data)), limit, limit>>20)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import { renderVisualization } from "/js/viz.js";
 import { schemaForm } from "/js/schemaform.js";
 import { renderAsk } from "/js/asks.js";
 import { h, safeURL, formatDuration } from "/js/dom.js";
+import { fuzzy, Mentions } from "/js/mentions.js";
 
 const results = [];
 window.__results = results;
@@ -322,6 +323,27 @@ await test("viz structured-response: nested data as a tree, not JSON in cells", 
   const cells = [...box.querySelectorAll("table.data td")].map((td) => td.textContent);
   ok(cells.length && !cells.some((t) => t.includes("{")), `no JSON in table cells: ${JSON.stringify(cells)}`);
   ok(box.textContent.includes("London") && box.textContent.includes("tag"), "nested values drawn");
+});
+
+// ---- @path mentions ------------------------------------------------------------------------
+
+await test("mentions: fuzzy ranks letters in a row and in the file's name first", () => {
+  const paths = ["src/main.go", "src/mainly.txt", "docs/manual.md", "README.md", "internal/server/main_test.go"];
+  eq(fuzzy("main", paths).slice(0, 2), ["src/main.go", "src/mainly.txt"], "main");
+  eq(fuzzy("smn", paths).includes("README.md"), false, "letters out of order leave a path out");
+  eq(fuzzy("MAN", paths)[0], "docs/manual.md", "case is ignored");
+  eq(fuzzy("", paths).length, paths.length, "an empty query offers every path");
+});
+
+await test("mentions: a message names the files taken from the list or written out", () => {
+  const input = h("textarea");
+  mount(input);
+  const m = new Mentions(input, () => "ws_x");
+  m.paths = ["src/a.go", "b.txt"];
+  m.chosen.add("notes/c.md");
+  eq(m.filesIn("see @src/a.go, @b.txt. and @notes/c.md and @nope.txt and mail@b.txt"),
+    [{ path: "src/a.go" }, { path: "b.txt" }, { path: "notes/c.md" }], "files");
+  ok(input.parentNode.querySelector("[role=listbox]#mention-list") && input.getAttribute("aria-controls") === "mention-list", "the box controls the list beside it");
 });
 
 window.__done = true;

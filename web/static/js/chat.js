@@ -15,6 +15,7 @@ import { messageActions, sendOrQueue, drawQueue, loadQueue, cutFrom } from "./co
 import { pickResource, resourceChip, resourcePartView } from "./mcpresources.js";
 import { noteChild, loadChildren, callOfChild, subagentView } from "./subagents.js";
 import { AgentControl } from "./agents.js";
+import { Mentions, acceptDrops } from "./mentions.js";
 import { announce, notifyQuestion, askNotifications, isStopped, followBottom, openAtLatest, jumpButton, jumpToLatest } from "./follow.js";
 
 const reasonWords = {
@@ -122,6 +123,7 @@ export class SessionView {
     this.input = h("textarea", {
       id: "composer-input", rows: 3, "aria-label": "Message", placeholder: "Message — Enter sends, Shift+Enter adds a line",
       onkeydown: (e) => {
+        if (this.mentions?.onKey(e)) return; // the @path list's keys
         if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
           e.preventDefault();
           this.send();
@@ -167,6 +169,8 @@ export class SessionView {
     const composer = h("form", { class: "composer", onsubmit: (e) => { e.preventDefault(); this.send(); } },
       this.queueEl, this.input, this.attachList,
       h("div", { class: "composer-actions" }, this.fileInput, attachBtn, attachResBtn, this.statusEl, this.stopBtn, this.sendBtn), this.composerErr);
+    this.mentions = new Mentions(this.input, () => this.session.workspaceId);
+    acceptDrops(composer, (files) => this.attachFiles(files));
     replace(this.el,
       this.announcer,
       h("header", { class: "session-head" }, this.titleEl,
@@ -653,6 +657,8 @@ export class SessionView {
       const body = { text };
       if (images.length) body.images = images.map(({ mediaType, data }) => ({ mediaType, data }));
       if (resources.length) body.resources = resources.map(({ server, workspaceId, uri }) => ({ server, workspaceId, uri }));
+      const files = this.mentions.filesIn(text);
+      if (files.length) body.files = files;
       // Sent now when the session is idle, else queued for the running turn's end.
       await sendOrQueue(this, body);
     } catch (err) {
@@ -931,7 +937,7 @@ const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 const MAX_IMAGE_BYTES = 5 << 20;
 
 // imageElement draws an image part from its bytes (base64); anything else is said, not drawn.
-function imageElement(mediaType, data, alt) {
+export function imageElement(mediaType, data, alt) {
   if (!IMAGE_TYPES.includes(mediaType) || typeof data !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(data)) {
     return h("p", { class: "muted small" }, `[an image that cannot be shown: ${mediaType || "no media type"}]`);
   }

@@ -7,6 +7,7 @@ import { h, replace } from "./dom.js";
 import { SessionView } from "./chat.js";
 import { ToolsView } from "./tools.js";
 import { TerminalView } from "./terminal.js";
+import { FilesView } from "./files.js";
 import { SettingsView, showShortcuts } from "./settings.js";
 import { SchedulesView } from "./schedules.js";
 import { mcpTrustNotice } from "./mcptrust.js";
@@ -73,6 +74,7 @@ class App {
     this.menuBtn = h("button", { type: "button", class: "menu-btn icon-btn", "aria-controls": "sidebar", "aria-expanded": "false", "aria-label": "Workspaces and sessions", onclick: () => this.toggleMenu() }, "☰");
     this.nav = h("nav", { class: "top-nav", "aria-label": "Pages" },
       h("a", { href: "#/", dataset: { page: "chat" } }, "Chat"),
+      h("a", { href: "#/files", dataset: { page: "files" } }, "Files"),
       h("a", { href: "#/tools", dataset: { page: "tools" } }, "Tools"),
       h("a", { href: "#/schedules", dataset: { page: "schedules" } }, "Schedules"),
       h("a", { href: "#/settings", dataset: { page: "settings" } }, "Settings"),
@@ -290,6 +292,9 @@ class App {
     } else if (parts[0] === "w" && parts[1] && parts[2] === "terminal") {
       page = "terminal";
       this.view = new TerminalView(this, decodeURIComponent(parts[1]));
+    } else if (parts[0] === "files") {
+      page = "files";
+      this.view = new FilesView(this, parts[1] ? decodeURIComponent(parts[1]) : "");
     } else if (parts[0] === "tools") {
       page = "tools";
       this.view = new ToolsView(this);

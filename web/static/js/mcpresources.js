@@ -75,9 +75,15 @@ export function resourcePartView(part) {
     // A part the store kept always parses; show what there is either way.
   }
   const size = part.text ? new TextEncoder().encode(part.text).length : part.data ? Math.floor(part.data.length * 3 / 4) : 0;
+  // A workspace file the person mentioned (@path) names its path; an MCP resource its server.
   const head = h("span", { class: "resource-head" },
-    h("code", { class: "resource-uri" }, info.uri || "resource"),
-    h("span", { class: "muted small" }, ` · MCP server ${info.server || "?"}`, part.mediaType ? ` · ${part.mediaType}` : "", size ? ` · ${sizeText(size)}` : ""));
+    h("code", { class: "resource-uri" }, info.path ? `@${info.path}` : info.uri || "resource"),
+    h("span", { class: "muted small" }, info.path ? " · workspace file" : ` · MCP server ${info.server || "?"}`, part.mediaType ? ` · ${part.mediaType}` : "", size ? ` · ${sizeText(size)}` : ""));
+  if (info.path && part.data && /^image\/(png|jpeg|gif|webp)$/.test(part.mediaType) && /^[A-Za-z0-9+/]*={0,2}$/.test(part.data)) {
+    const img = h("img", { class: "attached-image", alt: `${info.path} (image)` });
+    img.src = `data:${part.mediaType};base64,${part.data}`; // a checked image type and base64 bytes only
+    return h("div", { class: "resource-part" }, head, img);
+  }
   if (!part.text) return h("div", { class: "resource-part" }, head);
   return h("details", { class: "resource-part" }, h("summary", null, head), h("pre", { class: "resource-text" }, part.text));
 }
