@@ -80,6 +80,8 @@ type Config struct {
 	// Cluster makes this server one of several instances sharing the database
 	// (docs/deploy.md); the zero value is a lone instance.
 	Cluster ClusterConfig
+	// Push configures Web Push notifications (push.go); the zero value works.
+	Push PushOptions
 }
 
 // Server is jean2's agent server. Make it with Open, serve Handler, end with Close.
@@ -124,6 +126,8 @@ type Server struct {
 	mcpSignIns mcpSignIns
 	// skillNotices are the broken skills last reported per workspace folder (skills.go).
 	skillNotices skillNotices
+	// push sends Web Push notifications of sessions nobody watches (push.go).
+	push *pusher
 }
 
 // Open opens $JEAN2_HOME/jean2.db and builds the providers, the tool host, the hub, undo
@@ -276,6 +280,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := s.openCluster(cfg.Cluster); err != nil {
 		return nil, err
 	}
+	s.startPush()
 	s.hub = hub.New(hub.Options{
 		AttachedElsewhere: s.attachedElsewhere(),
 		Store:             s.db,
@@ -283,6 +288,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Unattended:        func(string) tool.Asker { return s.settings.policy() },
 		SubscriberBuffer:  cfg.SubscriberBuffer,
 		Published:         s.sessionStatus,
+		Unwatched:         s.notifyUnwatched,
 		Logger:            s.log,
 	})
 	if s.snapshots, err = undo.New(undo.Options{Dir: filepath.Join(home, "undo"), Logger: s.log}); err != nil {
@@ -546,6 +552,7 @@ func (s *Server) routes() http.Handler {
 	route("GET /api/settings", s.getSettings)
 	route("PATCH /api/settings", s.patchSettings)
 	s.agentRoutes(route)
+	s.pushRoutes(route)
 
 	mux := http.NewServeMux()
 	mux.Handle("/api/", muxErrorsAsJSON(api))
