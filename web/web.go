@@ -117,6 +117,9 @@ func newAssetSet(fsys fs.FS) *assetSet {
 		set.index = newAsset("index.html", []byte(page))
 		set.files["index.html"] = set.index
 	}
+	if sw := set.files["sw.js"]; sw != nil {
+		set.files["sw.js"] = newAsset("sw.js", set.withBuild(sw.raw))
+	}
 	return set
 }
 
@@ -129,6 +132,8 @@ func newAsset(name string, raw []byte) *asset {
 		ctype = "text/css; charset=utf-8"
 	case ".html":
 		ctype = "text/html; charset=utf-8"
+	case ".webmanifest":
+		ctype = "application/manifest+json"
 	}
 	if ctype == "" {
 		ctype = "application/octet-stream"

@@ -10,6 +10,7 @@ import { SettingsView, showShortcuts } from "./settings.js";
 import { mcpTrustNotice } from "./mcptrust.js";
 import { confirmAction, errorText, notify, openDialog, promptText } from "./ui.js";
 import { providerNotice, searchBox, sessionMeta } from "./agent.js";
+import "./pwa.js";
 
 class App {
   constructor(root) {
