@@ -36,8 +36,10 @@ type PushOptions struct {
 	// Client sends the notifications to the push services (nil: a client with a 30 s
 	// timeout).
 	Client *http.Client
-	// Contact is the VAPID "sub" claim, a mailto: or https: address where the push service
-	// can reach whoever runs this jean2 (default mailto:jean2@localhost).
+	// Contact is the VAPID "sub" claim: an e-mail address (mailto: optional) or an https:
+	// URL where the push service can reach whoever runs this jean2 (jean2 serve reads
+	// JEAN2_PUSH_CONTACT). The default is jean2's project page: Apple's push service refuses
+	// a subject it cannot resolve, such as an address @localhost.
 	Contact string
 }
 
@@ -51,6 +53,8 @@ const (
 	maxPushSubscriptions = 64
 	// maxPushTitle is the longest session title a notification carries, in characters.
 	maxPushTitle = 80
+	// DefaultPushContact is the VAPID subject when PushOptions.Contact is empty.
+	DefaultPushContact = "https://github.com/jean2/jean2"
 	// pushQueue is how many notifications may wait to be sent; more are dropped (logged).
 	pushQueue = 64
 )
@@ -117,8 +121,10 @@ func newPusher(home string, db *store.DB, opts PushOptions, log *slog.Logger) *p
 	if p.client == nil {
 		p.client = &http.Client{Timeout: 30 * time.Second}
 	}
+	// The library adds "mailto:" to anything that is not an https URL.
+	p.contact = strings.TrimPrefix(strings.TrimSpace(p.contact), "mailto:")
 	if p.contact == "" {
-		p.contact = "mailto:jean2@localhost"
+		p.contact = DefaultPushContact
 	}
 	return p
 }
