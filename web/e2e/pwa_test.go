@@ -200,3 +200,57 @@ func TestPushShownByTheWorker(t *testing.T) {
 	f.waitText(".notifications-box", "Notifications are off for this browser.")
 	f.waitText(".notifications-box button", "Turn on notifications")
 }
+
+// fakePushService replaces the page's PushManager with one that answers at once, as a
+// browser's push service would: headless Chromium here has none to reach (its subscribe
+// never settles). The subscription has a real P-256 key and secret, which the server
+// checks.
+const fakePushService = `(async () => {
+  const pair = await crypto.subtle.generateKey({ name: "ECDH", namedCurve: "P-256" }, true, ["deriveBits"]);
+  const raw = new Uint8Array(await crypto.subtle.exportKey("raw", pair.publicKey));
+  const b64 = (bytes) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  let current = null;
+  const sub = {
+    endpoint: "https://push.example/send/abc123",
+    options: { applicationServerKey: null },
+    toJSON() { return { endpoint: this.endpoint, expirationTime: null, keys: { p256dh: b64(raw), auth: b64(crypto.getRandomValues(new Uint8Array(16))) } }; },
+    async unsubscribe() { current = null; return true; },
+  };
+  PushManager.prototype.subscribe = async function (opts) {
+    window.__subscribedWith = opts.applicationServerKey.byteLength;
+    current = sub;
+    return sub;
+  };
+  PushManager.prototype.getSubscription = async function () { return current; };
+  return "";
+})()`
+
+// TestNotificationsTurnedOnAndOff: Settings → Notifications asks the browser's permission,
+// subscribes with the server's 65-byte key and registers the subscription with the server;
+// turning them off removes it there.
+func TestNotificationsTurnedOnAndOff(t *testing.T) {
+	f := newFixture(t)
+	f.open("#/settings")
+	f.waitWorker()
+	cdpCall(f, browser.SetPermission, browser.SetPermissionParams{
+		Permission: &browser.PermissionDescriptor{Name: "notifications"}, Setting: browser.PermissionSettingGranted, Origin: f.ts.URL})
+	f.eval(fakePushService)
+	type listed struct{ Subscriptions []struct{ Endpoint string } }
+	var list listed
+	f.clickText(".notifications-box", "Turn on notifications")
+	f.waitText(".notifications-box", "Notifications are on for this browser.")
+	f.api("GET", "/api/push/subscriptions", nil, &list)
+	if len(list.Subscriptions) != 1 || list.Subscriptions[0].Endpoint != "https://push.example/send/abc123" {
+		t.Fatalf("the server's subscriptions after turning on: %+v", list.Subscriptions)
+	}
+	if got := f.eval(`String(window.__subscribedWith)`); got != "65" {
+		t.Errorf("subscribed with a key of %s bytes, want the server's 65", got)
+	}
+	f.clickText(".notifications-box", "Turn off notifications")
+	f.waitText(".notifications-box", "Notifications are off for this browser.")
+	list = listed{}
+	f.api("GET", "/api/push/subscriptions", nil, &list)
+	if len(list.Subscriptions) != 0 {
+		t.Fatalf("the server's subscriptions after turning off: %+v", list.Subscriptions)
+	}
+}

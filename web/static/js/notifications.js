@@ -46,6 +46,18 @@ async function registration() {
   return reg;
 }
 
+// subscribeWait bounds the wait for the browser's push service: without a connection to
+// it (an offline device, a browser without one) subscribe may never settle.
+const subscribeWait = 20000;
+
+function withinTime(promise, ms) {
+  let timer = 0;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the browser's push service did not answer within ${ms / 1000} s (is this device offline?)`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 /** turnOn asks the person's permission, subscribes with the server's key and registers it. */
 async function turnOn() {
   const permission = await Notification.requestPermission();
@@ -58,7 +70,7 @@ async function turnOn() {
     await sub.unsubscribe(); // made for another server key: it would be refused
     sub = null;
   }
-  if (!sub) sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key });
+  if (!sub) sub = await withinTime(reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key }), subscribeWait);
   await api("POST", "/api/push/subscriptions", sub.toJSON());
 }
 
