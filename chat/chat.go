@@ -87,6 +87,9 @@ type Options struct {
 	Stdout, Stderr io.Writer
 	// Color draws with ANSI colours (a terminal without NO_COLOR).
 	Color bool
+	// Notify rings the terminal (BEL and OSC 9) when a turn that ran over 10 s ends or asks
+	// (a terminal, without JEAN2_CHAT_NOTIFY=off).
+	Notify bool
 }
 
 // LocalServer is a jean2 server that runs inside the chat's process for as long as the

@@ -79,6 +79,8 @@ type chatUI struct {
 	modelName string
 	// outputs holds, per running tool call, how much of its streamed output is on screen.
 	outputs map[string]*streamedOutput
+	// clock times the running turn, to ring the terminal when a long one ends (notify.go).
+	clock turnClock
 }
 
 // chatStream is the event stream of one session, read by the run loop.
@@ -139,6 +141,7 @@ func newChatUI(o Options, api *Client, ses session, ws store.Workspace, local bo
 		col0:  true,
 		texts: map[string]int{}, toolShown: map[string]bool{}, toolEnded: map[string]bool{}, outputs: map[string]*streamedOutput{},
 		askDone: make(chan askOutcome, 1), asksKnown: map[string]bool{},
+		clock: turnClock{on: o.Notify},
 	}
 	if api != nil {
 		api.onDatabase = u.databaseNotice
@@ -680,6 +683,7 @@ func (u *chatUI) handleEvent(ev store.Event) {
 	switch ev.Type {
 	case harness.EventTurnStarted:
 		u.running = true
+		u.clock.start()
 	case harness.EventMessageCreated:
 		var p harness.MessageEvent
 		if !decode(&p) {
@@ -727,6 +731,7 @@ func (u *chatUI) handleEvent(ev store.Event) {
 	case hub.EventAskPending:
 		var p hub.AskPendingPayload
 		if decode(&p) {
+			u.notifyAsk()
 			u.queueAsk(p.Ask)
 		}
 	case hub.EventAskResolved:
@@ -854,6 +859,7 @@ func (u *chatUI) showProgress(partID string, p tool.Progress) {
 }
 
 func (u *chatUI) turnFinished(p harness.TurnFinished) {
+	u.notifyTurnEnd(p)
 	u.running = false
 	u.lastText = ""
 	var parts []string

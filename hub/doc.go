@@ -15,6 +15,8 @@
 //
 // Attached clients: each client (a WebSocket, the terminal chat) holds one subscription,
 // and Attached counts them. That is how an ask knows whether someone can answer.
+// Options.Unwatched hears of the events no subscription was handed, decided from the same
+// snapshot of subscribers they were offered to (the server's push notifications).
 //
 // Asks: Asker(sessionID) is the tool.Asker (and ask.PermissionAsker) of the session's tool
 // calls. With a client attached, an ask becomes a PendingAsk, announced as ask.pending and

@@ -58,6 +58,12 @@ type Options struct {
 	// runs under the log's publish lock: it must be quick and must not publish on the same
 	// log.
 	Published func(sessionID string, evs []store.Event)
+	// Unwatched, when set, is told of the events of a session's log that no live
+	// subscription of this hub was handed (nobody watched them arrive; the server's push
+	// notifications). Decided from the same snapshot of subscribers the events were offered
+	// to, so a client that saw an event and left at once still counts as watching. Same
+	// rules as Published: quick, and no publishing on the same log.
+	Unwatched func(sessionID string, evs []store.Event)
 	// AttachedElsewhere, when set, says whether a client of the session is attached to
 	// another instance sharing the database (cluster.Node): an ask then waits for a person
 	// instead of going to Unattended.
@@ -74,6 +80,7 @@ type Hub struct {
 	subBuffer  int
 	maxAsks    int
 	published  func(sessionID string, evs []store.Event)
+	unwatched  func(sessionID string, evs []store.Event)
 	elsewhere  func(sessionID string) bool
 
 	mu       sync.Mutex
@@ -111,6 +118,7 @@ func New(opts Options) *Hub {
 		log:        opts.Logger,
 		subBuffer:  opts.SubscriberBuffer,
 		published:  opts.Published,
+		unwatched:  opts.Unwatched,
 		elsewhere:  opts.AttachedElsewhere,
 		maxAsks:    opts.MaxPendingAsks,
 		sessions:   map[string]*session{},
@@ -256,11 +264,15 @@ func (h *Hub) publish(ctx context.Context, sessionID string, appendEvents func()
 	}
 	// A subscription registered after this snapshot started its replay after the append
 	// committed, so it reads these events from the store instead.
-	for _, sub := range s.subscribers() {
+	subs := s.subscribers()
+	for _, sub := range subs {
 		sub.offer(out)
 	}
 	if h.published != nil {
 		h.published(sessionID, out)
+	}
+	if h.unwatched != nil && len(subs) == 0 {
+		h.unwatched(sessionID, out)
 	}
 	return out, nil
 }

@@ -192,6 +192,8 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, sessionID s
 		c.Close(websocket.StatusInternalError, "cannot subscribe to the event log")
 		return nil
 	}
+	// Deferred before sub.Close, so it runs after: the socket no longer counts as attached.
+	defer s.notifyLeftWaiting(sessionID)
 	defer sub.Close()
 	if s.node != nil && sessionID != "" {
 		s.node.Attach(ctx, sessionID) // asks made on other instances now wait for this client

@@ -85,6 +85,8 @@ type Config struct {
 	Terminals TerminalOptions
 	// Schedules configures the scheduled sessions this instance runs.
 	Schedules ScheduleConfig
+	// Push configures Web Push notifications (push.go); the zero value works.
+	Push PushOptions
 }
 
 // Server is jean2's agent server. Make it with Open, serve Handler, end with Close.
@@ -133,6 +135,8 @@ type Server struct {
 	skillNotices skillNotices
 	// terms are the open terminals (terminals.go).
 	terms *terminals
+	// push sends Web Push notifications of sessions nobody watches (push.go).
+	push *pusher
 }
 
 // Open opens $JEAN2_HOME/jean2.db and builds the providers, the tool host, the hub, undo
@@ -285,6 +289,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := s.openCluster(cfg.Cluster); err != nil {
 		return nil, err
 	}
+	s.startPush()
 	s.hub = hub.New(hub.Options{
 		AttachedElsewhere: s.attachedElsewhere(),
 		Store:             s.db,
@@ -292,6 +297,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Unattended:        func(string) tool.Asker { return s.settings.policy() },
 		SubscriberBuffer:  cfg.SubscriberBuffer,
 		Published:         s.sessionStatus,
+		Unwatched:         s.notifyUnwatched,
 		Logger:            s.log,
 	})
 	if s.snapshots, err = undo.New(undo.Options{Dir: filepath.Join(home, "undo"), Logger: s.log}); err != nil {
@@ -575,6 +581,7 @@ func (s *Server) routes() http.Handler {
 	s.agentRoutes(route)
 	s.scheduleRoutes(route)
 	s.fileRoutes(route)
+	s.pushRoutes(route)
 
 	mux := http.NewServeMux()
 	mux.Handle("/api/", muxErrorsAsJSON(api))

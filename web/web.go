@@ -43,8 +43,11 @@ func Assets() fs.FS {
 // cached for good (immutable) and a new build is fetched at once: the modules import one
 // another by relative paths, which stay under the same /a/<version>/. The plain paths
 // (/app.css, /js/…) are served too, revalidated on each use.
-func Handler() http.Handler {
-	set := newAssetSet(Assets())
+func Handler() http.Handler { return handlerFor(Assets()) }
+
+// handlerFor is Handler over the files of fsys (a test serves a changed build).
+func handlerFor(fsys fs.FS) http.Handler {
+	set := newAssetSet(fsys)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Content-Security-Policy", contentSecurityPolicy)
@@ -117,6 +120,9 @@ func newAssetSet(fsys fs.FS) *assetSet {
 		set.index = newAsset("index.html", []byte(page))
 		set.files["index.html"] = set.index
 	}
+	if sw := set.files["sw.js"]; sw != nil {
+		set.files["sw.js"] = newAsset("sw.js", set.withBuild(sw.raw))
+	}
 	return set
 }
 
@@ -129,6 +135,8 @@ func newAsset(name string, raw []byte) *asset {
 		ctype = "text/css; charset=utf-8"
 	case ".html":
 		ctype = "text/html; charset=utf-8"
+	case ".webmanifest":
+		ctype = "application/manifest+json"
 	}
 	if ctype == "" {
 		ctype = "application/octet-stream"

@@ -92,7 +92,8 @@ func runChat(ctx context.Context, e env, args []string) error {
 			return confirmMCPTrust(e, file, workspace, commands, false)
 		},
 		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr,
-		Color: chatColor(e, stdoutIsTerminal(e)),
+		Color:  chatColor(e, stdoutIsTerminal(e)),
+		Notify: stdoutIsTerminal(e) && e.getenv("JEAN2_CHAT_NOTIFY") != "off" && e.getenv("TERM") != "dumb",
 	}
 	if *serverFlag == "" && e.getenv("JEAN2_SERVER") == "" {
 		// The server was looked for, not named: when it comes back on another port, its

@@ -153,6 +153,7 @@ func serve(ctx context.Context, e env, args []string) error {
 		Logger:       log,
 		DBPath:       dbPath,
 		Cluster:      clusterCfg,
+		Push:         server.PushOptions{Contact: e.getenv("JEAN2_PUSH_CONTACT")},
 	})
 	if err != nil {
 		return err

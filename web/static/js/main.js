@@ -13,6 +13,7 @@ import { SchedulesView } from "./schedules.js";
 import { mcpTrustNotice } from "./mcptrust.js";
 import { confirmAction, databaseBanner, errorText, notify, openDialog, promptText } from "./ui.js";
 import { providerNotice, searchBox, sessionMeta } from "./agent.js";
+import "./pwa.js";
 
 class App {
   constructor(root) {

@@ -6,6 +6,7 @@ import { h, replace } from "./dom.js";
 import { confirmAction, errorText, notify, openDialog } from "./ui.js";
 import { SHORTCUTS } from "./shortcuts.js";
 import { mcpServersSection } from "./mcpservers.js";
+import { notificationsSection } from "./notifications.js";
 import { pricesSection, systemPromptSection, testConnection, titlesSection } from "./agent.js";
 
 export class SettingsView {
@@ -29,6 +30,7 @@ export class SettingsView {
       h("section", { "aria-labelledby": "grants-title" }, h("h3", { id: "grants-title" }, "Permission grants"), this.grantsBox),
       h("section", { "aria-labelledby": "server-settings-title" }, h("h3", { id: "server-settings-title" }, "When no one is watching"), this.settingsBox),
       mcpServersSection(),
+      notificationsSection(),
       h("section", { "aria-labelledby": "keys-title" }, h("h3", { id: "keys-title" }, "Keyboard shortcuts"), shortcutTable()));
     replace(container, this.el);
     await Promise.all([this.loadProviders(), this.loadSettings(), this.loadGrants(), systemPromptSection(this.promptBox), pricesSection(this.pricesBox), titlesSection(this.titlesBox)]);

@@ -1,0 +1,4 @@
+package web
+
+// HandlerFor lets the tests serve another build of the client.
+var HandlerFor = handlerFor
