@@ -31,20 +31,16 @@ func Load(home, workspace, name string) (Loaded, error) {
 	if err != nil {
 		return Loaded{}, err
 	}
+	body, err := readBody(home, workspace, sk)
+	if err != nil {
+		return Loaded{}, err
+	}
 	root, err := folderOfSkill(home, workspace, sk).Open()
 	if err != nil {
 		return Loaded{}, fmt.Errorf("skill %s: open %s: %w", name, sk.Dir, err)
 	}
 	defer root.Close()
 	dir := filepath.Base(sk.Dir)
-	data, err := readFile(root, filepath.Join(dir, FileName), MaxSkillBytes)
-	if err != nil {
-		return Loaded{}, fmt.Errorf("skill %s: %w", name, err)
-	}
-	_, body, err := Parse(data, dir)
-	if err != nil {
-		return Loaded{}, fmt.Errorf("skill %s: %s: %w", name, FileName, err)
-	}
 	out := Loaded{Skill: sk, Body: body}
 	sub, err := root.OpenRoot(dir)
 	if err != nil {
@@ -70,6 +66,37 @@ func Load(home, workspace, name string) (Loaded, error) {
 		return nil
 	})
 	return out, nil
+}
+
+// readBody reads the body of a skill Scan found (front matter removed).
+func readBody(home, workspace string, sk Skill) (string, error) {
+	root, err := folderOfSkill(home, workspace, sk).Open()
+	if err != nil {
+		return "", fmt.Errorf("skill %s: open %s: %w", sk.Name, sk.Dir, err)
+	}
+	defer root.Close()
+	dir := filepath.Base(sk.Dir)
+	data, err := readFile(root, filepath.Join(dir, FileName), MaxSkillBytes)
+	if err != nil {
+		return "", fmt.Errorf("skill %s: %w", sk.Name, err)
+	}
+	_, body, err := Parse(data, dir)
+	if err != nil {
+		return "", fmt.Errorf("skill %s: %s: %w", sk.Name, FileName, err)
+	}
+	return body, nil
+}
+
+// ForPerson returns the skill named name and its body, for a person invoking it (an MCP
+// prompt): a skill for people only (disable-model-invocation) is one, a skill hidden from
+// people (user-invocable: false) is not.
+func ForPerson(home, workspace, name string) (Skill, string, error) {
+	sk, ok := Scan(home, workspace).Find(name)
+	if !ok || sk.Hidden {
+		return Skill{}, "", fmt.Errorf("there is no skill named %q for people to invoke", name)
+	}
+	body, err := readBody(home, workspace, sk)
+	return sk, body, err
 }
 
 // ReadFile reads one file of the skill named name, rel relative to its folder; a path that

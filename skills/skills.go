@@ -57,6 +57,13 @@ type Skill struct {
 	// Manual is Claude Code's disable-model-invocation: the skill is listed for people but
 	// not offered to the model.
 	Manual bool `json:"disableModelInvocation,omitempty"`
+	// Hidden is Claude Code's user-invocable: false: offered to the model, not to people (no
+	// MCP prompt).
+	Hidden bool `json:"userInvocableFalse,omitempty"`
+	// ArgumentHint and Arguments are what a person passes when invoking the skill
+	// (args.go).
+	ArgumentHint string     `json:"argumentHint,omitempty"`
+	Arguments    []Argument `json:"arguments,omitempty"`
 	// Shadowed says a workspace's skill of the same name replaces this one.
 	Shadowed bool `json:"shadowed,omitempty"`
 	// Error says why the skill cannot be used (bad front matter, unreadable SKILL.md);
@@ -214,7 +221,8 @@ func readSkill(root *os.Root, f Folder, dir string) Skill {
 		sk.Error = fmt.Sprintf("%s: %v", FileName, err)
 		return sk
 	}
-	sk.Name, sk.Description, sk.Manual = meta.Name, meta.Description, meta.Manual
+	sk.Name, sk.Description, sk.Manual, sk.Hidden = meta.Name, meta.Description, meta.Manual, meta.Hidden
+	sk.ArgumentHint, sk.Arguments = meta.ArgumentHint, meta.Arguments
 	return sk
 }
 
@@ -295,26 +303,33 @@ func readFile(root *os.Root, rel string, limit int64) ([]byte, error) {
 // Meta is what a SKILL.md's front matter says that jean2 uses; other fields (license,
 // allowed-tools, metadata, …) are allowed and ignored.
 type Meta struct {
-	Name        string
-	Description string
-	Manual      bool
+	Name         string
+	Description  string
+	Manual       bool
+	Hidden       bool
+	ArgumentHint string
+	Arguments    []Argument
 }
 
 // frontMatter is the YAML of a SKILL.md's front matter.
 type frontMatter struct {
-	Name                   string `yaml:"name"`
-	Description            string `yaml:"description"`
-	DisableModelInvocation bool   `yaml:"disable-model-invocation"`
+	Name                   string  `yaml:"name"`
+	Description            string  `yaml:"description"`
+	DisableModelInvocation bool    `yaml:"disable-model-invocation"`
+	UserInvocable          *bool   `yaml:"user-invocable"`
+	ArgumentHint           string  `yaml:"argument-hint"`
+	Arguments              argList `yaml:"arguments"`
 }
 
-// namePattern is the Agent Skills specification's rule for names: lowercase letters,
-// digits and single hyphens, not at either end.
-var namePattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+// namePattern is the Agent Skills specification's rule for names — lowercase letters,
+// digits and single hyphens, not at either end — with underscores taken like hyphens, as
+// MCP prompt and tool names often have them (test_simple_prompt).
+var namePattern = regexp.MustCompile(`^[a-z0-9]+([-_][a-z0-9]+)*$`)
 
 // CheckName reports what is wrong with a skill's name.
 func CheckName(name string) error {
 	if len(name) == 0 || len(name) > 64 || !namePattern.MatchString(name) {
-		return fmt.Errorf("the name %q is not 1 to 64 lowercase letters, digits and single hyphens (like pdf-forms)", name)
+		return fmt.Errorf("the name %q is not 1 to 64 lowercase letters, digits and single hyphens or underscores (like pdf-forms)", name)
 	}
 	return nil
 }
@@ -344,7 +359,8 @@ func Parse(data []byte, dir string) (Meta, string, error) {
 	if err := yaml.Unmarshal([]byte(yml), &fm); err != nil {
 		return Meta{}, "", fmt.Errorf("its front matter is not valid YAML: %v", err)
 	}
-	m := Meta{Name: strings.TrimSpace(fm.Name), Description: strings.TrimSpace(fm.Description), Manual: fm.DisableModelInvocation}
+	m := Meta{Name: strings.TrimSpace(fm.Name), Description: strings.TrimSpace(fm.Description), Manual: fm.DisableModelInvocation,
+		Hidden: fm.UserInvocable != nil && !*fm.UserInvocable, ArgumentHint: strings.TrimSpace(fm.ArgumentHint), Arguments: fm.Arguments}
 	if m.Name == "" {
 		m.Name = dir
 	}
