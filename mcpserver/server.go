@@ -61,6 +61,9 @@ type Options struct {
 	// request (jean2 serve's providers): while its requests fail with tool.ErrNoLLM, a
 	// client that declared sampling answers them. Nil: the host's HasLLM decides once.
 	LLM tool.LLM
+	// PromptPoll is how often the skills are read again to tell clients that the prompts
+	// changed (DefaultPromptPoll when zero; negative: only before a request that shows them).
+	PromptPoll time.Duration
 	// Logger receives the server's own diagnostics (not tool logs); nil discards them.
 	Logger *slog.Logger
 }
@@ -76,6 +79,7 @@ type Server struct {
 	rounds    *rounds
 	tasks     *taskTable
 	overflows overflowResources       // overflowing results offered as resources (resources.go)
+	prompts   promptSet               // skills offered as prompts (prompts.go)
 	serving   atomic.Pointer[serving] // the workspace and policy calls run with now
 
 	mu       sync.Mutex
@@ -195,21 +199,28 @@ func New(h Host, opts Options) (*Server, error) {
 	s.mcp = mcp.NewServer(s.impl, &mcp.ServerOptions{
 		Logger:             sdkLogger(opts.Logger),
 		SubscribeHandler:   subscribe,
+		CompletionHandler:  s.complete,
 		UnsubscribeHandler: unsubscribe,
 		// Tools are announced even while there are none, so a client learns that the list
 		// can change; logging lets it set a level for the tools' log lines; resources hold
-		// overflowing results (resources.go), added as calls overflow. The go-sdk answers
-		// prompts/list (with no prompts yet) whatever is declared, and a server that
-		// answers it must declare prompts (SEP-2575), so they are declared.
+		// overflowing results (resources.go), added as calls overflow; prompts are the
+		// skills (prompts.go), declared even while there are none for the same reason.
 		Capabilities: &mcp.ServerCapabilities{
-			Tools:     &mcp.ToolCapabilities{ListChanged: true},
-			Logging:   &mcp.LoggingCapabilities{},
-			Prompts:   &mcp.PromptCapabilities{},
-			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Logging:     &mcp.LoggingCapabilities{},
+			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{ListChanged: true},
+			Completions: &mcp.CompletionCapabilities{},
 		},
 	})
-	s.mcp.AddReceivingMiddleware(tasksMiddleware)
+	s.mcp.AddReceivingMiddleware(tasksMiddleware, s.promptsMiddleware)
 	s.addWorkspaceTemplate()
+	s.prompts.listed = map[string]string{}
+	s.syncPrompts()
+	if opts.PromptPoll == 0 {
+		opts.PromptPoll = DefaultPromptPoll
+	}
+	go s.pollPrompts(opts.PromptPoll)
 	// Subscribe before the first sync so that no reload falls between the two.
 	events := make(chan host.ToolsChanged, 16)
 	s.unsubscribe = h.Subscribe(events)

@@ -44,18 +44,11 @@ func (s *Server) readWorkspaceFile(ctx context.Context, req *mcp.ReadResourceReq
 	if err != nil || rel == "" || filepath.IsAbs(rel) {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
-	ws := s.serving.Load().workspace
-	scope := policy.Scope{Workspace: ws.Path, Allowed: ws.Allowed, Home: userHome()}
-	full := scope.Resolve(rel)
-	if policy.IsSensitive(full) || policy.IsSensitive(policy.Real(full)) {
+	fsys, scope := s.workspaceFS("mcp resources/read")
+	if sensitive(scope, rel) {
 		return nil, fmt.Errorf("resources/read %s: a sensitive file is read only by a tool a person allowed", uri)
 	}
-	opts := toolfs.Options{Scope: scope, Tool: "mcp resources/read", ReadOnly: scope.SettingsDirs()}
-	if lh, ok := s.h.(layoutHost); ok {
-		l := lh.Layout()
-		opts.Protected = policy.ProtectedPaths(scope.Home, l.Home, l.Tools)
-	}
-	data, err := toolfs.New(opts).ReadFile(ctx, rel)
+	data, err := fsys.ReadFile(ctx, rel)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, mcp.ResourceNotFoundError(uri)
@@ -69,6 +62,26 @@ func (s *Server) readWorkspaceFile(ctx context.Context, req *mcp.ReadResourceReq
 		content.MIMEType, content.Blob = "application/octet-stream", data
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{content}}, nil
+}
+
+// workspaceFS is the workspace as a tool's ctx.fs sees it, with no grants: op names the
+// MCP request in the errors it gives.
+func (s *Server) workspaceFS(op string) (*toolfs.FS, policy.Scope) {
+	ws := s.serving.Load().workspace
+	scope := policy.Scope{Workspace: ws.Path, Allowed: ws.Allowed, Home: userHome()}
+	opts := toolfs.Options{Scope: scope, Tool: op, ReadOnly: scope.SettingsDirs()}
+	if lh, ok := s.h.(layoutHost); ok {
+		l := lh.Layout()
+		opts.Protected = policy.ProtectedPaths(scope.Home, l.Home, l.Tools)
+	}
+	return toolfs.New(opts), scope
+}
+
+// sensitive reports whether rel (relative to the workspace) names a sensitive file, as
+// written or where its links lead.
+func sensitive(scope policy.Scope, rel string) bool {
+	full := scope.Resolve(rel)
+	return policy.IsSensitive(full) || policy.IsSensitive(policy.Real(full))
 }
 
 // userHome is the home folder paths like ~/x resolve against; "" when there is none.
