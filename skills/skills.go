@@ -59,7 +59,7 @@ type Skill struct {
 	Manual bool `json:"disableModelInvocation,omitempty"`
 	// Hidden is Claude Code's user-invocable: false: offered to the model, not to people (no
 	// MCP prompt).
-	Hidden bool `json:"userInvocableFalse,omitempty"`
+	Hidden bool `json:"hiddenFromPeople,omitempty"`
 	// ArgumentHint and Arguments are what a person passes when invoking the skill
 	// (args.go).
 	ArgumentHint string     `json:"argumentHint,omitempty"`

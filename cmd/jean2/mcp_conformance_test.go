@@ -220,9 +220,10 @@ func conformanceGaps() map[string]string {
 			gaps[key+"/"+s] = outcome
 		}
 	}
-	// jean2 serves no resources or prompts of the suite's (it lists none), nor completion.
+	// jean2 serves no resources of the suite's (it lists none). Its prompts are skills,
+	// whose content is text: no embedded resource, no image.
 	resources := []string{"resources-read-text", "resources-read-binary", "resources-templates-read"}
-	prompts := []string{"prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource", "prompts-get-with-image", "completion-complete"}
+	prompts := []string{"prompts-get-embedded-resource", "prompts-get-with-image"}
 	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
 		add("server "+rev, "fail", resources...)
 		add("server "+rev, "fail", prompts...)
@@ -390,6 +391,18 @@ func serveForConformance(t *testing.T, c *cli) (string, *served) {
 	}
 	for _, e := range entries {
 		copyDir(t, filepath.Join(tools, e.Name()), filepath.Join(c.home, "tools", e.Name()))
+	}
+	// The suite's prompts are skills of the server's home.
+	skills, _ := filepath.Abs("testdata/conformance/skills")
+	if err := os.MkdirAll(filepath.Join(c.home, "skills"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	skillDirs, err := os.ReadDir(skills)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range skillDirs {
+		copyDir(t, filepath.Join(skills, e.Name()), filepath.Join(c.home, "skills", e.Name()))
 	}
 	s := startServe(t, c, nil)
 	target, _ := url.Parse(s.base)
