@@ -165,7 +165,12 @@ func (h *Harness) saveGoal(ctx context.Context, sessionID string, g *Goal) error
 // otherwise, when the session has an active goal, the turn is judged and, while the goal is
 // not met and its budget lasts, a new turn goes on towards it.
 func (h *Harness) afterTurn(sessionID string, t *turn) {
-	next := h.goalStep(t)
+	// A turn a Stop hook did not let end goes on first; the goal judges the turn that
+	// ends.
+	next := t.stopContinuation()
+	if next == nil {
+		next = h.goalStep(t)
+	}
 	if next == nil || len(h.Queue(sessionID)) > 0 {
 		h.sendQueued(sessionID)
 		return

@@ -108,6 +108,8 @@ type Input struct {
 	// the caller when the message was sent; they are stored with it (as resource parts)
 	// and go to the model on every later turn, as they were read.
 	Resources []Resource
+	// stopChain is set on the turns Stop hooks ask for (hookflow.go).
+	stopChain int
 }
 
 // Resource is an attached resource's contents as its MCP server gave them.
