@@ -276,8 +276,9 @@ func (h *Harness) judgeGoal(t *turn, condition string) (GoalVerdict, error) {
 	return parseVerdict(res.Text)
 }
 
-// parseVerdict reads the evaluator's strict JSON answer (a code fence around it is
-// forgiven); anything else is an error, never a guess.
+// parseVerdict reads the evaluator's strict JSON answer: one object with a boolean "done"
+// (a code fence around it, and fields beside the two asked for, are forgiven); anything
+// else is an error, never a guess.
 func parseVerdict(text string) (GoalVerdict, error) {
 	s := strings.TrimSpace(text)
 	s = strings.TrimPrefix(strings.TrimPrefix(s, "```json"), "```")
@@ -287,7 +288,6 @@ func parseVerdict(text string) (GoalVerdict, error) {
 		Reason string `json:"reason"`
 	}
 	dec := json.NewDecoder(strings.NewReader(s))
-	dec.DisallowUnknownFields()
 	if err := dec.Decode(&v); err != nil || v.Done == nil || dec.More() {
 		return GoalVerdict{}, fmt.Errorf("the answer was not the JSON asked for ({\"done\": bool, \"reason\": string}): %q", clip(text, 200))
 	}
