@@ -136,29 +136,46 @@ func (h *Harness) ClearGoal(ctx context.Context, sessionID string) error {
 
 // Goal returns a session's goal; nil when it has none.
 func (h *Harness) Goal(ctx context.Context, sessionID string) (*Goal, error) {
+	g, _, err := h.storedGoal(ctx, sessionID)
+	return g, err
+}
+
+// storedGoal is the session's goal with its JSON as stored (for ReplaceSessionGoal).
+func (h *Harness) storedGoal(ctx context.Context, sessionID string) (*Goal, json.RawMessage, error) {
 	raw, err := h.opts.Store.SessionGoal(ctx, sessionID)
 	if err != nil || raw == nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var g Goal
 	if err := json.Unmarshal(raw, &g); err != nil {
-		return nil, fmt.Errorf("the goal stored with session %s: %w", sessionID, err)
+		return nil, nil, fmt.Errorf("the goal stored with session %s: %w", sessionID, err)
 	}
-	return &g, nil
+	return &g, raw, nil
 }
 
 // saveGoal stores g (nil clears it) and announces it.
 func (h *Harness) saveGoal(ctx context.Context, sessionID string, g *Goal) error {
+	_, err := h.replaceGoal(ctx, sessionID, nil, g)
+	return err
+}
+
+// replaceGoal stores g (nil clears it) and announces it; with old not nil, only when the
+// goal stored is still old (false when a person changed it meanwhile).
+func (h *Harness) replaceGoal(ctx context.Context, sessionID string, old json.RawMessage, g *Goal) (bool, error) {
 	var raw json.RawMessage
 	if g != nil {
 		g.UpdatedAt = time.Now().UTC()
 		raw, _ = json.Marshal(g) // plain values: cannot fail
 	}
-	if err := h.opts.Store.SetSessionGoal(ctx, sessionID, raw); err != nil {
-		return err
+	if old == nil {
+		if err := h.opts.Store.SetSessionGoal(ctx, sessionID, raw); err != nil {
+			return false, err
+		}
+	} else if ok, err := h.opts.Store.ReplaceSessionGoal(ctx, sessionID, old, raw); !ok || err != nil {
+		return false, err
 	}
 	h.emitter(sessionID).emit(context.WithoutCancel(ctx), newEvent(EventGoalChanged, GoalChanged{Goal: g}))
-	return nil
+	return true, nil
 }
 
 // afterTurn follows a turn's end, the session free: a message a person queued goes first;
@@ -193,8 +210,7 @@ func (h *Harness) goalStep(t *turn) *Input {
 	if t.fam.depth != 0 {
 		return nil // a subagent's turns serve its parent's
 	}
-	ctx := context.WithoutCancel(h.base)
-	g, err := h.Goal(ctx, t.sessionID)
+	g, old, err := h.storedGoal(context.WithoutCancel(h.base), t.sessionID)
 	if err != nil {
 		h.log.Warn("read the session's goal after its turn", "session", t.sessionID, "error", err)
 		return nil
@@ -205,50 +221,57 @@ func (h *Harness) goalStep(t *turn) *Input {
 	g.TurnsUsed++
 	switch t.endReason {
 	case ReasonStopped:
-		return h.settleGoal(t.sessionID, g, GoalStopped, "")
+		h.settleGoal(t.sessionID, old, g, GoalStopped, "")
+		return nil
 	case ReasonInterrupted:
-		_ = h.saveGoal(ctx, t.sessionID, g) // still active: the turn after a restart goes on
+		h.settleGoal(t.sessionID, old, g, GoalActive, "") // the turn after a restart goes on
 		return nil
 	case ReasonError:
-		return h.settleGoal(t.sessionID, g, GoalFailed, "the turn failed: "+t.endWhy)
+		h.settleGoal(t.sessionID, old, g, GoalFailed, "the turn failed: "+t.endWhy)
+		return nil
 	}
 	v, err := h.judgeGoal(t, g.Condition)
 	switch {
 	case errors.Is(err, errStopped):
-		return h.settleGoal(t.sessionID, g, GoalStopped, "")
+		h.settleGoal(t.sessionID, old, g, GoalStopped, "")
+		return nil
 	case err != nil:
-		return h.settleGoal(t.sessionID, g, GoalFailed, "the evaluator could not judge the goal: "+err.Error())
+		h.settleGoal(t.sessionID, old, g, GoalFailed, "the evaluator could not judge the goal: "+err.Error())
+		return nil
 	}
 	g.Verdict = &v
 	switch {
 	case v.Done:
-		return h.settleGoal(t.sessionID, g, GoalMet, "")
+		h.settleGoal(t.sessionID, old, g, GoalMet, "")
+		return nil
 	case g.TurnsUsed >= g.MaxTurns:
-		return h.settleGoal(t.sessionID, g, GoalBudgetSpent, "")
+		h.settleGoal(t.sessionID, old, g, GoalBudgetSpent, "")
+		return nil
 	}
-	if err := h.saveGoal(ctx, t.sessionID, g); err != nil {
-		h.log.Warn("store the session's goal", "session", t.sessionID, "error", err)
+	if !h.settleGoal(t.sessionID, old, g, GoalActive, "") {
 		return nil
 	}
 	return &Input{Text: GoalContinuePrefix + "Continue towards the goal: " + cmpOr(v.Reason, g.Condition)}
 }
 
-// settleGoal stores the goal in its final state; it returns nil (no turn follows).
-func (h *Harness) settleGoal(sessionID string, g *Goal, state, why string) *Input {
+// settleGoal stores the goal in state, unless a person set or cleared the session's goal
+// since old was read (theirs stands then). It reports whether it stored it.
+func (h *Harness) settleGoal(sessionID string, old json.RawMessage, g *Goal, state, why string) bool {
 	g.State, g.Error = state, why
-	if err := h.saveGoal(context.WithoutCancel(h.base), sessionID, g); err != nil {
+	ok, err := h.replaceGoal(context.WithoutCancel(h.base), sessionID, old, g)
+	if err != nil {
 		h.log.Warn("store the session's goal", "session", sessionID, "state", state, "error", err)
 	}
-	return nil
+	return ok && err == nil
 }
 
 // endGoal ends the session's goal, if still active, in state.
 func (h *Harness) endGoal(sessionID, state, why string) {
-	g, err := h.Goal(context.WithoutCancel(h.base), sessionID)
+	g, old, err := h.storedGoal(context.WithoutCancel(h.base), sessionID)
 	if err != nil || g == nil || g.State != GoalActive {
 		return
 	}
-	h.settleGoal(sessionID, g, state, why)
+	h.settleGoal(sessionID, old, g, state, why)
 }
 
 // judgeGoal asks the session's model whether the condition is met by what the turn's

@@ -165,3 +165,30 @@ func TestGoalStopDuringEvaluation(t *testing.T) {
 		t.Errorf("%d model requests after Stop, want 2", n)
 	}
 }
+
+// A goal a person sets while the last one's evaluation runs stands: the verdict on the old
+// goal neither overwrites it nor starts a turn.
+func TestGoalSetDuringEvaluationStands(t *testing.T) {
+	f := newFixture(t).start()
+	_, ses := f.session()
+	f.fake.Push(
+		providertest.OpenAIText("test-model", "one"),
+		providertest.NewOpenAIStream("test-model").Pause(time.Second).Text(`{"done": false, "reason": "go on"}`).Finish("stop").Done().Reply(),
+		providertest.OpenAIText("test-model", "a turn that must not run"),
+	)
+	f.call("PUT", "/api/sessions/"+ses.ID+"/goal", map[string]any{"condition": "old", "start": true}, 200, nil)
+	deadline := time.Now().Add(60 * time.Second)
+	for len(f.fake.Requests()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	f.call("PUT", "/api/sessions/"+ses.ID+"/goal", map[string]any{"condition": "new", "maxTurns": 3}, 200, nil)
+	time.Sleep(2 * time.Second)
+	var got struct{ Goal harness.Goal }
+	f.call("GET", "/api/sessions/"+ses.ID+"/goal", nil, 200, &got)
+	if got.Goal.Condition != "new" || got.Goal.State != harness.GoalActive || got.Goal.TurnsUsed != 0 || got.Goal.Verdict != nil {
+		t.Errorf("the goal after the old one's verdict: %+v", got.Goal)
+	}
+	if n := len(f.fake.Requests()); n != 2 || f.srv.harness.Running(ses.ID) {
+		t.Errorf("%d model requests, running %v; want 2, idle", n, f.srv.harness.Running(ses.ID))
+	}
+}

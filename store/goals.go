@@ -35,3 +35,20 @@ func (db *DB) SetSessionGoal(ctx context.Context, sessionID string, goal json.Ra
 	}
 	return nil
 }
+
+// ReplaceSessionGoal keeps goal with the session only if the goal stored is still old (as
+// SessionGoal returned it): the harness's verdict never overwrites a goal a person set or
+// cleared meanwhile. It reports whether it replaced it.
+func (db *DB) ReplaceSessionGoal(ctx context.Context, sessionID string, old, goal json.RawMessage) (bool, error) {
+	if goal != nil && !json.Valid(goal) {
+		return false, fmt.Errorf("replace the goal of session %s: the value is not valid JSON", sessionID)
+	}
+	err := affected(db.execWrite(ctx, `UPDATE sessions SET goal = ? WHERE id = ? AND goal = ?`, string(goal), sessionID, string(old)))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("replace the goal of session %s: %w", sessionID, err)
+	}
+	return true, nil
+}
