@@ -235,6 +235,9 @@ func (h *Harness) goalStep(t *turn) *Input {
 	case errors.Is(err, errStopped):
 		h.settleGoal(t.sessionID, old, g, GoalStopped, "")
 		return nil
+	case errors.Is(err, errClosing):
+		h.settleGoal(t.sessionID, old, g, GoalActive, "") // judged after the next turn
+		return nil
 	case err != nil:
 		h.settleGoal(t.sessionID, old, g, GoalFailed, "the evaluator could not judge the goal: "+err.Error())
 		return nil
@@ -275,7 +278,7 @@ func (h *Harness) endGoal(sessionID, state, why string) {
 }
 
 // judgeGoal asks the session's model whether the condition is met by what the turn's
-// transcript shows. Stop cancels it (errStopped).
+// transcript shows. Stop cancels it (errStopped), as Close does (errClosing).
 func (h *Harness) judgeGoal(t *turn, condition string) (GoalVerdict, error) {
 	ctx, cancel := context.WithCancelCause(h.base)
 	defer cancel(nil)
@@ -291,8 +294,8 @@ func (h *Harness) judgeGoal(t *turn, condition string) (GoalVerdict, error) {
 		res, err = provider.Collect(s)
 	}
 	if err != nil {
-		if cause := context.Cause(ctx); errors.Is(cause, errStopped) {
-			return GoalVerdict{}, errStopped
+		if cause := context.Cause(ctx); errors.Is(cause, errStopped) || errors.Is(cause, errClosing) {
+			return GoalVerdict{}, cause
 		}
 		return GoalVerdict{}, fmt.Errorf("model %s: %w", t.model, err)
 	}
