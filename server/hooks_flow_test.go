@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,5 +121,42 @@ func TestPreCompactHookRunsFirst(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(f.ws, "wrong-trigger")); !os.IsNotExist(err) {
 		t.Errorf("the hook matched to auto ran for a manual compaction: %v", err)
+	}
+}
+
+// A PreCompact hook matched to "auto" runs before a turn compacts a conversation that no
+// longer fits the model's context window: its file is there when the summary is asked for.
+func TestPreCompactHookRunsBeforeAutoCompaction(t *testing.T) {
+	f := hookFixture(t, map[string]any{"PreCompact": []any{
+		map[string]any{"matcher": "auto", "hooks": []any{map[string]any{"type": "command", "command": "cat > precompact.json"}}},
+	}})
+	f.call("PUT", "/api/providers", map[string]any{"providers": []map[string]any{{"name": "openai", "kind": "openai",
+		"baseUrl": f.fake.BaseURL(), "apiKey": f.fake.Key, "model": "test-model", "contextWindow": 6000}}}, 200, nil)
+	_, ses := f.session()
+	hookFile := filepath.Join(f.ws, "precompact.json")
+	var mu sync.Mutex // the fake answers on its own goroutine
+	var summaries int
+	var seenFirst []byte
+	f.fake.Respond(func(r providertest.Request) providertest.Reply {
+		if strings.Contains(string(r.Body), "You summarize a conversation") {
+			mu.Lock()
+			defer mu.Unlock()
+			summaries++
+			seenFirst, _ = os.ReadFile(hookFile)
+			return providertest.NewOpenAIStream("test-model").Text("SUMMARY").Finish("stop").Usage(3, 1).Done().Reply()
+		}
+		return providertest.NewOpenAIStream("test-model").Text("ok").Finish("stop").Usage(3, 1).Done().Reply()
+	})
+	compacted := func() bool { mu.Lock(); defer mu.Unlock(); return summaries > 0 }
+	for i := 0; i < 8 && !compacted(); i++ {
+		f.turnAndWait(ses.ID, strings.Repeat("long words ", 400)+string(rune('A'+i)))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if summaries == 0 {
+		t.Fatalf("no compaction after 8 turns of 4400 characters in a window of 6000 tokens")
+	}
+	if !strings.Contains(string(seenFirst), `"trigger":"auto"`) {
+		t.Errorf("when the summary was asked for, the PreCompact hook's input was %q", seenFirst)
 	}
 }
