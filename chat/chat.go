@@ -24,6 +24,9 @@ const Commands = `In the chat:
   /agent     the workspace's agents (build, plan, agent files) and those that did not load;
              /agent NAME switches this session's agent; Tab then Enter on an empty line
              switches to the next (plan is read-only: edits and commands are refused)
+  /goal C    set the session's goal: after each turn the model checks whether condition C
+             is met and, while it is not, jean2 goes on (10 turns at most; /goal --turns N C
+             sets the budget); /goal shows it, /goal off clears it, /stop ends it
   /compact   summarize the older messages now to free the model's context (long sessions
              are compacted by themselves when they near the model's context window)
   /model     the session's model and the provider's models; /model M switches to model M,

@@ -549,6 +549,12 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 		u.tokens(ctx)
 		u.prompt()
 		return false
+	case trimmed == "/goal" || strings.HasPrefix(trimmed, "/goal "):
+		u.goalCommand(ctx, strings.TrimPrefix(trimmed, "/goal"))
+		if !u.running {
+			u.prompt()
+		}
+		return false
 	case trimmed == "/compact":
 		if u.running {
 			u.println(u.st.dim("(a turn is running: compact when it has finished; long turns are compacted by themselves)"))
@@ -570,7 +576,7 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 	case u.controlCommand(ctx, trimmed):
 		return false
 	case strings.HasPrefix(trimmed, "/") && !strings.Contains(trimmed, " ") && len(trimmed) < 20:
-		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /agent, /attach, /detach, /model, /compact, /tokens, /sessions, /title, /search, /diff, /restore, /edit, /retry, /fork, /stop, /help, /quit; a message starting with / needs a space in it)", termtext.Line(trimmed))))
+		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /agent, /goal, /attach, /detach, /model, /compact, /tokens, /sessions, /title, /search, /diff, /restore, /edit, /retry, /fork, /stop, /help, /quit; a message starting with / needs a space in it)", termtext.Line(trimmed))))
 		u.prompt()
 		return false
 	}
@@ -695,6 +701,10 @@ func (u *chatUI) handleEvent(ev store.Event) {
 				u.own = u.own[1:]
 				return
 			}
+			if fromJean2(m.Content) {
+				u.println(u.st.cyan("jean2: ") + termtext.Text(m.Content))
+				return
+			}
 			u.println(u.st.cyan("(from another client) ") + u.st.bold("you: ") + termtext.Text(m.Content) + u.st.dim(attachmentsNote(m.Parts)))
 			return
 		}
@@ -743,6 +753,11 @@ func (u *chatUI) handleEvent(ev store.Event) {
 		var p harness.TurnFinished
 		if decode(&p) {
 			u.turnFinished(p)
+		}
+	case harness.EventGoalChanged:
+		var p harness.GoalChanged
+		if decode(&p) {
+			u.showGoal(p)
 		}
 	case harness.EventHookFailed:
 		var p harness.HookFailed

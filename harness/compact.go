@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/provider"
 	"github.com/jean2/jean2/store"
 )
@@ -419,6 +420,7 @@ func (t *turn) fit(req *provider.Request, base string, pend ops, failed int) (op
 			return pend, nil
 		}
 	}
+	t.preCompactHooks()
 	m, err := c.run(t.ctx, t.sessionID, t.history, est, false)
 	if err != nil && !errors.Is(err, ErrNothingToCompact) {
 		return pend, fmt.Errorf("the conversation (about %d tokens) no longer fits the model's context window of %d tokens, and compacting it failed: %w", est, window, err)
@@ -512,6 +514,9 @@ func (h *Harness) Compact(ctx context.Context, sessionID string) (store.Compacti
 		msgTokens += messageTokens(m)
 	}
 	c := compaction{prov: prov, model: model, window: window, keep: msgTokens * keepPercent / 100}
+	if err := h.manualPreCompactHooks(ctx, sessionID, host.Workspace{ID: ws.ID, Path: ws.Path, Allowed: ws.AllowedPaths}); err != nil {
+		return store.CompactionInfo{}, fmt.Errorf("compact session %s: the PreCompact hooks: %w", sessionID, err)
+	}
 	m, err := c.run(ctx, sessionID, history, est, true)
 	if err != nil {
 		return store.CompactionInfo{}, fmt.Errorf("compact session %s: %w", sessionID, err)

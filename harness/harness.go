@@ -108,6 +108,8 @@ type Input struct {
 	// the caller when the message was sent; they are stored with it (as resource parts)
 	// and go to the model on every later turn, as they were read.
 	Resources []Resource
+	// stopChain is set on the turns Stop hooks ask for (hookflow.go).
+	stopChain int
 }
 
 // Resource is an attached resource's contents as its MCP server gave them.
@@ -161,6 +163,8 @@ type Harness struct {
 	queue queues    // messages waiting for their session's turn to end (queue.go)
 	// spawning holds the children a task call is starting (subagents.go).
 	spawning spawned
+	// goals holds the goal evaluations running between turns (goal.go).
+	goals goalRuns
 
 	// workRounds and maxRounds are the limits of turns started from now on (SetLimits);
 	// guarded by mu.
@@ -305,7 +309,8 @@ func (h *Harness) launch(ctx context.Context, sessionID string, in Input) (TurnI
 	h.watchLease(sessionID, t)
 	go func() {
 		defer h.wg.Done()
-		defer h.sendQueued(sessionID) // after release, so the session is free
+		// After release, so the session is free: a queued message, or the goal's next turn.
+		defer h.afterTurn(sessionID, t)
 		defer h.release(sessionID, t)
 		t.run()
 	}()
@@ -435,11 +440,12 @@ func (h *Harness) sessionFacts(ctx context.Context, sessionID string) (*tool.Ses
 }
 
 // Stop cancels the session's running turn; it reports whether one was running. Calls in
-// flight see their abort signal; the turn ends with reason "stopped".
+// flight see their abort signal; the turn ends with reason "stopped". Between the turns of a
+// goal, it stops the goal's evaluation (the goal ends "stopped").
 func (h *Harness) Stop(sessionID string) bool {
 	t := h.running(sessionID)
 	if t == nil {
-		return false
+		return h.goals.stop(sessionID)
 	}
 	t.cancel(errStopped)
 	return true

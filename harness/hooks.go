@@ -24,6 +24,7 @@ const (
 	HookPostToolUse  = "PostToolUse"
 	HookSessionStart = "SessionStart"
 	HookStop         = "Stop"
+	HookPreCompact   = "PreCompact"
 )
 
 // Limits of a hook's run.
@@ -93,9 +94,9 @@ func ReadHooks(home string) (Hooks, error) {
 	}
 	for event, ms := range cfg.Hooks {
 		switch event {
-		case HookPreToolUse, HookPostToolUse, HookSessionStart, HookStop:
+		case HookPreToolUse, HookPostToolUse, HookSessionStart, HookStop, HookPreCompact:
 		default:
-			return nil, fmt.Errorf("the hooks of %s: event %q is not one jean2 runs (PreToolUse, PostToolUse, SessionStart, Stop)", path, event)
+			return nil, fmt.Errorf("the hooks of %s: event %q is not one jean2 runs (PreToolUse, PostToolUse, SessionStart, Stop, PreCompact)", path, event)
 		}
 		for _, m := range ms {
 			if _, err := matcherPattern(m.Matcher); err != nil {
@@ -139,18 +140,69 @@ type hookRun struct {
 	stdout, stderr string
 }
 
+// hookOutcome is what the hooks of an event said, by Claude Code's rules: block is the
+// reason the first hook that blocked gave (PreToolUse: the call is denied; Stop: the agent
+// is to go on), notes what the model is to read beside a call's result (PostToolUse).
+type hookOutcome struct {
+	block string
+	notes []string
+}
+
 // runHooks runs the hooks of an event, one after another, each with the JSON input Claude
-// Code gives (session_id, hook_event_name, cwd and the event's own fields) on stdin. It
-// returns the reason the first hook that denied gave (exit code 2 and its stderr, or
-// {"decision":"block","reason"} on stdout); "" when none did. A hook that fails, times out
-// or cannot run is reported (hook.failed) and counts as allowing: a broken hook never
-// stops the work nor hangs the turn.
-func (t *turn) runHooks(ws host.Workspace, event, toolName, callID string, fields map[string]any) (deny string) {
+// Code gives (session_id, hook_event_name, cwd and the event's own fields) on stdin, and
+// says what they decided (hookOutcome). Matchers match toolName: a tool's name, or the
+// trigger of PreCompact. A hook that fails, times out or cannot run is reported
+// (hook.failed) and counts as allowing: a broken hook never stops the work nor hangs the
+// turn.
+func (t *turn) runHooks(ws host.Workspace, event, toolName, callID string, fields map[string]any) hookOutcome {
 	cmds := t.hooks.commands(event, toolName)
 	if len(cmds) == 0 {
-		return ""
+		return hookOutcome{}
 	}
-	in := map[string]any{"session_id": t.sessionID, "hook_event_name": event, "cwd": ws.Path}
+	input := hookInput(t.sessionID, event, ws, fields)
+	// A stopped turn's Stop hooks still run (bounded by their time): the turn ends either way.
+	parent := t.ctx
+	if event == HookStop || event == HookPreCompact {
+		parent = t.wctx
+	}
+	var out hookOutcome
+	for _, c := range cmds {
+		r, err := t.runHook(parent, ws, c, input)
+		if err != nil {
+			t.reportHook(HookFailed{Event: event, Command: c.Command, Tool: toolName, CallID: callID, Error: err.Error()})
+			continue
+		}
+		blocks := event == HookPreToolUse || event == HookPostToolUse || event == HookStop
+		if r.exitCode != 0 && !(r.exitCode == 2 && blocks) {
+			t.reportHook(HookFailed{Event: event, Command: c.Command, Tool: toolName, CallID: callID,
+				Error: fmt.Sprintf("exited with code %d: %s", r.exitCode, firstLine(r.stderr))})
+			continue
+		}
+		why, note := hookSays(r)
+		switch event {
+		case HookPreToolUse:
+			if why != "" {
+				return hookOutcome{block: why}
+			}
+		case HookPostToolUse:
+			// The call ran: a block, like a note, is only told to the model.
+			for _, s := range []string{why, note} {
+				if s != "" {
+					out.notes = append(out.notes, s)
+				}
+			}
+		case HookStop:
+			if why != "" && out.block == "" {
+				out.block = why
+			}
+		}
+	}
+	return out
+}
+
+// hookInput is the one line of JSON a hook reads on stdin.
+func hookInput(sessionID, event string, ws host.Workspace, fields map[string]any) []byte {
+	in := map[string]any{"session_id": sessionID, "hook_event_name": event, "cwd": ws.Path}
 	for k, v := range fields {
 		in[k] = v
 	}
@@ -160,59 +212,46 @@ func (t *turn) runHooks(ws host.Workspace, event, toolName, callID string, field
 		delete(in, "tool_response")
 		input, _ = json.Marshal(in)
 	}
-	// A stopped turn's Stop hooks still run (bounded by their time): the turn ends either way.
-	parent := t.ctx
-	if event == HookStop {
-		parent = t.wctx
-	}
-	for _, c := range cmds {
-		r, err := t.runHook(parent, ws, c, input)
-		if err != nil {
-			t.reportHook(HookFailed{Event: event, Command: c.Command, Tool: toolName, CallID: callID, Error: err.Error()})
-			continue
-		}
-		if why := hookDenies(r); why != "" && event == HookPreToolUse {
-			return why
-		}
-		if r.exitCode != 0 && r.exitCode != 2 {
-			t.reportHook(HookFailed{Event: event, Command: c.Command, Tool: toolName, CallID: callID,
-				Error: fmt.Sprintf("exited with code %d: %s", r.exitCode, firstLine(r.stderr))})
-		}
-	}
-	return ""
+	return input
 }
 
-// hookDenies is the reason a hook's run denies with, "" when it does not.
-func hookDenies(r hookRun) string {
+// hookStdout is the JSON a hook may print on stdout (Claude Code's fields).
+type hookStdout struct {
+	Decision          string `json:"decision"`
+	Reason            string `json:"reason"`
+	AdditionalContext string `json:"additionalContext"`
+	Specific          struct {
+		Decision          string `json:"permissionDecision"`
+		Reason            string `json:"permissionDecisionReason"`
+		AdditionalContext string `json:"additionalContext"`
+	} `json:"hookSpecificOutput"`
+}
+
+// hookSays reads a hook's run: why it blocks ("" when it does not: exit code 2 and its
+// stderr, or {"decision":"block","reason"} / permissionDecision "deny" on stdout), and the
+// additional context it gives the model (additionalContext, top level or in
+// hookSpecificOutput), read only when it exited 0.
+func hookSays(r hookRun) (why, note string) {
 	if r.exitCode == 2 {
-		if why := strings.TrimSpace(r.stderr); why != "" {
-			return why
-		}
-		return "no reason given"
+		return cmpOr(r.stderr, "no reason given"), ""
 	}
-	var out struct {
-		Decision string `json:"decision"`
-		Reason   string `json:"reason"`
-		Specific struct {
-			Decision string `json:"permissionDecision"`
-			Reason   string `json:"permissionDecisionReason"`
-		} `json:"hookSpecificOutput"`
-	}
+	var out hookStdout
 	if r.exitCode != 0 || json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &out) != nil {
-		return ""
+		return "", ""
 	}
+	note = cmpOr(out.Specific.AdditionalContext, out.AdditionalContext)
 	switch {
 	case out.Decision == "block" || out.Decision == "deny":
-		return cmpOr(out.Reason, "no reason given")
+		why = cmpOr(out.Reason, "no reason given")
 	case out.Specific.Decision == "deny":
-		return cmpOr(out.Specific.Reason, "no reason given")
+		why = cmpOr(out.Specific.Reason, "no reason given")
 	}
-	return ""
+	return why, note
 }
 
 func cmpOr(s, def string) string {
 	if strings.TrimSpace(s) == "" {
-		return def
+		return strings.TrimSpace(def)
 	}
 	return strings.TrimSpace(s)
 }
@@ -286,12 +325,17 @@ func (t *turn) loadHooks() {
 // one denied it with ("" when none did).
 func (t *turn) preToolHooks(call host.Call) string {
 	return t.runHooks(call.Workspace, HookPreToolUse, call.Tool, call.CallID,
-		map[string]any{"tool_name": call.Tool, "tool_input": call.Args})
+		map[string]any{"tool_name": call.Tool, "tool_input": call.Args}).block
 }
 
 // postToolHooks runs the PostToolUse hooks of a call that ran, with its result as the model
-// reads it.
-func (t *turn) postToolHooks(call host.Call, out host.Outcome) {
-	t.runHooks(call.Workspace, HookPostToolUse, call.Tool, call.CallID,
+// reads it; what they tell the model (additionalContext, exit 2's stderr, a block's reason)
+// joins that result (hookflow.go).
+func (t *turn) postToolHooks(call host.Call, out host.Outcome) host.Outcome {
+	said := t.runHooks(call.Workspace, HookPostToolUse, call.Tool, call.CallID,
 		map[string]any{"tool_name": call.Tool, "tool_input": call.Args, "tool_response": json.RawMessage(out.Result.ModelJSON())})
+	if len(said.notes) > 0 {
+		out.ModelText = withHookNotes(out.ModelText, said.notes)
+	}
+	return out
 }

@@ -242,8 +242,7 @@ func (t *turn) invoke(ctx context.Context, call host.Call) host.Outcome {
 		f.report(tool.Progress{Message: "→ " + call.Tool})
 	}
 	out := t.h.opts.Tools.Invoke(context.WithValue(ctx, spawnerKey{}, t), call)
-	t.postToolHooks(call, out)
-	return out
+	return t.postToolHooks(call, out)
 }
 
 // groupKind says with which calls of an answer a call may run at once (plan).

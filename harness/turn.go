@@ -32,6 +32,10 @@ type turn struct {
 	preset Agent
 	// hooks are config.json's hooks as the turn's start read them (hooks.go).
 	hooks Hooks
+	// stopChain counts the turns before this one that Stop hooks asked for in a row;
+	// stopBlock is the reason a Stop hook gave for going on after this one (hookflow.go).
+	stopChain int
+	stopBlock string
 
 	// ctx is cancelled by Stop (errStopped) or Close (errClosing); calls link to it.
 	ctx    context.Context
@@ -142,7 +146,7 @@ func (h *Harness) prepare(ctx context.Context, sessionID string, in Input) (*tur
 		done:   make(chan struct{}),
 		ws:     &host.Workspace{ID: ws.ID, Path: ws.Path, Allowed: ws.AllowedPaths},
 		ev:     h.emitter(sessionID),
-		ledger: tool.NewLedger(), facts: facts,
+		ledger: tool.NewLedger(), facts: facts, stopChain: in.stopChain,
 	}
 	t.workRounds, t.maxRounds = h.limits()
 	if err := h.joinFamily(ctx, t); err != nil {
@@ -192,7 +196,7 @@ func (t *turn) run() {
 	reason, why := t.loop()
 	t.endReason, t.endWhy = reason, why
 	if root {
-		t.runHooks(ws, HookStop, "", "", map[string]any{"stop_hook_active": false, "reason": reason})
+		t.stopHooks(ws, reason)
 	}
 	t.finish(reason, why)
 	t.nameSession(reason)

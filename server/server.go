@@ -579,6 +579,7 @@ func (s *Server) routes() http.Handler {
 	route("GET /api/settings", s.getSettings)
 	route("PATCH /api/settings", s.patchSettings)
 	s.agentRoutes(route)
+	s.goalRoutes(route)
 	s.scheduleRoutes(route)
 	s.fileRoutes(route)
 	s.pushRoutes(route)

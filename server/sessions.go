@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jean2/jean2/harness"
 	"github.com/jean2/jean2/store"
 )
 
@@ -26,6 +27,8 @@ type sessionView struct {
 	Parent *store.Subagent `json:"parent,omitempty"`
 	// Schedule names the schedule and occurrence that started the session, when one did.
 	Schedule *scheduleRef `json:"schedule,omitempty"`
+	// Goal is the session's goal (docs/harness.md, "Goal mode"), when it has one.
+	Goal *harness.Goal `json:"goal,omitempty"`
 }
 
 func (s *Server) viewSession(ctx context.Context, ses store.Session) (sessionView, error) {
@@ -50,9 +53,13 @@ func (s *Server) viewSessionWith(ctx context.Context, ses store.Session, ref *sc
 	if err != nil {
 		return sessionView{}, err
 	}
+	goal, err := s.harness.Goal(ctx, ses.ID)
+	if err != nil {
+		return sessionView{}, err
+	}
 	ses.Agent = agentName(ses)
 	return sessionView{Session: ses, Running: s.running(ctx, ses.ID), LastSeq: last, usageView: u, Waiting: len(s.pending(ctx, ses.ID)),
-		Parent: parent, Schedule: ref}, nil
+		Parent: parent, Schedule: ref, Goal: goal}, nil
 }
 
 // viewSessions views a list of sessions, reading their schedule runs once per workspace.

@@ -15,6 +15,7 @@ import { messageActions, sendOrQueue, drawQueue, loadQueue, cutFrom } from "./co
 import { pickResource, resourceChip, resourcePartView } from "./mcpresources.js";
 import { noteChild, loadChildren, callOfChild, subagentView } from "./subagents.js";
 import { AgentControl } from "./agents.js";
+import { GoalBadge } from "./goal.js";
 import { Mentions, acceptDrops } from "./mentions.js";
 import { announce, notifyQuestion, askNotifications, isStopped, followBottom, openAtLatest, jumpButton, jumpToLatest } from "./follow.js";
 
@@ -176,7 +177,7 @@ export class SessionView {
       h("header", { class: "session-head" }, this.titleEl,
         h("button", { type: "button", class: "icon-btn", "aria-label": "Rename session", title: "Rename", onclick: () => this.rename() }, "✎"),
         h("button", { type: "button", class: "link", onclick: () => this.chooseModel() }, "Model"), this.modelEl,
-        (this.agentCtl = new AgentControl(this)).el, this.usageEl,
+        (this.agentCtl = new AgentControl(this)).el, (this.goalBadge = new GoalBadge(s.goal)).el, this.usageEl,
         this.compactBtn = h("button", { type: "button", class: "link", id: "compact", title: "Summarize the older messages to free the model's context",
           onclick: () => compactSession(this.id, this.compactBtn) }, "Compact"), askNotifications(), this.connEl),
       instructionsBar(s.workspaceId), this.transcript, this.looseAsks, jumpButton(this), composer);
@@ -299,6 +300,10 @@ export class SessionView {
         break;
       case "workspace.updated":
         this.workspaceUpdated(p);
+        break;
+      case "goal.changed":
+        this.session = { ...this.session, goal: p.goal };
+        this.goalBadge?.show(p.goal);
         break;
       case "hook.failed":
         // A hook of config.json failed or timed out: the turn went on as if it allowed.
