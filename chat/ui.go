@@ -686,23 +686,10 @@ func (u *chatUI) handleEvent(ev store.Event) {
 		u.clock.start()
 	case harness.EventMessageCreated:
 		var p harness.MessageEvent
-		if !decode(&p) {
-			return
-		}
-		m := p.Message
-		if m.Role == store.RoleUser {
-			if len(u.own) > 0 && u.own[0] == m.Content {
-				u.own = u.own[1:]
-				return
-			}
-			u.println(u.st.cyan("(from another client) ") + u.st.bold("you: ") + termtext.Text(m.Content) + u.st.dim(attachmentsNote(m.Parts)))
-			return
-		}
-		if m.Role == store.RoleAssistant && m.Model != "" {
-			u.lastModel = m.Model
-		}
-		for _, part := range m.Parts {
-			u.showPart(part)
+		if decode(&p) {
+			m := p.Message.Message
+			m.Parts = p.Message.Parts
+			u.messageCreated(m)
 		}
 	case harness.EventMessageUpdated:
 		var p harness.MessageEvent
@@ -750,11 +737,9 @@ func (u *chatUI) handleEvent(ev store.Event) {
 			u.println(u.st.yellow(fmt.Sprintf("(hook %s %s failed: %s)", termtext.Line(p.Event), termtext.Line(p.Command), termtext.Line(p.Error))))
 		}
 	case "session.updated":
-		// Another client may have switched the agent.
 		var p struct{ Session session }
-		if decode(&p) && p.Session.ID == u.ses.ID && p.Session.Agent != u.agentName() {
-			u.ses.Agent = p.Session.Agent
-			u.println(u.st.cyan("(agent switched to " + termtext.Line(u.agentName()) + " from another client)"))
+		if decode(&p) {
+			u.sessionUpdated(p.Session)
 		}
 	case harness.EventRestoreDone:
 		var p harness.RestoreDone
@@ -763,6 +748,33 @@ func (u *chatUI) handleEvent(ev store.Event) {
 			u.showReport(p.Report)
 			u.prompt()
 		}
+	}
+}
+
+// messageCreated shows a new message: a person's from another client (its own were shown
+// as typed), an answer's parts.
+func (u *chatUI) messageCreated(m store.Message) {
+	if m.Role == store.RoleUser {
+		if len(u.own) > 0 && u.own[0] == m.Content {
+			u.own = u.own[1:]
+			return
+		}
+		u.println(u.st.cyan("(from another client) ") + u.st.bold("you: ") + termtext.Text(m.Content) + u.st.dim(attachmentsNote(m.Parts)))
+		return
+	}
+	if m.Role == store.RoleAssistant && m.Model != "" {
+		u.lastModel = m.Model
+	}
+	for _, part := range m.Parts {
+		u.showPart(part)
+	}
+}
+
+// sessionUpdated notes an agent another client switched to.
+func (u *chatUI) sessionUpdated(ses session) {
+	if ses.ID == u.ses.ID && ses.Agent != u.agentName() {
+		u.ses.Agent = ses.Agent
+		u.println(u.st.cyan("(agent switched to " + termtext.Line(u.agentName()) + " from another client)"))
 	}
 }
 
