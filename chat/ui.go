@@ -499,10 +499,6 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 		u.agentCommand(ctx, "", true)
 		u.prompt()
 		return false
-	case trimmed == "/agent" || strings.HasPrefix(trimmed, "/agent "):
-		u.agentCommand(ctx, strings.TrimPrefix(trimmed, "/agent"), false)
-		u.prompt()
-		return false
 	case trimmed == "":
 		u.prompt()
 		return false
@@ -521,32 +517,7 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 			u.prompt()
 		}
 		return false
-	case strings.HasPrefix(trimmed, "/title ") || trimmed == "/title":
-		u.rename(ctx, strings.TrimPrefix(trimmed, "/title"))
-		u.prompt()
-		return false
-	case strings.HasPrefix(trimmed, "/search ") || trimmed == "/search":
-		u.search(ctx, strings.TrimPrefix(trimmed, "/search"))
-		u.prompt()
-		return false
-	case trimmed == "/model" || strings.HasPrefix(trimmed, "/model "):
-		u.model(ctx, strings.TrimPrefix(trimmed, "/model"))
-		u.prompt()
-		return false
-	case trimmed == "/attach" || strings.HasPrefix(trimmed, "/attach "):
-		u.attach(ctx, strings.TrimPrefix(trimmed, "/attach"))
-		u.prompt()
-		return false
-	case trimmed == "/detach":
-		u.detach()
-		u.prompt()
-		return false
-	case trimmed == "/sessions":
-		u.sessions(ctx)
-		u.prompt()
-		return false
-	case trimmed == "/tokens":
-		u.tokens(ctx)
+	case u.promptedCommand(ctx, trimmed):
 		u.prompt()
 		return false
 	case trimmed == "/compact":
@@ -555,10 +526,6 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 			return false
 		}
 		u.compact()
-		u.prompt()
-		return false
-	case trimmed == "/diff" || strings.HasPrefix(trimmed, "/diff "):
-		u.diffCommand(ctx, strings.TrimPrefix(trimmed, "/diff"))
 		u.prompt()
 		return false
 	case trimmed == "/restore":
@@ -580,6 +547,32 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 		return false
 	}
 	u.send(ctx, text)
+	return false
+}
+
+// promptedCommand runs one of the commands that print something and then prompt again;
+// false when trimmed is none of them.
+func (u *chatUI) promptedCommand(ctx context.Context, trimmed string) bool {
+	name, arg, _ := strings.Cut(trimmed, " ")
+	if arg != "" {
+		arg = " " + arg
+	}
+	withArg := map[string]func(context.Context, string){
+		"/agent": func(ctx context.Context, a string) { u.agentCommand(ctx, a, false) },
+		"/title": u.rename, "/search": u.search, "/model": u.model, "/attach": u.attach, "/diff": u.diffCommand,
+	}
+	bare := map[string]func(){
+		"/help": func() { u.println(Commands) }, "/detach": u.detach,
+		"/sessions": func() { u.sessions(ctx) }, "/tokens": func() { u.tokens(ctx) },
+	}
+	if f, ok := withArg[name]; ok {
+		f(ctx, arg)
+		return true
+	}
+	if f, ok := bare[name]; ok && arg == "" {
+		f()
+		return true
+	}
 	return false
 }
 
