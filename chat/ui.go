@@ -243,25 +243,7 @@ func (u *chatUI) run(parent context.Context) error {
 	signal.Notify(u.intr, os.Interrupt)
 	defer signal.Stop(u.intr)
 
-	// Asks read their answers through a pipe the loop feeds while an ask is on screen.
-	pr, pw := io.Pipe()
-	u.asker = ask.NewTerminal(pr, u.out, nil)
-	u.askIn = make(chan string, 64)
-	feederDone := make(chan struct{})
-	go func() {
-		defer close(feederDone)
-		for l := range u.askIn {
-			if _, err := io.WriteString(pw, l+"\n"); err != nil {
-				return
-			}
-		}
-	}()
-	defer func() {
-		close(u.askIn)
-		_ = pw.Close()
-		<-feederDone
-		_ = u.asker.Close()
-	}()
+	defer u.startAsker()()
 
 	lines := make(chan inputLine, 16)
 	go readChatInput(u.stdin, lines)
@@ -327,6 +309,29 @@ func (u *chatUI) run(parent context.Context) error {
 		case o := <-u.askDone:
 			u.askEnded(o)
 		}
+	}
+}
+
+// startAsker sets up the asks' terminal: they read their answers through a pipe the loop
+// feeds while an ask is on screen. The function returned closes it.
+func (u *chatUI) startAsker() func() {
+	pr, pw := io.Pipe()
+	u.asker = ask.NewTerminal(pr, u.out, nil)
+	u.askIn = make(chan string, 64)
+	feederDone := make(chan struct{})
+	go func() {
+		defer close(feederDone)
+		for l := range u.askIn {
+			if _, err := io.WriteString(pw, l+"\n"); err != nil {
+				return
+			}
+		}
+	}()
+	return func() {
+		close(u.askIn)
+		_ = pw.Close()
+		<-feederDone
+		_ = u.asker.Close()
 	}
 }
 
