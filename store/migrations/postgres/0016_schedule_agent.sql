@@ -1,2 +1,0 @@
--- The agent a schedule's runs use; as SQLite's migrations/0016_schedule_agent.sql.
-ALTER TABLE schedules ADD COLUMN agent text COLLATE "C" NOT NULL DEFAULT '';
