@@ -74,18 +74,9 @@ func readFile(ctx context.Context, c *tool.Context, in readFileIn) tool.Result {
 	if r := precheck(ctx, c, resolved, "read", "Reading from system directories is not allowed: "+in.Path); r != nil {
 		return *r
 	}
-	offset, limit := 1, readDefaultLimit
-	if in.Offset != nil {
-		offset = int(*in.Offset)
-	}
-	if in.Limit != nil {
-		limit = int(*in.Limit)
-	}
-	if offset < 1 {
-		return failf("offset must be greater than or equal to 1")
-	}
-	if limit < 1 {
-		return failf("limit must be greater than or equal to 1")
+	offset, limit, bad := in.window()
+	if bad != nil {
+		return *bad
 	}
 	// The file is read straight away (one checked open, not a stat and then an open); a
 	// folder is known by the read's EISDIR.
@@ -126,14 +117,7 @@ func readFile(ctx context.Context, c *tool.Context, in readFileIn) tool.Result {
 	res := tool.NewObject(min(len(data), readMaxBytes) + min(len(data), readMaxBytes)/8 + 8*min(total, limit) + 240).
 		OpenString("content")
 	used, returned := 0, 0
-	rest := data
-	for i := 0; i < start && len(rest) > 0; i++ {
-		if j := bytes.IndexByte(rest, '\n'); j >= 0 {
-			rest = rest[j+1:]
-		} else {
-			rest = nil
-		}
-	}
+	rest := skipLines(data, start)
 	lineNo := start
 	var num [24]byte
 	for len(rest) > 0 && returned < limit {
@@ -175,6 +159,38 @@ func readFile(ctx context.Context, c *tool.Context, in readFileIn) tool.Result {
 		Int("totalLines", total).Int("offset", offset).Int("linesReturned", returned).Bool("truncated", truncated).
 		Success()
 	return withViz(result, none("Read: %s", resolved))
+}
+
+// window is the lines a read asks for: from offset (1 by default), at most limit.
+func (in readFileIn) window() (offset, limit int, bad *tool.Result) {
+	offset, limit = 1, readDefaultLimit
+	if in.Offset != nil {
+		offset = int(*in.Offset)
+	}
+	if in.Limit != nil {
+		limit = int(*in.Limit)
+	}
+	if offset < 1 {
+		r := failf("offset must be greater than or equal to 1")
+		return 0, 0, &r
+	}
+	if limit < 1 {
+		r := failf("limit must be greater than or equal to 1")
+		return 0, 0, &r
+	}
+	return offset, limit, nil
+}
+
+// skipLines is data after its first n lines.
+func skipLines(data []byte, n int) []byte {
+	for i := 0; i < n && len(data) > 0; i++ {
+		if j := bytes.IndexByte(data, '\n'); j >= 0 {
+			data = data[j+1:]
+		} else {
+			data = nil
+		}
+	}
+	return data
 }
 
 // truncateLine cuts a line longer than readMaxLine characters, saying so; a line within

@@ -146,47 +146,11 @@ func (s *shellSandbox) confine(c *tool.Context, prog string, progArgs []string, 
 		out.cmd = cmd
 		return out, nil
 	}
-	// The folders the command may write, where they really are: the workspace and allowed
-	// paths where they led when first used, the session folder never through a link in its
-	// place (a tool of the workspace may write the folder that holds it), the approved
-	// paths where they lead. The rules made below must lie within them.
-	var places []string
-	for _, root := range append([]string{c.Workspace}, c.AllowedPaths...) {
-		if root == "" {
-			continue
-		}
-		real, err := s.pins.Real(root)
-		if err != nil {
-			return nil, fmt.Errorf("shell: %w", err)
-		}
-		places = append(places, real)
+	places, err := s.writablePlaces(c, res, writable, setup.caches)
+	if err != nil {
+		return nil, err
 	}
-	if c.TempDir != "" {
-		t := filepath.Clean(c.TempDir)
-		places = append(places, filepath.Join(res.Real(filepath.Dir(t)), filepath.Base(t)))
-	}
-	for _, w := range writable {
-		places = append(places, res.Real(w))
-	}
-	places = append(places, setup.caches...)
-	protected := s.opts.protected(c.Home, st.OS)
-	readOnly := append(shellExisting(shellSystemReadOnly(st.OS)...), shellExisting(s.opts.ReadOnly...)...)
-	readOnly = append(readOnly, setup.readOnly...)
-	// Each workspace root's .jean2 is sealed by a read-only mount where the launcher can
-	// mount, as for workers, and by the profile under Seatbelt (which refuses one name
-	// without refusing its folder). Where Landlock cannot mount it is left writable rather
-	// than carved as for workers: the carve makes the workspace folder itself read-only
-	// (Landlock cannot refuse one name of a folder whose other new entries are allowed), and
-	// a command must create files there; what .jean2 holds that jean2 acts on, mcp.json,
-	// starts only once a person trusted its content (mcpclient's trust store), so a command
-	// that writes one gains nothing.
-	dirs := policy.Scope{Workspace: c.Workspace, Allowed: c.AllowedPaths}.SettingsDirs()
-	mounted, unsealed, _ := sandbox.SealSettings(dirs, protected, mech == sandbox.Landlock && st.MountSeal)
-	plan := shellPlan(mech, prog, readOnly, c.Workspace, c.AllowedPaths, c.TempDir, writable, protected, mounted, unsealed)
-	// The caches lie in jean2's home, which is protected: granted as the call's own places
-	// (ReadWrite), exactly these folders are open in it, not what holds them.
-	plan.ReadWrite = append(plan.ReadWrite, setup.caches...)
-	plan.Resolver = res
+	plan := s.commandPlan(c, mech, prog, writable, setup, res)
 	var exit *sandbox.Exit
 	var x *shellExit
 	if mech == sandbox.Seatbelt || st.NetNS || st.NetLandlock {
@@ -232,6 +196,57 @@ func (s *shellSandbox) confine(c *tool.Context, prog string, progArgs []string, 
 		s.exits.done(x, cmd.Process == nil || (inPidNS && cmd.ProcessState != nil))
 	}
 	return out, nil
+}
+
+// writablePlaces are the folders a command may write, where they really are: the
+// workspace and allowed paths where they led when first used, the session folder never
+// through a link in its place (a tool of the workspace may write the folder that holds it),
+// the approved paths where they lead, and the caches. The rules made for it must lie
+// within them.
+func (s *shellSandbox) writablePlaces(c *tool.Context, res *policy.Resolver, writable, caches []string) ([]string, error) {
+	var places []string
+	for _, root := range append([]string{c.Workspace}, c.AllowedPaths...) {
+		if root == "" {
+			continue
+		}
+		real, err := s.pins.Real(root)
+		if err != nil {
+			return nil, fmt.Errorf("shell: %w", err)
+		}
+		places = append(places, real)
+	}
+	if c.TempDir != "" {
+		t := filepath.Clean(c.TempDir)
+		places = append(places, filepath.Join(res.Real(filepath.Dir(t)), filepath.Base(t)))
+	}
+	for _, w := range writable {
+		places = append(places, res.Real(w))
+	}
+	return append(places, caches...), nil
+}
+
+// commandPlan says what a command may touch under mech.
+func (s *shellSandbox) commandPlan(c *tool.Context, mech sandbox.Mechanism, prog string, writable []string, setup shellSetup, res *policy.Resolver) sandbox.Plan {
+	st := s.status
+	protected := s.opts.protected(c.Home, st.OS)
+	readOnly := append(shellExisting(shellSystemReadOnly(st.OS)...), shellExisting(s.opts.ReadOnly...)...)
+	readOnly = append(readOnly, setup.readOnly...)
+	// Each workspace root's .jean2 is sealed by a read-only mount where the launcher can
+	// mount, as for workers, and by the profile under Seatbelt (which refuses one name
+	// without refusing its folder). Where Landlock cannot mount it is left writable rather
+	// than carved as for workers: the carve makes the workspace folder itself read-only
+	// (Landlock cannot refuse one name of a folder whose other new entries are allowed), and
+	// a command must create files there; what .jean2 holds that jean2 acts on, mcp.json,
+	// starts only once a person trusted its content (mcpclient's trust store), so a command
+	// that writes one gains nothing.
+	dirs := policy.Scope{Workspace: c.Workspace, Allowed: c.AllowedPaths}.SettingsDirs()
+	mounted, unsealed, _ := sandbox.SealSettings(dirs, protected, mech == sandbox.Landlock && st.MountSeal)
+	plan := shellPlan(mech, prog, readOnly, c.Workspace, c.AllowedPaths, c.TempDir, writable, protected, mounted, unsealed)
+	// The caches lie in jean2's home, which is protected: granted as the call's own places
+	// (ReadWrite), exactly these folders are open in it, not what holds them.
+	plan.ReadWrite = append(plan.ReadWrite, setup.caches...)
+	plan.Resolver = res
+	return plan
 }
 
 // limit sets a command's limits in its spec: the file size, and its memory and tasks in a

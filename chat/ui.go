@@ -243,25 +243,7 @@ func (u *chatUI) run(parent context.Context) error {
 	signal.Notify(u.intr, os.Interrupt)
 	defer signal.Stop(u.intr)
 
-	// Asks read their answers through a pipe the loop feeds while an ask is on screen.
-	pr, pw := io.Pipe()
-	u.asker = ask.NewTerminal(pr, u.out, nil)
-	u.askIn = make(chan string, 64)
-	feederDone := make(chan struct{})
-	go func() {
-		defer close(feederDone)
-		for l := range u.askIn {
-			if _, err := io.WriteString(pw, l+"\n"); err != nil {
-				return
-			}
-		}
-	}()
-	defer func() {
-		close(u.askIn)
-		_ = pw.Close()
-		<-feederDone
-		_ = u.asker.Close()
-	}()
+	defer u.startAsker()()
 
 	lines := make(chan inputLine, 16)
 	go readChatInput(u.stdin, lines)
@@ -327,6 +309,29 @@ func (u *chatUI) run(parent context.Context) error {
 		case o := <-u.askDone:
 			u.askEnded(o)
 		}
+	}
+}
+
+// startAsker sets up the asks' terminal: they read their answers through a pipe the loop
+// feeds while an ask is on screen. The function returned closes it.
+func (u *chatUI) startAsker() func() {
+	pr, pw := io.Pipe()
+	u.asker = ask.NewTerminal(pr, u.out, nil)
+	u.askIn = make(chan string, 64)
+	feederDone := make(chan struct{})
+	go func() {
+		defer close(feederDone)
+		for l := range u.askIn {
+			if _, err := io.WriteString(pw, l+"\n"); err != nil {
+				return
+			}
+		}
+	}()
+	return func() {
+		close(u.askIn)
+		_ = pw.Close()
+		<-feederDone
+		_ = u.asker.Close()
 	}
 }
 
@@ -499,10 +504,6 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 		u.agentCommand(ctx, "", true)
 		u.prompt()
 		return false
-	case trimmed == "/agent" || strings.HasPrefix(trimmed, "/agent "):
-		u.agentCommand(ctx, strings.TrimPrefix(trimmed, "/agent"), false)
-		u.prompt()
-		return false
 	case trimmed == "":
 		u.prompt()
 		return false
@@ -521,32 +522,7 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 			u.prompt()
 		}
 		return false
-	case strings.HasPrefix(trimmed, "/title ") || trimmed == "/title":
-		u.rename(ctx, strings.TrimPrefix(trimmed, "/title"))
-		u.prompt()
-		return false
-	case strings.HasPrefix(trimmed, "/search ") || trimmed == "/search":
-		u.search(ctx, strings.TrimPrefix(trimmed, "/search"))
-		u.prompt()
-		return false
-	case trimmed == "/model" || strings.HasPrefix(trimmed, "/model "):
-		u.model(ctx, strings.TrimPrefix(trimmed, "/model"))
-		u.prompt()
-		return false
-	case trimmed == "/attach" || strings.HasPrefix(trimmed, "/attach "):
-		u.attach(ctx, strings.TrimPrefix(trimmed, "/attach"))
-		u.prompt()
-		return false
-	case trimmed == "/detach":
-		u.detach()
-		u.prompt()
-		return false
-	case trimmed == "/sessions":
-		u.sessions(ctx)
-		u.prompt()
-		return false
-	case trimmed == "/tokens":
-		u.tokens(ctx)
+	case u.promptedCommand(ctx, trimmed):
 		u.prompt()
 		return false
 	case trimmed == "/goal" || strings.HasPrefix(trimmed, "/goal "):
@@ -561,10 +537,6 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 			return false
 		}
 		u.compact()
-		u.prompt()
-		return false
-	case trimmed == "/diff" || strings.HasPrefix(trimmed, "/diff "):
-		u.diffCommand(ctx, strings.TrimPrefix(trimmed, "/diff"))
 		u.prompt()
 		return false
 	case trimmed == "/restore":
@@ -586,6 +558,32 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 		return false
 	}
 	u.send(ctx, text)
+	return false
+}
+
+// promptedCommand runs one of the commands that print something and then prompt again;
+// false when trimmed is none of them.
+func (u *chatUI) promptedCommand(ctx context.Context, trimmed string) bool {
+	name, arg, _ := strings.Cut(trimmed, " ")
+	if arg != "" {
+		arg = " " + arg
+	}
+	withArg := map[string]func(context.Context, string){
+		"/agent": func(ctx context.Context, a string) { u.agentCommand(ctx, a, false) },
+		"/title": u.rename, "/search": u.search, "/model": u.model, "/attach": u.attach, "/diff": u.diffCommand,
+	}
+	bare := map[string]func(){
+		"/help": func() { u.println(Commands) }, "/detach": u.detach,
+		"/sessions": func() { u.sessions(ctx) }, "/tokens": func() { u.tokens(ctx) },
+	}
+	if f, ok := withArg[name]; ok {
+		f(ctx, arg)
+		return true
+	}
+	if f, ok := bare[name]; ok && arg == "" {
+		f()
+		return true
+	}
 	return false
 }
 
@@ -692,27 +690,10 @@ func (u *chatUI) handleEvent(ev store.Event) {
 		u.clock.start()
 	case harness.EventMessageCreated:
 		var p harness.MessageEvent
-		if !decode(&p) {
-			return
-		}
-		m := p.Message
-		if m.Role == store.RoleUser {
-			if len(u.own) > 0 && u.own[0] == m.Content {
-				u.own = u.own[1:]
-				return
-			}
-			if fromJean2(m.Content) {
-				u.println(u.st.cyan("jean2: ") + termtext.Text(m.Content))
-				return
-			}
-			u.println(u.st.cyan("(from another client) ") + u.st.bold("you: ") + termtext.Text(m.Content) + u.st.dim(attachmentsNote(m.Parts)))
-			return
-		}
-		if m.Role == store.RoleAssistant && m.Model != "" {
-			u.lastModel = m.Model
-		}
-		for _, part := range m.Parts {
-			u.showPart(part)
+		if decode(&p) {
+			m := p.Message.Message
+			m.Parts = p.Message.Parts
+			u.messageCreated(m)
 		}
 	case harness.EventMessageUpdated:
 		var p harness.MessageEvent
@@ -765,11 +746,9 @@ func (u *chatUI) handleEvent(ev store.Event) {
 			u.println(u.st.yellow(fmt.Sprintf("(hook %s %s failed: %s)", termtext.Line(p.Event), termtext.Line(p.Command), termtext.Line(p.Error))))
 		}
 	case "session.updated":
-		// Another client may have switched the agent.
 		var p struct{ Session session }
-		if decode(&p) && p.Session.ID == u.ses.ID && p.Session.Agent != u.agentName() {
-			u.ses.Agent = p.Session.Agent
-			u.println(u.st.cyan("(agent switched to " + termtext.Line(u.agentName()) + " from another client)"))
+		if decode(&p) {
+			u.sessionUpdated(p.Session)
 		}
 	case harness.EventRestoreDone:
 		var p harness.RestoreDone
@@ -778,6 +757,37 @@ func (u *chatUI) handleEvent(ev store.Event) {
 			u.showReport(p.Report)
 			u.prompt()
 		}
+	}
+}
+
+// messageCreated shows a new message: a person's from another client (its own were shown
+// as typed), an answer's parts.
+func (u *chatUI) messageCreated(m store.Message) {
+	if m.Role == store.RoleUser {
+		if len(u.own) > 0 && u.own[0] == m.Content {
+			u.own = u.own[1:]
+			return
+		}
+		if fromJean2(m.Content) {
+			u.println(u.st.cyan("jean2: ") + termtext.Text(m.Content))
+			return
+		}
+		u.println(u.st.cyan("(from another client) ") + u.st.bold("you: ") + termtext.Text(m.Content) + u.st.dim(attachmentsNote(m.Parts)))
+		return
+	}
+	if m.Role == store.RoleAssistant && m.Model != "" {
+		u.lastModel = m.Model
+	}
+	for _, part := range m.Parts {
+		u.showPart(part)
+	}
+}
+
+// sessionUpdated notes an agent another client switched to.
+func (u *chatUI) sessionUpdated(ses session) {
+	if ses.ID == u.ses.ID && ses.Agent != u.agentName() {
+		u.ses.Agent = ses.Agent
+		u.println(u.st.cyan("(agent switched to " + termtext.Line(u.agentName()) + " from another client)"))
 	}
 }
 

@@ -61,24 +61,9 @@ func transcript(history []store.Message) (msgs []provider.Message, system []stri
 				system = append(system, s)
 			}
 		case store.RoleUser:
-			var images []provider.Image
-			text := m.Content
-			for _, p := range m.Parts {
-				if p.Kind == store.PartImage {
-					images = append(images, provider.Image{MediaType: p.MediaType, Data: p.Data})
-				}
-				if r, ok := resourceOf(p); ok {
-					block, img := resourceForModel(r)
-					text = joinBlock(text, block)
-					if img != nil {
-						images = append(images, *img)
-					}
-				}
+			if um, ok := userForModel(m); ok {
+				msgs = append(msgs, um)
 			}
-			if strings.TrimSpace(text) == "" && len(images) == 0 {
-				continue
-			}
-			msgs = append(msgs, provider.Message{Role: provider.RoleUser, Text: text, Images: images})
 		case store.RoleAssistant:
 			if m.Finish == finishDropped {
 				continue
@@ -123,6 +108,29 @@ func transcript(history []store.Message) (msgs []provider.Message, system []stri
 		}
 	}
 	return msgs, system, orphans
+}
+
+// userForModel is a person's message as the model gets it: its text with the resources
+// attached to it joined, and its images; ok is false when nothing is left to send.
+func userForModel(m store.Message) (provider.Message, bool) {
+	var images []provider.Image
+	text := m.Content
+	for _, p := range m.Parts {
+		if p.Kind == store.PartImage {
+			images = append(images, provider.Image{MediaType: p.MediaType, Data: p.Data})
+		}
+		if r, ok := resourceOf(p); ok {
+			block, img := resourceForModel(r)
+			text = joinBlock(text, block)
+			if img != nil {
+				images = append(images, *img)
+			}
+		}
+	}
+	if strings.TrimSpace(text) == "" && len(images) == 0 {
+		return provider.Message{}, false
+	}
+	return provider.Message{Role: provider.RoleUser, Text: text, Images: images}, true
 }
 
 // callResult is the result a tool-call part holds, if it holds one: a call that ended has

@@ -240,7 +240,7 @@ func (s *Scheduler) handle(ctx context.Context, sc store.Schedule, now time.Time
 		fallthrough
 	default:
 		claim.Session = &store.Session{WorkspaceID: sc.WorkspaceID, Title: runTitle(sc, last),
-			Provider: sc.Provider, Model: sc.Model}
+			Provider: sc.Provider, Model: sc.Model, Agent: sc.Agent}
 	}
 	run, ses, err := s.o.Store.ClaimOccurrence(ctx, claim)
 	if errors.Is(err, store.ErrNotClaimed) {

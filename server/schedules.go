@@ -63,6 +63,7 @@ type scheduleBody struct {
 	TimeZone    *string         `json:"timeZone"`
 	Provider    *string         `json:"provider"`
 	Model       *string         `json:"model"`
+	Agent       *string         `json:"agent"`
 	Policy      json.RawMessage `json:"policy"`
 	CatchUp     *string         `json:"catchUp"`
 	Paused      *bool           `json:"paused"`
@@ -76,7 +77,7 @@ func setIf[T any](dst *T, src *T) {
 
 // applySchedule copies the body onto sc and checks the result; when the times change (the
 // cron, the zone, a resume) the next occurrence is counted again from now.
-func (s *Server) applySchedule(b scheduleBody, sc *store.Schedule) error {
+func (s *Server) applySchedule(ctx context.Context, b scheduleBody, sc *store.Schedule) error {
 	before := *sc
 	setIf(&sc.Name, b.Name)
 	setIf(&sc.Prompt, b.Prompt)
@@ -113,6 +114,14 @@ func (s *Server) applySchedule(b scheduleBody, sc *store.Schedule) error {
 		sc.CatchUp = schedule.CatchUpOnce
 	case sc.CatchUp != schedule.CatchUpOnce && sc.CatchUp != schedule.CatchUpSkip:
 		return badRequest("catchUp %q is not once or skip", sc.CatchUp)
+	}
+	if b.Agent != nil {
+		// Checked as a session's agent is: a name the workspace's agents have.
+		probe := store.Session{WorkspaceID: sc.WorkspaceID}
+		if err := s.applyAgent(ctx, b.Agent, &probe); err != nil {
+			return err
+		}
+		sc.Agent = probe.Agent
 	}
 	if sc.Provider != "" {
 		if _, ok := s.providers.Set().Lookup(sc.Provider); !ok {
@@ -175,7 +184,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("workspace %s not found: create it first (POST /api/workspaces)", *b.WorkspaceID)
 	}
 	sc := store.Schedule{WorkspaceID: *b.WorkspaceID}
-	if err := s.applySchedule(b, &sc); err != nil {
+	if err := s.applySchedule(r.Context(), b, &sc); err != nil {
 		return err
 	}
 	sc, err := s.db.CreateSchedule(r.Context(), sc)
@@ -211,7 +220,7 @@ func (s *Server) changeSchedule(w http.ResponseWriter, r *http.Request, b schedu
 	if b.WorkspaceID != nil && *b.WorkspaceID != sc.WorkspaceID {
 		return badRequest("a schedule does not move between workspaces: delete it and create another")
 	}
-	if err := s.applySchedule(b, &sc); err != nil {
+	if err := s.applySchedule(r.Context(), b, &sc); err != nil {
 		return err
 	}
 	if sc, err = s.db.UpdateSchedule(r.Context(), sc); err != nil {

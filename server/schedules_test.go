@@ -356,3 +356,28 @@ func TestScheduleDenyRuleRefusesAPermission(t *testing.T) {
 		t.Fatalf("the tool was not told the permission was refused: %s", second)
 	}
 }
+
+// A schedule names the agent its runs' sessions use, checked as a session's is: the plan
+// agent's run is a plan session; a name no agent has is refused.
+func TestScheduleRunsWithItsAgent(t *testing.T) {
+	clock := schedule.NewFakeClock(time.Date(2026, 1, 5, 7, 59, 0, 0, time.UTC))
+	f := newFixture(t).withFakeClock(clock).start()
+	ws, _ := f.session()
+	var bad map[string]any
+	f.call("POST", "/api/schedules", map[string]any{"workspaceId": ws.ID, "prompt": "Plan", "cron": "0 8 * * *",
+		"timeZone": "UTC", "agent": "no-such-agent"}, 400, &bad)
+	if !strings.Contains(fmt.Sprint(bad), "no-such-agent") {
+		t.Fatalf("an unknown agent: %v", bad)
+	}
+	f.fake.Push(providertest.OpenAIText("test-model", "A plan."))
+	var sc scheduleJSON
+	f.call("POST", "/api/schedules", map[string]any{"workspaceId": ws.ID, "prompt": "Plan", "cron": "0 8 * * *",
+		"timeZone": "UTC", "agent": "plan"}, 201, &sc)
+	clock.Set(time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC))
+	sc = f.waitRuns(sc.ID, 1)
+	var one sessionView
+	f.call("GET", "/api/sessions/"+sc.Runs[0].SessionID, nil, 200, &one)
+	if one.Agent != "plan" {
+		t.Fatalf("the run's session runs with agent %q, want plan", one.Agent)
+	}
+}

@@ -143,24 +143,10 @@ type Server struct {
 // and the harness on it. The harness seals the turns a crash interrupted before Open
 // returns.
 func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
+	if cfg, err = cfg.withDefaults(); err != nil {
+		return nil, err
+	}
 	home := cfg.Host.Layout.Home
-	if home == "" {
-		return nil, errors.New("open server: Config.Host.Layout has no Home")
-	}
-	if cfg.Getenv == nil {
-		cfg.Getenv = os.Getenv
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Version == "" {
-		cfg.Version = "dev"
-	}
-	if cfg.MCPWorkspace == "" {
-		if cfg.MCPWorkspace, err = os.Getwd(); err != nil {
-			return nil, fmt.Errorf("open server: the current folder (the default MCP workspace): %w", err)
-		}
-	}
 	s := &Server{cfg: cfg, log: cfg.Logger, instance: cfg.Cluster.Instance, terms: newTerminals(cfg.Terminals)}
 	if s.instance == "" {
 		s.instance = cluster.NewInstanceID()
@@ -177,28 +163,8 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 			_ = s.Close(context.Background())
 		}
 	}()
-
-	if cfg.UserHome == "" {
-		// Only the credential folders' check needs it: without a home there are none.
-		cfg.UserHome, _ = os.UserHomeDir()
-		s.cfg.UserHome = cfg.UserHome
-	}
-	// The home first, so a disk that is full or read-only is named with the folder.
-	if err := cfg.Host.Layout.Ensure(); err != nil {
-		return nil, fmt.Errorf("open server: %w", err)
-	}
-	if cfg.DatabaseURL != "" {
-		if s.db, err = store.OpenPostgres(ctx, cfg.DatabaseURL); err != nil {
-			return nil, fmt.Errorf("open server: %w", err)
-		}
-	} else {
-		dbPath := cfg.DBPath
-		if dbPath == "" {
-			dbPath = filepath.Join(home, DBFile)
-		}
-		if s.db, err = store.OpenWith(ctx, dbPath, store.Options{Durability: cfg.Durability}); err != nil {
-			return nil, host.ExplainStorage("open its database", dbPath, err)
-		}
+	if err := s.openStore(ctx); err != nil {
+		return nil, err
 	}
 	// Every request but the client's assets, /auth and the health check carries this
 	// token (or one of the database's), whatever address the server is bound to. The
@@ -207,46 +173,131 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open server: %w", host.ExplainStorage("write the API token", filepath.Join(home, TokenFile), err))
 	}
-	// In a cluster (openCluster's test) the database holds the providers every instance
-	// uses, and grants given anywhere are used everywhere (sharedGrants). The feed applies
-	// what other instances change after the server log's last event read here, before the
-	// settings, providers and grants are loaded: a change made in between is applied (twice
-	// at worst, which changes nothing), never missed.
-	clustered := cfg.Cluster.On || s.db.PostgresURL() != ""
+	if err := s.loadShared(ctx); err != nil {
+		return nil, err
+	}
+	st := s.settings.get()
+	if err := s.openHost(ctx, st); err != nil {
+		return nil, err
+	}
+	if err := s.openCluster(cfg.Cluster); err != nil {
+		return nil, err
+	}
+	s.startPush()
+	if err := s.openHarness(ctx, st); err != nil {
+		return nil, err
+	}
+	s.startBackground()
+	s.guard = newGuard(token, s.db, cfg.AllowedHosts)
+	s.handler = newJSONGzip(s.routes())
+	// Last: a run may start as soon as it does (the occurrences missed while jean2 was down).
+	s.startScheduler()
+	return s, nil
+}
+
+// withDefaults fills what a Config may leave out.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Host.Layout.Home == "" {
+		return cfg, errors.New("open server: Config.Host.Layout has no Home")
+	}
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	if cfg.MCPWorkspace == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return cfg, fmt.Errorf("open server: the current folder (the default MCP workspace): %w", err)
+		}
+		cfg.MCPWorkspace = wd
+	}
+	if cfg.UserHome == "" {
+		// Only the credential folders' check needs it: without a home there are none.
+		cfg.UserHome, _ = os.UserHomeDir()
+	}
+	return cfg, nil
+}
+
+// openStore makes jean2's home and opens its database: PostgreSQL when the config names
+// one, else SQLite in the home (or at DBPath).
+func (s *Server) openStore(ctx context.Context) (err error) {
+	cfg := s.cfg
+	// The home first, so a disk that is full or read-only is named with the folder.
+	if err := cfg.Host.Layout.Ensure(); err != nil {
+		return fmt.Errorf("open server: %w", err)
+	}
+	if cfg.DatabaseURL != "" {
+		if s.db, err = store.OpenPostgres(ctx, cfg.DatabaseURL); err != nil {
+			return fmt.Errorf("open server: %w", err)
+		}
+		return nil
+	}
+	dbPath := cfg.DBPath
+	if dbPath == "" {
+		dbPath = filepath.Join(cfg.Host.Layout.Home, DBFile)
+	}
+	if s.db, err = store.OpenWith(ctx, dbPath, store.Options{Durability: cfg.Durability}); err != nil {
+		return host.ExplainStorage("open its database", dbPath, err)
+	}
+	return nil
+}
+
+// loadShared loads what the server keeps in its home and database: providers, settings
+// and grants.
+//
+// In a cluster (openCluster's test) the database holds the providers every instance uses,
+// and grants given anywhere are used everywhere (sharedGrants). The feed applies what other
+// instances change after the server log's last event read here, before the settings,
+// providers and grants are loaded: a change made in between is applied (twice at worst,
+// which changes nothing), never missed.
+func (s *Server) loadShared(ctx context.Context) (err error) {
+	home := s.cfg.Host.Layout.Home
+	clustered := s.cfg.Cluster.On || s.db.PostgresURL() != ""
 	if clustered {
 		last, err := s.db.LastEventSeq(ctx, "")
 		if err != nil {
-			return nil, fmt.Errorf("open server: read the server log's last event: %w", err)
+			return fmt.Errorf("open server: read the server log's last event: %w", err)
 		}
 		s.serverAfter = &last
 	}
-	if s.providers, err = LoadProviders(home, cfg.Getenv, cfg.ProviderOptions); err != nil {
-		return nil, fmt.Errorf("open server: %w", err)
+	if s.providers, err = LoadProviders(home, s.cfg.Getenv, s.cfg.ProviderOptions); err != nil {
+		return fmt.Errorf("open server: %w", err)
 	}
 	if err := s.providers.keepDefaultIn(ctx, s.db); err != nil {
-		return nil, fmt.Errorf("open server: %w", err)
+		return fmt.Errorf("open server: %w", err)
 	}
 	if clustered {
 		if err := s.providers.shareIn(ctx, s.db); err != nil {
-			return nil, fmt.Errorf("open server: %w", err)
+			return fmt.Errorf("open server: %w", err)
 		}
 	}
 	if s.settings, err = loadSettings(ctx, s.db); err != nil {
-		return nil, fmt.Errorf("open server: %w", err)
+		return fmt.Errorf("open server: %w", err)
 	}
-	st := s.settings.get()
-
 	var grantStore ask.Store = s.db
 	if clustered {
 		grantStore = sharedGrants{Store: s.db, given: s.announceGrant}
 	}
 	s.grants = ask.NewGrants(&ask.GrantsOptions{Store: grantStore, Logger: s.log, Shared: clustered})
 	if err := s.grants.Load(ctx); err != nil {
-		return nil, fmt.Errorf("open server: %w", err)
+		return fmt.Errorf("open server: %w", err)
 	}
-	// The MCP servers of workspaces' own mcp.json start connecting now; their tools join
-	// the host when they are up. Not in a jean2 that an MCP client started as its server:
-	// those servers are the client's business, and could start this jean2 again.
+	return nil
+}
+
+// openHost starts the tool host, with the workspaces' MCP servers as a source of tools.
+//
+// The MCP servers of workspaces' own mcp.json start connecting now; their tools join the
+// host when they are up. Not in a jean2 that an MCP client started as its server: those
+// servers are the client's business, and could start this jean2 again.
+func (s *Server) openHost(ctx context.Context, st Settings) (err error) {
+	cfg := s.cfg
+	home := cfg.Host.Layout.Home
 	wsOpts := cfg.WorkspaceMCP
 	wsOpts.Off = wsOpts.Off || cfg.Getenv(mcpclient.NestedEnv) != ""
 	s.mcpSandbox = host.NewMCPSandbox(host.MCPSandboxOptions{Sandbox: cfg.Host.Sandbox, Layout: cfg.Host.Layout,
@@ -269,7 +320,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		hostOpts.Logger = s.log
 	}
 	if s.host, err = host.New(ctx, hostOpts); err != nil {
-		return nil, fmt.Errorf("open server: %w", err)
+		return fmt.Errorf("open server: %w", err)
 	}
 	s.wsMCP.setHost(s.host)
 	// Where each workspace's folders lead now is kept from the start, not from their first
@@ -283,38 +334,46 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	if len(st.DisabledBuiltins) > 0 {
 		if err := s.applyDisabledBuiltins(ctx, st.DisabledBuiltins); err != nil {
-			return nil, fmt.Errorf("open server: %w", err)
+			return fmt.Errorf("open server: %w", err)
 		}
 	}
-	if err := s.openCluster(cfg.Cluster); err != nil {
-		return nil, err
-	}
-	s.startPush()
+	return nil
+}
+
+// openHarness makes the hub, the undo store and the harness that runs the turns.
+func (s *Server) openHarness(ctx context.Context, st Settings) (err error) {
+	home := s.cfg.Host.Layout.Home
 	s.hub = hub.New(hub.Options{
 		AttachedElsewhere: s.attachedElsewhere(),
 		Store:             s.db,
 		AskTimeout:        time.Duration(st.AskTimeoutSeconds) * time.Second,
 		Unattended:        func(string) tool.Asker { return s.settings.policy() },
-		SubscriberBuffer:  cfg.SubscriberBuffer,
+		SubscriberBuffer:  s.cfg.SubscriberBuffer,
 		Published:         s.sessionStatus,
 		Unwatched:         s.notifyUnwatched,
 		Logger:            s.log,
 	})
 	if s.snapshots, err = undo.New(undo.Options{Dir: filepath.Join(home, "undo"), Logger: s.log}); err != nil {
-		return nil, fmt.Errorf("open server: %w", err)
+		return fmt.Errorf("open server: %w", err)
 	}
 	if s.harness, err = harness.New(ctx, harness.Options{
 		Store: s.db, Events: s.hub, Askers: s.hub, Tools: &scopedTools{Host: s.host, w: s.wsMCP}, Models: s.providers, Snapshots: s.snapshots,
-		WorkRounds: st.WorkRounds, MaxRounds: st.MaxRounds, System: cfg.System, Home: home, Logger: s.log,
+		WorkRounds: st.WorkRounds, MaxRounds: st.MaxRounds, System: s.cfg.System, Home: home, Logger: s.log,
 		Leases: s.leaser(), SkillsRead: s.skillsRead,
 	}); err != nil {
-		return nil, fmt.Errorf("open server: %w", err)
+		return fmt.Errorf("open server: %w", err)
 	}
 	if s.node != nil {
 		s.node.Start(s.harness, s.hub)
 	}
 	s.harness.SetSystem(st.SystemPrompt)
 	s.harness.SetTitles(st.AutoTitle, st.TitleModel)
+	return nil
+}
+
+// startBackground starts what runs beside the requests: tool changes forwarded to the
+// clients, the workspaces' MCP servers kept in step, and the tool folders' watch.
+func (s *Server) startBackground() {
 	s.forwardToolChanges()
 	s.bg.Add(1)
 	go func() {
@@ -325,20 +384,15 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 			}
 		})
 	}()
-	if cfg.Watch != nil {
+	if s.cfg.Watch != nil {
 		s.bg.Add(1)
 		go func() {
 			defer s.bg.Done()
-			if err := s.host.Watch(s.ctx, *cfg.Watch); err != nil && s.ctx.Err() == nil {
+			if err := s.host.Watch(s.ctx, *s.cfg.Watch); err != nil && s.ctx.Err() == nil {
 				s.log.Warn("watching the tool folders stopped; changes are picked up by restarting", "error", err)
 			}
 		}()
 	}
-	s.guard = newGuard(token, s.db, cfg.AllowedHosts)
-	s.handler = newJSONGzip(s.routes())
-	// Last: a run may start as soon as it does (the occurrences missed while jean2 was down).
-	s.startScheduler()
-	return s, nil
 }
 
 // withoutKeys returns env without the variables named in keys, so the keys providers read
@@ -520,49 +574,8 @@ func (s *Server) routes() http.Handler {
 	route("GET /api/status", s.status)
 	route("POST /api/auth/codes", s.postSignIn)
 
-	route("GET /api/workspaces", s.listWorkspaces)
-	route("POST /api/workspaces", s.createWorkspace)
-	route("GET /api/workspaces/{id}", s.getWorkspace)
-	route("PATCH /api/workspaces/{id}", s.patchWorkspace)
-	route("DELETE /api/workspaces/{id}", s.deleteWorkspace)
-	route("GET /api/workspaces/{id}/sessions", s.listWorkspaceSessions)
-	route("POST /api/workspaces/{id}/sessions", s.createSession)
-	route("GET /api/workspaces/{id}/terminals", s.listTerminals)
-	route("POST /api/workspaces/{id}/terminals", s.createTerminal)
-	route("DELETE /api/terminals/{id}", s.deleteTerminal)
-	route("GET /api/terminals/{id}/ws", s.terminalSocket)
-	route("GET /api/workspaces/{id}/mcp-trust", s.getMCPTrust)
-	route("POST /api/workspaces/{id}/mcp-trust", s.postMCPTrust)
-	route("DELETE /api/workspaces/{id}/mcp-trust", s.deleteMCPTrust)
-	route("GET /api/mcp/servers", s.getMCPServers)
-	route("POST /api/mcp/servers", s.postMCPServer)
-	route("POST /api/mcp/servers/{name}/sign-in", s.postMCPSignIn)
-	route("DELETE /api/mcp/servers/{name}/sign-in", s.deleteMCPSignIn)
-	route("GET /api/mcp/servers/{name}/catalog", s.getMCPCatalog)
-	route("GET /api/mcp/servers/{name}/resource", s.getMCPResource)
-
-	route("GET /api/sessions", s.listAllSessions)
-	route("GET /api/sessions/{id}", s.getSession)
-	route("PATCH /api/sessions/{id}", s.patchSession)
-	route("DELETE /api/sessions/{id}", s.deleteSession)
-	route("GET /api/sessions/{id}/messages", s.listMessages)
-	route("GET /api/sessions/{id}/parts/{partId}/image", s.partImage)
-	route("POST /api/sessions/{id}/turns", s.startTurn)
-	route("POST /api/sessions/{id}/stop", s.stopTurn)
-	route("GET /api/sessions/{id}/events", s.listEvents)
-	route("GET /api/sessions/{id}/ws", s.sessionSocket)
-	route("GET /api/sessions/{id}/asks", s.listAsks)
-	route("POST /api/sessions/{id}/asks/{askId}", s.postAnswer)
-	route("POST /api/sessions/{id}/asks/{askId}/refuse", s.postRefusal)
-	route("GET /api/sessions/{id}/ledgers", s.listLedgers)
-	route("POST /api/sessions/{id}/restore", s.restore)
-	// Conversation controls (controls.go).
-	route("POST /api/sessions/{id}/queue", s.queueMessage)
-	route("GET /api/sessions/{id}/queue", s.listQueue)
-	route("DELETE /api/sessions/{id}/queue/{queueId}", s.unqueue)
-	route("POST /api/sessions/{id}/messages/{messageId}/resend", s.resendMessage)
-	route("POST /api/sessions/{id}/regenerate", s.regenerate)
-	route("POST /api/sessions/{id}/fork", s.fork)
+	s.workspaceRoutes(route)
+	s.sessionRoutes(route)
 
 	route("GET /api/tools", s.listTools)
 	route("GET /api/tools/{name}", s.getTool)
@@ -594,6 +607,56 @@ func (s *Server) routes() http.Handler {
 	}
 	mux.Handle("/", web)
 	return s.guard.wrap(mux, s.writeErr)
+}
+
+// workspaceRoutes are the routes of workspaces, their terminals and MCP servers.
+func (s *Server) workspaceRoutes(route func(string, handlerFunc)) {
+	route("GET /api/workspaces", s.listWorkspaces)
+	route("POST /api/workspaces", s.createWorkspace)
+	route("GET /api/workspaces/{id}", s.getWorkspace)
+	route("PATCH /api/workspaces/{id}", s.patchWorkspace)
+	route("DELETE /api/workspaces/{id}", s.deleteWorkspace)
+	route("GET /api/workspaces/{id}/sessions", s.listWorkspaceSessions)
+	route("POST /api/workspaces/{id}/sessions", s.createSession)
+	route("GET /api/workspaces/{id}/terminals", s.listTerminals)
+	route("POST /api/workspaces/{id}/terminals", s.createTerminal)
+	route("DELETE /api/terminals/{id}", s.deleteTerminal)
+	route("GET /api/terminals/{id}/ws", s.terminalSocket)
+	route("GET /api/workspaces/{id}/mcp-trust", s.getMCPTrust)
+	route("POST /api/workspaces/{id}/mcp-trust", s.postMCPTrust)
+	route("DELETE /api/workspaces/{id}/mcp-trust", s.deleteMCPTrust)
+	route("GET /api/mcp/servers", s.getMCPServers)
+	route("POST /api/mcp/servers", s.postMCPServer)
+	route("POST /api/mcp/servers/{name}/sign-in", s.postMCPSignIn)
+	route("DELETE /api/mcp/servers/{name}/sign-in", s.deleteMCPSignIn)
+	route("GET /api/mcp/servers/{name}/catalog", s.getMCPCatalog)
+	route("GET /api/mcp/servers/{name}/resource", s.getMCPResource)
+}
+
+// sessionRoutes are the routes of sessions: their turns, events, asks, undo and controls.
+func (s *Server) sessionRoutes(route func(string, handlerFunc)) {
+	route("GET /api/sessions", s.listAllSessions)
+	route("GET /api/sessions/{id}", s.getSession)
+	route("PATCH /api/sessions/{id}", s.patchSession)
+	route("DELETE /api/sessions/{id}", s.deleteSession)
+	route("GET /api/sessions/{id}/messages", s.listMessages)
+	route("GET /api/sessions/{id}/parts/{partId}/image", s.partImage)
+	route("POST /api/sessions/{id}/turns", s.startTurn)
+	route("POST /api/sessions/{id}/stop", s.stopTurn)
+	route("GET /api/sessions/{id}/events", s.listEvents)
+	route("GET /api/sessions/{id}/ws", s.sessionSocket)
+	route("GET /api/sessions/{id}/asks", s.listAsks)
+	route("POST /api/sessions/{id}/asks/{askId}", s.postAnswer)
+	route("POST /api/sessions/{id}/asks/{askId}/refuse", s.postRefusal)
+	route("GET /api/sessions/{id}/ledgers", s.listLedgers)
+	route("POST /api/sessions/{id}/restore", s.restore)
+	// Conversation controls (controls.go).
+	route("POST /api/sessions/{id}/queue", s.queueMessage)
+	route("GET /api/sessions/{id}/queue", s.listQueue)
+	route("DELETE /api/sessions/{id}/queue/{queueId}", s.unqueue)
+	route("POST /api/sessions/{id}/messages/{messageId}/resend", s.resendMessage)
+	route("POST /api/sessions/{id}/regenerate", s.regenerate)
+	route("POST /api/sessions/{id}/fork", s.fork)
 }
 
 // health answers without a token, so it says nothing but that a jean2 server is there.

@@ -59,8 +59,8 @@ func (db *DB) ClaimOccurrence(ctx context.Context, c OccurrenceClaim) (ScheduleR
 				s.ID = NewID("ses_")
 			}
 			s.CreatedAt, s.UpdatedAt = toTime(t), toTime(t)
-			if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, workspace_id, title, provider, model, created_at, updated_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, s.ID, s.WorkspaceID, s.Title, s.Provider, s.Model, t, t); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, workspace_id, title, provider, model, agent, created_at, updated_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, s.ID, s.WorkspaceID, s.Title, s.Provider, s.Model, s.Agent, t, t); err != nil {
 				return fmt.Errorf("create the run's session: %w", err)
 			}
 			ses, sessionID, run.SessionID = &s, s.ID, s.ID

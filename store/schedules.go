@@ -13,17 +13,19 @@ import (
 // occurrence runs as a new, ordinary session. Policy is the JSON of the rules that answer
 // the run's asks (package schedule reads it); the store keeps it as given.
 type Schedule struct {
-	ID          string          `json:"id"`
-	WorkspaceID string          `json:"workspaceId"`
-	Name        string          `json:"name"`
-	Prompt      string          `json:"prompt"`
-	Cron        string          `json:"cron"`
-	TimeZone    string          `json:"timeZone"`
-	Provider    string          `json:"provider"`
-	Model       string          `json:"model"`
-	Policy      json.RawMessage `json:"policy"`
-	CatchUp     string          `json:"catchUp"` // "once" or "skip"
-	Paused      bool            `json:"paused"`
+	ID          string `json:"id"`
+	WorkspaceID string `json:"workspaceId"`
+	Name        string `json:"name"`
+	Prompt      string `json:"prompt"`
+	Cron        string `json:"cron"`
+	TimeZone    string `json:"timeZone"`
+	Provider    string `json:"provider"`
+	Model       string `json:"model"`
+	// Agent names the agent preset its runs' sessions use; "" is the default.
+	Agent   string          `json:"agent"`
+	Policy  json.RawMessage `json:"policy"`
+	CatchUp string          `json:"catchUp"` // "once" or "skip"
+	Paused  bool            `json:"paused"`
 	// NextAt is the next occurrence not yet handled (zero while paused means nothing).
 	NextAt    time.Time `json:"nextAt"`
 	CreatedAt time.Time `json:"createdAt"`
@@ -54,14 +56,14 @@ const (
 )
 
 const scheduleColumns = `id, workspace_id, name, prompt, cron, time_zone, provider, model, policy, catch_up, paused,
-	next_at, created_at, updated_at`
+	next_at, created_at, updated_at, agent`
 
 func scanSchedule(row interface{ Scan(...any) error }) (Schedule, error) {
 	var s Schedule
 	var policy string
 	var paused, next, created, updated int64
 	if err := row.Scan(&s.ID, &s.WorkspaceID, &s.Name, &s.Prompt, &s.Cron, &s.TimeZone, &s.Provider, &s.Model,
-		&policy, &s.CatchUp, &paused, &next, &created, &updated); err != nil {
+		&policy, &s.CatchUp, &paused, &next, &created, &updated, &s.Agent); err != nil {
 		return Schedule{}, err
 	}
 	s.Policy, s.Paused = json.RawMessage(policy), paused != 0
@@ -91,9 +93,9 @@ func (db *DB) CreateSchedule(ctx context.Context, s Schedule) (Schedule, error) 
 	}
 	t := now()
 	s.CreatedAt, s.UpdatedAt = toTime(t), toTime(t)
-	_, err := db.execWrite(ctx, `INSERT INTO schedules (`+scheduleColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := db.execWrite(ctx, `INSERT INTO schedules (`+scheduleColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.ID, s.WorkspaceID, s.Name, s.Prompt, s.Cron, s.TimeZone, s.Provider, s.Model, policyText(s.Policy), s.CatchUp,
-		boolInt(s.Paused), s.NextAt.UnixMilli(), t, t)
+		boolInt(s.Paused), s.NextAt.UnixMilli(), t, t, s.Agent)
 	switch {
 	case isForeignKey(err):
 		return Schedule{}, fmt.Errorf("create schedule %s: workspace %s: %w", s.ID, s.WorkspaceID, ErrNotFound)
@@ -163,9 +165,9 @@ func (db *DB) NextScheduled(ctx context.Context) (t time.Time, ok bool, err erro
 // the schedule as stored.
 func (db *DB) UpdateSchedule(ctx context.Context, s Schedule) (Schedule, error) {
 	err := affected(db.execWrite(ctx, `UPDATE schedules SET name = ?, prompt = ?, cron = ?, time_zone = ?, provider = ?,
-		model = ?, policy = ?, catch_up = ?, paused = ?, next_at = ?, updated_at = ? WHERE id = ?`,
+		model = ?, policy = ?, catch_up = ?, paused = ?, next_at = ?, updated_at = ?, agent = ? WHERE id = ?`,
 		s.Name, s.Prompt, s.Cron, s.TimeZone, s.Provider, s.Model, policyText(s.Policy), s.CatchUp, boolInt(s.Paused),
-		s.NextAt.UnixMilli(), now(), s.ID))
+		s.NextAt.UnixMilli(), now(), s.Agent, s.ID))
 	if err != nil {
 		return Schedule{}, fmt.Errorf("update schedule %s: %w", s.ID, err)
 	}

@@ -66,20 +66,9 @@ func runChat(ctx context.Context, e env, args []string) error {
 	if err := chat.CheckServerURL(base); err != nil {
 		return usagef("--server %s: %v", base, err)
 	}
-	workspace := ""
-	if *workspaceFlag != "" || *sessionFlag == "" {
-		dir := *workspaceFlag
-		if dir == "" {
-			dir = workingDir()
-		}
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			return usagef("--workspace %s: %v", dir, err)
-		}
-		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-			return usagef("--workspace %s is not a folder", dir)
-		}
-		workspace = abs
+	workspace, err := chatWorkspace(*workspaceFlag, *sessionFlag)
+	if err != nil {
+		return err
 	}
 	token, err := clientToken(e)
 	if err != nil {
@@ -98,18 +87,7 @@ func runChat(ctx context.Context, e env, args []string) error {
 	if *serverFlag == "" && e.getenv("JEAN2_SERVER") == "" {
 		// The server was looked for, not named: when it comes back on another port, its
 		// address file says where.
-		o.Rediscover = func() (string, string) {
-			layout, err := host.LayoutFromEnv(e.getenv)
-			if err != nil {
-				return "", ""
-			}
-			base := runningServer(layout.Home)
-			if base == "" {
-				return "", ""
-			}
-			tok, _ := clientToken(e)
-			return base, tok
-		}
+		o.Rediscover = func() (string, string) { return rediscover(e) }
 	}
 	if !explicit {
 		o.StartServer = func(ctx context.Context) (*chat.LocalServer, error) {
@@ -130,6 +108,41 @@ func runChat(ctx context.Context, e env, args []string) error {
 		return usageError{ue.Msg}
 	}
 	return err
+}
+
+// chatWorkspace is the folder the chat's session works in: --workspace, else the current
+// folder, unless an earlier session is taken up (its own workspace then).
+func chatWorkspace(flag, session string) (string, error) {
+	if flag == "" && session != "" {
+		return "", nil
+	}
+	dir := flag
+	if dir == "" {
+		dir = workingDir()
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", usagef("--workspace %s: %v", dir, err)
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return "", usagef("--workspace %s is not a folder", dir)
+	}
+	return abs, nil
+}
+
+// rediscover is the address and token of the server of this home now (server.json), for
+// a chat whose server went away: "" when none is running.
+func rediscover(e env) (string, string) {
+	layout, err := host.LayoutFromEnv(e.getenv)
+	if err != nil {
+		return "", ""
+	}
+	base := runningServer(layout.Home)
+	if base == "" {
+		return "", ""
+	}
+	tok, _ := clientToken(e)
+	return base, tok
 }
 
 // chatColor decides whether the chat colours its output: only on a terminal, only without

@@ -318,8 +318,14 @@ func testClusterKilledInstance(t *testing.T, f *clusterFixture) {
 	if took > time.Minute {
 		t.Errorf("sealed %s after the kill: more than the minute the issue allows", took)
 	}
-	if !strings.Contains(b.logs.String(), "sealed the turn of an instance that stopped renewing its lease") {
-		t.Errorf("B's log does not say it sealed the turn:\n%s", b.logs)
+	// The line is written once the seal is committed, which the event shows first: it may
+	// follow the event by a moment.
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(b.logs.String(), "sealed the turn of an instance that stopped renewing its lease"); {
+		if time.Now().After(deadline) {
+			t.Errorf("B's log does not say it sealed the turn:\n%s", b.logs)
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	var msgs struct{ Messages []store.Message }
 	b.call("GET", "/api/sessions/"+ses.ID+"/messages", nil, 200, &msgs)

@@ -143,11 +143,21 @@ func mcpProbe(ctx context.Context, e env, args []string) error {
 	if *schemaOf != "" {
 		return printSchema(e, tools, *schemaOf)
 	}
+	failed := probeTools(ctx, e, cs, tools, given, *noCall, *only)
+	if failed > 0 {
+		return fmt.Errorf("mcp probe %s: %d of %d calls failed", cfg.URL, failed, len(tools))
+	}
+	return nil
+}
+
+// probeTools lists the tools and calls each (but with noCall, or only the one named only)
+// with the given arguments or ones made from its schema; it returns how many calls failed.
+func probeTools(ctx context.Context, e env, cs *mcp.ClientSession, tools []*mcp.Tool, given map[string]map[string]any, noCall bool, only string) int {
 	fmt.Fprintf(e.stdout, "tools: %d\n", len(tools))
 	failed := 0
 	for _, t := range tools {
 		fmt.Fprintf(e.stdout, "- %s: %s\n", t.Name, firstLine(strings.TrimSpace(t.Description)))
-		if *noCall || (*only != "" && t.Name != *only) {
+		if noCall || (only != "" && t.Name != only) {
 			continue
 		}
 		args, ok := given[t.Name]
@@ -158,10 +168,7 @@ func mcpProbe(ctx context.Context, e env, args []string) error {
 			failed++
 		}
 	}
-	if failed > 0 {
-		return fmt.Errorf("mcp probe %s: %d of %d calls failed", cfg.URL, failed, len(tools))
-	}
-	return nil
+	return failed
 }
 
 // printServer says which server answered. A server on 2026-07-28 may leave its name out of

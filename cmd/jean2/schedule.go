@@ -38,6 +38,7 @@ Flags of add:
   --workspace DIR    the folder the runs work in (default: the current folder)
   --name NAME        what the runs' sessions are titled after (default: the prompt's start)
   --provider NAME, --model MODEL   the runs' model (default: the server's)
+  --agent NAME       the agent the runs' sessions use (default: build)
   --allow RULE, --deny RULE, --answers FILE   the ask policy, as jean2 run's
   --catch-up once|skip   after jean2 was down: one run for the occurrences missed (once, the
                      default) or none (skip)
@@ -103,15 +104,15 @@ func scheduleCall(ctx context.Context, api *chat.Client, method, path string, in
 
 // addFlags are jean2 schedule add's flags.
 type addFlags struct {
-	cron, tz, workspace, name, provider, model, answers, catchUp, server string
-	paused                                                               bool
-	allow, deny                                                          ruleList
+	cron, tz, workspace, name, provider, model, agent, answers, catchUp, server string
+	paused                                                                      bool
+	allow, deny                                                                 ruleList
 }
 
 func parseAddFlags(e env, args []string) (f addFlags, prompt string, help bool, err error) {
 	fs := newFlags("schedule add", e)
 	for name, p := range map[string]*string{"cron": &f.cron, "tz": &f.tz, "workspace": &f.workspace, "name": &f.name,
-		"provider": &f.provider, "model": &f.model, "answers": &f.answers, "catch-up": &f.catchUp, "server": &f.server} {
+		"provider": &f.provider, "model": &f.model, "agent": &f.agent, "answers": &f.answers, "catch-up": &f.catchUp, "server": &f.server} {
 		fs.StringVar(p, name, "", "")
 	}
 	fs.BoolVar(&f.paused, "paused", false, "")
@@ -188,6 +189,9 @@ func addBody(e env, f addFlags, prompt string) (map[string]any, error) {
 	}
 	body := map[string]any{"prompt": prompt, "cron": f.cron, "timeZone": tz, "name": f.name,
 		"provider": f.provider, "model": f.model, "policy": policy, "paused": f.paused}
+	if f.agent != "" {
+		body["agent"] = f.agent
+	}
 	if f.catchUp != "" {
 		body["catchUp"] = f.catchUp
 	}

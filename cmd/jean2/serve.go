@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jean2/jean2/mcpclient"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -54,44 +56,78 @@ or an allowed name are refused (DNS rebinding).
 const serveShutdownWait = 10 * time.Second
 
 // serve runs `jean2 serve`.
-func serve(ctx context.Context, e env, args []string) error {
-	fs := newFlags("serve", e)
-	hostFlag := fs.String("host", "127.0.0.1", "the address to listen on")
-	port := fs.Int("port", 8742, "the port")
-	newToken := fs.Bool("new-token", false, "make another API token")
-	var allowed hostList
-	fs.Var(&allowed, "allowed-host", "a name browsers may reach the server by")
-	if help, err := parseFlags(fs, e, args, serveUsage, ""); help || err != nil {
-		return err
-	}
-	if *port < 0 || *port > 65535 {
-		return usagef("--port %d is not a port number (0 to 65535)", *port)
-	}
-	if *hostFlag == "" {
-		return usagef("--host is empty: give an address such as 127.0.0.1 or 0.0.0.0")
-	}
-	_ = allowed.Set(e.getenv("JEAN2_ALLOWED_HOSTS"))
-	if net.ParseIP(strings.Trim(*hostFlag, "[]")) == nil {
-		allowed = append(allowed, *hostFlag) // bound by name: that name is the server's
-	}
+// serveFlags are jean2 serve's flags.
+type serveFlags struct {
+	host     string
+	port     int
+	newToken bool
+	allowed  hostList
+}
 
+func parseServeFlags(e env, args []string) (f serveFlags, help bool, err error) {
+	fs := newFlags("serve", e)
+	fs.StringVar(&f.host, "host", "127.0.0.1", "the address to listen on")
+	fs.IntVar(&f.port, "port", 8742, "the port")
+	fs.BoolVar(&f.newToken, "new-token", false, "make another API token")
+	fs.Var(&f.allowed, "allowed-host", "a name browsers may reach the server by")
+	if help, err := parseFlags(fs, e, args, serveUsage, ""); help || err != nil {
+		return f, help, err
+	}
+	if f.port < 0 || f.port > 65535 {
+		return f, false, usagef("--port %d is not a port number (0 to 65535)", f.port)
+	}
+	if f.host == "" {
+		return f, false, usagef("--host is empty: give an address such as 127.0.0.1 or 0.0.0.0")
+	}
+	_ = f.allowed.Set(e.getenv("JEAN2_ALLOWED_HOSTS"))
+	if net.ParseIP(strings.Trim(f.host, "[]")) == nil {
+		f.allowed = append(f.allowed, f.host) // bound by name: that name is the server's
+	}
+	return f, false, nil
+}
+
+// lateReload reloads the server's host when an MCP server's tools change (tools.changed
+// follows). A change while the server is being made is kept and applied once it exists.
+type lateReload struct {
+	log    *slog.Logger
+	mu     sync.Mutex
+	live   *server.Server
+	missed bool
+}
+
+func (l *lateReload) changed() {
+	l.mu.Lock()
+	s := l.live
+	l.missed = s == nil
+	l.mu.Unlock()
+	if s != nil {
+		l.reload(s)
+	}
+}
+
+// attach names the server made, and applies a change that came while it was being made.
+func (l *lateReload) attach(s *server.Server) {
+	l.mu.Lock()
+	l.live = s
+	again := l.missed
+	l.mu.Unlock()
+	if again {
+		l.reload(s)
+	}
+}
+
+func (l *lateReload) reload(s *server.Server) {
+	if err := s.Host().Reload(context.Background()); err != nil {
+		l.log.Warn("reload after an MCP server's tools changed", "error", err)
+	}
+}
+
+func serve(ctx context.Context, e env, args []string) error {
+	f, help, err := parseServeFlags(e, args)
+	if help || err != nil {
+		return err
+	}
 	layout, err := host.LayoutFromEnv(e.getenv)
-	if err != nil {
-		return err
-	}
-	durability, err := store.ParseDurability(e.getenv("JEAN2_DB_SYNC"))
-	if err != nil {
-		return usagef("JEAN2_DB_SYNC: %v (normal: a crash of jean2 loses nothing; full: a power cut neither, at an fsync per commit)", err)
-	}
-	clusterCfg, dbPath, err := clusterConfig(e)
-	if err != nil {
-		return err
-	}
-	dbURL, err := databaseURL(e, layout)
-	if err != nil {
-		return err
-	}
-	sb, err := sandboxOptions(e)
 	if err != nil {
 		return err
 	}
@@ -109,34 +145,69 @@ func serve(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer stopProfiling()
-	// An MCP server whose tools change reloads the host (tools.changed follows). A change
-	// while the server is being made is kept and applied once it exists.
-	var mu sync.Mutex
-	var live *server.Server
-	missed := false
-	reload := func(s *server.Server) {
-		if err := s.Host().Reload(context.Background()); err != nil {
-			log.Warn("reload after an MCP server's tools changed", "error", err)
-		}
-	}
-	clients.OnChange(func() {
-		mu.Lock()
-		s := live
-		missed = s == nil
-		mu.Unlock()
-		if s != nil {
-			reload(s)
-		}
-	})
-	builtinTools, disabledBuiltins, err := builtins(layout, sb)
+	reloads := &lateReload{log: log}
+	clients.OnChange(reloads.changed)
+	cfg, err := serveConfig(e, layout, clients, f.allowed, log)
 	if err != nil {
 		return err
+	}
+	srv, err := server.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	closeServer := sync.OnceValue(func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), serveShutdownWait)
+		defer cancel()
+		return srv.Close(ctx)
+	})
+	defer closeServer()
+	reloads.attach(srv)
+
+	addr := net.JoinHostPort(f.host, strconv.Itoa(f.port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is another jean2 serve running? try --port)", addr, err)
+	}
+	if err := announceStart(ctx, e, srv, cfg, ln, f.newToken); err != nil {
+		ln.Close()
+		return err
+	}
+	// jean2 chat and jean2 signin of this home find the server on whatever port it has.
+	if unpublish, err := publishServer(layout.Home, browserBase(ln.Addr())); err != nil {
+		fmt.Fprintf(e.stderr, "jean2 serve: jean2 chat will not find this server without --server: %v\n", err)
+	} else {
+		defer unpublish()
+	}
+	return serveHTTP(ctx, e, srv, ln, addr, closeServer)
+}
+
+// serveConfig is the server's configuration from the environment and $JEAN2_HOME's files.
+func serveConfig(e env, layout host.Layout, clients *mcpclient.Manager, allowed hostList, log *slog.Logger) (server.Config, error) {
+	durability, err := store.ParseDurability(e.getenv("JEAN2_DB_SYNC"))
+	if err != nil {
+		return server.Config{}, usagef("JEAN2_DB_SYNC: %v (normal: a crash of jean2 loses nothing; full: a power cut neither, at an fsync per commit)", err)
+	}
+	clusterCfg, dbPath, err := clusterConfig(e)
+	if err != nil {
+		return server.Config{}, err
+	}
+	dbURL, err := databaseURL(e, layout)
+	if err != nil {
+		return server.Config{}, err
+	}
+	sb, err := sandboxOptions(e)
+	if err != nil {
+		return server.Config{}, err
+	}
+	builtinTools, disabledBuiltins, err := builtins(layout, sb)
+	if err != nil {
+		return server.Config{}, err
 	}
 	limits, err := configLimits(layout)
 	if err != nil {
-		return err
+		return server.Config{}, err
 	}
-	srv, err := server.Open(ctx, server.Config{
+	return server.Config{
 		Host: host.Options{
 			Layout: layout, Sandbox: sb, SourceSets: []host.SourceSet{clients}, Builtins: builtinTools, DisabledBuiltins: disabledBuiltins, Limits: limits,
 			RuntimePreference: e.getenv("JEAN2_RUNTIME"), BunPath: e.getenv("JEAN2_BUN"), NodePath: e.getenv("JEAN2_NODE"),
@@ -154,35 +225,18 @@ func serve(ctx context.Context, e env, args []string) error {
 		DBPath:       dbPath,
 		Cluster:      clusterCfg,
 		Push:         server.PushOptions{Contact: e.getenv("JEAN2_PUSH_CONTACT")},
-	})
-	if err != nil {
-		return err
-	}
-	closeServer := sync.OnceValue(func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), serveShutdownWait)
-		defer cancel()
-		return srv.Close(ctx)
-	})
-	defer closeServer()
-	mu.Lock()
-	live = srv
-	again := missed
-	mu.Unlock()
-	if again {
-		reload(srv)
-	}
+	}, nil
+}
 
-	addr := net.JoinHostPort(*hostFlag, strconv.Itoa(*port))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w (is another jean2 serve running? try --port)", addr, err)
-	}
+// announceStart says on stderr what the server runs with and how to reach it; its last
+// line ("listening on") is the one scripts wait for.
+func announceStart(ctx context.Context, e env, srv *server.Server, cfg server.Config, ln net.Listener, newToken bool) error {
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(e.stderr, "jean2 serve: tool workers: %s\n", srv.Host().Sandbox().Summary())
-	if dbURL != "" {
+	if cfg.DatabaseURL != "" {
 		fmt.Fprintf(e.stderr, "jean2 serve: database %s (PostgreSQL)\n", srv.Store().Path())
 	} else {
-		fmt.Fprintf(e.stderr, "jean2 serve: database %s (JEAN2_DB_SYNC=%s)\n", srv.Store().Path(), durability)
+		fmt.Fprintf(e.stderr, "jean2 serve: database %s (JEAN2_DB_SYNC=%s)\n", srv.Store().Path(), cfg.Durability)
 	}
 	if srv.Clustered() {
 		fmt.Fprintf(e.stderr, "jean2 serve: instance %s, one of several sharing the database (docs/deploy.md)\n", srv.Instance())
@@ -190,29 +244,24 @@ func serve(ctx context.Context, e env, args []string) error {
 	for _, line := range providerLines(srv.Providers().Set()) {
 		fmt.Fprintf(e.stderr, "jean2 serve: %s\n", line)
 	}
-	if *newToken {
+	if newToken {
 		if err := printToken(ctx, e, srv, base); err != nil {
-			ln.Close()
 			return err
 		}
 	}
 	signIn, err := srv.SignInURL(browserBase(ln.Addr()))
 	if err != nil {
-		ln.Close()
 		return err
 	}
 	fmt.Fprintf(e.stderr, "jean2 serve: open in your browser to sign in (once, within an hour; jean2 signin prints another):\n  %s\n", signIn)
-	// The last line of the start: scripts wait for it.
 	fmt.Fprintf(e.stderr, "jean2 serve: listening on %s (API %s/api/, MCP %s/mcp; API token in %s)\n",
-		base, base, base, filepath.Join(layout.Home, server.TokenFile))
+		base, base, base, filepath.Join(cfg.Host.Layout.Home, server.TokenFile))
+	return nil
+}
 
-	// jean2 chat and jean2 signin of this home find the server on whatever port it has.
-	if unpublish, err := publishServer(layout.Home, browserBase(ln.Addr())); err != nil {
-		fmt.Fprintf(e.stderr, "jean2 serve: jean2 chat will not find this server without --server: %v\n", err)
-	} else {
-		defer unpublish()
-	}
-
+// serveHTTP serves until ctx ends, then stops taking requests while the server stops its
+// turns, sockets and tool runs, which lets the requests in flight end.
+func serveHTTP(ctx context.Context, e env, srv *server.Server, ln net.Listener, addr string, closeServer func() error) error {
 	// Timeouts and a connection cap, so slow or idle clients cannot hold every descriptor.
 	lim := server.HTTPLimits{}
 	hs := srv.HTTPServer(lim)
@@ -224,8 +273,6 @@ func serve(ctx context.Context, e env, args []string) error {
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(e.stderr, "jean2 serve: stopping")
-	// Stop taking requests while the server stops its turns, sockets and tool runs, which
-	// lets the requests in flight end.
 	shutdownDone := make(chan error, 1)
 	go func() {
 		sctx, cancel := context.WithTimeout(context.Background(), serveShutdownWait)

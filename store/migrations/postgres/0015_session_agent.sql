@@ -1,2 +1,2 @@
--- The agent a session runs with; as SQLite's migrations/0014_session_agent.sql.
+-- The agent a session runs with; as SQLite's migrations/0015_session_agent.sql.
 ALTER TABLE sessions ADD COLUMN agent text COLLATE "C" NOT NULL DEFAULT '';
