@@ -615,3 +615,36 @@ func TestChatColor(t *testing.T) {
 		t.Error("colour should be on for a terminal only")
 	}
 }
+
+// A question whose call ends (the turn stopped from another client) is withdrawn from the
+// terminal, and the server holds no pending ask for it (issue 24, point 4).
+func TestChatWithdrawsAQuestionWhenItsCallEnds(t *testing.T) {
+	c := newChatEnv(t)
+	base := c.serve()
+	c.fake.Push(providertest.NewOpenAIStream("test-model").ToolCall(0, "call_s", "survey", `{}`).Finish("tool_calls").Done().Reply())
+	p := c.chat([]string{"NO_COLOR=1"}, "--server", base, "--workspace", c.ws)
+	p.waitFor("> ")
+	sid := regexp.MustCompile(`session (ses_\w+)`).FindStringSubmatch(p.screen.String())[1]
+	p.send("survey me")
+	p.waitFor("Which languages?")
+	req, _ := http.NewRequest("POST", base+"/api/sessions/"+sid+"/stop", strings.NewReader(`{}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("stop from another client: %d", resp.StatusCode)
+	}
+	p.waitFor("question withdrawn")
+	p.waitFor("the call no longer waits for it")
+	var asks struct {
+		Asks []json.RawMessage `json:"asks"`
+	}
+	getJSON(t, c.token(), base+"/api/sessions/"+sid+"/asks", &asks)
+	if len(asks.Asks) != 0 {
+		t.Fatalf("asks still pending after the stop: %s", asks.Asks)
+	}
+}
