@@ -118,24 +118,8 @@ func (db *DB) ScheduleRuns(ctx context.Context, scheduleID string, limit int) ([
 	if limit <= 0 {
 		n = noLimit
 	}
-	rows, err := db.read.QueryContext(ctx, `SELECT `+scheduleRunColumns+` FROM schedule_runs WHERE schedule_id = ?
-		ORDER BY occurrence_at DESC LIMIT ?`, scheduleID, n)
-	if err != nil {
-		return nil, fmt.Errorf("list runs of schedule %s: %w", scheduleID, err)
-	}
-	defer rows.Close()
-	out := []ScheduleRun{}
-	for rows.Next() {
-		r, err := scanScheduleRun(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list runs of schedule %s: %w", scheduleID, err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list runs of schedule %s: %w", scheduleID, err)
-	}
-	return out, nil
+	return queryAll(ctx, db, "list runs of schedule "+scheduleID, scanScheduleRun, `SELECT `+scheduleRunColumns+`
+		FROM schedule_runs WHERE schedule_id = ? ORDER BY occurrence_at DESC LIMIT ?`, scheduleID, n)
 }
 
 // ScheduleRunOfSession returns the run a session is (ErrNotFound for a session no schedule

@@ -132,23 +132,7 @@ func (db *DB) DueSchedules(ctx context.Context, t time.Time) ([]Schedule, error)
 }
 
 func (db *DB) querySchedules(ctx context.Context, op, query string, args ...any) ([]Schedule, error) {
-	rows, err := db.read.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	defer rows.Close()
-	out := []Schedule{}
-	for rows.Next() {
-		s, err := scanSchedule(rows)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	return out, nil
+	return queryAll(ctx, db, op, scanSchedule, query, args...)
 }
 
 // NextScheduled is the earliest next occurrence of the schedules not paused; ok is false

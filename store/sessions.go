@@ -97,24 +97,8 @@ func (db *DB) SessionWorkspace(ctx context.Context, id string) (Session, Workspa
 // ListSessions returns the sessions of a workspace, most recently updated first. An
 // unknown workspace has none.
 func (db *DB) ListSessions(ctx context.Context, workspaceID string) ([]Session, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE workspace_id = ?
-		ORDER BY updated_at DESC, id DESC`, workspaceID)
-	if err != nil {
-		return nil, fmt.Errorf("list sessions of workspace %s: %w", workspaceID, err)
-	}
-	defer rows.Close()
-	out := []Session{}
-	for rows.Next() {
-		s, err := scanSession(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list sessions of workspace %s: %w", workspaceID, err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list sessions of workspace %s: %w", workspaceID, err)
-	}
-	return out, nil
+	return queryAll(ctx, db, "list sessions of workspace "+workspaceID, scanSession, `SELECT `+sessionColumns+` FROM sessions
+		WHERE workspace_id = ? ORDER BY updated_at DESC, id DESC`, workspaceID)
 }
 
 // UpdateSession saves s's title, provider, model and agent and returns the session as stored,

@@ -112,23 +112,7 @@ func (db *DB) WorkspaceChildren(ctx context.Context, workspaceID string) ([]Suba
 }
 
 func (db *DB) subagents(ctx context.Context, what, query string, args ...any) ([]Subagent, error) {
-	rows, err := db.read.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", what, err)
-	}
-	defer rows.Close()
-	out := []Subagent{}
-	for rows.Next() {
-		sub, err := scanSubagent(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", what, err)
-		}
-		out = append(out, sub)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list %s: %w", what, err)
-	}
-	return out, nil
+	return queryAll(ctx, db, "list "+what, scanSubagent, query, args...)
 }
 
 // prefixed qualifies each of a comma-separated column list with p.
