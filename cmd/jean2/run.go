@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -110,19 +109,9 @@ func parseRunFlags(e env, args []string) (f runFlags, prompt string, help bool, 
 	fs.StringVar(&f.answers, "answers", "", "")
 	fs.Var(&f.allow, "allow", "")
 	fs.Var(&f.deny, "deny", "")
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprint(e.stdout, runUsage)
-				return f, "", true, nil
-			}
-			return f, "", false, usagef("%v\n\n%s", err, runUsage)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+	pos, help, err := parseMixed(fs, e, args, runUsage)
+	if help || err != nil {
+		return f, "", help, err
 	}
 	switch {
 	case f.format != "text" && f.format != "json":

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -118,19 +117,9 @@ func parseAddFlags(e env, args []string) (f addFlags, prompt string, help bool, 
 	fs.BoolVar(&f.paused, "paused", false, "")
 	fs.Var(&f.allow, "allow", "")
 	fs.Var(&f.deny, "deny", "")
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprint(e.stdout, scheduleUsage)
-				return f, "", true, nil
-			}
-			return f, "", false, usagef("%v\n\n%s", err, scheduleUsage)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+	pos, help, err := parseMixed(fs, e, args, scheduleUsage)
+	if help || err != nil {
+		return f, "", help, err
 	}
 	switch {
 	case f.cron == "":
