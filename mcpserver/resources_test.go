@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -147,6 +148,19 @@ func TestWorkspaceFileSubscription(t *testing.T) {
 	}
 	if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "test://watched-resource"}); err == nil {
 		t.Fatal("a subscription to a URI jean2 offers nothing under was taken")
+	}
+	// The server's tool list follows the host's reload a moment later (list_changed).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "writer" }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server does not list writer 10 s after the reload")
+		}
 	}
 	if got := text(call(t, cs, "writer", nil)); !strings.Contains(got, "written") {
 		t.Fatalf("writer: %s", got)
