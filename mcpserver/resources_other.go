@@ -4,9 +4,10 @@ package mcpserver
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/jean2/jean2/internal/fsutil"
 )
 
 // readBeneath reads the file rel below root, refusing a link in its place, at most limit
@@ -16,17 +17,5 @@ func readBeneath(root, rel string, limit int64) ([]byte, error) {
 	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", p)
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is longer than %d bytes", p, limit)
-	}
-	return data, nil
+	return fsutil.ReadLimited(p, limit)
 }
