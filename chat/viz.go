@@ -206,16 +206,7 @@ func drawViz(w io.Writer, st chatStyle, raw json.RawMessage, indent string) {
 			Items []vizDiff `json:"items"`
 		}
 		if decode(&ds) {
-			for i, d := range ds.Items {
-				if i > 0 {
-					v.line("")
-				}
-				if d.Title != "" {
-					// apply-patch names what it did to the file: created, deleted, moved.
-					v.line(st.bold(termtext.Line(d.Title)))
-				}
-				drawDiff(v, d)
-			}
+			drawDiffs(v, ds.Items)
 		}
 	case tool.VizCode:
 		var c vizCode
@@ -268,13 +259,27 @@ func drawViz(w io.Writer, st chatStyle, raw json.RawMessage, indent string) {
 			// A terminal draws no images: it says what there is and saves it to a file a
 			// person can open.
 			for _, i := range im.Images {
-				v.line(st.dim(imageLine(i.MIMEType, i.Data)))
+				v.line(v.st.dim(imageLine(i.MIMEType, i.Data)))
 			}
 		}
 	default:
 		v.line(st.dim(fmt.Sprintf("(a %q visualization, which the terminal does not draw)", termtext.Line(common.Type))))
 	}
 	v.finish()
+}
+
+// drawDiffs draws apply-patch's diffs one after the other, each under the title that names
+// what was done to its file (created, deleted, moved).
+func drawDiffs(v *vizWriter, items []vizDiff) {
+	for i, d := range items {
+		if i > 0 {
+			v.line("")
+		}
+		if d.Title != "" {
+			v.line(v.st.bold(termtext.Line(d.Title)))
+		}
+		drawDiff(v, d)
+	}
 }
 
 func drawDiff(v *vizWriter, d vizDiff) {
