@@ -277,8 +277,9 @@ func fileURLPath(s string) (string, error) {
 func ConfigFile(l host.Layout) string { return filepath.Join(l.Home, "config.json") }
 
 // IndexLocation says where the tool index is: JEAN2_TOOL_REGISTRY_URL, else the
-// "toolRegistryUrl" of $JEAN2_HOME/config.json. "" means none is configured. A relative
-// file path is made absolute.
+// "toolRegistryUrl" of $JEAN2_HOME/config.json, else DefaultIndexURL (jean2's own
+// catalogue). An explicit "toolRegistryUrl": "" turns the index off and gives "" (a machine
+// that must not reach GitHub). A relative file path is made absolute.
 func IndexLocation(getenv func(string) string, l host.Layout) (string, error) {
 	loc := strings.TrimSpace(getenv("JEAN2_TOOL_REGISTRY_URL"))
 	if loc == "" {
@@ -286,7 +287,7 @@ func IndexLocation(getenv func(string) string, l host.Layout) (string, error) {
 		data, err := os.ReadFile(cfgPath)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return "", nil
+			return DefaultIndexURL, nil
 		case err != nil:
 			return "", fmt.Errorf("read %s: %w", cfgPath, err)
 		}
@@ -297,7 +298,7 @@ func IndexLocation(getenv func(string) string, l host.Layout) (string, error) {
 			return "", fmt.Errorf("%s is not valid JSON: %w", cfgPath, err)
 		}
 		if cfg.ToolRegistryURL == nil {
-			return "", nil
+			return DefaultIndexURL, nil
 		}
 		loc = strings.TrimSpace(*cfg.ToolRegistryURL)
 	}

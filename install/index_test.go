@@ -87,8 +87,20 @@ func TestIndexLocation(t *testing.T) {
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
 
+	if loc, err := IndexLocation(getenv, l); err != nil || loc != DefaultIndexURL {
+		t.Fatalf("nothing configured: %q %v; want the default index", loc, err)
+	}
+	if err := os.WriteFile(ConfigFile(l), []byte(`{"other": 1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if loc, err := IndexLocation(getenv, l); err != nil || loc != DefaultIndexURL {
+		t.Fatalf("config without toolRegistryUrl: %q %v; want the default index", loc, err)
+	}
+	if err := os.WriteFile(ConfigFile(l), []byte(`{"toolRegistryUrl": ""}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if loc, err := IndexLocation(getenv, l); err != nil || loc != "" {
-		t.Fatalf("nothing configured: %q %v", loc, err)
+		t.Fatalf(`"toolRegistryUrl": "": %q %v; want no index`, loc, err)
 	}
 	if err := os.WriteFile(ConfigFile(l), []byte(`{"toolRegistryUrl": "https://tools.example/index.json", "other": 1}`), 0o600); err != nil {
 		t.Fatal(err)

@@ -328,7 +328,7 @@ func (in *Installer) resolveIndexed(ctx context.Context, o origin, idx *Index) (
 	spec := o.spec
 	if idx == nil {
 		if in.indexLoc == "" {
-			return o, fmt.Errorf("%q is not a file or folder here, and no tool index is configured to look it up: set JEAN2_TOOL_REGISTRY_URL or \"toolRegistryUrl\" in %s", spec, ConfigFile(in.layout))
+			return o, fmt.Errorf("%q is not a file or folder here, and the tool index is turned off (\"toolRegistryUrl\": \"\" in %s): set JEAN2_TOOL_REGISTRY_URL or \"toolRegistryUrl\" to look it up", spec, ConfigFile(in.layout))
 		}
 		var err error
 		if idx, err = in.LoadIndex(ctx); err != nil {
@@ -415,7 +415,7 @@ func (in *Installer) latestVersion(ctx context.Context, idx *Index, name string)
 // LoadIndex reads the configured tool index.
 func (in *Installer) LoadIndex(ctx context.Context) (*Index, error) {
 	if in.indexLoc == "" {
-		return nil, fmt.Errorf("no tool index is configured: set JEAN2_TOOL_REGISTRY_URL or \"toolRegistryUrl\" in %s", ConfigFile(in.layout))
+		return nil, fmt.Errorf("the tool index is turned off (\"toolRegistryUrl\": \"\" in %s): set JEAN2_TOOL_REGISTRY_URL or \"toolRegistryUrl\" to use one", ConfigFile(in.layout))
 	}
 	return in.loadIndexAt(ctx, in.indexLoc)
 }
