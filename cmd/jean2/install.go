@@ -90,7 +90,7 @@ func toolsInstall(ctx context.Context, e env, args []string) error {
 	fs.BoolVar(&pick.recommended, "recommended", false, "install every tool the index recommends")
 	fs.BoolVar(&pick.all, "all", false, "install every tool of the index that is not installed")
 	fs.BoolVar(&pick.installed, "installed", false, "reinstall from the index every installed tool it lists")
-	indexFlag := fs.String("index", "", "the tool index (default: JEAN2_TOOL_REGISTRY_URL, else toolRegistryUrl in config.json)")
+	indexFlag := fs.String("index", "", "the tool index (default: JEAN2_TOOL_REGISTRY_URL, else toolRegistryUrl in config.json, else jean2's catalogue)")
 	sources, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err

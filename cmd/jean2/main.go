@@ -71,7 +71,7 @@ Environment:
   JEAN2_SANDBOX     auto, landlock, require, node or off (default auto; require is landlock
                     plus no network but the egress proxy; see docs/security.md)
   JEAN2_TOKEN       the server's API token for chat and signin (default: $JEAN2_HOME/token)
-  JEAN2_TOOL_REGISTRY_URL  the tool index for install/update/outdated
+  JEAN2_TOOL_REGISTRY_URL  the tool index for install/search/update/outdated (default: jean2's catalogue)
 `
 
 func run(ctx context.Context, e env, args []string) error {

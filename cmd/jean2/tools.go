@@ -28,7 +28,7 @@ const toolsUsage = `Usage:
   jean2 tools install SOURCE... [--name NAME] [--json] [--index URL]
         SOURCE: a tool folder, a .tar.gz/.tgz/.zip file, an http(s) URL of one,
         or a tool name from the index (JEAN2_TOOL_REGISTRY_URL or toolRegistryUrl
-        in $JEAN2_HOME/config.json)
+        in $JEAN2_HOME/config.json; default: jean2's catalogue)
   jean2 tools install --recommended|--all|--installed [--json]
   jean2 tools search [WORDS...] [--installed] [--json]
   jean2 tools remove NAME...
@@ -83,7 +83,8 @@ See docs/writing-tools.md, "Testing a tool".
   jean2 tools install --recommended|--all|--installed [--json]
 
 SOURCE: a tool folder, a .tar.gz/.tgz/.zip file, an http(s) URL of one, or a tool name from
-the index (JEAN2_TOOL_REGISTRY_URL or toolRegistryUrl in $JEAN2_HOME/config.json).
+the index (JEAN2_TOOL_REGISTRY_URL or toolRegistryUrl in $JEAN2_HOME/config.json; without
+either, jean2's catalogue: the tools.json of the latest release, docs/tools.md).
   --recommended  every tool the index recommends
   --all          every tool of the index that is not installed yet
   --installed    every installed tool the index lists, installed again from it
