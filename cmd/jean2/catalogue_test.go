@@ -81,6 +81,19 @@ func TestCatalogueIndexInstallsOverHTTP(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(c.home, "tools", "regex-test")); !os.IsNotExist(err) {
 		t.Fatalf("the refused tool's folder is there: %v", err)
 	}
+
+	// --all takes the rest of the index: each verified against it, the tampered one refused.
+	stdout, stderr, code = c.runWith(env, "tools", "install", "--all", "--json")
+	outcomes = nil
+	if code == 0 || json.Unmarshal([]byte(stdout), &outcomes) != nil || len(outcomes) != len(idx.Tools)-1 {
+		t.Fatalf("--all: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, o := range outcomes {
+		tampered := o.Source == "regex-test"
+		if o.OK == tampered || (!tampered && o.Result.Verified != "index") || (tampered && o.Stage != install.StageVerify) {
+			t.Errorf("--all %s: %+v", o.Source, o)
+		}
+	}
 }
 
 // With no index configured, the index is the latest release's tools.json; the test sees the
