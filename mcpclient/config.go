@@ -245,13 +245,8 @@ func (s *ServerConfig) check() error {
 			return fmt.Errorf("url %q is not an http(s) URL", s.URL)
 		}
 		if o := s.OAuth; o != nil {
-			if o.ClientSecret != "" && o.ClientID == "" {
-				return fmt.Errorf("oauth: a clientSecret needs its clientId")
-			}
-			if m := o.ClientMetadataURL; m != "" {
-				if u, err := url.Parse(m); err != nil || u.Scheme != "https" || u.Path == "" || u.Path == "/" {
-					return fmt.Errorf("oauth: clientMetadataUrl %q must be an https URL with a path (the client ID metadata document jean2 is known by)", m)
-				}
+			if err := o.check(); err != nil {
+				return err
 			}
 		}
 	}
@@ -389,4 +384,27 @@ func (s ServerConfig) Reach() []string {
 		}
 	}
 	return out
+}
+
+// check checks an oauth object: a machine's (client credentials) or a person's sign-in.
+func (o *OAuthConfig) check() error {
+	switch o.Grant {
+	case GrantClientCredentials:
+		return o.checkMachine()
+	case "", "authorization_code":
+	default:
+		return fmt.Errorf(`oauth: grant %q: give "client_credentials" for sign-in with no person, or leave it out`, o.Grant)
+	}
+	if o.PrivateKey != "" || o.PrivateKeyFile != "" {
+		return fmt.Errorf(`oauth: a private key is for grant "client_credentials"`)
+	}
+	if o.ClientSecret != "" && o.ClientID == "" {
+		return fmt.Errorf("oauth: a clientSecret needs its clientId")
+	}
+	if m := o.ClientMetadataURL; m != "" {
+		if u, err := url.Parse(m); err != nil || u.Scheme != "https" || u.Path == "" || u.Path == "/" {
+			return fmt.Errorf("oauth: clientMetadataUrl %q must be an https URL with a path (the client ID metadata document jean2 is known by)", m)
+		}
+	}
+	return nil
 }

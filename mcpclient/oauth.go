@@ -35,6 +35,16 @@ type OAuthConfig struct {
 	// ClientMetadataURL is the https URL of a client ID metadata document describing jean2
 	// (SEP-991), used as the client ID when the authorization server supports them.
 	ClientMetadataURL string `json:"clientMetadataUrl,omitempty"`
+	// Grant is "client_credentials" for machine sign-in (machineauth.go): no person, the
+	// client proves itself with ClientSecret or a private key. Empty: a person signs in
+	// (the authorization code flow).
+	Grant string `json:"grant,omitempty"`
+	// PrivateKey (PEM, usually "${NAME}") or PrivateKeyFile is the key of a client that
+	// authenticates with a signed JWT (private_key_jwt) instead of a secret;
+	// SigningAlgorithm is the JWT's (default: the key's usual one, e.g. ES256, RS256).
+	PrivateKey       string `json:"privateKey,omitempty"`
+	PrivateKeyFile   string `json:"privateKeyFile,omitempty"`
+	SigningAlgorithm string `json:"signingAlgorithm,omitempty"`
 }
 
 // OAuthDir is the folder under $JEAN2_HOME that keeps the tokens of MCP servers (0700, files

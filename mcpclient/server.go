@@ -385,6 +385,12 @@ func (s *Server) transport() (mcp.Transport, error) {
 		}
 		s.endAuth()
 		switch {
+		case s.cfg.OAuth != nil && s.cfg.OAuth.Grant == GrantClientCredentials:
+			h, err := newMachineAuth(s.cfg, s.getenv, oauthClient(s.cfg.URL, nil))
+			if err != nil {
+				return nil, err
+			}
+			t.OAuthHandler = h
 		case s.signIn != nil:
 			h, closeFn, err := s.signIn.Handler(s.cfg)
 			if err != nil {

@@ -30,6 +30,11 @@ answer comes back to a listener on 127.0.0.1; the token is kept in $JEAN2_HOME/m
                              argument; default: $BROWSER, else the address is printed)
   --client-id ID             a client registered beforehand with the authorization server
   --client-secret SECRET     its secret
+  --grant client_credentials sign in as a machine, with no person: the client proves
+                             itself with --client-secret or --private-key-file
+  --private-key-file FILE    the client's PEM private key, to sign its JWT assertion
+                             (private_key_jwt)
+  --signing-algorithm ALG    the JWT's algorithm (default: the key's usual one, e.g. ES256)
   --client-metadata-url URL  jean2's client ID metadata document (https), when the
                              authorization server supports them
   --args NAME=JSON           the arguments to call tool NAME with (repeatable)
@@ -84,6 +89,9 @@ func mcpProbe(ctx context.Context, e env, args []string) error {
 	clientID := fs.String("client-id", "", "pre-registered client ID")
 	clientSecret := fs.String("client-secret", "", "pre-registered client secret")
 	metadataURL := fs.String("client-metadata-url", "", "client ID metadata document URL")
+	grant := fs.String("grant", "", "client_credentials: sign in with no person")
+	keyFile := fs.String("private-key-file", "", "the client's PEM private key (private_key_jwt)")
+	alg := fs.String("signing-algorithm", "", "the client assertion's algorithm")
 	noCall := fs.Bool("no-call", false, "list the tools only")
 	only := fs.String("only", "", "call this tool only")
 	schemaOf := fs.String("schema", "", "print this tool's input schema")
@@ -106,8 +114,9 @@ func mcpProbe(ctx context.Context, e env, args []string) error {
 		return usagef("give one URL\n\n%s", mcpProbeUsage)
 	}
 	cfg := mcpclient.ServerConfig{Name: "probe", URL: pos[0], File: "(jean2 mcp probe)"}
-	if *clientID != "" || *metadataURL != "" {
-		cfg.OAuth = &mcpclient.OAuthConfig{ClientID: *clientID, ClientSecret: *clientSecret, ClientMetadataURL: *metadataURL}
+	if *clientID != "" || *metadataURL != "" || *grant != "" {
+		cfg.OAuth = &mcpclient.OAuthConfig{ClientID: *clientID, ClientSecret: *clientSecret, ClientMetadataURL: *metadataURL,
+			Grant: *grant, PrivateKeyFile: *keyFile, SigningAlgorithm: *alg}
 	}
 	if err := cfg.Check(); err != nil {
 		return usagef("%v", err)

@@ -104,6 +104,12 @@ func (as *AuthServer) Verify(_ context.Context, token string, _ *http.Request) (
 
 // ProtectedServer is an MCP server (the go-sdk's) that takes only as's tokens.
 func ProtectedServer(t testing.TB, as *AuthServer) string {
+	return ProtectedBy(t, as.URL, as.Verify)
+}
+
+// ProtectedBy is an MCP server (the go-sdk's) whose protected resource metadata names the
+// authorization server issuer, and that takes the tokens verify accepts.
+func ProtectedBy(t testing.TB, issuer string, verify auth.TokenVerifier) string {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "hosted", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "hello", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(context.Context, *mcp.CallToolRequest, map[string]any) (*mcp.CallToolResult, any, error) {
@@ -112,10 +118,10 @@ func ProtectedServer(t testing.TB, as *AuthServer) string {
 	mux := http.NewServeMux()
 	var base string
 	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
-		auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{Resource: base + "/mcp", AuthorizationServers: []string{as.URL}}).ServeHTTP(w, r)
+		auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{Resource: base + "/mcp", AuthorizationServers: []string{issuer}}).ServeHTTP(w, r)
 	})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	mux.Handle("/mcp", auth.RequireBearerToken(as.Verify, &auth.RequireBearerTokenOptions{})(h))
+	mux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{})(h))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	base = ts.URL
