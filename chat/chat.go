@@ -93,6 +93,14 @@ type Options struct {
 	// Notify rings the terminal (BEL and OSC 9) when a turn that ran over 10 s ends or asks
 	// (a terminal, without JEAN2_CHAT_NOTIFY=off).
 	Notify bool
+	// Desktop, when set, shows those notifications on the desktop instead of OSC 9 (the
+	// bell still rings when Notify); if it fails, the chat says so once and falls back.
+	Desktop DesktopNotifier
+}
+
+// DesktopNotifier shows a notification on the person's desktop (internal/desktop).
+type DesktopNotifier interface {
+	Notify(ctx context.Context, title, body string) error
 }
 
 // LocalServer is a jean2 server that runs inside the chat's process for as long as the

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"context"
 	"time"
 
 	"github.com/jean2/jean2/harness"
@@ -55,13 +56,36 @@ func (u *chatUI) notifyTurnEnd(p harness.TurnFinished) {
 	if p.Reason == harness.ReasonError || p.Reason == harness.ReasonInterrupted {
 		what = "the turn failed"
 	}
-	u.print(notification("jean2: " + what + " (" + u.sessionName() + ")"))
+	u.ring(what + " (" + u.sessionName() + ")")
 }
 
 // notifyAsk rings the terminal when a question comes during a long turn.
 func (u *chatUI) notifyAsk() {
 	if u.clock.on && u.clock.long() {
-		u.print(notification("jean2: a question waits for your answer (" + u.sessionName() + ")"))
+		u.ring("a question waits for your answer (" + u.sessionName() + ")")
+	}
+}
+
+// ring shows text on the desktop (and rings the bell), else as the terminal's OSC 9. A
+// desktop that fails is said once and not tried again: the terminal takes over.
+func (u *chatUI) ring(text string) {
+	if u.desktop != nil {
+		ctx := u.ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		err := u.desktop.Notify(ctx, "jean2", termtext.Line(text))
+		if err == nil {
+			if u.bell {
+				u.print("\a")
+			}
+			return
+		}
+		u.desktop = nil
+		u.out.writeLine(u.st.dim("(" + err.Error() + "; the terminal is rung instead — JEAN2_CHAT_NOTIFY=terminal chooses it)"))
+	}
+	if u.bell {
+		u.print(notification("jean2: " + text))
 	}
 }
 

@@ -81,6 +81,10 @@ type chatUI struct {
 	outputs map[string]*streamedOutput
 	// clock times the running turn, to ring the terminal when a long one ends (notify.go).
 	clock turnClock
+	// bell: the output is a terminal that takes BEL and OSC 9; desktop shows notifications
+	// on the desktop (nil after it failed once).
+	bell    bool
+	desktop DesktopNotifier
 }
 
 // chatStream is the event stream of one session, read by the run loop.
@@ -141,7 +145,7 @@ func newChatUI(o Options, api *Client, ses session, ws store.Workspace, local bo
 		col0:  true,
 		texts: map[string]int{}, toolShown: map[string]bool{}, toolEnded: map[string]bool{}, outputs: map[string]*streamedOutput{},
 		askDone: make(chan askOutcome, 1), asksKnown: map[string]bool{},
-		clock: turnClock{on: o.Notify},
+		clock: turnClock{on: o.Notify || o.Desktop != nil}, bell: o.Notify, desktop: o.Desktop,
 	}
 	if api != nil {
 		api.onDatabase = u.databaseNotice

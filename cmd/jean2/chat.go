@@ -16,6 +16,7 @@ import (
 
 	"github.com/jean2/jean2/chat"
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/internal/desktop"
 	"github.com/jean2/jean2/server"
 	"github.com/jean2/jean2/web"
 )
@@ -81,9 +82,13 @@ func runChat(ctx context.Context, e env, args []string) error {
 			return confirmMCPTrust(e, file, workspace, commands, false)
 		},
 		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr,
-		Color:  chatColor(e, stdoutIsTerminal(e)),
-		Notify: stdoutIsTerminal(e) && e.getenv("JEAN2_CHAT_NOTIFY") != "off" && e.getenv("TERM") != "dumb",
+		Color: chatColor(e, stdoutIsTerminal(e)),
 	}
+	closeDesktop, err := chatNotifications(e, &o)
+	if err != nil {
+		return err
+	}
+	defer closeDesktop()
 	if *serverFlag == "" && e.getenv("JEAN2_SERVER") == "" {
 		// The server was looked for, not named: when it comes back on another port, its
 		// address file says where.
@@ -292,4 +297,33 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*chat.Local
 			clients.Close()
 		},
 	}, nil
+}
+
+// chatNotifications sets how the chat notifies when a long turn ends or asks, by
+// JEAN2_CHAT_NOTIFY: "terminal" (BEL and OSC 9), "desktop" (the desktop's notification
+// service, and the bell), "off", or unset: the desktop when there is one (not over SSH),
+// else the terminal. It returns what closes the desktop's connection.
+func chatNotifications(e env, o *chat.Options) (func(), error) {
+	mode := e.getenv("JEAN2_CHAT_NOTIFY")
+	terminal := stdoutIsTerminal(e) && e.getenv("TERM") != "dumb"
+	switch mode {
+	case "off":
+		return func() {}, nil
+	case "terminal":
+		o.Notify = terminal
+		return func() {}, nil
+	case "", "desktop":
+	default:
+		return nil, usagef("JEAN2_CHAT_NOTIFY=%q: give terminal, desktop or off", mode)
+	}
+	o.Notify = terminal
+	d, why := desktop.New(e.getenv)
+	if d == nil {
+		if mode == "desktop" {
+			fmt.Fprintf(e.stderr, "jean2 chat: no desktop notifications: %s; the terminal is rung instead\n", why)
+		}
+		return func() {}, nil
+	}
+	o.Desktop = d
+	return func() { _ = d.Close() }, nil
 }
