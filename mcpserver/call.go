@@ -37,7 +37,7 @@ func (s *Server) handler(def tool.Definition) mcp.ToolHandler {
 		var p peer = classicPeer{ch: ch}
 		var parked *parkedCall
 		if usesRounds(req.Session) {
-			parked = s.rounds.newCall(def.Name, ch, finish)
+			parked = s.rounds.newCall(def.Name, ch, finish, req.Params.InputResponses)
 			p = parked
 		}
 		call, missing := s.hostCall(req, def, ch, p)
@@ -74,7 +74,7 @@ func (s *Server) hostCall(req *mcp.CallToolRequest, def tool.Definition, ch *cha
 		Tool: def.Name, Args: args, SessionID: sess.id, Session: sess.facts,
 		Ledger:     tool.NewLedger(), // read after the call for the files it changed (notifyChanged)
 		Workspace:  now.workspace,
-		Asker:      &elicitAsker{peer: p, canElicit: caps.Elicitation != nil, policy: now.policy},
+		Asker:      &elicitAsker{peer: p, canElicit: caps.Elicitation != nil, canRoots: caps.RootsV2 != nil, policy: now.policy},
 		Progress:   ch.progress,
 		LogHandler: &logHandler{ch: ch, logger: def.Name},
 	}

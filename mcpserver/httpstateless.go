@@ -26,10 +26,10 @@ import (
 //   - one request (not a batch), tools/call of a listed tool, with an id and params; no
 //     task, no progress token, not a multi-round-trip retry (requestState, inputResponses);
 //   - the request's _meta names the same revision (2026-07-28) as its
-//     MCP-Protocol-Version header, carries clientCapabilities that declare neither
-//     elicitation nor sampling (so no ask can become an input request and no model call a
-//     sampling one), a clientInfo that decodes if there is one, and no logLevel (so no log
-//     goes back);
+//     MCP-Protocol-Version header, carries clientCapabilities that declare none of
+//     elicitation, sampling and roots (so no ask can become an input request and no model
+//     call a sampling one), a clientInfo that decodes if there is one, and no logLevel (so
+//     no log goes back);
 //   - the headers are ones the go-sdk takes (Content-Type, Accept naming both types, no DNS
 //     rebinding, Mcp-Method and Mcp-Name naming the call), and none binds an argument
 //     (Mcp-Param-*, x-mcp-header in the tool's schema: SEP-2243), which the go-sdk checks.
@@ -217,7 +217,8 @@ func statelessMetaFits(meta mcp.Meta, header string) bool {
 	}
 	_, elicit := caps["elicitation"]
 	_, sampling := caps["sampling"]
-	return !elicit && !sampling
+	_, roots := caps["roots"]
+	return !elicit && !sampling && !roots
 }
 
 // bindsHeaders reports whether a listed tool's input schema binds arguments to headers
