@@ -254,7 +254,15 @@ func (p *parkedCall) takeSupplied(key string) (mcp.InputResponse, bool) {
 	return resp, ok
 }
 
-func (p *parkedCall) elicit(ctx context.Context, key string, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+// inputPeer reaches the client through input requests: a parked call's rounds, or a
+// task's tasks/update (taskext.go). ask sends one and waits for its answer.
+type inputPeer struct {
+	ask func(ctx context.Context, key string, req mcp.InputRequest) (mcp.InputResponse, error)
+}
+
+var _ peer = inputPeer{}
+
+func (p inputPeer) elicit(ctx context.Context, key string, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	resp, err := p.ask(ctx, key, params)
 	if err != nil {
 		return nil, err
@@ -266,7 +274,7 @@ func (p *parkedCall) elicit(ctx context.Context, key string, params *mcp.ElicitP
 	return res, nil
 }
 
-func (p *parkedCall) sample(ctx context.Context, params *mcp.CreateMessageParams) ([]mcp.Content, string, error) {
+func (p inputPeer) sample(ctx context.Context, params *mcp.CreateMessageParams) ([]mcp.Content, string, error) {
 	resp, err := p.ask(ctx, "", params)
 	if err != nil {
 		return nil, "", err
@@ -280,9 +288,7 @@ func (p *parkedCall) sample(ctx context.Context, params *mcp.CreateMessageParams
 	return nil, "", fmt.Errorf("the client answered a sampling request with a %T", resp)
 }
 
-var _ peer = (*parkedCall)(nil)
-
-func (p *parkedCall) listRoots(ctx context.Context, key string) (*mcp.ListRootsResult, error) {
+func (p inputPeer) listRoots(ctx context.Context, key string) (*mcp.ListRootsResult, error) {
 	resp, err := p.ask(ctx, key, &mcp.ListRootsParams{})
 	if err != nil {
 		return nil, err

@@ -100,6 +100,13 @@ export interface ToolDefinition {
   interactive?: boolean;
   /** Validate arguments against the schema (default true). */
   strict?: boolean;
+  /**
+   * How calls may run. taskSupport 'optional': an MCP client that takes tasks (the
+   * io.modelcontextprotocol/tasks extension) gets a task to poll while the call runs, any
+   * other caller the result; 'required': only as such a task; 'forbidden' (the default):
+   * the caller waits for the result.
+   */
+  execution?: { taskSupport?: 'forbidden' | 'optional' | 'required' };
 }
 
 /** The execute function of a jean2-shape tool. */
