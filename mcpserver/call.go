@@ -36,9 +36,12 @@ func (s *Server) handler(def tool.Definition) mcp.ToolHandler {
 		ch := &channel{}
 		var p peer = classicPeer{ch: ch}
 		var parked *parkedCall
-		if usesRounds(req.Session) {
-			parked = s.rounds.newCall(def.Name, ch, finish)
-			p = parked
+		switch t := taskOf(ctx); {
+		case t != nil && t.inputs != nil:
+			p = inputPeer{t.inputs.ask} // a task of the extension: its asks wait for tasks/update
+		case usesRounds(req.Session):
+			parked = s.rounds.newCall(def.Name, ch, finish, req.Params.InputResponses)
+			p = inputPeer{parked.ask}
 		}
 		call, missing := s.hostCall(req, def, ch, p)
 		if t := taskOf(ctx); t != nil {
@@ -68,13 +71,13 @@ func (s *Server) hostCall(req *mcp.CallToolRequest, def tool.Definition, ch *cha
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)
 	}
-	caps := clientCaps(req.Session)
+	caps := requestCaps(req)
 	now := s.serving.Load()
 	call = host.Call{
 		Tool: def.Name, Args: args, SessionID: sess.id, Session: sess.facts,
 		Ledger:     tool.NewLedger(), // read after the call for the files it changed (notifyChanged)
 		Workspace:  now.workspace,
-		Asker:      &elicitAsker{peer: p, canElicit: caps.Elicitation != nil, policy: now.policy},
+		Asker:      &elicitAsker{peer: p, canElicit: caps.Elicitation != nil, canRoots: caps.RootsV2 != nil, policy: now.policy},
 		Progress:   ch.progress,
 		LogHandler: &logHandler{ch: ch, logger: def.Name},
 	}
@@ -128,6 +131,29 @@ func clientCaps(ss *mcp.ServerSession) mcp.ClientCapabilities {
 		return *p.Capabilities
 	}
 	return mcp.ClientCapabilities{}
+}
+
+// requestCaps are the capabilities the client declared for req: its session's, or on the
+// stateless wire with no session (a fast call, a task of the extension) its _meta's.
+func requestCaps(req *mcp.CallToolRequest) mcp.ClientCapabilities {
+	if req.Session != nil {
+		return clientCaps(req.Session)
+	}
+	return metaCaps(req.Params.Meta)
+}
+
+// metaCaps decodes the clientCapabilities of a request's _meta (none when it has none).
+func metaCaps(meta mcp.Meta) mcp.ClientCapabilities {
+	var caps mcp.ClientCapabilities
+	raw, ok := meta[mcp.MetaKeyClientCapabilities]
+	if !ok {
+		return caps
+	}
+	b, err := json.Marshal(raw)
+	if err == nil {
+		_ = json.Unmarshal(b, &caps) // a shape that does not decode declares nothing
+	}
+	return caps
 }
 
 // usesRounds reports whether the client speaks protocol revision 2026-07-28 or later, where

@@ -16,9 +16,11 @@ import (
 
 // peer is how a call reaches the client for input: directly (classic requests) or through
 // the input requests of a multi-round-trip result.
+// key is the ask's own name for its input request (tool.Ask.Key), "" for one of jean2's.
 type peer interface {
-	elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	elicit(ctx context.Context, key string, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
 	sample(ctx context.Context, p *mcp.CreateMessageParams) (content []mcp.Content, model string, err error)
+	listRoots(ctx context.Context, key string) (*mcp.ListRootsResult, error)
 }
 
 // classicPeer sends elicitation and sampling requests to the client while the call's
@@ -37,7 +39,7 @@ func (c classicPeer) requestCtx(ctx context.Context) (context.Context, *mcp.Serv
 	return merged, ss, func() { stop(); cancel() }, nil
 }
 
-func (c classicPeer) elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+func (c classicPeer) elicit(ctx context.Context, _ string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	rctx, ss, done, err := c.requestCtx(ctx)
 	if err != nil {
 		return nil, err
@@ -59,10 +61,20 @@ func (c classicPeer) sample(ctx context.Context, p *mcp.CreateMessageParams) ([]
 	return []mcp.Content{res.Content}, res.Model, nil
 }
 
+func (c classicPeer) listRoots(ctx context.Context, _ string) (*mcp.ListRootsResult, error) {
+	rctx, ss, done, err := c.requestCtx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return ss.ListRoots(rctx, &mcp.ListRootsParams{})
+}
+
 // elicitAsker answers a call's asks by asking the client's user through elicitation.
 type elicitAsker struct {
 	peer      peer
 	canElicit bool
+	canRoots  bool // the client declared roots: a client_capability ask for "roots" is roots/list
 	policy    ask.Policy
 }
 
@@ -85,7 +97,7 @@ func (e *elicitAsker) AskPermission(ctx context.Context, a tool.Ask) (ask.Decisi
 		return ask.Decision{}, fmt.Errorf("permission %q denied: %w, and the session policy does not grant it (%w)", a.Question, ErrNoElicitation, tool.ErrNoOneToAsk)
 	}
 	params, read := permissionForm(toolName(ctx), a)
-	res, err := e.peer.elicit(ctx, params)
+	res, err := e.peer.elicit(ctx, a.Key, params)
 	if err != nil {
 		return ask.Decision{}, fmt.Errorf("permission ask %q: the MCP client did not answer: %w", a.Question, err)
 	}
@@ -101,6 +113,9 @@ func (e *elicitAsker) Ask(ctx context.Context, a tool.Ask) (json.RawMessage, err
 		}
 		return json.Marshal(d.Granted)
 	}
+	if a.Type == tool.AskClientCapability && a.Capability == CapabilityRoots {
+		return e.roots(ctx, a)
+	}
 	if !e.canElicit {
 		return nil, fmt.Errorf("cannot answer %s ask %q: %w (%w)", a.Type, a.Question, ErrNoElicitation, tool.ErrNoOneToAsk)
 	}
@@ -108,11 +123,42 @@ func (e *elicitAsker) Ask(ctx context.Context, a tool.Ask) (json.RawMessage, err
 	if err != nil {
 		return nil, err
 	}
-	res, err := e.peer.elicit(ctx, params)
+	res, err := e.peer.elicit(ctx, a.Key, params)
 	if err != nil {
 		return nil, fmt.Errorf("%s ask %q: the MCP client did not answer: %w", a.Type, a.Question, err)
 	}
 	return read(res)
+}
+
+// CapabilityRoots is the client capability a tool asks for to learn the MCP client's roots
+// (ctx.ask({target: 'client', type: 'client_capability', capability: 'roots'})).
+const CapabilityRoots = "roots"
+
+// ErrNoRoots is wrapped by the error of a roots ask a client cannot answer.
+var ErrNoRoots = errors.New("the MCP client did not declare the roots capability")
+
+// roots answers a client_capability ask for "roots" with the client's roots/list answer,
+// as {type, capability, result: {roots: [{uri, name}]}}.
+func (e *elicitAsker) roots(ctx context.Context, a tool.Ask) (json.RawMessage, error) {
+	if !e.canRoots {
+		return nil, fmt.Errorf("cannot answer the client_capability ask for roots: %w (%w)", ErrNoRoots, tool.ErrNoOneToAsk)
+	}
+	res, err := e.peer.listRoots(ctx, a.Key)
+	if err != nil {
+		return nil, fmt.Errorf("client_capability ask for roots: the MCP client did not answer: %w", err)
+	}
+	roots := res.Roots
+	if roots == nil {
+		roots = []*mcp.Root{}
+	}
+	type rootsResult struct {
+		Roots []*mcp.Root `json:"roots"`
+	}
+	return json.Marshal(struct {
+		Type       string      `json:"type"`
+		Capability string      `json:"capability"`
+		Result     rootsResult `json:"result"`
+	}{tool.AskClientCapability, CapabilityRoots, rootsResult{roots}})
 }
 
 func toolName(ctx context.Context) string {
@@ -198,12 +244,17 @@ func askForm(toolName string, a tool.Ask) (*mcp.ElicitParams, func(*mcp.ElicitRe
 		if err != nil {
 			return nil, nil, err
 		}
-		props[fieldAnswer], readers[fieldAnswer] = f.schema, f.read
-		required = append(required, fieldAnswer)
-		order = append(order, fieldAnswer)
+		name := a.Name
+		if name == "" {
+			name = fieldAnswer
+		}
+		props[name], readers[name] = f.schema, f.read
+		required = append(required, name)
+		order = append(order, name)
 	case tool.AskForm:
+		names := questionNames(a.Questions)
 		for i, q := range a.Questions {
-			name := fmt.Sprintf("q%d", i+1)
+			name := names[i]
 			f, err := field(q)
 			if err != nil {
 				return nil, nil, fmt.Errorf("form ask %q: question %d: %w", a.Question, i+1, err)
@@ -249,6 +300,29 @@ func askForm(toolName string, a tool.Ask) (*mcp.ElicitParams, func(*mcp.ElicitRe
 		return json.Marshal(resp)
 	}
 	return &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: schema}, read, nil
+}
+
+// questionNames are the field names of a form's questions: each one's own name, else qN
+// (made unique should a question be named "qN" itself).
+func questionNames(qs []tool.Ask) []string {
+	taken := map[string]bool{}
+	for _, q := range qs {
+		taken[q.Name] = q.Name != ""
+	}
+	names := make([]string, len(qs))
+	for i, q := range qs {
+		names[i] = q.Name
+		if names[i] != "" {
+			continue
+		}
+		name := fmt.Sprintf("q%d", i+1)
+		for taken[name] {
+			name += "_"
+		}
+		taken[name] = true
+		names[i] = name
+	}
+	return names
 }
 
 // formField is one question as a form field: its schema and how to read its value.

@@ -67,7 +67,7 @@ func (s *Server) HTTPHandler() http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Mcp-Protocol-Version") >= rev20260728 {
-			if s.serveStatelessCall(w, r) {
+			if s.serveStatelessCall(w, r) || s.serveTaskExt(w, r) {
 				return
 			}
 			stateless.ServeHTTP(w, r)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jean2/jean2/tool"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -27,9 +28,9 @@ import (
 //     task, no progress token, not a multi-round-trip retry (requestState, inputResponses);
 //   - the request's _meta names the same revision (2026-07-28) as its
 //     MCP-Protocol-Version header, carries clientCapabilities that declare neither
-//     elicitation nor sampling (so no ask can become an input request and no model call a
-//     sampling one), a clientInfo that decodes if there is one, and no logLevel (so no log
-//     goes back);
+//     elicitation nor sampling (so no model call becomes a sampling request, and no ask an
+//     input request but a roots one, which the answer carries as any other round's), a
+//     clientInfo that decodes if there is one, and no logLevel (so no log goes back);
 //   - the headers are ones the go-sdk takes (Content-Type, Accept naming both types, no DNS
 //     rebinding, Mcp-Method and Mcp-Name naming the call), and none binds an argument
 //     (Mcp-Param-*, x-mcp-header in the tool's schema: SEP-2243), which the go-sdk checks.
@@ -86,8 +87,8 @@ func (s *Server) serveStatelessCall(w http.ResponseWriter, r *http.Request) bool
 		params.Arguments = a
 	}
 	h := s.toolHandler(params.Name)
-	if h == nil || s.bindsHeaders(params.Name) {
-		return false // an unknown tool (the go-sdk's error), or one whose arguments travel in headers too
+	if h == nil || s.bindsHeaders(params.Name) || s.taskSupport(params.Name) != tool.TaskForbidden {
+		return false // an unknown tool (the go-sdk's error), one whose arguments travel in headers too, or one that may run as a task (taskext.go)
 	}
 
 	ctx, cancel := context.WithCancel(r.Context())

@@ -42,9 +42,13 @@ type parkedCall struct {
 	ch     *channel
 	finish func(host.Outcome) *mcp.CallToolResult
 
-	inputs  chan inputAsk     // the call's asks, waiting for a round to carry them
-	outcome chan host.Outcome // the call's end
-	cancel  context.CancelFunc
+	inputs chan inputAsk // the call's asks, waiting for a round to carry them
+	// Answers the first request carried with no requestState, by key: a client that knows
+	// a tool's keys (tool.Ask.Key) answers its asks in advance. Each is used once.
+	suppliedMu sync.Mutex
+	supplied   mcp.InputResponseMap
+	outcome    chan host.Outcome // the call's end
+	cancel     context.CancelFunc
 
 	// Owned by the request being served (one at a time).
 	waiting map[string]inputAsk // the asks sent in the last round, by key
@@ -55,6 +59,7 @@ type parkedCall struct {
 // inputAsk is one request for input and where its answer goes.
 type inputAsk struct {
 	ctx   context.Context
+	key   string // the ask's own key, or "" for ask-N
 	req   mcp.InputRequest
 	reply chan inputReply
 }
@@ -66,9 +71,9 @@ type inputReply struct {
 
 var errRoundsClosed = errors.New("the MCP server is shutting down")
 
-func (r *rounds) newCall(tool string, ch *channel, finish func(host.Outcome) *mcp.CallToolResult) *parkedCall {
+func (r *rounds) newCall(tool string, ch *channel, finish func(host.Outcome) *mcp.CallToolResult, supplied mcp.InputResponseMap) *parkedCall {
 	return &parkedCall{
-		tool: tool, ch: ch, finish: finish,
+		tool: tool, ch: ch, finish: finish, supplied: supplied,
 		inputs: make(chan inputAsk, 8), outcome: make(chan host.Outcome, 1),
 	}
 }
@@ -99,6 +104,8 @@ func (r *rounds) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 		p.cancel()
 		return nil, fmt.Errorf("requestState belongs to a call of %s, not %s", p.tool, req.Params.Name)
 	}
+	// Keys the round did not ask for are ignored (SEP-2322: a server ignores what it does
+	// not recognize).
 	for key, in := range p.waiting {
 		resp, ok := req.Params.InputResponses[key]
 		if !ok {
@@ -121,28 +128,7 @@ func (r *rounds) await(ctx context.Context, req *mcp.CallToolRequest, p *parkedC
 		p.cancel()
 		return p.finish(out), nil
 	case in := <-p.inputs:
-		requests := mcp.InputRequestMap{}
-		p.waiting = map[string]inputAsk{}
-		add := func(in inputAsk) {
-			if in.ctx.Err() != nil {
-				return // the ask was given up (the call's own timeout); no one waits for it
-			}
-			p.next++
-			key := fmt.Sprintf("ask-%d", p.next)
-			requests[key] = in.req
-			p.waiting[key] = in
-		}
-		add(in)
-		// Asks made together (Promise.all) travel in one round.
-	more:
-		for {
-			select {
-			case in := <-p.inputs:
-				add(in)
-			default:
-				break more
-			}
-		}
+		requests := p.gather(in)
 		if len(requests) == 0 {
 			return r.await(ctx, req, p)
 		}
@@ -154,6 +140,40 @@ func (r *rounds) await(ctx context.Context, req *mcp.CallToolRequest, p *parkedC
 	case <-ctx.Done():
 		p.cancel()
 		return nil, ctx.Err()
+	}
+}
+
+// gatherWindow is how long a round waits for more asks after one arrives: asks made
+// together (Promise.all) reach the host one by one, a little apart, and travel in one round.
+const gatherWindow = 20 * time.Millisecond
+
+// gather collects the asks of one round, starting with first, each under its own key (the
+// ask's, else ask-N; a key taken in the round makes the later ask an ask-N).
+func (p *parkedCall) gather(first inputAsk) mcp.InputRequestMap {
+	requests := mcp.InputRequestMap{}
+	p.waiting = map[string]inputAsk{}
+	add := func(in inputAsk) {
+		if in.ctx.Err() != nil {
+			return // the ask was given up (the call's own timeout); no one waits for it
+		}
+		key := in.key
+		for _, taken := requests[key]; key == "" || taken; _, taken = requests[key] {
+			p.next++
+			key = fmt.Sprintf("ask-%d", p.next)
+		}
+		requests[key] = in.req
+		p.waiting[key] = in
+	}
+	add(first)
+	window := time.NewTimer(gatherWindow)
+	defer window.Stop()
+	for {
+		select {
+		case in := <-p.inputs:
+			add(in)
+		case <-window.C:
+			return requests
+		}
 	}
 }
 
@@ -202,9 +222,13 @@ func (r *rounds) close() {
 	}
 }
 
-// ask queues an input request for the next round and waits for its answer.
-func (p *parkedCall) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
-	in := inputAsk{ctx: ctx, req: req, reply: make(chan inputReply, 1)}
+// ask queues an input request for the next round and waits for its answer, unless the
+// call's first request answered it in advance under its key.
+func (p *parkedCall) ask(ctx context.Context, key string, req mcp.InputRequest) (mcp.InputResponse, error) {
+	if resp, ok := p.takeSupplied(key); ok {
+		return resp, nil
+	}
+	in := inputAsk{ctx: ctx, key: key, req: req, reply: make(chan inputReply, 1)}
 	select {
 	case p.inputs <- in:
 	case <-ctx.Done():
@@ -218,8 +242,28 @@ func (p *parkedCall) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputRe
 	}
 }
 
-func (p *parkedCall) elicit(ctx context.Context, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	resp, err := p.ask(ctx, params)
+// takeSupplied returns (once) the answer the call's first request carried under key.
+func (p *parkedCall) takeSupplied(key string) (mcp.InputResponse, bool) {
+	if key == "" {
+		return nil, false // jean2's own ask-N keys are not for a client to guess
+	}
+	p.suppliedMu.Lock()
+	defer p.suppliedMu.Unlock()
+	resp, ok := p.supplied[key]
+	delete(p.supplied, key)
+	return resp, ok
+}
+
+// inputPeer reaches the client through input requests: a parked call's rounds, or a
+// task's tasks/update (taskext.go). ask sends one and waits for its answer.
+type inputPeer struct {
+	ask func(ctx context.Context, key string, req mcp.InputRequest) (mcp.InputResponse, error)
+}
+
+var _ peer = inputPeer{}
+
+func (p inputPeer) elicit(ctx context.Context, key string, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	resp, err := p.ask(ctx, key, params)
 	if err != nil {
 		return nil, err
 	}
@@ -230,8 +274,8 @@ func (p *parkedCall) elicit(ctx context.Context, params *mcp.ElicitParams) (*mcp
 	return res, nil
 }
 
-func (p *parkedCall) sample(ctx context.Context, params *mcp.CreateMessageParams) ([]mcp.Content, string, error) {
-	resp, err := p.ask(ctx, params)
+func (p inputPeer) sample(ctx context.Context, params *mcp.CreateMessageParams) ([]mcp.Content, string, error) {
+	resp, err := p.ask(ctx, "", params)
 	if err != nil {
 		return nil, "", err
 	}
@@ -244,4 +288,14 @@ func (p *parkedCall) sample(ctx context.Context, params *mcp.CreateMessageParams
 	return nil, "", fmt.Errorf("the client answered a sampling request with a %T", resp)
 }
 
-var _ peer = (*parkedCall)(nil)
+func (p inputPeer) listRoots(ctx context.Context, key string) (*mcp.ListRootsResult, error) {
+	resp, err := p.ask(ctx, key, &mcp.ListRootsParams{})
+	if err != nil {
+		return nil, err
+	}
+	res, ok := resp.(*mcp.ListRootsResult)
+	if !ok {
+		return nil, fmt.Errorf("the client answered a roots/list request with a %T", resp)
+	}
+	return res, nil
+}

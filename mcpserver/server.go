@@ -85,6 +85,7 @@ type Server struct {
 	mu       sync.Mutex
 	listed   map[string]string          // tool name → the JSON listed for it, so a reload sends only changes
 	handlers map[string]mcp.ToolHandler // tool name → its handler, for fast calls (fastcall.go)
+	tasksOf  map[string]string          // tool name → its task support when not forbidden (taskext.go)
 
 	connMu     sync.Mutex
 	conns      map[*fastConn]bool // open connections made by Connect or Run
@@ -188,6 +189,7 @@ func New(h Host, opts Options) (*Server, error) {
 		h: h, opts: opts, log: opts.Logger,
 		listed:   map[string]string{},
 		handlers: map[string]mcp.ToolHandler{},
+		tasksOf:  map[string]string{},
 		conns:    map[*fastConn]bool{},
 		sessions: map[*mcp.ServerSession]*session{},
 		done:     make(chan struct{}),
@@ -213,7 +215,7 @@ func New(h Host, opts Options) (*Server, error) {
 			Completions: &mcp.CompletionCapabilities{},
 		},
 	})
-	s.mcp.AddReceivingMiddleware(tasksMiddleware, s.promptsMiddleware)
+	s.mcp.AddReceivingMiddleware(tasksMiddleware, s.extMiddleware, s.promptsMiddleware)
 	s.addWorkspaceTemplate()
 	s.prompts.listed = map[string]string{}
 	s.syncPrompts()
@@ -346,6 +348,11 @@ func (s *Server) sync() {
 			continue
 		}
 		seen[def.Name] = true
+		if ts := def.TaskSupport(); ts != tool.TaskForbidden {
+			s.tasksOf[def.Name] = ts
+		} else {
+			delete(s.tasksOf, def.Name)
+		}
 		key, _ := json.Marshal(t)
 		if s.listed[def.Name] == string(key) {
 			continue
@@ -361,6 +368,7 @@ func (s *Server) sync() {
 			gone = append(gone, name)
 			delete(s.listed, name)
 			delete(s.handlers, name)
+			delete(s.tasksOf, name)
 		}
 	}
 	if len(gone) > 0 {

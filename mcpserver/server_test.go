@@ -110,8 +110,15 @@ func newRig(t testing.TB, mods ...func(*rig)) *rig {
 		&tool.Func{Def: tool.Definition{Name: "asker", Description: "Ask what the input says.", InputSchema: obj(`{"type":"object"}`)},
 			Run: func(ctx context.Context, c *tool.Context, args json.RawMessage) tool.Result {
 				var asks []tool.Ask
-				if err := json.Unmarshal(args, &struct{ Asks *[]tool.Ask }{&asks}); err != nil {
+				together := false
+				if err := json.Unmarshal(args, &struct {
+					Asks     *[]tool.Ask
+					Together *bool
+				}{&asks, &together}); err != nil {
 					return tool.Errorf("%v", err)
+				}
+				if together {
+					return askTogether(ctx, c, asks)
 				}
 				var answers []json.RawMessage
 				for _, a := range asks {

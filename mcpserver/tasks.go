@@ -76,6 +76,10 @@ type task struct {
 	done    chan struct{} // closed when the call has ended and res/err are set
 	expiry  *time.Timer
 
+	// inputs are the asks of a task of the tasks extension (2026-07-28, taskext.go), which
+	// wait for tasks/update; nil for a 2025-11-25 task, whose asks go to the client.
+	inputs *taskInputs
+
 	mu      sync.Mutex
 	status  string
 	message string
@@ -151,7 +155,7 @@ func (t *task) follow(call *host.Call) {
 			progress(p)
 		}
 	}
-	if asker := call.Asker; asker != nil {
+	if asker := call.Asker; asker != nil && t.inputs == nil { // taskInputs keep the status of their own
 		call.Asker = tool.AskerFunc(func(ctx context.Context, a tool.Ask) (json.RawMessage, error) {
 			t.set(taskInputRequired, nil)
 			defer t.set(taskWorking, nil)
@@ -342,22 +346,27 @@ func (tt *taskTable) add(ss *mcp.ServerSession, t *task) error {
 	if m == nil {
 		m = map[string]*task{}
 		tt.bySession[ss] = m
-		go func() {
-			_ = ss.Wait()
-			tt.mu.Lock()
-			gone := tt.bySession[ss]
-			delete(tt.bySession, ss)
-			tt.mu.Unlock()
-			for _, t := range gone {
-				t.stop()
-			}
-		}()
+		if ss != nil { // the stateless wire's tasks (ss nil, taskext.go) have no session to end
+			go tt.forgetAtEnd(ss)
+		}
 	}
 	if len(m) >= maxTasksPerSession {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("this session keeps %d tasks already: wait for some to expire, or cancel them, before starting more", len(m))}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("jean2 keeps %d tasks of this client already: wait for some to expire, or cancel them, before starting more", len(m))}
 	}
 	m[t.id] = t
 	return nil
+}
+
+// forgetAtEnd cancels and forgets a session's tasks when it ends.
+func (tt *taskTable) forgetAtEnd(ss *mcp.ServerSession) {
+	_ = ss.Wait()
+	tt.mu.Lock()
+	gone := tt.bySession[ss]
+	delete(tt.bySession, ss)
+	tt.mu.Unlock()
+	for _, t := range gone {
+		t.stop()
+	}
 }
 
 func (tt *taskTable) get(ss *mcp.ServerSession, id string) *task {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/jean2/jean2/policy"
@@ -48,7 +49,17 @@ type Ask struct {
 	DefaultValue json.RawMessage `json:"defaultValue,omitempty"`
 	Questions    []Ask           `json:"questions,omitempty"`
 	Capability   string          `json:"capability,omitempty"`
+	// Key names the ask where a client keys asks by name: an MCP client on 2026-07-28
+	// sees it under this key in an input-required result's inputRequests (else ask-N),
+	// and may answer it in advance, in the call's own inputResponses.
+	Key string `json:"key,omitempty"`
+	// Name names a question's field where a client fills in forms: an MCP elicitation's
+	// property (else "answer" for a lone question, qN for a form's Nth).
+	Name string `json:"name,omitempty"`
 }
+
+// askNames are what Key and Name may be: short, and plain enough for any client's keys.
+var askNames = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // Option is one choice of a select ask.
 type Option struct {
@@ -73,6 +84,9 @@ var risks = map[string]bool{"": true, "low": true, "medium": true, "high": true,
 
 // Check reports what is wrong with an ask, so a tool author sees a precise error.
 func (a Ask) Check() error {
+	if err := a.checkNames(); err != nil {
+		return err
+	}
 	switch a.Type {
 	case AskPermission:
 		if a.Question == "" {
@@ -124,6 +138,27 @@ func (a Ask) Check() error {
 		return fmt.Errorf("ask has no type: use permission, single_select, multi_select, text, confirm, form or client_capability")
 	default:
 		return fmt.Errorf("ask type %q is unknown: use permission, single_select, multi_select, text, confirm, form or client_capability", a.Type)
+	}
+	return nil
+}
+
+// checkNames checks an ask's key and its questions' names: plain, and unique in a form.
+func (a Ask) checkNames() error {
+	if a.Key != "" && !askNames.MatchString(a.Key) {
+		return fmt.Errorf("%s ask: key %q is not 1 to 64 letters, digits, '_', '.' or '-'", a.Type, a.Key)
+	}
+	if a.Name != "" && !askNames.MatchString(a.Name) {
+		return fmt.Errorf("%s ask: name %q is not 1 to 64 letters, digits, '_', '.' or '-'", a.Type, a.Name)
+	}
+	seen := map[string]bool{}
+	for i, q := range a.Questions {
+		if q.Key != "" {
+			return fmt.Errorf("form ask %q: question %d has a key; a key names a whole ask (name a question with name)", a.Question, i)
+		}
+		if q.Name != "" && seen[q.Name] {
+			return fmt.Errorf("form ask %q: two questions are named %q", a.Question, q.Name)
+		}
+		seen[q.Name] = true
 	}
 	return nil
 }

@@ -29,6 +29,29 @@ type Definition struct {
 	Strict       *bool        `json:"strict,omitempty"`
 	Annotations  *Annotations `json:"annotations,omitempty"`
 	Permissions  *Permissions `json:"permissions,omitempty"`
+	// Execution says how the tool's calls may run (as MCP names it).
+	Execution *Execution `json:"execution,omitempty"`
+}
+
+// Task support of a tool (Execution.TaskSupport): whether a call may run as a task, which
+// answers the caller at once with a task to poll while the call goes on.
+const (
+	TaskForbidden = "forbidden" // the default: the caller waits for the result
+	TaskOptional  = "optional"  // a task for a client that takes tasks, else a plain call
+	TaskRequired  = "required"  // only as a task: a client that takes none is refused
+)
+
+// Execution says how a tool's calls may run.
+type Execution struct {
+	TaskSupport string `json:"taskSupport,omitempty"`
+}
+
+// TaskSupport is the definition's task support, TaskForbidden when it says none.
+func (d Definition) TaskSupport() string {
+	if d.Execution == nil || d.Execution.TaskSupport == "" {
+		return TaskForbidden
+	}
+	return d.Execution.TaskSupport
 }
 
 // Annotations are hints about a tool's behaviour (as MCP names them).
@@ -119,6 +142,11 @@ func (d Definition) Check() error {
 		if !envNamePattern.MatchString(e) {
 			return fmt.Errorf("definition.env: %q is not an environment variable name", e)
 		}
+	}
+	switch d.TaskSupport() {
+	case TaskForbidden, TaskOptional, TaskRequired:
+	default:
+		return fmt.Errorf("definition.execution.taskSupport is %q: use forbidden, optional or required", d.Execution.TaskSupport)
 	}
 	return nil
 }

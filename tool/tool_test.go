@@ -202,10 +202,24 @@ func TestAskCheck(t *testing.T) {
 		{Type: tool.AskPermission, Question: "q", Risk: "extreme"},
 		{Type: tool.AskSingleSelect, Question: "q"},
 		{Type: tool.AskForm, Question: "q", Questions: []tool.Ask{{Type: tool.AskPermission, Question: "p"}}},
+		{Type: tool.AskText, Question: "q", Key: "user name"},
+		{Type: tool.AskText, Question: "q", Name: strings.Repeat("n", 65)},
+		{Type: tool.AskForm, Question: "q", Questions: []tool.Ask{{Type: tool.AskText, Question: "a", Name: "n"}, {Type: tool.AskText, Question: "b", Name: "n"}}},
+		{Type: tool.AskForm, Question: "q", Questions: []tool.Ask{{Type: tool.AskText, Question: "a", Key: "k"}}},
 	}
 	for _, a := range bad {
 		if err := a.Check(); err == nil {
 			t.Errorf("%+v passed", a)
+		}
+	}
+	good := []tool.Ask{
+		{Type: tool.AskText, Question: "q", Key: "user_name", Name: "name"},
+		{Type: tool.AskForm, Question: "q", Key: "k", Questions: []tool.Ask{{Type: tool.AskText, Question: "a", Name: "a"}, {Type: tool.AskText, Question: "b"}, {Type: tool.AskText, Question: "c"}}},
+		{Type: tool.AskClientCapability, Capability: "roots", Key: "client_roots"},
+	}
+	for _, a := range good {
+		if err := a.Check(); err != nil {
+			t.Errorf("%+v: %v", a, err)
 		}
 	}
 }

@@ -100,6 +100,13 @@ export interface ToolDefinition {
   interactive?: boolean;
   /** Validate arguments against the schema (default true). */
   strict?: boolean;
+  /**
+   * How calls may run. taskSupport 'optional': an MCP client that takes tasks (the
+   * io.modelcontextprotocol/tasks extension) gets a task to poll while the call runs, any
+   * other caller the result; 'required': only as such a task; 'forbidden' (the default):
+   * the caller waits for the result.
+   */
+  execution?: { taskSupport?: 'forbidden' | 'optional' | 'required' };
 }
 
 /** The execute function of a jean2-shape tool. */
@@ -451,6 +458,10 @@ export interface AskOption<V extends AskOptionValue = AskOptionValue> {
 }
 
 export interface SingleSelectAsk<V extends AskOptionValue = AskOptionValue> {
+  /** Names the ask for a client that keys asks by name (an MCP client on 2026-07-28 sees it under this key in inputRequests, and may answer it in advance). 1–64 of [A-Za-z0-9_.-]. */
+  key?: string;
+  /** Names the question's form field (an MCP elicitation's property; else "answer", or qN in a form). 1–64 of [A-Za-z0-9_.-]. */
+  name?: string;
   target?: 'human';
   type: 'single_select';
   question: string;
@@ -459,6 +470,10 @@ export interface SingleSelectAsk<V extends AskOptionValue = AskOptionValue> {
 }
 
 export interface MultiSelectAsk<V extends AskOptionValue = AskOptionValue> {
+  /** Names the ask for a client that keys asks by name (an MCP client on 2026-07-28 sees it under this key in inputRequests, and may answer it in advance). 1–64 of [A-Za-z0-9_.-]. */
+  key?: string;
+  /** Names the question's form field (an MCP elicitation's property; else "answer", or qN in a form). 1–64 of [A-Za-z0-9_.-]. */
+  name?: string;
   target?: 'human';
   type: 'multi_select';
   question: string;
@@ -469,6 +484,10 @@ export interface MultiSelectAsk<V extends AskOptionValue = AskOptionValue> {
 }
 
 export interface TextAsk {
+  /** Names the ask for a client that keys asks by name (an MCP client on 2026-07-28 sees it under this key in inputRequests, and may answer it in advance). 1–64 of [A-Za-z0-9_.-]. */
+  key?: string;
+  /** Names the question's form field (an MCP elicitation's property; else "answer", or qN in a form). 1–64 of [A-Za-z0-9_.-]. */
+  name?: string;
   target?: 'human';
   type: 'text';
   question: string;
@@ -478,6 +497,10 @@ export interface TextAsk {
 }
 
 export interface ConfirmAsk {
+  /** Names the ask for a client that keys asks by name (an MCP client on 2026-07-28 sees it under this key in inputRequests, and may answer it in advance). 1–64 of [A-Za-z0-9_.-]. */
+  key?: string;
+  /** Names the question's form field (an MCP elicitation's property; else "answer", or qN in a form). 1–64 of [A-Za-z0-9_.-]. */
+  name?: string;
   target?: 'human';
   type: 'confirm';
   question: string;
@@ -489,6 +512,8 @@ export interface ConfirmAsk {
 export type FormQuestion = SingleSelectAsk | MultiSelectAsk | TextAsk | ConfirmAsk;
 
 export interface FormAsk {
+  /** Names the ask for a client that keys asks by name (an MCP client on 2026-07-28 sees it under this key in inputRequests, and may answer it in advance). 1–64 of [A-Za-z0-9_.-]. */
+  key?: string;
   target?: 'human';
   type: 'form';
   question: string;
@@ -535,6 +560,8 @@ export declare const WELL_KNOWN_CLIENT_CAPABILITIES: readonly [
 ];
 
 export interface ClientCapabilityAsk {
+  /** Names the ask for a client that keys asks by name (an MCP client on 2026-07-28 sees it under this key in inputRequests, and may answer it in advance). 1–64 of [A-Za-z0-9_.-]. */
+  key?: string;
   target: 'client';
   type: 'client_capability';
   capability: string;

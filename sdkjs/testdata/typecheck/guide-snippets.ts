@@ -134,6 +134,13 @@ export async function askSnippets(input: Input, ctx: ToolContext): Promise<ToolR
     placeholder: 'main',
   });
 
+  // Named for clients that key asks by name (docs/writing-tools.md)
+  const userName: string = await ctx.ask({ type: 'text', question: 'What is your name?', key: 'user_name', name: 'name' });
+  const rootsAnswer = await ctx.ask<{ result: { roots: { uri: string; name?: string }[] } }>({
+    target: 'client', type: 'client_capability', capability: 'roots', key: 'client_roots',
+  });
+  const firstRoot: string | undefined = rootsAnswer.result.roots[0]?.uri;
+
   // Confirmation
   const confirmed: boolean = await ctx.ask({
     target: 'human',
@@ -153,7 +160,7 @@ export async function askSnippets(input: Input, ctx: ToolContext): Promise<ToolR
     ],
   });
   const firstQuestion: string = answers.answers[0].question;
-  void [approved2, env, branch, confirmed, firstQuestion];
+  void [approved2, env, branch, userName, firstRoot, confirmed, firstQuestion];
   return undefined;
 }
 
