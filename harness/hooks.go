@@ -230,8 +230,8 @@ type hookStdout struct {
 	Reason            string `json:"reason"`
 	AdditionalContext string `json:"additionalContext"`
 	Specific          struct {
-		Decision          string `json:"permissionDecision"`
-		Reason            string `json:"permissionDecisionReason"`
+		Decision          string          `json:"permissionDecision"`
+		Reason            string          `json:"permissionDecisionReason"`
 		AdditionalContext string          `json:"additionalContext"`
 		UpdatedInput      json.RawMessage `json:"updatedInput"`
 	} `json:"hookSpecificOutput"`
