@@ -103,3 +103,52 @@ func TestSkillManageWritesAreRestored(t *testing.T) {
 		t.Errorf("the added file's folder survived the restore: %v", err)
 	}
 }
+
+// The memory tool asks the person before it changes a memory file, as a write outside the
+// workspace: refused, the file is unchanged and the model reads USER_REJECTION; allowed,
+// the change is made and is on the turn's ledger, so Restore of the turn puts both files
+// back as they were (one made by the turn is removed).
+func TestMemoryAsksAndIsRestored(t *testing.T) {
+	f := newFixture(t)
+	hand := "# Written by hand\nThe person likes tabs.\n"
+	writeFiles(t, f.home, map[string]string{"MEMORY.md": hand})
+	f.start()
+	_, ses := f.session()
+	mem, user := filepath.Join(f.home, "MEMORY.md"), filepath.Join(f.home, "USER.md")
+	f.fake.Push(
+		providertest.OpenAIToolCall("test-model", "call_1", "memory", `{"action":"add","content":"Refused fact."}`),
+		providertest.OpenAIText("test-model", "Not kept."),
+	)
+	if _, asked := f.turnAnswering(ses.ID, "remember this", false); len(asked) != 1 || asked[0] != "memory "+mem {
+		t.Fatalf("asks of the refused turn: %q", asked)
+	}
+	if got := readOr(mem, "(gone)"); got != hand {
+		t.Fatalf("a refused change was written: %q", got)
+	}
+	if got := lastToolResult(t, f.fake.Requests()[1]); !strings.Contains(got, "USER_REJECTION") {
+		t.Fatalf("the model was told: %s", got)
+	}
+
+	f.fake.Push(
+		providertest.OpenAIToolCall("test-model", "call_2", "memory", `{"action":"replace","old":"likes tabs","content":"likes spaces"}`),
+		providertest.OpenAIToolCall("test-model", "call_3", "memory", `{"action":"add","target":"user","content":"Name: Ada."}`),
+		providertest.OpenAIText("test-model", "Kept."),
+	)
+	msgID, asked := f.turnAnswering(ses.ID, "remember these", true)
+	if len(asked) != 2 || asked[1] != "memory "+user {
+		t.Fatalf("asks of the allowed turn: %q", asked)
+	}
+	if got := readOr(mem, ""); !strings.Contains(got, "likes spaces") || readOr(user, "") != "Name: Ada.\n" {
+		t.Fatalf("after the allowed turn: MEMORY.md %q, USER.md %q", got, readOr(user, "(gone)"))
+	}
+	report := f.restoreTo(ses.ID, msgID)
+	if !report.Applied {
+		t.Fatalf("restore not applied: %+v", report)
+	}
+	if got := readOr(mem, "(gone)"); got != hand {
+		t.Errorf("MEMORY.md after restore = %q, want %q", got, hand)
+	}
+	if got := readOr(user, "(gone)"); got != "(gone)" {
+		t.Errorf("USER.md, made by the turn, after restore = %q", got)
+	}
+}
