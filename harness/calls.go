@@ -173,6 +173,10 @@ func (t *turn) runCall(msg *store.Message, pi int, ws host.Workspace) {
 		},
 		Workspaces: &workspacePaths{t: t, workspaceID: ws.ID, callID: callID},
 		LLM:        provider.ForTools(t.prov, t.model),
+	}, func(args json.RawMessage) {
+		// What runs is what the part shows, to the person now and in the transcript.
+		p.Args = string(args)
+		t.ev.emit(t.wctx, partUpdated(*p))
 	})
 	p.Result = out.ModelText
 	p.Visualization = out.Result.Visualization

@@ -43,24 +43,28 @@ func TestWithHookNotes(t *testing.T) {
 }
 
 // hookSays reads Claude Code's shapes: exit 2's stderr, a block decision, a deny, and
-// additionalContext at the top level or in hookSpecificOutput (which wins).
+// additionalContext at the top level or in hookSpecificOutput (which wins), and
+// hookSpecificOutput.updatedInput (read with any decision but deny; null is none).
 func TestHookSays(t *testing.T) {
 	for _, c := range []struct {
-		r         hookRun
-		why, note string
+		r              hookRun
+		why, note, upd string
 	}{
-		{hookRun{exitCode: 2, stderr: " lint failed \n"}, "lint failed", ""},
-		{hookRun{exitCode: 2}, "no reason given", ""},
-		{hookRun{stdout: `{"decision":"block","reason":"no"}`}, "no", ""},
-		{hookRun{stdout: `{"hookSpecificOutput":{"permissionDecision":"deny","permissionDecisionReason":"r"}}`}, "r", ""},
-		{hookRun{stdout: `{"additionalContext":"top"}`}, "", "top"},
-		{hookRun{stdout: `{"additionalContext":"top","hookSpecificOutput":{"additionalContext":"inner"}}`}, "", "inner"},
-		{hookRun{stdout: "plain text"}, "", ""},
-		{hookRun{exitCode: 1, stdout: `{"additionalContext":"x"}`}, "", ""},
+		{hookRun{stdout: `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","updatedInput":{"command":"ls"}}}`}, "", "", `{"command":"ls"}`},
+		{hookRun{stdout: `{"hookSpecificOutput":{"updatedInput":null}}`}, "", "", ""},
+		{hookRun{stdout: `{"hookSpecificOutput":{"permissionDecision":"deny","permissionDecisionReason":"r","updatedInput":{"a":1}}}`}, "r", "", `{"a":1}`},
+		{hookRun{exitCode: 2, stderr: " lint failed \n"}, "lint failed", "", ""},
+		{hookRun{exitCode: 2}, "no reason given", "", ""},
+		{hookRun{stdout: `{"decision":"block","reason":"no"}`}, "no", "", ""},
+		{hookRun{stdout: `{"hookSpecificOutput":{"permissionDecision":"deny","permissionDecisionReason":"r"}}`}, "r", "", ""},
+		{hookRun{stdout: `{"additionalContext":"top"}`}, "", "top", ""},
+		{hookRun{stdout: `{"additionalContext":"top","hookSpecificOutput":{"additionalContext":"inner"}}`}, "", "inner", ""},
+		{hookRun{stdout: "plain text"}, "", "", ""},
+		{hookRun{exitCode: 1, stdout: `{"additionalContext":"x"}`}, "", "", ""},
 	} {
-		why, note := hookSays(c.r)
-		if why != c.why || note != c.note {
-			t.Errorf("hookSays(%+v) = %q, %q; want %q, %q", c.r, why, note, c.why, c.note)
+		why, note, upd := hookSays(c.r)
+		if why != c.why || note != c.note || string(upd) != c.upd {
+			t.Errorf("hookSays(%+v) = %q, %q, %s; want %q, %q, %s", c.r, why, note, upd, c.why, c.note, c.upd)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -146,6 +147,9 @@ type hookRun struct {
 type hookOutcome struct {
 	block string
 	notes []string
+	// input is the tool input PreToolUse hooks rewrote the call's to (updatedInput), nil
+	// when none did; each hook after the one that rewrote it reads the new input.
+	input json.RawMessage
 }
 
 // runHooks runs the hooks of an event, one after another, each with the JSON input Claude
@@ -178,11 +182,16 @@ func (t *turn) runHooks(ws host.Workspace, event, toolName, callID string, field
 				Error: fmt.Sprintf("exited with code %d: %s", r.exitCode, firstLine(r.stderr))})
 			continue
 		}
-		why, note := hookSays(r)
+		why, note, updated := hookSays(r)
 		switch event {
 		case HookPreToolUse:
 			if why != "" {
 				return hookOutcome{block: why}
+			}
+			if updated != nil {
+				out.input = updated
+				fields["tool_input"] = updated
+				input = hookInput(t.sessionID, event, ws, fields)
 			}
 		case HookPostToolUse:
 			// The call ran: a block, like a note, is only told to the model.
@@ -221,23 +230,28 @@ type hookStdout struct {
 	Reason            string `json:"reason"`
 	AdditionalContext string `json:"additionalContext"`
 	Specific          struct {
-		Decision          string `json:"permissionDecision"`
-		Reason            string `json:"permissionDecisionReason"`
-		AdditionalContext string `json:"additionalContext"`
+		Decision          string          `json:"permissionDecision"`
+		Reason            string          `json:"permissionDecisionReason"`
+		AdditionalContext string          `json:"additionalContext"`
+		UpdatedInput      json.RawMessage `json:"updatedInput"`
 	} `json:"hookSpecificOutput"`
 }
 
 // hookSays reads a hook's run: why it blocks ("" when it does not: exit code 2 and its
-// stderr, or {"decision":"block","reason"} / permissionDecision "deny" on stdout), and the
+// stderr, or {"decision":"block","reason"} / permissionDecision "deny" on stdout), the
 // additional context it gives the model (additionalContext, top level or in
-// hookSpecificOutput), read only when it exited 0.
-func hookSays(r hookRun) (why, note string) {
+// hookSpecificOutput) and the input it rewrites the call's to (hookSpecificOutput's
+// updatedInput, whole as in Claude Code; nil for none), read only when it exited 0.
+func hookSays(r hookRun) (why, note string, updated json.RawMessage) {
 	if r.exitCode == 2 {
-		return cmpOr(r.stderr, "no reason given"), ""
+		return cmpOr(r.stderr, "no reason given"), "", nil
 	}
 	var out hookStdout
 	if r.exitCode != 0 || json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &out) != nil {
-		return "", ""
+		return "", "", nil
+	}
+	if u := bytes.TrimSpace(out.Specific.UpdatedInput); len(u) > 0 && !bytes.Equal(u, []byte("null")) {
+		updated = u
 	}
 	note = cmpOr(out.Specific.AdditionalContext, out.AdditionalContext)
 	switch {
@@ -246,7 +260,7 @@ func hookSays(r hookRun) (why, note string) {
 	case out.Specific.Decision == "deny":
 		why = cmpOr(out.Specific.Reason, "no reason given")
 	}
-	return why, note
+	return why, note, updated
 }
 
 func cmpOr(s, def string) string {
@@ -322,10 +336,12 @@ func (t *turn) loadHooks() {
 }
 
 // preToolHooks runs the PreToolUse hooks of a call the turn may make; it returns the reason
-// one denied it with ("" when none did).
-func (t *turn) preToolHooks(call host.Call) string {
-	return t.runHooks(call.Workspace, HookPreToolUse, call.Tool, call.CallID,
-		map[string]any{"tool_name": call.Tool, "tool_input": call.Args}).block
+// one denied it with ("" when none did) and the input they rewrote the call's to (nil when
+// none did).
+func (t *turn) preToolHooks(call host.Call) (string, json.RawMessage) {
+	said := t.runHooks(call.Workspace, HookPreToolUse, call.Tool, call.CallID,
+		map[string]any{"tool_name": call.Tool, "tool_input": call.Args})
+	return said.block, said.input
 }
 
 // postToolHooks runs the PostToolUse hooks of a call that ran, with its result as the model

@@ -227,22 +227,47 @@ func (t *turn) subagentPrompt() string {
 	return p
 }
 
-// invoke runs one call of the turn: refused when the turn may not use the tool, and given
-// what a task call needs to start a child.
-func (t *turn) invoke(ctx context.Context, call host.Call) host.Outcome {
-	if ok, why := t.toolAllowed(call.Tool); !ok {
-		res := tool.Errorf("%s", why)
+// invoke runs one call of the turn: refused when the turn may not use the tool, denied or
+// rewritten by PreToolUse hooks, and given what a task call needs to start a child.
+// rewrote hears the input hooks rewrote the call's to, before it runs.
+func (t *turn) invoke(ctx context.Context, call host.Call, rewrote func(json.RawMessage)) host.Outcome {
+	refuse := func(res tool.Result) host.Outcome {
 		return host.Outcome{CallID: call.CallID, Tool: call.Tool, Result: res, ModelText: string(res.ModelJSON())}
 	}
-	if why := t.preToolHooks(call); why != "" {
-		res := tool.Errorf("denied by a PreToolUse hook: %s", why)
-		return host.Outcome{CallID: call.CallID, Tool: call.Tool, Result: res, ModelText: string(res.ModelJSON())}
+	if ok, why := t.toolAllowed(call.Tool); !ok {
+		return refuse(tool.Errorf("%s", why))
+	}
+	why, updated := t.preToolHooks(call)
+	if why != "" {
+		return refuse(tool.Errorf("denied by a PreToolUse hook: %s", why))
+	}
+	if updated != nil {
+		// The rewritten input is checked as the model's would be: it is what runs, what the
+		// person is asked about and what the call's part shows.
+		if err := t.checkRewrite(call.Tool, updated); err != nil {
+			t.reportHook(HookFailed{Event: HookPreToolUse, Tool: call.Tool, CallID: call.CallID, Error: err.Error()})
+			return refuse(tool.Errorf("not run: %v", err))
+		}
+		call.Args = updated
+		rewrote(updated)
 	}
 	if f := t.fam; f.report != nil {
 		f.report(tool.Progress{Message: "→ " + call.Tool})
 	}
 	out := t.h.opts.Tools.Invoke(context.WithValue(ctx, spawnerKey{}, t), call)
 	return t.postToolHooks(call, out)
+}
+
+// checkRewrite checks the input a PreToolUse hook rewrote a call's to against the tool's
+// schema.
+func (t *turn) checkRewrite(toolName string, updated json.RawMessage) error {
+	if err := checkArgs(string(updated)); err != nil {
+		return fmt.Errorf("a PreToolUse hook's updatedInput for %s: %w", toolName, err)
+	}
+	if err := t.h.opts.Tools.Registry().Validate(toolName, updated); err != nil {
+		return fmt.Errorf("a PreToolUse hook's updatedInput for %s: %w", toolName, err)
+	}
+	return nil
 }
 
 // groupKind says with which calls of an answer a call may run at once (plan).

@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jean2/jean2/internal/fsutil"
+	"github.com/jean2/jean2/tool"
 )
 
 // The memory files, in $JEAN2_HOME.
@@ -128,33 +129,35 @@ type Change struct {
 // on disk is still what the change was made from (else it makes the change again from what
 // is there now).
 func Apply(ctx context.Context, home string, ch Change) (string, error) {
-	return apply(ctx, home, ch, nil)
+	after, _, err := apply(ctx, home, ch, nil)
+	return after, err
 }
 
-// apply is Apply; made, when set, is called once the change is made and before the file is
-// read again (tests stand a person's editor there).
-func apply(ctx context.Context, home string, ch Change, made func()) (string, error) {
+// apply is Apply; it also returns what stood at the file just before it was written (for
+// the turn's ledger), nil when nothing was written. made, when set, is called once the
+// change is made and before the file is read again (tests stand a person's editor there).
+func apply(ctx context.Context, home string, ch Change, made func()) (string, *tool.FileState, error) {
 	name, limit, err := fileOf(ch.Target)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := os.MkdirAll(home, 0o700); err != nil {
-		return "", fmt.Errorf("make %s: %w", home, err)
+		return "", nil, fmt.Errorf("make %s: %w", home, err)
 	}
 	unlock, err := fsutil.LockFile(ctx, filepath.Join(home, ".memory.lock"), nil)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer unlock()
 	path := filepath.Join(home, name)
 	for range 3 {
 		before, err := read(path)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		after, err := edit(before, ch, limit, name)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if made != nil {
 			made()
@@ -163,17 +166,37 @@ func apply(ctx context.Context, home string, ch Change, made func()) (string, er
 		// made again from what they saved.
 		now, err := read(path)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if now != before {
 			continue
 		}
-		if err := fsutil.WriteFileDurable(path, []byte(after), 0o600); err != nil {
-			return "", fmt.Errorf("write %s: %w", path, err)
+		prev, err := tool.StateOf(path, maxReadBytes)
+		if err != nil {
+			return "", nil, err
 		}
-		return after, nil
+		if err := fsutil.WriteFileDurable(path, []byte(after), 0o600); err != nil {
+			return "", nil, fmt.Errorf("write %s: %w", path, err)
+		}
+		return after, prev, nil
 	}
-	return "", fmt.Errorf("%s kept changing while it was being written; try again", path)
+	return "", nil, fmt.Errorf("%s kept changing while it was being written; try again", path)
+}
+
+// Check says whether a change could be made to the memory file as it is now (the change
+// Apply makes is made again from the file under its lock): a change that cannot is refused
+// before the person is troubled with it.
+func Check(home string, ch Change) error {
+	name, limit, err := fileOf(ch.Target)
+	if err != nil {
+		return err
+	}
+	text, err := read(filepath.Join(home, name))
+	if err != nil {
+		return err
+	}
+	_, err = edit(text, ch, limit, name)
+	return err
 }
 
 // edit makes the change to the text of a file, or says why it cannot.

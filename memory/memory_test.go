@@ -100,7 +100,7 @@ func TestApplyKeepsAnEditMadeMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	saves := 0
-	_, err := apply(context.Background(), home, Change{Action: "add", Content: "A fact."}, func() {
+	_, _, err := apply(context.Background(), home, Change{Action: "add", Content: "A fact."}, func() {
 		if saves == 0 {
 			saves++
 			if err := os.WriteFile(path, []byte("First line by hand.\nSecond line, saved meanwhile.\n"), 0o600); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/provider/providertest"
 	"github.com/jean2/jean2/sandbox"
+	"github.com/jean2/jean2/store"
 )
 
 // Hooks of config.json run through the confined shell at their events: SessionStart gets
@@ -101,5 +102,84 @@ func TestHooksRunConfinedAndDeny(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("hook.failed events lack %q:\n%s", want, got)
 		}
+	}
+}
+
+// A PreToolUse hook rewrites a call's input in Claude Code's shape
+// (hookSpecificOutput.updatedInput): the rewritten command is what runs, what the stored
+// call and its part.updated show, and what the next hook reads; an updatedInput that does
+// not fit the tool's schema is refused like a model's would be — the call does not run, the
+// model reads why, and the failure is reported.
+func TestPreToolUseHookRewritesInput(t *testing.T) {
+	if st := sandbox.Probe(sandbox.ModeRequire, os.Args[0]); st.LandlockABI < 1 || !st.NetNS {
+		t.Skipf("needs Landlock and network namespaces: %+v", st)
+	}
+	f := newFixture(t)
+	sb := host.SandboxOptions{Mode: sandbox.ModeRequire, Launcher: os.Args[0]}
+	f.cfg.Host.Sandbox = sb
+	f.cfg.Host.Builtins = builtin.Tools(builtin.Options{Shell: builtin.ShellOptions{Sandbox: sb, Layout: f.cfg.Host.Layout}})
+	rewrite := func(match, to string) map[string]any {
+		return map[string]any{"type": "command", "command": "if grep -q '" + match + "'; then echo '" +
+			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","updatedInput":` + to + `}}'; fi`}
+	}
+	cfg := map[string]any{"hooks": map[string]any{"PreToolUse": []any{
+		map[string]any{"matcher": "Bash", "hooks": []any{
+			rewrite("echo model", `{"command":"echo hooked > out.txt"}`),
+			// The second hook reads the first one's input: it sees "hooked", not "model".
+			map[string]any{"type": "command", "command": "cat > second-hook.json"},
+		}},
+		map[string]any{"matcher": "write_note", "hooks": []any{rewrite("bad.txt", `{"path":5,"text":"x"}`)}},
+	}}}
+	data, _ := json.Marshal(cfg)
+	if err := os.WriteFile(filepath.Join(f.home, "config.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.start()
+	_, ses := f.session()
+	f.fake.Push(
+		providertest.OpenAIToolCall("test-model", "call_sh", "shell", `{"command":"echo model > out.txt"}`),
+		providertest.OpenAIToolCall("test-model", "call_bad", "write_note", `{"path":"bad.txt","text":"x"}`),
+		providertest.OpenAIText("test-model", "done"),
+	)
+	sock := f.dial("/api/sessions/"+ses.ID+"/ws", nil)
+	f.call("POST", "/api/sessions/"+ses.ID+"/turns", map[string]any{"text": "write"}, 202, nil)
+	_, events := sock.until("turn.finished", 90*time.Second)
+
+	if b, err := os.ReadFile(filepath.Join(f.ws, "out.txt")); err != nil || string(b) != "hooked\n" {
+		t.Errorf("out.txt = %q, %v; want the rewritten command's output", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(f.ws, "second-hook.json")); err != nil || !strings.Contains(string(b), `"tool_input":{"command":"echo hooked \u003e out.txt"}`) {
+		t.Errorf("the second hook read %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "bad.txt")); !os.IsNotExist(err) {
+		t.Errorf("the call whose rewritten input does not fit the schema ran: %v", err)
+	}
+	if res := f.toolResult(2, "call_bad"); !strings.Contains(res, "a PreToolUse hook's updatedInput for write_note: invalid arguments for write_note") {
+		t.Errorf("the model's result of the bad rewrite: %s", res)
+	}
+	var list struct{ Messages []store.Message }
+	f.call("GET", "/api/sessions/"+ses.ID+"/messages", nil, 200, &list)
+	args := map[string]string{}
+	for _, m := range list.Messages {
+		for _, p := range m.Parts {
+			if p.CallID != "" {
+				args[p.CallID] = p.Args
+			}
+		}
+	}
+	if args["call_sh"] != `{"command":"echo hooked > out.txt"}` || args["call_bad"] != `{"path":"bad.txt","text":"x"}` {
+		t.Errorf("stored calls: %v", args)
+	}
+	var sawRewrite, reported bool
+	for _, ev := range events {
+		if ev.Type == harness.EventPartUpdated && strings.Contains(string(ev.Payload), `"args":"{\"command\":\"echo hooked \u003e out.txt\"}","status":"running"`) {
+			sawRewrite = true
+		}
+		if ev.Type == harness.EventHookFailed && strings.Contains(string(ev.Payload), "updatedInput for write_note") {
+			reported = true
+		}
+	}
+	if !sawRewrite || !reported {
+		t.Errorf("part.updated with the rewritten running call: %v; hook.failed of the bad rewrite: %v", sawRewrite, reported)
 	}
 }

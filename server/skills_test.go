@@ -244,11 +244,13 @@ func TestSkillManageAsksAndCreates(t *testing.T) {
 }
 
 // Memory: the files join the instructions; the memory tool adds, replaces and removes
-// entries, keeping what the person wrote by hand.
+// entries, keeping what the person wrote by hand; with the person's config.json saying
+// "memory": {"autoApprove": true} it never asks.
 func TestMemoryKeptAcrossSessions(t *testing.T) {
 	f := newFixture(t)
 	hand := "# Written by hand\nThe person likes tabs.\n"
-	writeFiles(t, f.home, map[string]string{"MEMORY.md": hand, "USER.md": "Name: Ada.\n"})
+	writeFiles(t, f.home, map[string]string{"MEMORY.md": hand, "USER.md": "Name: Ada.\n",
+		"config.json": `{"memory": {"autoApprove": true}}`})
 	f.start()
 	_, ses := f.session()
 	f.fake.Push(

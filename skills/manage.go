@@ -11,6 +11,7 @@ import (
 
 	"github.com/jean2/jean2/internal/fsutil"
 	"github.com/jean2/jean2/tool"
+	"github.com/jean2/jean2/toolfs"
 )
 
 // manageIn is skill_manage's input.
@@ -171,17 +172,86 @@ func writeOther(ctx context.Context, c *tool.Context, f Folder, in manageIn) err
 		return fmt.Errorf("open %s: %w", f.Dir(), err)
 	}
 	defer root.Close()
-	return root.Remove(filepath.Join(in.Name, rel))
+	path := filepath.Join(f.Dir(), in.Name, rel)
+	before, err := tool.StateOf(path, maxUndoBytes)
+	if err != nil {
+		return err
+	}
+	err = root.Remove(filepath.Join(in.Name, rel))
+	record(c, toolfs.OpRemove, path, before, err)
+	return err
 }
 
-// write asks the person, then writes rel in the skill's folder (made when missing) through
-// an os.Root of the skills folder, reached from the trusted root: a link that leads out is
-// refused. The file is written whole under a new name and renamed over rel, so a reader
-// (the next turn's scan) sees the old or the new file, never a part.
+// maxUndoBytes bounds what the ledger keeps of a file a write replaces: a larger one is
+// recorded as one Restore cannot put back.
+const maxUndoBytes = 8 << 20
+
+// touched are the paths a write of rel in the skill's folder changes below the skills
+// folder's root — each folder it makes, then the file — each with what stands there now.
+// All go on the ledger: Restore puts back the first (which removes what the write made
+// beneath it), and checks each against what the turn left there.
+func touched(f Folder, name, rel string) ([]string, []*tool.FileState, error) {
+	var paths []string
+	var before []*tool.FileState
+	path := f.Root
+	for _, part := range strings.Split(filepath.Join(f.Rel, name, rel), string(filepath.Separator)) {
+		path = filepath.Join(path, part)
+		if len(paths) > 0 {
+			paths, before = append(paths, path), append(before, &tool.FileState{}) // below a missing folder
+			continue
+		}
+		if _, err := os.Lstat(path); err == nil && path != filepath.Join(f.Dir(), name, rel) {
+			continue
+		}
+		st, err := tool.StateOf(path, maxUndoBytes)
+		if err != nil {
+			return nil, nil, err
+		}
+		paths, before = append(paths, path), append(before, st)
+	}
+	return paths, before, nil
+}
+
+// record puts a change skill_manage made on the turn's ledger, with what stood there
+// before, so Restore of the turn undoes it like any file the turn changed. A failed write
+// changed nothing that matters (its temporary file is gone) and keeps no undo data: Restore
+// skips it rather than act on a path the write was refused.
+func record(c *tool.Context, op, path string, before *tool.FileState, err error) {
+	ch := tool.Change{Path: path, Tool: c.Tool, CallID: c.CallID, Op: op, Disk: err == nil, OK: err == nil}
+	if err != nil {
+		ch.Error = err.Error()
+	} else {
+		ch.Before = before
+	}
+	c.Ledger.Record(ch)
+}
+
+// write asks the person, then writes rel in the skill's folder (made when missing) and puts
+// the change on the turn's ledger (record).
 func write(ctx context.Context, c *tool.Context, f Folder, name, rel string, data []byte) error {
 	if err := askWrite(ctx, c, f, name, rel, "write"); err != nil {
 		return err
 	}
+	paths, before, err := touched(f, name, rel)
+	if err != nil {
+		return err
+	}
+	err = writeIn(f, name, rel, data)
+	for i, p := range paths {
+		op := toolfs.OpMkdir
+		if i == len(paths)-1 {
+			op = toolfs.OpWrite
+		}
+		record(c, op, p, before[i], err)
+	}
+	return err
+}
+
+// writeIn writes rel in the skill's folder (made when missing) through an os.Root of the
+// skills folder, reached from the trusted root: a link that leads out is refused. The file
+// is written whole under a new name and renamed over rel, so a reader (the next turn's
+// scan) sees the old or the new file, never a part.
+func writeIn(f Folder, name, rel string, data []byte) error {
 	if f.Scope == ScopeHome {
 		if err := os.MkdirAll(f.Root, 0o700); err != nil { // jean2's home, made as jean2 makes it
 			return fmt.Errorf("make %s: %w", f.Root, err)

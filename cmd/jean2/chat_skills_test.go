@@ -10,7 +10,8 @@ import (
 )
 
 // jean2 chat against jean2 serve: a skill of $JEAN2_HOME/skills is offered, the model loads
-// it with the skill tool and keeps a fact with the memory tool; the next request carries
+// it with the skill tool and keeps a fact with the memory tool once the person allows it
+// (answered in the terminal); the next request carries
 // the skill's name and description, not its body, and MEMORY.md holds the fact.
 func TestChatSkillAndMemory(t *testing.T) {
 	c := newChatEnv(t)
@@ -31,7 +32,11 @@ func TestChatSkillAndMemory(t *testing.T) {
 	p.waitFor("> ")
 	p.send("write the release notes")
 	p.waitFor("⏺ skill")
-	p.waitFor("⏺ memory")
+	// The memory tool asks before it changes MEMORY.md: allowed once here.
+	p.waitFor(`Permission requested: Editing file "MEMORY.md" (outside workspace) requires approval.`)
+	p.waitFor("Choose 1-4")
+	p.send("1")
+	p.waitFor("Allowed (once)")
 	p.waitFor("Notes written.")
 	p.waitFor("── done")
 	p.send("/quit")

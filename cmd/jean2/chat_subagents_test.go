@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,6 +14,10 @@ import (
 // parent's answer built on the child's.
 func TestChatSubagentProgress(t *testing.T) {
 	c := newChatEnv(t)
+	// The child's memory call goes on unasked: the person's setting allows it.
+	if err := os.WriteFile(filepath.Join(c.home, "config.json"), []byte(`{"memory": {"autoApprove": true}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	base := c.serve()
 	c.fake.Push(
 		providertest.OpenAIToolCall("test-model", "call_1", "task", `{"description":"look around","prompt":"Keep a fact."}`),

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // TestGoalBadge: a session without a goal shows no goal in its header; once a goal is set
@@ -29,4 +30,50 @@ func TestGoalBadge(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitText("#goal", "Goal: ✓ met (2 of 5 turns)")
+}
+
+// TestGoalSetAndClearInHeader: the person sets a goal from the session's header — "Set
+// goal", a condition and a budget of turns, started at once — and the badge follows the
+// goal to "met" as the scripted evaluator says done; the server holds the goal as typed.
+// "Change goal" shows the goal's condition; "Clear goal" removes it: the badge hides, the
+// server has none, and the button reads "Set goal" again.
+func TestGoalSetAndClearInHeader(t *testing.T) {
+	f := newFixture(t)
+	s := f.session("goal from the header")
+	f.open("#/s/" + s.ID)
+	f.waitText("#goal-set", "Set goal")
+	if got := f.eval(`String(document.querySelector("#goal-clear").hidden)`); got != "true" {
+		t.Fatalf("Clear goal without a goal: hidden=%s", got)
+	}
+	f.fake.Push(text("Done: all green."), text(`{"done": true, "reason": "the tests pass"}`))
+	f.click("#goal-set")
+	f.typeInto("#goal-condition", "the tests pass")
+	f.eval(`(() => { const t = document.querySelector("#goal-turns"); t.value = "4"; return "ok"; })()`)
+	f.click("#goal-save")
+	f.waitText("#goal", "Goal: ✓ met (1 of 4 turns)")
+	var got struct {
+		Goal *struct {
+			Condition string
+			MaxTurns  int
+			State     string
+		}
+	}
+	f.api("GET", "/api/sessions/"+s.ID+"/goal", nil, &got)
+	if got.Goal == nil || got.Goal.Condition != "the tests pass" || got.Goal.MaxTurns != 4 || got.Goal.State != "met" {
+		t.Fatalf("the server's goal: %+v", got.Goal)
+	}
+	f.waitText("#goal-set", "Change goal")
+	f.click("#goal-set")
+	if v := f.eval(`document.querySelector("#goal-condition").value`); v != "the tests pass" {
+		t.Fatalf("the form to change the goal shows %q", v)
+	}
+	f.press(kb.Escape)
+	f.click("#goal-clear")
+	f.waitJS("the goal badge and Clear goal hidden", `document.querySelector("#goal").hidden && document.querySelector("#goal-clear").hidden`)
+	f.waitText("#goal-set", "Set goal")
+	got.Goal = nil
+	f.api("GET", "/api/sessions/"+s.ID+"/goal", nil, &got)
+	if got.Goal != nil {
+		t.Fatalf("the server still has a goal after Clear goal: %+v", got.Goal)
+	}
 }

@@ -177,7 +177,7 @@ export class SessionView {
       h("header", { class: "session-head" }, this.titleEl,
         h("button", { type: "button", class: "icon-btn", "aria-label": "Rename session", title: "Rename", onclick: () => this.rename() }, "✎"),
         h("button", { type: "button", class: "link", onclick: () => this.chooseModel() }, "Model"), this.modelEl,
-        (this.agentCtl = new AgentControl(this)).el, (this.goalBadge = new GoalBadge(s.goal)).el, this.usageEl,
+        (this.agentCtl = new AgentControl(this)).el, (this.goalBadge = new GoalBadge(this, s.goal)).el, this.usageEl,
         this.compactBtn = h("button", { type: "button", class: "link", id: "compact", title: "Summarize the older messages to free the model's context",
           onclick: () => compactSession(this.id, this.compactBtn) }, "Compact"), askNotifications(), this.connEl),
       instructionsBar(s.workspaceId), this.transcript, this.looseAsks, jumpButton(this), composer);
