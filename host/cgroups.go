@@ -1,6 +1,8 @@
 package host
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -121,6 +123,25 @@ func (sb *hostSandbox) keepGroup(rel string, prepare func() error) func() error 
 		}
 		return nil
 	}
+}
+
+// endGroup stops the serving tools' workers of the scopes in the group rel (a session
+// that ends, a workspace removed) — they finish the calls they run, within ctx — then
+// ends what is left in the group and removes it.
+func (h *Host) endGroup(ctx context.Context, rel string) error {
+	if rel == "" {
+		return nil
+	}
+	var errs []error
+	for _, v := range h.cat.Load().versions {
+		if ft, ok := v.tool.(*folderTool); ok {
+			for _, sp := range ft.takeGroupPools(rel) {
+				errs = append(errs, sp.close(ctx))
+			}
+		}
+	}
+	h.sb.removeGroup(rel)
+	return errors.Join(errs...)
 }
 
 // removeGroup ends what is left in the group rel and beneath it (a session that ended, a

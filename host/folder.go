@@ -628,6 +628,21 @@ func (t *folderTool) reapIdleLocked(now time.Time) {
 	}
 }
 
+// takeGroupPools takes out the pools of the scopes whose cgroup is group or beneath it (a
+// session that ends, a workspace removed), for the caller to close.
+func (t *folderTool) takeGroupPools(group string) []*scopedPool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*scopedPool
+	for key, sp := range t.pools {
+		if g := sp.shared.scope.group; g == group || strings.HasPrefix(g, group+"/") {
+			delete(t.pools, key)
+			out = append(out, sp)
+		}
+	}
+	return out
+}
+
 func (t *folderTool) closePool(ctx context.Context) error {
 	t.mu.Lock()
 	pools := []*scopedPool{}
@@ -658,8 +673,8 @@ func (t *folderTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 	if err := t.checkApproval(); err != nil {
 		return tool.Result{Error: err.Error()}
 	}
-	// The workers of a workspace serve all its sessions (Layout.WorkspaceTemp).
-	mod, done, err := t.workers(poolScope{workspace: c.Workspace, allowed: c.AllowedPaths, tempDir: t.fl.h.scopeTemp(c.TempDir)})
+	// Each session has workers of its own, in its cgroup (cgroups.go).
+	mod, done, err := t.workers(t.fl.h.callScope(c))
 	if err != nil {
 		return tool.Result{Error: err.Error()}
 	}

@@ -137,19 +137,30 @@ const memoryHeadroomMB = 64
 // Sandbox reports the protection this host gives its workers.
 func (h *Host) Sandbox() sandbox.Status { return h.sb.status }
 
-// poolScope is what fixes a confined worker's file rules: the places of the calls it
-// serves. Landlock rules cannot change once applied, so a worker serves the calls of one
-// scope only.
+// poolScope is what fixes a confined worker's file rules and its cgroup: the places of the
+// calls it serves and the session they are of. Landlock rules cannot change once applied,
+// and a process is in one cgroup, so a worker serves the calls of one scope only.
 type poolScope struct {
 	workspace string
 	allowed   []string
 	tempDir   string
+	// group is the cgroup of the session the worker serves (scopeGroup of the call's own
+	// temporary folder: ws-<w>/s-<session>, ws-<w>/runs, s-<session>), where its launcher
+	// puts the worker's group, under the session's limits (cgroups.go).
+	group string
+}
+
+// callScope is the scope of a call with context c: its workspace and allowed paths, the
+// temporary folder its workers may write (the workspace's, scopeTemp) and its session's
+// cgroup.
+func (h *Host) callScope(c *tool.Context) poolScope {
+	return poolScope{workspace: c.Workspace, allowed: c.AllowedPaths, tempDir: h.scopeTemp(c.TempDir), group: h.scopeGroup(c.TempDir)}
 }
 
 func (s poolScope) key() string {
 	allowed := slices.Clone(s.allowed)
 	slices.Sort(allowed)
-	return s.workspace + "\x00" + strings.Join(allowed, "\x00") + "\x00\x00" + s.tempDir
+	return s.workspace + "\x00" + strings.Join(allowed, "\x00") + "\x00\x00" + s.tempDir + "\x00\x00" + s.group
 }
 
 // sandboxLauncher wraps a worker's launcher in the sandbox: Landlock (when that is the
@@ -229,9 +240,8 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	if sb.limits.MaxFileMB > 0 {
 		spec.FileMB = sb.limits.MaxFileMB
 	}
-	// The worker's groups go in its scope's (the workspace's, or the session's when it has
-	// no workspace): cgroups.go.
-	group := h.scopeGroup(scope.tempDir)
+	// The worker's groups go in its session's: cgroups.go.
+	group := scope.group
 	place, err := sb.group(group)
 	if err != nil {
 		return failed(fmt.Errorf("tool %s: %w", t.name, err))

@@ -1,0 +1,106 @@
+//go:build linux
+
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/sandbox"
+)
+
+// inSession makes a call one of session id in workspace w1.
+func inSession(id string) func(*host.Call) {
+	return func(c *host.Call) { c.SessionID = id }
+}
+
+// workerOf returns the pid and the pids cgroup of the hostile tool's worker that serves
+// a call of session id.
+func (sf *sandboxFixture) workerOf(t *testing.T, id string) (int, string) {
+	t.Helper()
+	r, out := sf.try(t, map[string]any{"op": "read", "path": "/proc/self/cgroup"}, inSession(id))
+	if !r.OK {
+		t.Fatalf("session %s: read /proc/self/cgroup: %+v %s", id, r, out.Result.Error)
+	}
+	var groups string
+	_ = json.Unmarshal(r.Value, &groups)
+	var pidsGroup string
+	for _, line := range strings.Split(groups, "\n") {
+		if f := strings.SplitN(line, ":", 3); len(f) == 3 && (f[1] == "pids" || f[1] == "") && strings.Contains(f[2], "/w-") {
+			pidsGroup = f[2]
+		}
+	}
+	r, out = sf.try(t, map[string]any{"op": "pid"}, inSession(id))
+	if !r.OK {
+		t.Fatalf("session %s: pid: %+v %s", id, r, out.Result.Error)
+	}
+	var pid int
+	_ = json.Unmarshal(r.Value, &pid)
+	return pid, pidsGroup
+}
+
+// A session's tool workers are in its session's cgroup, beside its shell commands, so the
+// kernel holds the session's workers and commands together to SessionMaxTasks and
+// SessionMemoryMB; two sessions of one workspace never share a worker; when the session
+// ends its workers end with its group and the other session's go on.
+func TestSessionCgroupHoldsTheSessionsWorkers(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("cgroups are made by a root host only")
+	}
+	sf := newSandboxFixture(t, sandbox.ModeLandlock, "")
+	if !strings.HasPrefix(sf.h.Sandbox().Pids, "cgroup ") {
+		t.Skipf("no pids cgroup here: %s", sf.h.Sandbox().Pids)
+	}
+	hostPids := strings.TrimPrefix(sf.h.Sandbox().Pids, "cgroup ")
+	pid1, group1 := sf.workerOf(t, "s1")
+	pid2, group2 := sf.workerOf(t, "s2")
+	t.Logf("session s1: worker %d in %s; session s2: worker %d in %s", pid1, group1, pid2, group2)
+	if !strings.Contains(group1, "/ws-w1/s-s1/w-") || !strings.Contains(group2, "/ws-w1/s-s2/w-") {
+		t.Fatalf("the workers are not in their sessions' groups: s1 %q, s2 %q", group1, group2)
+	}
+	if pid1 == pid2 {
+		t.Fatalf("sessions s1 and s2 share the worker %d", pid1)
+	}
+	// The session's group counts the worker's tasks: its cap is the session's.
+	dir := filepath.Join(hostPids, "ws-w1", "s-s1")
+	for file, want := range map[string]int{"pids.current": 1, "pids.max": host.DefaultSessionMaxTasks} {
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		n, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil || n < want || (file == "pids.max" && n != want) {
+			t.Fatalf("%s of session s1's group: %q %v (want %d)", file, data, err, want)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := sf.h.EndSession(ctx, "w1", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := processGone(pid1, 5*time.Second); err != nil {
+		t.Fatalf("session s1's worker after the session ended: %v", err)
+	}
+	if again, _ := sf.workerOf(t, "s2"); again != pid2 {
+		t.Fatalf("session s2's worker changed when s1 ended: %d → %d", pid2, again)
+	}
+}
+
+// processGone waits until pid has exited (or is a zombie).
+func processGone(pid int, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil || strings.Contains(string(data), ") Z ") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return &os.PathError{Op: "wait for exit", Path: "/proc/" + strconv.Itoa(pid), Err: os.ErrExist}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
