@@ -15,20 +15,25 @@ import (
 // Session groups. Beneath the host's cgroup folders (one per hierarchy, sandbox.Pids and
 // sandbox.Memory) every temporary scope has a group of its own, and the launcher puts each
 // worker's and each command's group (w-<pid>, with its own per-process limits) in the
-// group of the scope it serves:
+// group of the session it serves:
 //
-//	jean2-<host>/ws-<workspace>/            a workspace's: no limit of its own
-//	jean2-<host>/ws-<workspace>/w-<pid>     its tool workers (pooled per workspace)
-//	jean2-<host>/ws-<workspace>/s-<session> a session's: SessionMemoryMB, SessionMaxTasks
-//	jean2-<host>/ws-<workspace>/runs        the workspace's sessionless calls: the same
-//	jean2-<host>/s-<session>/               a session without workspace: the same limits,
-//	                                        its tool workers and its commands alike
+//	jean2-<host>/ws-<workspace>/                    a workspace's: no limit of its own
+//	jean2-<host>/ws-<workspace>/s-<session>         a session's: SessionMemoryMB, SessionMaxTasks
+//	jean2-<host>/ws-<workspace>/s-<session>/w-<pid> its tool workers and its commands
+//	jean2-<host>/ws-<workspace>/runs                the workspace's sessionless calls: the same
+//	jean2-<host>/s-<session>/                       a session without workspace: the same
 //
-// The shell's commands, foreground and background, go in their session's group, so the
-// kernel holds the sum of a session's commands to the session's limits whatever each
-// command's own. Tool workers serve every session of a workspace (poolScope), so they are
-// in the workspace's group, held by their per-worker limits (MemoryMB, MaxTasks), not in
-// any one session's; a session without workspace has workers of its own, in its group.
+// So the kernel holds the sum of all of a session's processes — its tool workers and the
+// shell's commands, foreground and background — to the session's limits, whatever each
+// one's own. A process is in one group, and a worker's memory stays charged to the group
+// it was allocated in (charges do not move with a process: not in v2, and not in v1 on
+// current kernels, which refuse move_charge_at_immigrate — EINVAL on 6.18, where a 70 MiB
+// process moved left its 70 MiB in the old group), so a worker serves one session for its
+// whole life: tool workers are pooled per scope, and the scope holds the session's group
+// (poolScope.group). Moving a shared worker into each caller's group would leave what it
+// allocated for one session charged to that session while it serves the next, and a
+// worker serves several calls at once. A session's pools close once idle for the idle
+// timeout (reapLaterLocked) and when the session ends (endGroup).
 
 // scopeGroup is the group, relative to the host's cgroup folders, of a temporary folder
 // (a call's or a worker scope's, Layout.Temp/…): "" for a call that has a folder of its

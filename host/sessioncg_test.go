@@ -104,3 +104,49 @@ func processGone(pid int, within time.Duration) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// socketsHeld counts the sockets this process (the host) holds open: a pool's egress proxy
+// listens on one in the pool's network namespace.
+func socketsHeld() int {
+	entries, _ := os.ReadDir("/proc/self/fd")
+	n := 0
+	for _, e := range entries {
+		if l, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && strings.HasPrefix(l, "socket:[") {
+			n++
+		}
+	}
+	return n
+}
+
+// Each session has pools of its own, so a session nobody uses any more must not keep them:
+// once idle for the idle timeout its workers stop and its pools close (their network
+// namespaces and egress proxies with them) though no call of the tool comes to reap them.
+func TestSessionCgroupIdleSessionsHoldNoWorkers(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("cgroups are made by a root host only")
+	}
+	sf := newSandboxFixture(t, sandbox.ModeLandlock, "", func(o *host.Options) { o.IdleTimeout = 500 * time.Millisecond })
+	if !sf.h.Sandbox().NetNS {
+		t.Skip("no network namespaces here: nothing of an idle pool to observe but its workers")
+	}
+	time.Sleep(time.Second) // the load's probe is gone
+	before := socketsHeld()
+	pid1, _ := sf.workerOf(t, "s1")
+	pid2, _ := sf.workerOf(t, "s2")
+	held := socketsHeld()
+	for _, pid := range []int{pid1, pid2} {
+		if err := processGone(pid, 5*time.Second); err != nil {
+			t.Fatalf("an idle session's worker: %v", err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for socketsHeld() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("sockets held: %d before the sessions' calls, %d with their pools, %d once they were idle for 5 s", before, held, socketsHeld())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if again, _ := sf.workerOf(t, "s1"); again == pid1 {
+		t.Fatalf("session s1's next call ran in the stopped worker %d", pid1)
+	}
+}
