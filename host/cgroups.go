@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/jean2/jean2/runtime/worker"
 	"github.com/jean2/jean2/sandbox"
 	"github.com/jean2/jean2/tool"
 )
@@ -113,6 +114,44 @@ func (sb *hostSandbox) group(rel string) (cgroupPlace, error) {
 	}
 	g.made[rel] = place
 	return place, nil
+}
+
+// workerGroups puts a worker's groups (spec's, made by the launcher) in the group rel and
+// gives them the per-worker limits: memory at DataMB and headroom, tasks at MaxTasks
+// (RLIMIT_NPROC where the host has no pids cgroup). It returns rel's folders.
+func (sb *hostSandbox) workerGroups(spec *sandbox.Spec, rel string) (cgroupPlace, error) {
+	place, err := sb.group(rel)
+	if err != nil {
+		return cgroupPlace{}, err
+	}
+	if place.memory != "" && spec.DataMB > 0 {
+		spec.MemoryCgroup, spec.MemoryMaxMB = place.memory, spec.DataMB+memoryHeadroomMB
+	}
+	if place.pids != "" && sb.limits.MaxTasks > 0 {
+		spec.PidsCgroup, spec.PidsMax = place.pids, sb.limits.MaxTasks
+	} else {
+		spec.TaskLimit(sb.limits.MaxTasks, nil)
+	}
+	return place, nil
+}
+
+// watchGroups has a worker's launcher make the group rel again before each start
+// (keepGroup), end what is left of the worker in its groups when it exits, and say when
+// the kernel killed it for its memory group's limit (memMaxMB; 0: it has none).
+func (sb *hostSandbox) watchGroups(l *worker.Launcher, rel string, place cgroupPlace, memMaxMB int) {
+	if sb.pids == nil && sb.memory == nil {
+		return
+	}
+	l.Exited = releaseIn(place)
+	l.Prepare = sb.keepGroup(rel, l.Prepare)
+	if memMaxMB > 0 && place.memory != "" {
+		l.ExitNote = func(pid int) string {
+			if sandbox.OutOfMemoryIn(place.memory, pid) {
+				return fmt.Sprintf("the kernel killed it: out of memory in its memory cgroup (%d MiB, shared memory included)", memMaxMB)
+			}
+			return ""
+		}
+	}
 }
 
 // keepGroup makes sure, before every start of a worker, that the group rel its launcher
