@@ -150,3 +150,32 @@ func TestSessionCgroupIdleSessionsHoldNoWorkers(t *testing.T) {
 		t.Fatalf("session s1's next call ran in the stopped worker %d", pid1)
 	}
 }
+
+// The session's task cap holds its tool workers: a worker's processes count toward it,
+// whatever the worker's own cap (MaxTasks, 256 by default). Before, a workspace's workers
+// were outside every session's group and started all 100.
+func TestSessionCgroupCapsAWorkersTasks(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("cgroups are made by a root host only")
+	}
+	sf := newSandboxFixture(t, sandbox.ModeLandlock, "{ childProcess: true }", func(o *host.Options) { o.Limits.SessionMaxTasks = 60 })
+	if !strings.HasPrefix(sf.h.Sandbox().Pids, "cgroup ") {
+		t.Skipf("no pids cgroup here: %s", sf.h.Sandbox().Pids)
+	}
+	if _, err := sf.h.ApprovePermissions("hostile"); err != nil {
+		t.Fatal(err)
+	}
+	r, out := sf.try(t, map[string]any{"op": "fork", "n": 100})
+	if !out.Result.Success {
+		t.Fatalf("fork: %s", out.Result.Error)
+	}
+	var v struct {
+		Started int            `json:"started"`
+		Errors  map[string]int `json:"errors"`
+	}
+	_ = json.Unmarshal(r.Value, &v)
+	t.Logf("a worker of session s1 started %d of 100 processes under a session cap of 60 tasks (its own cap: %d); refused: %v", v.Started, host.DefaultMaxTasks, v.Errors)
+	if v.Started >= 60 || v.Started == 0 || v.Errors["EAGAIN"] == 0 {
+		t.Fatalf("a worker started %d processes in a session capped at 60 tasks: %s", v.Started, r.Value)
+	}
+}
