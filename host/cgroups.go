@@ -1,11 +1,14 @@
 package host
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
 
+	"github.com/jean2/jean2/runtime/worker"
 	"github.com/jean2/jean2/sandbox"
 	"github.com/jean2/jean2/tool"
 )
@@ -13,20 +16,25 @@ import (
 // Session groups. Beneath the host's cgroup folders (one per hierarchy, sandbox.Pids and
 // sandbox.Memory) every temporary scope has a group of its own, and the launcher puts each
 // worker's and each command's group (w-<pid>, with its own per-process limits) in the
-// group of the scope it serves:
+// group of the session it serves:
 //
-//	jean2-<host>/ws-<workspace>/            a workspace's: no limit of its own
-//	jean2-<host>/ws-<workspace>/w-<pid>     its tool workers (pooled per workspace)
-//	jean2-<host>/ws-<workspace>/s-<session> a session's: SessionMemoryMB, SessionMaxTasks
-//	jean2-<host>/ws-<workspace>/runs        the workspace's sessionless calls: the same
-//	jean2-<host>/s-<session>/               a session without workspace: the same limits,
-//	                                        its tool workers and its commands alike
+//	jean2-<host>/ws-<workspace>/                    a workspace's: no limit of its own
+//	jean2-<host>/ws-<workspace>/s-<session>         a session's: SessionMemoryMB, SessionMaxTasks
+//	jean2-<host>/ws-<workspace>/s-<session>/w-<pid> its tool workers and its commands
+//	jean2-<host>/ws-<workspace>/runs                the workspace's sessionless calls: the same
+//	jean2-<host>/s-<session>/                       a session without workspace: the same
 //
-// The shell's commands, foreground and background, go in their session's group, so the
-// kernel holds the sum of a session's commands to the session's limits whatever each
-// command's own. Tool workers serve every session of a workspace (poolScope), so they are
-// in the workspace's group, held by their per-worker limits (MemoryMB, MaxTasks), not in
-// any one session's; a session without workspace has workers of its own, in its group.
+// So the kernel holds the sum of all of a session's processes — its tool workers and the
+// shell's commands, foreground and background — to the session's limits, whatever each
+// one's own. A process is in one group, and a worker's memory stays charged to the group
+// it was allocated in (charges do not move with a process: not in v2, and not in v1 on
+// current kernels, which refuse move_charge_at_immigrate — EINVAL on 6.18, where a 70 MiB
+// process moved left its 70 MiB in the old group), so a worker serves one session for its
+// whole life: tool workers are pooled per scope, and the scope holds the session's group
+// (poolScope.group). Moving a shared worker into each caller's group would leave what it
+// allocated for one session charged to that session while it serves the next, and a
+// worker serves several calls at once. A session's pools close once idle for the idle
+// timeout (reapLaterLocked) and when the session ends (endGroup).
 
 // scopeGroup is the group, relative to the host's cgroup folders, of a temporary folder
 // (a call's or a worker scope's, Layout.Temp/…): "" for a call that has a folder of its
@@ -108,6 +116,44 @@ func (sb *hostSandbox) group(rel string) (cgroupPlace, error) {
 	return place, nil
 }
 
+// workerGroups puts a worker's groups (spec's, made by the launcher) in the group rel and
+// gives them the per-worker limits: memory at DataMB and headroom, tasks at MaxTasks
+// (RLIMIT_NPROC where the host has no pids cgroup). It returns rel's folders.
+func (sb *hostSandbox) workerGroups(spec *sandbox.Spec, rel string) (cgroupPlace, error) {
+	place, err := sb.group(rel)
+	if err != nil {
+		return cgroupPlace{}, err
+	}
+	if place.memory != "" && spec.DataMB > 0 {
+		spec.MemoryCgroup, spec.MemoryMaxMB = place.memory, spec.DataMB+memoryHeadroomMB
+	}
+	if place.pids != "" && sb.limits.MaxTasks > 0 {
+		spec.PidsCgroup, spec.PidsMax = place.pids, sb.limits.MaxTasks
+	} else {
+		spec.TaskLimit(sb.limits.MaxTasks, nil)
+	}
+	return place, nil
+}
+
+// watchGroups has a worker's launcher make the group rel again before each start
+// (keepGroup), end what is left of the worker in its groups when it exits, and say when
+// the kernel killed it for its memory group's limit (memMaxMB; 0: it has none).
+func (sb *hostSandbox) watchGroups(l *worker.Launcher, rel string, place cgroupPlace, memMaxMB int) {
+	if sb.pids == nil && sb.memory == nil {
+		return
+	}
+	l.Exited = releaseIn(place)
+	l.Prepare = sb.keepGroup(rel, l.Prepare)
+	if memMaxMB > 0 && place.memory != "" {
+		l.ExitNote = func(pid int) string {
+			if sandbox.OutOfMemoryIn(place.memory, pid) {
+				return fmt.Sprintf("the kernel killed it: out of memory in its memory cgroup (%d MiB, shared memory included)", memMaxMB)
+			}
+			return ""
+		}
+	}
+}
+
 // keepGroup makes sure, before every start of a worker, that the group rel its launcher
 // joins is there (a session that ended, a workspace removed took it away while its pool
 // lived on), then runs prepare.
@@ -121,6 +167,25 @@ func (sb *hostSandbox) keepGroup(rel string, prepare func() error) func() error 
 		}
 		return nil
 	}
+}
+
+// endGroup stops the serving tools' workers of the scopes in the group rel (a session
+// that ends, a workspace removed) — they finish the calls they run, within ctx — then
+// ends what is left in the group and removes it.
+func (h *Host) endGroup(ctx context.Context, rel string) error {
+	if rel == "" {
+		return nil
+	}
+	var errs []error
+	for _, v := range h.cat.Load().versions {
+		if ft, ok := v.tool.(*folderTool); ok {
+			for _, sp := range ft.takeGroupPools(rel) {
+				errs = append(errs, sp.close(ctx))
+			}
+		}
+	}
+	h.sb.removeGroup(rel)
+	return errors.Join(errs...)
 }
 
 // removeGroup ends what is left in the group rel and beneath it (a session that ended, a

@@ -112,6 +112,7 @@ func (t *folderTool) adoptScopes(prev *version) {
 			t.pools = map[string]*scopedPool{}
 		}
 		t.pools[key] = &scopedPool{shared: shared, module: mod, lastUsed: now}
+		t.reapLaterLocked()
 		t.mu.Unlock()
 	}
 }

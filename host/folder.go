@@ -469,7 +469,8 @@ type folderTool struct {
 	// version's definition, which the next version's learns in (learnerMod is this one's).
 	learner    *sharedPool
 	learnerMod *worker.Module
-	pools      map[string]*scopedPool // confined: one pool per scope (workspace, allowed paths, temp)
+	pools      map[string]*scopedPool // confined: one pool per scope (workspace, allowed paths, temp, session)
+	reapTimer  *time.Timer            // armed while a scope's pool is idle (reapLaterLocked)
 	closed     bool
 	reaping    sync.WaitGroup // closes of idle pools; closePool waits for them
 }
@@ -605,8 +606,41 @@ func (t *folderTool) workers(scope poolScope) (*worker.Module, func(), error) {
 		t.mu.Lock()
 		sp.active--
 		sp.lastUsed = time.Now()
+		if sp.active == 0 {
+			t.reapLaterLocked()
+		}
 		t.mu.Unlock()
 	}, nil
+}
+
+// reapLaterLocked arms the tool's reap timer, unless it is armed, for when the first idle
+// pool reaches the idle timeout. Each session has pools of its own, so a session nobody
+// uses any more must not hold its pools (their network namespace and proxy; the workers
+// stop by themselves) until the tool's next call; t.mu must be held.
+func (t *folderTool) reapLaterLocked() {
+	idle := t.fl.h.idleTimeout()
+	if idle < 0 || t.reapTimer != nil || t.closed {
+		return
+	}
+	next := time.Duration(-1)
+	now := time.Now()
+	for _, sp := range t.pools {
+		if wait := max(sp.lastUsed.Add(idle).Sub(now), 0); sp.active == 0 && (next < 0 || wait < next) {
+			next = wait
+		}
+	}
+	if next < 0 {
+		return
+	}
+	t.reapTimer = time.AfterFunc(next+10*time.Millisecond, func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.reapTimer = nil
+		if !t.closed {
+			t.reapIdleLocked(time.Now())
+			t.reapLaterLocked()
+		}
+	})
 }
 
 // reapIdleLocked closes the pools of scopes no call has used for the idle timeout (their
@@ -628,6 +662,21 @@ func (t *folderTool) reapIdleLocked(now time.Time) {
 	}
 }
 
+// takeGroupPools takes out the pools of the scopes whose cgroup is group or beneath it (a
+// session that ends, a workspace removed), for the caller to close.
+func (t *folderTool) takeGroupPools(group string) []*scopedPool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*scopedPool
+	for key, sp := range t.pools {
+		if g := sp.shared.scope.group; g == group || strings.HasPrefix(g, group+"/") {
+			delete(t.pools, key)
+			out = append(out, sp)
+		}
+	}
+	return out
+}
+
 func (t *folderTool) closePool(ctx context.Context) error {
 	t.mu.Lock()
 	pools := []*scopedPool{}
@@ -637,6 +686,9 @@ func (t *folderTool) closePool(ctx context.Context) error {
 	shared, module := t.shared, t.module
 	learner, learnerMod := t.learner, t.learnerMod
 	t.shared, t.module, t.learner, t.learnerMod, t.pools, t.closed = nil, nil, nil, nil, nil, true
+	if t.reapTimer != nil {
+		t.reapTimer.Stop()
+	}
 	t.mu.Unlock()
 	var errs []error
 	if shared != nil {
@@ -658,8 +710,8 @@ func (t *folderTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 	if err := t.checkApproval(); err != nil {
 		return tool.Result{Error: err.Error()}
 	}
-	// The workers of a workspace serve all its sessions (Layout.WorkspaceTemp).
-	mod, done, err := t.workers(poolScope{workspace: c.Workspace, allowed: c.AllowedPaths, tempDir: t.fl.h.scopeTemp(c.TempDir)})
+	// Each session has workers of its own, in its cgroup (cgroups.go).
+	mod, done, err := t.workers(t.fl.h.callScope(c))
 	if err != nil {
 		return tool.Result{Error: err.Error()}
 	}

@@ -96,8 +96,9 @@ func (l Layout) SessionTemp(sessionID string) (string, error) {
 
 // WorkspaceTemp is the folder that holds the temporary folders of a workspace's sessions
 // (one folder each, named by the session's id) and of its sessionless calls (".runs"). It
-// is what the workspace's workers may write and their TMPDIR: the workers of a workspace
-// serve all its sessions, which spares each new session a sandboxed worker's start.
+// is what the workspace's workers may write and their TMPDIR, the same for every session's
+// workers, so that one tmpfs of SessionTempMB holds them all (each session has workers of
+// its own, in its cgroup: cgroups.go).
 func (l Layout) WorkspaceTemp(workspaceID string) string {
 	return filepath.Join(l.Temp, "workspaces", safeName(workspaceID))
 }

@@ -56,13 +56,12 @@ type Limits struct {
 	// call returned (a background command), a process may write more.
 	SessionTempMB int
 	// SessionMemoryMB and SessionMaxTasks cap all the memory and the tasks (processes and
-	// threads) of one session's processes together — its shell commands, foreground and
-	// background, and, for a session without workspace, its tool workers — in one cgroup
-	// the kernel enforces (default 4096 MiB and 2048), whatever each command's own limits
-	// (cgroups.go). Files the session writes in a tmpfs temporary folder count toward its
-	// memory. Tool workers of a workspace serve all its sessions and are held by MemoryMB
-	// and MaxTasks per worker. Where the host has no cgroups, only each command's own
-	// limits hold.
+	// threads) of one session's processes together — its tool workers and its shell
+	// commands, foreground and background — in one cgroup the kernel enforces (default 4096
+	// MiB and 2048), whatever each worker's or command's own limits (cgroups.go): each
+	// session has tool workers of its own. Files the session writes in a tmpfs temporary
+	// folder count toward its memory. Where the host has no cgroups, only each worker's and
+	// command's own limits hold.
 	SessionMemoryMB int
 	SessionMaxTasks int
 }

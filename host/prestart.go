@@ -98,6 +98,7 @@ func (t *folderTool) keepAhead(ahead *sharedPool, loaded bool) {
 			t.pools = map[string]*scopedPool{}
 		}
 		t.pools[key] = &scopedPool{shared: ahead, module: ahead.pool.Main(), lastUsed: time.Now()}
+		t.reapLaterLocked()
 		t.mu.Unlock()
 		return
 	}

@@ -137,19 +137,30 @@ const memoryHeadroomMB = 64
 // Sandbox reports the protection this host gives its workers.
 func (h *Host) Sandbox() sandbox.Status { return h.sb.status }
 
-// poolScope is what fixes a confined worker's file rules: the places of the calls it
-// serves. Landlock rules cannot change once applied, so a worker serves the calls of one
-// scope only.
+// poolScope is what fixes a confined worker's file rules and its cgroup: the places of the
+// calls it serves and the session they are of. Landlock rules cannot change once applied,
+// and a process is in one cgroup, so a worker serves the calls of one scope only.
 type poolScope struct {
 	workspace string
 	allowed   []string
 	tempDir   string
+	// group is the cgroup of the session the worker serves (scopeGroup of the call's own
+	// temporary folder: ws-<w>/s-<session>, ws-<w>/runs, s-<session>), where its launcher
+	// puts the worker's group, under the session's limits (cgroups.go).
+	group string
+}
+
+// callScope is the scope of a call with context c: its workspace and allowed paths, the
+// temporary folder its workers may write (the workspace's, scopeTemp) and its session's
+// cgroup.
+func (h *Host) callScope(c *tool.Context) poolScope {
+	return poolScope{workspace: c.Workspace, allowed: c.AllowedPaths, tempDir: h.scopeTemp(c.TempDir), group: h.scopeGroup(c.TempDir)}
 }
 
 func (s poolScope) key() string {
 	allowed := slices.Clone(s.allowed)
 	slices.Sort(allowed)
-	return s.workspace + "\x00" + strings.Join(allowed, "\x00") + "\x00\x00" + s.tempDir
+	return s.workspace + "\x00" + strings.Join(allowed, "\x00") + "\x00\x00" + s.tempDir + "\x00\x00" + s.group
 }
 
 // sandboxLauncher wraps a worker's launcher in the sandbox: Landlock (when that is the
@@ -167,17 +178,9 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	if t.mech == sandbox.Unconfined && sb.status.Mode == sandbox.ModeOff {
 		return base
 	}
-	// The workspace folder and allowed paths lead where they led when first served (pinRoot);
-	// a link put in one's place since would have the rules grant its target.
-	var places []string
-	for _, root := range append([]string{scope.workspace}, scope.allowed...) {
-		if root != "" {
-			real, err := h.pinRoot(root)
-			if err != nil {
-				return failed(err)
-			}
-			places = append(places, real)
-		}
+	places, err := h.pinnedPlaces(scope)
+	if err != nil {
+		return failed(err)
 	}
 	mounted, carved := t.seals(scope)
 	p := t.plan(scope)
@@ -229,15 +232,10 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	if sb.limits.MaxFileMB > 0 {
 		spec.FileMB = sb.limits.MaxFileMB
 	}
-	// The worker's groups go in its scope's (the workspace's, or the session's when it has
-	// no workspace): cgroups.go.
-	group := h.scopeGroup(scope.tempDir)
-	place, err := sb.group(group)
+	// The worker's groups go in its session's: cgroups.go.
+	place, err := sb.workerGroups(&spec, scope.group)
 	if err != nil {
 		return failed(fmt.Errorf("tool %s: %w", t.name, err))
-	}
-	if place.memory != "" && spec.DataMB > 0 {
-		spec.MemoryCgroup, spec.MemoryMaxMB = place.memory, spec.DataMB+memoryHeadroomMB
 	}
 	if wn != nil {
 		wn.Apply(&spec)
@@ -245,11 +243,6 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	if spec.Landlock {
 		spec.Rules = rules
 		spec.NoFork = !t.childProcess() && sandbox.CanDenyProcesses()
-	}
-	if place.pids != "" && sb.limits.MaxTasks > 0 {
-		spec.PidsCgroup, spec.PidsMax = place.pids, sb.limits.MaxTasks
-	} else {
-		spec.TaskLimit(sb.limits.MaxTasks, nil)
 	}
 	path, args, err := sandbox.Command(sb.status.Launcher, spec, base.Path, base.Args)
 	if err != nil {
@@ -259,34 +252,44 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	l.Path, l.Args = path, args
 	l.Configure = func(cmd *exec.Cmd) { sb.status.StartConfined(cmd, spec) }
 	if len(mounted) > 0 {
-		// Before every start: the worker's rules count on each folder being there, a real
-		// folder (it was made when the pool was; someone may have removed it since).
-		prepare := base.Prepare
-		l.Prepare = func() error {
-			for _, d := range mounted {
-				if _, err := sandbox.PrepareSealDir(filepath.Dir(d)); err != nil {
-					return fmt.Errorf("sandbox: seal %s: %w", d, err)
-				}
-			}
-			if prepare != nil {
-				return prepare()
-			}
-			return nil
-		}
+		l.Prepare = keepSealDirs(mounted, base.Prepare)
 	}
-	if sb.pids != nil || sb.memory != nil {
-		l.Exited = releaseIn(place)
-		l.Prepare = sb.keepGroup(group, l.Prepare)
-	}
-	if spec.MemoryCgroup != "" {
-		l.ExitNote = func(pid int) string {
-			if sandbox.OutOfMemoryIn(place.memory, pid) {
-				return fmt.Sprintf("the kernel killed it: out of memory in its memory cgroup (%d MiB, shared memory included)", spec.MemoryMaxMB)
-			}
-			return ""
-		}
-	}
+	sb.watchGroups(&l, scope.group, place, spec.MemoryMaxMB)
 	return l
+}
+
+// pinnedPlaces are the scope's workspace folder and allowed paths where they led when
+// first served (pinRoot): a link put in one's place since would have the rules grant its
+// target.
+func (h *Host) pinnedPlaces(scope poolScope) ([]string, error) {
+	var places []string
+	for _, root := range append([]string{scope.workspace}, scope.allowed...) {
+		if root != "" {
+			real, err := h.pinRoot(root)
+			if err != nil {
+				return nil, err
+			}
+			places = append(places, real)
+		}
+	}
+	return places, nil
+}
+
+// keepSealDirs makes, before every start of a worker, each mounted seal's folder there, a
+// real folder: the worker's rules count on it (it was made when the pool was; someone may
+// have removed it since). Then it runs prepare.
+func keepSealDirs(mounted []string, prepare func() error) func() error {
+	return func() error {
+		for _, d := range mounted {
+			if _, err := sandbox.PrepareSealDir(filepath.Dir(d)); err != nil {
+				return fmt.Errorf("sandbox: seal %s: %w", d, err)
+			}
+		}
+		if prepare != nil {
+			return prepare()
+		}
+		return nil
+	}
 }
 
 // dataBind shows the tool's own persistent folder (Layout.ToolData) to its workers at

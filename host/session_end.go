@@ -28,9 +28,12 @@ func (h *Host) EndSession(ctx context.Context, workspaceID, sessionID string) er
 			}
 		}
 	}
-	// What is left in the session's cgroup (a process a command detached) ends with it.
+	// The session's tool workers stop, and what is left in its cgroup (a process a command
+	// detached) ends with it.
 	if key, err := tempKey(Call{SessionID: sessionID, Workspace: Workspace{ID: workspaceID}}, ""); err == nil && sessionID != "" {
-		h.sb.removeGroup(h.scopeGroup(filepath.Join(h.layout.Temp, key)))
+		if err := h.endGroup(ctx, h.scopeGroup(filepath.Join(h.layout.Temp, key))); err != nil {
+			errs = append(errs, fmt.Errorf("end session %s: stop its tool workers: %w", sessionID, err))
+		}
 	}
 	if err := h.RemoveSessionTemp(workspaceID, sessionID); err != nil {
 		errs = append(errs, fmt.Errorf("end session %s: remove its temporary folder: %w", sessionID, err))

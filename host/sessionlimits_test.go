@@ -29,8 +29,8 @@ func mountsBeneath(dir string) []string {
 	return out
 }
 
-// A confined tool worker is in its workspace's cgroup (it serves every session of the
-// workspace), a workspace-less session's worker in that session's; the worker's writes
+// A confined tool worker is in its session's cgroup, a workspace's session's beneath the
+// workspace's (sessioncg_test.go says more), a workspace-less session's at the top; the worker's writes
 // into its temporary folder past the quota fail with ENOSPC (a tmpfs of SessionTempMB);
 // after Close nothing is left mounted, nor in cgroups.
 func TestSessionLimitsWorkersGroupsAndTempFS(t *testing.T) {
@@ -50,7 +50,7 @@ func TestSessionLimitsWorkersGroupsAndTempFS(t *testing.T) {
 		_ = json.Unmarshal(r.Value, &s)
 		return s
 	}
-	if groups := read(); !strings.Contains(groups, "/ws-w1/w-") {
+	if groups := read(); !strings.Contains(groups, "/ws-w1/s-s1/w-") {
 		t.Fatalf("a worker of workspace w1: %q", groups)
 	}
 	if groups := read(func(c *host.Call) { c.Workspace.ID, c.SessionID = "", "solo" }); !strings.Contains(groups, "/s-solo/w-") {
