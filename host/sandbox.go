@@ -332,7 +332,8 @@ func (t *folderTool) plan(scope poolScope) sandbox.Plan {
 	// replaces this with what seals chooses (a read-only mount where the launcher can).
 	p.Sealed = policy.Scope{Workspace: scope.workspace, Allowed: scope.allowed}.SettingsDirs()
 	if scope.tempDir != "" {
-		p.ReadWrite = append(p.ReadWrite, scope.tempDir)
+		// TMPDIR, and /tmp in the view where it may be (Plan.Tmp).
+		p.ReadWrite, p.Tmp = append(p.ReadWrite, scope.tempDir), scope.tempDir
 	}
 	if perms := t.effectivePermissions(); perms != nil {
 		for _, r := range perms.Read {
