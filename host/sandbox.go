@@ -40,6 +40,10 @@ type SandboxOptions struct {
 	// NoMountSeal does without the launcher's mount namespace even where it can be had:
 	// each workspace's .jean2 is then sealed by Landlock rules alone (tests of the fallback).
 	NoMountSeal bool
+	// TempMounter mounts the temporary folders' tmpfs for a host that may not mount
+	// itself (an ordinary user's jean2 under its mounter: sandbox.EnterTempNamespace);
+	// nil: the host mounts itself where it may (root).
+	TempMounter *sandbox.TempMounter
 }
 
 // hostSandbox is what the host knows of the sandbox: what the machine offers, where worker

@@ -39,6 +39,9 @@ type env struct {
 	getenv func(string) string
 	// stdinIsTerminal reports whether stdin is a terminal a person can answer asks on.
 	stdinIsTerminal bool
+	// tempMounter mounts the temporary folders' tmpfs for an ordinary user's jean2, run
+	// in namespaces of its own (sandbox.EnterTempNamespace); nil for root, or where none.
+	tempMounter *sandbox.TempMounter
 }
 
 const topUsage = `jean2 hosts tools for LLM agents.
@@ -128,10 +131,16 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.ExecArg {
 		os.Exit(runLauncher(os.Args[2:]))
 	}
+	// An ordinary user's jean2 runs in a user and mount namespace of its own, so that the
+	// temporary folders' quota is a tmpfs the kernel holds (sandbox/tempns_linux.go).
+	if code, ran := sandbox.EnterTempNamespace(); ran {
+		os.Exit(code)
+	}
+	mounter := sandbox.TakeTempMounter()
 	leaveACoreForWorkers()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, stdinIsTerminal: isTerminal(os.Stdin)}
+	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, stdinIsTerminal: isTerminal(os.Stdin), tempMounter: mounter}
 	err := run(ctx, e, os.Args[1:])
 	stop()
 	os.Exit(exitCode(err, e.stderr))
