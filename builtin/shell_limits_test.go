@@ -197,16 +197,22 @@ func TestShellBackgroundWritePastTempQuotaFails(t *testing.T) {
 	}
 }
 
-// The same quota holds, by the kernel, for an ordinary user's jean2: this test binary runs
-// TestShellBackgroundWritePastTempQuotaFails again as nobody. Before, there the quota was
-// only measured: the foreground dd wrote its 32 MiB into the 16 MiB folder.
+// The same quota holds, by the kernel, for an ordinary user's jean2, and /tmp is the
+// session's folder there too: this test binary runs those tests again as nobody. Before,
+// there the quota was only measured: the foreground dd wrote its 32 MiB into the 16 MiB
+// folder.
 func TestShellTempQuotaAsOrdinaryUser(t *testing.T) {
-	out, err := asuser.Rerun(t, "^TestShellBackgroundWritePastTempQuotaFails$")
+	out, err := asuser.Rerun(t, "^(TestShellBackgroundWritePastTempQuotaFails|TestShellTmpIsTheSessionFolder)$")
 	if strings.Contains(out, "needs Landlock") {
 		t.Skipf("no confined shell for an ordinary user here:\n%s", out)
 	}
-	if err != nil || !strings.Contains(out, "--- PASS: TestShellBackgroundWritePastTempQuotaFails") {
-		t.Fatalf("as nobody (%v):\n%s", err, out)
+	for _, name := range []string{"TestShellBackgroundWritePastTempQuotaFails", "TestShellTmpIsTheSessionFolder"} {
+		if !strings.Contains(out, "--- PASS: "+name) {
+			t.Fatalf("as nobody, %s did not pass (%v):\n%s", name, err, out)
+		}
+	}
+	if err != nil {
+		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
 	t.Logf("as nobody:\n%s", out)
 }
