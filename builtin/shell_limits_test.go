@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/internal/asuser"
 )
 
 // processesWith lists the pids of the processes whose command line is exactly args.
@@ -141,18 +142,21 @@ func mountedBeneath(dir string) []string {
 	return out
 }
 
-// A background command that writes past the session's temporary folder quota gets ENOSPC:
-// the workspace's temporary folder is a tmpfs of SessionTempMB. Before, the quota was
-// measured while a call ran, and a background command, whose call had returned, wrote
-// 64 MiB into a 16 MiB quota and went on. After Close nothing is left mounted, nor in
-// cgroups.
+// A command, in the foreground or the background, that writes past the session's temporary
+// folder quota gets ENOSPC: the workspace's temporary folder is a tmpfs of SessionTempMB
+// (mounted by a root host in its own namespace, by an ordinary user's in the mount namespace
+// jean2 runs in: TestShellTempQuotaAsOrdinaryUser). Before, the quota was measured while a
+// call ran, and a background command, whose call had returned, wrote 64 MiB into a 16 MiB
+// quota and went on. After Close nothing is left mounted, nor in cgroups.
 func TestShellBackgroundWritePastTempQuotaFails(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("only root mounts the temporary folders; elsewhere the quota is measured")
-	}
 	f := newShellFixtureHost(t, nil, func(o *host.Options) { o.Limits.SessionTempMB = 16 })
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
+	_, fg := f.run(ctx, map[string]any{"command": `dd if=/dev/zero of="$TMPDIR/fg" bs=1M count=32; echo "dd exit $?"; rm -f "$TMPDIR/fg"`})
+	t.Logf("a foreground command wrote into a 16 MiB temporary folder: %q", fg.Stdout+fg.Stderr)
+	if !strings.Contains(fg.Stderr, "No space left on device") || strings.Contains(fg.Stdout, "dd exit 0") {
+		t.Fatalf("a foreground command wrote 32 MiB past a 16 MiB quota: %+v", fg)
+	}
 	// What the command says goes to the workspace: its output file is in the temporary
 	// folder, full once the quota is reached.
 	out, res := f.run(ctx, map[string]any{"command": `dd if=/dev/zero of="$TMPDIR/big" bs=1M count=64 2>dd.txt; echo "dd exit $?" >> dd.txt`, "background": true})
@@ -191,4 +195,24 @@ func TestShellBackgroundWritePastTempQuotaFails(t *testing.T) {
 			t.Fatalf("the host's cgroup folder %s is still there after Close: %v", cg, err)
 		}
 	}
+}
+
+// The same quota holds, by the kernel, for an ordinary user's jean2, and /tmp is the
+// session's folder there too: this test binary runs those tests again as nobody. Before,
+// there the quota was only measured: the foreground dd wrote its 32 MiB into the 16 MiB
+// folder.
+func TestShellTempQuotaAsOrdinaryUser(t *testing.T) {
+	out, err := asuser.Rerun(t, "^(TestShellBackgroundWritePastTempQuotaFails|TestShellTmpIsTheSessionFolder)$")
+	if strings.Contains(out, "needs Landlock") {
+		t.Skipf("no confined shell for an ordinary user here:\n%s", out)
+	}
+	for _, name := range []string{"TestShellBackgroundWritePastTempQuotaFails", "TestShellTmpIsTheSessionFolder"} {
+		if !strings.Contains(out, "--- PASS: "+name) {
+			t.Fatalf("as nobody, %s did not pass (%v):\n%s", name, err, out)
+		}
+	}
+	if err != nil {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+	t.Logf("as nobody:\n%s", out)
 }

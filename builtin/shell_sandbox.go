@@ -399,7 +399,9 @@ func shellPlan(mech sandbox.Mechanism, bash string, readOnly []string, workspace
 		MountSealed:   mounted,
 	}
 	if tempDir != "" {
-		plan.ReadWrite = append(plan.ReadWrite, tempDir)
+		// Shown at /tmp too where the view allows (Plan.Tmp): a program that writes to
+		// /tmp by name writes in the session's folder, never in another session's.
+		plan.ReadWrite, plan.Tmp = append(plan.ReadWrite, tempDir), tempDir
 	}
 	if mech == sandbox.Seatbelt {
 		plan.Sealed = unsealed

@@ -29,8 +29,18 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.ExecArg {
 		os.Exit(sandbox.Main(os.Args[2:], os.Stderr))
 	}
+	// As an ordinary user (asuser.Rerun), the tests run as jean2 does: in a user and mount
+	// namespace of their own under a mounter of the temporary folders' tmpfs.
+	if code, ran := sandbox.EnterTempNamespace(); ran {
+		os.Exit(code)
+	}
+	tempMounter = sandbox.TakeTempMounter()
 	os.Exit(m.Run())
 }
+
+// tempMounter is the test binary's mounter (TestMain), nil as root: what jean2's main gives
+// its hosts.
+var tempMounter *sandbox.TempMounter
 
 // shellFixture is a real host serving the shell built-in, confined by the launcher (this
 // test binary), with a workspace and a JEAN2_HOME holding a secret .env.
@@ -85,7 +95,7 @@ func newShellFixtureHost(t testing.TB, mod func(*builtin.ShellOptions), hostMod 
 	if os.Geteuid() != 0 {
 		mode = sandbox.ModeLandlock // an ordinary user has no network namespace: Landlock's TCP rule
 	}
-	sb := host.SandboxOptions{Mode: mode, Launcher: os.Args[0]}
+	sb := host.SandboxOptions{Mode: mode, Launcher: os.Args[0], TempMounter: tempMounter}
 	opts := builtin.ShellOptions{Sandbox: sb, Layout: layout}
 	if mod != nil {
 		mod(&opts)

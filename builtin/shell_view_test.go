@@ -135,3 +135,34 @@ func TestShellViewAttackAsOrdinaryUser(t *testing.T) {
 		t.Fatalf("as nobody (%v):\n%s", err, out)
 	}
 }
+
+// Programs that write to /tmp by name (not $TMPDIR) work: in the view /tmp is the session's
+// temporary folder, read-write, so the file lands there, and another session's /tmp is its
+// own folder, which does not show it. Before, /tmp was read-only in the view: `echo x >
+// /tmp/f` failed with "Read-only file system". The fixture lies outside /tmp (where a
+// workspace or jean2's home in /tmp would be hidden by it, /tmp is left as it is).
+func TestShellTmpIsTheSessionFolder(t *testing.T) {
+	base, err := os.MkdirTemp("/var/tmp", "jean2-tmpview-")
+	if err != nil {
+		t.Skipf("no /var/tmp to hold the fixture outside /tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	t.Setenv("TMPDIR", base)
+	f := newShellFixture(t, nil)
+	name := fmt.Sprintf("jean2-tmpview-%d", time.Now().UnixNano())
+	out, res := f.sh(`echo x > /tmp/` + name + ` && cat /tmp/` + name + ` && echo "tmpdir=$TMPDIR"`)
+	if !out.Result.Success || res.ExitCode != 0 || !strings.HasPrefix(res.Stdout, "x\n") {
+		t.Fatalf("write /tmp/%s in session s1: %+v %s", name, res, out.Result.Error)
+	}
+	tmpdir := strings.TrimSpace(strings.TrimPrefix(res.Stdout[strings.Index(res.Stdout, "tmpdir="):], "tmpdir="))
+	if data, err := os.ReadFile(filepath.Join(tmpdir, name)); err != nil || string(data) != "x\n" {
+		t.Fatalf("the file is not in the session's folder %s: %q %v", tmpdir, data, err)
+	}
+	if _, err := os.Stat(filepath.Join("/tmp", name)); !os.IsNotExist(err) {
+		t.Fatalf("the machine's /tmp got the file: %v", err)
+	}
+	_, res = f.sh(`ls -A /tmp; cat /tmp/`+name+` && echo seen`, func(c *host.Call) { c.SessionID = "s2" })
+	if strings.Contains(res.Stdout, name) || strings.Contains(res.Stdout, "seen") {
+		t.Fatalf("session s2 sees s1's /tmp file: %+v", res)
+	}
+}

@@ -40,6 +40,10 @@ type SandboxOptions struct {
 	// NoMountSeal does without the launcher's mount namespace even where it can be had:
 	// each workspace's .jean2 is then sealed by Landlock rules alone (tests of the fallback).
 	NoMountSeal bool
+	// TempMounter mounts the temporary folders' tmpfs for a host that may not mount
+	// itself (an ordinary user's jean2 under its mounter: sandbox.EnterTempNamespace);
+	// nil: the host mounts itself where it may (root).
+	TempMounter *sandbox.TempMounter
 }
 
 // hostSandbox is what the host knows of the sandbox: what the machine offers, where worker
@@ -335,7 +339,8 @@ func (t *folderTool) plan(scope poolScope) sandbox.Plan {
 	// replaces this with what seals chooses (a read-only mount where the launcher can).
 	p.Sealed = policy.Scope{Workspace: scope.workspace, Allowed: scope.allowed}.SettingsDirs()
 	if scope.tempDir != "" {
-		p.ReadWrite = append(p.ReadWrite, scope.tempDir)
+		// TMPDIR, and /tmp in the view where it may be (Plan.Tmp).
+		p.ReadWrite, p.Tmp = append(p.ReadWrite, scope.tempDir), scope.tempDir
 	}
 	if perms := t.effectivePermissions(); perms != nil {
 		for _, r := range perms.Read {

@@ -22,8 +22,18 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.ExecArg {
 		os.Exit(sandbox.Main(os.Args[2:], os.Stderr))
 	}
+	// As an ordinary user (asuser.Rerun), the tests run as jean2 does: in a user and mount
+	// namespace of their own under a mounter of the temporary folders' tmpfs.
+	if code, ran := sandbox.EnterTempNamespace(); ran {
+		os.Exit(code)
+	}
+	tempMounter = sandbox.TakeTempMounter()
 	os.Exit(m.Run())
 }
+
+// tempMounter is the test binary's mounter (TestMain), nil as root: what jean2's main gives
+// its hosts.
+var tempMounter *sandbox.TempMounter
 
 const secretValue = "s3cr3t-token-value-9f8e7d"
 
@@ -147,7 +157,7 @@ func newSandboxFixture(t *testing.T, mode sandbox.Mode, permissions string, setu
 		}
 	}
 	f := newFixture(t)
-	f.opts.Sandbox = host.SandboxOptions{Mode: mode, Launcher: os.Args[0]}
+	f.opts.Sandbox = host.SandboxOptions{Mode: mode, Launcher: os.Args[0], TempMounter: tempMounter}
 	f.opts.ServerEnv = append(f.opts.ServerEnv, "SERVER_SECRET="+secretValue)
 	for _, s := range setup {
 		s(&f.opts)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/internal/asuser"
 	"github.com/jean2/jean2/sandbox"
 )
 
@@ -157,4 +158,60 @@ func TestSessionLimitsTempFSOfADeadHostIsSwept(t *testing.T) {
 	if m := mountsBeneath(f.layout.Temp); len(m) != 1 || m[0] != other {
 		t.Fatalf("mounts beneath the temporary folders after the start: %v (want only %s)", m, other)
 	}
+}
+
+// A confined worker's write past its workspace's temporary folder quota fails with ENOSPC,
+// as root and (TestWorkerTempQuotaAsOrdinaryUser) as an ordinary user, whose jean2 runs in
+// namespaces of its own and mounts the tmpfs through its mounter; the host itself, which
+// reads what the worker wrote, holds no capability there.
+func TestWorkerWritePastTempQuotaFails(t *testing.T) {
+	sf := newSandboxFixture(t, sandbox.ModeLandlock, "", func(o *host.Options) { o.Limits.SessionTempMB = 8 })
+	sf.addTool("fill", map[string]string{"package.json": pkgJSON, "tool.js": fillTool})
+	if err := sf.h.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var refused host.Outcome
+	wrote := 0
+	for i := 0; i < 6; i++ {
+		out := sf.call("fill", `{"mb":3}`)
+		if !out.Result.Success {
+			refused = out
+			break
+		}
+		wrote += 3
+	}
+	t.Logf("wrote %d MiB into an 8 MiB temporary folder, then: %s (%s)", wrote, refused.Result.Error, sf.h.TempQuota())
+	if wrote > 8 || !strings.Contains(refused.Result.Error, "ENOSPC") {
+		t.Fatalf("after %d MiB in an 8 MiB temporary folder: %+v", wrote, refused.Result)
+	}
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		for _, set := range []string{"CapInh:", "CapPrm:", "CapEff:", "CapAmb:"} {
+			if strings.HasPrefix(line, set) && os.Geteuid() != 0 && strings.Trim(strings.TrimPrefix(line, set), "\t 0") != "" {
+				t.Errorf("the host holds capabilities: %s", line)
+			}
+		}
+	}
+}
+
+// The quota and /tmp of workers hold for an ordinary user's host too: this test binary runs
+// them again as nobody. Before, there the quota was measured: the worker wrote 18 MiB
+// into the 8 MiB folder and only the next call was refused.
+func TestWorkerTempQuotaAsOrdinaryUser(t *testing.T) {
+	out, err := asuser.Rerun(t, "^(TestWorkerWritePastTempQuotaFails|TestViewWorkerTmpIsItsTempFolder)$")
+	if strings.Contains(out, "Landlock is not available") {
+		t.Skipf("no Landlock for an ordinary user here:\n%s", out)
+	}
+	for _, name := range []string{"TestWorkerWritePastTempQuotaFails", "TestViewWorkerTmpIsItsTempFolder"} {
+		if !strings.Contains(out, "--- PASS: "+name) {
+			t.Fatalf("as nobody, %s did not pass (%v):\n%s", name, err, out)
+		}
+	}
+	if err != nil {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+	t.Logf("as nobody:\n%s", out)
 }

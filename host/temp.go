@@ -214,8 +214,10 @@ func (h *Host) cleanStaleTemps() {
 
 // tempMounts are the temporary scopes (a workspace's folder, a workspace-less session's)
 // the host made a tmpfs of SessionTempMB: there the kernel holds the quota (a write past
-// it fails with ENOSPC) and the host measures nothing. Where it cannot mount (not root, no
-// new mount API, sandbox off), it measures the folder (limits.go).
+// it fails with ENOSPC) and the host measures nothing. A root host mounts in its own mount
+// namespace; an ordinary user's, through its mounter, in the mount namespace jean2 runs in
+// (SandboxOptions.TempMounter). Where it cannot mount (no mounter, no new mount API,
+// sandbox off), it measures the folder (limits.go).
 type tempMounts struct {
 	mu      sync.Mutex
 	mounted sync.Map // folder → whether this host mounted it (else it reused another's)
@@ -241,7 +243,7 @@ func tempScopeKey(key string) string {
 }
 
 // mountScope makes the scope of key a tmpfs of SessionTempMB the first time it is needed
-// (mountTempFS), when the sandbox is on and the host may mount; a failure leaves the
+// (sandbox.MountTempFS), when the sandbox is on and the host may mount; a failure leaves the
 // measured quota.
 func (h *Host) mountScope(key string) {
 	mb := h.sb.limits.SessionTempMB
@@ -264,7 +266,7 @@ func (h *Host) mountScope(key string) {
 	if h.tempFS.source == "" {
 		h.tempFS.source = sandbox.HostName()
 	}
-	reused, err := mountTempFS(h.layout.Temp, scope, h.tempFS.source, mb)
+	reused, err := h.opts.Sandbox.TempMounter.Mount(h.layout.Temp, scope, h.tempFS.source, mb)
 	if err != nil {
 		h.tempFS.refused = err.Error()
 		h.log.Warn("the temporary folders are not size-limited mounts: their quota is measured", "path", dir, "reason", err.Error())
@@ -282,7 +284,7 @@ func (h *Host) sweepTempMounts() {
 	if real, err := filepath.EvalSymlinks(root); err == nil {
 		root = real // mountinfo names where mounts really are
 	}
-	gone, err := sweepTempFS(root, sandbox.StaleHost)
+	gone, err := sweepTempFS(root, sandbox.StaleHost, h.opts.Sandbox.TempMounter.Unmount)
 	if len(gone) > 0 {
 		h.log.Info("unmounted the temporary folders of a host that is gone", "paths", gone)
 	}
@@ -310,7 +312,7 @@ func (h *Host) unmountScope(dir string) error {
 	if _, ok := h.tempFS.mounted.LoadAndDelete(dir); !ok {
 		return nil
 	}
-	return unmountTempFS(dir)
+	return h.opts.Sandbox.TempMounter.Unmount(dir)
 }
 
 // unmountTemps unmounts every tmpfs the host mounted (Close); one it reused is its
@@ -338,7 +340,11 @@ func (h *Host) TempQuota() string {
 	n := 0
 	h.tempFS.mounted.Range(func(any, any) bool { n++; return true })
 	if n > 0 {
-		return fmt.Sprintf("tmpfs of %d MiB per workspace (%d mounted)", h.sb.limits.SessionTempMB, n)
+		where := ""
+		if h.opts.Sandbox.TempMounter != nil {
+			where = " in jean2's own mount namespace"
+		}
+		return fmt.Sprintf("tmpfs of %d MiB per workspace (%d mounted%s)", h.sb.limits.SessionTempMB, n, where)
 	}
 	return ""
 }

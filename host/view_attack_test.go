@@ -428,3 +428,35 @@ func TestViewCatalogueTodos(t *testing.T) {
 		t.Errorf("the database is not in the tool's data folder: %v", err)
 	}
 }
+
+// A worker that writes to /tmp by name writes in its own temporary folder (its TMPDIR, its
+// workspace's): in the view /tmp is that folder, read-write. Another workspace's worker
+// does not see the file, nor does the machine's /tmp get it. Before, /tmp was read-only in
+// the view (EROFS). The fixture lies outside /tmp (see Plan.Tmp).
+func TestViewWorkerTmpIsItsTempFolder(t *testing.T) {
+	base, err := os.MkdirTemp("/var/tmp", "jean2-tmpview-")
+	if err != nil {
+		t.Skipf("no /var/tmp to hold the fixture outside /tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	t.Setenv("TMPDIR", base)
+	sf := newSandboxFixture(t, sandbox.ModeLandlock, "")
+	if !sf.h.Sandbox().MountSeal {
+		t.Skip("no view here")
+	}
+	name := "jean2-tmpview-" + strings.ReplaceAll(t.Name(), "/", "-")
+	r, out := sf.try(t, map[string]any{"op": "write", "path": "/tmp/" + name})
+	if !r.OK {
+		t.Fatalf("write /tmp/%s: %+v %s", name, r, out.Result.Error)
+	}
+	if data, err := os.ReadFile(filepath.Join(sf.layout.WorkspaceTemp("w1"), name)); err != nil || string(data) != "pwned" {
+		t.Fatalf("the file is not in the workspace's temporary folder: %q %v", data, err)
+	}
+	if _, err := os.Stat(filepath.Join("/tmp", name)); !os.IsNotExist(err) {
+		t.Fatalf("the machine's /tmp got the file: %v", err)
+	}
+	r, _ = sf.try(t, map[string]any{"op": "read", "path": "/tmp/" + name}, func(c *host.Call) { c.Workspace.ID, c.SessionID = "w2", "s9" })
+	if r.OK {
+		t.Fatalf("a worker of workspace w2 read w1's /tmp file: %+v", r)
+	}
+}

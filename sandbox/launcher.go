@@ -26,6 +26,9 @@ func Main(args []string, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if len(args) >= 1 && args[0] == tempMounterArg {
+		return runTempMounter(args[1:])
+	}
 	spec, program, rest, err := parseArgs(args)
 	if err == nil {
 		err = enter(spec, program, rest)

@@ -61,6 +61,10 @@ type Plan struct {
 	// $JEAN2_HOME/data) and grant it there. Only where the launcher builds a view: without
 	// one the target is the machine's own folder.
 	Binds []Bind
+	// Tmp is the folder the view shows at /tmp, read-write (the session's temporary folder,
+	// the worker's TMPDIR), for programs that write to /tmp by name. Only where the
+	// launcher builds a view, and not when a place the plan names lies in /tmp (View).
+	Tmp string
 }
 
 // CredentialPaths are places in a home folder that hold keys and tokens; the host protects

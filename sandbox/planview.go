@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -47,8 +48,39 @@ func (p Plan) View(hidden ...string) *View {
 		}
 	}
 	v.Binds = slices.Clone(p.Binds)
+	if p.Tmp != "" && filepath.IsAbs(p.Tmp) && p.tmpFree() {
+		v.Binds = append(v.Binds, Bind{Source: real(p.Tmp), Target: "/tmp", Write: true})
+	}
 	v.Hidden, v.Writable, v.ReadOnly = uniq(v.Hidden), uniq(v.Writable), uniq(v.ReadOnly)
 	return v
+}
+
+// tmpFree reports whether the view may show Tmp at /tmp: the machine's /tmp is a real
+// folder (the launcher refuses a link on the way) and nothing the plan shows, runs or
+// grants lies in it. Binding over a /tmp that held the workspace, jean2's home, the
+// runtime or the session's folder itself would hide it from the process (or, shown again,
+// make its mount points inside the session's folder): such a view keeps the machine's
+// /tmp, read-only, and TMPDIR alone leads to the session's folder.
+func (p Plan) tmpFree() bool {
+	if fi, err := os.Lstat("/tmp"); err != nil || !fi.IsDir() {
+		return false
+	}
+	places := []string{p.Program, p.RuntimeRoot, p.Tmp}
+	for _, list := range [][]string{p.ReadOnly, p.Modules, p.ReadWrite, p.DeclaredRead, p.DeclaredWrite, p.MountSealed} {
+		places = append(places, list...)
+	}
+	for _, b := range p.Binds {
+		places = append(places, b.Source, b.Target)
+	}
+	for _, x := range places {
+		if x == "" || !filepath.IsAbs(x) {
+			continue
+		}
+		if policy.Within(filepath.Clean(x), "/tmp") || policy.Within(p.Resolver.Real(filepath.Clean(x)), "/tmp") {
+			return false
+		}
+	}
+	return true
 }
 
 func uniq(xs []string) []string {

@@ -132,7 +132,7 @@ func doctor(ctx context.Context, e env, args []string) error {
 		}
 	}
 	if st.Mode != sandbox.ModeOff && st.Launcher != "" && runtime.GOOS == "linux" {
-		linuxLimitChecks(ctx, st, add)
+		linuxLimitChecks(ctx, st, e.tempMounter, add)
 	}
 	if st.Mode != sandbox.ModeOff && nodeMech != sandbox.Unconfined {
 		switch {
@@ -154,7 +154,7 @@ func doctor(ctx context.Context, e env, args []string) error {
 
 // linuxLimitChecks reports what bounds a confined process on Linux: its task and memory
 // cgroups, its pid namespace, the temporary folder's quota and its capabilities.
-func linuxLimitChecks(ctx context.Context, st sandbox.Status, add func(name, status, format string, a ...any)) {
+func linuxLimitChecks(ctx context.Context, st sandbox.Status, mounter *sandbox.TempMounter, add func(name, status, format string, a ...any)) {
 	if p, err := sandbox.NewPids(); err == nil {
 		add("task limit", checkOK, "a pids cgroup per worker under %s", filepath.Dir(p.Dir()))
 		_ = p.Close()
@@ -174,8 +174,12 @@ func linuxLimitChecks(ctx context.Context, st sandbox.Status, add func(name, sta
 	} else {
 		add("lifetime", checkWarn, "no pid namespace per worker (%s): what a tool or command detaches outlives a kill -9 of jean2 until jean2 next starts", st.PidNSError)
 	}
-	if err := host.ProbeTempFS(); err == nil {
-		add("temp quota", checkOK, "each workspace's temporary folder is a tmpfs of its quota (a write past it fails with ENOSPC)")
+	if err := mounter.Probe(); err == nil {
+		where := ""
+		if mounter != nil {
+			where = ", mounted in jean2's own user and mount namespace"
+		}
+		add("temp quota", checkOK, "each workspace's temporary folder is a tmpfs of its quota (a write past it fails with ENOSPC)%s", where)
 	} else {
 		add("temp quota", checkWarn, "no tmpfs (%v): the temporary folder quota is measured every 250 ms, and a background command may write past it", err)
 	}

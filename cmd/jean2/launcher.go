@@ -23,7 +23,7 @@ func sandboxOptions(e env) (host.SandboxOptions, error) {
 	if err != nil {
 		return host.SandboxOptions{}, usagef("JEAN2_SANDBOX: %v", err)
 	}
-	opts := host.SandboxOptions{Mode: mode}
+	opts := host.SandboxOptions{Mode: mode, TempMounter: e.tempMounter}
 	if exe, err := os.Executable(); err == nil {
 		opts.Launcher = exe
 	}

@@ -39,6 +39,9 @@ type env struct {
 	getenv func(string) string
 	// stdinIsTerminal reports whether stdin is a terminal a person can answer asks on.
 	stdinIsTerminal bool
+	// tempMounter mounts the temporary folders' tmpfs for an ordinary user's jean2, run
+	// in namespaces of its own (sandbox.EnterTempNamespace); nil for root, or where none.
+	tempMounter *sandbox.TempMounter
 }
 
 const topUsage = `jean2 hosts tools for LLM agents.
@@ -71,6 +74,8 @@ Environment:
   JEAN2_SANDBOX     auto, landlock, require, node or off (default auto; require is landlock
                     plus no network but the egress proxy; see docs/security.md)
   JEAN2_TOKEN       the server's API token for chat and signin (default: $JEAN2_HOME/token)
+  JEAN2_TEMP_NAMESPACE  off: an ordinary user's jean2 does not run in namespaces of its own,
+                    and the temporary folders' quota is measured instead of a tmpfs
   JEAN2_TOOL_REGISTRY_URL  the tool index for install/search/update/outdated (default: jean2's catalogue)
 `
 
@@ -128,13 +133,36 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.ExecArg {
 		os.Exit(runLauncher(os.Args[2:]))
 	}
+	// An ordinary user's jean2 that hosts tools runs in a user and mount namespace of its
+	// own, so that the temporary folders' quota is a tmpfs the kernel holds
+	// (sandbox/tempns_linux.go).
+	if hostsTools(os.Args[1:]) {
+		if code, ran := sandbox.EnterTempNamespace(); ran {
+			os.Exit(code)
+		}
+	}
+	mounter := sandbox.TakeTempMounter()
 	leaveACoreForWorkers()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, stdinIsTerminal: isTerminal(os.Stdin)}
+	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, stdinIsTerminal: isTerminal(os.Stdin), tempMounter: mounter}
 	err := run(ctx, e, os.Args[1:])
 	stop()
 	os.Exit(exitCode(err, e.stderr))
+}
+
+// hostsTools reports whether the subcommand of args may start tool workers or shell
+// commands, whose temporary folders the namespaces are for; the others (version, signin,
+// schedule) are not worth the two process starts they cost.
+func hostsTools(args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	switch args[0] {
+	case "tools", "mcp", "serve", "chat", "run", "doctor":
+		return true
+	}
+	return false
 }
 
 func exitCode(err error, stderr io.Writer) int {
