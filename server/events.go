@@ -199,17 +199,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, sessionID s
 		s.node.Attach(ctx, sessionID) // asks made on other instances now wait for this client
 	}
 
-	// Subscribed first, so an ask made from now on goes to this client rather than the
-	// unattended policy; an ask made meanwhile may be in both the hello and the events.
-	last, err := s.db.LastEventSeq(ctx, sessionID)
-	if err != nil {
-		s.log.Warn("socket: read the last event seq", "session", sessionID, "error", err)
-	}
-	hello := helloFrame{Type: "hello", LastSeq: last, PendingAsks: s.pending(ctx, sessionID)}
-	if sessionID != "" {
-		hello.Running = s.running(ctx, sessionID)
-	}
-	if err := writeFrame(c, hello); err != nil {
+	if err := s.sendHello(ctx, c, sessionID); err != nil {
 		return nil
 	}
 
@@ -223,7 +213,29 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, sessionID s
 		s.readSocket(readCtx, ctx, c, sessionID)
 	}()
 	defer func() { stopReading(); <-readDone }()
+	s.pumpSocket(ctx, c, sub, open)
+	return nil
+}
 
+// sendHello tells a client that just subscribed where the log stands: its last seq, the
+// asks that wait, and whether a turn runs. Subscribed first, so an ask made from now on
+// goes to this client rather than the unattended policy; an ask made meanwhile may be in
+// both the hello and the events.
+func (s *Server) sendHello(ctx context.Context, c *websocket.Conn, sessionID string) error {
+	last, err := s.db.LastEventSeq(ctx, sessionID)
+	if err != nil {
+		s.log.Warn("socket: read the last event seq", "session", sessionID, "error", err)
+	}
+	hello := helloFrame{Type: "hello", LastSeq: last, PendingAsks: s.pending(ctx, sessionID)}
+	if sessionID != "" {
+		hello.Running = s.running(ctx, sessionID)
+	}
+	return writeFrame(c, hello)
+}
+
+// pumpSocket sends the log's events to the client and pings it, until the subscription
+// ends, a write fails or ctx ends; it closes the socket with the status that says why.
+func (s *Server) pumpSocket(ctx context.Context, c *websocket.Conn, sub *hub.Subscription, open *openSocket) {
 	ping := time.NewTicker(wsPingEvery)
 	defer ping.Stop()
 	for {
@@ -231,17 +243,17 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, sessionID s
 		case ev, ok := <-sub.Events():
 			if !ok {
 				closeForSubscription(c, sub.Err(), s.ctx.Err() != nil, open.deleted.Load())
-				return nil
+				return
 			}
 			if err := writeFrame(c, viewEvent(ev)); err != nil {
-				return nil
+				return
 			}
 		case <-ping.C:
 			pctx, pcancel := context.WithTimeout(context.Background(), wsWriteTimeout)
 			err := c.Ping(pctx)
 			pcancel()
 			if err != nil {
-				return nil
+				return
 			}
 		case <-ctx.Done():
 			switch {
@@ -250,7 +262,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, sessionID s
 			case s.ctx.Err() != nil:
 				c.Close(websocket.StatusGoingAway, "the server is shutting down")
 			}
-			return nil
+			return
 		}
 	}
 }
