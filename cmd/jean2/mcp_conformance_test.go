@@ -404,6 +404,12 @@ func serveForConformance(t *testing.T, c *cli) (string, *served) {
 	for _, e := range skillDirs {
 		copyDir(t, filepath.Join(skills, e.Name()), filepath.Join(c.home, "skills", e.Name()))
 	}
+	// And its resources and the prompts that are more than a skill's text: the folders a
+	// person writes in $JEAN2_HOME (docs/mcp.md).
+	for _, dir := range []string{"resources", "prompts"} {
+		src, _ := filepath.Abs(filepath.Join("testdata/conformance", dir))
+		copyDir(t, src, filepath.Join(c.home, dir))
+	}
 	s := startServe(t, c, nil)
 	target, _ := url.Parse(s.base)
 	proxy := httputil.NewSingleHostReverseProxy(target)
