@@ -2,10 +2,12 @@ package mcpserver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 
@@ -193,17 +195,18 @@ func askForm(toolName string, a tool.Ask) (*mcp.ElicitParams, func(*mcp.ElicitRe
 		order    []string
 	)
 	switch a.Type {
-	case tool.AskConfirm, tool.AskText, tool.AskSingleSelect, tool.AskMultiSelect:
+	case tool.AskConfirm, tool.AskText, tool.AskNumber, tool.AskSingleSelect, tool.AskMultiSelect:
 		f, err := field(a)
 		if err != nil {
 			return nil, nil, err
 		}
-		props[fieldAnswer], readers[fieldAnswer] = f.schema, f.read
-		required = append(required, fieldAnswer)
-		order = append(order, fieldAnswer)
+		name := cmp.Or(a.Name, fieldAnswer)
+		props[name], readers[name] = f.schema, f.read
+		required = append(required, name)
+		order = append(order, name)
 	case tool.AskForm:
 		for i, q := range a.Questions {
-			name := fmt.Sprintf("q%d", i+1)
+			name := cmp.Or(q.Name, fmt.Sprintf("q%d", i+1))
 			f, err := field(q)
 			if err != nil {
 				return nil, nil, fmt.Errorf("form ask %q: question %d: %w", a.Question, i+1, err)
@@ -294,68 +297,129 @@ func field(q tool.Ask) (formField, error) {
 			}
 			return json.Marshal(str)
 		}}, nil
+	case tool.AskNumber:
+		return numberField(s, q, hasDefault, def), nil
 	case tool.AskSingleSelect, tool.AskMultiSelect:
-		keys := optionKeys(q.Options)
-		choices := make([]any, len(keys))
-		byKey := make(map[string]json.RawMessage, len(keys))
-		for i, o := range q.Options {
-			choices[i] = map[string]any{"const": keys[i], "title": o.Label}
-			byKey[keys[i]] = optionValue(o)
-		}
-		value := func(v any) (json.RawMessage, error) {
-			k, ok := v.(string)
-			if raw, known := byKey[k]; ok && known {
-				return raw, nil
-			}
-			return nil, fmt.Errorf("%v is not one of the choices", v)
-		}
-		if q.Type == tool.AskSingleSelect {
-			s["type"] = "string"
-			s["oneOf"] = choices
-			if hasDefault {
-				if k := keyOf(q.Options, keys, def); k != "" {
-					s["default"] = k
-				}
-			}
-			return formField{s, value}, nil
-		}
-		s["type"] = "array"
-		s["items"] = map[string]any{"anyOf": choices}
-		if q.Min != nil {
-			s["minItems"] = *q.Min
-		}
-		if q.Max != nil {
-			s["maxItems"] = *q.Max
-		}
-		if hasDefault {
-			var defs []json.RawMessage
-			if json.Unmarshal(def, &defs) == nil {
-				var ks []string
-				for _, d := range defs {
-					if k := keyOf(q.Options, keys, d); k != "" {
-						ks = append(ks, k)
-					}
-				}
-				s["default"] = ks
-			}
-		}
-		return formField{s, func(v any) (json.RawMessage, error) {
-			list, ok := v.([]any)
-			if !ok {
-				return nil, fmt.Errorf("%v is not a list of choices", v)
-			}
-			vals := make([]json.RawMessage, 0, len(list))
-			for _, item := range list {
-				raw, err := value(item)
-				if err != nil {
-					return nil, err
-				}
-				vals = append(vals, raw)
-			}
-			return json.Marshal(vals)
-		}}, nil
+		return selectField(s, q, hasDefault, def), nil
 	}
 	return formField{}, fmt.Errorf("%s questions have no form field", q.Type)
+}
+
+// numberField is a number question as an integer or number field with its bounds.
+func numberField(s map[string]any, q tool.Ask, hasDefault bool, def json.RawMessage) formField {
+	s["type"] = "number"
+	if q.Integer {
+		s["type"] = "integer"
+	}
+	if q.Minimum != nil {
+		s["minimum"] = *q.Minimum
+	}
+	if q.Maximum != nil {
+		s["maximum"] = *q.Maximum
+	}
+	if hasDefault {
+		s["default"] = def
+	}
+	return formField{s, func(v any) (json.RawMessage, error) {
+		n, ok := v.(float64)
+		if !ok || (q.Integer && n != math.Trunc(n)) || (q.Minimum != nil && n < *q.Minimum) || (q.Maximum != nil && n > *q.Maximum) {
+			return nil, fmt.Errorf("%v is not a number the question takes", v)
+		}
+		return json.Marshal(n)
+	}}
+}
+
+// selectField is a select question as an enum field. Options whose labels are their values
+// are an untitled enum (enum, items.enum); others are titled (oneOf / items.anyOf of const
+// and title), or enum and enumNames when the question asks for the legacy form. The client
+// answers with an option's key, read back as its value.
+func selectField(s map[string]any, q tool.Ask, hasDefault bool, def json.RawMessage) formField {
+	keys := optionKeys(q.Options)
+	untitled := true
+	byKey := make(map[string]json.RawMessage, len(keys))
+	for i, o := range q.Options {
+		byKey[keys[i]] = optionValue(o)
+		var v string
+		untitled = untitled && json.Unmarshal(optionValue(o), &v) == nil && v == o.Label && keys[i] == o.Label
+	}
+	titled := make([]any, len(keys))
+	plain := make([]any, len(keys))
+	for i, o := range q.Options {
+		titled[i] = map[string]any{"const": keys[i], "title": o.Label}
+		plain[i] = keys[i]
+	}
+	value := func(v any) (json.RawMessage, error) {
+		k, ok := v.(string)
+		if raw, known := byKey[k]; ok && known {
+			return raw, nil
+		}
+		return nil, fmt.Errorf("%v is not one of the choices", v)
+	}
+	if q.Type == tool.AskSingleSelect {
+		s["type"] = "string"
+		switch {
+		case untitled:
+			s["enum"] = plain
+		case q.LegacyEnumNames:
+			s["enum"] = plain
+			s["enumNames"] = optionLabels(q.Options)
+		default:
+			s["oneOf"] = titled
+		}
+		if hasDefault {
+			if k := keyOf(q.Options, keys, def); k != "" {
+				s["default"] = k
+			}
+		}
+		return formField{s, value}
+	}
+	s["type"] = "array"
+	if untitled {
+		s["items"] = map[string]any{"type": "string", "enum": plain}
+	} else {
+		s["items"] = map[string]any{"anyOf": titled}
+	}
+	if q.Min != nil {
+		s["minItems"] = *q.Min
+	}
+	if q.Max != nil {
+		s["maxItems"] = *q.Max
+	}
+	if hasDefault {
+		var defs []json.RawMessage
+		if json.Unmarshal(def, &defs) == nil {
+			ks := []string{}
+			for _, d := range defs {
+				if k := keyOf(q.Options, keys, d); k != "" {
+					ks = append(ks, k)
+				}
+			}
+			s["default"] = ks
+		}
+	}
+	return formField{s, func(v any) (json.RawMessage, error) {
+		list, ok := v.([]any)
+		if !ok {
+			return nil, fmt.Errorf("%v is not a list of choices", v)
+		}
+		vals := make([]json.RawMessage, 0, len(list))
+		for _, item := range list {
+			raw, err := value(item)
+			if err != nil {
+				return nil, err
+			}
+			vals = append(vals, raw)
+		}
+		return json.Marshal(vals)
+	}}
+}
+
+func optionLabels(opts []tool.Option) []string {
+	labels := make([]string, len(opts))
+	for i, o := range opts {
+		labels[i] = o.Label
+	}
+	return labels
 }
 
 // optionKeys names each option in the form: its label, or its number and label when two
