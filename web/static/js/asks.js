@@ -1,5 +1,5 @@
 // Asks (REFERENCE §5) as forms a person answers: permission (risk, once / session /
-// workspace), single and multi select, text, confirm, form, and the client capabilities this
+// workspace), single and multi select, text, number, confirm, form, and the client capabilities this
 // client does not have. Each form calls answer(value) and shows the server's refusal if the
 // answer has the wrong shape (the ask then stays pending).
 
