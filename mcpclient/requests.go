@@ -144,13 +144,13 @@ type field struct {
 
 // formFromSchema makes a form ask of an elicitation's flat object schema (MCP allows
 // strings, numbers, booleans and enums, one level deep): booleans become confirms, enums
-// selects, the rest text with the default kept.
+// selects, numbers number questions, strings text with the default kept.
 func formFromSchema(server, message string, schema any) (tool.Ask, []field, error) {
 	var s struct {
 		Properties map[string]struct {
-			Type        string `json:"type"`
-			Title       string `json:"title"`
-			Description string `json:"description"`
+			Type        string   `json:"type"`
+			Title       string   `json:"title"`
+			Description string   `json:"description"`
 			Default     any      `json:"default"`
 			Minimum     *float64 `json:"minimum"`
 			Maximum     *float64 `json:"maximum"`

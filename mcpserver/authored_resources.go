@@ -126,8 +126,11 @@ func parseResourceFile(root *os.Root, name string) (resourceFile, error) {
 			return rf, fmt.Errorf("uriTemplate %q: %w", rf.URITemplate, err)
 		}
 	}
-	if !strings.Contains(rf.URI+rf.URITemplate, "://") && !strings.Contains(rf.URI+rf.URITemplate, ":") {
-		return rf, fmt.Errorf("%q is not an absolute URI (it needs a scheme)", rf.URI+rf.URITemplate)
+	switch uri := rf.URI + rf.URITemplate; {
+	case !strings.Contains(uri, ":"):
+		return rf, fmt.Errorf("%q is not an absolute URI (it needs a scheme)", uri)
+	case strings.HasPrefix(uri, "jean2:"):
+		return rf, fmt.Errorf("%q: jean2: URIs are jean2's own (workspace files, overflowing results)", uri)
 	}
 	if rf.Name == "" {
 		rf.Name = strings.TrimSuffix(name, filepath.Ext(name))

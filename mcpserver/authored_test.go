@@ -26,6 +26,7 @@ func TestAuthoredResources(t *testing.T) {
 	write(t, filepath.Join(dir, "pixel.png"), string(pngPixel))
 	write(t, filepath.Join(dir, "ticket.yaml"), "uriTemplate: tickets://{id}/summary\nmimeType: application/json\ntext: '{\"id\":\"{id}\"}'\n")
 	write(t, filepath.Join(dir, "broken.yaml"), "uri: x://broken\n")
+	write(t, filepath.Join(dir, "jean2.yaml"), "uri: jean2://workspace/x\ntext: not the workspace's\n")
 	write(t, filepath.Join(dir, "escape.yaml"), "uri: x://escape\nfile: passwd\n")
 	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "passwd")); err != nil {
 		t.Fatal(err)
@@ -41,7 +42,7 @@ func TestAuthoredResources(t *testing.T) {
 			}
 			listed[res.URI] = true
 		}
-		if !listed["notes://today"] || !listed["img://pixel"] || listed["x://broken"] || listed["x://escape"] {
+		if !listed["notes://today"] || !listed["img://pixel"] || listed["x://broken"] || listed["x://escape"] || listed["jean2://workspace/x"] {
 			t.Fatalf("%s: resources listed %v", version, listed)
 		}
 		got := read(t, cs, "notes://today")
