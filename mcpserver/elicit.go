@@ -329,55 +329,70 @@ func numberField(s map[string]any, q tool.Ask, hasDefault bool, def json.RawMess
 	}}
 }
 
+// choices are a select question's options as a form offers them: each option's key (what
+// the client answers), as a plain list and titled, and how a key reads back as the value.
+type choices struct {
+	keys          []string
+	untitled      bool // every option's label is its value: a plain enum says it all
+	plain, titled []any
+	byKey         map[string]json.RawMessage
+}
+
+func choicesOf(opts []tool.Option) choices {
+	c := choices{keys: optionKeys(opts), untitled: true, byKey: map[string]json.RawMessage{}}
+	for i, o := range opts {
+		c.byKey[c.keys[i]] = optionValue(o)
+		var v string
+		c.untitled = c.untitled && json.Unmarshal(optionValue(o), &v) == nil && v == o.Label && c.keys[i] == o.Label
+		c.plain = append(c.plain, c.keys[i])
+		c.titled = append(c.titled, map[string]any{"const": c.keys[i], "title": o.Label})
+	}
+	return c
+}
+
+// value reads a key the client answered back as its option's value.
+func (c choices) value(v any) (json.RawMessage, error) {
+	k, ok := v.(string)
+	if raw, known := c.byKey[k]; ok && known {
+		return raw, nil
+	}
+	return nil, fmt.Errorf("%v is not one of the choices", v)
+}
+
 // selectField is a select question as an enum field. Options whose labels are their values
 // are an untitled enum (enum, items.enum); others are titled (oneOf / items.anyOf of const
 // and title), or enum and enumNames when the question asks for the legacy form. The client
 // answers with an option's key, read back as its value.
 func selectField(s map[string]any, q tool.Ask, hasDefault bool, def json.RawMessage) formField {
-	keys := optionKeys(q.Options)
-	untitled := true
-	byKey := make(map[string]json.RawMessage, len(keys))
-	for i, o := range q.Options {
-		byKey[keys[i]] = optionValue(o)
-		var v string
-		untitled = untitled && json.Unmarshal(optionValue(o), &v) == nil && v == o.Label && keys[i] == o.Label
+	c := choicesOf(q.Options)
+	if q.Type == tool.AskMultiSelect {
+		return multiSelectField(s, q, c, hasDefault, def)
 	}
-	titled := make([]any, len(keys))
-	plain := make([]any, len(keys))
-	for i, o := range q.Options {
-		titled[i] = map[string]any{"const": keys[i], "title": o.Label}
-		plain[i] = keys[i]
+	s["type"] = "string"
+	switch {
+	case c.untitled:
+		s["enum"] = c.plain
+	case q.LegacyEnumNames:
+		s["enum"] = c.plain
+		s["enumNames"] = optionLabels(q.Options)
+	default:
+		s["oneOf"] = c.titled
 	}
-	value := func(v any) (json.RawMessage, error) {
-		k, ok := v.(string)
-		if raw, known := byKey[k]; ok && known {
-			return raw, nil
+	if hasDefault {
+		if k := keyOf(q.Options, c.keys, def); k != "" {
+			s["default"] = k
 		}
-		return nil, fmt.Errorf("%v is not one of the choices", v)
 	}
-	if q.Type == tool.AskSingleSelect {
-		s["type"] = "string"
-		switch {
-		case untitled:
-			s["enum"] = plain
-		case q.LegacyEnumNames:
-			s["enum"] = plain
-			s["enumNames"] = optionLabels(q.Options)
-		default:
-			s["oneOf"] = titled
-		}
-		if hasDefault {
-			if k := keyOf(q.Options, keys, def); k != "" {
-				s["default"] = k
-			}
-		}
-		return formField{s, value}
-	}
+	return formField{s, c.value}
+}
+
+// multiSelectField is a multi select as an array field of its choices.
+func multiSelectField(s map[string]any, q tool.Ask, c choices, hasDefault bool, def json.RawMessage) formField {
 	s["type"] = "array"
-	if untitled {
-		s["items"] = map[string]any{"type": "string", "enum": plain}
+	if c.untitled {
+		s["items"] = map[string]any{"type": "string", "enum": c.plain}
 	} else {
-		s["items"] = map[string]any{"anyOf": titled}
+		s["items"] = map[string]any{"anyOf": c.titled}
 	}
 	if q.Min != nil {
 		s["minItems"] = *q.Min
@@ -390,7 +405,7 @@ func selectField(s map[string]any, q tool.Ask, hasDefault bool, def json.RawMess
 		if json.Unmarshal(def, &defs) == nil {
 			ks := []string{}
 			for _, d := range defs {
-				if k := keyOf(q.Options, keys, d); k != "" {
+				if k := keyOf(q.Options, c.keys, d); k != "" {
 					ks = append(ks, k)
 				}
 			}
@@ -404,7 +419,7 @@ func selectField(s map[string]any, q tool.Ask, hasDefault bool, def json.RawMess
 		}
 		vals := make([]json.RawMessage, 0, len(list))
 		for _, item := range list {
-			raw, err := value(item)
+			raw, err := c.value(item)
 			if err != nil {
 				return nil, err
 			}
@@ -414,6 +429,7 @@ func selectField(s map[string]any, q tool.Ask, hasDefault bool, def json.RawMess
 	}}
 }
 
+// optionLabels are the options' labels, in order.
 func optionLabels(opts []tool.Option) []string {
 	labels := make([]string, len(opts))
 	for i, o := range opts {
