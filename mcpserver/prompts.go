@@ -77,7 +77,7 @@ func (s *Server) syncPrompts() {
 		files, broken := readPromptFiles(home)
 		for name, pf := range files {
 			if _, skill := offers[name]; skill {
-				broken[name+".yaml"] = "a skill of the same name is the prompt"
+				broken[pf.file] = "a skill of the same name is the prompt"
 				continue
 			}
 			key, _ := json.Marshal(pf)

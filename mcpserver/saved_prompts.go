@@ -40,6 +40,8 @@ type promptFile struct {
 	Description string            `yaml:"description" json:"description,omitempty"`
 	Arguments   []skills.Argument `yaml:"arguments" json:"arguments,omitempty"`
 	Messages    []promptPart      `yaml:"messages" json:"messages"`
+	// file is the YAML file's name in the folder.
+	file string
 }
 
 // promptPart is one message of a saved prompt.
@@ -85,6 +87,7 @@ func readPromptFiles(home string) (map[string]promptFile, map[string]string) {
 			broken[name] = err.Error()
 			continue
 		}
+		pf.file = name
 		prompts[pf.Name] = pf
 	}
 	return prompts, broken
