@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 
@@ -51,7 +52,7 @@ func checkAskDetails(a tool.Ask) error {
 	}
 	if hasDefault {
 		switch a.Type {
-		case tool.AskSingleSelect, tool.AskMultiSelect, tool.AskText, tool.AskConfirm:
+		case tool.AskSingleSelect, tool.AskMultiSelect, tool.AskText, tool.AskNumber, tool.AskConfirm:
 			if _, err := checkAnswer(a, a.DefaultValue); err != nil {
 				return fmt.Errorf("%s ask %q: defaultValue %s is not a valid answer: it should be %s", a.Type, a.Question, clip(a.DefaultValue), expected(a))
 			}
@@ -135,6 +136,11 @@ func checkAnswer(a tool.Ask, answer json.RawMessage) (json.RawMessage, error) {
 	case tool.AskText:
 		var s string
 		if json.Unmarshal(answer, &s) != nil {
+			return nil, wrong()
+		}
+	case tool.AskNumber:
+		var n float64
+		if json.Unmarshal(answer, &n) != nil || !inRange(a, n) {
 			return nil, wrong()
 		}
 	case tool.AskSingleSelect:
@@ -223,6 +229,8 @@ func kind(a tool.Ask) string {
 		return "true or false"
 	case tool.AskText:
 		return "a string"
+	case tool.AskNumber:
+		return numberPhrase(a)
 	case tool.AskSingleSelect:
 		return "one of the option values"
 	case tool.AskMultiSelect:
@@ -238,6 +246,8 @@ func expected(a tool.Ask) string {
 		return "true or false"
 	case tool.AskText:
 		return "a string"
+	case tool.AskNumber:
+		return numberPhrase(a)
 	case tool.AskSingleSelect:
 		return "one of the option values " + optionList(a)
 	case tool.AskMultiSelect:
@@ -249,6 +259,29 @@ func expected(a tool.Ask) string {
 		return "any JSON value"
 	}
 	return "an answer"
+}
+
+// inRange reports whether n answers a number ask: whole when it asks for an integer, and
+// within its bounds.
+func inRange(a tool.Ask, n float64) bool {
+	return (!a.Integer || n == math.Trunc(n)) && (a.Minimum == nil || n >= *a.Minimum) && (a.Maximum == nil || n <= *a.Maximum)
+}
+
+// numberPhrase describes a number ask's answers: "a whole number from 1 to 10".
+func numberPhrase(a tool.Ask) string {
+	s := "a number"
+	if a.Integer {
+		s = "a whole number"
+	}
+	switch {
+	case a.Minimum != nil && a.Maximum != nil:
+		s += fmt.Sprintf(" from %v to %v", *a.Minimum, *a.Maximum)
+	case a.Minimum != nil:
+		s += fmt.Sprintf(" of at least %v", *a.Minimum)
+	case a.Maximum != nil:
+		s += fmt.Sprintf(" of at most %v", *a.Maximum)
+	}
+	return s
 }
 
 func optionList(a tool.Ask) string {

@@ -255,3 +255,25 @@ func TestAnswersAcceptWhatTheTerminalAccepts(t *testing.T) {
 		t.Fatalf("permission \"no\": %+v %v", d, err)
 	}
 }
+
+// A number ask takes a JSON number within its bounds, whole when it asks for an integer;
+// what is wrong says what a right answer looks like.
+func TestCheckAnswerNumber(t *testing.T) {
+	lo, hi := 1.0, 10.0
+	age := tool.Ask{Type: tool.AskNumber, Question: "Age?", Integer: true, Minimum: &lo, Maximum: &hi}
+	if err := CheckAsk(age); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := CheckAnswer(age, json.RawMessage(`7`)); err != nil || string(got) != `7` {
+		t.Fatalf("7: %s %v", got, err)
+	}
+	for _, bad := range []string{`7.5`, `0`, `11`, `"7"`} {
+		_, err := CheckAnswer(age, json.RawMessage(bad))
+		if !errors.Is(err, ErrInvalidAnswer) || !strings.Contains(err.Error(), "a whole number from 1 to 10") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	if err := CheckAsk(tool.Ask{Type: tool.AskNumber, Question: "Age?", Integer: true, DefaultValue: json.RawMessage(`2.5`)}); err == nil {
+		t.Error("a number ask whose default is not whole was taken")
+	}
+}

@@ -224,6 +224,8 @@ func (t *Terminal) askOne(ctx context.Context, a tool.Ask, prefix string) (json.
 		return t.askMulti(ctx, a, prefix)
 	case tool.AskText:
 		return t.askText(ctx, a, prefix)
+	case tool.AskNumber:
+		return t.askNumber(ctx, a, prefix)
 	case tool.AskConfirm:
 		return t.askConfirm(ctx, a, prefix)
 	case tool.AskForm:
@@ -366,6 +368,29 @@ func (t *Terminal) askText(ctx context.Context, a tool.Ask, prefix string) (json
 		if err != nil {
 			return nil, err.Error()
 		}
+		return v, ""
+	})
+}
+
+// askNumber reads a number until one is in the ask's range; empty takes the default.
+func (t *Terminal) askNumber(ctx context.Context, a tool.Ask, prefix string) (json.RawMessage, error) {
+	t.printf("%s%s\n", prefix, clean(a.Question))
+	t.block(a.Description)
+	def := defaultOf(a)
+	prompt := "Answer (" + numberPhrase(a) + ")"
+	if def != nil {
+		prompt += fmt.Sprintf(" [%s]", def)
+	}
+	prompt += ": "
+	return promptFor(ctx, t, prompt, func(line string) (json.RawMessage, string) {
+		if line == "" && def != nil {
+			return def, ""
+		}
+		n, err := strconv.ParseFloat(line, 64)
+		if err != nil || !inRange(a, n) {
+			return nil, fmt.Sprintf("%q is not %s.", clean(line), numberPhrase(a))
+		}
+		v, _ := json.Marshal(n)
 		return v, ""
 	})
 }

@@ -313,6 +313,28 @@ func TestTerminalTextConfirmAndForm(t *testing.T) {
 	}
 }
 
+// A number ask reads a number in its range, says what is wrong with another, and takes
+// its default on an empty line.
+func TestTerminalNumber(t *testing.T) {
+	p := newPTYTerminal(t)
+	lo, hi := 1.0, 10.0
+	n := tool.Ask{Type: tool.AskNumber, Question: "How many?", Integer: true, Minimum: &lo, Maximum: &hi, DefaultValue: json.RawMessage(`3`)}
+	res := p.ask(context.Background(), n)
+	p.screen.waitFor(t, "Answer (a whole number from 1 to 10) [3]: ")
+	p.typeLine(t, "2.5")
+	p.screen.waitFor(t, `"2.5" is not a whole number from 1 to 10.`)
+	p.typeLine(t, "7")
+	if r := wait(t, res); r.err != nil || string(r.v) != `7` {
+		t.Fatalf("number typed = %s, %v", r.v, r.err)
+	}
+	res = p.ask(context.Background(), n)
+	p.screen.waitFor(t, "[3]: ")
+	p.typeLine(t, "")
+	if r := wait(t, res); r.err != nil || string(r.v) != `3` {
+		t.Fatalf("number default = %s, %v", r.v, r.err)
+	}
+}
+
 func TestTerminalEOF(t *testing.T) {
 	p := newPTYTerminal(t)
 	a := tool.Ask{Type: tool.AskText, Question: "Name?"}

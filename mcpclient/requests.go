@@ -144,15 +144,18 @@ type field struct {
 
 // formFromSchema makes a form ask of an elicitation's flat object schema (MCP allows
 // strings, numbers, booleans and enums, one level deep): booleans become confirms, enums
-// selects, the rest text with the default kept.
+// selects, numbers number questions, strings text with the default kept.
 func formFromSchema(server, message string, schema any) (tool.Ask, []field, error) {
 	var s struct {
 		Properties map[string]struct {
-			Type        string `json:"type"`
-			Title       string `json:"title"`
-			Description string `json:"description"`
-			Default     any    `json:"default"`
-			Enum        []any  `json:"enum"`
+			Type        string   `json:"type"`
+			Title       string   `json:"title"`
+			Description string   `json:"description"`
+			Default     any      `json:"default"`
+			Minimum     *float64 `json:"minimum"`
+			Maximum     *float64 `json:"maximum"`
+			Enum        []any    `json:"enum"`
+			EnumNames   []string `json:"enumNames"`
 			OneOf       []struct {
 				Const any    `json:"const"`
 				Title string `json:"title"`
@@ -183,7 +186,7 @@ func formFromSchema(server, message string, schema any) (tool.Ask, []field, erro
 		if label == "" {
 			label = n
 		}
-		q := tool.Ask{Question: label, Description: p.Description}
+		q := tool.Ask{Question: label, Description: p.Description, Name: n}
 		f := field{name: n, kind: p.Type}
 		opt := func(v any, title string) tool.Option {
 			b, _ := json.Marshal(v)
@@ -195,8 +198,12 @@ func formFromSchema(server, message string, schema any) (tool.Ask, []field, erro
 		switch {
 		case len(p.Enum) > 0 || len(p.OneOf) > 0:
 			q.Type, f.kind = tool.AskSingleSelect, "enum"
-			for _, v := range p.Enum {
-				q.Options = append(q.Options, opt(v, ""))
+			for i, v := range p.Enum {
+				title := ""
+				if i < len(p.EnumNames) { // the legacy titled enum (before MCP 2025-11-25)
+					title = p.EnumNames[i]
+				}
+				q.Options = append(q.Options, opt(v, title))
 			}
 			for _, o := range p.OneOf {
 				q.Options = append(q.Options, opt(o.Const, o.Title))
@@ -211,7 +218,9 @@ func formFromSchema(server, message string, schema any) (tool.Ask, []field, erro
 			}
 		case p.Type == "boolean":
 			q.Type = tool.AskConfirm
-		case p.Type == "string" || p.Type == "number" || p.Type == "integer" || p.Type == "":
+		case p.Type == "number" || p.Type == "integer":
+			q.Type, q.Integer, q.Minimum, q.Maximum = tool.AskNumber, p.Type == "integer", p.Minimum, p.Maximum
+		case p.Type == "string" || p.Type == "":
 			q.Type = tool.AskText
 			if f.kind == "" {
 				f.kind = "string"
@@ -256,10 +265,16 @@ func contentFromAnswers(raw json.RawMessage, fields []field) (map[string]any, er
 		}
 		switch f.kind {
 		case "number", "integer":
-			s, _ := v.(string)
-			n, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %q is not a number", f.name, s)
+			n, ok := v.(float64)
+			if s, text := v.(string); text { // an answerer that typed it as text
+				var err error
+				if n, err = strconv.ParseFloat(strings.TrimSpace(s), 64); err != nil {
+					return nil, fmt.Errorf("%s: %q is not a number", f.name, s)
+				}
+				ok = true
+			}
+			if !ok {
+				return nil, fmt.Errorf("%s: %v is not a number", f.name, v)
 			}
 			if f.kind == "integer" && n != float64(int64(n)) {
 				return nil, fmt.Errorf("%s: %v is not a whole number", f.name, n)

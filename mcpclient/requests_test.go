@@ -26,8 +26,8 @@ func (f *fakeLLM) GenerateStructured(context.Context, tool.StructuredRequest) (j
 }
 
 // A server's own requests during a call reach the person and the model through that call:
-// a form elicitation becomes a form ask (string, integer, boolean, enum; the answers typed
-// back), a URL elicitation a confirmation naming the page, sampling a permission ask and
+// a form elicitation becomes a form ask (string, integer as a number question, boolean,
+// enum with the legacy enumNames as labels; the answers typed back), a URL elicitation a confirmation naming the page, sampling a permission ask and
 // then the call's model, and roots are the workspace's folders. A request with no call
 // running is declined; a person's "no" declines.
 func TestServerRequestsThroughTheCall(t *testing.T) {
@@ -38,9 +38,9 @@ func TestServerRequestsThroughTheCall(t *testing.T) {
 			var out []string
 			form, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Who are you?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{
 				"name":{"type":"string","title":"Name","default":"Ada"},
-				"age":{"type":"integer"},
+				"age":{"type":"integer","minimum":0},
 				"ok":{"type":"boolean"},
-				"env":{"type":"string","enum":["prod","staging"]}},"required":["name"]}`)})
+				"env":{"type":"string","enum":["prod","staging"],"enumNames":["Production","Staging"]}},"required":["name"]}`)})
 			if err != nil {
 				return nil, err
 			}
@@ -89,7 +89,7 @@ func TestServerRequestsThroughTheCall(t *testing.T) {
 		switch a.Type {
 		case tool.AskForm:
 			// The questions come sorted by name: age, env, name, ok.
-			return json.RawMessage(`{"type":"form","answers":[{"question":"age","answer":"36"},{"question":"env","answer":"staging"},{"question":"Name","answer":"Grace"},{"question":"ok","answer":true}]}`), nil
+			return json.RawMessage(`{"type":"form","answers":[{"question":"age","answer":36},{"question":"env","answer":"staging"},{"question":"Name","answer":"Grace"},{"question":"ok","answer":true}]}`), nil
 		case tool.AskConfirm:
 			return json.RawMessage(`true`), nil
 		case tool.AskPermission:
@@ -109,6 +109,8 @@ func TestServerRequestsThroughTheCall(t *testing.T) {
 	}
 	if len(asked) != 3 || asked[0].Type != tool.AskForm || !strings.Contains(asked[0].Question, "asking asks: Who are you?") ||
 		string(asked[0].Questions[2].DefaultValue) != `"Ada"` || asked[0].Questions[1].Type != tool.AskSingleSelect || asked[0].Questions[3].Type != tool.AskConfirm ||
+		asked[0].Questions[0].Type != tool.AskNumber || !asked[0].Questions[0].Integer || asked[0].Questions[0].Minimum == nil ||
+		asked[0].Questions[1].Options[1].Label != "Staging" || asked[0].Questions[1].Name != "env" ||
 		!strings.Contains(asked[1].Question, "https://example.com/link") || asked[2].Type != tool.AskPermission {
 		t.Fatalf("asks: %+v", asked)
 	}

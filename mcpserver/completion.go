@@ -5,6 +5,8 @@ import (
 	"path"
 	"strings"
 
+	"github.com/jean2/jean2/skills"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -18,6 +20,18 @@ import (
 //     listed as a tool's ctx.fs lists them (same policy, no grants), sensitive files left
 //     out, folders ending in "/", at most maxCompletions;
 //   - anything else: no values.
+
+// promptArguments are the arguments of the prompt named name: a skill's, else a saved
+// prompt's.
+func (s *Server) promptArguments(name string) ([]skills.Argument, bool) {
+	if sk, ok := s.skillSet().Find(name); ok && forPeople(sk) {
+		return sk.Arguments, true
+	}
+	s.prompts.mu.Lock()
+	defer s.prompts.mu.Unlock()
+	pf, ok := s.prompts.saved[name]
+	return pf.Arguments, ok
+}
 
 // maxCompletions is MCP's cap on the values of one answer.
 const maxCompletions = 100
@@ -34,11 +48,11 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 	var values []string
 	switch p.Ref.Type {
 	case "ref/prompt":
-		sk, ok := s.skillSet().Find(p.Ref.Name)
-		if !ok || !forPeople(sk) {
+		args, ok := s.promptArguments(p.Ref.Name)
+		if !ok {
 			return nil, invalidParams("completion/complete: there is no prompt named %q", p.Ref.Name)
 		}
-		for _, a := range sk.Arguments {
+		for _, a := range args {
 			if a.Name == arg && len(a.Values) > 0 {
 				values = withPrefix(a.Values, typed)
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 
@@ -239,7 +240,7 @@ func askForm(toolName string, a tool.Ask) (*mcp.ElicitParams, func(*mcp.ElicitRe
 		order    []string
 	)
 	switch a.Type {
-	case tool.AskConfirm, tool.AskText, tool.AskSingleSelect, tool.AskMultiSelect:
+	case tool.AskConfirm, tool.AskText, tool.AskNumber, tool.AskSingleSelect, tool.AskMultiSelect:
 		f, err := field(a)
 		if err != nil {
 			return nil, nil, err
@@ -368,68 +369,145 @@ func field(q tool.Ask) (formField, error) {
 			}
 			return json.Marshal(str)
 		}}, nil
+	case tool.AskNumber:
+		return numberField(s, q, hasDefault, def), nil
 	case tool.AskSingleSelect, tool.AskMultiSelect:
-		keys := optionKeys(q.Options)
-		choices := make([]any, len(keys))
-		byKey := make(map[string]json.RawMessage, len(keys))
-		for i, o := range q.Options {
-			choices[i] = map[string]any{"const": keys[i], "title": o.Label}
-			byKey[keys[i]] = optionValue(o)
-		}
-		value := func(v any) (json.RawMessage, error) {
-			k, ok := v.(string)
-			if raw, known := byKey[k]; ok && known {
-				return raw, nil
-			}
-			return nil, fmt.Errorf("%v is not one of the choices", v)
-		}
-		if q.Type == tool.AskSingleSelect {
-			s["type"] = "string"
-			s["oneOf"] = choices
-			if hasDefault {
-				if k := keyOf(q.Options, keys, def); k != "" {
-					s["default"] = k
-				}
-			}
-			return formField{s, value}, nil
-		}
-		s["type"] = "array"
-		s["items"] = map[string]any{"anyOf": choices}
-		if q.Min != nil {
-			s["minItems"] = *q.Min
-		}
-		if q.Max != nil {
-			s["maxItems"] = *q.Max
-		}
-		if hasDefault {
-			var defs []json.RawMessage
-			if json.Unmarshal(def, &defs) == nil {
-				var ks []string
-				for _, d := range defs {
-					if k := keyOf(q.Options, keys, d); k != "" {
-						ks = append(ks, k)
-					}
-				}
-				s["default"] = ks
-			}
-		}
-		return formField{s, func(v any) (json.RawMessage, error) {
-			list, ok := v.([]any)
-			if !ok {
-				return nil, fmt.Errorf("%v is not a list of choices", v)
-			}
-			vals := make([]json.RawMessage, 0, len(list))
-			for _, item := range list {
-				raw, err := value(item)
-				if err != nil {
-					return nil, err
-				}
-				vals = append(vals, raw)
-			}
-			return json.Marshal(vals)
-		}}, nil
+		return selectField(s, q, hasDefault, def), nil
 	}
 	return formField{}, fmt.Errorf("%s questions have no form field", q.Type)
+}
+
+// numberField is a number question as an integer or number field with its bounds.
+func numberField(s map[string]any, q tool.Ask, hasDefault bool, def json.RawMessage) formField {
+	s["type"] = "number"
+	if q.Integer {
+		s["type"] = "integer"
+	}
+	if q.Minimum != nil {
+		s["minimum"] = *q.Minimum
+	}
+	if q.Maximum != nil {
+		s["maximum"] = *q.Maximum
+	}
+	if hasDefault {
+		s["default"] = def
+	}
+	return formField{s, func(v any) (json.RawMessage, error) {
+		n, ok := v.(float64)
+		if !ok || (q.Integer && n != math.Trunc(n)) || (q.Minimum != nil && n < *q.Minimum) || (q.Maximum != nil && n > *q.Maximum) {
+			return nil, fmt.Errorf("%v is not a number the question takes", v)
+		}
+		return json.Marshal(n)
+	}}
+}
+
+// choices are a select question's options as a form offers them: each option's key (what
+// the client answers), as a plain list and titled, and how a key reads back as the value.
+type choices struct {
+	keys          []string
+	untitled      bool // every option's label is its value: a plain enum says it all
+	plain, titled []any
+	byKey         map[string]json.RawMessage
+}
+
+func choicesOf(opts []tool.Option) choices {
+	c := choices{keys: optionKeys(opts), untitled: true, byKey: map[string]json.RawMessage{}}
+	for i, o := range opts {
+		c.byKey[c.keys[i]] = optionValue(o)
+		var v string
+		c.untitled = c.untitled && json.Unmarshal(optionValue(o), &v) == nil && v == o.Label && c.keys[i] == o.Label
+		c.plain = append(c.plain, c.keys[i])
+		c.titled = append(c.titled, map[string]any{"const": c.keys[i], "title": o.Label})
+	}
+	return c
+}
+
+// value reads a key the client answered back as its option's value.
+func (c choices) value(v any) (json.RawMessage, error) {
+	k, ok := v.(string)
+	if raw, known := c.byKey[k]; ok && known {
+		return raw, nil
+	}
+	return nil, fmt.Errorf("%v is not one of the choices", v)
+}
+
+// selectField is a select question as an enum field. Options whose labels are their values
+// are an untitled enum (enum, items.enum); others are titled (oneOf / items.anyOf of const
+// and title), or enum and enumNames when the question asks for the legacy form. The client
+// answers with an option's key, read back as its value.
+func selectField(s map[string]any, q tool.Ask, hasDefault bool, def json.RawMessage) formField {
+	c := choicesOf(q.Options)
+	if q.Type == tool.AskMultiSelect {
+		return multiSelectField(s, q, c, hasDefault, def)
+	}
+	s["type"] = "string"
+	switch {
+	case c.untitled:
+		s["enum"] = c.plain
+	case q.LegacyEnumNames:
+		s["enum"] = c.plain
+		s["enumNames"] = optionLabels(q.Options)
+	default:
+		s["oneOf"] = c.titled
+	}
+	if hasDefault {
+		if k := keyOf(q.Options, c.keys, def); k != "" {
+			s["default"] = k
+		}
+	}
+	return formField{s, c.value}
+}
+
+// multiSelectField is a multi select as an array field of its choices.
+func multiSelectField(s map[string]any, q tool.Ask, c choices, hasDefault bool, def json.RawMessage) formField {
+	s["type"] = "array"
+	if c.untitled {
+		s["items"] = map[string]any{"type": "string", "enum": c.plain}
+	} else {
+		s["items"] = map[string]any{"anyOf": c.titled}
+	}
+	if q.Min != nil {
+		s["minItems"] = *q.Min
+	}
+	if q.Max != nil {
+		s["maxItems"] = *q.Max
+	}
+	if hasDefault {
+		var defs []json.RawMessage
+		if json.Unmarshal(def, &defs) == nil {
+			ks := []string{}
+			for _, d := range defs {
+				if k := keyOf(q.Options, c.keys, d); k != "" {
+					ks = append(ks, k)
+				}
+			}
+			s["default"] = ks
+		}
+	}
+	return formField{s, func(v any) (json.RawMessage, error) {
+		list, ok := v.([]any)
+		if !ok {
+			return nil, fmt.Errorf("%v is not a list of choices", v)
+		}
+		vals := make([]json.RawMessage, 0, len(list))
+		for _, item := range list {
+			raw, err := c.value(item)
+			if err != nil {
+				return nil, err
+			}
+			vals = append(vals, raw)
+		}
+		return json.Marshal(vals)
+	}}
+}
+
+// optionLabels are the options' labels, in order.
+func optionLabels(opts []tool.Option) []string {
+	labels := make([]string, len(opts))
+	for i, o := range opts {
+		labels[i] = o.Label
+	}
+	return labels
 }
 
 // optionKeys names each option in the form: its label, or its number and label when two

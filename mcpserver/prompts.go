@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -34,6 +35,8 @@ const rawArgument = "arguments"
 type promptSet struct {
 	mu     sync.Mutex
 	listed map[string]string
+	saved  map[string]promptFile // the saved prompts, for completion
+	broken map[string]string     // saved prompt files left out, and why
 }
 
 // skillsHome is $JEAN2_HOME, whose skills folder every workspace has; "" for a host that
@@ -53,28 +56,48 @@ func (s *Server) skillSet() skills.Set {
 // forPeople reports whether a skill is offered as a prompt.
 func forPeople(sk skills.Skill) bool { return sk.Usable() && !sk.Hidden }
 
-// syncPrompts makes the listed prompts match the skills; the go-sdk sends
-// notifications/prompts/list_changed after a change.
+// syncPrompts makes the listed prompts match the skills and the saved prompts; the go-sdk
+// sends notifications/prompts/list_changed after a change.
 func (s *Server) syncPrompts() {
+	type offer struct {
+		p   *mcp.Prompt
+		key string
+		h   mcp.PromptHandler
+	}
+	offers := map[string]offer{}
+	for _, sk := range s.skillSet().Skills {
+		if forPeople(sk) {
+			p := promptOf(sk)
+			key, _ := json.Marshal(p)
+			offers[p.Name] = offer{p, string(key), s.getPrompt}
+		}
+	}
+	saved := map[string]promptFile{}
+	if home := s.skillsHome(); home != "" {
+		files, broken := readPromptFiles(home)
+		for name, pf := range files {
+			if _, skill := offers[name]; skill {
+				broken[pf.file] = "a skill of the same name is the prompt"
+				continue
+			}
+			key, _ := json.Marshal(pf)
+			offers[name] = offer{savedPrompt(pf), string(key), getSaved(filepath.Join(home, promptsDir), pf)}
+			saved[name] = pf
+		}
+		s.logBrokenPrompts(home, broken)
+	}
 	s.prompts.mu.Lock()
 	defer s.prompts.mu.Unlock()
-	seen := map[string]bool{}
-	for _, sk := range s.skillSet().Skills {
-		if !forPeople(sk) {
-			continue
+	s.prompts.saved = saved
+	for name, o := range offers {
+		if s.prompts.listed[name] != o.key {
+			s.prompts.listed[name] = o.key
+			s.mcp.AddPrompt(o.p, o.h)
 		}
-		p := promptOf(sk)
-		seen[p.Name] = true
-		key, _ := json.Marshal(p)
-		if s.prompts.listed[p.Name] == string(key) {
-			continue
-		}
-		s.prompts.listed[p.Name] = string(key)
-		s.mcp.AddPrompt(p, s.getPrompt)
 	}
 	var gone []string
 	for name := range s.prompts.listed {
-		if !seen[name] {
+		if _, ok := offers[name]; !ok {
 			gone = append(gone, name)
 			delete(s.prompts.listed, name)
 		}
@@ -82,6 +105,18 @@ func (s *Server) syncPrompts() {
 	if len(gone) > 0 {
 		s.mcp.RemovePrompts(gone...)
 	}
+}
+
+// logBrokenPrompts logs each saved prompt file left out, once per reason.
+func (s *Server) logBrokenPrompts(home string, broken map[string]string) {
+	s.prompts.mu.Lock()
+	defer s.prompts.mu.Unlock()
+	for name, why := range broken {
+		if s.prompts.broken[name] != why {
+			s.log.Warn("a saved prompt is not offered", "file", filepath.Join(home, promptsDir, name), "err", why)
+		}
+	}
+	s.prompts.broken = broken
 }
 
 // promptOf is a skill as prompts/list shows it: its declared arguments, or one argument
@@ -130,6 +165,8 @@ func (s *Server) promptsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		switch method {
 		case "prompts/list", "prompts/get", "completion/complete":
 			s.syncPrompts()
+		case "resources/list", "resources/read", "resources/templates/list", "resources/subscribe":
+			s.syncResources(ctx)
 		}
 		return next(ctx, method, req)
 	}
@@ -146,6 +183,7 @@ func (s *Server) pollPrompts(interval time.Duration) {
 		select {
 		case <-t.C:
 			s.syncPrompts()
+			s.syncResources(context.Background())
 		case <-s.done:
 			return
 		}

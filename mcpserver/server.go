@@ -18,6 +18,7 @@ import (
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
 )
 
 // Host is what the server needs of a tool host; *host.Host has it.
@@ -79,7 +80,8 @@ type Server struct {
 	rounds    *rounds
 	tasks     *taskTable
 	overflows overflowResources       // overflowing results offered as resources (resources.go)
-	prompts   promptSet               // skills offered as prompts (prompts.go)
+	prompts   promptSet               // skills and saved prompts offered as prompts (prompts.go)
+	authored  authoredSet             // $JEAN2_HOME/resources (authored_resources.go)
 	serving   atomic.Pointer[serving] // the workspace and policy calls run with now
 
 	mu       sync.Mutex
@@ -200,7 +202,7 @@ func New(h Host, opts Options) (*Server, error) {
 	s.impl = &mcp.Implementation{Name: "jean2", Title: "jean2 tool host", Version: opts.Version}
 	s.mcp = mcp.NewServer(s.impl, &mcp.ServerOptions{
 		Logger:             sdkLogger(opts.Logger),
-		SubscribeHandler:   subscribe,
+		SubscribeHandler:   s.subscribe,
 		CompletionHandler:  s.complete,
 		UnsubscribeHandler: unsubscribe,
 		// Tools are announced even while there are none, so a client learns that the list
@@ -218,7 +220,9 @@ func New(h Host, opts Options) (*Server, error) {
 	s.mcp.AddReceivingMiddleware(tasksMiddleware, s.extMiddleware, s.promptsMiddleware)
 	s.addWorkspaceTemplate()
 	s.prompts.listed = map[string]string{}
+	s.authored.listed, s.authored.templates = map[string]string{}, map[string]*uritemplate.Template{}
 	s.syncPrompts()
+	s.syncResources(context.Background())
 	if opts.PromptPoll == 0 {
 		opts.PromptPoll = DefaultPromptPoll
 	}

@@ -92,9 +92,9 @@ func userHome() string {
 
 // subscribe accepts a subscription to one of jean2's resources (the go-sdk keeps it per
 // session); a URI jean2 offers nothing under is refused, since nothing would ever come of it.
-func subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
+func (s *Server) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
 	uri := req.Params.URI
-	if !strings.HasPrefix(uri, WorkspaceScheme) && !strings.HasPrefix(uri, OverflowScheme) {
+	if !strings.HasPrefix(uri, WorkspaceScheme) && !strings.HasPrefix(uri, OverflowScheme) && !s.offersAuthored(uri) {
 		return mcp.ResourceNotFoundError(uri)
 	}
 	return nil

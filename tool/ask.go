@@ -18,6 +18,7 @@ const (
 	AskMultiSelect      = "multi_select"
 	AskText             = "text"
 	AskConfirm          = "confirm"
+	AskNumber           = "number"
 	AskForm             = "form"
 	AskClientCapability = "client_capability"
 )
@@ -56,6 +57,13 @@ type Ask struct {
 	// Name names a question's field where a client fills in forms: an MCP elicitation's
 	// property (else "answer" for a lone question, qN for a form's Nth).
 	Name string `json:"name,omitempty"`
+	// Integer, Minimum and Maximum bound a number ask's answer.
+	Integer bool     `json:"integer,omitempty"`
+	Minimum *float64 `json:"minimum,omitempty"`
+	Maximum *float64 `json:"maximum,omitempty"`
+	// LegacyEnumNames sends a single select's choices to an MCP client as enum and
+	// enumNames, the titled form of clients before MCP 2025-11-25, instead of oneOf.
+	LegacyEnumNames bool `json:"legacyEnumNames,omitempty"`
 }
 
 // askNames are what Key and Name may be: short, and plain enough for any client's keys.
@@ -116,28 +124,46 @@ func (a Ask) Check() error {
 		if a.Question == "" {
 			return fmt.Errorf("%s ask needs a question", a.Type)
 		}
+	case AskNumber:
+		if a.Question == "" {
+			return fmt.Errorf("number ask needs a question")
+		}
+		if a.Minimum != nil && a.Maximum != nil && *a.Minimum > *a.Maximum {
+			return fmt.Errorf("number ask %q: minimum %v is above maximum %v", a.Question, *a.Minimum, *a.Maximum)
+		}
 	case AskForm:
-		if len(a.Questions) == 0 {
-			return fmt.Errorf("form ask %q has no questions", a.Question)
-		}
-		for i, q := range a.Questions {
-			switch q.Type {
-			case AskSingleSelect, AskMultiSelect, AskText, AskConfirm:
-			default:
-				return fmt.Errorf("form ask %q: question %d has type %q; a form holds single_select, multi_select, text or confirm", a.Question, i, q.Type)
-			}
-			if err := q.Check(); err != nil {
-				return fmt.Errorf("form ask %q: question %d: %w", a.Question, i, err)
-			}
-		}
+		return a.checkForm()
 	case AskClientCapability:
 		if a.Capability == "" {
 			return fmt.Errorf("client_capability ask needs a capability")
 		}
 	case "":
-		return fmt.Errorf("ask has no type: use permission, single_select, multi_select, text, confirm, form or client_capability")
+		return fmt.Errorf("ask has no type: use permission, single_select, multi_select, text, number, confirm, form or client_capability")
 	default:
-		return fmt.Errorf("ask type %q is unknown: use permission, single_select, multi_select, text, confirm, form or client_capability", a.Type)
+		return fmt.Errorf("ask type %q is unknown: use permission, single_select, multi_select, text, number, confirm, form or client_capability", a.Type)
+	}
+	return nil
+}
+
+// checkForm checks a form's questions and that their names, where given, differ.
+func (a Ask) checkForm() error {
+	if len(a.Questions) == 0 {
+		return fmt.Errorf("form ask %q has no questions", a.Question)
+	}
+	names := map[string]bool{}
+	for i, q := range a.Questions {
+		switch q.Type {
+		case AskSingleSelect, AskMultiSelect, AskText, AskNumber, AskConfirm:
+		default:
+			return fmt.Errorf("form ask %q: question %d has type %q; a form holds single_select, multi_select, text, number or confirm", a.Question, i, q.Type)
+		}
+		if err := q.Check(); err != nil {
+			return fmt.Errorf("form ask %q: question %d: %w", a.Question, i, err)
+		}
+		if q.Name != "" && names[q.Name] {
+			return fmt.Errorf("form ask %q: question %d: another question is named %q", a.Question, i, q.Name)
+		}
+		names[q.Name] = true
 	}
 	return nil
 }

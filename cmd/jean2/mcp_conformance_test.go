@@ -220,17 +220,6 @@ func conformanceGaps() map[string]string {
 			gaps[key+"/"+s] = outcome
 		}
 	}
-	// jean2 serves no resources of the suite's (it lists none). Its prompts are skills,
-	// whose content is text: no embedded resource, no image.
-	resources := []string{"resources-read-text", "resources-read-binary", "resources-templates-read"}
-	prompts := []string{"prompts-get-embedded-resource", "prompts-get-with-image"}
-	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
-		add("server "+rev, "fail", resources...)
-		add("server "+rev, "fail", prompts...)
-	}
-	add("server 2025-11-25", "fail", "resources-subscribe", "resources-unsubscribe")
-	// jean2's asks map to forms of their own, not the suite's test_elicitation_sep* forms.
-	add("server 2025-11-25", "fail", "elicitation-sep1034-defaults", "elicitation-sep1330-enums")
 	// The 2026-07-28 wire. server-stateless warns: no jean2 tool can add a tool while a client
 	// listens (a SHOULD). jean2's prompts are skills, which have no asks to make.
 	add("server 2026-07-28", "warn", "server-stateless")
@@ -400,6 +389,12 @@ func serveForConformance(t *testing.T, c *cli) (string, *served) {
 	}
 	for _, e := range skillDirs {
 		copyDir(t, filepath.Join(skills, e.Name()), filepath.Join(c.home, "skills", e.Name()))
+	}
+	// And its resources and the prompts that are more than a skill's text: the folders a
+	// person writes in $JEAN2_HOME (docs/mcp.md).
+	for _, dir := range []string{"resources", "prompts"} {
+		src, _ := filepath.Abs(filepath.Join("testdata/conformance", dir))
+		copyDir(t, src, filepath.Join(c.home, dir))
 	}
 	s := startServe(t, c, nil)
 	target, _ := url.Parse(s.base)

@@ -466,7 +466,13 @@ export interface SingleSelectAsk<V extends AskOptionValue = AskOptionValue> {
   type: 'single_select';
   question: string;
   description?: string;
+  /** Options whose label is their value are sent to MCP clients as a plain enum. */
   options: AskOption<V>[];
+  defaultValue?: V;
+  /** The field's name in the form an MCP client fills in (default q1, q2, …; answer). */
+  name?: string;
+  /** Send the choices to an MCP client as enum + enumNames (its form before 2025-11-25). */
+  legacyEnumNames?: boolean;
 }
 
 export interface MultiSelectAsk<V extends AskOptionValue = AskOptionValue> {
@@ -481,6 +487,8 @@ export interface MultiSelectAsk<V extends AskOptionValue = AskOptionValue> {
   options: AskOption<V>[];
   min?: number;
   max?: number;
+  defaultValue?: V[];
+  name?: string;
 }
 
 export interface TextAsk {
@@ -494,6 +502,20 @@ export interface TextAsk {
   description?: string;
   placeholder?: string;
   defaultValue?: string;
+  name?: string;
+}
+
+/** A number; a whole one with integer: true; minimum and maximum bound it. */
+export interface NumberAsk {
+  target?: 'human';
+  type: 'number';
+  question: string;
+  description?: string;
+  integer?: boolean;
+  minimum?: number;
+  maximum?: number;
+  defaultValue?: number;
+  name?: string;
 }
 
 export interface ConfirmAsk {
@@ -506,10 +528,11 @@ export interface ConfirmAsk {
   question: string;
   description?: string;
   defaultValue?: boolean;
+  name?: string;
 }
 
 /** A question of a form. */
-export type FormQuestion = SingleSelectAsk | MultiSelectAsk | TextAsk | ConfirmAsk;
+export type FormQuestion = SingleSelectAsk | MultiSelectAsk | TextAsk | NumberAsk | ConfirmAsk;
 
 export interface FormAsk {
   /** Names the ask for a client that keys asks by name (an MCP client on 2026-07-28 sees it under this key in inputRequests, and may answer it in advance). 1–64 of [A-Za-z0-9_.-]. */
@@ -569,7 +592,7 @@ export interface ClientCapabilityAsk {
   metadata?: Record<string, unknown>;
 }
 
-export type HumanAsk = SingleSelectAsk | MultiSelectAsk | TextAsk | ConfirmAsk | FormAsk;
+export type HumanAsk = SingleSelectAsk | MultiSelectAsk | TextAsk | NumberAsk | ConfirmAsk | FormAsk;
 export type Ask = PermissionAsk | HumanAsk | ClientCapabilityAsk;
 export type AskType = Ask['type'];
 
@@ -579,6 +602,7 @@ export interface AskApi {
   <V extends AskOptionValue>(ask: SingleSelectAsk<V>): Promise<V>;
   <V extends AskOptionValue>(ask: MultiSelectAsk<V>): Promise<V[]>;
   (ask: TextAsk): Promise<string>;
+  (ask: NumberAsk): Promise<number>;
   (ask: ConfirmAsk): Promise<boolean>;
   (ask: FormAsk): Promise<FormResponse>;
   <T = unknown>(ask: ClientCapabilityAsk): Promise<T>;

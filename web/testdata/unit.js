@@ -262,6 +262,13 @@ await test("ask selects, text, confirm, form", async () => {
   }), { type: "form", answers: [{ question: "Name", answer: "Bob" }, { question: "Agree", answer: true }, { question: "Size", answer: "s" }] }, "form answer");
 });
 
+await test("ask number", async () => {
+  const num = { id: "n", ask: { type: "number", question: "Age?", integer: true, minimum: 0, defaultValue: 30 } };
+  eq(await answerOf(num, (n) => n.querySelector("form").requestSubmit()), 30, "number default");
+  eq(await answerOf(num, (n) => { n.querySelector("input[type=number]").value = "41"; n.querySelector("form").requestSubmit(); }), 41, "number typed");
+  eq(await answerOf(num, (n) => { n.querySelector("input[type=number]").value = "2.5"; n.querySelector("form").requestSubmit(); }), undefined, "integer enforced: nothing sent");
+});
+
 await test("ask shows the server's refusal and stays answerable", async () => {
   const node = renderAsk({ id: "x", ask: { type: "confirm", question: "Q" } }, async () => { throw new Error("answer is not true or false"); });
   mount(node);

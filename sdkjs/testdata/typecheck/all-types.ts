@@ -22,6 +22,7 @@ import {
   type StructuredResponseVisualization,
   type TableVisualization,
   type TextAsk,
+  type NumberAsk,
   type TodoListVisualization,
   type ToolContext,
   type ToolDefinition,
@@ -74,7 +75,10 @@ export async function asks(ctx: ToolContext): Promise<ToolResult> {
   const t: string = await ctx.ask(text);
   const confirm: ConfirmAsk = { type: 'confirm', question: 'c?' };
   const c: boolean = await ctx.ask(confirm);
-  const form: FormAsk = { type: 'form', question: 'f', description: 'd', questions: [single, multi, text, confirm] };
+  const num: NumberAsk = { type: 'number', name: 'age', question: 'age?', integer: true, minimum: 0, maximum: 120, defaultValue: 30 };
+  const age: number = await ctx.ask(num);
+  const legacy: SingleSelectAsk<string> = { type: 'single_select', name: 'env', question: 'env?', legacyEnumNames: true, defaultValue: 'a', options: [{ label: 'A', value: 'a' }] };
+  const form: FormAsk = { type: 'form', question: 'f', description: 'd', questions: [single, multi, text, num, legacy, confirm] };
   const f: FormResponse = await ctx.ask(form);
   const cap: ClientCapabilityAsk = { target: 'client', type: 'client_capability', capability: 'clipboard.read', metadata: { a: 1 } };
   const clip = await ctx.ask<string>(cap);

@@ -1,5 +1,5 @@
 // Asks (REFERENCE §5) as forms a person answers: permission (risk, once / session /
-// workspace), single and multi select, text, confirm, form, and the client capabilities this
+// workspace), single and multi select, text, number, confirm, form, and the client capabilities this
 // client does not have. Each form calls answer(value) and shows the server's refusal if the
 // answer has the wrong shape (the ask then stays pending).
 
@@ -84,6 +84,7 @@ export function renderAsk(pending, answer, opts = {}) {
     case "single_select":
     case "multi_select":
     case "text":
+    case "number":
     case "form": {
       body = questionForm(a, send);
       break;
@@ -99,7 +100,7 @@ export function renderAsk(pending, answer, opts = {}) {
 }
 
 function kindWord(a) {
-  return { permission: "Permission", single_select: "Choose one", multi_select: "Choose", text: "Question", confirm: "Confirm", form: "Form", client_capability: "Client" }[a.type] || "Ask";
+  return { permission: "Permission", single_select: "Choose one", multi_select: "Choose", text: "Question", number: "Question", confirm: "Confirm", form: "Form", client_capability: "Client" }[a.type] || "Ask";
 }
 
 /**
@@ -240,6 +241,20 @@ export function questionField(q, inForm) {
         node: h("div", { class: "field option" }, inp, h("label", { for: id }, q.question || ""), desc),
         focus: () => inp.focus(),
         value: () => [true, inp.checked],
+      };
+    }
+    case "number": {
+      // A number within the ask's bounds; the server checks it again.
+      const inp = h("input", { type: "number", id, step: q.integer ? "1" : "any", min: q.minimum ?? null, max: q.maximum ?? null });
+      if (typeof q.defaultValue === "number") inp.value = String(q.defaultValue);
+      return {
+        node: h("div", { class: "field" }, h("label", { for: id, class: "question" }, q.question || ""), desc, inp),
+        focus: () => inp.focus(),
+        value: () => {
+          const n = inp.value === "" ? NaN : Number(inp.value);
+          if (!Number.isFinite(n) || (q.integer && !Number.isInteger(n))) return [false, `Give ${q.integer ? "a whole number" : "a number"} for "${q.question}".`];
+          return [true, n];
+        },
       };
     }
     case "text":
