@@ -510,9 +510,14 @@ func optionLabels(opts []tool.Option) []string {
 	return labels
 }
 
-// optionKeys names each option in the form: its label, or its number and label when two
-// options share a label.
+// optionKeys names each option in the form (the const a client answers): the options'
+// values when each is a distinct, non-empty string — what a client that knows the tool
+// would answer anyway — else each one's label, or its number and label when two options
+// share a label.
 func optionKeys(opts []tool.Option) []string {
+	if keys, ok := stringValues(opts); ok {
+		return keys
+	}
 	count := map[string]int{}
 	for _, o := range opts {
 		count[o.Label]++
@@ -525,6 +530,20 @@ func optionKeys(opts []tool.Option) []string {
 		}
 	}
 	return keys
+}
+
+// stringValues are the options' values when every one is a distinct non-empty string.
+func stringValues(opts []tool.Option) ([]string, bool) {
+	keys := make([]string, len(opts))
+	seen := map[string]bool{}
+	for i, o := range opts {
+		var v string
+		if json.Unmarshal(optionValue(o), &v) != nil || v == "" || seen[v] {
+			return nil, false
+		}
+		seen[v], keys[i] = true, v
+	}
+	return keys, true
 }
 
 // optionValue is what choosing o answers: its value, or its label when it has none.

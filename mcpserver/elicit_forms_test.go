@@ -22,7 +22,9 @@ var namedForm = `{"asks":[{"type":"form","question":"Profile","questions":[
 
 // A form's questions reach the client under their names, with their defaults, numbers as
 // integer or number fields, and choices in the variant their options call for (plain enum,
-// oneOf / anyOf with titles, enum with enumNames); the answers come back by name.
+// oneOf / anyOf with titles, enum with enumNames); an option whose values are distinct
+// strings is answered by its value (the const), others by their label; the answers come
+// back by name.
 func TestAskFormsNamedWithDefaultsAndEnumVariants(t *testing.T) {
 	for _, version := range []string{newest, classic} {
 		r := newRig(t)
@@ -30,8 +32,8 @@ func TestAskFormsNamedWithDefaultsAndEnumVariants(t *testing.T) {
 		cs := r.connect(version, &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			schema = toJSON(req.Params.RequestedSchema)
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{
-				"name": "Jane", "age": 25.0, "score": 88.5, "status": "inactive", "titled": "Two", "legacy": "One",
-				"tags": []any{"b"}, "titledTags": []any{"Alpha", "Beta"}, "verified": false,
+				"name": "Jane", "age": 25.0, "score": 88.5, "status": "inactive", "titled": "Two", "legacy": "o1",
+				"tags": []any{"b"}, "titledTags": []any{"a", "b"}, "verified": false,
 			}}, nil
 		}})
 		res := call(t, cs, "asker", obj(namedForm))
@@ -41,9 +43,9 @@ func TestAskFormsNamedWithDefaultsAndEnumVariants(t *testing.T) {
 			`"score":{"default":95.5,"title":"Score","type":"number"}`,
 			`"status":{"default":"active","enum":["active","inactive"],"title":"Status","type":"string"}`,
 			`"titled":{"oneOf":[{"const":"One","title":"One"},{"const":"Two","title":"Two"}],"title":"Titled","type":"string"}`,
-			`"legacy":{"enum":["One","Two"],"enumNames":["One","Two"],"title":"Legacy","type":"string"}`,
+			`"legacy":{"enum":["o1","o2"],"enumNames":["One","Two"],"title":"Legacy","type":"string"}`,
 			`"tags":{"default":["a"],"items":{"enum":["a","b"],"type":"string"},"title":"Tags","type":"array"}`,
-			`"titledTags":{"items":{"anyOf":[{"const":"Alpha","title":"Alpha"},{"const":"Beta","title":"Beta"}]},"title":"Titled tags","type":"array"}`,
+			`"titledTags":{"items":{"anyOf":[{"const":"a","title":"Alpha"},{"const":"b","title":"Beta"}]},"title":"Titled tags","type":"array"}`,
 			`"verified":{"default":true,"title":"Verified","type":"boolean"}`,
 		} {
 			if !strings.Contains(schema, want) {

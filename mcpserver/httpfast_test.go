@@ -298,20 +298,21 @@ func TestHTTPFastPathCancels(t *testing.T) {
 }
 
 // An HTTP session is closed once it had no request in flight for HTTPSessionTimeout, and
-// not before (500 ms here: a loaded machine can leave 100 ms between a client's requests): a fast call running longer than the timeout keeps it (the go-sdk's own
+// not before (2 s here: a machine at load 20 left more than 500 ms between a client's
+// initialize and its call, and the session was gone): a fast call running longer than the timeout keeps it (the go-sdk's own
 // timeout counts only the requests it serves, so it would have closed it under the call).
 func TestHTTPSessionIdleTimeout(t *testing.T) {
-	r := newRig(t, func(r *rig) { r.opts.HTTPSessionTimeout = 500 * time.Millisecond })
+	r := newRig(t, func(r *rig) { r.opts.HTTPSessionTimeout = 2 * time.Second })
 	ts := httptest.NewServer(r.srv.HTTPHandler())
 	t.Cleanup(ts.Close)
 	cs := httpClient(t, ts.URL, nil, http.DefaultTransport)
-	if res := call(t, cs, "nap", map[string]int{"ms": 1200}); text(res) != "slept 1200 ms" {
+	if res := call(t, cs, "nap", map[string]int{"ms": 2500}); text(res) != "slept 2500 ms" {
 		t.Fatalf("a fast call longer than the idle timeout: %s", toJSON(res))
 	}
 	if _, s := mcpserver.HTTPFastServed(r.srv); s != 1 {
 		t.Fatalf("the call did not take the fast path (%d SSE answers)", s)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "greet", Arguments: map[string]string{"name": "x"}})
 		if err != nil {
 			break // the session was closed: the server answers 404
@@ -319,6 +320,6 @@ func TestHTTPSessionIdleTimeout(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the idle session was never closed")
 		}
-		time.Sleep(800 * time.Millisecond)
+		time.Sleep(3 * time.Second)
 	}
 }
