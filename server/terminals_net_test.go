@@ -115,3 +115,75 @@ func TestTerminalAsksThePageAboutTheNetwork(t *testing.T) {
 		}
 	}
 }
+
+// Deny refuses the connection with advice on how a terminal allows one, and the target is
+// refused from then on without a question; a question nobody answers times out as a
+// refusal; frames the page gets wrong are answered with an error, the terminal going on.
+func TestTerminalNetworkDenyAndTimeout(t *testing.T) {
+	f, ws := terminalFixture(t, TerminalOptions{AskTimeout: 3 * time.Second})
+	denied, deniedHits := reachable(t, "reached-the-denied-service")
+	ignored, ignoredHits := reachable(t, "reached-the-ignored-service")
+	var term liveTerminal
+	f.call("POST", "/api/workspaces/"+ws.ID+"/terminals", nil, 201, &term)
+	page := f.attachTerminal(t, term.ID)
+
+	page.typeLine(`curl -sS -m 100 http://` + denied + `/; echo curl-$((40+2))`)
+	id, at := page.question(0, denied)
+	// Wrong frames: an unknown id, allow that is not a boolean, no allow, an unknown type.
+	for _, bad := range []any{
+		map[string]any{"type": "network", "id": "q999", "allow": true},
+		map[string]any{"type": "network", "id": id, "allow": "yes"},
+		map[string]any{"type": "network", "id": id},
+		map[string]any{"type": "telepathy"},
+	} {
+		n := page.texts()
+		page.sendText(bad)
+		page.waitText(n, fmt.Sprintf("an error for %v", bad), func(m map[string]any) bool { return m["type"] == "error" })
+	}
+	page.sendText(map[string]any{"type": "network", "id": id, "allow": false})
+	page.waitText(at, "the denial settled", func(m map[string]any) bool {
+		return m["type"] == "network-answered" && m["id"] == id && m["allow"] == false
+	})
+	page.waitFor(`refused: the person at the terminal did not allow it; a page of the terminal asks, in a bar above it[^\n]*\s+curl-42`)
+
+	before := page.texts()
+	page.typeLine(`curl -sS -m 100 http://` + denied + `/; echo curl-$((50+2))`)
+	page.waitFor(`did not allow it[^\n]*\s+curl-52`)
+	page.mu.Lock()
+	for _, m := range page.text[before:] {
+		if m["type"] == "network" {
+			t.Errorf("asked again about a denied target: %v", m)
+		}
+	}
+	page.mu.Unlock()
+
+	// Nobody answers: refused once the question times out, and the page told to hide it.
+	page.typeLine(`curl -sS -m 100 http://` + ignored + `/; echo curl-$((60+2))`)
+	id, at = page.question(before, ignored)
+	page.waitText(at, "the timeout settled", func(m map[string]any) bool {
+		return m["type"] == "network-answered" && m["id"] == id && m["allow"] == false
+	})
+	page.waitFor(`did not allow it[^\n]*\s+curl-62`)
+	if d, i := deniedHits.Load(), ignoredHits.Load(); d != 0 || i != 0 {
+		t.Fatalf("refused services were reached: %d and %d requests", d, i)
+	}
+}
+
+// With no page attached nobody can answer: a command's connection is refused at once.
+func TestTerminalNetworkWithNoPage(t *testing.T) {
+	f, ws := terminalFixture(t, TerminalOptions{})
+	target, hits := reachable(t, "reached-the-loopback-service")
+	var term liveTerminal
+	f.call("POST", "/api/workspaces/"+ws.ID+"/terminals", nil, 201, &term)
+	page := f.attachTerminal(t, term.ID)
+	page.typeLine(`sleep 2; curl -sS -m 100 http://` + target + `/; echo curl-$((40+2))`)
+	page.waitFor(`sleep 2; curl`) // the shell has the line
+	page.c.Close(websocket.StatusNormalClosure, "gone")
+	<-page.done
+	time.Sleep(4 * time.Second)
+	again := f.attachTerminal(t, term.ID)
+	again.waitFor(`did not allow it[^\n]*\s+curl-42`)
+	if n := again.texts(); n != 0 || hits.Load() != 0 {
+		t.Fatalf("with no page: %d frames to the later page, %d requests", n, hits.Load())
+	}
+}
