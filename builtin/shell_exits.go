@@ -54,32 +54,43 @@ type shellExit struct {
 	reusable bool // in a network namespace of its own (a port on the host's loopback is not kept)
 
 	mu      sync.Mutex
-	allowed []string
+	net     shellNet
 	refused *shellRefusals
-	// ask asks the person, while the connection waits at the proxy, for a target the
-	// command's list does not name (nil: refused unasked).
-	ask   func(ctx context.Context, target string) bool
-	timer *time.Timer // while idle
+	timer   *time.Timer // while idle
 }
 
-// open returns an exit for a command of session that may reach network (and what ask
-// allows while it runs), its refusals collected in refused: an idle one of the session's
-// when inNS, else a new one.
-func (e *shellExits) open(session string, inNS bool, network []string, refused *shellRefusals, ask func(context.Context, string) bool) (*shellExit, error) {
+// shellNet is what the command an exit serves may reach, and who is asked about the rest.
+type shellNet struct {
+	allowed []string
+	// ask asks the person, while the connection waits at the proxy, for a target allowed
+	// does not name (nil: refused unasked).
+	ask func(ctx context.Context, target string) bool
+	// why and hint say, in a refusal, why the target was not reached and how a person lets
+	// it through (the hint starts with "; "); empty: the shell tool's (its call's list).
+	why, hint string
+}
+
+// The shell tool's refusal advice: a command reaches what its call names and the person
+// allowed.
+const (
+	shellRefusedWhy  = "the shell was not allowed to reach it for this command"
+	shellRefusedHint = `; name it in the call's "network" list: the person is asked once per command prefix and session`
+)
+
+// open returns an exit for a command of session that may reach what net allows (and what
+// its ask allows while it runs), its refusals collected in refused: an idle one of the
+// session's when inNS, else a new one.
+func (e *shellExits) open(session string, inNS bool, net shellNet, refused *shellRefusals) (*shellExit, error) {
 	if inNS {
 		if x := e.take(session); x != nil {
-			x.use(network, refused, ask)
+			x.use(net, refused)
 			return x, nil
 		}
 	}
 	x := &shellExit{session: session, reusable: inNS}
-	x.use(network, refused, ask)
+	x.use(net, refused)
 	proxy := &egress.Proxy{Tool: "shell", Allowed: x.allowedNow, Ask: x.askNow,
-		Log: slog.New(shellExitLog{x}),
-		Advice: func(host string, port int) (string, string) {
-			return "the shell was not allowed to reach it for this command",
-				`; name it in the call's "network" list: the person is asked once per command prefix and session`
-		}}
+		Log: slog.New(shellExitLog{x}), Advice: x.advice}
 	// Under Seatbelt the proxy listens on the host's loopback and the profile allows only
 	// its port; under Landlock it is in the command's namespace where there is one.
 	exit, err := sandbox.OpenExit(proxy, inNS)
@@ -90,30 +101,41 @@ func (e *shellExits) open(session string, inNS bool, network []string, refused *
 	return x, nil
 }
 
-// use makes the exit answer for the command that may reach network.
-func (x *shellExit) use(network []string, refused *shellRefusals, ask func(context.Context, string) bool) {
+// use makes the exit answer for the command that may reach net.
+func (x *shellExit) use(net shellNet, refused *shellRefusals) {
+	net.allowed = slices.Clone(net.allowed)
 	x.mu.Lock()
-	x.allowed, x.refused, x.ask = slices.Clone(network), refused, ask
+	x.net, x.refused = net, refused
 	x.mu.Unlock()
+}
+
+// advice is the refusal's why and hint for the command the exit serves.
+func (x *shellExit) advice(string, int) (string, string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.net.why == "" {
+		return shellRefusedWhy, shellRefusedHint
+	}
+	return x.net.why, x.net.hint
 }
 
 func (x *shellExit) allowedNow() []string {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return slices.Clone(x.allowed)
+	return slices.Clone(x.net.allowed)
 }
 
 // askNow asks the person for a target of the command the exit serves; a yes lets it
 // through for the rest of the command.
 func (x *shellExit) askNow(ctx context.Context, target string) bool {
 	x.mu.Lock()
-	ask := x.ask
+	ask := x.net.ask
 	x.mu.Unlock()
 	if ask == nil || !ask(ctx, target) {
 		return false
 	}
 	x.mu.Lock()
-	x.allowed = append(x.allowed, target)
+	x.net.allowed = append(x.net.allowed, target)
 	x.mu.Unlock()
 	return true
 }
@@ -141,7 +163,7 @@ func (e *shellExits) done(x *shellExit, clean bool) {
 	if x == nil {
 		return
 	}
-	x.use(nil, nil, nil)
+	x.use(shellNet{}, nil)
 	e.mu.Lock()
 	if !clean || !x.reusable || e.closed || len(e.idle[x.session]) >= shellIdleExits {
 		e.mu.Unlock()

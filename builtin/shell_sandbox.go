@@ -114,12 +114,13 @@ type shellConfined struct {
 // workspace (already approved). ask, when set, is put each target the proxy would refuse
 // while the connection waits; a target it allows is added to network for the command.
 func (s *shellSandbox) command(c *tool.Context, bash, script, cwd string, network, writable []string, ask func(ctx context.Context, target string) bool) (*shellConfined, error) {
-	return s.confine(c, bash, []string{"--noprofile", "--norc", "-c", script}, cwd, network, writable, ask)
+	return s.confine(c, bash, []string{"--noprofile", "--norc", "-c", script}, cwd, writable, shellNet{allowed: network, ask: ask})
 }
 
 // confine is command for any program of the shell's (bash with a script, or the person's
-// shell in a terminal): one view, one set of rules and one egress proxy for both.
-func (s *shellSandbox) confine(c *tool.Context, prog string, progArgs []string, cwd string, network, writable []string, ask func(ctx context.Context, target string) bool) (*shellConfined, error) {
+// shell in a terminal): one view, one set of rules and one egress proxy for both; net is
+// what its proxy allows, asks and advises.
+func (s *shellSandbox) confine(c *tool.Context, prog string, progArgs []string, cwd string, writable []string, net shellNet) (*shellConfined, error) {
 	s.init()
 	st := s.status
 	out := &shellConfined{refused: &shellRefusals{}, release: func() {}, closeNet: func() {}}
@@ -155,7 +156,7 @@ func (s *shellSandbox) confine(c *tool.Context, prog string, progArgs []string, 
 	var x *shellExit
 	if mech == sandbox.Seatbelt || st.NetNS || st.NetLandlock {
 		var err error
-		if x, err = s.exits.open(c.SessionID, mech == sandbox.Landlock && st.NetNS, network, out.refused, ask); err != nil {
+		if x, err = s.exits.open(c.SessionID, mech == sandbox.Landlock && st.NetNS, net, out.refused); err != nil {
 			return nil, fmt.Errorf("shell: isolate the command from the network: %w", err)
 		}
 		exit = x.exit

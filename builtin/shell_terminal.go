@@ -19,15 +19,24 @@ import (
 
 // A terminal is the person's shell on a pseudo-terminal, run exactly as a command of the
 // shell tool is (confine): the same view of the machine, rules, limits, environment and
-// egress proxy. The proxy allows no host: a person at a terminal cannot be asked per
-// command prefix, and a grant to the session's commands is not a grant to the terminal.
+// egress proxy. The proxy allows no host of itself: a grant to the session's commands is
+// not a grant to the terminal, and a person at a terminal cannot be asked per command
+// prefix. It asks the person at the terminal instead, about each host:port, while the
+// connection waits (host.NetworkAsk; the server asks the terminal's pages).
+
+// The refusal advice of a terminal's proxy: how the person at the terminal lets a host
+// through.
+const (
+	terminalRefusedWhy  = "the person at the terminal did not allow it"
+	terminalRefusedHint = "; a page of the terminal asks, in a bar above it, when a command first tries a host: Allow lets it through for the terminal's life, Deny (or no answer, or no page open) refuses it; what was denied stays refused until a new terminal is opened"
+)
 
 var _ host.TerminalOpener = (*shellTool)(nil)
 
 // OpenTerminal starts the person's shell ($SHELL of the server's environment, else bash)
 // in c's workspace. It refuses where commands would run unconfined although the sandbox
 // is on: a command would ask the person first, a terminal has no command to ask about.
-func (t *shellTool) OpenTerminal(_ context.Context, c *tool.Context, size host.TerminalSize) (host.Terminal, error) {
+func (t *shellTool) OpenTerminal(_ context.Context, c *tool.Context, size host.TerminalSize, ask host.NetworkAsk) (host.Terminal, error) {
 	why, err := t.sb.unconfined()
 	if err != nil {
 		return nil, fmt.Errorf("terminal: %w", err)
@@ -39,7 +48,7 @@ func (t *shellTool) OpenTerminal(_ context.Context, c *tool.Context, size host.T
 	if err != nil {
 		return nil, err
 	}
-	cf, err := t.sb.confine(c, prog, []string{"-i"}, c.Workspace, nil, nil, nil)
+	cf, err := t.sb.confine(c, prog, []string{"-i"}, c.Workspace, nil, shellNet{ask: ask, why: terminalRefusedWhy, hint: terminalRefusedHint})
 	if err != nil {
 		return nil, fmt.Errorf("terminal: %w", err)
 	}

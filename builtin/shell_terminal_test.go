@@ -69,7 +69,7 @@ func openTestTerminal(t *testing.T, f *shellFixture, size host.TerminalSize) (ho
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	term, err := f.h.OpenTerminal(ctx, host.Workspace{ID: "w1", Path: f.ws}, "term-1", size)
+	term, err := f.h.OpenTerminal(ctx, host.Workspace{ID: "w1", Path: f.ws}, "term-1", size, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,10 +27,16 @@ type Terminal interface {
 	Close() error
 }
 
+// NetworkAsk asks the person at a terminal whether its commands may reach target
+// ("host:port", as the egress proxy names it) while the connection waits at the proxy;
+// ctx ends when the connection goes away. True lets it through.
+type NetworkAsk func(ctx context.Context, target string) bool
+
 // TerminalOpener is a built-in that opens terminals (the shell): the same program, view of
-// the machine, rules and network as its commands, on a pseudo-terminal.
+// the machine, rules and egress proxy as its commands, on a pseudo-terminal. The proxy
+// allows no host of itself: it puts each target to ask (nil: refused unasked).
 type TerminalOpener interface {
-	OpenTerminal(ctx context.Context, c *tool.Context, size TerminalSize) (Terminal, error)
+	OpenTerminal(ctx context.Context, c *tool.Context, size TerminalSize, ask NetworkAsk) (Terminal, error)
 }
 
 // ErrNoTerminal is OpenTerminal's error when no built-in that opens terminals is served.
@@ -38,8 +44,9 @@ var ErrNoTerminal = errors.New("no built-in opens terminals (is the shell turned
 
 // OpenTerminal opens a terminal in workspace ws through the built-in shell. id names the
 // terminal as a session: its temporary folder (its HOME and TMPDIR) and its cgroup are a
-// session's of that id, in ws, and go when the terminal is closed (EndSession).
-func (h *Host) OpenTerminal(ctx context.Context, ws Workspace, id string, size TerminalSize) (Terminal, error) {
+// session's of that id, in ws, and go when the terminal is closed (EndSession). ask is put
+// each host the terminal's commands try to reach (nil: every one is refused).
+func (h *Host) OpenTerminal(ctx context.Context, ws Workspace, id string, size TerminalSize, ask NetworkAsk) (Terminal, error) {
 	opener, name := h.terminalOpener()
 	if opener == nil {
 		return nil, ErrNoTerminal
@@ -68,7 +75,7 @@ func (h *Host) OpenTerminal(ctx context.Context, ws Workspace, id string, size T
 		AllowedPaths: append([]string(nil), ws.Allowed...), TempDir: tempDir, Home: home,
 		Tool: name, Logger: h.log.With("terminal", id, "workspace", ws.ID),
 	})
-	t, err := opener.OpenTerminal(ctx, c, size)
+	t, err := opener.OpenTerminal(ctx, c, size, ask)
 	if err != nil {
 		_ = h.EndSession(context.WithoutCancel(ctx), ws.ID, id)
 		return nil, err

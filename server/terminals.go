@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"sync"
@@ -35,6 +36,9 @@ type TerminalOptions struct {
 	// Scrollback is the bytes of output kept per terminal and replayed to a page that
 	// attaches again.
 	Scrollback int
+	// AskTimeout is how long a question about the network waits for a page's answer
+	// (terminal_asks.go; 0: DefaultTerminalAskTimeout).
+	AskTimeout time.Duration
 }
 
 // terminals are the open terminals by id.
@@ -51,6 +55,7 @@ type liveTerminal struct {
 	Created     time.Time `json:"created"`
 	term        host.Terminal
 	out         *termOutput
+	asks        *termAsks
 }
 
 func newTerminals(o TerminalOptions) *terminals {
@@ -62,6 +67,9 @@ func newTerminals(o TerminalOptions) *terminals {
 	}
 	if o.Scrollback <= 0 {
 		o.Scrollback = DefaultTerminalScrollback
+	}
+	if o.AskTimeout <= 0 {
+		o.AskTimeout = DefaultTerminalAskTimeout
 	}
 	return &terminals{opts: o, byID: map[string]*liveTerminal{}}
 }
@@ -84,7 +92,8 @@ func (ts *terminals) reserve(wsID string) (*liveTerminal, error) {
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	t := &liveTerminal{ID: "term-" + hex.EncodeToString(b[:]), WorkspaceID: wsID, Created: time.Now().UTC()}
+	t := &liveTerminal{ID: "term-" + hex.EncodeToString(b[:]), WorkspaceID: wsID, Created: time.Now().UTC(),
+		asks: newTermAsks(ts.opts.AskTimeout)}
 	ts.byID[t.ID] = t
 	return t, nil
 }
@@ -125,6 +134,7 @@ func (t *liveTerminal) close() error {
 	if t.term == nil {
 		return nil
 	}
+	t.asks.close()
 	return t.term.Close()
 }
 
@@ -191,7 +201,7 @@ func (s *Server) createTerminal(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	term, err := s.host.OpenTerminal(r.Context(), host.Workspace{ID: ws.ID, Path: ws.Path, Allowed: ws.AllowedPaths}, t.ID, size)
+	term, err := s.host.OpenTerminal(r.Context(), host.Workspace{ID: ws.ID, Path: ws.Path, Allowed: ws.AllowedPaths}, t.ID, size, t.asks.ask)
 	if err != nil {
 		s.terms.remove(t.ID)
 		if errors.Is(err, host.ErrNoTerminal) {
@@ -232,13 +242,24 @@ func (s *Server) deleteTerminal(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// terminalFrame is a text frame of a terminal's socket. From the page: resize. To it:
-// exit, once the shell has ended and everything it printed was sent. Output and input
-// travel as binary frames.
+// terminalFrame is a text frame of a terminal's socket. From the page: resize, and network
+// (the answer to a question: id and allow). To it: exit, once the shell has ended and
+// everything it printed was sent; network and network-answered (terminal_asks.go); error,
+// for a frame of the page's that was not understood. Output and input travel as binary
+// frames.
 type terminalFrame struct {
 	Type string `json:"type"`
 	Rows int    `json:"rows,omitempty"`
 	Cols int    `json:"cols,omitempty"`
+	ID   string `json:"id,omitempty"`
+	// Allow is a pointer: an answer must say yes or no.
+	Allow *bool `json:"allow,omitempty"`
+}
+
+// terminalError tells a page a frame of its was not taken, and why.
+type terminalError struct {
+	Type    string `json:"type"` // "error"
+	Message string `json:"message"`
 }
 
 // terminalSocket attaches a page: it gets the scrollback, then the output as it comes,
@@ -263,6 +284,8 @@ func (s *Server) terminalSocket(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	page := t.out.attach()
 	defer t.out.detach(page)
+	t.asks.attach(c)
+	defer t.asks.detach(c)
 	// A page that goes (or a server that closes) stops waiting for output.
 	stop := context.AfterFunc(ctx, func() { t.out.detach(page) })
 	defer stop()
@@ -300,8 +323,8 @@ func (s *Server) writeTerminalOutput(ctx context.Context, c *websocket.Conn, t *
 	}
 }
 
-// readTerminalInput writes what the person types to the terminal and follows the page's
-// size, until the page goes.
+// readTerminalInput writes what the person types to the terminal and takes the page's
+// text frames, until the page goes.
 func (s *Server) readTerminalInput(ctx context.Context, c *websocket.Conn, t *liveTerminal) {
 	for {
 		typ, data, err := c.Read(ctx)
@@ -314,17 +337,38 @@ func (s *Server) readTerminalInput(ctx context.Context, c *websocket.Conn, t *li
 			}
 			continue
 		}
-		var f terminalFrame
-		if json.Unmarshal(data, &f) != nil || f.Type != "resize" {
-			c.Close(websocket.StatusUnsupportedData, "a text frame is {\"type\":\"resize\",\"rows\":N,\"cols\":N}")
-			return
+		if msg := s.terminalText(t, data); msg != "" {
+			// A frame not understood is answered, not fatal: the page and its terminal go on.
+			_ = writeFrame(c, terminalError{Type: "error", Message: msg})
 		}
+	}
+}
+
+// terminalText acts on a text frame of the page's: the page's size, or its answer to a
+// question about the network. It says what was wrong with a frame it did not take.
+func (s *Server) terminalText(t *liveTerminal, data []byte) string {
+	var f terminalFrame
+	if err := json.Unmarshal(data, &f); err != nil {
+		return fmt.Sprintf("a text frame is {\"type\":\"resize\",\"rows\":N,\"cols\":N} or {\"type\":\"network\",\"id\":ID,\"allow\":true|false}: %v", err)
+	}
+	switch f.Type {
+	case "resize":
 		size, err := terminalSize(f.Rows, f.Cols)
 		if err != nil {
-			continue
+			return err.Error()
 		}
 		if err := t.term.Resize(size); err != nil {
 			s.log.Warn("terminal: resize", "terminal", t.ID, "error", err)
 		}
+		return ""
+	case "network":
+		if f.ID == "" || f.Allow == nil {
+			return `an answer is {"type":"network","id":ID,"allow":true|false}`
+		}
+		if !t.asks.answer(f.ID, *f.Allow) {
+			return fmt.Sprintf("no question %q waits (answered already, timed out, or never asked)", f.ID)
+		}
+		return ""
 	}
+	return fmt.Sprintf("unknown text frame type %q", f.Type)
 }

@@ -49,6 +49,8 @@ type termSocket struct {
 	mu   sync.Mutex
 	out  bytes.Buffer
 	exit bool
+	// text are the text frames the page got, decoded.
+	text []map[string]any
 	done chan struct{}
 }
 
@@ -71,8 +73,11 @@ func (f *fixture) attachTerminal(t *testing.T, id string) *termSocket {
 			s.mu.Lock()
 			if typ == websocket.MessageBinary {
 				s.out.Write(data)
-			} else if strings.Contains(string(data), `"exit"`) {
-				s.exit = true
+			} else {
+				var m map[string]any
+				_ = json.Unmarshal(data, &m)
+				s.text = append(s.text, m)
+				s.exit = s.exit || m["type"] == "exit"
 			}
 			s.mu.Unlock()
 		}

@@ -39,10 +39,17 @@ func axeSource(t *testing.T) string {
 // violation, naming the rule and the elements.
 func (f *fixture) axeCheck(src, where string) {
 	f.t.Helper()
+	f.axeCheckOf(src, where, "document")
+}
+
+// axeCheckOf is axeCheck of the part of the page the JavaScript expression context names
+// (axe-core's context: a node, a selector, {include: [...]}).
+func (f *fixture) axeCheckOf(src, where, context string) {
+	f.t.Helper()
 	if _, err := browsertest.Eval[bool](f.b, 30*time.Second, src+";true"); err != nil {
 		f.t.Fatalf("load axe-core: %v", err)
 	}
-	out, err := browsertest.Eval[string](f.b, 60*time.Second, `axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] } })
+	out, err := browsertest.Eval[string](f.b, 60*time.Second, `axe.run(`+context+`, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] } })
   .then((r) => JSON.stringify(r.violations.map((v) => ({ id: v.id, help: v.help, nodes: v.nodes.slice(0, 5).map((n) => n.target.join(" ") + " — " + (n.failureSummary || "").split("\n").slice(0, 2).join(" ")) }))))`)
 	if err != nil {
 		f.t.Fatalf("run axe-core: %v", err)

@@ -2,8 +2,12 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,4 +98,58 @@ func typeInTerminal(f *fixture, line string) {
 	if err != nil {
 		f.t.Fatalf("type %q in the terminal: %v", line, err)
 	}
+}
+
+// A command in the terminal tries a host: the bar above the terminal asks, Allow (a real
+// click) lets the connection through, the bar goes, and the same host is not asked again.
+func TestTerminalNetworkBar(t *testing.T) {
+	if st := sandbox.Probe(sandbox.ModeRequire, os.Args[0]); st.LandlockABI < 1 || !st.NetNS {
+		t.Skipf("needs Landlock and network namespaces: %+v", st)
+	}
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprintln(w, "reached-the-loopback-service")
+	}))
+	t.Cleanup(srv.Close)
+	target := strings.TrimPrefix(srv.URL, "http://")
+	f := newFixtureWith(t, func(f *fixture, cfg *server.Config) {
+		sb := host.SandboxOptions{Mode: sandbox.ModeRequire, Launcher: os.Args[0]}
+		cfg.Host.Sandbox = sb
+		cfg.Host.Builtins = builtin.Tools(builtin.Options{Shell: builtin.ShellOptions{Sandbox: sb, Layout: cfg.Host.Layout,
+			Environ: []string{"PATH=/usr/bin:/bin", "SHELL=/bin/bash"}}})
+	})
+	s := f.session("terminal")
+	f.open("#/w/" + s.WorkspaceID + "/terminal")
+	f.waitJS("the shell's prompt", termText+`.includes("$") || `+termText+`.includes("#")`)
+
+	typeInTerminal(f, "curl -sS -m 100 "+srv.URL+"/; echo curl-$((40+2))\n")
+	bar := `.term-ask[data-target=` + jsString(target) + `]`
+	f.waitText(bar, "This terminal wants to reach "+target)
+	if role := f.eval(`document.querySelector(` + jsString(bar) + `).getAttribute("role") + " " + document.querySelector(".term-asks").getAttribute("aria-live")`); role != "group polite" {
+		t.Fatalf("the bar's role and live region: %q", role)
+	}
+	if src := axeSourceOrEmpty(); src != "" {
+		f.axeCheckOf(src, "the network bar", `document.querySelector(".term-asks")`)
+	}
+	f.click(bar + ` button[data-answer="allow"]`)
+	f.waitJS("the command reached the service", termText+`.includes("curl-42") && `+termText+`.includes("reached-the-loopback-service")`)
+	f.waitJS("the bar hidden", `document.querySelector(".term-ask") === null`)
+
+	// Allowed for the terminal's life: the next connection goes through unasked.
+	typeInTerminal(f, "curl -sS -m 100 "+srv.URL+"/again; echo curl-$((50+2))\n")
+	f.waitJS("the second request", termText+`.includes("curl-52")`)
+	if n, asked := hits.Load(), f.eval(`String(document.querySelectorAll(".term-ask").length)`); n != 2 || asked != "0" {
+		t.Fatalf("requests %d (want 2), questions shown %s (want 0)", n, asked)
+	}
+}
+
+// axeSourceOrEmpty is axe-core's source, or "" where it is not installed.
+func axeSourceOrEmpty() string {
+	p := os.Getenv("JEAN2_AXE")
+	if p == "" {
+		p = "../../.deps/node_modules/axe-core/axe.min.js"
+	}
+	src, _ := os.ReadFile(p)
+	return string(src)
 }

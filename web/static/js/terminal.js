@@ -1,7 +1,9 @@
 // The terminal tab of a workspace (#/w/<workspace>/terminal): the person's shell on the
 // server, confined as the shell tool's commands (docs/web.md, "Terminal"), drawn by
 // xterm.js (vendored in ../vendor/xterm, loaded when a terminal first opens). The shell runs
-// on while no page shows it: a page that comes back gets its scrollback replayed.
+// on while no page shows it: a page that comes back gets its scrollback replayed. When a
+// command tries a host the server asks every page of the terminal, in a bar above it; the
+// first answer counts and the other pages hide the question.
 
 import { api, enc } from "./api.js";
 import { h, replace } from "./dom.js";
@@ -35,13 +37,16 @@ export class TerminalView {
     this.tabs = h("div", { class: "term-tabs", role: "tablist", "aria-label": "Terminals" });
     this.status = h("p", { class: "term-status muted small", role: "status" });
     this.screen = h("div", { class: "term-screen", id: "terminal" });
+    // Questions about the network; announced as they come, without taking the keyboard
+    // from the shell (Alt+Shift+A / Alt+Shift+D answer the oldest from the terminal).
+    this.asks = h("div", { class: "term-asks", role: "region", "aria-label": "Network requests of the terminal", "aria-live": "polite" });
     replace(container, h("section", { class: "terminal-page", "aria-label": `Terminal of ${this.name}` },
       h("div", { class: "term-head" },
         h("h2", null, `Terminal — ${this.name}`),
         this.tabs,
         h("button", { type: "button", id: "new-terminal", onclick: () => this.open(null) }, "New terminal"),
         h("button", { type: "button", id: "close-terminal", class: "danger", onclick: () => this.closeCurrent() }, "Close terminal")),
-      this.status, this.screen));
+      this.status, this.asks, this.screen));
     try {
       await loadXterm();
       const list = (await api("GET", `/api/workspaces/${enc(this.workspaceId)}/terminals`)).terminals || [];
@@ -87,12 +92,13 @@ export class TerminalView {
     }
     if (this.gone) return term.dispose();
     sessionStorage.setItem(`jean2.terminal.${this.workspaceId}`, t.id);
-    const live = { id: t.id, term, fit, ws: null, ended: false, retry: 0 };
+    const live = { id: t.id, term, fit, ws: null, ended: false, retry: 0, questions: new Map() };
     this.live = live;
     const list = (await api("GET", `/api/workspaces/${enc(this.workspaceId)}/terminals`).catch(() => null))?.terminals;
     if (list) this.drawTabs(list, t.id);
     const enc8 = new TextEncoder();
     term.onData((d) => live.ws?.readyState === WebSocket.OPEN && live.ws.send(enc8.encode(d)));
+    term.attachCustomKeyEventHandler((e) => this.answerKey(live, e));
     term.onResize(({ rows, cols }) => live.ws?.readyState === WebSocket.OPEN && live.ws.send(JSON.stringify({ type: "resize", rows, cols })));
     this.resizer = new ResizeObserver(() => { try { fit.fit(); } catch { /* not shown */ } });
     this.resizer.observe(this.screen);
@@ -113,12 +119,19 @@ export class TerminalView {
       live.retry = 0;
       // What comes first is the scrollback, whole: a screen of an earlier connection goes.
       live.term.reset();
+      // The server asks this page again what still waits; what was settled meanwhile goes.
+      this.clearQuestions(live);
       ws.send(JSON.stringify({ type: "resize", rows: live.term.rows, cols: live.term.cols }));
       replace(this.status, "");
     };
     ws.onmessage = (e) => {
       if (typeof e.data !== "string") return live.term.write(new Uint8Array(e.data));
-      if (JSON.parse(e.data).type === "exit") this.ended(live);
+      let f;
+      try { f = JSON.parse(e.data); } catch { return; }
+      if (f.type === "exit") this.ended(live);
+      else if (f.type === "network") this.ask(live, f.id, f.target);
+      else if (f.type === "network-answered") this.settled(live, f.id);
+      else if (f.type === "error") replace(this.status, `The server did not take the page's message: ${f.message}`);
     };
     ws.onclose = () => {
       if (this.gone || live !== this.live || live.ended) return;
@@ -129,7 +142,50 @@ export class TerminalView {
     };
   }
 
+  /** ask shows the server's question id: may the terminal reach target (host:port)? */
+  ask(live, id, target) {
+    if (live !== this.live || typeof id !== "string" || typeof target !== "string" || live.questions.has(id)) return;
+    const label = `term-ask-${id}`;
+    const allow = h("button", { type: "button", class: "primary", dataset: { answer: "allow" }, onclick: () => this.answer(live, id, true) }, "Allow");
+    const deny = h("button", { type: "button", dataset: { answer: "deny" }, onclick: () => this.answer(live, id, false) }, "Deny");
+    const el = h("div", { class: "term-ask", role: "group", "aria-labelledby": label, dataset: { question: id, target },
+      onkeydown: (e) => { if (e.key === "Escape") live.term.focus(); } },
+      h("span", { id: label }, "This terminal wants to reach ", h("strong", null, target)), " — ", allow, deny);
+    live.questions.set(id, el);
+    this.asks.append(el);
+  }
+
+  /** answer sends the person's answer; the question goes once the server says it is settled. */
+  answer(live, id, allow) {
+    const el = live.questions.get(id);
+    if (!el || live.ws?.readyState !== WebSocket.OPEN) return;
+    for (const b of el.querySelectorAll("button")) b.disabled = true;
+    live.ws.send(JSON.stringify({ type: "network", id, allow }));
+    live.term.focus();
+  }
+
+  /** answerKey answers the oldest question from the terminal's keyboard: Alt+Shift+A allows, Alt+Shift+D denies. */
+  answerKey(live, e) {
+    if (e.type !== "keydown" || !e.altKey || !e.shiftKey || e.ctrlKey || e.metaKey || !["KeyA", "KeyD"].includes(e.code)) return true;
+    const [id] = live.questions.keys();
+    if (id === undefined) return true;
+    e.preventDefault();
+    this.answer(live, id, e.code === "KeyA");
+    return false;
+  }
+
+  settled(live, id) {
+    live.questions.get(id)?.remove();
+    live.questions.delete(id);
+  }
+
+  clearQuestions(live) {
+    for (const el of live.questions.values()) el.remove();
+    live.questions.clear();
+  }
+
   ended(live) {
+    this.clearQuestions(live);
     live.ended = true;
     live.term.write("\r\n\x1b[2m[the shell ended]\x1b[0m\r\n");
     replace(this.status, "The shell ended. “New terminal” starts another.");
@@ -159,6 +215,7 @@ export class TerminalView {
     this.live = null;
     if (!live) return;
     live.ws?.close();
+    this.clearQuestions(live);
     live.term.dispose();
   }
 }
