@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -278,6 +279,29 @@ func longRequest(n int) Request {
 			Message{Role: RoleAssistant, Text: "done"})
 	}
 	return req
+}
+
+// TestOpenAIBodyAllocatesItsSizeOnce: a long session's request costs one allocation of
+// about the body's size. The SDK's encoding allocated about nine times the body in
+// tens of thousands of pieces (BenchmarkOpenAIBody).
+func TestOpenAIBodyAllocatesItsSizeOnce(t *testing.T) {
+	req := longRequest(100)
+	p := OpenAI{}
+	var size int
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	allocs := testing.AllocsPerRun(5, func() {
+		body, err := p.openaiBody(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size = len(body)
+	})
+	runtime.ReadMemStats(&after)
+	perRun := float64(after.TotalAlloc-before.TotalAlloc) / 6 // AllocsPerRun runs once more to warm up
+	if allocs > 2 || perRun > 1.25*float64(size) {
+		t.Fatalf("a %d-byte body took %.0f allocations and %.0f bytes; want one of about its size", size, allocs, perRun)
+	}
 }
 
 // BenchmarkOpenAIBody is one request of a 600-turn session (about 5 MB of body), written
