@@ -203,7 +203,7 @@ func appendTextPart(b []byte, text string) []byte {
 // appendImagePart writes an image as a data URL, encoding straight into the body.
 func appendImagePart(b []byte, img Image) []byte {
 	b = append(b, `{"image_url":{"url":"data:`...)
-	b = appendJSONEscaped(b, img.MediaType)
+	b = appendJSONEscaped(b, img.MediaType, false)
 	b = append(b, ";base64,"...)
 	b = base64.StdEncoding.AppendEncode(b, img.Data)
 	return append(b, `"},"type":"image_url"}`...)
@@ -262,16 +262,24 @@ const hexDigits = "0123456789abcdef"
 // FuzzAppendJSONString holds it to encoding/json.
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
-	b = appendJSONEscaped(b, s)
+	b = appendJSONEscaped(b, s, false)
+	return append(b, '"')
+}
+
+// appendJSONStringHTML is appendJSONString with <, > and & escaped too, as encoding/json
+// does by default (the Anthropic SDK's encoding).
+func appendJSONStringHTML(b []byte, s string) []byte {
+	b = append(b, '"')
+	b = appendJSONEscaped(b, s, true)
 	return append(b, '"')
 }
 
 // appendJSONEscaped writes s escaped for the inside of a JSON string.
-func appendJSONEscaped(b []byte, s string) []byte {
+func appendJSONEscaped(b []byte, s string, html bool) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+			if c >= 0x20 && c != '"' && c != '\\' && (!html || (c != '<' && c != '>' && c != '&')) {
 				i++
 				continue
 			}

@@ -305,14 +305,14 @@ func TestOpenAIBodyAllocatesItsSizeOnce(t *testing.T) {
 }
 
 // BenchmarkOpenAIBody is one request of a 600-turn session (about 5 MB of body), written
-// the SDK's way and in one pass.
+// the SDK's way and in one pass, for both providers.
 func BenchmarkOpenAIBody(b *testing.B) {
 	req := longRequest(600)
-	p := OpenAI{}
+	p, a := OpenAI{}, Anthropic{}
 	for _, c := range []struct {
 		name string
 		body func(Request) ([]byte, error)
-	}{{"sdk", p.sdkBody}, {"direct", p.openaiBody}} {
+	}{{"sdk", p.sdkBody}, {"direct", p.openaiBody}, {"anthropic-sdk", a.sdkBody}, {"anthropic-direct", a.body}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			var n int
@@ -326,4 +326,75 @@ func BenchmarkOpenAIBody(b *testing.B) {
 			b.ReportMetric(float64(n), "body-bytes")
 		})
 	}
+}
+
+// anthropicSDKBody is the body the SDK sent before anthropicBody (NewStreaming).
+func (p *Anthropic) sdkBody(req Request) ([]byte, error) {
+	params, err := p.params(req)
+	if err != nil {
+		return nil, err
+	}
+	b, err := params.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return sjson.SetBytes(b, "stream", true)
+}
+
+func TestAnthropicBodyIsTheSDKs(t *testing.T) {
+	rich := richRequest()
+	plain := Request{Model: "m", Messages: []Message{{Role: RoleUser, Text: "hi"}}}
+	empty := Request{Model: "m", Messages: []Message{
+		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "a", Name: "n", Args: "{ \"x\" : \"<&>\" }"}}},
+		{Role: RoleTool, ToolCallID: "a", Text: "r"}, {Role: RoleTool, ToolCallID: "b", IsError: true}},
+		Tools: []tool.Function{{Function: tool.FunctionSpec{Name: "t", Parameters: json.RawMessage(`{"type":"object","mm":{"b":1,"a":2}}`)}}}}
+	// One keyword besides properties, required and type: the SDK writes a schema's other
+	// keywords in map order, so with two or more its own bytes vary from call to call.
+	for _, c := range []struct {
+		name string
+		p    Anthropic
+		req  Request
+	}{
+		{"rich", Anthropic{}, rich},
+		{"rich, no images", Anthropic{noImages: true}, rich},
+		{"config max tokens", Anthropic{maxTokens: 7}, plain},
+		{"results", Anthropic{}, empty},
+		{"nothing", Anthropic{}, Request{Model: "m"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			want, err := c.p.sdkBody(c.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.p.body(c.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("body differs from the SDK's at byte %d\n got: %s\nwant: %s", firstDiff(got, want), got, want)
+			}
+		})
+	}
+}
+
+func FuzzAnthropicBody(f *testing.F) {
+	f.Add("hello", `{"a":1}`, "id", []byte{1, 2})
+	f.Add("<\u2028\xff\x00\"\\&", `{"a" : "<\u2028>"}`, "", []byte{})
+	f.Fuzz(func(t *testing.T, text, args, id string, img []byte) {
+		p := Anthropic{}
+		req := Request{Model: text, System: text, Messages: []Message{
+			{Role: RoleUser, Text: text, Images: []Image{{MediaType: text, Data: img}}},
+			{Role: RoleAssistant, Text: text, ToolCalls: []ToolCall{{ID: id, Name: text, Args: args}}},
+			{Role: RoleTool, ToolCallID: id, Text: args, Images: []Image{{MediaType: "image/png", Data: img}}},
+			{Role: RoleTool, ToolCallID: id, Text: text},
+		}}
+		want, werr := p.sdkBody(req)
+		got, gerr := p.body(req)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("errors differ: %v, the SDK path's %v", gerr, werr)
+		}
+		if werr == nil && !bytes.Equal(got, want) {
+			t.Fatalf("body differs from the SDK's at byte %d\n got: %q\nwant: %q", firstDiff(got, want), got, want)
+		}
+	})
 }
