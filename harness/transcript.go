@@ -41,8 +41,12 @@ func transcript(history []store.Message) (msgs []provider.Message, system []stri
 	}
 	// Results that arrived apart from their calls, first one per call id.
 	apart := map[string]store.Part{}
+	calls := 0
 	for _, m := range history {
 		for _, p := range m.Parts {
+			if p.Kind == store.PartToolCall {
+				calls++
+			}
 			if p.Kind == store.PartToolResult && p.CallID != "" {
 				if _, dup := apart[p.CallID]; !dup {
 					apart[p.CallID] = p
@@ -50,7 +54,10 @@ func transcript(history []store.Message) (msgs []provider.Message, system []stri
 			}
 		}
 	}
-	seen := map[string]bool{} // call ids already in the request
+	// A message each and one per call's result, allocated once: grown by appends, the
+	// slice of a long session's request was copied about twice its size every request.
+	msgs = make([]provider.Message, 0, len(history)+calls)
+	seen := make(map[string]bool, calls) // call ids already in the request
 	for mi, m := range history {
 		if wasCompacted && m.Seq != 0 && m.Seq <= compacted.UpToSeq {
 			continue

@@ -26,7 +26,7 @@ const DefaultAnthropicMaxTokens = 8192
 type Anthropic struct {
 	name      string
 	baseURL   string
-	svc       anthropic.MessageService
+	client    anthropic.Client // only its Execute: the body is ours (anthropicBody)
 	retry     Retry
 	maxTokens int
 	noImages  bool
@@ -52,26 +52,37 @@ func NewAnthropic(cfg Config, opts *Options) (*Anthropic, error) {
 	if key := cfg.APIKey.Reveal(); key != "" {
 		ro = append(ro, option.WithAPIKey(key))
 	}
-	// NewMessageService, not NewClient: NewClient also reads ANTHROPIC_* variables and
+	// A Client of ro alone, not NewClient: NewClient also reads ANTHROPIC_* variables and
 	// profile files, and this provider must be exactly what its Config says.
-	return &Anthropic{name: cfg.Name, baseURL: cfg.BaseURL, svc: anthropic.NewMessageService(ro...), retry: o.streamPolicy(cfg),
+	return &Anthropic{name: cfg.Name, baseURL: cfg.BaseURL, client: anthropic.Client{Options: ro}, retry: o.streamPolicy(cfg),
 		maxTokens: cfg.MaxTokens, noImages: cfg.NoImages}, nil
 }
 
 // Stream sends req as a streaming Messages request.
 func (p *Anthropic) Stream(ctx context.Context, req Request) (Stream, error) {
-	params, err := p.params(req)
+	body, err := p.body(req)
 	if err != nil {
 		return nil, &Error{Provider: p.name, Message: err.Error(), Err: err}
 	}
 	return startStream(ctx, p.retry, func(ctx context.Context) (Stream, *Error) {
-		s := p.svc.NewStreaming(ctx, params)
+		var raw *http.Response
+		err := p.client.Execute(ctx, http.MethodPost, "v1/messages", body, &raw)
+		s := ssestream.NewStream[anthropic.MessageStreamEventUnion](ssestream.NewDecoder(raw), err)
 		if err := s.Err(); err != nil {
 			s.Close()
 			return nil, p.wrap(err)
 		}
 		return &anthropicStream{p: p, s: s, blocks: map[int64]*anthropicBlock{}}, nil
 	})
+}
+
+// body is req's JSON body (anthropicBody): the SDK's parameters, written in one pass.
+func (p *Anthropic) body(req Request) ([]byte, error) {
+	params, err := p.params(req)
+	if err != nil {
+		return nil, err
+	}
+	return anthropicBody(params, bodySize(req.System, req.Messages))
 }
 
 func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {

@@ -3,11 +3,9 @@ package provider
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -16,7 +14,6 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
-	"github.com/openai/openai-go/v3/shared"
 )
 
 // OpenAI talks to a server that speaks OpenAI's chat completions with streaming: OpenAI
@@ -27,7 +24,7 @@ import (
 type OpenAI struct {
 	name      string
 	baseURL   string
-	svc       openai.ChatCompletionService
+	client    openai.Client // only its Execute: the body is ours (openaiBody)
 	retry     Retry
 	maxTokens int
 	// completionTokens sends max_completion_tokens (OpenAI's own API, where newer models
@@ -56,12 +53,12 @@ func NewOpenAI(cfg Config, opts *Options) (*OpenAI, error) {
 		ro = append(ro, option.WithAPIKey(key))
 	}
 	u, _ := url.Parse(cfg.BaseURL)
-	// NewChatCompletionService, not NewClient: NewClient also reads OPENAI_* variables from
-	// the environment, and this provider must be exactly what its Config says.
+	// A Client of ro alone, not NewClient: NewClient also reads OPENAI_* variables from the
+	// environment, and this provider must be exactly what its Config says.
 	return &OpenAI{
 		name:             cfg.Name,
 		baseURL:          cfg.BaseURL,
-		svc:              openai.NewChatCompletionService(ro...),
+		client:           openai.Client{Options: ro},
 		retry:            o.streamPolicy(cfg),
 		maxTokens:        cfg.MaxTokens,
 		noImages:         cfg.NoImages,
@@ -69,128 +66,24 @@ func NewOpenAI(cfg Config, opts *Options) (*OpenAI, error) {
 	}, nil
 }
 
-// Stream sends req as a streaming chat completion.
+// Stream sends req as a streaming chat completion. The body is written by openaiBody and
+// sent through the SDK's client as it is (the SDK still makes the HTTP request, its errors
+// and the SSE decoding); what NewStreaming does besides is set "stream", already there.
 func (p *OpenAI) Stream(ctx context.Context, req Request) (Stream, error) {
-	params, err := p.params(req)
+	body, err := p.openaiBody(req)
 	if err != nil {
 		return nil, &Error{Provider: p.name, Message: err.Error(), Err: err}
 	}
 	return startStream(ctx, p.retry, func(ctx context.Context) (Stream, *Error) {
-		s := p.svc.NewStreaming(ctx, params)
+		var raw *http.Response
+		err := p.client.Execute(ctx, http.MethodPost, "chat/completions", body, &raw)
+		s := ssestream.NewStream[openai.ChatCompletionChunk](ssestream.NewDecoder(raw), err)
 		if err := s.Err(); err != nil {
 			s.Close()
 			return nil, p.wrap(err)
 		}
 		return &openaiStream{p: p, s: s, calls: map[int64]*openaiCall{}}, nil
 	})
-}
-
-func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
-	if req.Model == "" {
-		return openai.ChatCompletionNewParams{}, errors.New("the request names no model; set a default model for the provider or choose one for the session")
-	}
-	params := openai.ChatCompletionNewParams{
-		Model:         shared.ChatModel(req.Model),
-		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
-	}
-	if max := firstPositive(req.MaxTokens, p.maxTokens); max > 0 {
-		if p.completionTokens {
-			params.MaxCompletionTokens = openai.Int(int64(max))
-		} else {
-			params.MaxTokens = openai.Int(int64(max))
-		}
-	}
-	if req.System != "" {
-		params.Messages = append(params.Messages, openai.SystemMessage(req.System))
-	}
-	msgs := req.Messages
-	if p.noImages {
-		msgs = withoutImages(msgs)
-	}
-	var toolImages []openai.ChatCompletionContentPartUnionParam
-	for i, m := range msgs {
-		if m.Role == RoleTool && len(m.Images) > 0 {
-			m, toolImages = openaiToolImages(m, toolImages)
-		}
-		msg, err := openaiMessage(m)
-		if err != nil {
-			return params, fmt.Errorf("message %d: %w", i+1, err)
-		}
-		params.Messages = append(params.Messages, msg)
-		if len(toolImages) > 0 && (i+1 == len(msgs) || msgs[i+1].Role != RoleTool) {
-			params.Messages = append(params.Messages, openai.UserMessage(toolImages))
-			toolImages = nil
-		}
-	}
-	for _, t := range req.Tools {
-		fn := shared.FunctionDefinitionParam{Name: t.Function.Name}
-		if t.Function.Description != "" {
-			fn.Description = openai.String(t.Function.Description)
-		}
-		if len(t.Function.Parameters) > 0 {
-			var schema map[string]any
-			if err := json.Unmarshal(t.Function.Parameters, &schema); err != nil {
-				return params, fmt.Errorf("tool %s: parameters are not a JSON object: %w", t.Function.Name, err)
-			}
-			fn.Parameters = schema
-		}
-		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(fn))
-	}
-	return params, nil
-}
-
-func openaiMessage(m Message) (openai.ChatCompletionMessageParamUnion, error) {
-	switch m.Role {
-	case RoleUser:
-		if len(m.Images) == 0 {
-			return openai.UserMessage(m.Text), nil
-		}
-		var parts []openai.ChatCompletionContentPartUnionParam
-		if m.Text != "" {
-			parts = append(parts, openai.TextContentPart(m.Text))
-		}
-		for _, img := range m.Images {
-			parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: dataURL(img)}))
-		}
-		return openai.UserMessage(parts), nil
-	case RoleAssistant:
-		var a openai.ChatCompletionAssistantMessageParam
-		if m.Text != "" || len(m.ToolCalls) == 0 {
-			a.Content.OfString = openai.String(m.Text)
-		}
-		for _, c := range m.ToolCalls {
-			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-					ID:       c.ID,
-					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.Args},
-				},
-			})
-		}
-		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
-	case RoleTool:
-		if m.ToolCallID == "" {
-			return openai.ChatCompletionMessageParamUnion{}, errors.New("a tool message needs the id of the call it answers")
-		}
-		return openai.ToolMessage(m.Text, m.ToolCallID), nil
-	}
-	return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("role %q is not one of user, assistant, tool", m.Role)
-}
-
-// openaiToolImages moves a tool result's images to parts of a user message that follows
-// the run of tool messages (gathered in parts): a chat completions tool message takes text
-// only. The result's text says where its images went, and the parts say whose they are.
-func openaiToolImages(m Message, parts []openai.ChatCompletionContentPartUnionParam) (Message, []openai.ChatCompletionContentPartUnionParam) {
-	parts = append(parts, openai.TextContentPart(fmt.Sprintf("The images of the result of tool call %s:", m.ToolCallID)))
-	for _, img := range m.Images {
-		m.Text += "\n" + imageStandIn(img, "in the user message after the tool results")
-		parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: dataURL(img)}))
-	}
-	m.Images = nil
-	return m, parts
-}
-
-func dataURL(img Image) string {
-	return "data:" + img.MediaType + ";base64," + base64.StdEncoding.EncodeToString(img.Data)
 }
 
 // wrap turns an SDK or transport error into a *Error.

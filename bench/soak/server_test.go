@@ -211,6 +211,9 @@ type sample struct {
 	rssMB, peakMB float64
 	fds           int
 	goroutines    string // "-" when the binary has no profiling listener
+	// From runtime.MemStats (the heap profile's trailer); zero without the listener.
+	heapInuseMB         float64
+	totalAlloc, mallocs uint64 // since the server started
 }
 
 func (s *served) sample(t *testing.T) sample {
@@ -230,8 +233,36 @@ func (s *served) sample(t *testing.T) sample {
 			resp.Body.Close()
 			out.goroutines = strings.TrimSpace(strings.TrimPrefix(line, "goroutine profile: total "))
 		}
+		readMemStats(debug, &out)
 	}
 	return out
+}
+
+// readMemStats fills the heap figures from the "# Name = N" lines that close the text
+// form of the heap profile (runtime.MemStats, read without a collection).
+func readMemStats(debug string, out *sample) {
+	resp, err := http.Get(debug + "/debug/pprof/heap?debug=1")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 4 || f[0] != "#" || f[2] != "=" {
+			continue
+		}
+		n, _ := strconv.ParseUint(f[3], 10, 64)
+		switch f[1] {
+		case "HeapInuse":
+			out.heapInuseMB = float64(n) / (1 << 20)
+		case "TotalAlloc":
+			out.totalAlloc = n
+		case "Mallocs":
+			out.mallocs = n
+		}
+	}
 }
 
 // statusMB reads a "Key: N kB" line of /proc/PID/status, in MB.

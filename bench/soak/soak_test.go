@@ -77,13 +77,13 @@ func TestSoak(t *testing.T) {
 	t.Logf("machine: %s", loadAverage())
 	t.Logf("jean2 %s, store %s, %d turns × %d KB results, window %d tokens, %d subscribers, %d idle sessions",
 		srv.bin, *flagStore, *flagTurns, *flagKB, *flagWindow, *flagSubs, *flagIdle)
-	t.Logf("%-12s %9s %9s %6s %5s %9s %9s", "turns", "rss MB", "peak MB", "gor.", "fds", "p50 ms", "p90 ms")
-	t.Logf("%-12s %9.1f %9.1f %6s %5d", "start", start.rssMB, start.peakMB, start.goroutines, start.fds)
+	t.Logf("%-12s %9s %9s %6s %5s %9s %9s %8s %10s %10s", "turns", "rss MB", "peak MB", "gor.", "fds", "p50 ms", "p90 ms", "heap MB", "alloc/turn", "objs/turn")
+	t.Logf("%-12s %9.1f %9.1f %6s %5d %9s %9s %8.1f", "start", start.rssMB, start.peakMB, start.goroutines, start.fds, "", "", start.heapInuseMB)
 
-	first, last, warm := runTurns(t, srv, session, followers)
+	first, last, warm := runTurns(t, srv, session, followers, start)
 	time.Sleep(*flagIdleS)
 	end := srv.sample(t)
-	t.Logf("%-12s %9.1f %9.1f %6s %5d", "idle", end.rssMB, end.peakMB, end.goroutines, end.fds)
+	t.Logf("%-12s %9.1f %9.1f %6s %5d %9s %9s %8.1f", "idle", end.rssMB, end.peakMB, end.goroutines, end.fds, "", "", end.heapInuseMB)
 	if *flagHeap != "" {
 		srv.saveHeap(t, *flagHeap)
 	}
@@ -108,8 +108,9 @@ func TestSoak(t *testing.T) {
 }
 
 // runTurns runs the session's turns, printing a line per window; it returns the first and
-// last windows' median turn time and the sample after the first window.
-func runTurns(t *testing.T, srv *served, session string, followers []*follower) (first, last time.Duration, warm sample) {
+// last windows' median turn time and the sample after the first window. Allocations per
+// turn are the server's bytes and objects allocated in the window over its turns.
+func runTurns(t *testing.T, srv *served, session string, followers []*follower, prev sample) (first, last time.Duration, warm sample) {
 	var window []time.Duration
 	for turn := 1; turn <= *flagTurns; turn++ {
 		window = append(window, srv.turn(t, session, turn, followers))
@@ -122,9 +123,11 @@ func runTurns(t *testing.T, srv *served, session string, followers []*follower) 
 			first, warm = p50, s
 		}
 		last = p50
-		t.Logf("%-12s %9.1f %9.1f %6s %5d %9.1f %9.1f", fmt.Sprintf("%d-%d", turn-len(window)+1, turn),
-			s.rssMB, s.peakMB, s.goroutines, s.fds, ms(p50), ms(p90))
-		window = window[:0]
+		n := uint64(len(window))
+		t.Logf("%-12s %9.1f %9.1f %6s %5d %9.1f %9.1f %8.1f %8.2fMB %10d", fmt.Sprintf("%d-%d", turn-len(window)+1, turn),
+			s.rssMB, s.peakMB, s.goroutines, s.fds, ms(p50), ms(p90),
+			s.heapInuseMB, float64(s.totalAlloc-prev.totalAlloc)/float64(n)/(1<<20), (s.mallocs-prev.mallocs)/n)
+		window, prev = window[:0], s
 	}
 	return first, last, warm
 }
