@@ -40,7 +40,7 @@ type parkedCall struct {
 	id     string // its requestState, a new one for each round
 	tool   string
 	ch     *channel
-	finish func(host.Outcome) *mcp.CallToolResult
+	finish func(host.Outcome) (*mcp.CallToolResult, error)
 
 	inputs chan inputAsk // the call's asks, waiting for a round to carry them
 	// Answers the first request carried with no requestState, by key: a client that knows
@@ -71,7 +71,7 @@ type inputReply struct {
 
 var errRoundsClosed = errors.New("the MCP server is shutting down")
 
-func (r *rounds) newCall(tool string, ch *channel, finish func(host.Outcome) *mcp.CallToolResult, supplied mcp.InputResponseMap) *parkedCall {
+func (r *rounds) newCall(tool string, ch *channel, finish func(host.Outcome) (*mcp.CallToolResult, error), supplied mcp.InputResponseMap) *parkedCall {
 	return &parkedCall{
 		tool: tool, ch: ch, finish: finish, supplied: supplied,
 		inputs: make(chan inputAsk, 8), outcome: make(chan host.Outcome, 1),
@@ -126,7 +126,7 @@ func (r *rounds) await(ctx context.Context, req *mcp.CallToolRequest, p *parkedC
 	select {
 	case out := <-p.outcome:
 		p.cancel()
-		return p.finish(out), nil
+		return p.finish(out)
 	case in := <-p.inputs:
 		requests := p.gather(in)
 		if len(requests) == 0 {

@@ -78,6 +78,12 @@ func taskTools(r *rig) {
 			Run: func(ctx context.Context, c *tool.Context, _ json.RawMessage) tool.Result {
 				return askTogether(ctx, c, []tool.Ask{{Type: tool.AskText, Question: "Name?", Key: "name"}, {Type: tool.AskConfirm, Question: "Sure?"}})
 			}},
+		&tool.Func{Def: tool.Definition{Name: "refuse", Description: "Fail as a protocol error.", InputSchema: obj(`{"type":"object"}`), Execution: optional},
+			Run: func(_ context.Context, _ *tool.Context, args json.RawMessage) tool.Result {
+				var in struct{ Code int64 }
+				_ = json.Unmarshal(args, &in)
+				return tool.ProtocolErrorf(in.Code, "the backend is down")
+			}},
 	}
 }
 
@@ -228,5 +234,27 @@ func TestTasksExtensionInput(t *testing.T) {
 	done := pollTask(t, url, id, "completed", "failed")
 	if !strings.Contains(string(done["result"]), `[\"Ada\",true]`) {
 		t.Fatalf("completed: %s", toJSON(done))
+	}
+}
+
+// A tool that fails with tool.ProtocolErrorf fails the call as a JSON-RPC error with its
+// code and message, and its task as failed with that error and no result; a code that is
+// the server's own (-32601) makes it a tool error saying so instead.
+func TestToolProtocolError(t *testing.T) {
+	_, url := newTaskRig(t)
+	_, plain := extPost(t, url, "tools/call", "refuse", map[string]any{"name": "refuse", "arguments": map[string]any{"code": -32603}}, `{}`)
+	if e := string(plain["error"]); !strings.Contains(e, `"code":-32603`) || !strings.Contains(e, `"message":"the backend is down"`) || plain["result"] != nil {
+		t.Fatalf("a plain call: %s", toJSON(plain))
+	}
+	_, created := extPost(t, url, "tools/call", "refuse", map[string]any{"name": "refuse", "arguments": map[string]any{"code": 1234}}, withTasks)
+	id := field[string](t, field[map[string]json.RawMessage](t, created, "result"), "taskId")
+	failed := pollTask(t, url, id, "completed", "failed")
+	if field[string](t, failed, "status") != "failed" || failed["result"] != nil ||
+		!strings.Contains(string(failed["error"]), `"code":1234`) || !strings.Contains(string(failed["error"]), `"message":"the backend is down"`) {
+		t.Fatalf("as a task: %s", toJSON(failed))
+	}
+	_, reserved := extPost(t, url, "tools/call", "refuse", map[string]any{"name": "refuse", "arguments": map[string]any{"code": -32601}}, `{}`)
+	if res := string(reserved["result"]); reserved["error"] != nil || !strings.Contains(res, `"isError":true`) || !strings.Contains(res, "is the server's to give") {
+		t.Fatalf("a reserved code: %s", toJSON(reserved))
 	}
 }

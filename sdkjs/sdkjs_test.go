@@ -132,7 +132,7 @@ console.log(JSON.stringify({
 		t.Error("@jean2/sdk and @jxsuite/ai/tools disagree on SENSITIVE_FILE_PATTERNS")
 	}
 	want := []string{"SENSITIVE_FILE_PATTERNS", "createFilePermissionAsk", "createLedger", "createSessionFacts", "createToolContext",
-		"createToolDefinition", "createToolRegistry", "linkCallSignal", "toolError", "toolSuccess",
+		"createToolDefinition", "createToolRegistry", "linkCallSignal", "toolError", "toolSuccess", "ProtocolError",
 		// jean2's catalogue SDK's shell, webfetch and client-capability helpers.
 		"SHELL_DANGEROUS_COMMANDS", "SHELL_FILESYSTEM_COMMANDS", "SHELL_SHELL_OPERATORS", "WELL_KNOWN_CLIENT_CAPABILITIES",
 		"analyzeShellCommandEffects", "createOutsideWorkspaceAsk", "createShellPermissionAskStructured", "createWebfetchPermissionAsk",
