@@ -43,3 +43,15 @@ func TestProtocolError(t *testing.T) {
 		}
 	}
 }
+
+// taskAfterInput needs a tool that may be a task.
+func TestTaskAfterInputNeedsTaskSupport(t *testing.T) {
+	def := tool.Definition{Name: "x", Description: "d", InputSchema: []byte(`{"type":"object"}`), Execution: &tool.Execution{TaskAfterInput: true}}
+	if err := def.Check(); err == nil || !strings.Contains(err.Error(), "taskAfterInput needs taskSupport") {
+		t.Fatalf("without taskSupport: %v", err)
+	}
+	def.Execution.TaskSupport = tool.TaskOptional
+	if err := def.Check(); err != nil {
+		t.Fatalf("with taskSupport optional: %v", err)
+	}
+}
