@@ -236,8 +236,11 @@ func conformanceGaps() map[string]string {
 	add("server 2025-11-25", "fail", "resources-subscribe", "resources-unsubscribe")
 	// jean2's asks map to forms of their own, not the suite's test_elicitation_sep* forms.
 	add("server 2025-11-25", "fail", "elicitation-sep1034-defaults", "elicitation-sep1330-enums")
-	// The 2026-07-28 wire. server-stateless warns: no jean2 tool can add a tool while a client
-	// listens (a SHOULD). jean2's prompts are skills, which have no asks to make.
+	// The 2026-07-28 wire. server-stateless warns (two SHOULDs): its test_trigger_tool_change
+	// and test_trigger_prompt_change must change the tool and prompt lists while a client
+	// listens, and no jean2 tool may: the tools folder and jean2's home (home skills) are
+	// protected paths, the workspace's .jean2 (its skills) may be read, never changed
+	// (policy.ProtectedPaths, Scope.SettingsDirs), whatever a tool is granted. jean2's prompts are skills, which have no asks to make.
 	add("server 2026-07-28", "warn", "server-stateless")
 	add("server 2026-07-28", "fail", "input-required-result-non-tool-request")
 	// Not a gap of jean2's: the suite (0.2.0-alpha.12) answers tasks-status-notifications
