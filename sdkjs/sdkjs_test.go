@@ -282,6 +282,17 @@ await check('toolSuccess/toolError', () => {
   assert.deepEqual(sdk.toolError(new Error('boom')), { success: false, error: 'boom' });
 });
 
+await check('ProtocolError', () => {
+  const err = new sdk.ProtocolError(-32603, 'down', { a: 1 });
+  assert.ok(err instanceof Error);
+  assert.equal(err.name, 'ProtocolError');
+  assert.equal(err.code, -32603);
+  assert.equal(err.message, 'down');
+  assert.deepEqual(err.data, { a: 1 });
+  assert.equal(err[Symbol.for('jean2.protocolError')], true); // the worker's mark
+  assert.ok(!('data' in new sdk.ProtocolError(1, 'no data')));
+});
+
 await check('createToolDefinition', () => {
   const def = { name: 'x', description: 'd', parameters: { type: 'object' }, execute: async () => sdk.toolSuccess(1), interactive: true, strict: false };
   const got = sdk.createToolDefinition(def);
@@ -424,7 +435,7 @@ console.log(JSON.stringify(checks));
 	if err := json.Unmarshal(out, &checks); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if len(checks) != 8 {
+	if len(checks) != 9 {
 		t.Fatalf("ran %d checks: %v", len(checks), checks)
 	}
 }

@@ -104,9 +104,11 @@ export interface ToolDefinition {
    * How calls may run. taskSupport 'optional': an MCP client that takes tasks (the
    * io.modelcontextprotocol/tasks extension) gets a task to poll while the call runs, any
    * other caller the result; 'required': only as such a task; 'forbidden' (the default):
-   * the caller waits for the result.
+   * the caller waits for the result. taskAfterInput (with 'optional' or 'required'): the
+   * call's first asks go out as input-required rounds of a plain call, and it becomes a task
+   * when their answers come (docs/mcp.md, MRTR → tasks).
    */
-  execution?: { taskSupport?: 'forbidden' | 'optional' | 'required' };
+  execution?: { taskSupport?: 'forbidden' | 'optional' | 'required'; taskAfterInput?: boolean };
 }
 
 /** The execute function of a jean2-shape tool. */
