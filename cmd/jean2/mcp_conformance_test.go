@@ -215,8 +215,8 @@ func (s conformanceSuite) run(t *testing.T, leg string, env []string, args ...st
 }
 
 // conformanceGaps are the scenarios jean2 does not pass yet, by "LEG REVISION/SCENARIO",
-// with the outcome they have now (fail, warn, or skipped). Every other scenario of the sets must pass
-// with no warning, and a listed one that starts passing fails the test until it leaves the
+// with the outcome they have now (fail, warn, or skipped). Every other scenario of the sets
+// must pass with no warning, and a listed one that starts passing fails the test until it leaves the
 // list: the list is the truth about jean2, never a way to skip.
 func conformanceGaps() map[string]string {
 	gaps := map[string]string{}
@@ -240,7 +240,8 @@ func conformanceGaps() map[string]string {
 	// and test_trigger_prompt_change must change the tool and prompt lists while a client
 	// listens, and no jean2 tool may: the tools folder and jean2's home (home skills) are
 	// protected paths, the workspace's .jean2 (its skills) may be read, never changed
-	// (policy.ProtectedPaths, Scope.SettingsDirs), whatever a tool is granted. jean2's prompts are skills, which have no asks to make.
+	// (policy.ProtectedPaths, Scope.SettingsDirs), whatever a tool is granted.
+	// jean2's prompts are skills, which have no asks to make.
 	add("server 2026-07-28", "warn", "server-stateless")
 	add("server 2026-07-28", "fail", "input-required-result-non-tool-request")
 	// Not a gap of jean2's: the suite (0.2.0-alpha.12) answers tasks-status-notifications
