@@ -20,8 +20,15 @@ const (
 	MaxImageBytes    = 5 << 20
 )
 
-// checkContent refuses a result whose content is unusable, naming the tool.
+// checkContent refuses a result whose content or protocol error is unusable, naming the tool.
 func checkContent(res tool.Result, toolName string) tool.Result {
+	if pe := res.ProtocolError; pe != nil {
+		if err := pe.Check(); err != nil {
+			// A protocol error the client could not read is worse than a tool error: the
+			// call fails as the latter, saying what the tool got wrong.
+			return tool.Result{Error: fmt.Sprintf("tool %s failed with an unusable protocol error %.200q: %v", toolName, pe.Message, err)}.Normalize()
+		}
+	}
 	if len(res.Content) == 0 {
 		return res
 	}

@@ -791,6 +791,7 @@ func parseResult(name string, raw json.RawMessage) tool.Result {
 		Summary       json.RawMessage `json:"summary"`
 		Visualization json.RawMessage `json:"visualization"`
 		Content       json.RawMessage `json:"content"`
+		ProtocolError json.RawMessage `json:"protocolError"`
 	}
 	if err := json.Unmarshal(trimmed, &wire); err != nil {
 		return tool.Errorf("tool %s returned invalid JSON: %v", name, err)
@@ -799,6 +800,11 @@ func parseResult(name string, raw json.RawMessage) tool.Result {
 	if len(wire.Content) > 0 && string(wire.Content) != "null" {
 		if err := json.Unmarshal(wire.Content, &res.Content); err != nil {
 			return tool.Errorf("tool %s returned a malformed ToolResult: \"content\" is not a list of content blocks {type, text?, data?, mimeType?, uri?, resource?}: %v", name, err)
+		}
+	}
+	if len(wire.ProtocolError) > 0 && string(wire.ProtocolError) != "null" {
+		if err := json.Unmarshal(wire.ProtocolError, &res.ProtocolError); err != nil {
+			return tool.Errorf("tool %s returned a malformed ToolResult: \"protocolError\" is not {code, message, data?}: %v", name, err)
 		}
 	}
 	switch string(wire.Success) {
@@ -864,8 +870,8 @@ func parseResultFast(raw json.RawMessage) (res tool.Result, ok bool) {
 			s, ok := plainString(v)
 			res.Summary = s
 			return ok && once(32)
-		case "content":
-			return false // rare, and decoded into blocks: parseResult's path
+		case "content", "protocolError":
+			return false // rare, and decoded: parseResult's path
 		default:
 			return !resultKeyFold(key)
 		}
@@ -894,7 +900,7 @@ func plainString(v []byte) (string, bool) {
 // resultKeyFold reports whether encoding/json might match key to a ToolResult member
 // (it ignores case, and folds some non-ASCII letters).
 func resultKeyFold(key []byte) bool {
-	for _, k := range [...]string{"success", "result", "data", "error", "summary", "visualization", "content"} {
+	for _, k := range [...]string{"success", "result", "data", "error", "summary", "visualization", "content", "protocolError"} {
 		if strings.EqualFold(string(key), k) {
 			return true
 		}

@@ -25,9 +25,12 @@ func (s *Server) handler(def tool.Definition) mcp.ToolHandler {
 	if out, err := objectSchema(def.OutputSchema, false); err == nil && out != nil {
 		output, _ = tool.CompileSchema(out)
 	}
-	finish := func(out host.Outcome) *mcp.CallToolResult {
+	finish := func(out host.Outcome) (*mcp.CallToolResult, error) {
+		if pe := out.Result.ProtocolError; pe != nil {
+			return nil, &jsonrpc.Error{Code: pe.Code, Message: pe.Message, Data: pe.Data}
+		}
 		s.offerOverflow(out)
-		return toResult(out, output)
+		return toResult(out, output), nil
 	}
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if req.Params.RequestState != "" {
@@ -58,7 +61,7 @@ func (s *Server) handler(def tool.Definition) mcp.ToolHandler {
 		}
 		ch.enter(ctx, req)
 		defer ch.leave()
-		return missing.answer(finish(invoke(ctx)), nil)
+		return missing.answer(finish(invoke(ctx)))
 	}
 }
 

@@ -40,7 +40,7 @@ type parkedCall struct {
 	id     string // its requestState, a new one for each round
 	tool   string
 	ch     *channel
-	finish func(host.Outcome) *mcp.CallToolResult
+	finish func(host.Outcome) (*mcp.CallToolResult, error)
 
 	inputs chan inputAsk // the call's asks, waiting for a round to carry them
 	// Answers the first request carried with no requestState, by key: a client that knows
@@ -71,7 +71,7 @@ type inputReply struct {
 
 var errRoundsClosed = errors.New("the MCP server is shutting down")
 
-func (r *rounds) newCall(tool string, ch *channel, finish func(host.Outcome) *mcp.CallToolResult, supplied mcp.InputResponseMap) *parkedCall {
+func (r *rounds) newCall(tool string, ch *channel, finish func(host.Outcome) (*mcp.CallToolResult, error), supplied mcp.InputResponseMap) *parkedCall {
 	return &parkedCall{
 		tool: tool, ch: ch, finish: finish, supplied: supplied,
 		inputs: make(chan inputAsk, 8), outcome: make(chan host.Outcome, 1),
@@ -89,7 +89,17 @@ func (r *rounds) start(ctx context.Context, req *mcp.CallToolRequest, p *parkedC
 // resume hands the client's answers to the asks of the call named by the retry's
 // requestState and waits for what the call does next.
 func (r *rounds) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	state := req.Params.RequestState
+	p, err := r.take(req.Params.RequestState, req.Params.Name)
+	if err != nil {
+		return nil, err
+	}
+	p.answer(req.Params.InputResponses)
+	return r.await(ctx, req, p)
+}
+
+// take unparks the call a retry's requestState names, which must be a call of toolName
+// (a call of another tool is cancelled: its state was misused).
+func (r *rounds) take(state, toolName string) (*parkedCall, error) {
 	r.mu.Lock()
 	p, ok := r.parked[state]
 	if ok {
@@ -100,14 +110,18 @@ func (r *rounds) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	if !ok {
 		return nil, errUnknownState(state)
 	}
-	if req.Params.Name != p.tool {
+	if toolName != p.tool {
 		p.cancel()
-		return nil, fmt.Errorf("requestState belongs to a call of %s, not %s", p.tool, req.Params.Name)
+		return nil, fmt.Errorf("requestState belongs to a call of %s, not %s", p.tool, toolName)
 	}
-	// Keys the round did not ask for are ignored (SEP-2322: a server ignores what it does
-	// not recognize).
+	return p, nil
+}
+
+// answer hands a retry's responses to the asks the last round sent. Keys the round did not
+// ask for are ignored (SEP-2322: a server ignores what it does not recognize).
+func (p *parkedCall) answer(responses mcp.InputResponseMap) {
 	for key, in := range p.waiting {
-		resp, ok := req.Params.InputResponses[key]
+		resp, ok := responses[key]
 		if !ok {
 			in.reply <- inputReply{err: fmt.Errorf("the client's retry carried no answer to input request %q", key)}
 			continue
@@ -115,7 +129,27 @@ func (r *rounds) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 		in.reply <- inputReply{resp: resp}
 	}
 	p.waiting = nil
-	return r.await(ctx, req, p)
+}
+
+// followAsTask serves a call that became a task of the extension (TaskAfterInput) until it
+// ends: its asks wait on the task's inputs (tasks/get, tasks/update), and ctx's end (the
+// task cancelled) cancels it. It returns the call's answer.
+func (p *parkedCall) followAsTask(ctx context.Context, inputs *taskInputs) (*mcp.CallToolResult, error) {
+	for {
+		select {
+		case out := <-p.outcome:
+			p.cancel()
+			return p.finish(out)
+		case in := <-p.inputs:
+			go func() {
+				resp, err := inputs.ask(in.ctx, in.key, in.req)
+				in.reply <- inputReply{resp: resp, err: err}
+			}()
+		case <-ctx.Done():
+			p.cancel() // the outcome follows
+			ctx = context.Background()
+		}
+	}
 }
 
 // await serves one round: the call ends (its result), asks for input (an input-required
@@ -126,7 +160,7 @@ func (r *rounds) await(ctx context.Context, req *mcp.CallToolRequest, p *parkedC
 	select {
 	case out := <-p.outcome:
 		p.cancel()
-		return p.finish(out), nil
+		return p.finish(out)
 	case in := <-p.inputs:
 		requests := p.gather(in)
 		if len(requests) == 0 {

@@ -88,6 +88,8 @@ type Server struct {
 	listed   map[string]string          // tool name → the JSON listed for it, so a reload sends only changes
 	handlers map[string]mcp.ToolHandler // tool name → its handler, for fast calls (fastcall.go)
 	tasksOf  map[string]string          // tool name → its task support when not forbidden (taskext.go)
+	// The tools whose calls become tasks only once their first answers come (taskext.go).
+	afterInput map[string]bool
 
 	connMu     sync.Mutex
 	conns      map[*fastConn]bool // open connections made by Connect or Run
@@ -189,12 +191,13 @@ func New(h Host, opts Options) (*Server, error) {
 	}
 	s := &Server{
 		h: h, opts: opts, log: opts.Logger,
-		listed:   map[string]string{},
-		handlers: map[string]mcp.ToolHandler{},
-		tasksOf:  map[string]string{},
-		conns:    map[*fastConn]bool{},
-		sessions: map[*mcp.ServerSession]*session{},
-		done:     make(chan struct{}),
+		listed:     map[string]string{},
+		handlers:   map[string]mcp.ToolHandler{},
+		tasksOf:    map[string]string{},
+		afterInput: map[string]bool{},
+		conns:      map[*fastConn]bool{},
+		sessions:   map[*mcp.ServerSession]*session{},
+		done:       make(chan struct{}),
 	}
 	s.serving.Store(&serving{workspace: opts.Workspace, policy: opts.Policy})
 	s.rounds = newRounds(opts.InputTimeout)
@@ -357,6 +360,11 @@ func (s *Server) sync() {
 		} else {
 			delete(s.tasksOf, def.Name)
 		}
+		if def.Execution != nil && def.Execution.TaskAfterInput {
+			s.afterInput[def.Name] = true
+		} else {
+			delete(s.afterInput, def.Name)
+		}
 		key, _ := json.Marshal(t)
 		if s.listed[def.Name] == string(key) {
 			continue
@@ -373,6 +381,7 @@ func (s *Server) sync() {
 			delete(s.listed, name)
 			delete(s.handlers, name)
 			delete(s.tasksOf, name)
+			delete(s.afterInput, name)
 		}
 	}
 	if len(gone) > 0 {

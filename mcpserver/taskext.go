@@ -205,6 +205,7 @@ func declaresTasks(caps map[string]any) bool {
 // extRequest is the part of a stateless request the extension reads.
 type extRequest struct {
 	Name           string                     `json:"name"`
+	RequestState   string                     `json:"requestState"`
 	TaskID         *string                    `json:"taskId"`
 	InputResponses map[string]json.RawMessage `json:"inputResponses"`
 	Arguments      json.RawMessage            `json:"arguments"`
@@ -246,7 +247,14 @@ func (s *Server) serveTaskExt(w http.ResponseWriter, r *http.Request) bool {
 		if !s.taskCall(r, p) || !declaresTasks(caps) && s.taskSupport(p.Name) != tool.TaskRequired {
 			return false // a plain call, the go-sdk's
 		}
-		res, err = s.startTaskExt(p, declaresTasks(caps))
+		switch {
+		case !declaresTasks(caps) || !s.asksFirst(p.Name):
+			res, err = s.startTaskExt(p, declaresTasks(caps))
+		case p.RequestState == "":
+			return false // its first round: a plain call of the go-sdk's, which asks by rounds
+		default:
+			res, err = s.taskFromRounds(p)
+		}
 	default:
 		return false
 	}
@@ -285,6 +293,25 @@ func (s *Server) startTaskExt(p extRequest, negotiated bool) (any, error) {
 	if len(p.Arguments) > 0 && string(p.Arguments) != "null" {
 		params.Arguments = p.Arguments
 	}
+	t, ctx, err := s.newExtTask()
+	if err != nil {
+		return nil, err
+	}
+	s.calls.Add(1)
+	go func() {
+		defer s.calls.Done()
+		res, err := h(ctx, &mcp.CallToolRequest{Params: params})
+		if err == nil && res == nil {
+			err = fmt.Errorf("tool %s: the handler returned no result", p.Name)
+		}
+		t.end(res, err)
+	}()
+	return s.created(t), nil
+}
+
+// newExtTask makes a working task of the extension, which tasks/get can get, and the
+// context its call runs with (cancelled by tasks/cancel and when the call ends).
+func (s *Server) newExtTask() (*task, context.Context, error) {
 	now := time.Now()
 	t := &task{id: randomID(), created: now, updated: now, ttl: DefaultTaskTTL, status: taskWorking, done: make(chan struct{})}
 	t.inputs = &taskInputs{t: t, pending: map[string]inputAsk{}}
@@ -293,32 +320,72 @@ func (s *Server) startTaskExt(p extRequest, negotiated bool) (any, error) {
 	t.expiry = time.AfterFunc(t.ttl, func() { s.tasks.expire(nil, t) })
 	if err := s.tasks.add(nil, t); err != nil {
 		t.stop()
+		return nil, nil, err
+	}
+	return t, ctx, nil
+}
+
+// created is the CreateTaskResult of t.
+func (s *Server) created(t *task) taskExtWire {
+	w := t.extWire(false)
+	w.Meta = mcp.Meta{mcp.MetaKeyServerInfo: s.impl}
+	return w
+}
+
+// end records the call's outcome: completed with its result (a tool's own error is a
+// result, isError), failed with a protocol error; a task cancelled meanwhile stays so.
+func (t *task) end(res *mcp.CallToolResult, err error) {
+	t.mu.Lock()
+	t.res, t.err = res, err
+	if !terminal(t.status) {
+		t.status = taskCompleted
+		if err != nil {
+			t.status = taskFailed
+		}
+	}
+	t.updated = time.Now()
+	t.mu.Unlock()
+	t.cancel()
+	close(t.done)
+}
+
+// asksFirst reports whether a tool's calls become tasks only once their first answers
+// come (tool.Execution.TaskAfterInput).
+func (s *Server) asksFirst(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.afterInput[name]
+}
+
+// taskFromRounds answers the retry of a call that asked by input-required rounds
+// (TaskAfterInput) with a task: the retry's answers go to the asks that wait, and the call
+// goes on as a task of the extension, its later asks waiting on tasks/get and its outcome
+// the task's.
+func (s *Server) taskFromRounds(p extRequest) (any, error) {
+	pc, err := s.rounds.take(p.RequestState, p.Name)
+	if err != nil {
 		return nil, err
 	}
-	created := t.extWire(false)
-	created.Meta = mcp.Meta{mcp.MetaKeyServerInfo: s.impl}
+	var responses mcp.InputResponseMap
+	if len(p.InputResponses) > 0 {
+		raw, _ := json.Marshal(p.InputResponses)
+		if err := json.Unmarshal(raw, &responses); err != nil {
+			pc.cancel()
+			return nil, invalidParams("tools/call: inputResponses do not decode: %v", err)
+		}
+	}
+	t, ctx, err := s.newExtTask()
+	if err != nil {
+		pc.cancel()
+		return nil, err
+	}
+	pc.answer(responses)
 	s.calls.Add(1)
 	go func() {
 		defer s.calls.Done()
-		res, err := h(ctx, &mcp.CallToolRequest{Params: params})
-		if err == nil && res == nil {
-			err = fmt.Errorf("tool %s: the handler returned no result", p.Name)
-		}
-		t.mu.Lock()
-		t.res, t.err = res, err
-		if !terminal(t.status) {
-			// A tool's own error is a result (isError); failed is for protocol errors.
-			t.status = taskCompleted
-			if err != nil {
-				t.status = taskFailed
-			}
-		}
-		t.updated = time.Now()
-		t.mu.Unlock()
-		cancel()
-		close(t.done)
+		t.end(pc.followAsTask(ctx, t.inputs))
 	}()
-	return created, nil
+	return s.created(t), nil
 }
 
 // taskExtRequest answers tasks/get, tasks/update and tasks/cancel.

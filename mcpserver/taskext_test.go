@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -77,6 +78,27 @@ func taskTools(r *rig) {
 		&tool.Func{Def: tool.Definition{Name: "two-asks", Description: "Ask two things at once.", InputSchema: obj(`{"type":"object"}`), Execution: optional},
 			Run: func(ctx context.Context, c *tool.Context, _ json.RawMessage) tool.Result {
 				return askTogether(ctx, c, []tool.Ask{{Type: tool.AskText, Question: "Name?", Key: "name"}, {Type: tool.AskConfirm, Question: "Sure?"}})
+			}},
+		&tool.Func{Def: tool.Definition{Name: "ask-then-work", Description: "Ask a name, then work and confirm.", InputSchema: obj(`{"type":"object"}`),
+			Execution: &tool.Execution{TaskSupport: tool.TaskRequired, TaskAfterInput: true}},
+			Run: func(ctx context.Context, c *tool.Context, _ json.RawMessage) tool.Result {
+				name, err := c.Asker.Ask(ctx, tool.Ask{Type: tool.AskText, Question: "Name?", Key: "user_name", Name: "name"})
+				if err != nil {
+					return tool.Errorf("%v", err)
+				}
+				sure, err := c.Asker.Ask(ctx, tool.Ask{Type: tool.AskConfirm, Question: "Sure?", Key: "sure"})
+				if err != nil {
+					return tool.Errorf("%v", err)
+				}
+				var who string
+				_ = json.Unmarshal(name, &who)
+				return tool.Success(fmt.Sprintf("Hello, %s! (%s)", who, sure))
+			}},
+		&tool.Func{Def: tool.Definition{Name: "refuse", Description: "Fail as a protocol error.", InputSchema: obj(`{"type":"object"}`), Execution: optional},
+			Run: func(_ context.Context, _ *tool.Context, args json.RawMessage) tool.Result {
+				var in struct{ Code int64 }
+				_ = json.Unmarshal(args, &in)
+				return tool.ProtocolErrorf(in.Code, "the backend is down")
 			}},
 	}
 }
@@ -228,5 +250,64 @@ func TestTasksExtensionInput(t *testing.T) {
 	done := pollTask(t, url, id, "completed", "failed")
 	if !strings.Contains(string(done["result"]), `[\"Ada\",true]`) {
 		t.Fatalf("completed: %s", toJSON(done))
+	}
+}
+
+// A tool that fails with tool.ProtocolErrorf fails the call as a JSON-RPC error with its
+// code and message, and its task as failed with that error and no result; a code that is
+// the server's own (-32601) makes it a tool error saying so instead.
+func TestToolProtocolError(t *testing.T) {
+	_, url := newTaskRig(t)
+	_, plain := extPost(t, url, "tools/call", "refuse", map[string]any{"name": "refuse", "arguments": map[string]any{"code": -32603}}, `{}`)
+	if e := string(plain["error"]); !strings.Contains(e, `"code":-32603`) || !strings.Contains(e, `"message":"the backend is down"`) || plain["result"] != nil {
+		t.Fatalf("a plain call: %s", toJSON(plain))
+	}
+	_, created := extPost(t, url, "tools/call", "refuse", map[string]any{"name": "refuse", "arguments": map[string]any{"code": 1234}}, withTasks)
+	id := field[string](t, field[map[string]json.RawMessage](t, created, "result"), "taskId")
+	failed := pollTask(t, url, id, "completed", "failed")
+	if field[string](t, failed, "status") != "failed" || failed["result"] != nil ||
+		!strings.Contains(string(failed["error"]), `"code":1234`) || !strings.Contains(string(failed["error"]), `"message":"the backend is down"`) {
+		t.Fatalf("as a task: %s", toJSON(failed))
+	}
+	_, reserved := extPost(t, url, "tools/call", "refuse", map[string]any{"name": "refuse", "arguments": map[string]any{"code": -32601}}, `{}`)
+	if res := string(reserved["result"]); reserved["error"] != nil || !strings.Contains(res, `"isError":true`) || !strings.Contains(res, "is the server's to give") {
+		t.Fatalf("a reserved code: %s", toJSON(reserved))
+	}
+}
+
+// A tool with TaskAfterInput asks its first question by an input-required round (no
+// task), becomes a task at the retry that answers it (a CreateTaskResult with no
+// requestState), asks its next on tasks/get, and the task's result holds both answers.
+func TestTasksExtensionAfterInput(t *testing.T) {
+	_, url := newTaskRig(t)
+	_, first := extPost(t, url, "tools/call", "ask-then-work", map[string]any{"name": "ask-then-work"}, withTasks)
+	round := field[map[string]json.RawMessage](t, first, "result")
+	if field[string](t, round, "resultType") != "input_required" || round["taskId"] != nil ||
+		field[map[string]json.RawMessage](t, round, "inputRequests")["user_name"] == nil {
+		t.Fatalf("round 1: %s", toJSON(first))
+	}
+	_, second := extPost(t, url, "tools/call", "ask-then-work", map[string]any{"name": "ask-then-work",
+		"requestState":   field[string](t, round, "requestState"),
+		"inputResponses": map[string]any{"user_name": map[string]any{"action": "accept", "content": map[string]any{"name": "Alice"}}}}, withTasks)
+	task := field[map[string]json.RawMessage](t, second, "result")
+	if field[string](t, task, "resultType") != "task" || task["requestState"] != nil || task["inputRequests"] != nil {
+		t.Fatalf("round 2: %s", toJSON(second))
+	}
+	id := field[string](t, task, "taskId")
+	asking := pollTask(t, url, id, "input_required", "completed", "failed")
+	if field[map[string]json.RawMessage](t, asking, "inputRequests")["sure"] == nil {
+		t.Fatalf("the ask after the task began: %s", toJSON(asking))
+	}
+	extPost(t, url, "tasks/update", id, map[string]any{"taskId": id, "inputResponses": map[string]any{
+		"sure": map[string]any{"action": "accept", "content": map[string]any{"answer": true}}}}, withTasks)
+	done := pollTask(t, url, id, "completed", "failed")
+	if field[string](t, done, "status") != "completed" || !strings.Contains(string(done["result"]), `Hello, Alice! (true)`) {
+		t.Fatalf("completed: %s", toJSON(done))
+	}
+
+	// The same tool from a client without the extension: refused (it is required).
+	status, refused := extPost(t, url, "tools/call", "ask-then-work", map[string]any{"name": "ask-then-work"}, `{"elicitation":{}}`)
+	if status != http.StatusBadRequest || !strings.Contains(string(refused["error"]), `"code":-32021`) {
+		t.Fatalf("without the extension: %d %s", status, toJSON(refused))
 	}
 }

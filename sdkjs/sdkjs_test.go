@@ -132,7 +132,7 @@ console.log(JSON.stringify({
 		t.Error("@jean2/sdk and @jxsuite/ai/tools disagree on SENSITIVE_FILE_PATTERNS")
 	}
 	want := []string{"SENSITIVE_FILE_PATTERNS", "createFilePermissionAsk", "createLedger", "createSessionFacts", "createToolContext",
-		"createToolDefinition", "createToolRegistry", "linkCallSignal", "toolError", "toolSuccess",
+		"createToolDefinition", "createToolRegistry", "linkCallSignal", "toolError", "toolSuccess", "ProtocolError",
 		// jean2's catalogue SDK's shell, webfetch and client-capability helpers.
 		"SHELL_DANGEROUS_COMMANDS", "SHELL_FILESYSTEM_COMMANDS", "SHELL_SHELL_OPERATORS", "WELL_KNOWN_CLIENT_CAPABILITIES",
 		"analyzeShellCommandEffects", "createOutsideWorkspaceAsk", "createShellPermissionAskStructured", "createWebfetchPermissionAsk",
@@ -282,6 +282,17 @@ await check('toolSuccess/toolError', () => {
   assert.deepEqual(sdk.toolError(new Error('boom')), { success: false, error: 'boom' });
 });
 
+await check('ProtocolError', () => {
+  const err = new sdk.ProtocolError(-32603, 'down', { a: 1 });
+  assert.ok(err instanceof Error);
+  assert.equal(err.name, 'ProtocolError');
+  assert.equal(err.code, -32603);
+  assert.equal(err.message, 'down');
+  assert.deepEqual(err.data, { a: 1 });
+  assert.equal(err[Symbol.for('jean2.protocolError')], true); // the worker's mark
+  assert.ok(!('data' in new sdk.ProtocolError(1, 'no data')));
+});
+
 await check('createToolDefinition', () => {
   const def = { name: 'x', description: 'd', parameters: { type: 'object' }, execute: async () => sdk.toolSuccess(1), interactive: true, strict: false };
   const got = sdk.createToolDefinition(def);
@@ -424,7 +435,7 @@ console.log(JSON.stringify(checks));
 	if err := json.Unmarshal(out, &checks); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if len(checks) != 8 {
+	if len(checks) != 9 {
 		t.Fatalf("ran %d checks: %v", len(checks), checks)
 	}
 }

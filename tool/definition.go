@@ -2,6 +2,7 @@ package tool
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"time"
@@ -44,6 +45,12 @@ const (
 // Execution says how a tool's calls may run.
 type Execution struct {
 	TaskSupport string `json:"taskSupport,omitempty"`
+	// TaskAfterInput makes a call that would be a task of MCP's tasks extension ask its
+	// first questions by input-required rounds (the client calls again with the answers)
+	// and become a task only when the answers come: for a tool that gathers what it needs
+	// and then works long. A call that ends before it asks is a plain call. Only with
+	// TaskSupport optional or required; jean2 keeps it to itself (tools/list does not show it).
+	TaskAfterInput bool `json:"taskAfterInput,omitempty"`
 }
 
 // TaskSupport is the definition's task support, TaskForbidden when it says none.
@@ -147,6 +154,9 @@ func (d Definition) Check() error {
 	case TaskForbidden, TaskOptional, TaskRequired:
 	default:
 		return fmt.Errorf("definition.execution.taskSupport is %q: use forbidden, optional or required", d.Execution.TaskSupport)
+	}
+	if d.Execution != nil && d.Execution.TaskAfterInput && d.TaskSupport() == TaskForbidden {
+		return errors.New("definition.execution.taskAfterInput needs taskSupport optional or required: a call that may not be a task cannot become one")
 	}
 	return nil
 }

@@ -22,6 +22,9 @@ type Result struct {
 	// MCP's shape; checked by CheckContent. An MCP client gets it as the call's content, a
 	// model its images as images where the model takes them (ContentModelText for the rest).
 	Content []Content `json:"content,omitempty"`
+	// ProtocolError, when set, fails the call as a protocol error (see ProtocolError); the
+	// result is then a failure whose Error is its message.
+	ProtocolError *ProtocolError `json:"protocolError,omitempty"`
 
 	// known holds the Result that Success or an Object made, valid JSON that ModelJSON need
 	// not walk again on every call; the Result starts at known[knownAt]. An Object's known
@@ -67,6 +70,12 @@ func (r Result) Normalize() Result {
 		r.Result = r.Data
 	}
 	r.Data = nil
+	if r.ProtocolError != nil {
+		r.Success = false
+		if r.Error == "" {
+			r.Error = r.ProtocolError.Message
+		}
+	}
 	if !r.Success && r.Error == "" {
 		r.Error = "tool reported failure without an error message"
 	}

@@ -3,6 +3,7 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -54,6 +55,10 @@ func (t *Typed[In, Out]) Execute(ctx context.Context, c *Context, args json.RawM
 	}
 	out, err := t.handler(ctx, c, in)
 	if err != nil {
+		var pe *ProtocolError
+		if errors.As(err, &pe) {
+			return Result{Error: pe.Message, ProtocolError: pe}
+		}
 		return Result{Error: err.Error()}
 	}
 	return Success(out)

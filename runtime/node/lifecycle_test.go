@@ -601,3 +601,38 @@ func TestCloseDeadlineKillsStragglers(t *testing.T) {
 		}
 	})
 }
+
+// An error that carries @jean2/sdk's mark (a bundle's own copy of ProtocolError) becomes
+// the result's protocolError, with its code, message and data; any other error, even one
+// with a code, stays a tool's error.
+func TestWorkerProtocolError(t *testing.T) {
+	const src = `
+class ProtocolError extends Error {
+  constructor(code, message, data) {
+    super(message);
+    this.code = code;
+    if (data !== undefined) this.data = data;
+    Object.defineProperty(this, Symbol.for('jean2.protocolError'), { value: true });
+  }
+}
+export const definition = { name: 'refusing', description: 'Fails.', inputSchema: { type: 'object' } };
+export async function execute(input) {
+  if (input.marked) throw new ProtocolError(-32603, 'the backend is down', { retryAfterMs: 5 });
+  const err = new Error('plain failure');
+  err.code = -32603;
+  throw err;
+}
+`
+	forEachRuntime(t, func(t *testing.T, rt Runtime) {
+		p := newPool(t, rt, src, worker.PoolOptions{})
+		r := mustExecute(t, p, worker.Call{ID: "marked", Input: json.RawMessage(`{"marked":true}`)}, &fakeHost{})
+		pe := r.ProtocolError
+		if r.Success || pe == nil || pe.Code != -32603 || pe.Message != "the backend is down" || string(pe.Data) != `{"retryAfterMs":5}` || r.Error != "the backend is down" {
+			t.Fatalf("marked: %+v %+v", r, pe)
+		}
+		r = mustExecute(t, p, worker.Call{ID: "plain", Input: json.RawMessage(`{}`)}, &fakeHost{})
+		if r.Success || r.ProtocolError != nil || r.Error != "plain failure" {
+			t.Fatalf("plain: %+v", r)
+		}
+	})
+}

@@ -732,9 +732,15 @@ async function execute(id, params) {
   try {
     result = await tool.execute(params.input ?? {}, new ToolContext(call));
   } catch (err) {
-    if (sandboxed) explainError(err);
-    result = { success: false, error: errorMessage(err) };
-    reportThrow(call.id, err, tool.bundle);
+    if (isProtocolError(err)) {
+      // Thrown on purpose (@jean2/sdk's ProtocolError): no stack to report; the host checks
+      // the code and message.
+      result = { success: false, error: errorMessage(err), protocolError: protocolErrorOf(err) };
+    } else {
+      if (sandboxed) explainError(err);
+      result = { success: false, error: errorMessage(err) };
+      reportThrow(call.id, err, tool.bundle);
+    }
   } finally {
     calls.delete(call.id);
   }
@@ -1247,6 +1253,20 @@ function crash(kind, err) {
 
 process.on('uncaughtException', (err) => crash('uncaught exception', err));
 process.on('unhandledRejection', (reason) => crash('unhandled promise rejection', reason));
+
+// The mark @jean2/sdk's ProtocolError carries (a registered symbol, so any copy of the SDK
+// a bundle holds makes errors the worker knows).
+const PROTOCOL_ERROR = Symbol.for('jean2.protocolError');
+
+function isProtocolError(err) {
+  return err !== null && typeof err === 'object' && err[PROTOCOL_ERROR] === true;
+}
+
+function protocolErrorOf(err) {
+  const pe = { code: err.code, message: errorMessage(err) };
+  if (err.data !== undefined) pe.data = err.data;
+  return pe;
+}
 
 function errorMessage(err) {
   if (err && typeof err.message === 'string') return err.message;

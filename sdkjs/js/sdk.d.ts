@@ -104,9 +104,11 @@ export interface ToolDefinition {
    * How calls may run. taskSupport 'optional': an MCP client that takes tasks (the
    * io.modelcontextprotocol/tasks extension) gets a task to poll while the call runs, any
    * other caller the result; 'required': only as such a task; 'forbidden' (the default):
-   * the caller waits for the result.
+   * the caller waits for the result. taskAfterInput (with 'optional' or 'required'): the
+   * call's first asks go out as input-required rounds of a plain call, and it becomes a task
+   * when their answers come (docs/mcp.md, MRTR → tasks).
    */
-  execution?: { taskSupport?: 'forbidden' | 'optional' | 'required' };
+  execution?: { taskSupport?: 'forbidden' | 'optional' | 'required'; taskAfterInput?: boolean };
 }
 
 /** The execute function of a jean2-shape tool. */
@@ -151,6 +153,15 @@ export interface Jean2ToolResult<T = unknown> {
   visualization?: Visualization;
   /** Content beyond JSON: images, audio, resources (docs/writing-tools.md#rich-results). */
   content?: ToolContent[];
+  /** Fails the call as a protocol error (docs/writing-tools.md#protocol-errors); `success` is then false. */
+  protocolError?: ProtocolErrorShape;
+}
+
+/** A protocol error as a result carries it: a JSON-RPC error. */
+export interface ProtocolErrorShape {
+  code: number;
+  message: string;
+  data?: unknown;
 }
 
 /** Jx shape: `data` and a one-line `summary`. */
@@ -161,6 +172,8 @@ export interface JxToolResult<T = unknown> {
   summary?: string;
   /** Content beyond JSON: images, audio, resources (docs/writing-tools.md#rich-results). */
   content?: ToolContent[];
+  /** Fails the call as a protocol error (docs/writing-tools.md#protocol-errors); `success` is then false. */
+  protocolError?: ProtocolErrorShape;
 }
 
 // Rich results: MCP's content blocks. Bytes are base64 (standard alphabet, padded), e.g.
@@ -898,6 +911,20 @@ export declare function createToolDefinition<A = Record<string, unknown>, R = un
 
 export declare function toolSuccess<T>(data: T, summary?: string): { success: true; data: T; summary?: string };
 export declare function toolError(message: string | Error): { success: false; error: string };
+
+/**
+ * Thrown from `execute`, fails the call as a protocol error rather than the tool's own error:
+ * an MCP client gets the JSON-RPC error `{code, message, data}` of its tools/call, and a task
+ * ends `failed` (a tool's error is a result with isError, and its task completes). jean2's
+ * agent shows it as a failed call. `code` is a JSON-RPC error code: -32603 (internal error),
+ * -32602 (invalid params), -32000…-32099 or an application code; -32700, -32600 and -32601
+ * are the server's own, and a tool that uses them fails with a tool error saying so.
+ */
+export declare class ProtocolError extends Error {
+  constructor(code: number, message: string, data?: unknown);
+  readonly code: number;
+  readonly data?: unknown;
+}
 
 /** Fills what `partial` leaves out with detached defaults (a signal that never aborts, callId "", a fresh ledger, empty session facts, a no-op progress). */
 export declare function createToolContext(partial?: ToolContextInit): ToolContext;

@@ -630,6 +630,21 @@ export function toolError(message) {
   return { success: false, error: errorText(message) };
 }
 
+/**
+ * Thrown from execute, fails the call as a protocol error (a JSON-RPC error to an MCP
+ * client, a failed task) rather than the tool's own error. The worker knows it by the
+ * registered symbol, not by class: the SDK is bundled into each tool, so classes differ.
+ */
+export class ProtocolError extends Error {
+  constructor(code, message, data) {
+    super(message);
+    this.name = 'ProtocolError';
+    this.code = code;
+    if (data !== undefined) this.data = data;
+    Object.defineProperty(this, Symbol.for('jean2.protocolError'), { value: true });
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // Ledger, session facts, signals
 

@@ -178,3 +178,20 @@ export function visualizationSnippet(resolvedPath: string, fileContent: string):
     } satisfies CodeVisualization,
   };
 }
+
+// docs/writing-tools.md#protocol-errors: thrown, or returned as a result's protocolError.
+import { ProtocolError } from '@jean2/sdk';
+
+export async function protocolErrors(backendUp: () => Promise<boolean>): Promise<ToolResult> {
+  if (!(await backendUp())) throw new ProtocolError(-32603, 'the order service is down', { retryAfterMs: 5000 });
+  const e = new ProtocolError(-32602, 'no such order');
+  const code: number = e.code;
+  return { success: false, error: e.message, protocolError: { code, message: e.message } };
+}
+
+export const asksFirst: ToolDefinition = {
+  name: 'asks-first',
+  description: 'Ask, then work long as a task.',
+  inputSchema: { type: 'object', properties: {} },
+  execution: { taskSupport: 'required', taskAfterInput: true },
+};

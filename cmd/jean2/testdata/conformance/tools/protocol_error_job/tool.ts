@@ -1,12 +1,15 @@
-// May run as a task, and throws. jean2 makes a tool's exception a tool error like any other
-// (the model reads it), not a protocol error, so the task completes with isError.
+// May run as a task, and fails as a protocol error (@jean2/sdk's ProtocolError): the
+// client gets a JSON-RPC error, and a task of the tasks extension ends failed with it.
+// Anything else a tool throws is a tool error (isError), which the model reads.
+import { ProtocolError } from '@jean2/sdk';
+
 export const definition = {
   name: 'protocol_error_job',
-  description: 'Throw.',
+  description: 'Fail as a protocol error.',
   inputSchema: { type: 'object', properties: {} },
   execution: { taskSupport: 'optional' },
 };
 
 export async function execute(): Promise<never> {
-  throw new Error('protocol_error_job always throws');
+  throw new ProtocolError(-32603, 'protocol_error_job always fails as a protocol error');
 }

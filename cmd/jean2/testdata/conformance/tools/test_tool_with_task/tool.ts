@@ -1,11 +1,11 @@
-// Runs only as a task and asks the person's name. jean2 makes the task at the call and
-// shows the ask on tasks/get; the suite expects the name asked first, by input-required
-// rounds, and the task made after (MRTR → tasks), which a jean2 tool cannot choose.
+// Runs only as a task, and asks the person's name first. taskAfterInput makes the ask an
+// input-required round of a plain call, and the call a task when the answer comes
+// (MRTR → tasks); the task's result greets them.
 export const definition = {
   name: 'test_tool_with_task',
   description: "Ask the person's name, then greet them.",
   inputSchema: { type: 'object', properties: {} },
-  execution: { taskSupport: 'required' },
+  execution: { taskSupport: 'required', taskAfterInput: true },
 };
 
 export async function execute(_input: unknown, ctx: any) {
