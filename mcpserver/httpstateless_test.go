@@ -261,13 +261,15 @@ func TestStatelessCallsAreSessionless(t *testing.T) {
 	var seen []string
 	var mu sync.Mutex
 	clients := []*mcp.ClientSession{
-		statelessClient(t, ts.URL, nil, http.DefaultTransport), // the fast path
+		statelessClient(t, ts.URL, nil, http.DefaultTransport),                                                             // the fast path
 		statelessClient(t, ts.URL, &mcp.ClientOptions{ElicitationHandler: answerer(t, &seen, &mu)}, http.DefaultTransport), // the go-sdk's
 	}
 	temps := map[string]bool{}
 	for _, cs := range clients {
 		for range 3 {
-			var got struct{ Result struct{ Session, Temp string } }
+			var got struct {
+				Result struct{ Session, Temp string }
+			}
 			if err := json.Unmarshal([]byte(text(call(t, cs, "whoami", nil))), &got); err != nil {
 				t.Fatal(err)
 			}
