@@ -12,6 +12,9 @@ const [command, ...args] = process.argv.slice(2);
 const calls = Number(process.env.CALLS ?? 2000);
 const warmup = Number(process.env.WARMUP ?? 200);
 const inflight = Number(process.env.INFLIGHT ?? 1);
+// TOOL: another tool to call with no arguments (a jean2 built-in such as todoread runs in
+// jean2's own process: the same path without the worker's hop).
+const toolName = process.env.TOOL ?? 'ping';
 
 const revision = process.env.REVISION;
 const clientInfo = { name: 'bench', version: '1.0.0' };
@@ -47,8 +50,9 @@ let n = 0;
 const one = async () => {
   const i = n++;
   const t0 = process.hrtime.bigint();
-  const r = await client.callTool({ name: 'ping', arguments: { n: i }, ...(meta && { _meta: meta }) });
-  if (r.isError || !r.content[0].text.includes('pong ' + i)) throw new Error('bad result ' + JSON.stringify(r));
+  const args = toolName === 'ping' ? { n: i } : {};
+  const r = await client.callTool({ name: toolName, arguments: args, ...(meta && { _meta: meta }) });
+  if (r.isError || (toolName === 'ping' && !r.content[0].text.includes('pong ' + i))) throw new Error('bad result ' + JSON.stringify(r));
   return Number(process.hrtime.bigint() - t0) / 1e3;
 };
 const runFor = async (total) => {
