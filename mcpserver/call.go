@@ -78,8 +78,9 @@ func (s *Server) hostCall(req *mcp.CallToolRequest, def tool.Definition, ch *cha
 		Progress:   ch.progress,
 		LogHandler: &logHandler{ch: ch, logger: def.Name},
 	}
-	if sess.id == "" {
-		// Stateless: the server's stateless calls share a temporary folder and its workers.
+	if sess.id == "" && call.Workspace.ID == "" {
+		// Stateless: the server's stateless calls share a temporary folder and its workers
+		// (in a stored workspace, its own sessionless calls' folder).
 		call.TempScope = s.statelessScope
 		s.statelessUsed.Store(true)
 	}
