@@ -37,6 +37,13 @@ type Call struct {
 	// removed when it ends.
 	SessionID string
 	Workspace Workspace
+	// TempScope, for calls with no workspace ID, groups sessionless calls as a workspace
+	// groups its own: they share one temporary folder and the workers that serve it (an MCP
+	// server's stateless calls: a folder, a mount and a sandboxed worker's start per call
+	// otherwise). A name unique to its caller; only the temporary folder's place uses it
+	// (grants still go by the workspace's path), and RemoveWorkspaceTemp(TempScope) removes
+	// it. Ignored when Workspace.ID is set.
+	TempScope string
 
 	// Asker answers the call's asks (a terminal, a web client, an MCP client, a policy).
 	// Nil refuses every ask with an error that says no one can answer.
@@ -156,10 +163,11 @@ func (h *Host) Invoke(ctx context.Context, call Call) Outcome {
 // finishOutcome checks the visualization and makes the model's text, cutting overflow to a
 // file in the session's temporary folder.
 func (h *Host) finishOutcome(out *Outcome, call Call) {
-	tempDir, tempErr := h.callTemp(call, out.CallID)
+	folder := callFolder{h: h, call: &call, callID: out.CallID}
 	if out.Result = checkContent(out.Result, call.Tool); len(out.Result.Content) > 0 {
 		// Big blocks go to files in the session's folder (a stand-in when it cannot be had),
 		// and the images are the tool card's when the tool drew nothing itself.
+		tempDir, _ := folder.get()
 		out.Result.Content = spillContent(out.Result.Content, h.layout.Temp, tempDir, out.CallID)
 		if out.Result.Visualization == nil {
 			out.Result.Visualization = tool.ImagesVisualization(out.Result.Content)
@@ -182,17 +190,39 @@ func (h *Host) finishOutcome(out *Outcome, call Call) {
 		out.Result = tool.Result{Error: err.Error()}.Normalize()
 		text, isText = out.Result.ModelJSON(), false
 	}
-	if tempErr != nil {
-		out.ModelText = string(text)
-		return
+	if len(text) > OverflowLimit {
+		if _, err := folder.get(); err != nil {
+			out.ModelText = string(text)
+			return
+		}
 	}
 	var err error
-	out.ModelText, out.Overflow, err = cutOverflow(text, isText, h.layout.Temp, tempDir, out.CallID)
+	out.ModelText, out.Overflow, err = cutOverflow(text, isText, h.layout.Temp, folder.dir, out.CallID)
 	if err != nil {
 		// Nothing is lost: the model gets the whole text when the file cannot be written.
 		h.log.Error("overflow file", "tool", call.Tool, "call", out.CallID, "error", err)
 		out.ModelText = string(text)
 	}
+}
+
+// callFolder is a call's temporary folder, looked up (and checked to be a real folder,
+// sessionTemp) when the outcome first writes in it: most results write nothing, and the
+// check is a system call or two on every call's path.
+type callFolder struct {
+	h      *Host
+	call   *Call
+	callID string
+	dir    string
+	err    error
+	done   bool
+}
+
+func (f *callFolder) get() (string, error) {
+	if !f.done {
+		f.dir, f.err = f.h.callTemp(*f.call, f.callID)
+		f.done = true
+	}
+	return f.dir, f.err
 }
 
 // callTemp is the call's temporary folder (sessionTemp of its tempKey).

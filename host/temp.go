@@ -27,19 +27,30 @@ const runsTemp = ".runs"
 // workspace shares (the API's Run form: a folder and a worker per call piled up under
 // load); a session without workspace ID (jean2 tools run) has one under sessions/; a call
 // with neither has one of its own that dropCallTemp removes when the call ends.
+// A TempScope stands in for the workspace ID here (and nowhere else).
 func tempKey(call Call, callID string) (string, error) {
 	if call.SessionID != "" && !validID(call.SessionID) {
 		return "", fmt.Errorf("session id %q is not valid: use letters, digits, '-' and '_' (at most 128)", call.SessionID)
 	}
+	group := tempGroup(call)
 	switch {
-	case call.Workspace.ID != "" && call.SessionID != "":
-		return filepath.Join("workspaces", safeName(call.Workspace.ID), call.SessionID), nil
-	case call.Workspace.ID != "":
-		return filepath.Join("workspaces", safeName(call.Workspace.ID), runsTemp), nil
+	case group != "" && call.SessionID != "":
+		return filepath.Join("workspaces", safeName(group), call.SessionID), nil
+	case group != "":
+		return filepath.Join("workspaces", safeName(group), runsTemp), nil
 	case call.SessionID != "":
 		return filepath.Join("sessions", call.SessionID), nil
 	}
 	return filepath.Join("sessions", callTempPrefix+safeName(callID)), nil
+}
+
+// tempGroup names the folder under Layout.Temp/workspaces that holds a call's temporary
+// folder: its workspace's, else its TempScope's; "" for neither.
+func tempGroup(call Call) string {
+	if call.Workspace.ID != "" {
+		return call.Workspace.ID
+	}
+	return call.TempScope
 }
 
 // scopeTemp is the folder a confined worker serving a call whose temporary folder is dir may
@@ -68,7 +79,7 @@ func (h *Host) dropCallTemp(call Call, out Outcome) {
 	if err != nil {
 		return
 	}
-	if call.Workspace.ID != "" {
+	if tempGroup(call) != "" {
 		h.pruneOld(filepath.Join(h.layout.Temp, key), runsKeep)
 		return
 	}

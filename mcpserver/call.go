@@ -69,7 +69,7 @@ func (s *Server) handler(def tool.Definition) mcp.ToolHandler {
 // when the host has no model, for the model. missing records whether the call needed a
 // capability the client did not declare.
 func (s *Server) hostCall(req *mcp.CallToolRequest, def tool.Definition, ch *channel, p peer) (call host.Call, missing *missingSampling) {
-	sess := s.session(req.Session)
+	sess := s.session(req)
 	args := req.Params.Arguments
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)
@@ -83,6 +83,12 @@ func (s *Server) hostCall(req *mcp.CallToolRequest, def tool.Definition, ch *cha
 		Asker:      &elicitAsker{peer: p, canElicit: caps.Elicitation != nil, canRoots: caps.RootsV2 != nil, policy: now.policy},
 		Progress:   ch.progress,
 		LogHandler: &logHandler{ch: ch, logger: def.Name},
+	}
+	if sess.id == "" && call.Workspace.ID == "" {
+		// Stateless: the server's stateless calls share a temporary folder and its workers
+		// (in a stored workspace, its own sessionless calls' folder).
+		call.TempScope = s.statelessScope
+		s.statelessUsed.Store(true)
 	}
 	var client llm.TextGenerator = samplingModel{peer: p}
 	if caps.Sampling == nil {

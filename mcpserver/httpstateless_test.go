@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -243,5 +245,57 @@ func TestHTTPStatelessMissingSamplingIs400(t *testing.T) {
 	}
 	if j, s := mcpserver.HTTPStatelessServed(r.srv); j != 1 || s != 1 {
 		t.Fatalf("stateless fast path: %d within the wait, %d past it; want 1 and 1", j, s)
+	}
+}
+
+// Stateless calls (2026-07-28) are sessionless calls: each is on its own (no session id,
+// so no session grant, refusal or background command carries over to another), and they
+// share one temporary folder, as a workspace's sessionless calls do, so they share its
+// workers too (a confined worker's start per call was 300 ms) and leave no folder behind
+// per call. Before, each call got a session of its own, whose folder (and tmpfs mount)
+// stayed until the host closed. Through the fast path and through the go-sdk alike.
+func TestStatelessCallsAreSessionless(t *testing.T) {
+	r := newRig(t)
+	ts := httptest.NewServer(r.srv.HTTPHandler())
+	t.Cleanup(ts.Close)
+	var seen []string
+	var mu sync.Mutex
+	clients := []*mcp.ClientSession{
+		statelessClient(t, ts.URL, nil, http.DefaultTransport),                                                             // the fast path
+		statelessClient(t, ts.URL, &mcp.ClientOptions{ElicitationHandler: answerer(t, &seen, &mu)}, http.DefaultTransport), // the go-sdk's
+	}
+	temps := map[string]bool{}
+	for _, cs := range clients {
+		for range 3 {
+			var got struct {
+				Result struct{ Session, Temp string }
+			}
+			if err := json.Unmarshal([]byte(text(call(t, cs, "whoami", nil))), &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Result.Session != "" {
+				t.Fatalf("a stateless call ran in session %q, want none", got.Result.Session)
+			}
+			temps[got.Result.Temp] = true
+		}
+	}
+	if len(temps) != 1 {
+		t.Fatalf("6 stateless calls had %d temporary folders, want one shared: %v", len(temps), temps)
+	}
+	sessions, _ := filepath.Glob(filepath.Join(r.temp, "sessions", "*"))
+	if len(sessions) != 0 {
+		t.Fatalf("stateless calls left session folders behind: %v", sessions)
+	}
+	// The shared folder (workspaces/mcp-stateless-…/.runs) goes with the server.
+	var shared string
+	for dir := range temps {
+		shared = filepath.Dir(dir)
+	}
+	if filepath.Base(filepath.Dir(shared)) != "workspaces" {
+		t.Fatalf("the stateless calls' folder %s is not a workspace-like scope", shared)
+	}
+	_ = r.srv.Close()
+	if _, err := os.Stat(shared); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after Close, the stateless calls' folder %s: %v, want it removed", shared, err)
 	}
 }

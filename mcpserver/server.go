@@ -101,6 +101,11 @@ type Server struct {
 	sessMu   sync.Mutex
 	sessions map[*mcp.ServerSession]*session
 
+	// Stateless calls (2026-07-28) are sessionless calls sharing this temporary folder
+	// scope (host.Call.TempScope), removed at Close once used.
+	statelessScope string
+	statelessUsed  atomic.Bool
+
 	unsubscribe func()
 	done        chan struct{}
 	impl        *mcp.Implementation // what the server says it is (serverInfo)
@@ -198,6 +203,8 @@ func New(h Host, opts Options) (*Server, error) {
 		conns:      map[*fastConn]bool{},
 		sessions:   map[*mcp.ServerSession]*session{},
 		done:       make(chan struct{}),
+
+		statelessScope: "mcp-stateless-" + randomID(),
 	}
 	s.serving.Store(&serving{workspace: opts.Workspace, policy: opts.Policy})
 	s.rounds = newRounds(opts.InputTimeout)
@@ -334,8 +341,21 @@ func (s *Server) Close() error {
 		s.httpFast.close()
 		s.idle.closeAll()
 		s.calls.Wait()
+		s.removeStatelessTemp()
 	})
 	return nil
+}
+
+// removeStatelessTemp removes the stateless calls' temporary folder (their overflow files)
+// when there were any and the host can.
+func (s *Server) removeStatelessTemp() {
+	r, ok := s.h.(interface{ RemoveWorkspaceTemp(string) error })
+	if !ok || !s.statelessUsed.Load() {
+		return
+	}
+	if err := r.RemoveWorkspaceTemp(s.statelessScope); err != nil {
+		s.log.Warn("remove the stateless calls' temporary folder", "scope", s.statelessScope, "error", err)
+	}
 }
 
 // sync makes the listed tools match the host's serving tools. The go-sdk server sends
@@ -441,14 +461,15 @@ func objectSchema(raw json.RawMessage, fill bool) (json.RawMessage, error) {
 	}
 }
 
-// session returns jean2's record of an MCP session, made on its first call and forgotten
+// session returns jean2's record of a call's MCP session, made on its first call and forgotten
 // when the session ends.
-func (s *Server) session(ss *mcp.ServerSession) *session {
-	if ss == nil {
-		// A stateless fast call (httpstateless.go): a session of its own, as the go-sdk's
-		// per-request session of a stateless request gets.
-		return &session{id: "mcp-" + randomID(), facts: tool.NewSessionFacts()}
+func (s *Server) session(req *mcp.CallToolRequest) *session {
+	if stateless(req) {
+		// No session, so nothing of one call carries over to another (session grants,
+		// refusals, the shell's background commands); its facts are its own.
+		return &session{facts: tool.NewSessionFacts()}
 	}
+	ss := req.Session
 	s.sessMu.Lock()
 	defer s.sessMu.Unlock()
 	if sess, ok := s.sessions[ss]; ok {
@@ -467,6 +488,13 @@ func (s *Server) session(ss *mcp.ServerSession) *session {
 		s.sessMu.Unlock()
 	}()
 	return sess
+}
+
+// stateless reports whether a call is a stateless HTTP request (2026-07-28): one on the
+// fast path (httpstateless.go), which has no session, or one the go-sdk serves in a session
+// made for the request. A 2026-07-28 client over stdio keeps its connection's session.
+func stateless(req *mcp.CallToolRequest) bool {
+	return req.Session == nil || (req.Extra != nil && req.Extra.Header != nil && usesRounds(req.Session))
 }
 
 func randomID() string {

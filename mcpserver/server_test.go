@@ -56,6 +56,7 @@ type rig struct {
 	aborted chan error  // the slow tool's ctx error when it was aborted
 	opts    mcpserver.Options
 	folders map[string]string // tool folders to write before the host starts: name → tool.js
+	temp    string            // the host's Layout.Temp
 }
 
 func obj(s string) json.RawMessage { return json.RawMessage(s) }
@@ -72,7 +73,7 @@ func newRig(t testing.TB, mods ...func(*rig)) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, ws: t.TempDir(), src: &source{}, started: make(chan string, 4), aborted: make(chan error, 4)}
+	r := &rig{t: t, ws: t.TempDir(), src: &source{}, started: make(chan string, 4), aborted: make(chan error, 4), temp: layout.Temp}
 	builtins := []tool.Tool{
 		&tool.Func{Def: tool.Definition{
 			Name: "greet", Title: "Greeter", Description: "Greet someone.",
@@ -166,7 +167,7 @@ func newRig(t testing.TB, mods ...func(*rig)) *rig {
 			}},
 		&tool.Func{Def: tool.Definition{Name: "whoami", Description: "Report the call's facts.", InputSchema: obj(`{"type":"object"}`)},
 			Run: func(_ context.Context, c *tool.Context, _ json.RawMessage) tool.Result {
-				return tool.Success(map[string]string{"session": c.SessionID, "workspace": c.Workspace})
+				return tool.Success(map[string]string{"session": c.SessionID, "workspace": c.Workspace, "temp": c.TempDir})
 			}},
 	}
 	r.opts = mcpserver.Options{Workspace: host.Workspace{Path: r.ws}}

@@ -9,6 +9,8 @@
 #   ROUNDS=6 bench/mcp/run.sh
 #   INFLIGHT=8 bench/mcp/run.sh
 #   JEAN2_BIN=/tmp/jean2-old bench/mcp/run.sh   # a jean2 built elsewhere (before/after)
+#   HOP=1 bench/mcp/run.sh                # also jean2 calling its built-in todoread, in its
+#                                         # own process: the same path without the worker hop
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ./scripts/setup
@@ -39,6 +41,9 @@ results="$work/results"
 for round in $(seq "${ROUNDS:-3}"); do
   printf 'jean2-mcp %s\n' "$(node "$work/scripts/bench.mjs" "$work/jean2" mcp --workspace "$work/ws")" | tee -a "$results"
   printf 'ts-sdk    %s\n' "$(node "$work/scripts/bench.mjs" node "$work/scripts/ts-server.mjs")" | tee -a "$results"
+  if [ -n "${HOP:-}" ]; then
+    printf 'jean2-builtin %s\n' "$(TOOL=todoread node "$work/scripts/bench.mjs" "$work/jean2" mcp --workspace "$work/ws")" | tee -a "$results"
+  fi
 done
 echo "# load average $(cut -d' ' -f1-3 /proc/loadavg) after"
 node "$work/scripts/summary.mjs" "$results"

@@ -10,9 +10,9 @@ import (
 
 // startProfiling serves Go's profiles (net/http/pprof) on JEAN2_DEBUG_ADDR when it is set,
 // so a soak (bench/soak) or a person chasing memory can read the server's heap and
-// goroutines. The address must be a loopback one: the profiles carry no token check. It
+// goroutines, or a benchmark (bench/mcp) the CPU profile of `jean2 mcp` under its calls. The address must be a loopback one: the profiles carry no token check. It
 // returns the function that stops the listener.
-func startProfiling(e env) (stop func(), err error) {
+func startProfiling(e env, who string) (stop func(), err error) {
 	addr := strings.TrimSpace(e.getenv("JEAN2_DEBUG_ADDR"))
 	if addr == "" {
 		return func() {}, nil
@@ -36,6 +36,6 @@ func startProfiling(e env) (stop func(), err error) {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	hs := &http.Server{Handler: mux}
 	go func() { _ = hs.Serve(ln) }()
-	fmt.Fprintf(e.stderr, "jean2 serve: profiling on http://%s/debug/pprof/ (JEAN2_DEBUG_ADDR)\n", ln.Addr())
+	fmt.Fprintf(e.stderr, "%s: profiling on http://%s/debug/pprof/ (JEAN2_DEBUG_ADDR)\n", who, ln.Addr())
 	return func() { _ = hs.Close() }, nil
 }

@@ -14,14 +14,14 @@ func TestProfilingListensOnLoopbackOnly(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:0", "192.0.2.1:6060", ":0", "localhost"} {
 		var errb bytes.Buffer
 		e := env{stderr: &errb, getenv: func(k string) string { return map[string]string{"JEAN2_DEBUG_ADDR": addr}[k] }}
-		if stop, err := startProfiling(e); err == nil {
+		if stop, err := startProfiling(e, "jean2 serve"); err == nil {
 			stop()
 			t.Errorf("JEAN2_DEBUG_ADDR=%s was taken", addr)
 		}
 	}
 	var errb bytes.Buffer
 	e := env{stderr: &errb, getenv: func(k string) string { return map[string]string{"JEAN2_DEBUG_ADDR": "127.0.0.1:0"}[k] }}
-	stop, err := startProfiling(e)
+	stop, err := startProfiling(e, "jean2 serve")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestProfilingListensOnLoopbackOnly(t *testing.T) {
 		t.Fatalf("the goroutine profile reads %.200q", body)
 	}
 	var none bytes.Buffer
-	if stop, err := startProfiling(env{stderr: &none, getenv: func(string) string { return "" }}); err != nil || none.Len() != 0 {
+	if stop, err := startProfiling(env{stderr: &none, getenv: func(string) string { return "" }}, "jean2 serve"); err != nil || none.Len() != 0 {
 		t.Fatalf("unset: %v, printed %q", err, none.String())
 	} else {
 		stop()

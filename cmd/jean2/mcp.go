@@ -78,6 +78,11 @@ func mcpServe(ctx context.Context, e env, args []string) error {
 	defer closeAll()
 	// Say once, at start, how tool workers are confined (jean2 doctor tells more).
 	fmt.Fprintf(e.stderr, "jean2 mcp: tool workers: %s\n", h.Sandbox().Summary())
+	stopProfiling, err := startProfiling(e, "jean2 mcp")
+	if err != nil {
+		return err
+	}
+	defer stopProfiling()
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go func() { _ = h.Watch(watchCtx, host.WatchOptions{}) }()

@@ -140,7 +140,7 @@ func serve(ctx context.Context, e env, args []string) error {
 	defer clients.Close()
 	defer watchMCPConfig(ctx, e, clients)()
 	log := cliLogger(e)
-	stopProfiling, err := startProfiling(e)
+	stopProfiling, err := startProfiling(e, "jean2 serve")
 	if err != nil {
 		return err
 	}

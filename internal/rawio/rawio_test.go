@@ -225,3 +225,56 @@ func TestExpectPollsForData(t *testing.T) {
 		t.Fatal("Expect took a bytes.Reader")
 	}
 }
+
+// A reader stops polling when its polls keep running out before the data comes (a peer
+// slower than the budget: each poll would hold a CPU for nothing), still polls once in
+// pollProbe Expects, and polls again once those probes find the data in time.
+func TestExpectStopsPollingWhenItDoesNotPay(t *testing.T) {
+	skipWithoutRaw(t)
+	r, w := pipe(t)
+	rr := Reader(r)
+	raw := rr.(*reader)
+	buf := make([]byte, 64)
+	// One round: Expect, a read, the data after wait; reports whether Expect had the read poll.
+	round := func(wait time.Duration) bool {
+		t.Helper()
+		Expect(rr, time.Millisecond)
+		polling := raw.pollUntil.Load() != 0
+		done := make(chan error, 1)
+		go func() { _, err := rr.Read(buf); done <- err }()
+		time.Sleep(wait)
+		if _, err := w.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		return polling
+	}
+	for i := range 3 { // the data always late: the polls run out
+		if !round(20 * time.Millisecond) {
+			t.Fatalf("round %d did not poll, though polling had paid so far", i)
+		}
+	}
+	for range 3 {
+		round(20 * time.Millisecond)
+	}
+	polled := 0
+	for range pollProbe {
+		if round(20 * time.Millisecond) {
+			polled++
+		}
+	}
+	if polled != 1 {
+		t.Fatalf("after 6 polls that ran out, %d of %d Expects polled, want only the probe", polled, pollProbe)
+	}
+	// The peer quick again: the probes find the data in time and polling comes back.
+	for range pollProbe * pollHitsNeeded {
+		round(0)
+	}
+	for i := range 3 {
+		if !round(0) {
+			t.Fatalf("polling did not come back for a quick peer (round %d)", i)
+		}
+	}
+}

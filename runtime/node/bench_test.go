@@ -114,7 +114,20 @@ func BenchmarkThroughput32(b *testing.B) {
 // BenchmarkBarePipe is the floor: a Go loop writing one line to a runtime that echoes it back
 // over the same fd 3 / fd 4 pipes, no JSON-RPC, no pool.
 func BenchmarkBarePipe(b *testing.B) {
-	const echo = `
+	benchRuntimes(b, func(b *testing.B, rt Runtime) { barePipe(b, rt, 0) })
+}
+
+// BenchmarkBarePipeIdle is BenchmarkBarePipe with the Go side asleep between round trips
+// (time.Sleep of 200 µs; about 1 ms on our VMs), as jean2 waits while an MCP client takes
+// its turn (the ns/op is mostly that sleep: read p50): the runtime has gone to sleep when
+// each request comes, and waking it (and its CPU) is what a warm call's hop to a worker
+// costs beyond the bare round trip (docs/performance.md, "Issue 25").
+func BenchmarkBarePipeIdle(b *testing.B) {
+	benchRuntimes(b, func(b *testing.B, rt Runtime) { barePipe(b, rt, 200*time.Microsecond) })
+}
+
+// barePipeEcho answers each line it reads with the same line.
+const barePipeEcho = `
 import net from 'node:net';
 const lines = (onLine) => {
   let buf = '';
@@ -130,45 +143,49 @@ if (typeof Bun !== 'undefined') { const w = Bun.file(4).writer(); write = (s) =>
 else { const o = new net.Socket({ fd: 4, readable: false, writable: true }); write = (s) => o.write(s); }
 lines((l) => write(l + '\n'));
 `
-	benchRuntimes(b, func(b *testing.B, rt Runtime) {
-		dir := b.TempDir()
-		script := filepath.Join(dir, "echo.mjs")
-		if err := os.WriteFile(script, []byte(echo), 0o644); err != nil {
+
+// barePipe times round trips through barePipeEcho, with gap between them.
+func barePipe(b *testing.B, rt Runtime, gap time.Duration) {
+	dir := b.TempDir()
+	script := filepath.Join(dir, "echo.mjs")
+	if err := os.WriteFile(script, []byte(barePipeEcho), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	r1, w1, _ := os.Pipe()
+	r2, w2, _ := os.Pipe()
+	cmd := exec.Command(rt.Path, script)
+	cmd.Env = []string{}
+	cmd.ExtraFiles = []*os.File{r1, w2}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	r1.Close()
+	w2.Close()
+	defer func() { w1.Close(); cmd.Wait(); r2.Close() }()
+	br := bufio.NewReader(r2)
+	msg := []byte(`{"jsonrpc":"2.0","id":1,"result":{"success":true,"result":{"ok":true}}}` + "\n")
+	roundTrip := func() {
+		if _, err := w1.Write(msg); err != nil {
 			b.Fatal(err)
 		}
-		r1, w1, _ := os.Pipe()
-		r2, w2, _ := os.Pipe()
-		cmd := exec.Command(rt.Path, script)
-		cmd.Env = []string{}
-		cmd.ExtraFiles = []*os.File{r1, w2}
-		if err := cmd.Start(); err != nil {
+		if _, err := br.ReadSlice('\n'); err != nil {
 			b.Fatal(err)
 		}
-		r1.Close()
-		w2.Close()
-		defer func() { w1.Close(); cmd.Wait(); r2.Close() }()
-		br := bufio.NewReader(r2)
-		msg := []byte(`{"jsonrpc":"2.0","id":1,"result":{"success":true,"result":{"ok":true}}}` + "\n")
-		roundTrip := func() {
-			if _, err := w1.Write(msg); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := br.ReadSlice('\n'); err != nil {
-				b.Fatal(err)
-			}
+	}
+	for range 2000 {
+		roundTrip()
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for b.Loop() {
+		if gap > 0 {
+			time.Sleep(gap)
 		}
-		for range 2000 {
-			roundTrip()
-		}
-		lat := make([]time.Duration, 0, b.N)
-		b.ResetTimer()
-		for b.Loop() {
-			t0 := time.Now()
-			roundTrip()
-			lat = append(lat, time.Since(t0))
-		}
-		reportLatency(b, lat)
-	})
+		t0 := time.Now()
+		roundTrip()
+		lat = append(lat, time.Since(t0))
+	}
+	reportLatency(b, lat)
 }
 
 // BenchmarkWorkerScript is the worker script alone: raw execute lines written one at a time
