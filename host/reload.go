@@ -65,6 +65,7 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 		}()
 	}
 	wg.Wait()
+	h.early.drop(only)
 
 	next := emptyCatalog()
 	next.loaded = true
