@@ -40,13 +40,16 @@ type earlyStarts struct {
 	mu     sync.Mutex
 	closed bool
 	m      map[string]*earlyStart
+	wg     sync.WaitGroup // the starts under way
 }
 
 // earlyStart is what was started for one folder: the worker that will learn its definition
-// and the worker of the scope the host served last (nil when none).
+// and the worker of the scope the host served last (each nil when none). Its fields are set
+// once ready is closed.
 type earlyStart struct {
+	ready        chan struct{}
 	probe, ahead *sharedPool
-	timer        *time.Timer
+	timer        *time.Timer // guarded by earlyStarts.mu
 }
 
 // release stops the processes no reload took (never initialized) off the caller's path.
@@ -91,9 +94,9 @@ func (es *earlyStart) takeAhead(prev *version) *sharedPool {
 	return sp
 }
 
-// startEarly starts the processes of a tool folder that just appeared (see above). It does
-// nothing for a folder the host already knows, a Go tool, or a tool that would not be
-// confined by Landlock.
+// startEarly starts, off the watcher's loop, the processes of a tool folder that just
+// appeared (see above). It does nothing for a folder the host already knows, a Go tool, or
+// a tool that would not be confined by Landlock.
 func (h *Host) startEarly(dir string) {
 	if h.opts.Folders != nil {
 		return
@@ -101,58 +104,70 @@ func (h *Host) startEarly(dir string) {
 	if _, known := h.cat.Load().results[dir]; known {
 		return
 	}
-	if !h.early.reserve(dir) {
+	es := h.early.reserve(dir)
+	if es == nil {
 		return
 	}
-	es := h.loader.earlyStart(dir)
-	if !h.early.put(dir, es) && es != nil {
-		es.release()
-	}
+	go func() {
+		defer h.early.wg.Done()
+		es.probe, es.ahead = h.loader.earlyStart(dir)
+		close(es.ready)
+		h.early.arm(dir, es)
+	}()
 }
 
-// reserve claims dir's place (nil until put) while fewer than aheadPerReload folders have
-// processes waiting.
-func (e *earlyStarts) reserve(dir string) bool {
+// reserve records a start for dir while fewer than aheadPerReload folders have processes
+// waiting; nil when it may not start.
+func (e *earlyStarts) reserve(dir string) *earlyStart {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, taken := e.m[dir]; taken || e.closed || len(e.m) >= aheadPerReload {
-		return false
+		return nil
 	}
 	if e.m == nil {
 		e.m = map[string]*earlyStart{}
 	}
-	e.m[dir] = nil
-	return true
+	es := &earlyStart{ready: make(chan struct{})}
+	e.m[dir] = es
+	e.wg.Add(1)
+	return es
 }
 
-// put records what was started for dir (nil: nothing) and stops it after earlyTTL unless a
-// reload took it; false when the host closed meanwhile (the caller releases es).
-func (e *earlyStarts) put(dir string, es *earlyStart) bool {
+// arm stops what was started for dir after earlyTTL unless a reload took it first.
+func (e *earlyStarts) arm(dir string, es *earlyStart) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if es == nil || e.closed {
-		delete(e.m, dir)
-		return es == nil
+	if e.m[dir] != es {
+		return // taken, dropped or closed meanwhile: whoever removed it has it
 	}
-	e.m[dir] = es
 	es.timer = time.AfterFunc(earlyTTL, func() {
-		if e.take(dir) == es {
+		e.mu.Lock()
+		mine := e.m[dir] == es
+		if mine {
+			delete(e.m, dir)
+		}
+		e.mu.Unlock()
+		if mine {
 			es.release()
 		}
 	})
-	return true
 }
 
-// take removes and returns what was started for dir, nil when nothing was.
+// take removes and returns what was started for dir, once started; nil when nothing was.
 func (e *earlyStarts) take(dir string) *earlyStart {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	es := e.m[dir]
+	delete(e.m, dir)
+	e.mu.Unlock()
 	if es == nil {
 		return nil
 	}
-	delete(e.m, dir)
-	es.timer.Stop()
+	<-es.ready // the start is quick: the processes are only launched
+	e.mu.Lock()
+	if es.timer != nil {
+		es.timer.Stop()
+	}
+	e.mu.Unlock()
 	return es
 }
 
@@ -160,46 +175,46 @@ func (e *earlyStarts) take(dir string) *earlyStart {
 // take: a folder removed, or no longer a tool, before its reload.
 func (e *earlyStarts) drop(only map[string]bool) {
 	e.mu.Lock()
-	var gone []*earlyStart
-	for dir, es := range e.m {
-		if es != nil && (only == nil || only[dir]) {
-			delete(e.m, dir)
-			es.timer.Stop()
-			gone = append(gone, es)
+	var dirs []string
+	for dir := range e.m {
+		if only == nil || only[dir] {
+			dirs = append(dirs, dir)
 		}
 	}
 	e.mu.Unlock()
-	for _, es := range gone {
-		es.release()
+	for _, dir := range dirs {
+		e.take(dir).release()
 	}
 }
 
-// close stops everything waiting; nothing is started for a folder afterwards.
+// close stops everything waiting, once the starts under way are done; nothing is started
+// for a folder afterwards.
 func (e *earlyStarts) close() {
 	e.mu.Lock()
-	all := e.m
-	e.m, e.closed = nil, true
+	e.closed = true
+	var dirs []string
+	for dir := range e.m {
+		dirs = append(dirs, dir)
+	}
 	e.mu.Unlock()
-	for _, es := range all {
-		if es != nil {
-			es.timer.Stop()
-			es.release()
-		}
+	e.wg.Wait()
+	for _, dir := range dirs {
+		e.take(dir).release()
 	}
 }
 
 // earlyStart starts the processes of a tool folder whose sources may not all be written
-// yet; nil when it starts none. Its folderTool is provisional: it has no bundle and no
+// yet (nil, nil when it starts none). Its folderTool is provisional: it has no bundle and no
 // definition, only what decides how its workers start, which the reload compares with its
 // own before taking them.
-func (fl *folderLoader) earlyStart(dir string) *earlyStart {
+func (fl *folderLoader) earlyStart(dir string) (probe, ahead *sharedPool) {
 	f := loader.Inspect(dir) // an error here (sources still coming) leaves the preferences known so far
 	if f.Kind == loader.KindGo {
-		return nil
+		return nil, nil
 	}
 	rt, err := fl.runtime(f.RuntimePreference)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	cache := fl.h.layout.Cache
 	ft := &folderTool{
@@ -212,25 +227,24 @@ func (fl *folderLoader) earlyStart(dir string) *earlyStart {
 		ft.ownMemoryMB = f.Package.MemoryMB
 	}
 	if ft.mech, err = fl.h.sb.status.Choose(ft.runtimeKind()); err != nil || ft.mech != sandbox.Landlock {
-		return nil
+		return nil, nil
 	}
 	// The folder of its bundles, which linkModule fills; the bundle itself is not known yet
 	// and is never loaded through this pool's main module.
 	if ft.moduleDir, err = fl.moduleDir(ft.dir); err != nil {
-		return nil
+		return nil, nil
 	}
 	ft.program = filepath.Join(ft.moduleDir, "pending")
-	probe, err := ft.probePool()
+	probe, err = ft.probePool()
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	probe.pool.Prestart()
 	var budget atomic.Int32
 	budget.Store(1)
-	ahead := ft.startAhead(nil, &budget)
-	if ahead != nil {
+	if ahead = ft.startAhead(nil, &budget); ahead != nil {
 		ahead.placeholder = true
 	}
 	probe.placeholder = true
-	return &earlyStart{probe: probe, ahead: ahead}
+	return probe, ahead
 }
