@@ -214,6 +214,84 @@ func benchFirstCall(b *testing.B, h *host.Host, ws string) {
 	b.ReportMetric(float64(call.Microseconds())/1000/float64(b.N), "call-ms/op")
 }
 
+// BenchmarkFirstCallNewToolWatched is a new tool folder appearing while the watcher runs,
+// as a person or an agent makes one: the folder and its tool.ts are written, and the clock
+// stops at the answer of the tool's first call, made as soon as the host says the tool was
+// added (as an MCP client calls once list_changed told it). With the sandbox on, the
+// workers start when the watcher sees the folder (earlystart.go). listed-ms is the time
+// until the host announced the tool.
+//
+//	go test -run '^$' -bench FirstCallNewToolWatched -benchtime 15x ./host
+func BenchmarkFirstCallNewToolWatched(b *testing.B) {
+	for _, mode := range []sandbox.Mode{sandbox.ModeOff, sandbox.ModeLandlock} {
+		b.Run(string(mode), func(b *testing.B) {
+			h, ws := sandboxBenchHost(b, mode)
+			benchFirstCallWatched(b, h, ws)
+		})
+	}
+}
+
+func benchFirstCallWatched(b *testing.B, h *host.Host, ws string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = h.Watch(ctx, host.WatchOptions{Rescan: -1}) }()
+	defer func() { cancel(); <-done }()
+	changes := make(chan host.ToolsChanged, 16)
+	defer h.Subscribe(changes)()
+	time.Sleep(100 * time.Millisecond)
+	if out := h.Invoke(ctx, host.Call{Tool: "trivial", Args: json.RawMessage(`{}`), SessionID: "bench", Workspace: host.Workspace{Path: ws}}); !out.Result.Success {
+		b.Fatal(out.Result.Error)
+	}
+	var lat, listed []time.Duration
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		time.Sleep(300 * time.Millisecond) // the previous folder's removal is reloaded
+		for len(changes) > 0 {
+			<-changes
+		}
+		name := fmt.Sprintf("fresh-%d-%d", time.Now().UnixNano(), i)
+		dir := filepath.Join(h.Layout().Tools, name)
+		src := strings.Replace(trivialTool, "'trivial'", "'"+name+"'", 1)
+		b.StartTimer()
+		start := time.Now()
+		_ = os.Mkdir(dir, 0o755)
+		_ = os.WriteFile(filepath.Join(dir, "tool.js"), []byte(src), 0o644)
+		waitAdded(b, changes, name)
+		seen := time.Since(start)
+		out := h.Invoke(ctx, host.Call{Tool: name, Args: json.RawMessage(`{}`), SessionID: "bench", Workspace: host.Workspace{Path: ws}})
+		if !out.Result.Success {
+			b.Fatal(out.Result.Error)
+		}
+		lat, listed = append(lat, time.Since(start)), append(listed, seen)
+		b.StopTimer()
+		_ = os.RemoveAll(dir)
+		b.StartTimer()
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	sort.Slice(listed, func(i, j int) bool { return listed[i] < listed[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95-ms")
+	b.ReportMetric(float64(listed[len(listed)/2].Microseconds())/1000, "listed-p50-ms")
+}
+
+// waitAdded waits until the host announces that the tool name was added.
+func waitAdded(b *testing.B, changes <-chan host.ToolsChanged, name string) {
+	b.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case ev := <-changes:
+			for _, n := range ev.Added {
+				if n == name {
+					return
+				}
+			}
+		case <-timeout:
+			b.Fatalf("%s was never added", name)
+		}
+	}
+}
+
 // TestHostMemoryChild is not a test: BenchmarkHostMemory100Tools runs the test binary again
 // with JEAN2_MEMORY_CHILD set, and this starts a host on that home and prints its RSS.
 func TestHostMemoryChild(t *testing.T) {

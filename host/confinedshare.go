@@ -37,12 +37,12 @@ import (
 // linkModule links the bundle into the tool folder's own bundle folder and makes that the
 // program; a failure leaves the tool confined to its one bundle (and its versions unshared).
 func (t *folderTool) linkModule() {
-	dir := filepath.Join(t.fl.h.layout.Cache, "modules", sha256Hex(policy.Real(t.dir))[:32])
-	dst := filepath.Join(dir, filepath.Base(t.program))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := t.fl.moduleDir(t.dir)
+	if err != nil {
 		t.fl.h.log.Warn("cannot make the folder of a tool's bundles; its versions will not share workers", "tool", t.name, "path", dir, "error", err)
 		return
 	}
+	dst := filepath.Join(dir, filepath.Base(t.program))
 	// Bundles are named by the hash of what they are made from: one already there is this
 	// one.
 	if err := os.Link(t.program, dst); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -50,6 +50,12 @@ func (t *folderTool) linkModule() {
 		return
 	}
 	t.program, t.moduleDir = dst, dir
+}
+
+// moduleDir makes the folder of a tool folder's bundles, under jean2's cache.
+func (fl *folderLoader) moduleDir(toolDir string) (string, error) {
+	dir := filepath.Join(fl.h.layout.Cache, "modules", sha256Hex(policy.Real(toolDir))[:32])
+	return dir, os.MkdirAll(dir, 0o755)
 }
 
 // sharesConfined reports whether this version's confined workers may serve other versions

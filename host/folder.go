@@ -125,6 +125,9 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 	// Until the bundle says otherwise, the version is what the folder's VERSION or
 	// package.json says, so a broken edit is still named ("1.3.0 failed to load").
 	res := folderResult{label: f.Version}
+	// What the watcher started for a new folder (earlystart.go) is used below or stopped.
+	early := fl.h.early.take(f.Dir)
+	defer early.release()
 	if f.Err != nil {
 		res.err = f.Err
 		return res
@@ -225,34 +228,9 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		// The worker is kept for the first call when the tool declares no variables (its
 		// environment is then already right). Confined, the first call's worker starts
 		// meanwhile, its tool not loaded until that call (prestart.go).
-		var (
-			probe   *sharedPool
-			info    workerproto.InitializeResult
-			started *sharedPool
-		)
+		probe, mod, started, info, err := fl.learn(ctx, f, ft, prev, ahead, early)
 		defer func() { ft.keepAhead(started, res.fresh != nil) }()
-		for attempt := 1; ; attempt++ {
-			probe, err = ft.probePool()
-			if err != nil {
-				res.err = err
-				return res
-			}
-			if attempt == 1 && ft.kindName != gotool.KindGo {
-				probe.pool.Prestart() // its process first: the reload waits for this one
-				started = ft.startAhead(prev, ahead)
-			}
-			info, err = probe.pool.Load(ctx)
-			if err == nil {
-				break
-			}
-			_ = probe.release(context.Background())
-			// A confined worker is allowed its bundle's file as it was when the worker
-			// started; one replaced in between (by another jean2 that still renames bundles
-			// into the cache) is refused it. A new worker is allowed the file as it is now.
-			if attempt < 2 && refusedOwnBundle(err, ft.program) {
-				fl.h.log.Debug("worker refused its bundle; starting another", "tool", f.Name, "error", err)
-				continue
-			}
+		if err != nil {
 			res.err = err
 			return res
 		}
@@ -260,10 +238,10 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		warnings = info.Warnings
 		switch {
 		case len(info.Definition.Env) == 0 && !ft.confined():
-			ft.shared, ft.module = probe, probe.pool.Main()
+			ft.shared, ft.module = probe, mod
 		case ft.moduleDir != "" && prev != nil:
 			// The folder is being edited: its next version learns its definition here.
-			ft.learner, ft.learnerMod = probe, probe.pool.Main()
+			ft.learner, ft.learnerMod = probe, mod
 		default:
 			ft.releaseLater(probe)
 		}
@@ -313,6 +291,44 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 	return res
 }
 
+// learn loads a new version in a worker of its own (a probe) to learn its definition, in the
+// process the watcher started for the folder when there is one started exactly alike, and
+// starts the worker of the scope served last beside it (started; the caller hands it to
+// keepAhead whatever happens). mod is the version's module in the probe's pool.
+func (fl *folderLoader) learn(ctx context.Context, f loader.Folder, ft *folderTool, prev *version, ahead *atomic.Int32, early *earlyStart) (probe *sharedPool, mod *worker.Module, started *sharedPool, info workerproto.InitializeResult, err error) {
+	for attempt := 1; ; attempt++ {
+		if attempt == 1 {
+			probe, mod = ft.takeEarlyProbe(early)
+		}
+		if probe == nil {
+			if probe, err = ft.probePool(); err != nil {
+				return nil, nil, started, info, err
+			}
+			mod = probe.pool.Main()
+		}
+		if attempt == 1 && ft.kindName != gotool.KindGo {
+			probe.pool.Prestart() // its process first (when not started early): the reload waits for this one
+			if started = early.takeAhead(prev); started == nil {
+				started = ft.startAhead(prev, ahead)
+			}
+		}
+		info, err = mod.Load(ctx)
+		if err == nil {
+			return probe, mod, started, info, nil
+		}
+		_ = probe.release(context.Background())
+		probe = nil
+		// A confined worker is allowed its bundle's file as it was when the worker
+		// started; one replaced in between (by another jean2 that still renames bundles
+		// into the cache) is refused it. A new worker is allowed the file as it is now.
+		if attempt < 2 && refusedOwnBundle(err, ft.program) {
+			fl.h.log.Debug("worker refused its bundle; starting another", "tool", f.Name, "error", err)
+			continue
+		}
+		return nil, nil, started, info, err
+	}
+}
+
 func (fl *folderLoader) storeMeta(f loader.Folder, metaKey string, info workerproto.InitializeResult, runtime string) {
 	raw, _ := json.Marshal(definitionMeta{Definition: info.Definition, Shape: info.Shape, Runtime: runtime, Warnings: info.Warnings})
 	if err := fl.loader.StoreMeta(metaKey, raw); err != nil {
@@ -341,6 +357,10 @@ type sharedPool struct {
 	scope   poolScope
 	net     *sandbox.Exit
 	cleanup func()
+
+	// placeholder: the pool's main module names no bundle (its processes were started
+	// before the bundle was made: earlystart.go); each version adds its own module.
+	placeholder bool
 
 	mu   sync.Mutex
 	refs int // versions using it; 0 once closed
@@ -1001,10 +1021,16 @@ func (fl *folderLoader) prepareJS(ctx context.Context, f loader.Folder, res *fol
 		fl: fl, name: b.Name, dir: b.Folder, program: b.Path, runtimeDir: rt.Dir(),
 		executable: rt.Path, rtRoot: sandbox.RuntimeRoot(rt.Path, fl.h.home), script: node.ScriptPath(cache),
 		runtimeVersion: rt.Version, kindName: rt.Kind, scripts: b.InstallScripts,
-		launcher: func(env, flags []string, heapMB int) worker.Launcher {
-			return node.NewLauncher(rt, node.LauncherOptions{CacheDir: cache, Env: env, Dir: b.Folder, Flags: flags, MaxOldSpaceMB: heapMB})
-		},
+		launcher: jsLauncher(rt, cache, b.Folder),
 	}, b.Hash, nil
+}
+
+// jsLauncher says how a JavaScript tool's unconfined worker is started on rt in the tool
+// folder dir (folderTool.launcher).
+func jsLauncher(rt node.Runtime, cache, dir string) func(env, flags []string, heapMB int) worker.Launcher {
+	return func(env, flags []string, heapMB int) worker.Launcher {
+		return node.NewLauncher(rt, node.LauncherOptions{CacheDir: cache, Env: env, Dir: dir, Flags: flags, MaxOldSpaceMB: heapMB})
+	}
 }
 
 // prepareGo builds a Go tool folder with the local toolchain (cached by content hash).

@@ -97,6 +97,7 @@ type Host struct {
 
 	tempQuota sessionTempQuota // sessions whose temporary folder is over Limits.SessionTempMB
 	served    servedScope      // the scope a confined tool's call was last served in (prestart.go)
+	early     earlyStarts      // processes started for tool folders that appeared (earlystart.go)
 
 	subMu sync.Mutex
 	subs  map[int]chan<- ToolsChanged
@@ -227,6 +228,7 @@ func (h *Host) publish(ev ToolsChanged) {
 // Close retires every version (letting calls in flight finish, bounded by ctx) and stops
 // all workers.
 func (h *Host) Close(ctx context.Context) error {
+	h.early.close()
 	cat := h.cat.Swap(emptyCatalog())
 	var errs []error
 	for _, v := range cat.versions {

@@ -91,13 +91,19 @@ func (t *folderTool) keepAhead(ahead *sharedPool, loaded bool) {
 	}
 	ok := loaded && len(t.env) == 0 && !sandbox.Declares(t.def.Permissions) && t.def.Name == t.name &&
 		launcherKey(t.launcherFor(t.env, ahead.scope, ahead.net)) == ahead.key
+	module := ahead.pool.Main()
+	if ok && ahead.placeholder {
+		var err error
+		module, err = ahead.pool.AddModule(t.program, t.dir)
+		ok = err == nil
+	}
 	key := t.poolKey(ahead.scope)
 	t.mu.Lock()
 	if ok && t.pools[key] == nil {
 		if t.pools == nil {
 			t.pools = map[string]*scopedPool{}
 		}
-		t.pools[key] = &scopedPool{shared: ahead, module: ahead.pool.Main(), lastUsed: time.Now()}
+		t.pools[key] = &scopedPool{shared: ahead, module: module, lastUsed: time.Now()}
 		t.reapLaterLocked()
 		t.mu.Unlock()
 		return

@@ -65,6 +65,7 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 		}()
 	}
 	wg.Wait()
+	h.early.drop(only)
 
 	next := emptyCatalog()
 	next.loaded = true
@@ -109,7 +110,7 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 			next.broken[def.Name] = err.Error()
 			continue
 		}
-		if err := next.registry.Register(t); err != nil {
+		if err := v.register(next.registry); err != nil {
 			next.entries = append(next.entries, Entry{Name: def.Name, Kind: "builtin", Runtime: "builtin", Status: StatusError, Error: err.Error()})
 			next.broken[def.Name] = err.Error()
 			continue
@@ -146,7 +147,7 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 			next.broken[f.Name] = err.Error()
 			continue
 		}
-		if err := next.registry.Register(v.tool); err != nil {
+		if err := v.register(next.registry); err != nil {
 			if v != old.folders[f.Dir] {
 				retire = append(retire, v)
 			}
@@ -197,7 +198,7 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 				next.broken[def.Name] = err.Error()
 				continue
 			}
-			if err := next.registry.Register(v.tool); err != nil {
+			if err := v.register(next.registry); err != nil {
 				next.entries = append(next.entries, Entry{Name: def.Name, Kind: src.Kind(), Runtime: src.Kind(), Status: StatusError, Error: err.Error()})
 				next.broken[def.Name] = err.Error()
 				continue

@@ -23,6 +23,12 @@ type version struct {
 	// stop releases what the version holds (its worker pool); nil for built-in tools.
 	stop func(ctx context.Context) error
 
+	// checked is the tool as a registry takes it, its definition checked and its input
+	// schema compiled once: every reload registers every serving version again.
+	checkOnce sync.Once
+	checked   *tool.Checked
+	checkErr  error
+
 	mu       sync.Mutex
 	inflight int
 	retired  bool
@@ -38,6 +44,15 @@ func newVersion(e Entry, def tool.Definition, t tool.Tool, stop func(context.Con
 func (v *version) toolEnv() tool.Env {
 	v.envOnce.Do(func() { v.ctxEnv = tool.NewEnv(v.env) })
 	return v.ctxEnv
+}
+
+// register adds the version's tool to r.
+func (v *version) register(r *tool.Registry) error {
+	v.checkOnce.Do(func() { v.checked, v.checkErr = tool.Check(v.tool) })
+	if v.checkErr != nil {
+		return v.checkErr
+	}
+	return r.Add(v.checked)
 }
 
 // acquire registers a call; it fails once the version is retired.

@@ -76,6 +76,11 @@ func (h *Host) Watch(ctx context.Context, opts WatchOptions) error {
 			if ev.Op.Has(fsnotify.Create) && w != nil {
 				if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {
 					h.watchTree(w, ev.Name)
+					if ev.Name == folder {
+						// A new tool folder: its workers start during the debounce and the
+						// bundle (earlystart.go).
+						h.startEarly(folder)
+					}
 				}
 			}
 			debounce.Reset(opts.Debounce)

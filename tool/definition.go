@@ -113,50 +113,57 @@ var (
 // Check reports the first thing wrong with the definition, in words that say how to fix it.
 // It also compiles the schemas, so an invalid JSON Schema is caught here.
 func (d Definition) Check() error {
+	_, err := d.check()
+	return err
+}
+
+// check is Check, returning the compiled input schema.
+func (d Definition) check() (*Schema, error) {
 	if d.Name == "" {
-		return fmt.Errorf("definition.name is empty: give the tool a name")
+		return nil, fmt.Errorf("definition.name is empty: give the tool a name")
 	}
 	if !toolNamePattern.MatchString(d.Name) {
-		return fmt.Errorf("definition.name %q is not a valid tool name: use letters, digits, '_', '-' or '.', at most 128 characters", d.Name)
+		return nil, fmt.Errorf("definition.name %q is not a valid tool name: use letters, digits, '_', '-' or '.', at most 128 characters", d.Name)
 	}
 	if d.Description == "" {
-		return fmt.Errorf("definition.description is empty: say what %s does (the model reads it)", d.Name)
+		return nil, fmt.Errorf("definition.description is empty: say what %s does (the model reads it)", d.Name)
 	}
 	if len(d.InputSchema) == 0 || string(d.InputSchema) == "null" {
-		return fmt.Errorf("definition.inputSchema is missing: give a JSON Schema for the arguments")
+		return nil, fmt.Errorf("definition.inputSchema is missing: give a JSON Schema for the arguments")
 	}
-	if _, err := CompileSchema(d.InputSchema); err != nil {
-		return fmt.Errorf("definition.inputSchema: %w", err)
+	input, err := CompileSchema(d.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("definition.inputSchema: %w", err)
 	}
 	var top struct {
 		Type any `json:"type"`
 	}
 	if err := json.Unmarshal(d.InputSchema, &top); err != nil {
-		return fmt.Errorf("definition.inputSchema is not a JSON object: %w", err)
+		return nil, fmt.Errorf("definition.inputSchema is not a JSON object: %w", err)
 	}
 	if top.Type != nil && top.Type != "object" {
-		return fmt.Errorf("definition.inputSchema.type is %v: tool arguments are an object, use \"object\"", top.Type)
+		return nil, fmt.Errorf("definition.inputSchema.type is %v: tool arguments are an object, use \"object\"", top.Type)
 	}
 	if len(d.OutputSchema) > 0 && string(d.OutputSchema) != "null" {
 		if _, err := CompileSchema(d.OutputSchema); err != nil {
-			return fmt.Errorf("definition.outputSchema: %w", err)
+			return nil, fmt.Errorf("definition.outputSchema: %w", err)
 		}
 	}
 	if d.Timeout < 0 {
-		return fmt.Errorf("definition.timeout is %d: give a positive number of milliseconds", d.Timeout)
+		return nil, fmt.Errorf("definition.timeout is %d: give a positive number of milliseconds", d.Timeout)
 	}
 	for _, e := range d.Env {
 		if !envNamePattern.MatchString(e) {
-			return fmt.Errorf("definition.env: %q is not an environment variable name", e)
+			return nil, fmt.Errorf("definition.env: %q is not an environment variable name", e)
 		}
 	}
 	switch d.TaskSupport() {
 	case TaskForbidden, TaskOptional, TaskRequired:
 	default:
-		return fmt.Errorf("definition.execution.taskSupport is %q: use forbidden, optional or required", d.Execution.TaskSupport)
+		return nil, fmt.Errorf("definition.execution.taskSupport is %q: use forbidden, optional or required", d.Execution.TaskSupport)
 	}
 	if d.Execution != nil && d.Execution.TaskAfterInput && d.TaskSupport() == TaskForbidden {
-		return errors.New("definition.execution.taskAfterInput needs taskSupport optional or required: a call that may not be a task cannot become one")
+		return nil, errors.New("definition.execution.taskAfterInput needs taskSupport optional or required: a call that may not be a task cannot become one")
 	}
-	return nil
+	return input, nil
 }

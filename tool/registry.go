@@ -51,20 +51,37 @@ func NewRegistry() *Registry { return &Registry{tools: map[string]*entry{}} }
 // Register adds a tool after checking its definition; a second tool with the same name is
 // refused.
 func (r *Registry) Register(t Tool) error {
-	def := t.Definition()
-	if err := def.Check(); err != nil {
-		return fmt.Errorf("register %q: %w", def.Name, err)
-	}
-	s, err := CompileSchema(def.InputSchema)
+	c, err := Check(t)
 	if err != nil {
-		return fmt.Errorf("register %q: definition.inputSchema: %w", def.Name, err)
+		return err
 	}
+	return r.Add(c)
+}
+
+// Checked is a tool whose definition was checked and whose input schema was compiled, once:
+// a host that builds a new registry at every reload registers the tools that did not change
+// without checking and compiling their schemas again.
+type Checked struct{ e entry }
+
+// Check checks t's definition and compiles its input schema for Registry.Add.
+func Check(t Tool) (*Checked, error) {
+	def := t.Definition()
+	s, err := def.check()
+	if err != nil {
+		return nil, fmt.Errorf("register %q: %w", def.Name, err)
+	}
+	return &Checked{e: entry{tool: t, def: def, input: s}}, nil
+}
+
+// Add registers a checked tool; a second tool with the same name is refused.
+func (r *Registry) Add(c *Checked) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, dup := r.tools[def.Name]; dup {
-		return fmt.Errorf("register %q: a tool with that name is already registered", def.Name)
+	if _, dup := r.tools[c.e.def.Name]; dup {
+		return fmt.Errorf("register %q: a tool with that name is already registered", c.e.def.Name)
 	}
-	r.tools[def.Name] = &entry{tool: t, def: def, input: s}
+	e := c.e
+	r.tools[e.def.Name] = &e
 	return nil
 }
 

@@ -4,10 +4,17 @@
 // answer carries it: the time from the write to that answer is one sample. Then it makes a
 // new tool folder and calls it until it answers (first call of a new tool, FIRSTS times),
 // and times WARM calls of the last version (warm calls).
-// Usage: node reload.mjs TOOLSDIR COMMAND [ARGS...]   (env SAVES, FIRSTS, WARM, GAP_MS)
+// FIRST_VIA says how the client learns of the new tool: `poll` (default) calls it until it
+// answers, as every figure before issue 23's first-call work was measured; `listed` does what
+// an MCP client does: it waits for notifications/tools/list_changed, lists the tools again
+// (the SDK's listChanged handler, without its default 300 ms debounce) and calls the new tool
+// once it is listed. Polling keeps the server and the client busy with failing calls while
+// the new tool's workers start, which on a small machine slows the start it waits for.
+// TRACE_FILE, when set, gets the client's timestamps (ms since the epoch) of each first call.
+// Usage: node reload.mjs TOOLSDIR COMMAND [ARGS...]   (env SAVES, FIRSTS, WARM, GAP_MS, FIRST_VIA, TRACE_FILE)
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { writeFileSync, mkdirSync, rmSync } from 'node:fs';
+import { writeFileSync, mkdirSync, rmSync, appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const [toolsDir, command, ...args] = process.argv.slice(2);
@@ -15,6 +22,12 @@ const saves = Number(process.env.SAVES ?? 15);
 const firsts = Number(process.env.FIRSTS ?? 5);
 const warm = Number(process.env.WARM ?? 500);
 const gapMs = Number(process.env.GAP_MS ?? 300); // pause between saves: an editor's saves are not back to back
+const firstVia = process.env.FIRST_VIA ?? 'poll';
+if (firstVia !== 'poll' && firstVia !== 'listed') throw new Error(`FIRST_VIA=${firstVia}: poll or listed`);
+const traceFile = process.env.TRACE_FILE;
+const trace = (label) => {
+  if (traceFile) appendFileSync(traceFile, `${(performance.timeOrigin + performance.now()).toFixed(3)} client ${label}\n`);
+};
 
 const source = (name, marker) => `// Written by bench/mcp/reload.mjs.
 export const definition = {
@@ -28,7 +41,21 @@ export async function execute(input: { n?: number }) {
 }
 `;
 
-const client = new Client({ name: 'reload-bench', version: '1.0.0' });
+// Each list the client fetches after a list_changed notification wakes whoever waits for a
+// name in it (FIRST_VIA=listed).
+let listed = new Set();
+let listWaiters = [];
+const onToolsChanged = (err, tools) => {
+  if (err || !tools) return;
+  listed = new Set(tools.map((t) => t.name));
+  trace(`listed ${tools.length} tools`);
+  const ready = listWaiters.filter((w) => listed.has(w.name));
+  listWaiters = listWaiters.filter((w) => !listed.has(w.name));
+  for (const w of ready) w.resolve();
+};
+const whenListed = (name) => listed.has(name) ? Promise.resolve() : new Promise((resolve) => listWaiters.push({ name, resolve }));
+const client = new Client({ name: 'reload-bench', version: '1.0.0' },
+  { listChanged: { tools: { debounceMs: 0, onChanged: onToolsChanged } } });
 await client.connect(new StdioClientTransport({ command, args, env: process.env, stderr: 'ignore' }));
 
 const now = () => Number(process.hrtime.bigint()) / 1e6;
@@ -66,10 +93,14 @@ for (let i = 0; i < firsts; i++) {
   await sleep(gapMs);
   const name = `fresh${i}_${process.pid}`;
   const dir = join(toolsDir, name);
+  const appeared = firstVia === 'listed' ? whenListed(name) : null;
   const t0 = now();
+  trace(`write ${name}`);
   mkdirSync(dir);
   writeFileSync(join(dir, 'tool.ts'), source(name, 'new'));
+  if (appeared) await appeared;
   first.push(await until(name, 'new', t0));
+  trace(`answered ${name}`);
   rmSync(dir, { recursive: true, force: true });
 }
 
@@ -82,7 +113,7 @@ for (let i = 0; i < warm; i++) {
 const w = [...warmLat].sort((a, b) => a - b);
 console.log(JSON.stringify({
   saves, reload: fmt(reload), samples: reload.map((x) => +x.toFixed(0)),
-  firstCall: first.length ? fmt(first) : null,
+  firstCall: first.length ? { via: firstVia, ...fmt(first) } : null,
   warmCall: { p50us: +pct(w, 0.5).toFixed(0), p95us: +pct(w, 0.95).toFixed(0) },
 }));
 await client.close();

@@ -8,6 +8,8 @@
 #   bench/mcp/reload.sh
 #   MODES=auto ROUNDS=3 bench/mcp/reload.sh        # the confined path only
 #   JEAN2_BIN=/tmp/jean2-old bench/mcp/reload.sh   # a jean2 built elsewhere (before/after)
+#   FIRST_VIA=listed bench/mcp/reload.sh           # first calls made once the tool is listed
+#                                                  # (list_changed, tools/list), as clients do
 # The unconfined reload benchmark of the host alone stays:
 #   go test -run '^$' -bench ReloadLatency -benchtime 30x ./host
 set -euo pipefail
