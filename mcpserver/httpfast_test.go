@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -321,5 +323,45 @@ func TestHTTPSessionIdleTimeout(t *testing.T) {
 			t.Fatal("the idle session was never closed")
 		}
 		time.Sleep(3 * time.Second)
+	}
+}
+
+// sessionFolders are the temporary folders of MCP sessions under the host's temp folder.
+func sessionFolders(t *testing.T, temp string) []string {
+	t.Helper()
+	var out []string
+	_ = filepath.WalkDir(temp, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && strings.HasPrefix(d.Name(), "mcp-") {
+			out = append(out, p)
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	return out
+}
+
+// An HTTP session that ends (its client closes it, DELETE) has the host let go of what it
+// kept for it: its temporary folder is removed (before, every session's folder stayed until
+// jean2 stopped).
+func TestHTTPSessionEndFreesItsKeep(t *testing.T) {
+	r := newRig(t)
+	ts := httptest.NewServer(r.srv.HTTPHandler())
+	t.Cleanup(ts.Close)
+	cs := httpClient(t, ts.URL, nil, http.DefaultTransport)
+	if res := call(t, cs, "nap", map[string]int{"ms": 1}); text(res) != "slept 1 ms" {
+		t.Fatalf("call: %s", toJSON(res))
+	}
+	if got := sessionFolders(t, r.temp); len(got) != 1 {
+		t.Fatalf("the session's folders under %s: %v, want one", r.temp, got)
+	}
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if got := sessionFolders(t, r.temp); len(got) == 0 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the ended session's folder is still there: %v", got)
+		}
 	}
 }

@@ -486,8 +486,29 @@ func (s *Server) session(req *mcp.CallToolRequest) *session {
 		s.sessMu.Lock()
 		delete(s.sessions, ss)
 		s.sessMu.Unlock()
+		s.endSession(sess.id)
 	}()
 	return sess
+}
+
+// sessionEnder is a Host that lets go of what it keeps for a session (host.Host: its
+// temporary folder and mount, its tool workers and cgroup, the shell's background commands).
+type sessionEnder interface {
+	EndSession(ctx context.Context, workspaceID, sessionID string) error
+}
+
+// endSession lets the host free an MCP session's keep once its client is gone (closed,
+// deleted, or idle past HTTPSessionTimeout).
+func (s *Server) endSession(id string) {
+	e, ok := s.h.(sessionEnder)
+	if !ok || id == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.EndSession(ctx, s.serving.Load().workspace.ID, id); err != nil {
+		s.log.Warn("mcp: end a session's keep", "session", id, "error", err)
+	}
 }
 
 // stateless reports whether a call is a stateless HTTP request (2026-07-28): one on the
