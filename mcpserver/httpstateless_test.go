@@ -39,7 +39,8 @@ func statelessClient(t *testing.T, url string, opts *mcp.ClientOptions, rt http.
 // an unknown tool, a call with a progress token and the calls of a client that declared
 // elicitation go to the go-sdk (SSE), and their progress and asks still reach the client.
 func TestHTTPStatelessFastPath(t *testing.T) {
-	r := newRig(t)
+	// At load 20 a greet took longer than the default 50 ms and was answered as SSE.
+	r := newRig(t, func(r *rig) { r.opts.FastJSONWait = 2 * time.Second })
 	ts := httptest.NewServer(r.srv.HTTPHandler())
 	t.Cleanup(ts.Close)
 	types := &contentTypes{}
@@ -206,11 +207,12 @@ func TestHTTPStatelessFastPathRules(t *testing.T) {
 // is answered with MissingRequiredClientCapabilityError and HTTP 400 (SEP-2575), whether
 // it ends within FastJSONWait or after (when the answer used to stream over SSE with 200).
 func TestHTTPStatelessMissingSamplingIs400(t *testing.T) {
-	r := newRig(t, func(r *rig) { r.opts.FastJSONWait = 20 * time.Millisecond })
+	// 20 ms was too short at load 20 for the call meant to end within it.
+	r := newRig(t, func(r *rig) { r.opts.FastJSONWait = 250 * time.Millisecond })
 	r.src.mu.Lock()
 	r.src.tools = []tool.Tool{&tool.Func{Def: tool.Definition{Name: "slow-think", Description: "Wait, then ask the model.", InputSchema: obj(`{"type":"object"}`)},
 		Run: func(ctx context.Context, c *tool.Context, _ json.RawMessage) tool.Result {
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(1500 * time.Millisecond)
 			text, err := c.LLM.GenerateText(ctx, tool.TextRequest{Prompt: "2+2?"})
 			if err != nil {
 				return tool.Errorf("%v", err)

@@ -25,19 +25,24 @@ import (
 // rounds holds the calls parked on a client's input.
 type rounds struct {
 	timeout time.Duration
+	gather  time.Duration // how long a round waits for more asks (gatherWindow by default)
 
 	mu     sync.Mutex
 	parked map[string]*parkedCall
 	closed bool
 }
 
-func newRounds(timeout time.Duration) *rounds {
-	return &rounds{timeout: timeout, parked: map[string]*parkedCall{}}
+func newRounds(timeout, gather time.Duration) *rounds {
+	if gather <= 0 {
+		gather = gatherWindow
+	}
+	return &rounds{timeout: timeout, gather: gather, parked: map[string]*parkedCall{}}
 }
 
 // parkedCall is one call that may need rounds of input.
 type parkedCall struct {
-	id     string // its requestState, a new one for each round
+	id     string        // its requestState, a new one for each round
+	window time.Duration // how long a round waits for more asks
 	tool   string
 	ch     *channel
 	finish func(host.Outcome) (*mcp.CallToolResult, error)
@@ -73,7 +78,7 @@ var errRoundsClosed = errors.New("the MCP server is shutting down")
 
 func (r *rounds) newCall(tool string, ch *channel, finish func(host.Outcome) (*mcp.CallToolResult, error), supplied mcp.InputResponseMap) *parkedCall {
 	return &parkedCall{
-		tool: tool, ch: ch, finish: finish, supplied: supplied,
+		tool: tool, ch: ch, finish: finish, supplied: supplied, window: r.gather,
 		inputs: make(chan inputAsk, 8), outcome: make(chan host.Outcome, 1),
 	}
 }
@@ -199,7 +204,7 @@ func (p *parkedCall) gather(first inputAsk) mcp.InputRequestMap {
 		p.waiting[key] = in
 	}
 	add(first)
-	window := time.NewTimer(gatherWindow)
+	window := time.NewTimer(p.window)
 	defer window.Stop()
 	for {
 		select {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jean2/jean2/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -135,9 +136,11 @@ func TestRootsAsk(t *testing.T) {
 	}
 }
 
-// Asks made together travel in one round, each under its key.
+// Asks made together travel in one round, each under its key (the window is a second here,
+// the default 20 ms).
 func TestAsksTogetherTravelInOneRound(t *testing.T) {
-	r := newRig(t)
+	// A machine at load 20 scheduled the three asks more than 20 ms apart.
+	r := newRig(t, func(r *rig) { r.opts.AskGatherWindow = time.Second })
 	cs := roundsClient(r, nil)
 	args := obj(`{"together":true,"asks":[{"type":"text","question":"Name?","key":"user_name"},` +
 		`{"target":"client","type":"client_capability","capability":"roots","key":"client_roots"},{"type":"confirm","question":"Go?"}]}`)

@@ -58,6 +58,10 @@ type Options struct {
 	// HTTPSessionTimeout closes a streamable HTTP session with no request in flight for
 	// this long (DefaultHTTPSessionTimeout when zero).
 	HTTPSessionTimeout time.Duration
+	// AskGatherWindow is how long an input-required round (2026-07-28) waits for more of a
+	// call's asks after one arrives, so asks made together travel in one round (20 ms when
+	// zero).
+	AskGatherWindow time.Duration
 	// LLM is the model of the host's calls, for a host whose model is resolved at each
 	// request (jean2 serve's providers): while its requests fail with tool.ErrNoLLM, a
 	// client that declared sampling answers them. Nil: the host's HasLLM decides once.
@@ -207,7 +211,7 @@ func New(h Host, opts Options) (*Server, error) {
 		statelessScope: "mcp-stateless-" + randomID(),
 	}
 	s.serving.Store(&serving{workspace: opts.Workspace, policy: opts.Policy})
-	s.rounds = newRounds(opts.InputTimeout)
+	s.rounds = newRounds(opts.InputTimeout, opts.AskGatherWindow)
 	s.tasks = newTaskTable()
 	s.impl = &mcp.Implementation{Name: "jean2", Title: "jean2 tool host", Version: opts.Version}
 	s.mcp = mcp.NewServer(s.impl, &mcp.ServerOptions{
