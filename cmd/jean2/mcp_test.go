@@ -174,7 +174,7 @@ func TestMCPServeToTypeScriptClient(t *testing.T) {
 		t.Fatalf("ask: %s", got.Ask.text())
 	}
 	if len(got.Elicitations) != 3 || got.Elicitations[0].Mode != "form" || got.Elicitations[0].Message != "Tool ask asks: Your name?" ||
-		!strings.Contains(string(got.Elicitations[1].Schema), `{"const":"Staging","title":"Staging"}`) ||
+		!strings.Contains(string(got.Elicitations[1].Schema), `{"const":"staging","title":"Staging"}`) ||
 		!strings.HasPrefix(got.Elicitations[2].Message, "Tool ask asks for permission: Deploy to staging?") ||
 		!strings.Contains(string(got.Elicitations[2].Schema), `"allow":{"type":"boolean"`) {
 		t.Fatalf("elicitations: %+v", got.Elicitations)

@@ -28,7 +28,11 @@ client.setRequestHandler(ElicitRequestSchema, async (req) => {
   out.elicitations.push({ message, mode: req.params.mode, schema: requestedSchema });
   if (requestedSchema.properties.allow) return { action: 'accept', content: { allow: true, remember: 'once' } };
   if (message.includes('Your name?')) return { action: 'accept', content: { answer: 'Ada' } };
-  if (message.includes('Which environment?')) return { action: 'accept', content: { answer: 'Staging' } };
+  if (message.includes('Which environment?')) {
+    // As a form would: the person picks the choice titled Staging; its const is the answer.
+    const choice = requestedSchema.properties.answer.oneOf.find((c) => c.title === 'Staging');
+    return { action: 'accept', content: { answer: choice.const } };
+  }
   return { action: 'decline' };
 });
 client.setRequestHandler(CreateMessageRequestSchema, async (req) => ({
