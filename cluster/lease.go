@@ -198,10 +198,12 @@ func (n *Node) reap(ctx context.Context) int {
 		if mine {
 			continue // late renewal of this instance's own turn: the heartbeat renews it
 		}
-		// Taking the lease is the claim: of several reapers, one wins. It is taken under an
+		// Taking the lease listed is the claim: of several reapers, one wins, and one that
+		// comes after the winner released it takes nothing (not a fresh lease: a second
+		// seal). It is taken under an
 		// owner of its own, so a turn this instance starts meanwhile is refused (409) rather
 		// than sharing it, and the release below cannot drop that turn's lease.
-		if _, err := n.db.AcquireLease(ctx, l.SessionID, n.reaperID(), "", n.ttl); err != nil {
+		if _, err := n.db.TakeExpiredLease(ctx, l, n.reaperID(), n.ttl); err != nil {
 			if !errors.Is(err, store.ErrLeased) && !errors.Is(err, store.ErrNotFound) {
 				n.log.Warn("claim an expired turn lease", "session", l.SessionID, "dead", l.InstanceID, "error", err)
 			}

@@ -80,6 +80,30 @@ func (db *DB) AcquireLease(ctx context.Context, sessionID, instanceID, turnID st
 	return Lease{}, &LeaseHeldError{Held: held}
 }
 
+// TakeExpiredLease gives instanceID the session's lease for ttl if the lease that stands is
+// still expired's (the same acquisition, its epoch) and still expired: the claim of a reaper
+// that listed it. Of several reapers, one wins; one that comes after the winner released
+// the lease (the session sealed) finds nothing to take, where AcquireLease would give it a
+// fresh lease and a second seal. A lost claim is ErrLeased.
+func (db *DB) TakeExpiredLease(ctx context.Context, expired Lease, instanceID string, ttl time.Duration) (Lease, error) {
+	if instanceID == "" || ttl <= 0 {
+		return Lease{}, fmt.Errorf("take the expired lease of session %q for instance %q: an instance and a positive ttl (%s) are required", expired.SessionID, instanceID, ttl)
+	}
+	t := now()
+	exp := t + ttl.Milliseconds()
+	epoch := NewID("epoch_")
+	res, err := db.execWrite(ctx, `UPDATE turn_leases SET instance_id = ?, turn_id = '', acquired_at = ?, expires_at = ?, epoch = ?
+		WHERE session_id = ? AND instance_id = ? AND COALESCE(epoch, '') = ? AND expires_at < ?`,
+		instanceID, t, exp, epoch, expired.SessionID, expired.InstanceID, expired.Epoch, t)
+	if err != nil {
+		return Lease{}, fmt.Errorf("take the expired lease of session %s for instance %s: %w", expired.SessionID, instanceID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return Lease{}, fmt.Errorf("take the expired lease of session %s (instance %s): %w: another instance took it or it was released", expired.SessionID, expired.InstanceID, ErrLeased)
+	}
+	return Lease{SessionID: expired.SessionID, InstanceID: instanceID, AcquiredAt: toTime(t), ExpiresAt: toTime(exp), Epoch: epoch}, nil
+}
+
 // RenewLeases moves the expiry of instanceID's leases of sessions to now+ttl and returns
 // the sessions whose lease it no longer holds (another instance took it over, or it was
 // released): their turns must stop.

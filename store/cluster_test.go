@@ -276,3 +276,60 @@ func testFenceLeaseRefusesALostLease(t *testing.T, db *DB) {
 		t.Fatalf("events stored: %v, want [held last fresh]", types)
 	}
 }
+
+// A reaper's claim takes the expired lease it listed, once: of reapers claiming at once one
+// wins; one that claims after the winner sealed the session and released the lease takes
+// nothing (AcquireLease gave it a fresh lease, and the session was sealed twice); a live
+// lease and a newer acquisition are not taken.
+func TestTakeExpiredLeaseOnce(t *testing.T) { forEachBackend(t, testTakeExpiredLeaseOnce) }
+
+func testTakeExpiredLeaseOnce(t *testing.T, db *DB) {
+	ctx := context.Background()
+	db2 := openAgain(t, db)
+	ses := mustSession(t, db, mustWorkspace(t, db, t.TempDir()).ID)
+	dead, err := db.AcquireLease(ctx, ses.ID, "dead", "turn", 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.TakeExpiredLease(ctx, dead, "early", time.Minute); !errors.Is(err, ErrLeased) {
+		t.Fatalf("a live lease was taken: %v", err)
+	}
+	time.Sleep(40 * time.Millisecond)
+	var wg sync.WaitGroup
+	results := make([]error, 6)
+	for i := range results {
+		wg.Go(func() {
+			d := db
+			if i%2 == 1 {
+				d = db2
+			}
+			_, results[i] = d.TakeExpiredLease(ctx, dead, "reaper-"+string(rune('a'+i)), time.Minute)
+		})
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range results {
+		if err == nil {
+			won++
+		} else if !errors.Is(err, ErrLeased) {
+			t.Errorf("take: %v", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d reapers took the lease, want 1: %v", won, results)
+	}
+	winner, err := db.LeaseOf(ctx, ses.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ReleaseLease(ctx, ses.ID, winner.InstanceID); err != nil {
+		t.Fatal(err)
+	}
+	// A reaper that listed the dead lease before the winner released it.
+	if _, err := db2.TakeExpiredLease(ctx, dead, "late-reaper", time.Minute); !errors.Is(err, ErrLeased) {
+		t.Fatalf("a released lease was taken again: %v", err)
+	}
+	if _, err := db.LeaseOf(ctx, ses.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the session has a lease after the late claim: %v", err)
+	}
+}
