@@ -28,6 +28,7 @@ type fakeModel struct {
 	calls       atomic.Int64
 	refusals    atomic.Int64 // requests refused as too long
 	summaries   atomic.Int64 // compactions' summary requests answered
+	maxPrompt   atomic.Int64 // the largest request answered since it was last taken, in tokens
 }
 
 func newFakeModel(t *testing.T, kb, refuseAbove int) *fakeModel {
@@ -61,6 +62,8 @@ func (m *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.refusals.Add(1)
 		providertest.OpenAIContextExceeded(m.refuseAbove, int(prompt)).Write(w, r.Context().Done())
 		return
+	}
+	for old := m.maxPrompt.Load(); prompt > old && !m.maxPrompt.CompareAndSwap(old, prompt); old = m.maxPrompt.Load() {
 	}
 	system := ""
 	if req.Messages[0].Role == "system" {

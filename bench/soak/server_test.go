@@ -155,8 +155,12 @@ func (s *served) logText() string {
 
 func (s *served) call(t *testing.T, method, path string, body, out any) {
 	t.Helper()
-	data, _ := json.Marshal(body)
-	req, err := http.NewRequest(method, s.base+path, bytes.NewReader(data))
+	var rd io.Reader // a GET has no body (nil, not "null")
+	if body != nil {
+		data, _ := json.Marshal(body)
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, s.base+path, rd)
 	must(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+s.token)

@@ -78,7 +78,7 @@ func TestSoak(t *testing.T) {
 	t.Logf("machine: %s", loadAverage())
 	t.Logf("jean2 %s, store %s, %d turns × %d KB results, window %d tokens (refused above %d), %d subscribers, %d idle sessions",
 		srv.bin, *flagStore, *flagTurns, *flagKB, *flagWindow, *flagRefuse, *flagSubs, *flagIdle)
-	t.Logf("%-12s %9s %9s %6s %5s %9s %9s %8s %10s %10s", "turns", "rss MB", "peak MB", "gor.", "fds", "p50 ms", "p90 ms", "heap MB", "alloc/turn", "objs/turn")
+	t.Logf("%-12s %9s %9s %6s %5s %9s %9s %8s %10s %10s %8s %8s", "turns", "rss MB", "peak MB", "gor.", "fds", "p50 ms", "p90 ms", "heap MB", "alloc/turn", "objs/turn", "refused", "max req")
 	t.Logf("%-12s %9.1f %9.1f %6s %5d %9s %9s %8.1f", "start", start.rssMB, start.peakMB, start.goroutines, start.fds, "", "", start.heapInuseMB)
 
 	first, last, warm := runTurns(t, srv, session, followers, start)
@@ -116,9 +116,12 @@ func TestSoak(t *testing.T) {
 
 // runTurns runs the session's turns, printing a line per window; it returns the first and
 // last windows' median turn time and the sample after the first window. Allocations per
-// turn are the server's bytes and objects allocated in the window over its turns.
+// turn are the server's bytes and objects allocated in the window over its turns; refused
+// the model's refusals of too-long requests in the window, max req the largest request it
+// answered (k tokens, its bytes / 4).
 func runTurns(t *testing.T, srv *served, session string, followers []*follower, prev sample) (first, last time.Duration, warm sample) {
 	var window []time.Duration
+	refused := int64(0)
 	for turn := 1; turn <= *flagTurns; turn++ {
 		window = append(window, srv.turn(t, session, turn, followers))
 		if len(window) < *flagEvery && turn < *flagTurns {
@@ -131,9 +134,12 @@ func runTurns(t *testing.T, srv *served, session string, followers []*follower, 
 		}
 		last = p50
 		n := uint64(len(window))
-		t.Logf("%-12s %9.1f %9.1f %6s %5d %9.1f %9.1f %8.1f %8.2fMB %10d", fmt.Sprintf("%d-%d", turn-len(window)+1, turn),
+		r := srv.model.refusals.Load()
+		t.Logf("%-12s %9.1f %9.1f %6s %5d %9.1f %9.1f %8.1f %8.2fMB %10d %8d %7.1fk", fmt.Sprintf("%d-%d", turn-len(window)+1, turn),
 			s.rssMB, s.peakMB, s.goroutines, s.fds, ms(p50), ms(p90),
-			s.heapInuseMB, float64(s.totalAlloc-prev.totalAlloc)/float64(n)/(1<<20), (s.mallocs-prev.mallocs)/n)
+			s.heapInuseMB, float64(s.totalAlloc-prev.totalAlloc)/float64(n)/(1<<20), (s.mallocs-prev.mallocs)/n,
+			r-refused, float64(srv.model.maxPrompt.Swap(0))/1000)
+		refused = r
 		window, prev = window[:0], s
 	}
 	return first, last, warm
