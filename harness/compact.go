@@ -386,12 +386,17 @@ func storeCompaction(m store.Message, stored *store.Message) op {
 	}
 }
 
-// windowOf is the context window of the session's model, 0 when unknown.
+// windowOf is the context window of the session's model, 0 when unknown: the configured
+// one, or what a refusal taught when that is less (or nothing is configured).
 func (h *Harness) windowOf(providerName, model string) int {
+	w := 0
 	if cw, ok := h.opts.Models.(ContextWindows); ok {
-		return cw.ContextWindow(providerName, model)
+		w = cw.ContextWindow(providerName, model)
 	}
-	return 0
+	if l := h.windows.get(providerName, model); l > 0 && (w == 0 || l < w) {
+		w = l
+	}
+	return w
 }
 
 // fit makes req fit the turn's context window: old tool results pruned, then older

@@ -270,6 +270,58 @@ func TestContextExceededCompactsAndRetriesOnce(t *testing.T) {
 	}
 }
 
+// A model whose window jean2 is not told refuses, as real providers do, every request
+// past it (OpenAI's 400 context_length_exceeded). The first refusal compacts the session
+// and the request is sent again; from then on the harness knows the window is below what
+// was refused and compacts before sending, so the provider is not asked a request it
+// refuses again: one refusal in a long session, not one every few turns. Every turn
+// answers, and no turn's message is lost or stored twice.
+func TestUnknownWindowLearnedFromRefusal(t *testing.T) {
+	const window = 4000
+	f := newFixture(t, fixtureOptions{}) // the window is unknown
+	var mu sync.Mutex
+	refused, summaries := 0, 0
+	f.srv.Respond(func(r providertest.Request) providertest.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		if n := wireTokens(t, r.Body); n > window {
+			refused++
+			return providertest.OpenAIContextExceeded(window, n)
+		}
+		if isSummaryRequest(t, r.Body) {
+			summaries++
+			return providertest.OpenAIText("gpt-test", fmt.Sprintf("SUMMARY-%d of the numbered paragraphs.", summaries))
+		}
+		return providertest.OpenAIText("gpt-test", "Noted.")
+	})
+	const turns = 30
+	for i := range turns {
+		msg := fmt.Sprintf("TURN-%02d ", i) + strings.Repeat(fmt.Sprintf("paragraph %d. ", i), 2000)[:1992]
+		if _, fin := f.turn(msg); fin.Reason != harness.ReasonDone {
+			t.Fatalf("turn %d: %+v", i, fin)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if refused != 1 || summaries < 3 {
+		t.Fatalf("%d requests refused as too long, %d summaries in %d turns: after the first refusal the session should be compacted before its requests are refused", refused, summaries, turns)
+	}
+	seen := map[string]int{}
+	for _, m := range f.messages() {
+		if m.Role == store.RoleUser {
+			seen[m.Content[:7]]++
+		}
+		if m.Role == store.RoleAssistant && (m.Status != store.StatusComplete || m.Content != "Noted.") {
+			t.Errorf("answer %d: %s %q %s", m.Seq, m.Status, m.Content, m.Error)
+		}
+	}
+	for i := range turns {
+		if n := seen[fmt.Sprintf("TURN-%02d", i)]; n != 1 {
+			t.Errorf("turn %d's message is stored %d times", i, n)
+		}
+	}
+}
+
 // script answers summary requests with SUMMARY-<label> (label set by the test) and other
 // requests from a queue.
 type script struct {

@@ -159,8 +159,10 @@ type Harness struct {
 	leases map[string]Lease              // session → the lease its claim holds (Options.Leases)
 	facts  map[string]*tool.SessionFacts // session → its facts, for the harness's life
 
-	hist  histories // transcripts kept between turns
-	queue queues    // messages waiting for their session's turn to end (queue.go)
+	hist histories // transcripts kept between turns
+	// windows are the context windows providers' refusals taught (window.go).
+	windows learnedWindows
+	queue   queues // messages waiting for their session's turn to end (queue.go)
 	// spawning holds the children a task call is starting (subagents.go).
 	spawning spawned
 	// goals holds the goal evaluations running between turns (goal.go).

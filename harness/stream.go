@@ -88,8 +88,14 @@ func (t *turn) answer() (*answer, error) {
 		if !retried && contextExceeded(err) && !a.stored && len(a.msg.Parts) == 0 && t.ctx.Err() == nil {
 			// The provider says the request is longer than the model's window: compact
 			// and try once more.
-			t.h.log.Warn("the provider refused the request as too long: compacting", "session", t.sessionID, "error", err)
-			if pend, err = t.fit(&req, base, a.pend, EstimateTokens(req)); err == nil {
+			// The window is below what was refused (in the harness's estimate; the
+			// provider's own count is in its tokenizer's units): later requests, of this
+			// turn and of every session on this model, are compacted before they are sent.
+			est := EstimateTokens(req)
+			t.window = t.h.windows.learn(t.session.Provider, t.model, est)
+			t.h.log.Warn("the provider refused the request as too long: compacting", "session", t.sessionID,
+				"tokens", est, "window", t.window, "error", err)
+			if pend, err = t.fit(&req, base, a.pend, est); err == nil {
 				continue
 			}
 			a.pend = pend

@@ -421,6 +421,27 @@ func TestPermanentErrorsAreNotRetried(t *testing.T) {
 	}
 }
 
+// OpenAI's refusal of a request past the model's window (the body api.openai.com sends) is
+// a 400 invalid_request_error whose message says the window, sent once: what the harness
+// compacts on (harness.contextExceeded).
+func TestOpenAIContextLengthRefusal(t *testing.T) {
+	f := flavors()[0]
+	var r retries
+	srv, p := f.start(t, &r)
+	srv.Push(providertest.OpenAIContextExceeded(128000, 130227))
+	_, err := p.Stream(context.Background(), ask(f.model()))
+	var pe *provider.Error
+	if !errors.As(err, &pe) || pe.Status != 400 || pe.Type != "invalid_request_error" || pe.Temporary() || pe.Partial {
+		t.Fatalf("error = %#v", err)
+	}
+	if !strings.Contains(pe.Message, "maximum context length is 128000 tokens") {
+		t.Fatalf("message %q", pe.Message)
+	}
+	if n := len(srv.Requests()); n != 1 || r.count() != 0 {
+		t.Fatalf("%d requests, %d retries", n, r.count())
+	}
+}
+
 func TestRetriesRunOut(t *testing.T) {
 	for _, f := range flavors() {
 		t.Run(f.name, func(t *testing.T) {

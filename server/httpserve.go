@@ -114,12 +114,38 @@ func bodyDeadline(next http.Handler, d time.Duration, maxBodies int) http.Handle
 		r2 := r.WithContext(r.Context())
 		r2.Body = body
 		next.ServeHTTP(w, r2)
-		if !body.ended {
-			// net/http would read up to 256 KB of what is left before answering; with
-			// the deadline passed it gives up at once and closes the connection instead.
-			_ = rc.SetReadDeadline(time.Now())
+		if body.ended {
+			return
 		}
+		if bodyAtEOF(r) {
+			// net/http read it to its end itself, when the answer's headers went out,
+			// and now watches the connection for the client going away: a deadline in
+			// the past would end that watch as if the client had, cancelling the
+			// connection's context and with it every later request on it (found by the
+			// soak: GETs carrying `null` answered 500 "context canceled").
+			_ = rc.SetReadDeadline(time.Time{})
+			return
+		}
+		// net/http would read up to 256 KB of what is left before answering; told to
+		// close (when the answer has not begun) it does not, and with the deadline passed
+		// it gives up at once and closes the connection instead.
+		w.Header().Set("Connection", "close")
+		_ = rc.SetReadDeadline(time.Now())
 	})
+}
+
+// bodyAtEOF reports whether r's body has been read to its end or closed (net/http closes
+// it once its own read reached the end; a body closed before its end makes net/http close
+// the connection after the answer, so its deadline no longer matters), without reading: an
+// empty read of a body of known length returns io.EOF or ErrBodyReadAfterClose then, and
+// nothing otherwise. A chunked body (which an empty read could make read a chunk's header)
+// or one awaiting "100 Continue" (which an empty read would send) counts as not read.
+func bodyAtEOF(r *http.Request) bool {
+	if r.ContentLength <= 0 || r.Header.Get("Expect") != "" {
+		return false
+	}
+	_, err := r.Body.Read(nil)
+	return err == io.EOF || errors.Is(err, http.ErrBodyReadAfterClose)
 }
 
 // deadlineBody lifts the body's read deadline once the body has ended (or failed).

@@ -2,13 +2,18 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jean2/jean2/store"
 )
 
 // serveLimited serves the fixture's server on loopback under lim, as jean2 serve does.
@@ -120,5 +125,44 @@ func TestSlowBodiesCannotStarveTheServer(t *testing.T) {
 			t.Errorf("GET %s while slow bodies trickle: %d", path, resp.StatusCode)
 		}
 		t.Logf("GET %s: %d in %v with %d slow-body connections open", path, resp.StatusCode, time.Since(start).Round(time.Millisecond), held.Load())
+	}
+}
+
+// Found by the soak (issue 29): a GET carrying a small body its handler does not read
+// (`null`, as a client marshalling a nil body sends) left its keep-alive connection with a
+// cancelled context, so the next request on it failed 500 "context canceled". net/http
+// reads such a body to its end once the answer's headers are written and then watches the
+// connection for the client going away; the deadline set to end the body's wait ended
+// that watch, which cancels the connection. Every request of a kept-alive connection
+// that sends bodies nobody reads is answered.
+func TestUnreadBodiesKeepTheConnectionUsable(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	addr := f.serveLimited(HTTPLimits{MaxConns: 64, BodyTimeout: 20 * time.Second})
+	// A session of 4 MB, whose listing takes a while to write (the soak's was 8 MB).
+	_, ses := f.session()
+	for i := range 8 {
+		if _, err := f.srv.Store().AppendMessage(context.Background(), store.Message{SessionID: ses.ID, Role: store.RoleUser,
+			Status: store.StatusComplete, Content: strings.Repeat(fmt.Sprintf("message %d ", i), 50000)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	defer client.CloseIdleConnections()
+	// The listing's headers go out while its handler runs (net/http then reads the
+	// body to its end), /api/health's after it.
+	for i := range 40 {
+		path := []string{"/api/sessions/" + ses.ID + "/messages", "/api/health"}[i%2]
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, strings.NewReader("null"))
+		req.Header.Set("Authorization", "Bearer "+f.token)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("request %d, GET %s with an unread body: %v", i, path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d, GET %s with an unread body: %d %s", i, path, resp.StatusCode, b)
+		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/jean2/jean2/internal/pgtest"
 	"github.com/jean2/jean2/server"
+	"github.com/jean2/jean2/store"
 )
 
 // blobTool returns args.kb KB of text that differs from call to call (a real result does
@@ -46,10 +47,11 @@ var (
 )
 
 type serverSpec struct {
-	bin      string
-	kb       int
-	window   int
-	postgres bool
+	bin         string
+	kb          int
+	window      int
+	refuseAbove int // the fake model's own window, unknown to jean2 (0: none)
+	postgres    bool
 }
 
 // served is a running `jean2 serve` and its fake model.
@@ -83,7 +85,7 @@ func startServer(t *testing.T, spec serverSpec) *served {
 	tool := filepath.Join(home, "tools", "blob")
 	must(t, os.MkdirAll(tool, 0o755))
 	must(t, os.WriteFile(filepath.Join(tool, "tool.js"), []byte(blobTool), 0o644))
-	model := newFakeModel(t, spec.kb)
+	model := newFakeModel(t, spec.kb, spec.refuseAbove)
 	providers, _ := json.Marshal(map[string]any{"default": "fake", "providers": []map[string]any{{
 		"name": "fake", "kind": "openai", "baseUrl": model.url, "apiKey": "sk-soak", "model": "soak-model", "contextWindow": spec.window,
 	}}})
@@ -153,8 +155,12 @@ func (s *served) logText() string {
 
 func (s *served) call(t *testing.T, method, path string, body, out any) {
 	t.Helper()
-	data, _ := json.Marshal(body)
-	req, err := http.NewRequest(method, s.base+path, bytes.NewReader(data))
+	var rd io.Reader // a GET has no body (nil, not "null")
+	if body != nil {
+		data, _ := json.Marshal(body)
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, s.base+path, rd)
 	must(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+s.token)
@@ -190,7 +196,7 @@ func (s *served) session(t *testing.T, wsID, title string) string {
 func (s *served) turn(t *testing.T, sessionID string, n int, followers []*follower) time.Duration {
 	t.Helper()
 	began := time.Now()
-	s.call(t, "POST", "/api/sessions/"+sessionID+"/turns", map[string]any{"text": fmt.Sprintf("turn %d: call blob", n)}, nil)
+	s.call(t, "POST", "/api/sessions/"+sessionID+"/turns", map[string]any{"text": turnText(n)}, nil)
 	for i, f := range followers {
 		select {
 		case reason := <-f.finished:
@@ -364,3 +370,47 @@ func (s *served) saveHeap(t *testing.T, path string) {
 	_, err = io.Copy(f, resp.Body)
 	must(t, err)
 }
+
+// transcriptCheck is what the session's stored messages say of the soak's turns.
+type transcriptCheck struct {
+	users, answers, compactions int
+	problems                    []string // a turn's message missing or stored twice, an answer not complete
+}
+
+// checkTranscript reads the session's messages from the API, a page at a time, and checks
+// that each of the turns' messages is stored once and every answer is complete (a turn
+// whose request was refused and compacted must lose nothing and double nothing).
+func (s *served) checkTranscript(t *testing.T, sessionID string, turns int) transcriptCheck {
+	var out transcriptCheck
+	seen := map[string]int{}
+	for after := int64(0); ; {
+		var page struct{ Messages []store.Message }
+		s.call(t, "GET", fmt.Sprintf("/api/sessions/%s/messages?after=%d&limit=1000", sessionID, after), nil, &page)
+		if len(page.Messages) == 0 {
+			break
+		}
+		for _, m := range page.Messages {
+			after = m.Seq
+			switch {
+			case m.Role == store.RoleUser:
+				out.users++
+				seen[m.Content]++
+			case m.Role == store.RoleAssistant:
+				out.answers++
+				if m.Status != store.StatusComplete {
+					out.problems = append(out.problems, fmt.Sprintf("answer %d is %s: %s", m.Seq, m.Status, m.Error))
+				}
+			case len(m.Parts) > 0 && m.Parts[0].Kind == store.PartCompaction:
+				out.compactions++
+			}
+		}
+	}
+	for n := 1; n <= turns; n++ {
+		if c := seen[turnText(n)]; c != 1 {
+			out.problems = append(out.problems, fmt.Sprintf("turn %d's message is stored %d times", n, c))
+		}
+	}
+	return out
+}
+
+func turnText(n int) string { return fmt.Sprintf("turn %d: call blob", n) }

@@ -31,6 +31,7 @@ var (
 	flagTurns  = flag.Int("soak.turns", 0, "turns to run in the session (0: skip the soak)")
 	flagKB     = flag.Int("soak.kb", 8, "KB of text the tool returns each turn")
 	flagWindow = flag.Int("soak.window", 0, "the model's context window in tokens (0: unknown, no compaction)")
+	flagRefuse = flag.Int("soak.refuseAbove", 0, "the model refuses (OpenAI's 400 context_length_exceeded) a request of more tokens than this, as a real model past its window (0: never)")
 	flagEvery  = flag.Int("soak.every", 50, "turns per sample window")
 	flagBin    = flag.String("soak.bin", "", "the jean2 binary to run (default: built from this tree)")
 	flagStore  = flag.String("soak.store", "sqlite", "sqlite, or postgres (a throwaway cluster of internal/pgtest, or JEAN2_TEST_POSTGRES)")
@@ -58,7 +59,7 @@ func TestSoak(t *testing.T) {
 	if *flagStore != "sqlite" && *flagStore != "postgres" {
 		t.Fatalf("-soak.store %q: give sqlite or postgres", *flagStore)
 	}
-	srv := startServer(t, serverSpec{bin: binary(t), kb: *flagKB, window: *flagWindow, postgres: *flagStore == "postgres"})
+	srv := startServer(t, serverSpec{bin: binary(t), kb: *flagKB, window: *flagWindow, refuseAbove: *flagRefuse, postgres: *flagStore == "postgres"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -75,9 +76,9 @@ func TestSoak(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // the sockets' hellos
 	start := srv.sample(t)
 	t.Logf("machine: %s", loadAverage())
-	t.Logf("jean2 %s, store %s, %d turns × %d KB results, window %d tokens, %d subscribers, %d idle sessions",
-		srv.bin, *flagStore, *flagTurns, *flagKB, *flagWindow, *flagSubs, *flagIdle)
-	t.Logf("%-12s %9s %9s %6s %5s %9s %9s %8s %10s %10s", "turns", "rss MB", "peak MB", "gor.", "fds", "p50 ms", "p90 ms", "heap MB", "alloc/turn", "objs/turn")
+	t.Logf("jean2 %s, store %s, %d turns × %d KB results, window %d tokens (refused above %d), %d subscribers, %d idle sessions",
+		srv.bin, *flagStore, *flagTurns, *flagKB, *flagWindow, *flagRefuse, *flagSubs, *flagIdle)
+	t.Logf("%-12s %9s %9s %6s %5s %9s %9s %8s %10s %10s %8s %8s", "turns", "rss MB", "peak MB", "gor.", "fds", "p50 ms", "p90 ms", "heap MB", "alloc/turn", "objs/turn", "refused", "max req")
 	t.Logf("%-12s %9.1f %9.1f %6s %5d %9s %9s %8.1f", "start", start.rssMB, start.peakMB, start.goroutines, start.fds, "", "", start.heapInuseMB)
 
 	first, last, warm := runTurns(t, srv, session, followers, start)
@@ -102,6 +103,12 @@ func TestSoak(t *testing.T) {
 	if end.fds > warm.fds+4 || goroutines(end) > goroutines(warm)+8 {
 		t.Errorf("descriptors %d → %d, goroutines %s → %s after the first window: something leaks", warm.fds, end.fds, warm.goroutines, end.goroutines)
 	}
+	tc := srv.checkTranscript(t, session, *flagTurns)
+	for _, p := range tc.problems[:min(len(tc.problems), 20)] {
+		t.Error(p)
+	}
+	t.Logf("stored: %d user messages, %d answers, %d compactions; %d problems", tc.users, tc.answers, tc.compactions, len(tc.problems))
+	t.Logf("model: %d requests refused as too long, %d summary requests", srv.model.refusals.Load(), srv.model.summaries.Load())
 	t.Logf("summary: RSS %.1f → %.1f MB (peak %.1f); turn p50 %.1f → %.1f ms (×%.2f); goroutines %s → %s; fds %d → %d; %d events to each subscriber, none missed or doubled",
 		start.rssMB, end.rssMB, end.peakMB, ms(first), ms(last), float64(last)/float64(first),
 		start.goroutines, end.goroutines, start.fds, end.fds, followers[0].count())
@@ -109,9 +116,12 @@ func TestSoak(t *testing.T) {
 
 // runTurns runs the session's turns, printing a line per window; it returns the first and
 // last windows' median turn time and the sample after the first window. Allocations per
-// turn are the server's bytes and objects allocated in the window over its turns.
+// turn are the server's bytes and objects allocated in the window over its turns; refused
+// the model's refusals of too-long requests in the window, max req the largest request it
+// answered (k tokens, its bytes / 4).
 func runTurns(t *testing.T, srv *served, session string, followers []*follower, prev sample) (first, last time.Duration, warm sample) {
 	var window []time.Duration
+	refused := int64(0)
 	for turn := 1; turn <= *flagTurns; turn++ {
 		window = append(window, srv.turn(t, session, turn, followers))
 		if len(window) < *flagEvery && turn < *flagTurns {
@@ -124,9 +134,12 @@ func runTurns(t *testing.T, srv *served, session string, followers []*follower, 
 		}
 		last = p50
 		n := uint64(len(window))
-		t.Logf("%-12s %9.1f %9.1f %6s %5d %9.1f %9.1f %8.1f %8.2fMB %10d", fmt.Sprintf("%d-%d", turn-len(window)+1, turn),
+		r := srv.model.refusals.Load()
+		t.Logf("%-12s %9.1f %9.1f %6s %5d %9.1f %9.1f %8.1f %8.2fMB %10d %8d %7.1fk", fmt.Sprintf("%d-%d", turn-len(window)+1, turn),
 			s.rssMB, s.peakMB, s.goroutines, s.fds, ms(p50), ms(p90),
-			s.heapInuseMB, float64(s.totalAlloc-prev.totalAlloc)/float64(n)/(1<<20), (s.mallocs-prev.mallocs)/n)
+			s.heapInuseMB, float64(s.totalAlloc-prev.totalAlloc)/float64(n)/(1<<20), (s.mallocs-prev.mallocs)/n,
+			r-refused, float64(srv.model.maxPrompt.Swap(0))/1000)
+		refused = r
 		window, prev = window[:0], s
 	}
 	return first, last, warm

@@ -138,6 +138,23 @@ func OpenAIError(status int, typ, message string) Reply {
 `, quote(message), typ, code), Header: http.Header{"X-Request-Id": {"req_" + strconv.Itoa(status) + "abc"}}}
 }
 
+// OpenAIContextExceeded is OpenAI's refusal of a request longer than the model's context
+// window, byte for byte as api.openai.com answers it (400, invalid_request_error, param
+// "messages", code context_length_exceeded): limit is the window, got what the request
+// took, both in tokens.
+func OpenAIContextExceeded(limit, got int) Reply {
+	msg := fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", limit, got)
+	return Reply{Status: http.StatusBadRequest, Body: fmt.Sprintf(`{
+    "error": {
+        "message": %s,
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "context_length_exceeded"
+    }
+}
+`, quote(msg)), Header: http.Header{"X-Request-Id": {"req_400ctx"}}}
+}
+
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)

@@ -149,15 +149,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		if list != "" {
 			if reply, bad := s.checkKey(req); bad {
-				s.write(w, reply, r.Context().Done())
+				reply.Write(w, r.Context().Done())
 				return
 			}
-			s.write(w, Reply{Body: list}, r.Context().Done())
+			Reply{Body: list}.Write(w, r.Context().Done())
 			return
 		}
 	}
 	if reply, bad := s.check(req); bad {
-		s.write(w, reply, r.Context().Done())
+		reply.Write(w, r.Context().Done())
 		return
 	}
 	s.mu.Lock()
@@ -174,10 +174,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if !ok {
 		s.t.Errorf("providertest: %s %s arrived with no reply scripted", req.Method, req.Path)
-		s.write(w, s.apiError(http.StatusInternalServerError, "server_error", "providertest: no reply scripted for this request"), r.Context().Done())
+		s.apiError(http.StatusInternalServerError, "server_error", "providertest: no reply scripted for this request").Write(w, r.Context().Done())
 		return
 	}
-	s.write(w, reply, r.Context().Done())
+	reply.Write(w, r.Context().Done())
 }
 
 // check refuses what the real API would refuse before answering: a wrong method or path,
@@ -235,7 +235,10 @@ func (s *Server) apiError(status int, typ, msg string) Reply {
 	return OpenAIError(status, typ, msg)
 }
 
-func (s *Server) write(w http.ResponseWriter, r Reply, done <-chan struct{}) {
+// Write writes the reply as the server would: its status, headers and body, or its stream
+// step by step (done: the client went away, so the pauses end). A fake of one's own (an
+// http.Handler choosing its replies) writes them with it.
+func (r Reply) Write(w http.ResponseWriter, done <-chan struct{}) {
 	for k, vs := range r.Header {
 		for _, v := range vs {
 			w.Header().Add(k, v)
