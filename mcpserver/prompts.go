@@ -124,7 +124,7 @@ func (s *Server) logBrokenPrompts(home string, broken map[string]string) {
 func promptOf(sk skills.Skill) *mcp.Prompt {
 	p := &mcp.Prompt{Name: sk.Name, Description: sk.Description}
 	for _, a := range sk.Arguments {
-		p.Arguments = append(p.Arguments, &mcp.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
+		p.Arguments = append(p.Arguments, promptArgument(a))
 	}
 	if len(sk.Arguments) == 0 && sk.ArgumentHint != "" {
 		p.Arguments = []*mcp.PromptArgument{{Name: rawArgument, Description: "What to pass to the skill, as one would type it after /" + sk.Name + ": " + sk.ArgumentHint}}
@@ -139,7 +139,13 @@ func (s *Server) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*mcp.G
 	if err != nil {
 		return nil, invalidParams("prompts/get %s: %v", name, err)
 	}
-	given := req.Params.Arguments
+	given, questions, err := askArguments(name, sk.Arguments, req)
+	if err != nil {
+		return nil, err
+	}
+	if questions != nil {
+		return &mcp.GetPromptResult{InputRequests: questions}, nil
+	}
 	for _, a := range sk.Arguments {
 		if a.Required && given[a.Name] == "" {
 			return nil, invalidParams("prompts/get %s: the argument %q is required", name, a.Name)
