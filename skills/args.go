@@ -34,7 +34,7 @@ type Argument struct {
 
 // ArgumentAsk is how an argument is asked for: a question of one of the kinds ctx.ask
 // puts (text, number, confirm, single_select, multi_select), written as in a tool
-// (`ask: {type: single_select, question: Which page?, options: [{label: Home, value: home}]}`),
+// (`ask: {type: single_select, question: "Which page?", options: [{label: Home, value: home}]}`),
 // or just the question for a text answer (`ask: What context should the prompt use?`).
 type ArgumentAsk struct{ tool.Ask }
 
