@@ -18,8 +18,8 @@ import (
 // of $JEAN2_HOME/prompts is such a prompt, named by its file (or name:):
 //
 //	description: Review a screenshot
-//	arguments:                       # as a skill's (name, description, required, values)
-//	  - {name: page, required: true}
+//	arguments:                       # as a skill's (name, description, required, values, ask)
+//	  - {name: page, required: true, ask: "Which page?"}
 //	messages:                        # each one of text, image, audio, resource
 //	  - image: shot.png              # a file beside it (mimeType: from its extension)
 //	  - resource: {uri: "docs://$page", mimeType: text/plain, text: "..."}  # or file:

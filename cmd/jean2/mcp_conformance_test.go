@@ -230,9 +230,7 @@ func conformanceGaps() map[string]string {
 	// listens, and no jean2 tool may: the tools folder and jean2's home (home skills) are
 	// protected paths, the workspace's .jean2 (its skills) may be read, never changed
 	// (policy.ProtectedPaths, Scope.SettingsDirs), whatever a tool is granted.
-	// jean2's prompts (skills, saved prompts) are text, with no asks to make.
 	add("server 2026-07-28", "warn", "server-stateless")
-	add("server 2026-07-28", "fail", "input-required-result-non-tool-request")
 	// Not a gap of jean2's: the suite (0.2.0-alpha.12) answers tasks-status-notifications
 	// with one SKIPPED check whatever the server does ("pending subscriptions/listen rewrite").
 	add("server 2026-07-28", "skipped", "tasks-status-notifications")
