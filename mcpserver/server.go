@@ -65,6 +65,9 @@ type Options struct {
 	// PromptPoll is how often the skills are read again to tell clients that the prompts
 	// changed (DefaultPromptPoll when zero; negative: only before a request that shows them).
 	PromptPoll time.Duration
+	// Imports are the prompts of the MCP servers jean2 imports (mcpclient.Manager), offered
+	// beside the skills and saved prompts (imported_prompts.go); nil offers none.
+	Imports PromptImports
 	// Logger receives the server's own diagnostics (not tool logs); nil discards them.
 	Logger *slog.Logger
 }
@@ -102,6 +105,7 @@ type Server struct {
 	sessions map[*mcp.ServerSession]*session
 
 	unsubscribe func()
+	stopImports func() // stops following the imported prompts
 	done        chan struct{}
 	impl        *mcp.Implementation // what the server says it is (serverInfo)
 	closeOnce   sync.Once
@@ -223,6 +227,11 @@ func New(h Host, opts Options) (*Server, error) {
 	s.mcp.AddReceivingMiddleware(tasksMiddleware, s.extMiddleware, s.promptsMiddleware)
 	s.addWorkspaceTemplate()
 	s.prompts.listed = map[string]string{}
+	s.stopImports = func() {}
+	if opts.Imports != nil {
+		// Told at once, not at the next poll: a client listening for the change hears it.
+		s.stopImports = opts.Imports.OnPromptsChange(s.syncPrompts)
+	}
 	s.authored.listed, s.authored.templates = map[string]string{}, map[string]*uritemplate.Template{}
 	s.syncPrompts()
 	s.syncResources(context.Background())
@@ -320,6 +329,7 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.unsubscribe()
+		s.stopImports()
 		close(s.done)
 		s.rounds.close()
 		s.tasks.close()
