@@ -68,8 +68,8 @@ type Manager struct {
 	onAny atomic.Pointer[func()]
 	// prompts are told when a server's prompts may have changed (prompts.go).
 	prompts promptSubs
-	close sync.Once
-	after []func() // OnClose's
+	close   sync.Once
+	after   []func() // OnClose's
 
 	mu      sync.Mutex
 	servers []*Server

@@ -60,7 +60,7 @@ type Server struct {
 	mu      sync.Mutex
 	session *mcp.ClientSession
 	tools   []tool.Tool
-	prompts []*mcp.Prompt // the server's own names (prompts.go)
+	prompts []*mcp.Prompt          // the server's own names (prompts.go)
 	byJSON  map[string]*remoteTool // the listed tools by their MCP definition, kept while unchanged
 	err     error                  // why there are no tools
 	state   State
