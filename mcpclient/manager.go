@@ -66,8 +66,10 @@ var _ Confiner = (*host.MCPSandbox)(nil)
 type Manager struct {
 	opts  Options
 	onAny atomic.Pointer[func()]
-	close sync.Once
-	after []func() // OnClose's
+	// prompts are told when a server's prompts may have changed (prompts.go).
+	prompts promptSubs
+	close   sync.Once
+	after   []func() // OnClose's
 
 	mu      sync.Mutex
 	servers []*Server
@@ -130,7 +132,7 @@ func (m *Manager) newServer(c ServerConfig) *Server {
 		stderr: &tail{}, err: fmt.Errorf("MCP server %s: not connected yet", c.Name),
 		ctx: ctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), wake: make(chan struct{}, 1),
 	}
-	s.changed = m.notify
+	s.changed, s.promptsChanged = m.notify, m.notifyPrompts
 	return s
 }
 
@@ -184,10 +186,13 @@ func (m *Manager) Servers() []*Server {
 // OnChange sets what runs when a server's tools change: the host's Reload.
 func (m *Manager) OnChange(f func()) { m.onAny.Store(&f) }
 
+// notify tells the host that a server's tools changed, and the prompts' subscribers too:
+// a server that connects or goes away brings or takes its prompts with its tools.
 func (m *Manager) notify() {
 	if f := m.onAny.Load(); f != nil {
 		(*f)()
 	}
+	m.notifyPrompts()
 }
 
 // OnClose adds what Close does once every server has stopped (the end of the sandbox that

@@ -38,6 +38,9 @@ type Server struct {
 	log     *slog.Logger
 	version string
 	changed func() // the server's tools changed (connected, list_changed, gone)
+	// promptsChanged: the server's prompts changed (prompts/list_changed; prompts.go).
+	promptsChanged func()
+	promptsListing sync.Mutex // one prompts listing at a time
 
 	minBackoff, maxBackoff time.Duration
 	maxLine                int64 // Options.MaxLineBytes: the cap of a message when the entry sets none (limit.go)
@@ -57,6 +60,7 @@ type Server struct {
 	mu      sync.Mutex
 	session *mcp.ClientSession
 	tools   []tool.Tool
+	prompts []*mcp.Prompt          // the server's own names (prompts.go)
 	byJSON  map[string]*remoteTool // the listed tools by their MCP definition, kept while unchanged
 	err     error                  // why there are no tools
 	state   State
@@ -168,7 +172,7 @@ func (s *Server) run() {
 		}
 		s.mu.Lock()
 		hadTools := s.session != nil
-		s.session, s.tools = nil, nil
+		s.session, s.tools, s.prompts = nil, nil, nil
 		s.state = StateError
 		if errors.Is(err, ErrSignInNeeded) {
 			// Polled on at the backoff's pace, so a sign-in made elsewhere (jean2 mcp login)
@@ -222,6 +226,9 @@ func (s *Server) connect(ctx context.Context) error {
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			go s.refresh()
 		},
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
+			go s.refreshPrompts()
+		},
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			if f, ok := s.progress.Load(req.Params.ProgressToken); ok {
 				f.(func(tool.Progress))(tool.Progress{Message: req.Params.Message, Current: req.Params.Progress, Total: req.Params.Total})
@@ -251,10 +258,15 @@ func (s *Server) connect(ctx context.Context) error {
 		s.endAuth()
 		return fmt.Errorf("list tools: %w", err)
 	}
+	prompts, err := s.listPrompts(cctx, cs)
+	if err != nil {
+		// The tools are still worth having; the prompts are listed again on list_changed.
+		s.log.Warn("MCP server prompts not listed", "server", s.cfg.Name, "error", err)
+	}
 	s.mu.Lock()
-	s.session, s.tools, s.err = cs, tools, nil
+	s.session, s.tools, s.prompts, s.err = cs, tools, prompts, nil
 	s.mu.Unlock()
-	s.log.Info("MCP server connected", "server", s.cfg.Name, "tools", len(tools))
+	s.log.Info("MCP server connected", "server", s.cfg.Name, "tools", len(tools), "prompts", len(prompts))
 	return nil
 }
 

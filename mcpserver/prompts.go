@@ -33,10 +33,13 @@ const rawArgument = "arguments"
 // promptSet is the prompts listed now, by name, each as the JSON listed, so a scan sends
 // only changes.
 type promptSet struct {
-	mu     sync.Mutex
-	listed map[string]string
-	saved  map[string]promptFile // the saved prompts, for completion
-	broken map[string]string     // saved prompt files left out, and why
+	// syncing is held by a whole syncPrompts, so a scan that started earlier never applies
+	// its older list after a later one.
+	syncing sync.Mutex
+	mu      sync.Mutex
+	listed  map[string]string
+	saved   map[string]promptFile // the saved prompts, for completion
+	broken  map[string]string     // saved prompt files left out, and why
 }
 
 // skillsHome is $JEAN2_HOME, whose skills folder every workspace has; "" for a host that
@@ -56,20 +59,24 @@ func (s *Server) skillSet() skills.Set {
 // forPeople reports whether a skill is offered as a prompt.
 func forPeople(sk skills.Skill) bool { return sk.Usable() && !sk.Hidden }
 
-// syncPrompts makes the listed prompts match the skills and the saved prompts; the go-sdk
-// sends notifications/prompts/list_changed after a change.
+// promptOffer is one prompt to list: as listed, the key that tells a change, its handler.
+type promptOffer struct {
+	p   *mcp.Prompt
+	key string
+	h   mcp.PromptHandler
+}
+
+// syncPrompts makes the listed prompts match the skills, the saved prompts and the imported
+// ones; the go-sdk sends notifications/prompts/list_changed after a change.
 func (s *Server) syncPrompts() {
-	type offer struct {
-		p   *mcp.Prompt
-		key string
-		h   mcp.PromptHandler
-	}
-	offers := map[string]offer{}
+	s.prompts.syncing.Lock()
+	defer s.prompts.syncing.Unlock()
+	offers := map[string]promptOffer{}
 	for _, sk := range s.skillSet().Skills {
 		if forPeople(sk) {
 			p := promptOf(sk)
 			key, _ := json.Marshal(p)
-			offers[p.Name] = offer{p, string(key), s.getPrompt}
+			offers[p.Name] = promptOffer{p, string(key), s.getPrompt}
 		}
 	}
 	saved := map[string]promptFile{}
@@ -81,11 +88,12 @@ func (s *Server) syncPrompts() {
 				continue
 			}
 			key, _ := json.Marshal(pf)
-			offers[name] = offer{savedPrompt(pf), string(key), getSaved(filepath.Join(home, promptsDir), pf)}
+			offers[name] = promptOffer{savedPrompt(pf), string(key), getSaved(filepath.Join(home, promptsDir), pf)}
 			saved[name] = pf
 		}
 		s.logBrokenPrompts(home, broken)
 	}
+	s.importedOffers(offers)
 	s.prompts.mu.Lock()
 	defer s.prompts.mu.Unlock()
 	s.prompts.saved = saved
@@ -124,7 +132,7 @@ func (s *Server) logBrokenPrompts(home string, broken map[string]string) {
 func promptOf(sk skills.Skill) *mcp.Prompt {
 	p := &mcp.Prompt{Name: sk.Name, Description: sk.Description}
 	for _, a := range sk.Arguments {
-		p.Arguments = append(p.Arguments, &mcp.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
+		p.Arguments = append(p.Arguments, promptArgument(a))
 	}
 	if len(sk.Arguments) == 0 && sk.ArgumentHint != "" {
 		p.Arguments = []*mcp.PromptArgument{{Name: rawArgument, Description: "What to pass to the skill, as one would type it after /" + sk.Name + ": " + sk.ArgumentHint}}
@@ -139,7 +147,13 @@ func (s *Server) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*mcp.G
 	if err != nil {
 		return nil, invalidParams("prompts/get %s: %v", name, err)
 	}
-	given := req.Params.Arguments
+	given, questions, err := askArguments(name, sk.Arguments, req)
+	if err != nil {
+		return nil, err
+	}
+	if questions != nil {
+		return &mcp.GetPromptResult{InputRequests: questions}, nil
+	}
 	for _, a := range sk.Arguments {
 		if a.Required && given[a.Name] == "" {
 			return nil, invalidParams("prompts/get %s: the argument %q is required", name, a.Name)

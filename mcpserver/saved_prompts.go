@@ -18,8 +18,8 @@ import (
 // of $JEAN2_HOME/prompts is such a prompt, named by its file (or name:):
 //
 //	description: Review a screenshot
-//	arguments:                       # as a skill's (name, description, required, values)
-//	  - {name: page, required: true}
+//	arguments:                       # as a skill's (name, description, required, values, ask)
+//	  - {name: page, required: true, ask: "Which page?"}
 //	messages:                        # each one of text, image, audio, resource
 //	  - image: shot.png              # a file beside it (mimeType: from its extension)
 //	  - resource: {uri: "docs://$page", mimeType: text/plain, text: "..."}  # or file:
@@ -132,7 +132,7 @@ func checkPromptFile(pf *promptFile, stem string) error {
 func savedPrompt(pf promptFile) *mcp.Prompt {
 	p := &mcp.Prompt{Name: pf.Name, Title: pf.Title, Description: pf.Description}
 	for _, a := range pf.Arguments {
-		p.Arguments = append(p.Arguments, &mcp.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
+		p.Arguments = append(p.Arguments, promptArgument(a))
 	}
 	return p
 }
@@ -140,7 +140,13 @@ func savedPrompt(pf promptFile) *mcp.Prompt {
 // getSaved answers prompts/get of a saved prompt read from dir.
 func getSaved(dir string, pf promptFile) mcp.PromptHandler {
 	return func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		given := req.Params.Arguments
+		given, questions, err := askArguments(pf.Name, pf.Arguments, req)
+		if err != nil {
+			return nil, err
+		}
+		if questions != nil {
+			return &mcp.GetPromptResult{InputRequests: questions}, nil
+		}
 		for _, a := range pf.Arguments {
 			if a.Required && given[a.Name] == "" {
 				return nil, invalidParams("prompts/get %s: the argument %q is required", pf.Name, a.Name)

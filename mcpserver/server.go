@@ -69,6 +69,9 @@ type Options struct {
 	// PromptPoll is how often the skills are read again to tell clients that the prompts
 	// changed (DefaultPromptPoll when zero; negative: only before a request that shows them).
 	PromptPoll time.Duration
+	// Imports are the prompts of the MCP servers jean2 imports (mcpclient.Manager), offered
+	// beside the skills and saved prompts (imported_prompts.go); nil offers none.
+	Imports PromptImports
 	// Logger receives the server's own diagnostics (not tool logs); nil discards them.
 	Logger *slog.Logger
 }
@@ -111,6 +114,7 @@ type Server struct {
 	statelessUsed  atomic.Bool
 
 	unsubscribe func()
+	stopImports func() // stops following the imported prompts
 	done        chan struct{}
 	impl        *mcp.Implementation // what the server says it is (serverInfo)
 	closeOnce   sync.Once
@@ -234,6 +238,11 @@ func New(h Host, opts Options) (*Server, error) {
 	s.mcp.AddReceivingMiddleware(tasksMiddleware, s.extMiddleware, s.promptsMiddleware)
 	s.addWorkspaceTemplate()
 	s.prompts.listed = map[string]string{}
+	s.stopImports = func() {}
+	if opts.Imports != nil {
+		// Told at once, not at the next poll: a client listening for the change hears it.
+		s.stopImports = opts.Imports.OnPromptsChange(s.syncPrompts)
+	}
 	s.authored.listed, s.authored.templates = map[string]string{}, map[string]*uritemplate.Template{}
 	s.syncPrompts()
 	s.syncResources(context.Background())
@@ -331,6 +340,7 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.unsubscribe()
+		s.stopImports()
 		close(s.done)
 		s.rounds.close()
 		s.tasks.close()

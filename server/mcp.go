@@ -105,7 +105,7 @@ func (s *Server) mcpHandler(key string, ws host.Workspace, autoApprove string) (
 		delete(m.byKey, key)
 		_ = e.srv.Close()
 	}
-	srv, err := mcpserver.New(s.host, mcpserver.Options{Workspace: ws, Policy: policy, Version: s.cfg.Version, Logger: s.log, LLM: s.providers.LLM("", "")})
+	srv, err := mcpserver.New(s.host, mcpserver.Options{Workspace: ws, Policy: policy, Version: s.cfg.Version, Logger: s.log, LLM: s.providers.LLM("", ""), Imports: s.cfg.MCPPrompts})
 	if err != nil {
 		return nil, fmt.Errorf("start MCP for workspace %q: %w", ws.Path, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jean2/jean2/mcpserver"
 	"log/slog"
 	"net/http"
 	"os"
@@ -60,6 +61,9 @@ type Config struct {
 	SubscriberBuffer int
 	// WorkspaceMCP configures the MCP servers of workspaces' .jean2/mcp.json files.
 	WorkspaceMCP WorkspaceMCPOptions
+	// MCPPrompts are the prompts of the MCP servers of $JEAN2_HOME/mcp.json, which /mcp
+	// offers beside the skills (mcpserver.Options.Imports); nil offers none.
+	MCPPrompts mcpserver.PromptImports
 	// Watch, when set, keeps the tool folders watched (host.Watch) while the server runs.
 	Watch *host.WatchOptions
 	// Durability is when a commit reaches the disk (store.ParseDurability of

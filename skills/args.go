@@ -1,11 +1,13 @@
 package skills
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/jean2/jean2/tool"
 	"gopkg.in/yaml.v3"
 )
 
@@ -25,6 +27,44 @@ type Argument struct {
 	Description string   `json:"description,omitempty" yaml:"description"`
 	Required    bool     `json:"required,omitempty" yaml:"required"`
 	Values      []string `json:"values,omitempty" yaml:"values"`
+	// Ask is the question put to the person when a client gets the prompt without this
+	// argument (an MCP client's elicitation), in ctx.ask's words.
+	Ask *ArgumentAsk `json:"ask,omitempty" yaml:"ask"`
+}
+
+// ArgumentAsk is how an argument is asked for: a question of one of the kinds ctx.ask
+// puts (text, number, confirm, single_select, multi_select), written as in a tool
+// (`ask: {type: single_select, question: "Which page?", options: [{label: Home, value: home}]}`),
+// or just the question for a text answer (`ask: What context should the prompt use?`).
+type ArgumentAsk struct{ tool.Ask }
+
+// askable are the ask types an argument may be asked with: one answer each.
+var askable = map[string]bool{tool.AskText: true, tool.AskNumber: true, tool.AskConfirm: true, tool.AskSingleSelect: true, tool.AskMultiSelect: true}
+
+func (a *ArgumentAsk) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		a.Ask = tool.Ask{Type: tool.AskText, Question: n.Value}
+	} else {
+		// The ask is read as ctx.ask's JSON is, so its fields are the same words.
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return fmt.Errorf("line %d: ask: %v", n.Line, err)
+		}
+		data, err := json.Marshal(v)
+		if err == nil {
+			err = json.Unmarshal(data, &a.Ask)
+		}
+		if err != nil {
+			return fmt.Errorf("line %d: ask is a question (\"ask: Which page?\") or an ask as ctx.ask takes it: %v", n.Line, err)
+		}
+	}
+	if !askable[a.Type] {
+		return fmt.Errorf("line %d: an argument's ask is of type text, number, confirm, single_select or multi_select, not %q", n.Line, a.Type)
+	}
+	if err := a.Check(); err != nil {
+		return fmt.Errorf("line %d: ask: %w", n.Line, err)
+	}
+	return nil
 }
 
 // argList is the front matter's arguments in any of its forms.

@@ -4,11 +4,14 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/jean2/jean2/tool"
 )
 
 // Arguments are declared as Claude Code declares them (a string or a list of names) or as
 // jean2's described list, and a bad name is the skill's error.
 func TestArgumentsFrontMatter(t *testing.T) {
+	nine := 9.0
 	cases := []struct {
 		name, yml string
 		want      []Argument
@@ -21,6 +24,12 @@ func TestArgumentsFrontMatter(t *testing.T) {
 		{"bad name", "arguments: [a-b]", nil, "not a distinct name"},
 		{"twice", "arguments: a a", nil, "not a distinct name"},
 		{"a map", "arguments: {a: 1}", nil, "list of names"},
+		{"asked as a question", "arguments:\n  - name: ctx\n    ask: What context?",
+			[]Argument{{Name: "ctx", Ask: &ArgumentAsk{tool.Ask{Type: tool.AskText, Question: "What context?"}}}}, ""},
+		{"asked as ctx.ask asks", "arguments:\n  - name: n\n    ask: {type: number, question: \"How many?\", maximum: 9}",
+			[]Argument{{Name: "n", Ask: &ArgumentAsk{tool.Ask{Type: tool.AskNumber, Question: "How many?", Maximum: &nine}}}}, ""},
+		{"an ask with no one answer", "arguments:\n  - name: n\n    ask: {type: permission, question: May I}", nil, "not \"permission\""},
+		{"an ask with no question", "arguments:\n  - name: n\n    ask: {type: text}", nil, "text ask needs a question"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -71,7 +71,7 @@ func mcpServe(ctx context.Context, e env, args []string) error {
 		return usagef("--workspace %s is not a folder", ws)
 	}
 
-	h, closeAll, err := openHostWithMCP(ctx, e, ws, nil)
+	h, clients, closeAll, err := openHostWithMCP(ctx, e, ws, nil)
 	if err != nil {
 		return err
 	}
@@ -89,6 +89,7 @@ func mcpServe(ctx context.Context, e env, args []string) error {
 
 	srv, err := mcpserver.New(h, mcpserver.Options{
 		Workspace: host.Workspace{Path: ws}, Policy: policy, Version: version, Logger: cliLogger(e),
+		Imports: clients,
 	})
 	if err != nil {
 		return err

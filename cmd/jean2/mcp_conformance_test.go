@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -225,14 +226,6 @@ func conformanceGaps() map[string]string {
 			gaps[key+"/"+s] = outcome
 		}
 	}
-	// The 2026-07-28 wire. server-stateless warns (two SHOULDs): its test_trigger_tool_change
-	// and test_trigger_prompt_change must change the tool and prompt lists while a client
-	// listens, and no jean2 tool may: the tools folder and jean2's home (home skills) are
-	// protected paths, the workspace's .jean2 (its skills) may be read, never changed
-	// (policy.ProtectedPaths, Scope.SettingsDirs), whatever a tool is granted.
-	// jean2's prompts (skills, saved prompts) are text, with no asks to make.
-	add("server 2026-07-28", "warn", "server-stateless")
-	add("server 2026-07-28", "fail", "input-required-result-non-tool-request")
 	// Not a gap of jean2's: the suite (0.2.0-alpha.12) answers tasks-status-notifications
 	// with one SKIPPED check whatever the server does ("pending subscriptions/listen rewrite").
 	add("server 2026-07-28", "skipped", "tasks-status-notifications")
@@ -402,6 +395,7 @@ func serveForConformance(t *testing.T, c *cli) (string, *served) {
 		src, _ := filepath.Abs(filepath.Join("testdata/conformance", dir))
 		copyDir(t, src, filepath.Join(c.home, dir))
 	}
+	startCatalog(t, c)
 	s := startServe(t, c, nil)
 	target, _ := url.Parse(s.base)
 	proxy := httputil.NewSingleHostReverseProxy(target)
@@ -428,6 +422,53 @@ func serveForConformance(t *testing.T, c *cli) (string, *served) {
 		warmTool(t, mcpURL, e.Name())
 	}
 	return mcpURL, s
+}
+
+// startCatalog runs the team catalog (testdata/conformance/catalog), an MCP server on
+// localhost, and sets up the home as a person would to use it: imported in mcp.json, its URL
+// in .env for the tools that publish to it (test_trigger_tool_change, _prompt_change), and
+// those tools approved, since they reach the network. What they publish changes the tools
+// and prompts jean2 offers, which server-stateless listens for.
+func startCatalog(t *testing.T, c *cli) {
+	t.Helper()
+	dir := mcpScripts(t)
+	data, err := os.ReadFile(filepath.Join("testdata", "conformance", "catalog", "catalog.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "catalog.mjs")
+	if err := os.WriteFile(script, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", script)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the catalog said no port: %v", err)
+	}
+	base := "http://localhost:" + strings.TrimSpace(line)
+	files := map[string]string{
+		"mcp.json": fmt.Sprintf(`{"mcpServers": {"catalog": {"url": %q}}}`, base+"/mcp"),
+		".env":     "CATALOG_URL=" + base + "\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(c.home, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"test_trigger_tool_change", "test_trigger_prompt_change"} {
+		if stdout, stderr, code := c.run("", "tools", "approve", name, "--yes"); code != 0 {
+			t.Fatalf("approve %s: exit %d\n%s\n%s", name, code, stdout, stderr)
+		}
+	}
 }
 
 // warmTool calls a tool once (stateless, 2026-07-28, no capabilities), so that its worker

@@ -115,11 +115,12 @@ func roots(workspace string) []string {
 }
 
 // openHostWithMCP opens the host with the tools of the workspace's MCP servers joined in; a
-// server's tool change reloads the host. closeAll stops the host, then the servers.
-func openHostWithMCP(ctx context.Context, e env, workspace string, tune func(*host.Options)) (h *host.Host, closeAll func(), err error) {
-	m, err := startMCPClients(ctx, e, workspace)
+// server's tool change reloads the host. m runs the servers (their prompts too); closeAll
+// stops the host, then the servers.
+func openHostWithMCP(ctx context.Context, e env, workspace string, tune func(*host.Options)) (h *host.Host, m *mcpclient.Manager, closeAll func(), err error) {
+	m, err = startMCPClients(ctx, e, workspace)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// A server may change its tools while the host is being made; that change is kept and
 	// applied once the host exists.
@@ -143,7 +144,7 @@ func openHostWithMCP(ctx context.Context, e env, workspace string, tune func(*ho
 	h, err = openHostTuned(ctx, e, tune, m.Sources()...)
 	if err != nil {
 		m.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	mu.Lock()
 	live = h
@@ -152,7 +153,7 @@ func openHostWithMCP(ctx context.Context, e env, workspace string, tune func(*ho
 	if again {
 		reload(h)
 	}
-	return h, func() { closeHost(h); m.Close() }, nil
+	return h, m, func() { closeHost(h); m.Close() }, nil
 }
 
 // workingDir is the current folder, the workspace of commands that take none; "" when it is

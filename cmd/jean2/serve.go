@@ -218,6 +218,7 @@ func serveConfig(e env, layout host.Layout, clients *mcpclient.Manager, allowed 
 		DatabaseURL:  dbURL,
 		AllowedHosts: allowed,
 		MCPWorkspace: workingDir(),
+		MCPPrompts:   clients,
 		Web:          web.Handler(),
 		Watch:        &host.WatchOptions{},
 		Version:      version,

@@ -271,7 +271,7 @@ func toolsList(ctx context.Context, e env, args []string) error {
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
-	h, closeAll, err := openHostWithMCP(ctx, e, workingDir(), nil)
+	h, _, closeAll, err := openHostWithMCP(ctx, e, workingDir(), nil)
 	if err != nil {
 		return err
 	}
@@ -409,7 +409,7 @@ func toolsRun(ctx context.Context, e env, args []string) error {
 
 	// The host loads every tool; what it logs about the others (a broken folder the person
 	// is not working on) is not this command's business.
-	h, closeAll, err := openHostWithMCP(ctx, e, ws, func(o *host.Options) {
+	h, _, closeAll, err := openHostWithMCP(ctx, e, ws, func(o *host.Options) {
 		o.Logger = slog.New(onlyTool{Handler: o.Logger.Handler(), name: pos[0]})
 	})
 	if err != nil {
