@@ -236,9 +236,15 @@ func TestExpectStopsPollingWhenItDoesNotPay(t *testing.T) {
 	raw := rr.(*reader)
 	buf := make([]byte, 64)
 	// One round: Expect, a read, the data after wait; reports whether Expect had the read poll.
+	// The late rounds poll 1 ms for data 20 ms away; the quick ones poll 200 ms for data
+	// written at once (1 ms was too short for that at load 20: the "quick" data came late).
 	round := func(wait time.Duration) bool {
 		t.Helper()
-		Expect(rr, time.Millisecond)
+		budget := time.Millisecond
+		if wait == 0 {
+			budget = 200 * time.Millisecond
+		}
+		Expect(rr, budget)
 		polling := raw.pollUntil.Load() != 0
 		done := make(chan error, 1)
 		go func() { _, err := rr.Read(buf); done <- err }()

@@ -482,8 +482,6 @@ export interface SingleSelectAsk<V extends AskOptionValue = AskOptionValue> {
   /** Options whose label is their value are sent to MCP clients as a plain enum. */
   options: AskOption<V>[];
   defaultValue?: V;
-  /** The field's name in the form an MCP client fills in (default q1, q2, …; answer). */
-  name?: string;
   /** Send the choices to an MCP client as enum + enumNames (its form before 2025-11-25). */
   legacyEnumNames?: boolean;
 }
@@ -501,7 +499,6 @@ export interface MultiSelectAsk<V extends AskOptionValue = AskOptionValue> {
   min?: number;
   max?: number;
   defaultValue?: V[];
-  name?: string;
 }
 
 export interface TextAsk {
@@ -515,11 +512,12 @@ export interface TextAsk {
   description?: string;
   placeholder?: string;
   defaultValue?: string;
-  name?: string;
 }
 
 /** A number; a whole one with integer: true; minimum and maximum bound it. */
 export interface NumberAsk {
+  /** Names the ask for a client that keys asks by name (an MCP client on 2026-07-28 sees it under this key in inputRequests, and may answer it in advance). 1–64 of [A-Za-z0-9_.-]. */
+  key?: string;
   target?: 'human';
   type: 'number';
   question: string;
@@ -528,6 +526,7 @@ export interface NumberAsk {
   minimum?: number;
   maximum?: number;
   defaultValue?: number;
+  /** Names the question's form field (an MCP elicitation's property; else "answer", or qN in a form). 1–64 of [A-Za-z0-9_.-]. */
   name?: string;
 }
 
@@ -541,7 +540,6 @@ export interface ConfirmAsk {
   question: string;
   description?: string;
   defaultValue?: boolean;
-  name?: string;
 }
 
 /** A question of a form. */
