@@ -64,24 +64,8 @@ func (h *Host) Watch(ctx context.Context, opts WatchOptions) error {
 				events = nil
 				continue
 			}
-			folder, whole := h.affected(ev.Name)
-			switch {
-			case whole:
-				all = true
-			case folder != "":
-				dirty[folder] = true
-			default:
+			if !h.noteEvent(w, ev, dirty, &all) {
 				continue
-			}
-			if ev.Op.Has(fsnotify.Create) && w != nil {
-				if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {
-					h.watchTree(w, ev.Name)
-					if ev.Name == folder {
-						// A new tool folder: its workers start during the debounce and the
-						// bundle (earlystart.go).
-						h.startEarly(folder)
-					}
-				}
 			}
 			debounce.Reset(opts.Debounce)
 		case err, ok := <-errs:
@@ -108,6 +92,30 @@ func (h *Host) Watch(ctx context.Context, opts WatchOptions) error {
 			}
 		}
 	}
+}
+
+// noteEvent marks what ev changed (a tool folder in dirty, or all) and reports whether it
+// matters. A folder created is watched too; a new tool folder's workers start during the
+// debounce and the bundle (earlystart.go).
+func (h *Host) noteEvent(w *fsnotify.Watcher, ev fsnotify.Event, dirty map[string]bool, all *bool) bool {
+	folder, whole := h.affected(ev.Name)
+	switch {
+	case whole:
+		*all = true
+	case folder != "":
+		dirty[folder] = true
+	default:
+		return false
+	}
+	if ev.Op.Has(fsnotify.Create) && w != nil {
+		if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {
+			h.watchTree(w, ev.Name)
+			if ev.Name == folder {
+				h.startEarly(folder)
+			}
+		}
+	}
+	return true
 }
 
 // affected maps a changed path to the tool folder it belongs to, or says that everything

@@ -147,27 +147,7 @@ type field struct {
 // selects, numbers number questions, strings text with the default kept.
 func formFromSchema(server, message string, schema any) (tool.Ask, []field, error) {
 	var s struct {
-		Properties map[string]struct {
-			Type        string   `json:"type"`
-			Title       string   `json:"title"`
-			Description string   `json:"description"`
-			Default     any      `json:"default"`
-			Minimum     *float64 `json:"minimum"`
-			Maximum     *float64 `json:"maximum"`
-			Enum        []any    `json:"enum"`
-			EnumNames   []string `json:"enumNames"`
-			OneOf       []struct {
-				Const any    `json:"const"`
-				Title string `json:"title"`
-			} `json:"oneOf"`
-			Items *struct {
-				Enum  []any `json:"enum"`
-				AnyOf []struct {
-					Const any    `json:"const"`
-					Title string `json:"title"`
-				} `json:"anyOf"`
-			} `json:"items"`
-		} `json:"properties"`
+		Properties map[string]elicitProperty `json:"properties"`
 	}
 	raw, _ := json.Marshal(schema)
 	if err := json.Unmarshal(raw, &s); err != nil {
@@ -181,58 +161,9 @@ func formFromSchema(server, message string, schema any) (tool.Ask, []field, erro
 	ask := tool.Ask{Type: tool.AskForm, Question: fmt.Sprintf("The MCP server %s asks: %s", server, message)}
 	var fields []field
 	for _, n := range names {
-		p := s.Properties[n]
-		label := p.Title
-		if label == "" {
-			label = n
-		}
-		q := tool.Ask{Question: label, Description: p.Description, Name: n}
-		f := field{name: n, kind: p.Type}
-		opt := func(v any, title string) tool.Option {
-			b, _ := json.Marshal(v)
-			if title == "" {
-				title = fmt.Sprint(v)
-			}
-			return tool.Option{Label: title, Value: b}
-		}
-		switch {
-		case len(p.Enum) > 0 || len(p.OneOf) > 0:
-			q.Type, f.kind = tool.AskSingleSelect, "enum"
-			for i, v := range p.Enum {
-				title := ""
-				if i < len(p.EnumNames) { // the legacy titled enum (before MCP 2025-11-25)
-					title = p.EnumNames[i]
-				}
-				q.Options = append(q.Options, opt(v, title))
-			}
-			for _, o := range p.OneOf {
-				q.Options = append(q.Options, opt(o.Const, o.Title))
-			}
-		case p.Type == "array" && p.Items != nil:
-			q.Type, f.kind = tool.AskMultiSelect, "enums"
-			for _, v := range p.Items.Enum {
-				q.Options = append(q.Options, opt(v, ""))
-			}
-			for _, o := range p.Items.AnyOf {
-				q.Options = append(q.Options, opt(o.Const, o.Title))
-			}
-		case p.Type == "boolean":
-			q.Type = tool.AskConfirm
-		case p.Type == "number" || p.Type == "integer":
-			q.Type, q.Integer, q.Minimum, q.Maximum = tool.AskNumber, p.Type == "integer", p.Minimum, p.Maximum
-		case p.Type == "string" || p.Type == "":
-			q.Type = tool.AskText
-			if f.kind == "" {
-				f.kind = "string"
-			}
-		default:
-			return tool.Ask{}, nil, fmt.Errorf("property %q has type %q, which an elicitation form cannot hold", n, p.Type)
-		}
-		if p.Default != nil {
-			q.DefaultValue, _ = json.Marshal(p.Default)
-			if q.Type == tool.AskText {
-				q.DefaultValue, _ = json.Marshal(fmt.Sprint(p.Default))
-			}
+		q, f, err := questionOf(n, s.Properties[n])
+		if err != nil {
+			return tool.Ask{}, nil, err
 		}
 		ask.Questions = append(ask.Questions, q)
 		fields = append(fields, f)
@@ -243,6 +174,89 @@ func formFromSchema(server, message string, schema any) (tool.Ask, []field, erro
 		fields = []field{{name: "", kind: "boolean"}}
 	}
 	return ask, fields, nil
+}
+
+// elicitProperty is one property of an elicitation's requested schema, as far as a form
+// reads it.
+type elicitProperty struct {
+	Type        string         `json:"type"`
+	Title       string         `json:"title"`
+	Description string         `json:"description"`
+	Default     any            `json:"default"`
+	Minimum     *float64       `json:"minimum"`
+	Maximum     *float64       `json:"maximum"`
+	Enum        []any          `json:"enum"`
+	EnumNames   []string       `json:"enumNames"`
+	OneOf       []titledChoice `json:"oneOf"`
+	Items       *struct {
+		Enum  []any          `json:"enum"`
+		AnyOf []titledChoice `json:"anyOf"`
+	} `json:"items"`
+}
+
+// titledChoice is a choice of a titled enum (oneOf, items.anyOf).
+type titledChoice struct {
+	Const any    `json:"const"`
+	Title string `json:"title"`
+}
+
+// choiceOption is a choice as an ask's option: its title (else the value) and its value.
+func choiceOption(v any, title string) tool.Option {
+	b, _ := json.Marshal(v)
+	if title == "" {
+		title = fmt.Sprint(v)
+	}
+	return tool.Option{Label: title, Value: b}
+}
+
+// questionOf is property n as a question of the form, and how its answer is read back.
+func questionOf(n string, p elicitProperty) (tool.Ask, field, error) {
+	label := p.Title
+	if label == "" {
+		label = n
+	}
+	q := tool.Ask{Question: label, Description: p.Description, Name: n}
+	f := field{name: n, kind: p.Type}
+	switch {
+	case len(p.Enum) > 0 || len(p.OneOf) > 0:
+		q.Type, f.kind = tool.AskSingleSelect, "enum"
+		for i, v := range p.Enum {
+			title := ""
+			if i < len(p.EnumNames) { // the legacy titled enum (before MCP 2025-11-25)
+				title = p.EnumNames[i]
+			}
+			q.Options = append(q.Options, choiceOption(v, title))
+		}
+		for _, o := range p.OneOf {
+			q.Options = append(q.Options, choiceOption(o.Const, o.Title))
+		}
+	case p.Type == "array" && p.Items != nil:
+		q.Type, f.kind = tool.AskMultiSelect, "enums"
+		for _, v := range p.Items.Enum {
+			q.Options = append(q.Options, choiceOption(v, ""))
+		}
+		for _, o := range p.Items.AnyOf {
+			q.Options = append(q.Options, choiceOption(o.Const, o.Title))
+		}
+	case p.Type == "boolean":
+		q.Type = tool.AskConfirm
+	case p.Type == "number" || p.Type == "integer":
+		q.Type, q.Integer, q.Minimum, q.Maximum = tool.AskNumber, p.Type == "integer", p.Minimum, p.Maximum
+	case p.Type == "string" || p.Type == "":
+		q.Type = tool.AskText
+		if f.kind == "" {
+			f.kind = "string"
+		}
+	default:
+		return q, f, fmt.Errorf("property %q has type %q, which an elicitation form cannot hold", n, p.Type)
+	}
+	if p.Default != nil {
+		q.DefaultValue, _ = json.Marshal(p.Default)
+		if q.Type == tool.AskText {
+			q.DefaultValue, _ = json.Marshal(fmt.Sprint(p.Default))
+		}
+	}
+	return q, f, nil
 }
 
 // contentFromAnswers turns a form's answers back into the values of the requested schema.

@@ -178,29 +178,9 @@ func (s *Server) SetPolicy(p ask.Policy) {
 // New makes a server that lists h's serving tools and follows its reloads, sending
 // notifications/tools/list_changed when the list changes.
 func New(h Host, opts Options) (*Server, error) {
-	if opts.Workspace.Path == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, fmt.Errorf("mcp server: no workspace given and the current folder is unknown: %w", err)
-		}
-		opts.Workspace.Path = wd
-	}
-	ws, err := checkWorkspace(opts.Workspace)
+	opts, err := withDefaults(opts)
 	if err != nil {
 		return nil, err
-	}
-	opts.Workspace = ws
-	if opts.InputTimeout <= 0 {
-		opts.InputTimeout = DefaultInputTimeout
-	}
-	if opts.Version == "" {
-		opts.Version = "dev"
-	}
-	if opts.NextCallPoll == 0 {
-		opts.NextCallPoll = DefaultNextCallPoll
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s := &Server{
 		h: h, opts: opts, log: opts.Logger,
@@ -246,13 +226,49 @@ func New(h Host, opts Options) (*Server, error) {
 	s.authored.listed, s.authored.templates = map[string]string{}, map[string]*uritemplate.Template{}
 	s.syncPrompts()
 	s.syncResources(context.Background())
+	go s.pollPrompts(opts.PromptPoll)
+	s.followTools()
+	return s, nil
+}
+
+// withDefaults fills in what opts leaves out: the current folder as the workspace (checked),
+// the timeouts, the version and a logger that drops everything.
+func withDefaults(opts Options) (Options, error) {
+	if opts.Workspace.Path == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return opts, fmt.Errorf("mcp server: no workspace given and the current folder is unknown: %w", err)
+		}
+		opts.Workspace.Path = wd
+	}
+	ws, err := checkWorkspace(opts.Workspace)
+	if err != nil {
+		return opts, err
+	}
+	opts.Workspace = ws
+	if opts.InputTimeout <= 0 {
+		opts.InputTimeout = DefaultInputTimeout
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.NextCallPoll == 0 {
+		opts.NextCallPoll = DefaultNextCallPoll
+	}
 	if opts.PromptPoll == 0 {
 		opts.PromptPoll = DefaultPromptPoll
 	}
-	go s.pollPrompts(opts.PromptPoll)
-	// Subscribe before the first sync so that no reload falls between the two.
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return opts, nil
+}
+
+// followTools lists the host's tools and lists them again at each reload, until Close.
+// It subscribes before the first sync so that no reload falls between the two.
+func (s *Server) followTools() {
 	events := make(chan host.ToolsChanged, 16)
-	s.unsubscribe = h.Subscribe(events)
+	s.unsubscribe = s.h.Subscribe(events)
 	s.sync()
 	go func() {
 		for {
@@ -264,7 +280,6 @@ func New(h Host, opts Options) (*Server, error) {
 			}
 		}
 	}()
-	return s, nil
 }
 
 // MCP returns the underlying go-sdk server (to connect other transports).
