@@ -120,25 +120,32 @@ func (s *Server) listPrompts(ctx context.Context, cs *mcp.ClientSession) ([]*mcp
 func (s *Server) refreshPrompts() {
 	s.promptsListing.Lock()
 	defer s.promptsListing.Unlock()
+	if relist(s, "prompts", s.listPrompts, func(p []*mcp.Prompt) { s.prompts = p }) && s.promptsChanged != nil {
+		s.promptsChanged()
+	}
+}
+
+// relist lists what (tools, prompts) again on the server's session and keeps the list with
+// keep (called under s.mu) while that session is still the server's. It reports whether
+// the listing succeeded.
+func relist[T any](s *Server, what string, list func(context.Context, *mcp.ClientSession) (T, error), keep func(T)) bool {
 	s.mu.Lock()
 	cs := s.session
 	s.mu.Unlock()
 	if cs == nil {
-		return
+		return false
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 	defer cancel()
-	prompts, err := s.listPrompts(ctx, cs)
+	got, err := list(ctx, cs)
 	if err != nil {
-		s.log.Warn("MCP server prompts not refreshed", "server", s.cfg.Name, "error", err)
-		return
+		s.log.Warn("MCP server "+what+" not refreshed", "server", s.cfg.Name, "error", err)
+		return false
 	}
 	s.mu.Lock()
 	if s.session == cs {
-		s.prompts = prompts
+		keep(got)
 	}
 	s.mu.Unlock()
-	if s.promptsChanged != nil {
-		s.promptsChanged()
-	}
+	return true
 }

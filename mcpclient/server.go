@@ -315,25 +315,9 @@ func (s *Server) refresh() {
 		return
 	}
 	defer s.refreshing.Store(false)
-	s.mu.Lock()
-	cs := s.session
-	s.mu.Unlock()
-	if cs == nil {
-		return
+	if relist(s, "tools", s.list, func(t []tool.Tool) { s.tools = t }) {
+		s.changed()
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
-	defer cancel()
-	tools, err := s.list(ctx, cs)
-	if err != nil {
-		s.log.Warn("MCP server tools not refreshed", "server", s.cfg.Name, "error", err)
-		return
-	}
-	s.mu.Lock()
-	if s.session == cs {
-		s.tools = tools
-	}
-	s.mu.Unlock()
-	s.changed()
 }
 
 // list lists the server's tools. A tool whose definition did not change keeps its value, so

@@ -505,27 +505,11 @@ type toolsWithExecution struct {
 }
 
 func (r toolsWithExecution) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(r.ListToolsResult)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	var tools []map[string]json.RawMessage
-	if err := json.Unmarshal(m["tools"], &tools); err != nil {
-		return nil, err
-	}
-	for _, t := range tools {
-		var name string
-		_ = json.Unmarshal(t["name"], &name)
+	return listWithExecution(r.ListToolsResult, func(name string) json.RawMessage {
 		if ts := r.support[name]; ts != "" {
-			t["execution"], _ = json.Marshal(tool.Execution{TaskSupport: ts})
+			b, _ := json.Marshal(tool.Execution{TaskSupport: ts})
+			return b
 		}
-	}
-	if m["tools"], err = json.Marshal(tools); err != nil {
-		return nil, err
-	}
-	return json.Marshal(m)
+		return nil
+	})
 }

@@ -483,7 +483,13 @@ type toolsWithTasks struct{ *mcp.ListToolsResult }
 var taskSupportOptional = json.RawMessage(`{"taskSupport":"optional"}`)
 
 func (r toolsWithTasks) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(r.ListToolsResult)
+	return listWithExecution(r.ListToolsResult, func(string) json.RawMessage { return taskSupportOptional })
+}
+
+// listWithExecution encodes a tools/list result with each tool's execution object as
+// executionOf gives it (none for nil).
+func listWithExecution(res *mcp.ListToolsResult, executionOf func(name string) json.RawMessage) ([]byte, error) {
+	b, err := json.Marshal(res)
 	if err != nil {
 		return nil, err
 	}
@@ -496,7 +502,11 @@ func (r toolsWithTasks) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	for _, t := range tools {
-		t["execution"] = taskSupportOptional
+		var name string
+		_ = json.Unmarshal(t["name"], &name)
+		if e := executionOf(name); e != nil {
+			t["execution"] = e
+		}
 	}
 	if m["tools"], err = json.Marshal(tools); err != nil {
 		return nil, err
