@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -145,8 +146,14 @@ func TestViewAttackMetadataFromNode(t *testing.T) {
 }
 
 func TestViewAttackMetadataFromBun(t *testing.T) {
+	bun := bunPath(t)
+	if err := exec.Command(bun, "--version").Run(); err != nil && os.Getuid() != 0 {
+		// As nobody (TestViewAttackAsOrdinaryUser) with the checkout in a folder only root may
+		// enter, such as /root: this user cannot run that Bun at all.
+		t.Skipf("bun at %s does not run as uid %d: %v", bun, os.Getuid(), err)
+	}
 	vf := newViewFixture(t, func(o *host.Options) {
-		o.BunPath = bunPath(t)
+		o.BunPath = bun
 		o.RuntimePreference = "bun"
 	})
 	if e := vf.entry("hostile"); e.Runtime != "bun" {
@@ -378,7 +385,11 @@ func TestViewAttackAsOrdinaryUser(t *testing.T) {
 		names = append(names, "TestViewAttackMetadataFromBun")
 	}
 	for _, name := range names {
-		if !strings.Contains(out, "--- PASS: "+name) {
+		skipped := name == "TestViewAttackMetadataFromBun" && strings.Contains(out, "--- SKIP: "+name)
+		if skipped {
+			t.Logf("as nobody, %s was skipped: this user cannot run the Bun of $JEAN2_BUN", name)
+		}
+		if !skipped && !strings.Contains(out, "--- PASS: "+name) {
 			t.Fatalf("as nobody, %s did not pass (%v):\n%s", name, err, out)
 		}
 	}
