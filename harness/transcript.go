@@ -39,21 +39,7 @@ func transcript(history []store.Message) (msgs []provider.Message, system []stri
 	if wasCompacted {
 		system = append(system, summaryPrompt(summary))
 	}
-	// Results that arrived apart from their calls, first one per call id.
-	apart := map[string]store.Part{}
-	calls := 0
-	for _, m := range history {
-		for _, p := range m.Parts {
-			if p.Kind == store.PartToolCall {
-				calls++
-			}
-			if p.Kind == store.PartToolResult && p.CallID != "" {
-				if _, dup := apart[p.CallID]; !dup {
-					apart[p.CallID] = p
-				}
-			}
-		}
-	}
+	apart, calls := resultsApart(history)
 	// A message each and one per call's result, allocated once: grown by appends, the
 	// slice of a long session's request was copied about twice its size every request.
 	msgs = make([]provider.Message, 0, len(history)+calls)
@@ -234,4 +220,23 @@ func resultImages(p store.Part) []provider.Image {
 		}
 	}
 	return images
+}
+
+// resultsApart are the results that arrived apart from their calls, the first one per call
+// id, and how many calls the history holds.
+func resultsApart(history []store.Message) (apart map[string]store.Part, calls int) {
+	apart = map[string]store.Part{}
+	for _, m := range history {
+		for _, p := range m.Parts {
+			if p.Kind == store.PartToolCall {
+				calls++
+			}
+			if p.Kind == store.PartToolResult && p.CallID != "" {
+				if _, dup := apart[p.CallID]; !dup {
+					apart[p.CallID] = p
+				}
+			}
+		}
+	}
+	return apart, calls
 }
