@@ -201,6 +201,18 @@ func TestProviderSetupFromWelcome(t *testing.T) {
 	f.waitJS("the session's model list", `[...document.querySelectorAll("#session-model-list option")].length === 2`)
 	f.waitText("#session-model-status", "2 models listed by local")
 	f.eval(`(() => { document.querySelector("dialog[open] .buttons button:not(.primary)").click(); return ""; })()`)
+	// The dialog is gone, and the focus back on the Model button, before the composer is typed
+	// into: an Enter that reached that button would open the dialog again.
+	f.waitJS("the dialog closed", `document.querySelector("dialog") === null`)
+	// Focus moved on purpose between close() and its close event (a task later) is not taken
+	// back to the button that opened the dialog.
+	f.clickText(".session-head", "Model")
+	f.waitText("#session-model-status", "2 models listed by local")
+	f.eval(`(() => { document.querySelector("dialog[open] .buttons button:not(.primary)").click(); document.querySelector("#composer-input").focus(); return ""; })()`)
+	f.waitJS("the dialog closed again", `document.querySelector("dialog") === null`)
+	if got := f.eval(`new Promise((ok) => setTimeout(() => ok(document.activeElement?.id || document.activeElement?.tagName || ""), 50))`); got != "composer-input" {
+		t.Fatalf("after the dialog closed the focus is on %q, not the message box the page moved it to", got)
+	}
 	f.fake.Push(text("Connected answer."))
 	f.typeInto("#composer-input", "hello again\n")
 	f.waitText(".message.assistant", "Connected answer.")

@@ -21,9 +21,13 @@ export function openDialog(title, bodyNodes, opts = {}) {
   dialog.addEventListener("close", () => {
     if (closed) return;
     closed = true;
+    // The close event comes a task after close(): by then the person (or a script) may have put
+    // the focus somewhere on purpose, and it is not taken back from there.
+    const now = document.activeElement;
+    const movedOn = now && now !== document.body && now !== returnTo && !dialog.contains(now);
     dialog.remove();
     opts.onClose?.();
-    if (returnTo && returnTo.isConnected && typeof returnTo.focus === "function") returnTo.focus();
+    if (!movedOn && returnTo && returnTo.isConnected && typeof returnTo.focus === "function") returnTo.focus();
   });
   document.body.appendChild(dialog);
   dialog.showModal();
