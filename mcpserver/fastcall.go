@@ -57,7 +57,7 @@ func (t *fastTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	// Calls outlive neither the session nor a cancellation, but not the ctx of Connect
 	// either: the go-sdk's own calls are cancelled only by the client or the session's end.
 	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := &fastConn{srv: t.srv, base: base, cancelAll: cancel, calls: map[jsonrpc.ID]context.CancelFunc{}}
+	c := &fastConn{srv: t.srv, base: base, cancelAll: cancel, calls: map[jsonrpc.ID]context.CancelFunc{}, ready: make(chan struct{})}
 	if st, ok := t.inner.(*StdioTransport); ok {
 		// Fast calls start on the transport's reading goroutine and their answers are
 		// written as encoded here.
@@ -88,6 +88,9 @@ type fastConn struct {
 	expect  func(time.Duration) // stdioConn.expectMessage, when inner is one
 	srv     *Server
 	session atomic.Pointer[mcp.ServerSession] // set once Connect returns
+	// ready is closed once session is set (or Connect failed): the reading goroutine can
+	// take a call before the goroutine that called Connect has stored the session.
+	ready chan struct{}
 
 	base      context.Context
 	cancelAll context.CancelFunc
@@ -178,8 +181,20 @@ func fastParams(p json.RawMessage) (params *mcp.CallToolParamsRaw, raw callParam
 
 // tryFast starts req as a fast call when it fits, and reports whether it did.
 func (c *fastConn) tryFast(req *jsonrpc.Request) bool {
+	if !req.ID.IsValid() || len(req.Params) == 0 {
+		return false
+	}
 	ss := c.session.Load()
-	if ss == nil || !req.ID.IsValid() || len(req.Params) == 0 {
+	if ss == nil {
+		// The session is being stored (connect): wait for it rather than leave the call
+		// to the slow path for want of a pointer.
+		select {
+		case <-c.ready:
+		case <-c.base.Done():
+		}
+		ss = c.session.Load()
+	}
+	if ss == nil {
 		return false
 	}
 	if ss.InitializeParams() == nil || usesRounds(ss) {

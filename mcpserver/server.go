@@ -316,6 +316,9 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 func (s *Server) connect(ctx context.Context, t mcp.Transport) (*mcp.ServerSession, *fastConn, error) {
 	ft := &fastTransport{inner: t, srv: s}
 	ss, err := s.mcp.Connect(ctx, ft, nil)
+	if ft.conn != nil {
+		defer close(ft.conn.ready)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
