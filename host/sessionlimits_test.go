@@ -142,7 +142,7 @@ func TestSessionLimitsTempFSOfADeadHostIsSwept(t *testing.T) {
 	if err := gone.Run(); err != nil {
 		t.Fatal(err)
 	}
-	dead := filepath.Join(f.layout.Temp, "workspaces", "w-dead")
+	dead := filepath.Join(f.layout.Temp, "workspaces", "w-dead", "s1") // a session's, as hosts mount them
 	other := filepath.Join(f.layout.Temp, "workspaces", "w-other")
 	for dir, source := range map[string]string{dead: fmt.Sprintf("jean2-%d-t1-0badc0ffee00", gone.Process.Pid), other: "not-jean2"} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
