@@ -15,15 +15,17 @@ import (
 	"github.com/jean2/jean2/tool"
 )
 
-// TestShellAttackSessionFolderSwappedForALink: a tool worker of the workspace may write the
-// workspace's temporary folder, so it can put a link to "/" in place of a session's folder
-// (host/TestSandboxAttackSessionFolderSwappedForALink shows a confined tool doing it; here
-// the test does it for the tool). The shell grants its commands that folder, resolved: the
-// command got "/" read-write, protected places carved out — every file of the machine
-// jean2's uid may touch. Now the host puts a real folder back before the command, and the
-// launcher refuses a rule whose path became a link after it was planned.
+// TestShellAttackSessionFolderSwappedForALink: a tool worker of the workspace could write
+// the workspace's temporary folder, so it could put a link to "/" in place of a session's
+// folder (a confined one no longer can: host/TestSandboxAttackSessionFolderSwappedForALink;
+// an unconfined one still can, and here the test does it for the tool). The shell grants
+// its commands that folder, resolved: the command got "/" read-write, protected places
+// carved out — every file of the machine jean2's uid may touch. Now the host puts a real
+// folder back before the command, and the launcher refuses a rule whose path became a link
+// after it was planned.
 func TestShellAttackSessionFolderSwappedForALink(t *testing.T) {
-	f := newShellFixture(t, nil)
+	// No tmpfs: the test swaps the folder itself, which a mount's root would refuse.
+	f := newShellFixtureHost(t, nil, func(o *host.Options) { o.Limits.SessionTempMB = -1 })
 	outside := filepath.Join(t.TempDir(), "user-files")
 	if err := os.MkdirAll(outside, 0o755); err != nil {
 		t.Fatal(err)

@@ -143,7 +143,7 @@ func mountedBeneath(dir string) []string {
 }
 
 // A command, in the foreground or the background, that writes past the session's temporary
-// folder quota gets ENOSPC: the workspace's temporary folder is a tmpfs of SessionTempMB
+// folder quota gets ENOSPC: the session's temporary folder is a tmpfs of SessionTempMB
 // (mounted by a root host in its own namespace, by an ordinary user's in the mount namespace
 // jean2 runs in: TestShellTempQuotaAsOrdinaryUser). Before, the quota was measured while a
 // call ran, and a background command, whose call had returned, wrote 64 MiB into a 16 MiB
@@ -179,8 +179,8 @@ func TestShellBackgroundWritePastTempQuotaFails(t *testing.T) {
 	if fi.Size() > 16<<20 || !strings.Contains(text, "No space left on device") || strings.Contains(text, "dd exit 0") {
 		t.Fatalf("wrote %d bytes past a 16 MiB quota: %q", fi.Size(), text)
 	}
-	wsTemp := f.layout.WorkspaceTemp("w1")
-	if m := mountedBeneath(f.layout.Temp); len(m) != 1 || m[0] != wsTemp {
+	s1Temp := filepath.Join(f.layout.WorkspaceTemp("w1"), "s1")
+	if m := mountedBeneath(f.layout.Temp); len(m) != 1 || m[0] != s1Temp {
 		t.Fatalf("mounts beneath the temporary folders: %v", m)
 	}
 	cg := strings.TrimPrefix(f.h.Sandbox().Pids, "cgroup ")
@@ -202,11 +202,12 @@ func TestShellBackgroundWritePastTempQuotaFails(t *testing.T) {
 // there the quota was only measured: the foreground dd wrote its 32 MiB into the 16 MiB
 // folder.
 func TestShellTempQuotaAsOrdinaryUser(t *testing.T) {
-	out, err := asuser.Rerun(t, "^(TestShellBackgroundWritePastTempQuotaFails|TestShellTmpIsTheSessionFolder)$")
+	tests := []string{"TestShellBackgroundWritePastTempQuotaFails", "TestShellTmpIsTheSessionFolder", "TestShellSessionTempIsItsOwn"}
+	out, err := asuser.Rerun(t, "^("+strings.Join(tests, "|")+")$")
 	if strings.Contains(out, "needs Landlock") {
 		t.Skipf("no confined shell for an ordinary user here:\n%s", out)
 	}
-	for _, name := range []string{"TestShellBackgroundWritePastTempQuotaFails", "TestShellTmpIsTheSessionFolder"} {
+	for _, name := range tests {
 		if !strings.Contains(out, "--- PASS: "+name) {
 			t.Fatalf("as nobody, %s did not pass (%v):\n%s", name, err, out)
 		}

@@ -548,6 +548,37 @@ func BenchmarkShellStart(b *testing.B) {
 		call()
 		measureStarts(b, call)
 	})
+	// Other sessions' temporary folders are tmpfs mounts of their own (one per live session,
+	// host.Limits.SessionTempMB), which every command's view copies and makes read-only: the
+	// start grows with them. Root only, in a mount namespace of its own:
+	//	unshare -m --propagation private sh -c 'mount --make-rshared / && exec go test ./builtin -run "^$" -bench ShellStart'
+	for _, n := range []int{500, 2000} {
+		b.Run(fmt.Sprintf("shell-builtin-idle-sessions=%d", n), func(b *testing.B) {
+			if os.Geteuid() != 0 {
+				b.Skip("mounts the other sessions' tmpfs itself: root only")
+			}
+			f := newShellFixture(b, nil)
+			for i := range n {
+				dir := filepath.Join(f.layout.WorkspaceTemp("idle"), fmt.Sprintf("s%d", i))
+				if err := os.MkdirAll(dir, 0o700); err != nil {
+					b.Fatal(err)
+				}
+				if err := syscall.Mount("bench-idle", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size=1m"); err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+			}
+			args, _ := json.Marshal(map[string]any{"command": "true"})
+			call := func() {
+				out := f.h.Invoke(context.Background(), host.Call{Tool: "shell", Args: args, SessionID: "s1", Workspace: host.Workspace{ID: "w1", Path: f.ws}})
+				if !out.Result.Success {
+					b.Fatal(out.Result)
+				}
+			}
+			call()
+			measureStarts(b, call)
+		})
+	}
 }
 
 func measureStarts(b *testing.B, start func()) {

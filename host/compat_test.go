@@ -482,10 +482,9 @@ func TestSessionFolderReadableWithoutAsking(t *testing.T) {
 			if r.TempDir == "" || filepath.Dir(out.Overflow.Path) != r.TempDir {
 				t.Errorf("ctx.fs.tempDir %q, overflow file in %q: want one folder", r.TempDir, filepath.Dir(out.Overflow.Path))
 			}
-			// The workspace's folder, which holds the session's: its workers serve all its
-			// sessions.
-			if mode == sandbox.ModeLandlock && (r.TMPDIR != filepath.Dir(r.TempDir) || r.OsTmp != filepath.Dir(r.TempDir)) {
-				t.Errorf("confined worker: TMPDIR %q, os.tmpdir() %q; want the workspace's folder %q", r.TMPDIR, r.OsTmp, filepath.Dir(r.TempDir))
+			// The session's own folder: its workers serve it alone.
+			if mode == sandbox.ModeLandlock && (r.TMPDIR != r.TempDir || r.OsTmp != r.TempDir) {
+				t.Errorf("confined worker: TMPDIR %q, os.tmpdir() %q; want the session's folder %q", r.TMPDIR, r.OsTmp, r.TempDir)
 			}
 			// A link planted in the session folder that leads out is not answered for.
 			outside := t.TempDir()

@@ -133,9 +133,9 @@ func (h *Host) Invoke(ctx context.Context, call Call) Outcome {
 	}
 	// The broker forgets the call's once-grants when the call ends.
 	defer cs.powers.close()
-	// The quota holds for what the call's workers may write: the workspace's temporary
-	// folder, which holds its sessions' folders and is their TMPDIR.
-	quotaDir := h.scopeTemp(cs.ctx.TempDir)
+	// The quota holds for what the call's workers may write: the session's temporary
+	// folder, their TMPDIR (each session has its own quota).
+	quotaDir := cs.ctx.TempDir
 	if err := h.checkSessionTemp(call.Tool, call.CallID, quotaDir); err != nil {
 		return finish(tool.Result{Error: err.Error()})
 	}
@@ -235,10 +235,11 @@ func (h *Host) callTemp(call Call, callID string) (string, error) {
 }
 
 // sessionTemp returns a call's temporary folder (tempKey's path under Layout.Temp),
-// creating it once per host and making sure at every call that it is a real folder: the
-// workers of a workspace may write the folder that holds its sessions' folders, so a
-// hostile one can put a link (to "/") in a session's place, which ctx.fs would take for a
-// root and the shell for a folder to grant its commands (TestSandboxAttackSessionFolder…).
+// creating it (and its tmpfs: mountScope) once per host and making sure at every call that
+// it is a real folder: a link (to "/") in a session's place would be taken by ctx.fs for a
+// root and by the shell for a folder to grant its commands. Confined workers no longer
+// write the folder that holds it (each writes its session's own), but an unconfined one may
+// (TestSandboxAttackSessionFolder…).
 func (h *Host) sessionTemp(key string) (string, error) {
 	if dir, ok := h.temps.Load(key); ok {
 		if err := keepRealFolder(dir.(string)); err != nil {

@@ -95,10 +95,10 @@ func (l Layout) SessionTemp(sessionID string) (string, error) {
 }
 
 // WorkspaceTemp is the folder that holds the temporary folders of a workspace's sessions
-// (one folder each, named by the session's id) and of its sessionless calls (".runs"). It
-// is what the workspace's workers may write and their TMPDIR, the same for every session's
-// workers, so that one tmpfs of SessionTempMB holds them all (each session has workers of
-// its own, in its cgroup: cgroups.go).
+// (one folder each, named by the session's id) and of its sessionless calls (".runs").
+// No worker may write it: a session's workers and commands write their session's folder
+// alone (their TMPDIR and /tmp), each a tmpfs of SessionTempMB of its own (temp.go), as
+// each session has workers of its own, in its cgroup (cgroups.go).
 func (l Layout) WorkspaceTemp(workspaceID string) string {
 	return filepath.Join(l.Temp, "workspaces", safeName(workspaceID))
 }

@@ -44,11 +44,12 @@ type Limits struct {
 	MaxLogLines int
 	// MaxPendingAsks caps the asks of one call waiting for an answer at once (default 8).
 	MaxPendingAsks int
-	// SessionTempMB caps what one workspace's temporary folder holds (its sessions'
-	// ctx.fs.tempDir folders and its workers' TMPDIR, Layout.WorkspaceTemp; a session
-	// without workspace has a folder of its own), in MiB (default 1024). Where the host
-	// may mount (root, Linux, sandbox on) the folder is a tmpfs of that size, made when
-	// first used (temp.go, tempmount_linux.go): a write past it fails with ENOSPC, from a
+	// SessionTempMB caps what one session's temporary folder holds (its ctx.fs.tempDir,
+	// its workers' and commands' TMPDIR and /tmp; a workspace's sessionless calls share
+	// one, .runs), in MiB (default 1024): each session its own. Where the host may mount
+	// (Linux, sandbox on; root, or an ordinary user through its mounter) the folder is a
+	// tmpfs of that size, made at the session's first call and unmounted when the session
+	// ends (temp.go, tempmount_linux.go): a write past it fails with ENOSPC, from a
 	// worker, a command or a background command alike. Elsewhere the host measures the
 	// folder every 250 ms while a call runs and after it: a call that takes the folder past
 	// the quota is stopped, and the session's next calls are refused with a message naming

@@ -147,7 +147,10 @@ func (h *Host) Sandbox() sandbox.Status { return h.sb.status }
 type poolScope struct {
 	workspace string
 	allowed   []string
-	tempDir   string
+	// tempDir is the session's own temporary folder (the call's: Layout.Temp/workspaces/
+	// <w>/<session>, …/<w>/.runs, sessions/<session>), the one place of Layout.Temp the
+	// worker may write, its TMPDIR and its /tmp.
+	tempDir string
 	// group is the cgroup of the session the worker serves (scopeGroup of the call's own
 	// temporary folder: ws-<w>/s-<session>, ws-<w>/runs, s-<session>), where its launcher
 	// puts the worker's group, under the session's limits (cgroups.go).
@@ -155,10 +158,10 @@ type poolScope struct {
 }
 
 // callScope is the scope of a call with context c: its workspace and allowed paths, the
-// temporary folder its workers may write (the workspace's, scopeTemp) and its session's
-// cgroup.
+// temporary folder its workers may write (its session's own, or its workspace's .runs for
+// a sessionless call: no other session's) and its session's cgroup.
 func (h *Host) callScope(c *tool.Context) poolScope {
-	return poolScope{workspace: c.Workspace, allowed: c.AllowedPaths, tempDir: h.scopeTemp(c.TempDir), group: h.scopeGroup(c.TempDir)}
+	return poolScope{workspace: c.Workspace, allowed: c.AllowedPaths, tempDir: c.TempDir, group: h.scopeGroup(c.TempDir)}
 }
 
 func (s poolScope) key() string {

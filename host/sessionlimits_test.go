@@ -75,8 +75,8 @@ func TestSessionLimitsWorkersGroupsAndTempFS(t *testing.T) {
 	if wrote > 8 || !strings.Contains(refused.Result.Error, "ENOSPC") {
 		t.Fatalf("after %d MiB in an 8 MiB tmpfs: %+v", wrote, refused.Result)
 	}
-	wsTemp := sf.layout.WorkspaceTemp("w1")
-	if m := mountsBeneath(sf.layout.Temp); len(m) != 2 || !contains(m, wsTemp) || !contains(m, filepath.Join(sf.layout.Temp, "sessions", "solo")) {
+	s1Temp := filepath.Join(sf.layout.WorkspaceTemp("w1"), "s1")
+	if m := mountsBeneath(sf.layout.Temp); len(m) != 2 || !contains(m, s1Temp) || !contains(m, filepath.Join(sf.layout.Temp, "sessions", "solo")) {
 		t.Fatalf("mounts beneath the temporary folders: %v", m)
 	}
 	if q := sf.h.TempQuota(); !strings.HasPrefix(q, "tmpfs of 8 MiB") {
@@ -142,7 +142,7 @@ func TestSessionLimitsTempFSOfADeadHostIsSwept(t *testing.T) {
 	if err := gone.Run(); err != nil {
 		t.Fatal(err)
 	}
-	dead := filepath.Join(f.layout.Temp, "workspaces", "w-dead")
+	dead := filepath.Join(f.layout.Temp, "workspaces", "w-dead", "s1") // a session's, as hosts mount them
 	other := filepath.Join(f.layout.Temp, "workspaces", "w-other")
 	for dir, source := range map[string]string{dead: fmt.Sprintf("jean2-%d-t1-0badc0ffee00", gone.Process.Pid), other: "not-jean2"} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -160,7 +160,7 @@ func TestSessionLimitsTempFSOfADeadHostIsSwept(t *testing.T) {
 	}
 }
 
-// A confined worker's write past its workspace's temporary folder quota fails with ENOSPC,
+// A confined worker's write past its session's temporary folder quota fails with ENOSPC,
 // as root and (TestWorkerTempQuotaAsOrdinaryUser) as an ordinary user, whose jean2 runs in
 // namespaces of its own and mounts the tmpfs through its mounter; the host itself, which
 // reads what the worker wrote, holds no capability there.
@@ -201,11 +201,13 @@ func TestWorkerWritePastTempQuotaFails(t *testing.T) {
 // them again as nobody. Before, there the quota was measured: the worker wrote 18 MiB
 // into the 8 MiB folder and only the next call was refused.
 func TestWorkerTempQuotaAsOrdinaryUser(t *testing.T) {
-	out, err := asuser.Rerun(t, "^(TestWorkerWritePastTempQuotaFails|TestViewWorkerTmpIsItsTempFolder)$")
+	tests := []string{"TestWorkerWritePastTempQuotaFails", "TestViewWorkerTmpIsItsTempFolder",
+		"TestSessionTempWorkerCannotWriteAnotherSessions", "TestSessionTempQuotaIsPerSession", "TestSessionTempUnmountedWhenTheSessionEnds"}
+	out, err := asuser.Rerun(t, "^("+strings.Join(tests, "|")+")$")
 	if strings.Contains(out, "Landlock is not available") {
 		t.Skipf("no Landlock for an ordinary user here:\n%s", out)
 	}
-	for _, name := range []string{"TestWorkerWritePastTempQuotaFails", "TestViewWorkerTmpIsItsTempFolder"} {
+	for _, name := range tests {
 		if !strings.Contains(out, "--- PASS: "+name) {
 			t.Fatalf("as nobody, %s did not pass (%v):\n%s", name, err, out)
 		}

@@ -53,16 +53,6 @@ func tempGroup(call Call) string {
 	return call.TempScope
 }
 
-// scopeTemp is the folder a confined worker serving a call whose temporary folder is dir may
-// write (and its TMPDIR): the workspace's folder that holds dir, else dir itself.
-func (h *Host) scopeTemp(dir string) string {
-	parent := filepath.Dir(dir)
-	if filepath.Dir(parent) == filepath.Join(h.layout.Temp, "workspaces") {
-		return parent
-	}
-	return dir
-}
-
 // runsKeep is how long what a sessionless call left in its workspace's .runs folder (an
 // overflow file its caller may still read) is kept.
 const runsKeep = time.Hour
@@ -88,11 +78,11 @@ func (h *Host) dropCallTemp(call Call, out Outcome) {
 	}
 }
 
-// pruneOld removes the entries of dir last changed more than keep ago. dir is a worker's to
-// change (the workspace's workers write the folder that holds it), so it is reached as an
-// os.Root from that folder, which no worker can change: a link put in dir's place that
-// leads out of it is refused, and nothing is listed or removed through one (before, the
-// host deleted through such a link every old file of the place it led to).
+// pruneOld removes the entries of dir last changed more than keep ago. dir is reached as an
+// os.Root from the folder that holds it, so a link put in dir's place that leads out of it
+// is refused, and nothing is listed or removed through one (before, when a workspace's
+// workers could write the folder that holds .runs, the host deleted through such a link
+// every old file of the place it led to; an unconfined tool still can).
 func (h *Host) pruneOld(dir string, keep time.Duration) {
 	parent, err := os.OpenRoot(filepath.Dir(dir))
 	if err != nil {
@@ -128,9 +118,10 @@ func (h *Host) pruneOld(dir string, keep time.Duration) {
 }
 
 // keepRealFolder makes sure dir is a folder and not a link (or anything else) in its place:
-// what stands there instead is removed, never followed, and a folder made. Only dir's last
-// element is a worker's to change (the folders above it are not writable by workers), and
-// it costs one lstat when all is well.
+// what stands there instead is removed, never followed, and a folder made. A confined
+// worker writes only inside its own session's folder, never the folder that holds it, but
+// an unconfined tool (sandbox off) may put a link there; it costs one lstat when all is
+// well.
 func keepRealFolder(dir string) error {
 	fi, err := os.Lstat(dir)
 	if err == nil && fi.IsDir() {
@@ -153,8 +144,8 @@ func keepRealFolder(dir string) error {
 	return nil
 }
 
-// RemoveSessionTemp removes a session's temporary folder and what is in it: the server
-// calls it when the session is deleted.
+// RemoveSessionTemp removes a session's temporary folder and what is in it, and unmounts
+// its tmpfs: the server calls it when the session is deleted (EndSession).
 func (h *Host) RemoveSessionTemp(workspaceID, sessionID string) error {
 	key, err := tempKey(Call{SessionID: sessionID, Workspace: Workspace{ID: workspaceID}}, "")
 	if err != nil || sessionID == "" {
@@ -172,15 +163,17 @@ func (h *Host) RemoveWorkspaceTemp(workspaceID string) error {
 	h.temps.Range(func(k, _ any) bool {
 		if strings.HasPrefix(k.(string), filepath.Join("workspaces", safeName(workspaceID))+string(filepath.Separator)) {
 			h.temps.Delete(k)
+			h.tempQuota.over.Delete(filepath.Join(h.layout.Temp, k.(string)))
 		}
 		return true
 	})
-	h.forgetKept(h.layout.WorkspaceTemp(workspaceID))
-	h.sb.removeGroup(h.scopeGroup(h.layout.WorkspaceTemp(workspaceID)))
-	if err := h.unmountScope(h.layout.WorkspaceTemp(workspaceID)); err != nil {
+	dir := h.layout.WorkspaceTemp(workspaceID)
+	h.forgetKept(dir)
+	h.sb.removeGroup(h.scopeGroup(dir))
+	if err := h.unmountBeneath(dir); err != nil {
 		return err
 	}
-	return fsutil.RemoveTree(h.layout.WorkspaceTemp(workspaceID))
+	return fsutil.RemoveTree(dir)
 }
 
 func (h *Host) removeTemp(key string) error {
@@ -223,9 +216,11 @@ func (h *Host) cleanStaleTemps() {
 	}
 }
 
-// tempMounts are the temporary scopes (a workspace's folder, a workspace-less session's)
-// the host made a tmpfs of SessionTempMB: there the kernel holds the quota (a write past
-// it fails with ENOSPC) and the host measures nothing. A root host mounts in its own mount
+// tempMounts are the temporary scopes (a session's folder, in its workspace's or alone, and
+// a workspace's sessionless calls' .runs) the host made a tmpfs of SessionTempMB each:
+// there the kernel holds the quota (a write past it fails with ENOSPC) and the host
+// measures nothing. A mount goes with its folder (removeTemp), so an ended session's does
+// not stay. A root host mounts in its own mount
 // namespace; an ordinary user's, through its mounter, in the mount namespace jean2 runs in
 // (SandboxOptions.TempMounter). Where it cannot mount (no mounter, no new mount API,
 // sandbox off), it measures the folder (limits.go).
@@ -239,14 +234,16 @@ type tempMounts struct {
 	refused string
 }
 
-// tempScopeKey is the part of a temporary folder's key (tempKey) that is mounted: a
-// workspace's folder, which its sessions' folders and its workers' TMPDIR share, or a
-// workspace-less session's; "" for a call's own folder (removed when the call ends).
+// tempScopeKey is the part of a temporary folder's key (tempKey) that is mounted: the
+// folder itself, a session's (in its workspace's folder or alone) or a workspace's
+// sessionless calls' (.runs), which is what its workers may write and their TMPDIR; "" for
+// a call's own folder (removed when the call ends). The workspace's folder that holds them
+// is no mount: each session's quota is its own.
 func tempScopeKey(key string) string {
 	parts := strings.Split(filepath.ToSlash(key), "/")
 	switch {
-	case len(parts) >= 2 && parts[0] == "workspaces":
-		return filepath.Join(parts[0], parts[1])
+	case len(parts) == 3 && parts[0] == "workspaces":
+		return key
 	case len(parts) == 2 && parts[0] == "sessions" && !strings.HasPrefix(parts[1], callTempPrefix):
 		return key
 	}
@@ -326,6 +323,19 @@ func (h *Host) unmountScope(dir string) error {
 	return h.opts.Sandbox.TempMounter.Unmount(dir)
 }
 
+// unmountBeneath unmounts the tmpfs mounts of the host in dir (a workspace's folder: its
+// sessions' and .runs).
+func (h *Host) unmountBeneath(dir string) error {
+	var errs []error
+	h.tempFS.mounted.Range(func(k, _ any) bool {
+		if strings.HasPrefix(k.(string), dir+string(filepath.Separator)) {
+			errs = append(errs, h.unmountScope(k.(string)))
+		}
+		return true
+	})
+	return errors.Join(errs...)
+}
+
 // unmountTemps unmounts every tmpfs the host mounted (Close); one it reused is its
 // mounter's, which runs.
 func (h *Host) unmountTemps() error {
@@ -355,7 +365,7 @@ func (h *Host) TempQuota() string {
 		if h.opts.Sandbox.TempMounter != nil {
 			where = " in jean2's own mount namespace"
 		}
-		return fmt.Sprintf("tmpfs of %d MiB per workspace (%d mounted%s)", h.sb.limits.SessionTempMB, n, where)
+		return fmt.Sprintf("tmpfs of %d MiB per session (%d mounted%s)", h.sb.limits.SessionTempMB, n, where)
 	}
 	return ""
 }

@@ -11,16 +11,20 @@ import (
 	"github.com/jean2/jean2/sandbox"
 )
 
-// TestSandboxAttackSessionFolderSwappedForALink: a confined worker may write its workspace's
-// temporary folder, which holds a folder per session (ctx.fs.tempDir). The hostile tool
-// replaces its session's folder, and another session's, with a link to "/". The host made
-// each folder once and then trusted the path: a scope root resolved through the link, so
-// ctx.fs of the next calls took "/" for a root and read and wrote the user's files outside
-// every workspace, as the host, without an ask. Now the host makes sure at every call that
-// the folder is a real folder (a link in its place is removed, never followed) and ctx.fs
-// never takes a temporary folder that leads elsewhere for a root.
+// TestSandboxAttackSessionFolderSwappedForALink: a confined worker could write its
+// workspace's temporary folder, which holds a folder per session (ctx.fs.tempDir). The
+// hostile tool replaced its session's folder, and another session's, with a link to "/".
+// The host made each folder once and then trusted the path: a scope root resolved through
+// the link, so ctx.fs of the next calls took "/" for a root and read and wrote the user's
+// files outside every workspace, as the host, without an ask. Now a confined worker writes
+// only inside its session's folder and cannot swap it (nor another's); and should the
+// folder be swapped anyway (by an unconfined process: the test stands for it), the host
+// makes sure at every call that the folder is a real folder (a link in its place is
+// removed, never followed) and ctx.fs never takes a temporary folder that leads elsewhere
+// for a root.
 func TestSandboxAttackSessionFolderSwappedForALink(t *testing.T) {
-	sf := newSandboxFixture(t, sandbox.ModeLandlock, "")
+	// No tmpfs: the test swaps the folders itself, which a mount's root would refuse.
+	sf := newSandboxFixture(t, sandbox.ModeLandlock, "", func(o *host.Options) { o.Limits.SessionTempMB = -1 })
 	outside := filepath.Join(t.TempDir(), "user-files")
 	notes := filepath.Join(outside, "notes.txt")
 	write(t, notes, "the user's private notes")
@@ -34,11 +38,10 @@ func TestSandboxAttackSessionFolderSwappedForALink(t *testing.T) {
 	if r, out := sf.try(t, map[string]any{"op": "ctxWrite", "path": "s2.txt"}, inS2); !out.Result.Success || !r.OK {
 		t.Fatalf("first call of s2: %+v %s", r, out.Result.Error)
 	}
-	for _, session := range []string{"", "s2"} {
+	for _, session := range []string{"s1", "s2"} {
 		r, out := sf.try(t, map[string]any{"op": "swapTemp", "path": "/", "session": session})
-		if !out.Result.Success || !r.OK {
-			t.Fatalf("the worker could not swap the session folder %q (the attack needs it): %+v %s", session, r, out.Result.Error)
-		}
+		denied(t, "swap the session folder of "+session, r, out, "EACCES", "EBUSY", "EPERM")
+		swapForLink(t, filepath.Join(sf.layout.WorkspaceTemp("w1"), session), "/")
 	}
 	for _, mod := range [][]func(*host.Call){nil, {inS2}} {
 		r, out := sf.try(t, map[string]any{"op": "ctxRead", "path": notes}, mod...)
@@ -62,12 +65,15 @@ func TestSandboxAttackSessionFolderSwappedForALink(t *testing.T) {
 
 // TestSandboxAttackRunsFolderSwappedForALink: sessionless calls of a workspace (the API's
 // Run form) share its temporary folder's .runs, and after each such call the host removes
-// what in it is older than an hour. The hostile tool, in a sessionless call, swaps .runs
+// what in it is older than an hour. The hostile tool, in a sessionless call, swapped .runs
 // for a link to the user's files: the host listed and removed through the link, deleting
-// every file and folder there older than an hour. Now the host lists and removes in .runs
-// opened without following a link, and a link in its place is removed itself.
+// every file and folder there older than an hour. Now a confined worker cannot swap .runs
+// (it writes only inside it); and should it be swapped anyway (the test stands for an
+// unconfined process), the host lists and removes in .runs opened without following a
+// link, and a link in its place is removed itself.
 func TestSandboxAttackRunsFolderSwappedForALink(t *testing.T) {
-	sf := newSandboxFixture(t, sandbox.ModeLandlock, "")
+	// No tmpfs: the test swaps the folder itself, which a mount's root would refuse.
+	sf := newSandboxFixture(t, sandbox.ModeLandlock, "", func(o *host.Options) { o.Limits.SessionTempMB = -1 })
 	user := filepath.Join(t.TempDir(), "user-files")
 	old := time.Now().Add(-3 * time.Hour)
 	for _, p := range []string{filepath.Join(user, "thesis.tex"), filepath.Join(user, "photos", "2019.jpg")} {
@@ -81,9 +87,8 @@ func TestSandboxAttackRunsFolderSwappedForALink(t *testing.T) {
 	}
 	sessionless := func(c *host.Call) { c.SessionID = "" }
 	r, out := sf.try(t, map[string]any{"op": "swapTemp", "path": user}, sessionless)
-	if !out.Result.Success || !r.OK || !strings.HasSuffix(strings.Trim(string(r.Value), `"`), ".runs") {
-		t.Fatalf("the worker could not swap .runs (the attack needs it): %+v %s", r, out.Result.Error)
-	}
+	denied(t, "swap .runs", r, out, "EACCES", "EBUSY", "EPERM")
+	swapForLink(t, filepath.Join(sf.layout.WorkspaceTemp("w1"), ".runs"), user)
 	// One more sessionless call (the host prunes after each).
 	sf.try(t, map[string]any{"op": "pid"}, sessionless)
 	for _, p := range []string{filepath.Join(user, "thesis.tex"), filepath.Join(user, "photos", "2019.jpg")} {
@@ -159,5 +164,16 @@ func TestSandboxAttackWorkspaceSwappedBeforeItsFirstCall(t *testing.T) {
 	}
 	if out.Result.Success || !strings.Contains(out.Result.Error, "now leads to") {
 		t.Errorf("the refusal: %+v", out.Result)
+	}
+}
+
+// swapForLink replaces the folder dir with a link to target, as an unconfined process may.
+func swapForLink(t *testing.T, dir, target string) {
+	t.Helper()
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, dir); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -441,8 +441,8 @@ func TestViewCatalogueTodos(t *testing.T) {
 }
 
 // A worker that writes to /tmp by name writes in its own temporary folder (its TMPDIR, its
-// workspace's): in the view /tmp is that folder, read-write. Another workspace's worker
-// does not see the file, nor does the machine's /tmp get it. Before, /tmp was read-only in
+// session's): in the view /tmp is that folder, read-write. Another session's worker, of
+// the same workspace or another, does not see the file, nor does the machine's /tmp get it. Before, /tmp was read-only in
 // the view (EROFS). The fixture lies outside /tmp (see Plan.Tmp).
 func TestViewWorkerTmpIsItsTempFolder(t *testing.T) {
 	base, err := os.MkdirTemp("/var/tmp", "jean2-tmpview-")
@@ -460,8 +460,8 @@ func TestViewWorkerTmpIsItsTempFolder(t *testing.T) {
 	if !r.OK {
 		t.Fatalf("write /tmp/%s: %+v %s", name, r, out.Result.Error)
 	}
-	if data, err := os.ReadFile(filepath.Join(sf.layout.WorkspaceTemp("w1"), name)); err != nil || string(data) != "pwned" {
-		t.Fatalf("the file is not in the workspace's temporary folder: %q %v", data, err)
+	if data, err := os.ReadFile(filepath.Join(sf.layout.WorkspaceTemp("w1"), "s1", name)); err != nil || string(data) != "pwned" {
+		t.Fatalf("the file is not in the session's temporary folder: %q %v", data, err)
 	}
 	if _, err := os.Stat(filepath.Join("/tmp", name)); !os.IsNotExist(err) {
 		t.Fatalf("the machine's /tmp got the file: %v", err)
@@ -469,5 +469,9 @@ func TestViewWorkerTmpIsItsTempFolder(t *testing.T) {
 	r, _ = sf.try(t, map[string]any{"op": "read", "path": "/tmp/" + name}, func(c *host.Call) { c.Workspace.ID, c.SessionID = "w2", "s9" })
 	if r.OK {
 		t.Fatalf("a worker of workspace w2 read w1's /tmp file: %+v", r)
+	}
+	r, _ = sf.try(t, map[string]any{"op": "read", "path": "/tmp/" + name}, inSession("s2"))
+	if r.OK {
+		t.Fatalf("a worker of session s2 read s1's /tmp file: %+v", r)
 	}
 }

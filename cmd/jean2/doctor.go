@@ -179,7 +179,7 @@ func linuxLimitChecks(ctx context.Context, st sandbox.Status, mounter *sandbox.T
 		if mounter != nil {
 			where = ", mounted in jean2's own user and mount namespace"
 		}
-		add("temp quota", checkOK, "each workspace's temporary folder is a tmpfs of its quota (a write past it fails with ENOSPC)%s", where)
+		add("temp quota", checkOK, "each session's temporary folder is a tmpfs of its own quota (a write past it fails with ENOSPC)%s", where)
 	} else {
 		add("temp quota", checkWarn, "no tmpfs (%v): the temporary folder quota is measured every 250 ms, and a background command may write past it", err)
 	}
