@@ -65,6 +65,7 @@ func (u *chatUI) restoreDialog(ctx context.Context, lines <-chan inputLine) bool
 	return false
 }
 
+// restore is /restore's dialog; errDialogCancelled when the person picks no turn.
 func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 	sid := url.PathEscape(u.ses.ID)
 	var led struct {
@@ -77,14 +78,27 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 		u.println(u.st.dim("No turn of this session has changed a file yet."))
 		return nil
 	}
-	// Each turn is named by the message that started it.
+	asked, err := u.turnPrompts(ctx, sid)
+	if err != nil {
+		return err
+	}
+	u.listTurns(led.Turns, asked)
+	n, err := u.pickTurn(ctx, lines, len(led.Turns))
+	if err != nil {
+		return err
+	}
+	return u.restoreBefore(ctx, lines, led.Turns[n-1], n, len(led.Turns))
+}
+
+// turnPrompts returns what names a turn: the last message the person sent before seq.
+func (u *chatUI) turnPrompts(ctx context.Context, sid string) (func(seq int64) string, error) {
 	var msgs struct {
 		Messages []store.Message `json:"messages"`
 	}
 	if err := u.api.Call(ctx, http.MethodGet, "/api/sessions/"+sid+"/messages", nil, &msgs); err != nil {
-		return fmt.Errorf("list the session's messages: %w", err)
+		return nil, fmt.Errorf("list the session's messages: %w", err)
 	}
-	asked := func(seq int64) string {
+	return func(seq int64) string {
 		text := ""
 		for _, m := range msgs.Messages {
 			if m.Seq >= seq {
@@ -95,10 +109,14 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 			}
 		}
 		return text
-	}
+	}, nil
+}
 
+// listTurns shows the turns that changed files, numbered from 1, each with up to five of
+// its files.
+func (u *chatUI) listTurns(turns []turnChanges, asked func(seq int64) string) {
 	u.println(u.st.bold("Turns that changed files:"))
-	for i, t := range led.Turns {
+	for i, t := range turns {
 		changed := fmt.Sprintf("Changed %d file%s", t.Changed.Files, plural(t.Changed.Files))
 		if t.Changed.Failed > 0 {
 			changed += fmt.Sprintf(" (%d failed)", t.Changed.Failed)
@@ -117,27 +135,35 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 			u.println(u.st.dim("       " + u.rel(f.Path)))
 		}
 	}
-	answer, err := u.readAnswer(ctx, lines, fmt.Sprintf("Put files back as they were before which turn? (1-%d, Enter to cancel): ", len(led.Turns)))
+}
+
+// pickTurn asks for a turn's number, 1 to count; Enter or anything else cancels.
+func (u *chatUI) pickTurn(ctx context.Context, lines <-chan inputLine, count int) (int, error) {
+	answer, err := u.readAnswer(ctx, lines, fmt.Sprintf("Put files back as they were before which turn? (1-%d, Enter to cancel): ", count))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if answer == "" {
-		return errDialogCancelled
+		return 0, errDialogCancelled
 	}
 	n, err := strconv.Atoi(answer)
-	if err != nil || n < 1 || n > len(led.Turns) {
-		u.println(u.st.dim(fmt.Sprintf("(%q is not a turn number from 1 to %d)", clip(termtext.Line(answer), 40), len(led.Turns))))
-		return errDialogCancelled
+	if err != nil || n < 1 || n > count {
+		u.println(u.st.dim(fmt.Sprintf("(%q is not a turn number from 1 to %d)", clip(termtext.Line(answer), 40), count)))
+		return 0, errDialogCancelled
 	}
-	turn := led.Turns[n-1]
+	return n, nil
+}
 
-	// What would change, before anything does.
+// restoreBefore puts the files back as they were before turn (the n-th of count): it shows
+// what would change before anything does, asks, and asks again when files changed outside
+// jean2 between the preview and the restore.
+func (u *chatUI) restoreBefore(ctx context.Context, lines <-chan inputLine, turn turnChanges, n, count int) error {
 	preview, err := u.api.restore(ctx, u.ses.ID, turn.MessageID, undo.RestoreOptions{DryRun: true})
 	if _, refused := isAPIError(err, "conflict"); err != nil && !refused {
 		return err
 	}
 	later := ""
-	if n < len(led.Turns) {
+	if n < count {
 		later = " and every later turn"
 	}
 	u.println(fmt.Sprintf("This undoes turn %d%s:", n, later))

@@ -167,6 +167,15 @@ type (
 		vizCommon
 		Message string `json:"message"`
 	}
+	vizDiffList struct {
+		Items []vizDiff `json:"items"`
+	}
+	vizImages struct {
+		Images []struct {
+			MIMEType string `json:"mimeType"`
+			Data     string `json:"data"`
+		} `json:"images"`
+	}
 )
 
 // drawViz draws a tool's visualization for a terminal, indented under its tool call. It
@@ -188,84 +197,60 @@ func drawViz(w io.Writer, st chatStyle, raw json.RawMessage, indent string) {
 	if common.Title != "" {
 		v.line(st.bold(termtext.Line(common.Title)))
 	}
-	decode := func(into any) bool {
-		if err := json.Unmarshal(raw, into); err != nil {
-			v.line(st.dim(fmt.Sprintf("(a %s visualization that could not be read: %v)", termtext.Line(common.Type), err)))
-			return false
-		}
-		return true
-	}
-	switch common.Type {
-	case tool.VizDiff:
-		var d vizDiff
-		if decode(&d) {
-			drawDiff(v, d)
-		}
-	case tool.VizDiffs:
-		var ds struct {
-			Items []vizDiff `json:"items"`
-		}
-		if decode(&ds) {
-			drawDiffs(v, ds.Items)
-		}
-	case tool.VizCode:
-		var c vizCode
-		if decode(&c) {
-			drawCode(v, c)
-		}
-	case tool.VizFileList:
-		var f vizFileList
-		if decode(&f) {
-			drawFileList(v, f)
-		}
-	case tool.VizTable:
-		var t vizTable
-		if decode(&t) {
-			drawTable(v, t)
-		}
-	case tool.VizMarkdown:
-		var m vizMarkdown
-		if decode(&m) {
-			drawMarkdown(v, m)
-		}
-	case tool.VizShellOutput:
-		var s vizShell
-		if decode(&s) {
-			drawShell(v, s)
-		}
-	case tool.VizTodoList:
-		var t vizTodo
-		if decode(&t) {
-			drawTodo(v, t)
-		}
-	case tool.VizStructuredResponse:
-		var s vizStructured
-		if decode(&s) {
-			drawStructured(v, s)
-		}
-	case tool.VizNone:
-		var n vizNone
-		if decode(&n) && n.Message != "" {
-			v.line(st.dim(termtext.Line(n.Message)))
-		}
-	case tool.VizImages:
-		var im struct {
-			Images []struct {
-				MIMEType string `json:"mimeType"`
-				Data     string `json:"data"`
-			} `json:"images"`
-		}
-		if decode(&im) {
-			// A terminal draws no images: it says what there is and saves it to a file a
-			// person can open.
-			for _, i := range im.Images {
-				v.line(v.st.dim(imageLine(i.MIMEType, i.Data)))
-			}
-		}
-	default:
-		v.line(st.dim(fmt.Sprintf("(a %q visualization, which the terminal does not draw)", termtext.Line(common.Type))))
-	}
+	drawKind(v, raw, common.Type)
 	v.finish()
+}
+
+// drawKind draws the visualization by its type; one the terminal does not know is named.
+func drawKind(v *vizWriter, raw json.RawMessage, typ string) {
+	switch typ {
+	case tool.VizDiff:
+		drawAs(v, raw, typ, drawDiff)
+	case tool.VizDiffs:
+		drawAs(v, raw, typ, func(v *vizWriter, ds vizDiffList) { drawDiffs(v, ds.Items) })
+	case tool.VizCode:
+		drawAs(v, raw, typ, drawCode)
+	case tool.VizFileList:
+		drawAs(v, raw, typ, drawFileList)
+	case tool.VizTable:
+		drawAs(v, raw, typ, drawTable)
+	case tool.VizMarkdown:
+		drawAs(v, raw, typ, drawMarkdown)
+	case tool.VizShellOutput:
+		drawAs(v, raw, typ, drawShell)
+	case tool.VizTodoList:
+		drawAs(v, raw, typ, drawTodo)
+	case tool.VizStructuredResponse:
+		drawAs(v, raw, typ, drawStructured)
+	case tool.VizNone:
+		drawAs(v, raw, typ, func(v *vizWriter, n vizNone) {
+			if n.Message != "" {
+				v.line(v.st.dim(termtext.Line(n.Message)))
+			}
+		})
+	case tool.VizImages:
+		drawAs(v, raw, typ, drawImages)
+	default:
+		v.line(v.st.dim(fmt.Sprintf("(a %q visualization, which the terminal does not draw)", termtext.Line(typ))))
+	}
+}
+
+// drawAs reads raw as a T and draws it; what cannot be read is said in one line.
+func drawAs[T any](v *vizWriter, raw json.RawMessage, typ string, draw func(*vizWriter, T)) {
+	var x T
+	if err := json.Unmarshal(raw, &x); err != nil {
+		v.line(v.st.dim(fmt.Sprintf("(a %s visualization that could not be read: %v)", termtext.Line(typ), err)))
+		return
+	}
+	draw(v, x)
+}
+
+// drawImages says what images there are: a terminal draws no images, so each is saved to a
+// file a person can open.
+func drawImages(v *vizWriter, im vizImages) {
+	for _, i := range im.Images {
+		v.line(v.st.dim(imageLine(i.MIMEType, i.Data)))
+	}
 }
 
 // drawDiffs draws apply-patch's diffs one after the other, each under the title that names

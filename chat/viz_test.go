@@ -45,6 +45,7 @@ func TestDrawVizEveryType(t *testing.T) {
 		{"images", `{"type":"images","images":[{"mimeType":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"}],"omitted":0}`,
 			[]string{"[image/png 69 B, 1×1: saved to " + filepath.Join(cache, "jean2", "images", "")}},
 		{"title and unknown type", `{"type":"sparkles","title":"Shiny"}`, []string{"Shiny", `(a "sparkles" visualization, which the terminal does not draw)`}},
+		{"a known type that cannot be read", `{"type":"todo-list","items":"not a list"}`, []string{"(a todo-list visualization that could not be read: "}},
 		{"escape sequences are shown, not run", `{"type":"none","message":"\u001b[2Jcleared"}`, []string{`\u001b[2Jcleared`}},
 	}
 	for _, c := range cases {

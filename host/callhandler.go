@@ -48,44 +48,72 @@ func rpcError(code int, msg string, data *workerproto.ErrorData) error {
 	return jsonrpc.NewError(code, msg, data)
 }
 
-// Handle serves one worker → host request of the call.
+// Handle serves one worker → host request of the call, each power by its own method.
 func (h *callHandler) Handle(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	c := h.c
 	switch method {
 	case workerproto.MethodFSReadFile:
-		p, err := decode[workerproto.FSPathParams](params)
-		if err != nil {
-			return nil, err
-		}
-		data, err := c.FS.ReadFile(ctx, p.Path)
-		if err != nil {
-			return nil, fsError(err)
-		}
-		if p.Encoding == "utf-8" || p.Encoding == "utf8" {
-			return workerproto.FSData{Data: string(data), Encoding: "utf-8"}, nil
-		}
-		return workerproto.FSData{Data: base64.StdEncoding.EncodeToString(data), Encoding: "base64"}, nil
+		return h.readFile(ctx, params)
 	case workerproto.MethodFSWriteFile, workerproto.MethodFSAppendFile:
-		p, err := decode[workerproto.FSWriteParams](params)
-		if err != nil {
-			return nil, err
-		}
-		data, err := wireBytes(p.Data, p.Encoding)
-		if err != nil {
-			return nil, err
-		}
-		if method == workerproto.MethodFSWriteFile {
-			err = c.FS.WriteFile(ctx, p.Path, data)
-		} else {
-			err = c.FS.AppendFile(ctx, p.Path, data)
-		}
+		return h.writeFile(ctx, method, params)
+	case workerproto.MethodFSReadDir, workerproto.MethodFSExists, workerproto.MethodFSStat:
+		return h.lookUp(ctx, method, params)
+	case workerproto.MethodFSMkdir, workerproto.MethodFSRm, workerproto.MethodFSRename:
+		return h.changeTree(ctx, method, params)
+	case workerproto.MethodAsk:
+		return h.ask(ctx, params)
+	case workerproto.MethodLLMText, workerproto.MethodLLMStructured:
+		return h.generate(ctx, method, params)
+	case workerproto.MethodSessionGet, workerproto.MethodSessionSet:
+		return h.session(method, params)
+	case workerproto.MethodWorkspaceAddPath, workerproto.MethodWorkspaceRmPath:
+		return h.workspacePath(ctx, method, params)
+	}
+	return nil, rpcError(workerproto.CodeMethodNotFound, fmt.Sprintf("method %q is not a context power", method), nil)
+}
+
+// readFile reads a file as text when the worker asks for utf-8, else as base64.
+func (h *callHandler) readFile(ctx context.Context, params json.RawMessage) (any, error) {
+	p, err := decode[workerproto.FSPathParams](params)
+	if err != nil {
+		return nil, err
+	}
+	data, err := h.c.FS.ReadFile(ctx, p.Path)
+	if err != nil {
 		return nil, fsError(err)
+	}
+	if p.Encoding == "utf-8" || p.Encoding == "utf8" {
+		return workerproto.FSData{Data: string(data), Encoding: "utf-8"}, nil
+	}
+	return workerproto.FSData{Data: base64.StdEncoding.EncodeToString(data), Encoding: "base64"}, nil
+}
+
+// writeFile writes or appends to a file.
+func (h *callHandler) writeFile(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	p, err := decode[workerproto.FSWriteParams](params)
+	if err != nil {
+		return nil, err
+	}
+	data, err := wireBytes(p.Data, p.Encoding)
+	if err != nil {
+		return nil, err
+	}
+	if method == workerproto.MethodFSWriteFile {
+		err = h.c.FS.WriteFile(ctx, p.Path, data)
+	} else {
+		err = h.c.FS.AppendFile(ctx, p.Path, data)
+	}
+	return nil, fsError(err)
+}
+
+// lookUp serves the file system's questions that change nothing: readDir, exists, stat.
+func (h *callHandler) lookUp(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	p, err := decode[workerproto.FSPathParams](params)
+	if err != nil {
+		return nil, err
+	}
+	switch method {
 	case workerproto.MethodFSReadDir:
-		p, err := decode[workerproto.FSPathParams](params)
-		if err != nil {
-			return nil, err
-		}
-		entries, err := c.FS.ReadDir(ctx, p.Path)
+		entries, err := h.c.FS.ReadDir(ctx, p.Path)
 		if err != nil {
 			return nil, fsError(err)
 		}
@@ -94,113 +122,114 @@ func (h *callHandler) Handle(ctx context.Context, method string, params json.Raw
 		}
 		return entries, nil
 	case workerproto.MethodFSExists:
-		p, err := decode[workerproto.FSPathParams](params)
-		if err != nil {
-			return nil, err
-		}
-		ok, err := c.FS.Exists(ctx, p.Path)
+		ok, err := h.c.FS.Exists(ctx, p.Path)
 		return ok, fsError(err)
-	case workerproto.MethodFSStat:
-		p, err := decode[workerproto.FSPathParams](params)
-		if err != nil {
-			return nil, err
-		}
-		fi, err := c.FS.Stat(ctx, p.Path)
+	default:
+		fi, err := h.c.FS.Stat(ctx, p.Path)
 		if err != nil {
 			return nil, fsError(err)
 		}
 		return workerproto.StatOf(fi), nil
-	case workerproto.MethodFSMkdir, workerproto.MethodFSRm:
-		p, err := decode[workerproto.FSPathParams](params)
-		if err != nil {
-			return nil, err
-		}
-		if method == workerproto.MethodFSMkdir {
-			return nil, fsError(c.FS.Mkdir(ctx, p.Path, p.Recursive))
-		}
-		return nil, fsError(c.FS.Remove(ctx, p.Path, p.Recursive))
-	case workerproto.MethodFSRename:
+	}
+}
+
+// changeTree makes, removes or renames a file or folder.
+func (h *callHandler) changeTree(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	if method == workerproto.MethodFSRename {
 		p, err := decode[workerproto.FSRenameParams](params)
 		if err != nil {
 			return nil, err
 		}
-		return nil, fsError(c.FS.Rename(ctx, p.From, p.To))
-	case workerproto.MethodAsk:
-		p, err := decode[workerproto.AskParams](params)
-		if err != nil {
-			return nil, err
-		}
-		done, err := h.limits.askStarted()
-		if err != nil {
-			return nil, rpcError(workerproto.CodeDenied, err.Error(), nil)
-		}
-		defer done()
-		answer, err := c.Asker.Ask(ctx, p.Ask)
-		if err != nil {
-			return nil, rpcError(workerproto.CodeFailed, err.Error(), nil)
-		}
-		return answer, nil
-	case workerproto.MethodLLMText:
-		p, err := decode[workerproto.LLMParams](params)
-		if err != nil {
-			return nil, err
-		}
-		text, err := c.LLM.GenerateText(ctx, p.Request.TextRequest)
-		if err != nil {
-			return nil, rpcError(workerproto.CodeFailed, err.Error(), nil)
-		}
-		return text, nil
-	case workerproto.MethodLLMStructured:
-		p, err := decode[workerproto.LLMParams](params)
-		if err != nil {
-			return nil, err
-		}
-		v, err := c.LLM.GenerateStructured(ctx, p.Request)
-		if err != nil {
-			return nil, rpcError(workerproto.CodeFailed, err.Error(), nil)
-		}
-		return v, nil
-	case workerproto.MethodSessionGet:
-		p, err := decode[workerproto.SessionParams](params)
-		if err != nil {
-			return nil, err
-		}
-		if v, ok := c.Session.Get(p.Key); ok {
+		return nil, fsError(h.c.FS.Rename(ctx, p.From, p.To))
+	}
+	p, err := decode[workerproto.FSPathParams](params)
+	if err != nil {
+		return nil, err
+	}
+	if method == workerproto.MethodFSMkdir {
+		return nil, fsError(h.c.FS.Mkdir(ctx, p.Path, p.Recursive))
+	}
+	return nil, fsError(h.c.FS.Remove(ctx, p.Path, p.Recursive))
+}
+
+// ask puts a question to the person, within the call's limit of pending asks.
+func (h *callHandler) ask(ctx context.Context, params json.RawMessage) (any, error) {
+	p, err := decode[workerproto.AskParams](params)
+	if err != nil {
+		return nil, err
+	}
+	done, err := h.limits.askStarted()
+	if err != nil {
+		return nil, rpcError(workerproto.CodeDenied, err.Error(), nil)
+	}
+	defer done()
+	answer, err := h.c.Asker.Ask(ctx, p.Ask)
+	if err != nil {
+		return nil, rpcError(workerproto.CodeFailed, err.Error(), nil)
+	}
+	return answer, nil
+}
+
+// generate asks the model for text or for a structured value.
+func (h *callHandler) generate(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	p, err := decode[workerproto.LLMParams](params)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	if method == workerproto.MethodLLMText {
+		out, err = h.c.LLM.GenerateText(ctx, p.Request.TextRequest)
+	} else {
+		out, err = h.c.LLM.GenerateStructured(ctx, p.Request)
+	}
+	if err != nil {
+		return nil, rpcError(workerproto.CodeFailed, err.Error(), nil)
+	}
+	return out, nil
+}
+
+// session gets or sets a value kept for the session.
+func (h *callHandler) session(method string, params json.RawMessage) (any, error) {
+	p, err := decode[workerproto.SessionParams](params)
+	if err != nil {
+		return nil, err
+	}
+	if method == workerproto.MethodSessionGet {
+		if v, ok := h.c.Session.Get(p.Key); ok {
 			return v, nil
 		}
 		return nil, nil
-	case workerproto.MethodSessionSet:
-		p, err := decode[workerproto.SessionParams](params)
-		if err != nil {
-			return nil, err
-		}
-		if len(p.Value) == 0 {
-			p.Value = json.RawMessage("null")
-		}
-		if err := c.Session.Set(p.Key, p.Value); err != nil {
-			return nil, rpcError(workerproto.CodeInvalidParams, err.Error(), nil)
-		}
-		return nil, nil
-	case workerproto.MethodWorkspaceAddPath, workerproto.MethodWorkspaceRmPath:
-		p, err := decode[workerproto.FSPathParams](params)
-		if err != nil {
-			return nil, err
-		}
-		if method == workerproto.MethodWorkspaceAddPath {
-			err = c.Workspaces.AddWorkspacePath(ctx, p.Path)
-		} else {
-			err = c.Workspaces.RemoveWorkspacePath(ctx, p.Path)
-		}
-		if err != nil {
-			return nil, rpcError(workerproto.CodeDenied, err.Error(), nil)
-		}
-		allowed := c.AllowedPaths
-		if p, ok := c.Workspaces.(*callPowers); ok {
-			allowed = p.allowed()
-		}
-		return workerproto.WorkspaceResult{AllowedPaths: allowed}, nil
 	}
-	return nil, rpcError(workerproto.CodeMethodNotFound, fmt.Sprintf("method %q is not a context power", method), nil)
+	if len(p.Value) == 0 {
+		p.Value = json.RawMessage("null")
+	}
+	if err := h.c.Session.Set(p.Key, p.Value); err != nil {
+		return nil, rpcError(workerproto.CodeInvalidParams, err.Error(), nil)
+	}
+	return nil, nil
+}
+
+// workspacePath adds a path to the workspace or takes one out, and answers with the paths
+// the call may now use.
+func (h *callHandler) workspacePath(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	c := h.c
+	p, err := decode[workerproto.FSPathParams](params)
+	if err != nil {
+		return nil, err
+	}
+	if method == workerproto.MethodWorkspaceAddPath {
+		err = c.Workspaces.AddWorkspacePath(ctx, p.Path)
+	} else {
+		err = c.Workspaces.RemoveWorkspacePath(ctx, p.Path)
+	}
+	if err != nil {
+		return nil, rpcError(workerproto.CodeDenied, err.Error(), nil)
+	}
+	allowed := c.AllowedPaths
+	if p, ok := c.Workspaces.(*callPowers); ok {
+		allowed = p.allowed()
+	}
+	return workerproto.WorkspaceResult{AllowedPaths: allowed}, nil
 }
 
 // Notify serves one worker → host notification of the call.

@@ -121,6 +121,8 @@ func (fl *folderLoader) load(ctx context.Context, f loader.Folder, prev *version
 	return res
 }
 
+// loadFresh loads the folder as it is now: prepare what runs (bundle or build), reuse the
+// previous version when nothing changed, else learn the definition and settle its workers.
 func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *version, ahead *atomic.Int32) folderResult {
 	// Until the bundle says otherwise, the version is what the folder's VERSION or
 	// package.json says, so a broken edit is still named ("1.3.0 failed to load").
@@ -132,39 +134,10 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 		res.err = f.Err
 		return res
 	}
-	var (
-		ft   *folderTool
-		hash string
-		kind string
-		err  error
-	)
-	if f.Kind == loader.KindGo {
-		ft, hash, err = fl.prepareGo(ctx, f)
-		kind, res.runtime = loader.KindGo, gotool.KindGo
-	} else {
-		ft, hash, err = fl.prepareJS(ctx, f, &res)
-		kind = loader.KindJS
-	}
+	ft, hash, kind, err := fl.prepare(ctx, f, prev, &res)
 	if err != nil {
 		res.err = err
 		return res
-	}
-	ft.hash = hash
-	if f.Package != nil {
-		ft.ownMemoryMB = f.Package.MemoryMB
-	}
-	if ft.mech, err = fl.h.sb.status.Choose(ft.runtimeKind()); err != nil {
-		res.err = fmt.Errorf("%s cannot run: %w", f.Name, err)
-		return res
-	}
-	if ft.mech == sandbox.Landlock && ft.kindName != gotool.KindGo {
-		ft.linkModule()
-	}
-	if ft.mech == sandbox.Unconfined && fl.h.sb.status.Mode != sandbox.ModeOff && (prev == nil || prev.entry.Hash != hash) {
-		fl.h.log.Warn("tool runs without a sandbox: its code can read whatever this user can", "tool", f.Name, "runtime", ft.runtimeKind(), "protection", fl.h.sb.status.Summary())
-	}
-	if res.label == "" {
-		res.label = versionLabel("", hash)
 	}
 	if prev != nil && prev.entry.Hash == hash && prev.entry.Runtime == res.runtime && sameEnv(prev.env, fl.toolEnv(prev.def.Env)) {
 		res.serving, res.fresh = prev, prev
@@ -173,111 +146,18 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 
 	// The definition cache is keyed by a digest of what runs, so bundles and Go binaries
 	// share it without their hashes having to look alike.
-	metaKey := sha256Hex(kind + ":" + hash)
-	var meta definitionMeta
-	var warnings []string
-	// The definition is cached per bundle; a tool loaded under another runtime is probed
-	// again, since its module may behave differently there.
-	if raw, ok := fl.loader.Meta(metaKey); ok && json.Unmarshal(raw, &meta) == nil && meta.Definition.Name != "" && meta.Runtime == res.runtime {
-		ft.def = meta.Definition
-		warnings = meta.Warnings
-	} else if shared := ft.shareWith(prev, nil); shared != nil {
-		// First sight of this version, and the previous one's workers are started exactly as
-		// a worker learning this one's definition would be: load it into them as another
-		// module, rather than wait for a new process (see sharedPool).
-		mod, err := shared.pool.AddModule(ft.program, ft.dir)
-		if err != nil {
-			_ = shared.release(context.Background())
-			res.err = err
-			return res
-		}
-		info, err := mod.Load(ctx)
-		if err != nil {
-			_ = mod.Close(context.Background())
-			_ = shared.release(context.Background())
-			res.err = err
-			return res
-		}
-		ft.def = info.Definition
-		warnings = info.Warnings
-		ft.shared, ft.module = shared, mod
-		fl.storeMeta(f, metaKey, info, res.runtime)
-	} else if learner := ft.shareLearner(prev); learner != nil {
-		// First sight of this version of a confined tool that is being edited: the worker
-		// that learned the previous version's definition, confined exactly as a new one
-		// would be, learns this one's.
-		mod, err := learner.pool.AddModule(ft.program, ft.dir)
-		if err != nil {
-			_ = learner.release(context.Background())
-			res.err = err
-			return res
-		}
-		info, err := mod.Load(ctx)
-		if err != nil {
-			_ = mod.Close(context.Background())
-			_ = learner.release(context.Background())
-			res.err = err
-			return res
-		}
-		ft.def = info.Definition
-		warnings = info.Warnings
-		ft.learner, ft.learnerMod = learner, mod
-		fl.storeMeta(f, metaKey, info, res.runtime)
-	} else {
-		// First sight of this version: load the module in a worker to learn its definition.
-		// The worker is kept for the first call when the tool declares no variables (its
-		// environment is then already right). Confined, the first call's worker starts
-		// meanwhile, its tool not loaded until that call (prestart.go).
-		probe, mod, started, info, err := fl.learn(ctx, f, ft, prev, ahead, early)
-		defer func() { ft.keepAhead(started, res.fresh != nil) }()
-		if err != nil {
-			res.err = err
-			return res
-		}
-		ft.def = info.Definition
-		warnings = info.Warnings
-		switch {
-		case len(info.Definition.Env) == 0 && !ft.confined():
-			ft.shared, ft.module = probe, mod
-		case ft.moduleDir != "" && prev != nil:
-			// The folder is being edited: its next version learns its definition here.
-			ft.learner, ft.learnerMod = probe, mod
-		default:
-			ft.releaseLater(probe)
-		}
-		fl.storeMeta(f, metaKey, info, res.runtime)
+	warnings, started, err := fl.learnDefinition(ctx, f, ft, prev, ahead, early, sha256Hex(kind+":"+hash), res.runtime)
+	// The worker started ahead is kept only when this version ends up loaded.
+	defer func() { ft.keepAhead(started, res.fresh != nil) }()
+	if err != nil {
+		res.err = err
+		return res
 	}
 	// A memory cap above the host's is declared, and approved, like a permission.
 	ft.def.Permissions = declareLimits(ft.def.Permissions, ft.ownMemoryMB, fl.h.sb.limits)
 	ft.env = fl.toolEnv(ft.def.Env)
-	if ft.shared != nil && ft.shared.key != ft.launchKey(ft.env) {
-		// Its declared variables have values: its workers need them in their environment,
-		// which the workers that learned its definition were started without.
-		_ = ft.module.Close(context.Background())
-		_ = ft.shared.release(context.Background())
-		ft.shared, ft.module = nil, nil
-	}
-	if ft.shared == nil {
-		// The definition came from the cache: its first call may still find the previous
-		// version's workers running.
-		if shared := ft.shareWith(prev, ft.env); shared != nil {
-			if mod, err := shared.pool.AddModule(ft.program, ft.dir); err == nil {
-				ft.shared, ft.module = shared, mod
-			} else {
-				_ = shared.release(context.Background())
-			}
-		}
-	}
-	if err := ft.def.Check(); err != nil {
-		ft.closePool(context.Background())
-		res.err = fmt.Errorf("%s: %w", f.Entry, err)
-		return res
-	}
-	if net, err := packageNetwork(f.Dir); err != nil {
-		ft.closePool(context.Background())
-		res.err = err
-		return res
-	} else if ft.def, err = withPackageNetwork(ft.def, net); err != nil {
+	ft.settleSharedPool(prev)
+	if err := checkFolderDefinition(f, ft); err != nil {
 		ft.closePool(context.Background())
 		res.err = err
 		return res
@@ -289,6 +169,149 @@ func (fl *folderLoader) loadFresh(ctx context.Context, f loader.Folder, prev *ve
 	v.env = ft.env
 	res.serving, res.fresh = v, v
 	return res
+}
+
+// prepare makes what the folder runs (a bundle, or a Go binary) and chooses how it is
+// confined; it sets res's runtime and, when the folder names none, its label from the hash.
+func (fl *folderLoader) prepare(ctx context.Context, f loader.Folder, prev *version, res *folderResult) (ft *folderTool, hash, kind string, err error) {
+	if f.Kind == loader.KindGo {
+		ft, hash, err = fl.prepareGo(ctx, f)
+		kind, res.runtime = loader.KindGo, gotool.KindGo
+	} else {
+		ft, hash, err = fl.prepareJS(ctx, f, res)
+		kind = loader.KindJS
+	}
+	if err != nil {
+		return nil, "", "", err
+	}
+	ft.hash = hash
+	if f.Package != nil {
+		ft.ownMemoryMB = f.Package.MemoryMB
+	}
+	if ft.mech, err = fl.h.sb.status.Choose(ft.runtimeKind()); err != nil {
+		return nil, "", "", fmt.Errorf("%s cannot run: %w", f.Name, err)
+	}
+	if ft.mech == sandbox.Landlock && ft.kindName != gotool.KindGo {
+		ft.linkModule()
+	}
+	if ft.mech == sandbox.Unconfined && fl.h.sb.status.Mode != sandbox.ModeOff && (prev == nil || prev.entry.Hash != hash) {
+		fl.h.log.Warn("tool runs without a sandbox: its code can read whatever this user can", "tool", f.Name, "runtime", ft.runtimeKind(), "protection", fl.h.sb.status.Summary())
+	}
+	if res.label == "" {
+		res.label = versionLabel("", hash)
+	}
+	return ft, hash, kind, nil
+}
+
+// learnDefinition sets ft's definition: from the cache, else from workers already running
+// (the previous version's, or the one that learned it), else from a new probe worker.
+// started is a scope worker started ahead meanwhile; the caller hands it to keepAhead
+// whatever happens.
+func (fl *folderLoader) learnDefinition(ctx context.Context, f loader.Folder, ft *folderTool, prev *version, ahead *atomic.Int32, early *earlyStart, metaKey, runtime string) (warnings []string, started *sharedPool, err error) {
+	// The definition is cached per bundle; a tool loaded under another runtime is probed
+	// again, since its module may behave differently there.
+	var meta definitionMeta
+	if raw, ok := fl.loader.Meta(metaKey); ok && json.Unmarshal(raw, &meta) == nil && meta.Definition.Name != "" && meta.Runtime == runtime {
+		ft.def = meta.Definition
+		return meta.Warnings, nil, nil
+	}
+	var info workerproto.InitializeResult
+	if shared := ft.shareWith(prev, nil); shared != nil {
+		// First sight of this version, and the previous one's workers are started exactly as
+		// a worker learning this one's definition would be: load it into them as another
+		// module, rather than wait for a new process (see sharedPool).
+		var mod *worker.Module
+		if mod, info, err = ft.loadInto(ctx, shared); err != nil {
+			return nil, nil, err
+		}
+		ft.shared, ft.module = shared, mod
+	} else if learner := ft.shareLearner(prev); learner != nil {
+		// First sight of this version of a confined tool that is being edited: the worker
+		// that learned the previous version's definition, confined exactly as a new one
+		// would be, learns this one's.
+		var mod *worker.Module
+		if mod, info, err = ft.loadInto(ctx, learner); err != nil {
+			return nil, nil, err
+		}
+		ft.learner, ft.learnerMod = learner, mod
+	} else {
+		// First sight of this version: load the module in a worker to learn its definition.
+		// The worker is kept for the first call when the tool declares no variables (its
+		// environment is then already right). Confined, the first call's worker starts
+		// meanwhile, its tool not loaded until that call (prestart.go).
+		var probe *sharedPool
+		var mod *worker.Module
+		if probe, mod, started, info, err = fl.learn(ctx, f, ft, prev, ahead, early); err != nil {
+			return nil, started, err
+		}
+		ft.def = info.Definition
+		switch {
+		case len(info.Definition.Env) == 0 && !ft.confined():
+			ft.shared, ft.module = probe, mod
+		case ft.moduleDir != "" && prev != nil:
+			// The folder is being edited: its next version learns its definition here.
+			ft.learner, ft.learnerMod = probe, mod
+		default:
+			ft.releaseLater(probe)
+		}
+	}
+	ft.def = info.Definition
+	fl.storeMeta(f, metaKey, info, runtime)
+	return info.Warnings, started, nil
+}
+
+// loadInto loads ft's bundle into a pool already running, as another module, to learn its
+// definition; on failure the module is closed and the pool's reference released.
+func (ft *folderTool) loadInto(ctx context.Context, sp *sharedPool) (*worker.Module, workerproto.InitializeResult, error) {
+	mod, err := sp.pool.AddModule(ft.program, ft.dir)
+	if err != nil {
+		_ = sp.release(context.Background())
+		return nil, workerproto.InitializeResult{}, err
+	}
+	info, err := mod.Load(ctx)
+	if err != nil {
+		_ = mod.Close(context.Background())
+		_ = sp.release(context.Background())
+		return nil, info, err
+	}
+	return mod, info, nil
+}
+
+// settleSharedPool leaves ft on a shared pool only when its workers' environment is right,
+// and, when its definition came from the cache, lets its first call find the previous
+// version's workers still running.
+func (ft *folderTool) settleSharedPool(prev *version) {
+	if ft.shared != nil && ft.shared.key != ft.launchKey(ft.env) {
+		// Its declared variables have values: its workers need them in their environment,
+		// which the workers that learned its definition were started without.
+		_ = ft.module.Close(context.Background())
+		_ = ft.shared.release(context.Background())
+		ft.shared, ft.module = nil, nil
+	}
+	if ft.shared != nil {
+		return
+	}
+	if shared := ft.shareWith(prev, ft.env); shared != nil {
+		if mod, err := shared.pool.AddModule(ft.program, ft.dir); err == nil {
+			ft.shared, ft.module = shared, mod
+		} else {
+			_ = shared.release(context.Background())
+		}
+	}
+}
+
+// checkFolderDefinition checks the definition the folder's tool gave and adds the network
+// its package.json declares.
+func checkFolderDefinition(f loader.Folder, ft *folderTool) error {
+	if err := ft.def.Check(); err != nil {
+		return fmt.Errorf("%s: %w", f.Entry, err)
+	}
+	net, err := packageNetwork(f.Dir)
+	if err != nil {
+		return err
+	}
+	ft.def, err = withPackageNetwork(ft.def, net)
+	return err
 }
 
 // learn loads a new version in a worker of its own (a probe) to learn its definition, in the

@@ -24,28 +24,55 @@ func (h *Host) Reload(ctx context.Context) error { return h.reload(ctx, nil) }
 
 // reload rescans the tools folder. When only is not nil, folders outside it are taken as
 // unchanged and keep what the last reload made of them without being read again (the
-// watcher knows which folders changed).
+// watcher knows which folders changed). It follows the reload habit: build the new set,
+// swap it in, then stop what no longer serves.
 func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 	h.reloadMu.Lock()
 	defer h.reloadMu.Unlock()
 	h.sb.resolvePlaces()
 	old := h.cat.Load()
 
-	var folders []loader.Folder
+	folders, err := h.toolFolders()
+	if err != nil {
+		return err
+	}
+	results := h.loadFolders(ctx, old, folders, only)
+	h.early.drop(only)
+
+	b := h.newCatalogBuild(old, results)
+	b.addBuiltins()
+	for i, r := range results {
+		b.addFolder(folders[i], r)
+	}
+	b.addSources()
+	next := b.next
+	sort.SliceStable(next.entries, func(i, j int) bool { return next.entries[i].Name < next.entries[j].Name })
+
+	h.cat.Store(next)
+	h.retireAndAnnounce(old, next, b.retire)
+	return nil
+}
+
+// toolFolders lists the folders to load: the ones Options name, or those found in the
+// tools folder (a tools folder not made yet holds none).
+func (h *Host) toolFolders() ([]loader.Folder, error) {
 	if h.opts.Folders != nil {
+		folders := make([]loader.Folder, 0, len(h.opts.Folders))
 		for _, dir := range h.opts.Folders {
 			folders = append(folders, loader.Inspect(dir))
 		}
-	} else {
-		var err error
-		folders, err = loader.Discover(h.layout.Tools)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("scan tools folder %s: %w", h.layout.Tools, err)
-		}
+		return folders, nil
 	}
+	folders, err := loader.Discover(h.layout.Tools)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("scan tools folder %s: %w", h.layout.Tools, err)
+	}
+	return folders, nil
+}
 
-	// Load folders in parallel; each result stands alone, so one bad tool cannot stop the
-	// others.
+// loadFolders loads the folders in parallel; each result stands alone, so one bad tool
+// cannot stop the others. A folder outside only (when only is not nil) keeps its last result.
+func (h *Host) loadFolders(ctx context.Context, old *catalog, folders []loader.Folder, only map[string]bool) []folderResult {
 	results := make([]folderResult, len(folders))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(2, runtime.NumCPU()))
@@ -65,154 +92,184 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 		}()
 	}
 	wg.Wait()
-	h.early.drop(only)
+	return results
+}
 
-	next := emptyCatalog()
-	next.loaded = true
-	var retire []*version
-	claim := func(name, owner string) error {
-		if prev, taken := next.versions[name]; taken {
-			where := "a tool compiled into jean2"
-			if prev.entry.Folder != "" {
-				where = "folder " + prev.entry.Folder
-			}
-			return fmt.Errorf("duplicate tool name %q: %s already defines it; rename one of them (%s)", name, where, owner)
-		}
-		return nil
-	}
-	// A folder tool that loads takes the name of a built-in a person turned off (listed with
-	// Replaces "builtin"); beside a working built-in it is shadowed and says how to choose
-	// it (installing jean2's catalogue brings its own shell, todoread, todowrite and
-	// webfetch). A folder that fails to load replaces nothing.
-	builtinNames, disabled := h.builtinState()
-	replaced := map[string]bool{}
+// catalogBuild is the next catalog while a reload fills it: built-ins first, then folder
+// tools, then sources' tools, each claiming its name; versions made for it that end up not
+// serving are retired once it is stored.
+type catalogBuild struct {
+	h         *Host
+	old, next *catalog
+	retire    []*version
+	// builtinNames and disabled are the built-ins and those turned off; replaced the
+	// turned-off built-ins a folder tool that loads takes the name of.
+	builtinNames, disabled, replaced map[string]bool
+}
+
+// newCatalogBuild starts the next catalog. A folder tool that loads takes the name of a
+// built-in a person turned off (listed with Replaces "builtin"); beside a working built-in
+// it is shadowed and says how to choose it (installing jean2's catalogue brings its own
+// shell, todoread, todowrite and webfetch). A folder that fails to load replaces nothing.
+func (h *Host) newCatalogBuild(old *catalog, results []folderResult) *catalogBuild {
+	b := &catalogBuild{h: h, old: old, next: emptyCatalog(), replaced: map[string]bool{}}
+	b.next.loaded = true
+	b.builtinNames, b.disabled = h.builtinState()
 	for _, r := range results {
-		if r.serving != nil && builtinNames[r.serving.def.Name] && disabled[r.serving.def.Name] {
-			replaced[r.serving.def.Name] = true
+		if r.serving != nil && b.builtinNames[r.serving.def.Name] && b.disabled[r.serving.def.Name] {
+			b.replaced[r.serving.def.Name] = true
 		}
 	}
-	for _, t := range h.opts.Builtins {
+	return b
+}
+
+// claim fails when name is already taken in the next catalog, saying by whom.
+func (b *catalogBuild) claim(name, owner string) error {
+	if prev, taken := b.next.versions[name]; taken {
+		where := "a tool compiled into jean2"
+		if prev.entry.Folder != "" {
+			where = "folder " + prev.entry.Folder
+		}
+		return fmt.Errorf("duplicate tool name %q: %s already defines it; rename one of them (%s)", name, where, owner)
+	}
+	return nil
+}
+
+// fail lists an entry that cannot serve and records why under key.
+func (b *catalogBuild) fail(e Entry, key string) {
+	b.next.entries = append(b.next.entries, e)
+	b.next.broken[key] = e.Error
+}
+
+// serve lists v, serving under name.
+func (b *catalogBuild) serve(name string, v *version, e Entry) {
+	b.next.versions[name] = v
+	b.next.entries = append(b.next.entries, e)
+}
+
+// addBuiltins adds the tools compiled into jean2, keeping the old version of each so its
+// state carries over; turned-off ones are listed as disabled and replaced ones left out.
+func (b *catalogBuild) addBuiltins() {
+	for _, t := range b.h.opts.Builtins {
 		def := t.Definition()
-		if replaced[def.Name] {
+		if b.replaced[def.Name] {
 			continue
 		}
-		if disabled[def.Name] {
-			next.entries = append(next.entries, Entry{Name: def.Name, Version: "builtin", Kind: "builtin", Runtime: "builtin", Status: StatusDisabled,
+		if b.disabled[def.Name] {
+			b.next.entries = append(b.next.entries, Entry{Name: def.Name, Version: "builtin", Kind: "builtin", Runtime: "builtin", Status: StatusDisabled,
 				Error: "turned off in the settings (disabledBuiltins)", Definition: &def})
 			continue
 		}
-		v := old.versions[def.Name]
+		v := b.old.versions[def.Name]
 		if v == nil || v.entry.Kind != "builtin" {
 			v = newVersion(Entry{Name: def.Name, Version: "builtin", Kind: "builtin", Runtime: "builtin", Status: StatusOK, Definition: &def}, def, t, nil)
-			v.env = h.loader.toolEnv(def.Env)
+			v.env = b.h.loader.toolEnv(def.Env)
 		}
-		if err := claim(def.Name, "builtin"); err != nil {
-			next.broken[def.Name] = err.Error()
+		if err := b.claim(def.Name, "builtin"); err != nil {
+			b.next.broken[def.Name] = err.Error()
 			continue
 		}
-		if err := v.register(next.registry); err != nil {
-			next.entries = append(next.entries, Entry{Name: def.Name, Kind: "builtin", Runtime: "builtin", Status: StatusError, Error: err.Error()})
-			next.broken[def.Name] = err.Error()
+		if err := v.register(b.next.registry); err != nil {
+			b.fail(Entry{Name: def.Name, Kind: "builtin", Runtime: "builtin", Status: StatusError, Error: err.Error()}, def.Name)
 			continue
 		}
-		next.versions[def.Name] = v
-		next.entries = append(next.entries, v.entry)
+		b.serve(def.Name, v, v.entry)
 	}
-	for i, r := range results {
-		f := folders[i]
-		next.results[f.Dir] = r
-		h.logReloadFailure(old, f, r)
-		v := r.serving
-		if v == nil {
-			e := Entry{Name: f.Name, Folder: f.Dir, Version: r.label, Kind: f.Kind, Runtime: r.runtime, Status: StatusError, Error: r.err.Error()}
-			next.entries = append(next.entries, e)
-			next.broken[f.Name] = r.err.Error()
-			continue
+}
+
+// addFolder adds what loading folder f came to: an error, a tool shadowed by a built-in or
+// clashing with a name already taken, or a version serving (the last good one when the
+// folder's change is broken).
+func (b *catalogBuild) addFolder(f loader.Folder, r folderResult) {
+	b.next.results[f.Dir] = r
+	b.h.logReloadFailure(b.old, f, r)
+	v := r.serving
+	if v == nil {
+		b.fail(Entry{Name: f.Name, Folder: f.Dir, Version: r.label, Kind: f.Kind, Runtime: r.runtime, Status: StatusError, Error: r.err.Error()}, f.Name)
+		return
+	}
+	name := v.def.Name
+	// A version made by this reload that does not serve must stop; one the old catalog
+	// serves stops when the swap retires it.
+	unused := func() {
+		if v != b.old.folders[f.Dir] {
+			b.retire = append(b.retire, v)
 		}
-		name := v.def.Name
-		if builtinNames[name] && !disabled[name] {
-			if v != old.folders[f.Dir] {
-				retire = append(retire, v)
-			}
-			next.entries = append(next.entries, h.shadowed(old, v.entry, f.Dir))
-			continue
-		}
-		if err := claim(name, "folder "+f.Dir); err != nil {
-			if v != old.folders[f.Dir] {
-				retire = append(retire, v)
-			}
-			e := v.entry
-			e.Status, e.Error = StatusError, err.Error()
-			next.entries = append(next.entries, e)
-			next.broken[f.Name] = err.Error()
-			continue
-		}
-		if err := v.register(next.registry); err != nil {
-			if v != old.folders[f.Dir] {
-				retire = append(retire, v)
-			}
-			e := v.entry
-			e.Status, e.Error = StatusError, err.Error()
-			next.entries = append(next.entries, e)
-			next.broken[name] = err.Error()
-			continue
-		}
+	}
+	if b.builtinNames[name] && !b.disabled[name] {
+		unused()
+		b.next.entries = append(b.next.entries, b.h.shadowed(b.old, v.entry, f.Dir))
+		return
+	}
+	if err := b.claim(name, "folder "+f.Dir); err != nil {
+		unused()
 		e := v.entry
-		if r.err != nil {
-			// The folder changed and the change is broken: the last good version serves.
-			label := r.label
-			if label == "" || label == v.entry.Version {
-				label = "the changed folder"
-			}
-			e.Error = fmt.Sprintf("%s failed to load: %v; still serving %s", label, r.err, v.entry.Version)
-		}
-		e.Env = h.envStatus(v.def.Env)
-		v.entry.Env = e.Env
-		if replaced[name] {
-			e.Replaces = "builtin"
-		}
-		next.versions[name] = v
-		next.folders[f.Dir] = v
-		next.entries = append(next.entries, e)
+		e.Status, e.Error = StatusError, err.Error()
+		b.fail(e, f.Name)
+		return
 	}
-	for _, src := range h.sources() {
+	if err := v.register(b.next.registry); err != nil {
+		unused()
+		e := v.entry
+		e.Status, e.Error = StatusError, err.Error()
+		b.fail(e, name)
+		return
+	}
+	e := v.entry
+	if r.err != nil {
+		// The folder changed and the change is broken: the last good version serves.
+		label := r.label
+		if label == "" || label == v.entry.Version {
+			label = "the changed folder"
+		}
+		e.Error = fmt.Sprintf("%s failed to load: %v; still serving %s", label, r.err, v.entry.Version)
+	}
+	e.Env = b.h.envStatus(v.def.Env)
+	v.entry.Env = e.Env
+	if b.replaced[name] {
+		e.Replaces = "builtin"
+	}
+	b.next.folders[f.Dir] = v
+	b.serve(name, v, e)
+}
+
+// addSources adds the tools of the host's sources (MCP servers and the like); a name
+// already taken gets the source's prefix.
+func (b *catalogBuild) addSources() {
+	for _, src := range b.h.sources() {
 		tools, err := src.Tools()
 		if err != nil {
-			e := Entry{Name: src.Name(), Kind: src.Kind(), Runtime: src.Kind(), Status: StatusError, Error: err.Error()}
-			next.entries = append(next.entries, e)
-			next.broken[src.Name()] = err.Error()
+			b.fail(Entry{Name: src.Name(), Kind: src.Kind(), Runtime: src.Kind(), Status: StatusError, Error: err.Error()}, src.Name())
 			continue
 		}
 		for _, t := range tools {
 			def := t.Definition()
-			if _, taken := next.versions[def.Name]; taken {
+			if _, taken := b.next.versions[def.Name]; taken {
 				def.Name = prefixedName(src.Name(), def.Name)
 				t = renamed{Tool: t, def: def}
 			}
-			v := old.versions[def.Name]
+			v := b.old.versions[def.Name]
 			if v == nil || v.source != src || !sameTool(v.tool, t) {
 				v = newVersion(Entry{Name: def.Name, Folder: "", Version: src.Name(), Kind: src.Kind(), Runtime: src.Kind(), Status: StatusOK, Definition: &def}, def, t, nil)
 				v.source = src
 			}
-			if err := claim(def.Name, src.Name()); err != nil {
-				next.broken[def.Name] = err.Error()
+			if err := b.claim(def.Name, src.Name()); err != nil {
+				b.next.broken[def.Name] = err.Error()
 				continue
 			}
-			if err := v.register(next.registry); err != nil {
-				next.entries = append(next.entries, Entry{Name: def.Name, Kind: src.Kind(), Runtime: src.Kind(), Status: StatusError, Error: err.Error()})
-				next.broken[def.Name] = err.Error()
+			if err := v.register(b.next.registry); err != nil {
+				b.fail(Entry{Name: def.Name, Kind: src.Kind(), Runtime: src.Kind(), Status: StatusError, Error: err.Error()}, def.Name)
 				continue
 			}
-			next.versions[def.Name] = v
-			next.entries = append(next.entries, v.entry)
+			b.serve(def.Name, v, v.entry)
 		}
 	}
-	sort.SliceStable(next.entries, func(i, j int) bool { return next.entries[i].Name < next.entries[j].Name })
+}
 
-	h.cat.Store(next)
-
-	// Versions no longer serving drain in the background: their calls in flight finish on
-	// the version they started on.
+// retireAndAnnounce stops the versions no longer serving and tells listeners what
+// changed. The versions drain in the background: their calls in flight finish on the
+// version they started on.
+func (h *Host) retireAndAnnounce(old, next *catalog, retire []*version) {
 	var ev ToolsChanged
 	for name, v := range old.versions {
 		nv, ok := next.versions[name]
@@ -244,7 +301,6 @@ func (h *Host) reload(ctx context.Context, only map[string]bool) error {
 	sort.Strings(ev.Changed)
 	sort.Strings(ev.Removed)
 	h.publish(ev)
-	return nil
 }
 
 // builtinState returns the built-ins' names and those a person turned off (config.json's

@@ -217,99 +217,124 @@ func (l *Loader) ensureDeps(ctx context.Context, f Folder, d depSet, progress fu
 // is never taken for a tool, and on the same file system, so the result can be renamed
 // into place) and then swaps the new node_modules in for the old one.
 func (l *Loader) install(ctx context.Context, f Folder, d depSet, stamp string) error {
-	ierr := func(err error, format string, args ...any) error {
-		return &Error{Folder: f.Name, Stage: StageInstall, Msg: fmt.Sprintf(format, args...), Err: err}
-	}
 	scratch, err := os.MkdirTemp(filepath.Dir(f.Dir), "."+f.Name+".install-")
 	if err != nil {
-		return ierr(err, "make scratch directory: %v", err)
+		return installErrorf(f, err, "make scratch directory: %v", err)
 	}
 	defer os.RemoveAll(scratch)
-
-	manifest, err := d.packageJSON(f.Package)
-	if err != nil {
-		return ierr(err, "write package.json: %v", err)
-	}
-	if err := os.WriteFile(filepath.Join(scratch, "package.json"), manifest, 0o644); err != nil {
-		return ierr(err, "write package.json: %v", err)
-	}
-	for _, lock := range lockfiles[d.installer] {
-		if err := copyFile(filepath.Join(f.Dir, lock), filepath.Join(scratch, lock)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return ierr(err, "copy %s: %v", lock, err)
-		}
+	if err := writeInstallManifest(f, d, scratch); err != nil {
+		return err
 	}
 
 	// The installer's own home, temporary folder and npm configuration, which no other
 	// install and nothing of the host's sees (see privateInstallDir).
 	private, err := l.privateInstallDir(d)
 	if err != nil {
-		return ierr(err, "make the installer's folder: %v", err)
+		return installErrorf(f, err, "make the installer's folder: %v", err)
 	}
 	defer os.RemoveAll(private)
+	if err := l.runInstall(ctx, f, d, scratch, private); err != nil {
+		return err
+	}
+	return placeModules(f, scratch, stamp)
+}
+
+// installErrorf is an install-stage error of folder f.
+func installErrorf(f Folder, err error, format string, args ...any) error {
+	return &Error{Folder: f.Name, Stage: StageInstall, Msg: fmt.Sprintf(format, args...), Err: err}
+}
+
+// writeInstallManifest puts in scratch the package.json the installer reads (the folder's
+// dependencies that it installs) and the folder's lockfiles.
+func writeInstallManifest(f Folder, d depSet, scratch string) error {
+	manifest, err := d.packageJSON(f.Package)
+	if err != nil {
+		return installErrorf(f, err, "write package.json: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(scratch, "package.json"), manifest, 0o644); err != nil {
+		return installErrorf(f, err, "write package.json: %v", err)
+	}
+	for _, lock := range lockfiles[d.installer] {
+		if err := copyFile(filepath.Join(f.Dir, lock), filepath.Join(scratch, lock)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return installErrorf(f, err, "copy %s: %v", lock, err)
+		}
+	}
+	return nil
+}
+
+// runInstall runs the installer in scratch, confined when the loader confines installs, and
+// says why it failed: out of time, stopped, or what it printed.
+func (l *Loader) runInstall(ctx context.Context, f Folder, d depSet, scratch, private string) error {
 	cmd, err := l.installCommand(ctx, d, scratch, private)
 	if err != nil {
-		return ierr(err, "%v", err)
+		return installErrorf(f, err, "%v", err)
 	}
 	release := func() {}
 	if confine := l.opts.ConfineInstall; confine != nil {
 		writable := []string{scratch, private, filepath.Join(l.opts.CacheDir, "npm-cache"), filepath.Join(l.opts.CacheDir, "bun-cache")}
 		rel, err := confine(cmd, append([]string{f.Dir}, d.localPaths()...), writable)
 		if err != nil {
-			return ierr(err, "confine the installer: %v", err)
+			return installErrorf(f, err, "confine the installer: %v", err)
 		}
 		if rel != nil {
 			release = rel
 		}
 	}
 	stdout, stderr, err := runInstaller(cmd, release)
-	if err != nil {
-		if errors.Is(context.Cause(ctx), errInstallTimeout) {
-			return ierr(ctx.Err(), "%s install did not finish within %v (the install time limit) and was stopped", d.installer, l.opts.InstallTimeout)
-		}
-		if ctx.Err() != nil {
-			return ierr(ctx.Err(), "%s install stopped: %v", d.installer, context.Cause(ctx))
-		}
-		msg := installerMessage(stderr)
-		if msg == "" {
-			msg = installerMessage(stdout)
-		}
-		if msg == "" {
-			msg = "(it printed nothing)"
-		}
-		return ierr(err, "%s install failed (%v): %s", d.installer, err, msg)
+	if err == nil {
+		return nil
 	}
+	if errors.Is(context.Cause(ctx), errInstallTimeout) {
+		return installErrorf(f, ctx.Err(), "%s install did not finish within %v (the install time limit) and was stopped", d.installer, l.opts.InstallTimeout)
+	}
+	if ctx.Err() != nil {
+		return installErrorf(f, ctx.Err(), "%s install stopped: %v", d.installer, context.Cause(ctx))
+	}
+	msg := installerMessage(stderr)
+	if msg == "" {
+		msg = installerMessage(stdout)
+	}
+	if msg == "" {
+		msg = "(it printed nothing)"
+	}
+	return installErrorf(f, err, "%s install failed (%v): %s", d.installer, err, msg)
+}
 
-	// The install scripts could write the scratch folder, and one may still run: they may
-	// have left links under the names the host writes next (the stamp, the SDK's folders)
-	// to make it write outside. node_modules is first moved out of their reach (Landlock
-	// grants follow the folder, not the name), then those names are cleared without
-	// following links, then written.
+// placeModules moves the installed node_modules from scratch into the tool folder, with the
+// SDK's types and the dependency stamp.
+//
+// The install scripts could write the scratch folder, and one may still run: they may have
+// left links under the names the host writes next (the stamp, the SDK's folders) to make it
+// write outside. node_modules is first moved out of their reach (Landlock grants follow the
+// folder, not the name), then those names are cleared without following links, then
+// written.
+func placeModules(f Folder, scratch, stamp string) error {
 	ready, err := os.MkdirTemp(filepath.Dir(f.Dir), "."+f.Name+".deps-")
 	if err != nil {
-		return ierr(err, "make scratch directory: %v", err)
+		return installErrorf(f, err, "make scratch directory: %v", err)
 	}
 	defer fsutil.RemoveTree(ready)
 	modules := filepath.Join(ready, "node_modules")
 	if err := os.Rename(filepath.Join(scratch, "node_modules"), modules); errors.Is(err, fs.ErrNotExist) {
 		err = os.Mkdir(modules, 0o755)
 		if err != nil {
-			return ierr(err, "%v", err)
+			return installErrorf(f, err, "%v", err)
 		}
 	} else if err != nil {
-		return ierr(err, "take node_modules from the installer: %v", err)
+		return installErrorf(f, err, "take node_modules from the installer: %v", err)
 	}
 	if err := clearHostNames(modules); err != nil {
-		return ierr(err, "%v", err)
+		return installErrorf(f, err, "%v", err)
 	}
 	// Editors resolve the SDK imports from node_modules; the bundler never looks there.
 	if err := sdkjs.WriteTypes(ready); err != nil {
-		return ierr(err, "%v", err)
+		return installErrorf(f, err, "%v", err)
 	}
 	if err := fsutil.ReplaceIn(modules, ".", stampName, []byte(stamp+"\n"), 0o644); err != nil {
-		return ierr(err, "write dependency stamp: %v", err)
+		return installErrorf(f, err, "write dependency stamp: %v", err)
 	}
 	if err := replaceDir(modules, filepath.Join(f.Dir, "node_modules")); err != nil {
-		return ierr(err, "move node_modules into place: %v", err)
+		return installErrorf(f, err, "move node_modules into place: %v", err)
 	}
 	return nil
 }

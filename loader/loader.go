@@ -188,6 +188,9 @@ func (l *Loader) lockFolderFile(ctx context.Context, dir string) (func(), error)
 // it was being bundled.
 const maxBundleAttempts = 5
 
+// load loads the folder: its dependencies installed, its content hashed, and (a JavaScript
+// tool) its bundle, from the cache or made now. attempt counts the starts over when the
+// folder changed while it was bundled.
 func (l *Loader) load(ctx context.Context, folder Folder, opts LoadOptions, attempt int) (*Bundle, error) {
 	if l.opts.CacheDir == "" {
 		return nil, &Error{Folder: folder.Name, Stage: StageCache, Msg: "the loader has no cache directory (Options.CacheDir)"}
@@ -211,40 +214,11 @@ func (l *Loader) load(ctx context.Context, folder Folder, opts LoadOptions, atte
 
 	stamp := ""
 	if f.Kind == KindJS {
-		runtime := opts.Runtime
-		if runtime == "" {
-			runtime = f.RuntimePreference
+		s, err := l.installDeps(ctx, f, b, opts.Runtime, progress)
+		if err != nil {
+			return nil, err
 		}
-		installer := installerNPM
-		switch runtime {
-		case "", RuntimeNode:
-		case RuntimeBun:
-			installer = installerBun
-		default:
-			return nil, &Error{Folder: f.Name, Stage: StageInstall, Msg: fmt.Sprintf("runtime %q is unknown: use node or bun", runtime)}
-		}
-		deps := filterDeps(f.Dir, f.Package, installer)
-		if !deps.empty() {
-			if err := checkLocalDeps(f, installer); err != nil {
-				return nil, &Error{Folder: f.Name, Stage: StageInstall, File: "package.json", Msg: err.Error(), Err: err}
-			}
-			if f.Package.InstallScripts {
-				key, err := installScriptsKey(f, installer)
-				if err != nil {
-					return nil, &Error{Folder: f.Name, Stage: StageInstall, Msg: err.Error(), Err: err}
-				}
-				b.InstallScripts = &InstallScripts{Key: key, Dependencies: deps.names()}
-				b.InstallScripts.Approved = l.opts.InstallScripts != nil && l.opts.InstallScripts(f, key)
-				deps.scripts = b.InstallScripts.Approved
-			}
-			ictx, cancel := context.WithTimeoutCause(ctx, l.opts.InstallTimeout, errInstallTimeout)
-			s, err := l.ensureDeps(ictx, f, deps, progress)
-			cancel()
-			if err != nil {
-				return nil, err
-			}
-			stamp = s
-		}
+		stamp = s
 	}
 
 	in := hashInputs{dir: f.Dir, entry: f.Entry, depsStamp: stamp, sdk: sdkjs.Hash(), esbuild: l.esbuild}
@@ -268,7 +242,48 @@ func (l *Loader) load(ctx context.Context, folder Folder, opts LoadOptions, atte
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, &Error{Folder: f.Name, Stage: StageCache, Msg: err.Error(), Err: err}
 	}
+	return l.bundle(ctx, folder, f, b, in, opts, attempt, progress)
+}
 
+// installDeps installs a JavaScript folder's dependencies with the installer of the runtime
+// it runs on (runtime, else the folder's preference) and returns the stamp of what is
+// installed ("" when it has none). b learns whether install scripts run.
+func (l *Loader) installDeps(ctx context.Context, f Folder, b *Bundle, runtime string, progress func(stage, msg string)) (string, error) {
+	if runtime == "" {
+		runtime = f.RuntimePreference
+	}
+	installer := installerNPM
+	switch runtime {
+	case "", RuntimeNode:
+	case RuntimeBun:
+		installer = installerBun
+	default:
+		return "", &Error{Folder: f.Name, Stage: StageInstall, Msg: fmt.Sprintf("runtime %q is unknown: use node or bun", runtime)}
+	}
+	deps := filterDeps(f.Dir, f.Package, installer)
+	if deps.empty() {
+		return "", nil
+	}
+	if err := checkLocalDeps(f, installer); err != nil {
+		return "", &Error{Folder: f.Name, Stage: StageInstall, File: "package.json", Msg: err.Error(), Err: err}
+	}
+	if f.Package.InstallScripts {
+		key, err := installScriptsKey(f, installer)
+		if err != nil {
+			return "", &Error{Folder: f.Name, Stage: StageInstall, Msg: err.Error(), Err: err}
+		}
+		b.InstallScripts = &InstallScripts{Key: key, Dependencies: deps.names()}
+		b.InstallScripts.Approved = l.opts.InstallScripts != nil && l.opts.InstallScripts(f, key)
+		deps.scripts = b.InstallScripts.Approved
+	}
+	ictx, cancel := context.WithTimeoutCause(ctx, l.opts.InstallTimeout, errInstallTimeout)
+	defer cancel()
+	return l.ensureDeps(ictx, f, deps, progress)
+}
+
+// bundle makes b's bundle with esbuild and stores it in the cache under the hash of in,
+// starting the load over when the folder changed meanwhile.
+func (l *Loader) bundle(ctx context.Context, folder, f Folder, b *Bundle, in hashInputs, opts LoadOptions, attempt int, progress func(stage, msg string)) (*Bundle, error) {
 	progress(StageBundle, "bundling "+f.Entry)
 	start := time.Now()
 	res := l.build(buildRequest{folder: f, outfile: b.Path, confidential: l.opts.Confidential})
@@ -276,7 +291,7 @@ func (l *Loader) load(ctx context.Context, folder Folder, opts LoadOptions, atte
 	// editor mid-save), the bundle is of other content than the hash names, and caching it
 	// would serve that code whenever the hashed content comes back (an empty file, say).
 	// Only a bundle whose folder held still is stored; otherwise start over.
-	if after, err := hashFolder(in); err != nil || after != hash {
+	if after, err := hashFolder(in); err != nil || after != b.Hash {
 		if attempt >= maxBundleAttempts {
 			return nil, &Error{Folder: f.Name, Stage: StageBundle, Msg: fmt.Sprintf("the folder kept changing while it was bundled (%d tries); load it again once the writes settle", attempt)}
 		}

@@ -36,17 +36,8 @@ func enter(spec Spec, program string, args []string) error {
 	if err := enterNetwork(spec); err != nil { // netns_linux.go: while setns is allowed, before Landlock
 		return err
 	}
-	// A mount namespace of the launcher's own: the view of the machine (view_linux.go), or
-	// at least the .jean2 folders read-only; before Landlock (which forbids mounts to a
-	// restricted thread) and the capability drop.
-	if spec.View != nil {
-		if err := buildView(spec.View); err != nil {
-			return err
-		}
-	} else if len(spec.SealedDirs) > 0 {
-		if err := sealDirs(spec.SealedDirs); err != nil {
-			return err
-		}
+	if err := enterMounts(spec); err != nil {
+		return err
 	}
 	nproc := 0
 	if spec.PidsCgroup == "" && spec.NProcExtra > 0 && os.Getuid() != 0 {
@@ -57,6 +48,31 @@ func enter(spec Spec, program string, args []string) error {
 			return fmt.Errorf("apply Landlock: %w", err)
 		}
 	}
+	if err := refusePowers(spec); err != nil {
+		return err
+	}
+	if err := keepDeathSignal(deathSig, ppid); err != nil {
+		return err
+	}
+	return execute(spec, program, args, nproc)
+}
+
+// enterMounts gives the launcher a mount namespace of its own: the view of the machine
+// (view_linux.go), or at least the .jean2 folders read-only; before Landlock (which forbids
+// mounts to a restricted thread) and the capability drop.
+func enterMounts(spec Spec) error {
+	if spec.View != nil {
+		return buildView(spec.View)
+	}
+	if len(spec.SealedDirs) > 0 {
+		return sealDirs(spec.SealedDirs)
+	}
+	return nil
+}
+
+// refusePowers takes from the process, once Landlock holds, what would let the worker out:
+// new namespaces, metadata changes, new processes (NoFork), new privileges and capabilities.
+func refusePowers(spec Spec) error {
 	// After the launcher's own unshare and setns: from here on no process of the worker makes
 	// a namespace (nons_linux.go).
 	if err := denyNamespaces(); err != nil {
@@ -80,9 +96,12 @@ func enter(spec Spec, program string, args []string) error {
 	if err := dropCapabilities(); err != nil {
 		return fmt.Errorf("drop capabilities: %w", err)
 	}
-	if err := keepDeathSignal(deathSig, ppid); err != nil {
-		return err
-	}
+	return nil
+}
+
+// execute becomes program (or, as the init of a pid namespace, runs it as its child) under
+// the spec's resource limits; nproc is the task limit counted before /proc closed.
+func execute(spec Spec, program string, args []string, nproc int) error {
 	// Everything execve needs is made before the memory limit is set: the launcher's own Go
 	// runtime must not be the one that meets it.
 	argv0, err := unix.BytePtrFromString(program)

@@ -90,223 +90,277 @@ type sbRoot struct {
 // jean2's home). Sealed paths (each workspace's .jean2) are readable and never writable,
 // whether they exist yet or not.
 func (p Plan) Seatbelt(proxyPort int) (SeatbeltProfile, error) {
+	if err := p.checkSeatbeltInput(proxyPort); err != nil {
+		return SeatbeltProfile{}, err
+	}
+	pl := p.seatbeltPlaces()
 	g := sbGen{params: map[string]string{}}
+	var b strings.Builder
+	b.WriteString(seatbeltHeader)
+	g.writeExec(&b, pl.program, p.ChildProcess)
+	g.writeFileGrants(&b, pl, p.ChildProcess)
+	writeNetwork(&b, proxyPort)
+	g.writeSealed(&b, pl.sealed)
+	g.writeProtected(&b, pl)
+	s := SeatbeltProfile{Profile: b.String(), Params: g.list}
+	return s, s.Check()
+}
+
+// checkSeatbeltInput refuses a plan no profile can be made of: a relative program, a port
+// out of range, a path holding a NUL byte.
+func (p Plan) checkSeatbeltInput(proxyPort int) error {
 	if p.Program == "" || !filepath.IsAbs(p.Program) {
-		return SeatbeltProfile{}, fmt.Errorf("seatbelt: the program %q must be an absolute path", p.Program)
+		return fmt.Errorf("seatbelt: the program %q must be an absolute path", p.Program)
 	}
 	if proxyPort < 0 || proxyPort > 65535 {
-		return SeatbeltProfile{}, fmt.Errorf("seatbelt: proxy port %d is not a port", proxyPort)
+		return fmt.Errorf("seatbelt: proxy port %d is not a port", proxyPort)
 	}
 	var bad []string
-	check := func(paths ...string) {
-		for _, x := range paths {
+	for _, l := range [][]string{{p.Program, p.RuntimeRoot}, p.ReadOnly, p.Modules, p.ReadWrite, p.DeclaredRead, p.DeclaredWrite, p.Protected, p.Sealed, p.MountSealed} {
+		for _, x := range l {
 			if strings.ContainsRune(x, 0) {
 				bad = append(bad, strconv.Quote(x))
 			}
 		}
 	}
-	check(p.Program, p.RuntimeRoot)
-	for _, l := range [][]string{p.ReadOnly, p.Modules, p.ReadWrite, p.DeclaredRead, p.DeclaredWrite, p.Protected, p.Sealed, p.MountSealed} {
-		check(l...)
-	}
 	if len(bad) > 0 {
-		return SeatbeltProfile{}, fmt.Errorf("seatbelt: paths hold a NUL byte: %s", strings.Join(bad, ", "))
+		return fmt.Errorf("seatbelt: paths hold a NUL byte: %s", strings.Join(bad, ", "))
 	}
+	return nil
+}
 
-	// Protected paths as given and where they lead: Seatbelt matches the real path of what
-	// is opened, and a rule on the path as given costs nothing.
-	var protected []string
+// sbPlaces is the plan in Seatbelt's terms: real paths, each once, the protected ones cut
+// out of the grants that hold them.
+type sbPlaces struct {
+	program       string
+	protected     []string // as given and where they lead
+	reads, writes []sbRoot
+	lists         []string // the folders of modules: their listing only
+	sealed        []string // as given and where they lead
+}
+
+// sbReal is where x leads: Seatbelt matches the real path of what is opened.
+func sbReal(x string) string { return policy.Real(filepath.Clean(x)) }
+
+// seatbeltPlaces gathers the plan's places. Protected paths are kept as given and where
+// they lead: Seatbelt matches the real path of what is opened, and a rule on the path as
+// given costs nothing.
+func (p Plan) seatbeltPlaces() *sbPlaces {
+	pl := &sbPlaces{program: sbReal(p.Program)}
 	for _, x := range p.Protected {
 		if x == "" || !filepath.IsAbs(x) {
 			continue
 		}
 		for _, y := range []string{filepath.Clean(x), policy.Real(x)} {
-			if !slices.Contains(protected, y) {
-				protected = append(protected, y)
+			if !slices.Contains(pl.protected, y) {
+				pl.protected = append(pl.protected, y)
 			}
 		}
 	}
-	real := func(x string) string { return policy.Real(filepath.Clean(x)) }
-	isProtected := func(x string, dropInside bool) bool {
-		for _, q := range protected {
-			if x == q || (dropInside && policy.Within(x, q)) {
-				return true
-			}
-		}
-		return false
-	}
-	root := func(x string) sbRoot {
-		r := sbRoot{path: x}
-		for _, q := range protected {
-			if q != x && policy.Within(q, x) {
-				r.except = append(r.except, q)
-			}
-		}
-		return r
-	}
-	var reads, writes []sbRoot
-	var lists []string
-	add := func(list *[]sbRoot, x string, dropInside bool) {
-		if x == "" || !filepath.IsAbs(x) {
-			return
-		}
-		x = real(x)
-		if isProtected(x, dropInside) {
-			return
-		}
-		if !slices.ContainsFunc(*list, func(r sbRoot) bool { return r.path == x }) {
-			*list = append(*list, root(x))
-		}
-	}
-	program := real(p.Program)
-	add(&reads, p.Program, false)
-	add(&reads, p.RuntimeRoot, false)
+	pl.add(&pl.reads, p.Program, false)
+	pl.add(&pl.reads, p.RuntimeRoot, false)
 	for _, x := range p.ReadOnly {
-		add(&reads, x, false)
+		pl.add(&pl.reads, x, false)
 	}
 	for _, x := range p.Modules {
-		add(&reads, x, false)
+		pl.add(&pl.reads, x, false)
 		if x != "" && filepath.IsAbs(x) {
-			d := real(filepath.Dir(x))
-			if !isProtected(d, false) && !slices.Contains(lists, d) {
-				lists = append(lists, d)
+			d := sbReal(filepath.Dir(x))
+			if !pl.isProtected(d, false) && !slices.Contains(pl.lists, d) {
+				pl.lists = append(pl.lists, d)
 			}
 		}
 	}
 	for _, x := range p.ReadWrite {
-		add(&reads, x, false)
-		add(&writes, x, false)
+		pl.add(&pl.reads, x, false)
+		pl.add(&pl.writes, x, false)
 	}
+	// Declared paths inside a protected one are dropped whole; the plan's own places are
+	// granted with the protected paths inside them cut out.
 	for _, x := range p.DeclaredRead {
-		add(&reads, x, true)
+		pl.add(&pl.reads, x, true)
 	}
 	for _, x := range p.DeclaredWrite {
-		add(&reads, x, true)
-		add(&writes, x, true)
+		pl.add(&pl.reads, x, true)
+		pl.add(&pl.writes, x, true)
 	}
-	var sealed []string
 	for _, x := range append(slices.Clone(p.Sealed), p.MountSealed...) {
 		if x != "" && filepath.IsAbs(x) {
-			for _, y := range []string{filepath.Clean(x), real(x)} {
-				if !slices.Contains(sealed, y) {
-					sealed = append(sealed, y)
+			for _, y := range []string{filepath.Clean(x), sbReal(x)} {
+				if !slices.Contains(pl.sealed, y) {
+					pl.sealed = append(pl.sealed, y)
 				}
 			}
 		}
 	}
+	return pl
+}
 
-	var b strings.Builder
-	b.WriteString(seatbeltHeader)
+// isProtected reports whether x is protected (or, with dropInside, lies in a protected path).
+func (pl *sbPlaces) isProtected(x string, dropInside bool) bool {
+	for _, q := range pl.protected {
+		if x == q || (dropInside && policy.Within(x, q)) {
+			return true
+		}
+	}
+	return false
+}
+
+// add grants x (its real path, once) on list, unless it is protected.
+func (pl *sbPlaces) add(list *[]sbRoot, x string, dropInside bool) {
+	if x == "" || !filepath.IsAbs(x) {
+		return
+	}
+	x = sbReal(x)
+	if pl.isProtected(x, dropInside) {
+		return
+	}
+	if slices.ContainsFunc(*list, func(r sbRoot) bool { return r.path == x }) {
+		return
+	}
+	r := sbRoot{path: x}
+	for _, q := range pl.protected {
+		if q != x && policy.Within(q, x) {
+			r.except = append(r.except, q)
+		}
+	}
+	*list = append(*list, r)
+}
+
+// writeExec allows the program the worker runs, and with childProcess the system's programs.
+func (g *sbGen) writeExec(b *strings.Builder, program string, childProcess bool) {
 	b.WriteString("\n; The program the worker runs.\n")
-	fmt.Fprintf(&b, "(allow process-exec (literal %s))\n", g.param("PROGRAM", program))
-	if p.ChildProcess {
+	fmt.Fprintf(b, "(allow process-exec (literal %s))\n", g.param("PROGRAM", program))
+	if childProcess {
 		b.WriteString("\n; childProcess was declared and approved: the worker may start programs it can read.\n")
 		b.WriteString("(allow process-fork)\n")
 		b.WriteString("(allow process-exec (subpath \"/bin\") (subpath \"/sbin\") (subpath \"/usr/bin\") (subpath \"/usr/sbin\") (subpath \"/usr/libexec\"))\n")
 	}
+}
 
+// writeFileGrants allows reading, listing and writing the plan's places; with childProcess,
+// running what it may write or read.
+func (g *sbGen) writeFileGrants(b *strings.Builder, pl *sbPlaces, childProcess bool) {
 	b.WriteString("\n; What the plan lets the worker read: its runtime, its own files, the call's places and\n; what was declared and approved, less what is protected inside them.\n")
 	b.WriteString("(allow file-read* file-map-executable")
-	for i, r := range reads {
-		b.WriteString("\n  " + g.rootFilter(fmt.Sprintf("READ_%d", i), r))
-	}
+	g.writeRoots(b, "READ", pl.reads)
 	b.WriteString(")\n")
-	if len(lists) > 0 {
+	if len(pl.lists) > 0 {
 		b.WriteString("\n; The folders of its modules: their listing only (Bun opens a module's folder).\n(allow file-read-data")
-		for i, d := range lists {
-			fmt.Fprintf(&b, "\n  (literal %s)", g.param(fmt.Sprintf("LIST_%d", i), d))
+		for i, d := range pl.lists {
+			fmt.Fprintf(b, "\n  (literal %s)", g.param(fmt.Sprintf("LIST_%d", i), d))
 		}
 		b.WriteString(")\n")
 	}
-	if len(writes) > 0 {
+	if len(pl.writes) > 0 {
 		b.WriteString("\n; What it may write: the call's workspace, its allowed paths, the session's folder and\n; approved declarations, less what is protected inside them.\n(allow file-write*")
-		for i, r := range writes {
-			b.WriteString("\n  " + g.rootFilter(fmt.Sprintf("WRITE_%d", i), r))
-		}
+		g.writeRoots(b, "WRITE", pl.writes)
 		b.WriteString(")\n")
-		if p.ChildProcess {
+		if childProcess {
 			b.WriteString("(allow process-exec")
-			for i := range writes {
-				b.WriteString("\n  " + g.rootFilter(fmt.Sprintf("WRITE_%d", i), writes[i]))
-			}
+			g.writeRoots(b, "WRITE", pl.writes)
 			b.WriteString(")\n")
 		}
 	}
-	if p.ChildProcess && len(reads) > 0 {
+	if childProcess && len(pl.reads) > 0 {
 		b.WriteString("(allow process-exec")
-		for i := range reads {
-			b.WriteString("\n  " + g.rootFilter(fmt.Sprintf("READ_%d", i), reads[i]))
-		}
+		g.writeRoots(b, "READ", pl.reads)
 		b.WriteString(")\n")
 	}
+}
 
+// writeRoots writes the filters of roots, one a line, their parameters named prefix_i.
+func (g *sbGen) writeRoots(b *strings.Builder, prefix string, roots []sbRoot) {
+	for i, r := range roots {
+		b.WriteString("\n  " + g.rootFilter(fmt.Sprintf("%s_%d", prefix, i), r))
+	}
+}
+
+// writeNetwork allows only the egress proxy on localhost, or no network when there is none.
+func writeNetwork(b *strings.Builder, proxyPort int) {
 	b.WriteString("\n; Network: ")
 	if proxyPort > 0 {
-		fmt.Fprintf(&b, "only the egress proxy on this machine, which allows the hosts the tool declared\n; and a person approved.\n(allow network-outbound (remote ip \"localhost:%d\"))\n", proxyPort)
+		fmt.Fprintf(b, "only the egress proxy on this machine, which allows the hosts the tool declared\n; and a person approved.\n(allow network-outbound (remote ip \"localhost:%d\"))\n", proxyPort)
 	} else {
 		b.WriteString("none.\n")
 	}
+}
 
-	if len(sealed) > 0 {
-		b.WriteString("\n; Sealed: each workspace's .jean2 (its mcp.json names commands jean2 starts outside any\n; sandbox) is never written, made, renamed or removed by the worker.\n(deny file-write*")
-		for i, x := range sealed {
-			n := g.param(fmt.Sprintf("SEALED_%d", i), x)
-			fmt.Fprintf(&b, "\n  (literal %s) (subpath %s)", n, n)
+// writeSealed denies every change to the sealed paths.
+func (g *sbGen) writeSealed(b *strings.Builder, sealed []string) {
+	if len(sealed) == 0 {
+		return
+	}
+	b.WriteString("\n; Sealed: each workspace's .jean2 (its mcp.json names commands jean2 starts outside any\n; sandbox) is never written, made, renamed or removed by the worker.\n(deny file-write*")
+	for i, x := range sealed {
+		n := g.param(fmt.Sprintf("SEALED_%d", i), x)
+		fmt.Fprintf(b, "\n  (literal %s) (subpath %s)", n, n)
+	}
+	b.WriteString(")\n")
+}
+
+// writeProtected denies the protected paths last, so that no rule above can grant them, but
+// for the granted places inside them, whose parent folders may then be looked up.
+func (g *sbGen) writeProtected(b *strings.Builder, pl *sbPlaces) {
+	if len(pl.protected) == 0 {
+		return
+	}
+	b.WriteString("\n; Protected: jean2's home, the tools folder and the credential folders of the user's home,\n; denied last so that no rule above can grant them, but for places the caller put inside\n; (the session's folder, the worker's modules and their folders' listing), whose parent\n; folders may only be looked up.\n")
+	b.WriteString("(deny file-read* file-write* process-exec")
+	var inside []string
+	for i, q := range pl.protected {
+		inside = g.writeProtectedPath(b, pl, i, q, inside)
+	}
+	b.WriteString(")\n")
+	if len(inside) > 0 {
+		b.WriteString("(allow file-read-metadata")
+		for i, d := range inside {
+			fmt.Fprintf(b, "\n  (literal %s)", g.param(fmt.Sprintf("PATH_TO_KEPT_%d", i), d))
 		}
 		b.WriteString(")\n")
 	}
-	if len(protected) > 0 {
-		b.WriteString("\n; Protected: jean2's home, the tools folder and the credential folders of the user's home,\n; denied last so that no rule above can grant them, but for places the caller put inside\n; (the session's folder, the worker's modules and their folders' listing), whose parent\n; folders may only be looked up.\n")
-		b.WriteString("(deny file-read* file-write* process-exec")
-		var inside []string
-		for i, q := range protected {
-			n := g.param(fmt.Sprintf("PROTECTED_%d", i), q)
-			var keep []string
-			for _, r := range append(slices.Clone(reads), writes...) {
-				if r.path != q && policy.Within(r.path, q) && !slices.Contains(keep, r.path) {
-					keep = append(keep, r.path)
-				}
-			}
-			var listed []string
-			for _, d := range lists {
-				if d != q && policy.Within(d, q) {
-					listed = append(listed, d)
-				}
-			}
-			if len(keep) == 0 && len(listed) == 0 {
-				fmt.Fprintf(&b, "\n  (literal %s) (subpath %s)", n, n)
-				continue
-			}
-			fmt.Fprintf(&b, "\n  (require-all (subpath %s)", n)
-			for j, d := range listed {
-				fmt.Fprintf(&b, " (require-not (literal %s))", g.param(fmt.Sprintf("PROTECTED_%d_LIST_%d", i, j), d))
-			}
-			for j, k := range append(keep, listed...) {
-				if j < len(keep) {
-					fmt.Fprintf(&b, " (require-not (subpath %s))", g.param(fmt.Sprintf("PROTECTED_%d_KEEP_%d", i, j), k))
-				}
-				for d := filepath.Dir(k); d != q && policy.Within(d, q); d = filepath.Dir(d) {
-					if !slices.Contains(inside, d) {
-						inside = append(inside, d)
-					}
-				}
-				if !slices.Contains(inside, q) {
-					inside = append(inside, q)
-				}
-			}
-			b.WriteString(")")
-		}
-		b.WriteString(")\n")
-		if len(inside) > 0 {
-			b.WriteString("(allow file-read-metadata")
-			for i, d := range inside {
-				fmt.Fprintf(&b, "\n  (literal %s)", g.param(fmt.Sprintf("PATH_TO_KEPT_%d", i), d))
-			}
-			b.WriteString(")\n")
+}
+
+// writeProtectedPath writes the deny filter of protected path q (the i-th): all of it, or
+// all but the granted places and module folders inside it. It returns inside with the
+// folders on the way to those places added.
+func (g *sbGen) writeProtectedPath(b *strings.Builder, pl *sbPlaces, i int, q string, inside []string) []string {
+	n := g.param(fmt.Sprintf("PROTECTED_%d", i), q)
+	var keep []string
+	for _, r := range append(slices.Clone(pl.reads), pl.writes...) {
+		if r.path != q && policy.Within(r.path, q) && !slices.Contains(keep, r.path) {
+			keep = append(keep, r.path)
 		}
 	}
-	s := SeatbeltProfile{Profile: b.String(), Params: g.list}
-	return s, s.Check()
+	var listed []string
+	for _, d := range pl.lists {
+		if d != q && policy.Within(d, q) {
+			listed = append(listed, d)
+		}
+	}
+	if len(keep) == 0 && len(listed) == 0 {
+		fmt.Fprintf(b, "\n  (literal %s) (subpath %s)", n, n)
+		return inside
+	}
+	fmt.Fprintf(b, "\n  (require-all (subpath %s)", n)
+	for j, d := range listed {
+		fmt.Fprintf(b, " (require-not (literal %s))", g.param(fmt.Sprintf("PROTECTED_%d_LIST_%d", i, j), d))
+	}
+	for j, k := range append(keep, listed...) {
+		if j < len(keep) {
+			fmt.Fprintf(b, " (require-not (subpath %s))", g.param(fmt.Sprintf("PROTECTED_%d_KEEP_%d", i, j), k))
+		}
+		for d := filepath.Dir(k); d != q && policy.Within(d, q); d = filepath.Dir(d) {
+			if !slices.Contains(inside, d) {
+				inside = append(inside, d)
+			}
+		}
+		if !slices.Contains(inside, q) {
+			inside = append(inside, q)
+		}
+	}
+	b.WriteString(")")
+	return inside
 }
 
 // SeatbeltPrograms are the folders of macOS's programs outside what every profile reads

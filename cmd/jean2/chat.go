@@ -17,6 +17,7 @@ import (
 	"github.com/jean2/jean2/chat"
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/internal/desktop"
+	"github.com/jean2/jean2/mcpclient"
 	"github.com/jean2/jean2/server"
 	"github.com/jean2/jean2/web"
 )
@@ -189,23 +190,38 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*chat.Local
 	if err != nil {
 		return nil, err
 	}
-	dbURL, err := databaseURL(e, layout)
-	if err != nil {
-		return nil, err
-	}
-	sb, err := sandboxOptions(e)
-	if err != nil {
-		return nil, err
-	}
 	// The server's log would interleave with the conversation: only errors are shown,
 	// unless JEAN2_LOG asks for more.
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	if e.getenv("JEAN2_LOG") != "" {
 		log = cliLogger(e)
 	}
-	clients, err := startMCPClients(ctx, e, "")
+	srv, clients, err := openLocalServer(ctx, e, layout, workspace, log)
 	if err != nil {
 		return nil, err
+	}
+	// The chat's own server lives as long as the chat: it takes edits of mcp.json too.
+	stopWatch := watchMCPConfig(context.Background(), e, clients)
+	return serveLocalServer(srv, layout.Home, log, func() {
+		stopWatch()
+		clients.Close()
+	})
+}
+
+// openLocalServer opens the server with jean2 serve's configuration, its MCP clients
+// started; a change of their tools reloads the server's.
+func openLocalServer(ctx context.Context, e env, layout host.Layout, workspace string, log *slog.Logger) (*server.Server, *mcpclient.Manager, error) {
+	dbURL, err := databaseURL(e, layout)
+	if err != nil {
+		return nil, nil, err
+	}
+	sb, err := sandboxOptions(e)
+	if err != nil {
+		return nil, nil, err
+	}
+	clients, err := startMCPClients(ctx, e, "")
+	if err != nil {
+		return nil, nil, err
 	}
 	var mu sync.Mutex
 	var live *server.Server
@@ -222,12 +238,12 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*chat.Local
 	builtinTools, disabledBuiltins, err := builtins(layout, sb)
 	if err != nil {
 		clients.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	limits, err := configLimits(layout)
 	if err != nil {
 		clients.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	srv, err := server.Open(ctx, server.Config{
 		Host: host.Options{
@@ -245,20 +261,23 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*chat.Local
 	})
 	if err != nil {
 		clients.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	mu.Lock()
 	live = srv
 	mu.Unlock()
-	// The chat's own server lives as long as the chat: it takes edits of mcp.json too.
-	stopWatch := watchMCPConfig(context.Background(), e, clients)
+	return srv, clients, nil
+}
+
+// serveLocalServer serves srv on a free port of 127.0.0.1 and publishes it under home for
+// other terminals; after runs once the server is closed (on failure here, or by Close).
+func serveLocalServer(srv *server.Server, home string, log *slog.Logger, after func()) (*chat.LocalServer, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), localServerWait)
 		defer cancel()
 		_ = srv.Close(cctx)
-		stopWatch()
-		clients.Close()
+		after()
 		return nil, fmt.Errorf("listen on a loopback port: %w", err)
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
@@ -273,7 +292,7 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*chat.Local
 		signIn = base + "/ (jean2 signin --server " + base + " signs a browser in)"
 	}
 	// Another jean2 chat or signin on this home joins this server while the chat lasts.
-	unpublish, err := publishServer(layout.Home, base)
+	unpublish, err := publishServer(home, base)
 	if err != nil {
 		log.Warn("other terminals will not find the chat's server", "error", err)
 		unpublish = func() {}
@@ -293,8 +312,7 @@ func startLocalServer(ctx context.Context, e env, workspace string) (*chat.Local
 			_ = hs.Shutdown(cctx)
 			_ = hs.Close()
 			<-served
-			stopWatch()
-			clients.Close()
+			after()
 		},
 	}, nil
 }

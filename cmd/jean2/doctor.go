@@ -74,21 +74,50 @@ func doctor(ctx context.Context, e env, args []string) error {
 
 	rep.Checks = append(rep.Checks, providersCheck(layout.Home, e.getenv))
 
-	nodeRT, nodeErr := node.Detect(node.DetectOptions{Preference: node.KindNode, NodePath: e.getenv("JEAN2_NODE")})
-	bunRT, bunErr := node.Detect(node.DetectOptions{Preference: node.KindBun, BunPath: e.getenv("JEAN2_BUN")})
-	jsStatus := checkWarn
-	if nodeErr != nil && bunErr != nil {
-		jsStatus = checkFail // no JavaScript tool can run
+	rts := runtimeChecks(e, add)
+
+	sb, err := sandboxOptions(e)
+	if err != nil {
+		add("sandbox", checkFail, "%v", err)
+		return finishDoctor(e, rep, *asJSON)
 	}
-	for _, r := range []struct {
+	st := sandboxChecks(ctx, e, sb, exe, rts, add)
+	rep.Sandbox = st
+	if c, ok := mcpDoctorCheck(layout, st); ok {
+		rep.Checks = append(rep.Checks, c)
+	}
+	add("worker places", checkOK, "workers may write only the call's workspace, its allowed paths and the workspace's folder under %s", filepath.Join(layout.Temp, "workspaces"))
+	return finishDoctor(e, rep, *asJSON)
+}
+
+// checkAdder adds one check to doctor's report.
+type checkAdder func(name, status, format string, a ...any)
+
+// doctorRuntimes are the JavaScript runtimes doctor found, or why each is missing.
+type doctorRuntimes struct {
+	nodeRT, bunRT   node.Runtime
+	nodeErr, bunErr error
+}
+
+// runtimeChecks reports Node, Bun and Go. A missing JavaScript runtime is a warning while
+// the other one is there, a failure when neither is (no JavaScript tool can run).
+func runtimeChecks(e env, add checkAdder) doctorRuntimes {
+	var r doctorRuntimes
+	r.nodeRT, r.nodeErr = node.Detect(node.DetectOptions{Preference: node.KindNode, NodePath: e.getenv("JEAN2_NODE")})
+	r.bunRT, r.bunErr = node.Detect(node.DetectOptions{Preference: node.KindBun, BunPath: e.getenv("JEAN2_BUN")})
+	jsStatus := checkWarn
+	if r.nodeErr != nil && r.bunErr != nil {
+		jsStatus = checkFail
+	}
+	for _, c := range []struct {
 		name string
 		rt   node.Runtime
 		err  error
-	}{{"node", nodeRT, nodeErr}, {"bun", bunRT, bunErr}} {
-		if r.err != nil {
-			add(r.name, jsStatus, "%v", r.err)
+	}{{"node", r.nodeRT, r.nodeErr}, {"bun", r.bunRT, r.bunErr}} {
+		if c.err != nil {
+			add(c.name, jsStatus, "%v", c.err)
 		} else {
-			add(r.name, checkOK, "%s %s", r.rt.Version, r.rt.Path)
+			add(c.name, checkOK, "%s %s", c.rt.Version, c.rt.Path)
 		}
 	}
 	if tc, err := gotool.Detect(e.getenv("JEAN2_GO")); err != nil {
@@ -96,32 +125,34 @@ func doctor(ctx context.Context, e env, args []string) error {
 	} else {
 		add("go", checkOK, "%s %s", tc.Version, tc.Go)
 	}
+	return r
+}
 
-	sb, err := sandboxOptions(e)
-	if err != nil {
-		add("sandbox", checkFail, "%v", err)
-		return finishDoctor(e, rep, *asJSON)
-	}
+// sandboxChecks reports the protection workers get: the mechanism chosen for Node, the
+// platform's own check, a live test of it, Linux's limits and the network; it returns the
+// sandbox's status.
+func sandboxChecks(ctx context.Context, e env, sb host.SandboxOptions, exe string, rts doctorRuntimes, add checkAdder) sandbox.Status {
 	st := sandbox.Probe(sb.Mode, sb.Launcher)
 	if st.Launcher != "" && exe == "" {
 		st.Launcher = ""
 	}
 	nodeMech, chooseErr := st.Choose(node.KindNode)
+	confined := nodeMech == sandbox.Landlock || nodeMech == sandbox.Seatbelt
 	switch {
 	case chooseErr != nil:
 		add("sandbox", checkFail, "%v", chooseErr)
-	case nodeMech == sandbox.Landlock || nodeMech == sandbox.Seatbelt:
+	case confined:
 		add("sandbox", checkOK, "mode %s: %s", st.Mode, st.Summary())
 	default:
 		add("sandbox", checkWarn, "mode %s: %s", st.Mode, st.Summary())
 	}
 	if c, ok := platformCheck(st); ok {
-		rep.Checks = append(rep.Checks, c)
+		add(c.Name, c.Status, "%s", c.Detail)
 	}
-	if nodeMech == sandbox.Landlock || nodeMech == sandbox.Seatbelt {
-		rt := nodeRT
-		if nodeErr != nil {
-			rt = bunRT
+	if confined {
+		rt := rts.nodeRT
+		if rts.nodeErr != nil {
+			rt = rts.bunRT
 		}
 		if rt.Path == "" {
 			add("sandbox test", checkWarn, "no runtime to test the sandbox with")
@@ -144,17 +175,12 @@ func doctor(ctx context.Context, e env, args []string) error {
 			add("network", checkWarn, "confined workers: %s; JEAN2_SANDBOX=require refuses to run tools then", st.Network())
 		}
 	}
-	rep.Sandbox = st
-	if c, ok := mcpDoctorCheck(layout, st); ok {
-		rep.Checks = append(rep.Checks, c)
-	}
-	add("worker places", checkOK, "workers may write only the call's workspace, its allowed paths and the workspace's folder under %s", filepath.Join(layout.Temp, "workspaces"))
-	return finishDoctor(e, rep, *asJSON)
+	return st
 }
 
 // linuxLimitChecks reports what bounds a confined process on Linux: its task and memory
 // cgroups, its pid namespace, the temporary folder's quota and its capabilities.
-func linuxLimitChecks(ctx context.Context, st sandbox.Status, mounter *sandbox.TempMounter, add func(name, status, format string, a ...any)) {
+func linuxLimitChecks(ctx context.Context, st sandbox.Status, mounter *sandbox.TempMounter, add checkAdder) {
 	if p, err := sandbox.NewPids(); err == nil {
 		add("task limit", checkOK, "a pids cgroup per worker under %s", filepath.Dir(p.Dir()))
 		_ = p.Close()

@@ -49,8 +49,19 @@ func toolsTest(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer os.RemoveAll(scratch)
-	noEnv := filepath.Join(scratch, "no.env") // never written: the cases' hosts read no .env
-	open := func(ctx context.Context, vars map[string]string, log slog.Handler) (*host.Host, error) {
+	open := caseHostOpener(e, dir, filepath.Join(scratch, "no.env"))
+	results := tooltest.Run(ctx, dir, cases, open, tooltest.Options{Update: *update, Match: *match})
+	if len(results) == 0 {
+		return fmt.Errorf("no case name contains %q", *match)
+	}
+	return reportCases(e, results, *asJSON)
+}
+
+// caseHostOpener opens a case's host: this folder only, no .env (noEnv is never written),
+// the case's variables and the runner's PATH and HOME as the server's environment, and
+// the host's log teed to the runner.
+func caseHostOpener(e env, dir, noEnv string) tooltest.Opener {
+	return func(ctx context.Context, vars map[string]string, log slog.Handler) (*host.Host, error) {
 		return openHostTuned(ctx, e, func(o *host.Options) {
 			o.Folders = []string{dir}
 			o.Layout.DotEnv = noEnv
@@ -61,17 +72,18 @@ func toolsTest(ctx context.Context, e env, args []string) error {
 			o.Logger = slog.New(teeLog{quietThrows{o.Logger.Handler()}, log})
 		})
 	}
-	results := tooltest.Run(ctx, dir, cases, open, tooltest.Options{Update: *update, Match: *match})
-	if len(results) == 0 {
-		return fmt.Errorf("no case name contains %q", *match)
-	}
+}
+
+// reportCases prints the cases' outcomes, as JSON or a line each with the problems of the
+// failed ones; a failed case ends the command with code 1.
+func reportCases(e env, results []tooltest.Outcome, asJSON bool) error {
 	failed := 0
 	for _, r := range results {
 		if !r.Passed {
 			failed++
 		}
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)

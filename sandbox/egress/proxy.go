@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -161,6 +162,8 @@ func (p *Proxy) Check(ctx context.Context, host string, port int) ([]netip.AddrP
 	return addrs, err
 }
 
+// check decides a connection to host:port by the tool's entries: an address by the entries
+// that cover it; a name by the entries that name it, then each address it resolves to.
 func (p *Proxy) check(ctx context.Context, host string, port int) ([]netip.AddrPort, error) {
 	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
 	target := net.JoinHostPort(host, strconv.Itoa(port))
@@ -172,59 +175,73 @@ func (p *Proxy) check(ctx context.Context, host string, port int) ([]netip.AddrP
 	if err != nil {
 		return nil, &Refusal{Tool: p.Tool, Target: target, Why: fmt.Sprintf("tool %s declares a network entry that is not valid (%v)", p.Tool, err)}
 	}
-	notDeclared := func() error {
-		name := host
-		if strings.Contains(name, ":") {
-			name = "[" + name + "]"
-		}
-		if p.Advice != nil {
-			why, hint := p.Advice(host, port)
-			return &Refusal{Tool: p.Tool, Target: target, Why: why, Hint: hint, undeclared: true}
-		}
-		return &Refusal{Tool: p.Tool, Target: target, Why: fmt.Sprintf("tool %s does not declare it", p.Tool), undeclared: true,
-			Hint: fmt.Sprintf(`; a person grants it to this version with jean2 tools approve %s --grant network=%s, or the tool adds %q (or "%s:%d") to "jean2": {"permissions": {"network": [...]}} in package.json (or permissions.network in the definition) and a person runs jean2 tools approve %s`, p.Tool, host, host, name, port, p.Tool)}
+	if literal, err := netip.ParseAddr(host); err == nil {
+		return p.checkAddress(literal.Unmap(), host, port, target, rules)
 	}
-	var addrs []netip.Addr
-	literal, err := netip.ParseAddr(host)
-	if err == nil {
-		literal = literal.Unmap()
-		for _, r := range rules {
-			if r.coversAddr(literal, port) {
-				return []netip.AddrPort{netip.AddrPortFrom(literal, uint16(port))}, nil
-			}
-		}
-		// An address is granted by an entry that covers it, or (when public) by "*".
-		if kind(literal, p.Own) == "" {
-			for _, r := range rules {
-				if r.Any && r.portOK(port) {
-					return []netip.AddrPort{netip.AddrPortFrom(literal, uint16(port))}, nil
-				}
-			}
-		}
-		return nil, notDeclared()
+	if !slices.ContainsFunc(rules, func(r Rule) bool { return r.matchesName(host, port) }) {
+		return nil, p.notDeclared(host, port, target)
 	}
-	var named []Rule
+	addrs, err := p.resolve(ctx, host, target)
+	if err != nil {
+		return nil, err
+	}
+	return p.grantedAddrs(addrs, host, port, target, rules)
+}
+
+// checkAddress decides a connection to an address: granted by an entry that covers it, or
+// (when public) by "*".
+func (p *Proxy) checkAddress(addr netip.Addr, host string, port int, target string, rules []Rule) ([]netip.AddrPort, error) {
 	for _, r := range rules {
-		if r.matchesName(host, port) {
-			named = append(named, r)
+		if r.coversAddr(addr, port) {
+			return []netip.AddrPort{netip.AddrPortFrom(addr, uint16(port))}, nil
 		}
 	}
-	if len(named) == 0 {
-		return nil, notDeclared()
+	if kind(addr, p.Own) == "" {
+		for _, r := range rules {
+			if r.Any && r.portOK(port) {
+				return []netip.AddrPort{netip.AddrPortFrom(addr, uint16(port))}, nil
+			}
+		}
 	}
+	return nil, p.notDeclared(host, port, target)
+}
+
+// notDeclared is the refusal of a target no entry names, saying how to grant it (Ask may
+// still grant it).
+func (p *Proxy) notDeclared(host string, port int, target string) error {
+	name := host
+	if strings.Contains(name, ":") {
+		name = "[" + name + "]"
+	}
+	if p.Advice != nil {
+		why, hint := p.Advice(host, port)
+		return &Refusal{Tool: p.Tool, Target: target, Why: why, Hint: hint, undeclared: true}
+	}
+	return &Refusal{Tool: p.Tool, Target: target, Why: fmt.Sprintf("tool %s does not declare it", p.Tool), undeclared: true,
+		Hint: fmt.Sprintf(`; a person grants it to this version with jean2 tools approve %s --grant network=%s, or the tool adds %q (or "%s:%d") to "jean2": {"permissions": {"network": [...]}} in package.json (or permissions.network in the definition) and a person runs jean2 tools approve %s`, p.Tool, host, host, name, port, p.Tool)}
+}
+
+// resolve looks host's addresses up.
+func (p *Proxy) resolve(ctx context.Context, host, target string) ([]netip.Addr, error) {
 	if host == "localhost" {
 		// Never asked of DNS: localhost is this machine whatever a resolver says.
-		addrs = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}
-	} else {
-		res := p.Resolver
-		if res == nil {
-			res = net.DefaultResolver
-		}
-		addrs, err = res.LookupNetIP(ctx, "ip", host)
-		if err != nil {
-			return nil, fmt.Errorf("network access to %s: resolve %s: %w", target, host, err)
-		}
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}, nil
 	}
+	res := p.Resolver
+	if res == nil {
+		res = net.DefaultResolver
+	}
+	addrs, err := res.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil, fmt.Errorf("network access to %s: resolve %s: %w", target, host, err)
+	}
+	return addrs, nil
+}
+
+// grantedAddrs keeps the addresses a declared name leads to that it may reach: public ones,
+// and the others (private, this machine) only when an entry covers the address itself, so
+// that a name cannot be pointed at what the tool was not granted.
+func (p *Proxy) grantedAddrs(addrs []netip.Addr, host string, port int, target string, rules []Rule) ([]netip.AddrPort, error) {
 	var refused []string
 	var ok []netip.AddrPort
 next:
