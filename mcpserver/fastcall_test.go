@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -232,6 +233,65 @@ func TestFastCallEndsWithTheClient(t *testing.T) {
 		t.Fatal("Run returned before the running call was aborted")
 	}
 	_ = outW.Close()
+}
+
+// Fast calls one after another run on one goroutine, which keeps the stack the first grew
+// (a new goroutine's stack was grown, by copying, in every call); when the client goes, no
+// such goroutine is left.
+func TestFastCallGoroutineReusedAndEnds(t *testing.T) {
+	r := newRig(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ran := make(chan error, 1)
+	go func() { ran <- r.srv.Run(context.Background(), &mcpserver.StdioTransport{Reader: inR, Writer: outW}) }()
+	answers := bufio.NewReader(outR)
+	send := func(l string) {
+		if _, err := io.WriteString(inW, l+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + classic + `","capabilities":{},"clientInfo":{"name":"w","version":"1"}}}`)
+	if _, err := answers.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for i := 1; i <= 5; i++ {
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"greet","arguments":{"name":"n%d"}}}`, i, i))
+		line, err := answers.ReadString('\n')
+		if err != nil || !strings.Contains(line, fmt.Sprintf("hello n%d", i)) {
+			t.Fatalf("call %d: %q, %v", i, line, err)
+		}
+	}
+	if n := callGoroutines(); n != 1 {
+		t.Errorf("after 5 calls one after another: %d goroutines serve fast calls, want 1", n)
+	}
+	_ = inW.Close()
+	go func() { _, _ = io.Copy(io.Discard, outR) }()
+	select {
+	case <-ran:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return after the client went away")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for callGoroutines() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines still serve fast calls after the session ended", callGoroutines())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = outW.Close()
+}
+
+// callGoroutines counts the goroutines waiting for or running fast calls.
+func callGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "mcpserver.(*fastConn).serveCalls(")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
 // A client on the newest revision does not take the fast path (its calls may need input
