@@ -290,7 +290,8 @@ func (c *fastConn) respond(id jsonrpc.ID, res *mcp.CallToolResult, err error) {
 // A new goroutine starts on a small stack, which a call through the host grows (copying it)
 // twice or more: runtime.copystack was ~7 % of jean2's CPU under bench/mcp. A goroutine
 // that waits after its call keeps the stack it grew. Those that wait end with the
-// connection (cancelAll); there are never more than the calls that ran at once.
+// connection (cancelAll). A call read before the goroutine of the one just answered waits
+// again takes a new goroutine, so there are about as many as calls ran at once.
 func (c *fastConn) run(call func()) {
 	select {
 	case c.spare <- call:
@@ -301,6 +302,8 @@ func (c *fastConn) run(call func()) {
 
 // serveCalls runs call, then each call run hands it, until the connection ends.
 func (c *fastConn) serveCalls(call func()) {
+	c.srv.callGoroutines.Add(1)
+	defer c.srv.callGoroutines.Add(-1)
 	for {
 		call()
 		select {
