@@ -24,6 +24,10 @@ func FastCallsRunning(s *Server) []string {
 	return ids
 }
 
+// FastCallGoroutines is how many goroutines of s run stdio's fast calls or wait for the
+// next one.
+func FastCallGoroutines(s *Server) int { return int(s.callGoroutines.Load()) }
+
 // StdioPolls sums the empty reads that polled again (rawio.Polls) on s's stdio connections,
 // so tests can tell that a session polled for the client's next message.
 func StdioPolls(s *Server) int64 {

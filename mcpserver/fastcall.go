@@ -57,7 +57,7 @@ func (t *fastTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	// Calls outlive neither the session nor a cancellation, but not the ctx of Connect
 	// either: the go-sdk's own calls are cancelled only by the client or the session's end.
 	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := &fastConn{srv: t.srv, base: base, cancelAll: cancel, calls: map[jsonrpc.ID]context.CancelFunc{}, ready: make(chan struct{})}
+	c := &fastConn{srv: t.srv, base: base, cancelAll: cancel, calls: map[jsonrpc.ID]context.CancelFunc{}, ready: make(chan struct{}), spare: make(chan func())}
 	if st, ok := t.inner.(*StdioTransport); ok {
 		// Fast calls start on the transport's reading goroutine and their answers are
 		// written as encoded here.
@@ -91,6 +91,8 @@ type fastConn struct {
 	// ready is closed once session is set (or Connect failed): the reading goroutine can
 	// take a call before the goroutine that called Connect has stored the session.
 	ready chan struct{}
+	// spare hands a call to a goroutine whose call ended and that waits for another (run).
+	spare chan func()
 
 	base      context.Context
 	cancelAll context.CancelFunc
@@ -228,7 +230,7 @@ func (c *fastConn) tryFast(req *jsonrpc.Request) bool {
 	c.srv.calls.Add(1)
 	c.mu.Unlock()
 
-	go func() {
+	c.run(func() {
 		defer c.srv.calls.Done()
 		defer c.wg.Done()
 		res, err := h(ctx, &mcp.CallToolRequest{Session: ss, Params: params})
@@ -248,7 +250,7 @@ func (c *fastConn) tryFast(req *jsonrpc.Request) bool {
 			// A client that calls tools one after another sends its next call soon.
 			c.expect(c.srv.opts.NextCallPoll)
 		}
-	}()
+	})
 	if alone {
 		// Let the call run up to its first wait (the request written to the tool's
 		// worker) before this goroutine reads stdin again: that read almost always finds
@@ -282,6 +284,34 @@ func (c *fastConn) respond(id jsonrpc.ID, res *mcp.CallToolResult, err error) {
 	}
 	resp := callResponse(id, res, err, "")
 	_ = c.inner.Write(context.Background(), resp)
+}
+
+// run runs a fast call on a goroutine whose call ended, when one waits, else on a new one.
+// A new goroutine starts on a small stack, which a call through the host grows (copying it)
+// twice or more: runtime.copystack was ~7 % of jean2's CPU under bench/mcp. A goroutine
+// that waits after its call keeps the stack it grew. Those that wait end with the
+// connection (cancelAll). A call read before the goroutine of the one just answered waits
+// again takes a new goroutine, so there are about as many as calls ran at once.
+func (c *fastConn) run(call func()) {
+	select {
+	case c.spare <- call:
+	default:
+		go c.serveCalls(call)
+	}
+}
+
+// serveCalls runs call, then each call run hands it, until the connection ends.
+func (c *fastConn) serveCalls(call func()) {
+	c.srv.callGoroutines.Add(1)
+	defer c.srv.callGoroutines.Add(-1)
+	for {
+		call()
+		select {
+		case call = <-c.spare:
+		case <-c.base.Done():
+			return
+		}
+	}
 }
 
 // startTaskRequest answers a task message (tasks.go) on its own goroutine, since

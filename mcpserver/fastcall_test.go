@@ -234,6 +234,56 @@ func TestFastCallEndsWithTheClient(t *testing.T) {
 	_ = outW.Close()
 }
 
+// Fast calls one after another reuse a goroutine, which keeps the stack the first grew
+// (a new goroutine's stack was grown, by copying, in every call); when the client goes, no
+// such goroutine is left.
+func TestFastCallGoroutineReusedAndEnds(t *testing.T) {
+	r := newRig(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ran := make(chan error, 1)
+	go func() { ran <- r.srv.Run(context.Background(), &mcpserver.StdioTransport{Reader: inR, Writer: outW}) }()
+	answers := bufio.NewReader(outR)
+	send := func(l string) {
+		if _, err := io.WriteString(inW, l+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + classic + `","capabilities":{},"clientInfo":{"name":"w","version":"1"}}}`)
+	if _, err := answers.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	const calls = 10
+	for i := 1; i <= calls; i++ {
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"greet","arguments":{"name":"n%d"}}}`, i, i))
+		line, err := answers.ReadString('\n')
+		if err != nil || !strings.Contains(line, fmt.Sprintf("hello n%d", i)) {
+			t.Fatalf("call %d: %q, %v", i, line, err)
+		}
+	}
+	// Usually one; a next call read before the goroutine of the one answered waits again
+	// takes another.
+	if n := mcpserver.FastCallGoroutines(r.srv); n < 1 || n >= calls {
+		t.Errorf("after %d calls one after another: %d goroutines serve fast calls, want from 1 to %d", calls, n, calls-1)
+	}
+	_ = inW.Close()
+	go func() { _, _ = io.Copy(io.Discard, outR) }()
+	select {
+	case <-ran:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return after the client went away")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for mcpserver.FastCallGoroutines(r.srv) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines still serve fast calls after the session ended", mcpserver.FastCallGoroutines(r.srv))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = outW.Close()
+}
+
 // A client on the newest revision does not take the fast path (its calls may need input
 // rounds), and still gets its answers.
 func TestNewestRevisionSkipsFastPath(t *testing.T) {

@@ -102,8 +102,11 @@ type Server struct {
 	conns      map[*fastConn]bool // open connections made by Connect or Run
 	connClosed bool
 	calls      sync.WaitGroup // the goroutines of fast calls, on any connection and over HTTP
-	httpFast   httpFast       // the fast calls of HTTP sessions (httpfast.go)
-	idle       idleSessions   // HTTP sessions' idle clocks (httpfast.go)
+	// callGoroutines counts the goroutines that run stdio's fast calls or wait for the next
+	// (fastConn.serveCalls), for tests to see that they are reused and end.
+	callGoroutines atomic.Int64
+	httpFast       httpFast     // the fast calls of HTTP sessions (httpfast.go)
+	idle           idleSessions // HTTP sessions' idle clocks (httpfast.go)
 
 	sessMu   sync.Mutex
 	sessions map[*mcp.ServerSession]*session

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jean2/jean2/internal/rawio"
 	"github.com/jean2/jean2/tool"
 )
 
@@ -276,7 +277,8 @@ func appendNew(list, more []string) []string {
 }
 
 func (a *Approvals) refreshLocked() error {
-	fi, err := os.Stat(a.path)
+	// Raw: this stat is on every call's path (rawio.Stat says why).
+	fi, err := rawio.Stat(a.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		a.items, a.scripts, a.grants, a.loaded = nil, nil, nil, fileStamp{}
 		return nil

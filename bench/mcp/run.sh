@@ -11,6 +11,8 @@
 #   JEAN2_BIN=/tmp/jean2-old bench/mcp/run.sh   # a jean2 built elsewhere (before/after)
 #   HOP=1 bench/mcp/run.sh                # also jean2 calling its built-in todoread, in its
 #                                         # own process: the same path without the worker hop
+#   PERCALL=1 bench/mcp/run.sh            # also, each round, what a call costs jean2 and its
+#                                         # worker: CPU and context switches (percall.mjs)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ./scripts/setup
@@ -41,6 +43,9 @@ results="$work/results"
 for round in $(seq "${ROUNDS:-3}"); do
   printf 'jean2-mcp %s\n' "$(node "$work/scripts/bench.mjs" "$work/jean2" mcp --workspace "$work/ws")" | tee -a "$results"
   printf 'ts-sdk    %s\n' "$(node "$work/scripts/bench.mjs" node "$work/scripts/ts-server.mjs")" | tee -a "$results"
+  if [ -n "${PERCALL:-}" ]; then
+    printf '# per call %s\n' "$(node "$work/scripts/percall.mjs" "$work/jean2" mcp --workspace "$work/ws")"
+  fi
   if [ -n "${HOP:-}" ]; then
     printf 'jean2-builtin %s\n' "$(TOOL=todoread node "$work/scripts/bench.mjs" "$work/jean2" mcp --workspace "$work/ws")" | tee -a "$results"
   fi

@@ -1,0 +1,5 @@
+package rawio
+
+import "syscall"
+
+const sysFstatat = syscall.SYS_FSTATAT
