@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/jean2/jean2/ask"
-	"github.com/jean2/jean2/internal/rawio"
 	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/tool"
 	"github.com/jean2/jean2/toolfs"
@@ -243,12 +242,6 @@ func (h *Host) callTemp(call Call, callID string) (string, error) {
 // (TestSandboxAttackSessionFolder…).
 func (h *Host) sessionTemp(key string) (string, error) {
 	if dir, ok := h.temps.Load(key); ok {
-		// The common case, a folder still, is seen by a raw lstat (on every call's path:
-		// rawio.Stat says why); anything else goes to keepRealFolder, which checks again
-		// and puts a folder back.
-		if fi, err := rawio.Lstat(dir.(string)); err == nil && fi.IsDir() {
-			return dir.(string), nil
-		}
 		if err := keepRealFolder(dir.(string)); err != nil {
 			return "", err
 		}

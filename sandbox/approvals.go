@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jean2/jean2/internal/rawio"
 	"github.com/jean2/jean2/tool"
 )
 
@@ -277,8 +276,7 @@ func appendNew(list, more []string) []string {
 }
 
 func (a *Approvals) refreshLocked() error {
-	// Raw: this stat is on every call's path (rawio.Stat says why).
-	fi, err := rawio.Stat(a.path)
+	fi, err := os.Stat(a.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		a.items, a.scripts, a.grants, a.loaded = nil, nil, nil, fileStamp{}
 		return nil

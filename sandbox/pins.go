@@ -2,10 +2,10 @@ package sandbox
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 
-	"github.com/jean2/jean2/internal/rawio"
 	"github.com/jean2/jean2/policy"
 )
 
@@ -20,7 +20,7 @@ type Pins struct {
 
 type pin struct {
 	real string
-	fi   *rawio.Info // the folder found there by the last check
+	fi   os.FileInfo // the folder found there by the last check
 }
 
 // Real returns where root really is: where it led when first asked. While the folder there
@@ -28,9 +28,8 @@ type pin struct {
 // folder made again) is accepted; anywhere else is an error that says what happened.
 func (p *Pins) Real(root string) (string, error) {
 	root = filepath.Clean(root)
-	// Raw: this stat is on every call's path (rawio.Stat says why).
-	fi, statErr := rawio.Stat(root)
-	if v, ok := p.m.Load(root); ok && statErr == nil && v.(*pin).fi != nil && v.(*pin).fi.SameFile(fi) {
+	fi, statErr := os.Stat(root)
+	if v, ok := p.m.Load(root); ok && statErr == nil && v.(*pin).fi != nil && os.SameFile(v.(*pin).fi, fi) {
 		return v.(*pin).real, nil
 	}
 	real := policy.Real(root)
@@ -39,7 +38,7 @@ func (p *Pins) Real(root string) (string, error) {
 	}
 	next := &pin{real: real}
 	if statErr == nil {
-		next.fi = &fi
+		next.fi = fi
 	}
 	if was, loaded := p.m.LoadOrStore(root, next); loaded {
 		if was.(*pin).real != real {
@@ -57,8 +56,8 @@ func (p *Pins) Real(root string) (string, error) {
 func (p *Pins) Set(root string) string {
 	root = filepath.Clean(root)
 	next := &pin{real: policy.Real(root)}
-	if fi, err := rawio.Stat(root); err == nil {
-		next.fi = &fi
+	if fi, err := os.Stat(root); err == nil {
+		next.fi = fi
 	}
 	p.m.Store(root, next)
 	return next.real

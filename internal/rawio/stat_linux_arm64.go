@@ -1,5 +1,0 @@
-package rawio
-
-import "syscall"
-
-const sysFstatat = syscall.SYS_FSTATAT
