@@ -142,3 +142,43 @@ func TestShellAttackNestedWorkspaceSwappedForALink(t *testing.T) {
 		t.Errorf("the refusal: %+v", out.Result)
 	}
 }
+
+// TestShellAttackSessionlessBackgroundOfAnotherCall: background commands are kept by
+// session, and every sessionless call (a stateless MCP client's, the API's Run form's) has
+// the same empty session, whatever its workspace; their ids are counted (bg-1, bg-2…). So a
+// sessionless call in one workspace stopped the background command another sessionless
+// call started in another workspace, and was given the end of its output. A sessionless
+// call has no session to keep a background command in, nor a later call of its own to stop
+// it from: it is refused one, and stops none.
+func TestShellAttackSessionlessBackgroundOfAnotherCall(t *testing.T) {
+	f := newShellFixture(t, nil)
+	other := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sessionless := func(id, path string) func(*host.Call) {
+		return func(c *host.Call) { c.SessionID, c.Workspace = "", host.Workspace{ID: id, Path: path} }
+	}
+	// A session's own, to show that one is not reachable either.
+	out, res := f.run(ctx, map[string]any{"command": "echo session-secret; sleep 100", "background": true})
+	if !out.Result.Success || res.Background == nil {
+		t.Fatalf("a session's background command: %+v", out.Result)
+	}
+	out, res = f.run(ctx, map[string]any{"command": "echo w1-secret; sleep 100", "background": true}, sessionless("w1", f.ws))
+	started := out.Result.Success && res.Background != nil
+	if started {
+		t.Logf("a sessionless call in w1 started %s", res.Background.ID)
+	}
+	for _, id := range []string{"bg-1", "bg-2", "bg-3"} {
+		time.Sleep(50 * time.Millisecond) // the commands print
+		stop, got := f.run(ctx, map[string]any{"command": "", "stop": id}, sessionless("w2", other))
+		if stop.Result.Success || strings.Contains(got.Stdout, "secret") {
+			t.Errorf("a sessionless call in w2 stopped %s and read %q", id, got.Stdout)
+		}
+	}
+	if started {
+		t.Fatalf("a sessionless call was given a background command no later call of its own can stop")
+	}
+	if !strings.Contains(out.Result.Error, "session") {
+		t.Fatalf("the refusal does not say why: %s", out.Result.Error)
+	}
+}
