@@ -239,3 +239,85 @@ func TestAttackTrustPromptDisguisedCommand(t *testing.T) {
 		t.Errorf("plain: %q", d)
 	}
 }
+
+// TestAttackEndlessListFromServer: an imported server answers tools/list (or prompts/list)
+// with a next cursor every time. The go-sdk's listing follows cursors until one is empty,
+// and jean2 kept every page: a server on the internet (not confined at all) or a confined
+// one fed jean2 tools and prompts until its memory ran out. A listing stops at maxListed
+// items and is refused, saying why.
+func TestAttackEndlessListFromServer(t *testing.T) {
+	for _, endless := range []string{"tools/list", "prompts/list"} {
+		t.Run(strings.TrimSuffix(endless, "/list"), func(t *testing.T) { endlessList(t, endless) })
+	}
+}
+
+func endlessList(t *testing.T, endless string) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "endless", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	srv.AddPrompt(&mcp.Prompt{Name: "p"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: true})
+	const perPage, pagesAtMost = 500, 100 // the server stops at 50,000 items, for the test's sake
+	var mu sync.Mutex
+	pages := 0
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(body, &msg)
+		kind := strings.TrimSuffix(msg.Method, "/list")
+		mu.Lock()
+		n := pages
+		if msg.Method == endless {
+			pages++
+		}
+		mu.Unlock()
+		if msg.Method != endless || n >= pagesAtMost {
+			sdk.ServeHTTP(w, r)
+			return
+		}
+		items := make([]map[string]any, perPage)
+		for i := range items {
+			items[i] = map[string]any{"name": fmt.Sprintf("%s%d_%d", kind[:1], n, i), "description": strings.Repeat("d", 200)}
+			if kind == "tools" {
+				items[i]["inputSchema"] = map[string]any{"type": "object"}
+			}
+		}
+		result := map[string]any{kind: items}
+		if n+1 < pagesAtMost {
+			result["nextCursor"] = fmt.Sprintf("c%d", n+1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": result})
+	}))
+	defer ts.Close()
+	m := New(Config{Servers: []ServerConfig{{Name: "endless", URL: ts.URL, Type: "http", File: "mcp.json"}}}, nil,
+		Options{MinBackoff: time.Minute, MaxBackoff: time.Minute})
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	m.Start(ctx)
+	s := m.Servers()[0]
+	tools, err := s.Tools()
+	prompts := s.Prompts()
+	mu.Lock()
+	served := pages
+	mu.Unlock()
+	t.Logf("%d pages of %s served; jean2 kept %d tools (%v), %d prompts", served, endless, len(tools), err, len(prompts))
+	if len(tools) > maxListed || len(prompts) > maxListed {
+		t.Fatalf("jean2 kept %d tools and %d prompts of a server that listed %d pages", len(tools), len(prompts), served)
+	}
+	if served > maxListed/perPage+1 {
+		t.Errorf("jean2 asked for %d pages, past the %d it keeps", served, maxListed/perPage+1)
+	}
+	if endless == "tools/list" && (err == nil || !strings.Contains(err.Error(), "more than")) {
+		t.Fatalf("the server's tools: %d, error %v; want a refusal that says why", len(tools), err)
+	}
+}

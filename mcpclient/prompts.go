@@ -105,12 +105,9 @@ func (s *Server) listPrompts(ctx context.Context, cs *mcp.ClientSession) ([]*mcp
 	if r := cs.InitializeResult(); r == nil || r.Capabilities == nil || r.Capabilities.Prompts == nil {
 		return nil, nil
 	}
-	var out []*mcp.Prompt
-	for p, err := range cs.Prompts(ctx, nil) {
-		if err != nil {
-			return nil, fmt.Errorf("MCP server %s: prompts/list: %w", s.cfg.Name, err)
-		}
-		out = append(out, p)
+	out, err := listAll(cs.Prompts(ctx, nil), "prompts")
+	if err != nil {
+		return nil, fmt.Errorf("MCP server %s: prompts/list: %w", s.cfg.Name, err)
 	}
 	return out, nil
 }

@@ -392,26 +392,22 @@ func (s *Server) Catalog(ctx context.Context) (Catalog, error) {
 	}
 	caps := cs.InitializeResult().Capabilities
 	if caps != nil && caps.Resources != nil {
-		for r, err := range cs.Resources(ctx, nil) {
-			if err != nil {
-				return out, fmt.Errorf("MCP server %s: resources/list: %w", s.cfg.Name, err)
-			}
-			out.Resources = append(out.Resources, r)
+		resources, err := listAll(cs.Resources(ctx, nil), "resources")
+		if err != nil {
+			return out, fmt.Errorf("MCP server %s: resources/list: %w", s.cfg.Name, err)
 		}
-		for r, err := range cs.ResourceTemplates(ctx, nil) {
-			if err != nil {
-				break // templates are optional even where resources are served
-			}
-			out.Templates = append(out.Templates, r)
+		out.Resources = append(out.Resources, resources...)
+		// Templates are optional even where resources are served: none when they fail.
+		if templates, err := listAll(cs.ResourceTemplates(ctx, nil), "resource templates"); err == nil {
+			out.Templates = append(out.Templates, templates...)
 		}
 	}
 	if caps != nil && caps.Prompts != nil {
-		for p, err := range cs.Prompts(ctx, nil) {
-			if err != nil {
-				return out, fmt.Errorf("MCP server %s: prompts/list: %w", s.cfg.Name, err)
-			}
-			out.Prompts = append(out.Prompts, p)
+		prompts, err := listAll(cs.Prompts(ctx, nil), "prompts")
+		if err != nil {
+			return out, fmt.Errorf("MCP server %s: prompts/list: %w", s.cfg.Name, err)
 		}
+		out.Prompts = append(out.Prompts, prompts...)
 	}
 	return out, nil
 }

@@ -327,11 +327,12 @@ func (s *Server) list(ctx context.Context, cs *mcp.ClientSession) ([]tool.Tool, 
 	prev := s.byJSON
 	s.mu.Unlock()
 	next := map[string]*remoteTool{}
+	listed, err := listAll(cs.Tools(ctx, nil), "tools")
+	if err != nil {
+		return nil, err
+	}
 	var tools []tool.Tool
-	for t, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			return nil, err
-		}
+	for _, t := range listed {
 		key, err := json.Marshal(t)
 		if err != nil {
 			return nil, err
