@@ -8,6 +8,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -319,5 +324,79 @@ func endlessList(t *testing.T, endless string) {
 	}
 	if endless == "tools/list" && (err == nil || !strings.Contains(err.Error(), "more than")) {
 		t.Fatalf("the server's tools: %d, error %v; want a refusal that says why", len(tools), err)
+	}
+}
+
+// floodServer is a stdio MCP server that answers every prompts/list, counting them in the
+// file count, and half a second after the first sends n notifications/prompts/list_changed
+// at once.
+const floodServer = `
+import json, sys, time
+n, count = int(sys.argv[1]), sys.argv[2]
+lists = 0
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    meth, mid = m.get("method"), m.get("id")
+    if meth == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": m["params"]["protocolVersion"],
+              "capabilities": {"tools": {}, "prompts": {"listChanged": True}}, "serverInfo": {"name": "flood", "version": "1"}}})
+    elif meth == "tools/list":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": []}})
+    elif meth == "prompts/list":
+        lists += 1
+        open(count, "w").write(str(lists))
+        send({"jsonrpc": "2.0", "id": mid, "result": {"prompts": [{"name": "p%d" % lists}]}})
+        if lists == 1:
+            time.sleep(0.5)  # jean2 has stored the session
+            sys.stdout.write(n * (json.dumps({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}) + "\n")); sys.stdout.flush()
+    elif mid is not None:
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+`
+
+// TestAttackListChangedFlood: an imported server sends 20,000 prompts/list_changed at once.
+// Each one started a goroutine that waited its turn to list the prompts again, so the
+// flood became as many goroutines and as many prompts/list round trips, one after another:
+// a server that keeps sending holds jean2 busy, its goroutines without bound. Notifications
+// that come while a listing waits or runs are one more listing at most.
+func TestAttackListChangedFlood(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	const flood = 20_000
+	count := filepath.Join(t.TempDir(), "count")
+	before := runtime.NumGoroutine()
+	_, s := startOne(t, ServerConfig{Name: "flood", Type: "stdio", Command: "python3",
+		Args: []string{"-c", floodServer, strconv.Itoa(flood), count}})
+	if st, err := s.Status(); st != StateConnected {
+		t.Fatalf("the server: %s %v", st, err)
+	}
+	peak := 0
+	lists := func() int {
+		data, _ := os.ReadFile(count)
+		n, _ := strconv.Atoi(string(data))
+		return n
+	}
+	// The flood comes half a second after the first listing; then until the listings
+	// settle (no new one for half a second), 8 s at most.
+	for i, last, still := 0, -1, 0; i < 80 && still < 5; i++ {
+		peak = max(peak, runtime.NumGoroutine()-before)
+		time.Sleep(100 * time.Millisecond)
+		if n := lists(); n == last && n > 1 {
+			still++
+		} else {
+			last, still = n, 0
+		}
+	}
+	t.Logf("%d notifications: %d prompts/list answered, %d goroutines more at the peak; prompts now %v", flood, lists(), peak, len(s.Prompts()))
+	if n := lists(); n > 10 {
+		t.Errorf("%d notifications made %d listings", flood, n)
+	}
+	if peak > 1000 {
+		t.Errorf("%d notifications made %d goroutines", flood, peak)
+	}
+	if n := lists(); len(s.Prompts()) != 1 || s.Prompts()[0].Name != fmt.Sprintf("p%d", n) {
+		t.Errorf("the prompts kept are not the last listing's (%d): %v", n, s.Prompts())
 	}
 }

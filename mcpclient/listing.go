@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"fmt"
 	"iter"
+	"sync"
 )
 
 // maxListed bounds what one listing of a server (its tools, prompts, resources or
@@ -27,4 +28,41 @@ func listAll[T any](seq iter.Seq2[T, error], what string) ([]T, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// relister runs a listing again after a server said its list changed, one at a time, and
+// coalesces notices: one that comes while a listing runs is one more listing after it (its
+// change may have come after that listing's answer), however many came. A goroutine per
+// notice, each waiting its turn, made 20,000 notices as many prompts/list round trips
+// (TestAttackListChangedFlood), each up to a message's cap: ~60 bytes from the server, a
+// whole listing's work in jean2.
+type relister struct {
+	mu      sync.Mutex
+	running bool
+	again   bool
+}
+
+// notice runs list in a goroutine of its own unless one runs; then that one lists once
+// more when it is done.
+func (r *relister) notice(list func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running {
+		r.again = true
+		return
+	}
+	r.running = true
+	go func() {
+		for {
+			list()
+			r.mu.Lock()
+			if !r.again {
+				r.running = false
+				r.mu.Unlock()
+				return
+			}
+			r.again = false
+			r.mu.Unlock()
+		}
+	}()
 }

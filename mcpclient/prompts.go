@@ -112,11 +112,9 @@ func (s *Server) listPrompts(ctx context.Context, cs *mcp.ClientSession) ([]*mcp
 	return out, nil
 }
 
-// refreshPrompts lists the prompts again after the server said they changed. Listings run
-// one after another, so the one after the last notification is the one that stays.
+// refreshPrompts lists the prompts again after the server said they changed (one at a
+// time: promptsRelist).
 func (s *Server) refreshPrompts() {
-	s.promptsListing.Lock()
-	defer s.promptsListing.Unlock()
 	if relist(s, "prompts", s.listPrompts, func(p []*mcp.Prompt) { s.prompts = p }) && s.promptsChanged != nil {
 		s.promptsChanged()
 	}
