@@ -15,11 +15,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode"
 
 	"github.com/jean2/jean2/ask"
+	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -398,5 +400,47 @@ func TestAttackListChangedFlood(t *testing.T) {
 	}
 	if n := lists(); len(s.Prompts()) != 1 || s.Prompts()[0].Name != fmt.Sprintf("p%d", n) {
 		t.Errorf("the prompts kept are not the last listing's (%d): %v", n, s.Prompts())
+	}
+}
+
+// TestAttackProgressFloodFromServer: an imported server's tool sends 30,000 progress
+// notifications during one call. A worker's progress and logs are counted by the host
+// (Limits.MaxLogLines, MaxLogBytes per call); an MCP tool's went to the call's progress
+// one for one — in a session, each an event the session's log stores — however many,
+// however large. A call's progress stops at the host's per-call limits.
+func TestAttackProgressFloodFromServer(t *testing.T) {
+	const flood = 30_000
+	srv := mcp.NewServer(&mcp.Implementation{Name: "chatty", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "work", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			token := req.Params.GetProgressToken()
+			for i := 0; i < flood && token != nil; i++ {
+				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Message: strings.Repeat("p", 100)}); err != nil {
+					break
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer ts.Close()
+	m := New(Config{Servers: []ServerConfig{{Name: "chatty", URL: ts.URL, Type: "http", File: "mcp.json"}}}, nil,
+		Options{MinBackoff: time.Minute, MaxBackoff: time.Minute})
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	m.Start(ctx)
+	tools, err := m.Servers()[0].Tools()
+	if err != nil || len(tools) != 1 {
+		t.Fatalf("tools: %v %v", tools, err)
+	}
+	var got, bytes atomic.Int64
+	c := tool.NewContext(tool.Context{Progress: func(p tool.Progress) { got.Add(1); bytes.Add(int64(len(p.Message))) }})
+	res := tools[0].Execute(ctx, c, json.RawMessage(`{}`))
+	t.Logf("%d progress notifications sent: %d (%d bytes) reached the call; result %+v", flood, got.Load(), bytes.Load(), res.Success)
+	if !res.Success {
+		t.Fatalf("the call: %s", res.Error)
+	}
+	if got.Load() > host.DefaultMaxLogLines || bytes.Load() > host.DefaultMaxLogBytes {
+		t.Fatalf("%d progress messages (%d bytes) reached one call", got.Load(), bytes.Load())
 	}
 }

@@ -139,7 +139,7 @@ func (t *remoteTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 	var token string
 	if c != nil && c.Progress != nil {
 		token = fmt.Sprintf("jean2-%d", t.srv.nextToken.Add(1))
-		t.srv.progress.Store(token, c.Progress)
+		t.srv.progress.Store(token, progressBudget(c.Progress))
 		defer t.srv.progress.Delete(token)
 		params.SetProgressToken(token)
 	}

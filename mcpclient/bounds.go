@@ -1,9 +1,15 @@
 package mcpclient
 
+// What an imported server can make jean2 hold or do is bounded here: a listing's length,
+// the listings its notices cause, the progress of a call. (A message's size: limit.go.)
+
 import (
 	"fmt"
 	"iter"
 	"sync"
+
+	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/tool"
 )
 
 // maxListed bounds what one listing of a server (its tools, prompts, resources or
@@ -65,4 +71,23 @@ func (r *relister) notice(list func()) {
 			r.mu.Unlock()
 		}
 	}()
+}
+
+// progressBudget passes a call's progress on to report up to the host's per-call limits of
+// a worker's log and progress messages (host.DefaultMaxLogLines, DefaultMaxLogBytes), and
+// drops what comes after. The host counts what a worker sends; a server's notifications
+// went to the call's progress one for one, each stored in its session's log
+// (TestAttackProgressFloodFromServer: 30,000 in one call).
+func progressBudget(report func(tool.Progress)) func(tool.Progress) {
+	var mu sync.Mutex
+	lines, bytes := 0, 0
+	return func(p tool.Progress) {
+		mu.Lock()
+		lines, bytes = lines+1, bytes+len(p.Message)+len(p.Data)
+		over := lines > host.DefaultMaxLogLines || bytes > host.DefaultMaxLogBytes
+		mu.Unlock()
+		if !over {
+			report(p)
+		}
+	}
 }
