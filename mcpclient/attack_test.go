@@ -444,3 +444,56 @@ func TestAttackProgressFloodFromServer(t *testing.T) {
 		t.Fatalf("%d progress messages (%d bytes) reached one call", got.Load(), bytes.Load())
 	}
 }
+
+// TestAttackAskFloodFromServer: an imported server's tool sends 40 elicitations at once
+// during one call. A worker may have at most MaxPendingAsks (8) asks of a call waiting at
+// once; each of the server's became an ask of the call, waiting together for the person.
+// At most the host's number wait at once; the rest are declined unasked.
+func TestAttackAskFloodFromServer(t *testing.T) {
+	const flood = 40
+	srv := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "work", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var wg sync.WaitGroup
+			for i := 0; i < flood; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, _ = req.Session.Elicit(ctx, &mcp.ElicitParams{Message: fmt.Sprintf("Question %d", i),
+						RequestedSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`)})
+				}()
+			}
+			wg.Wait()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer ts.Close()
+	m := New(Config{Servers: []ServerConfig{{Name: "asker", URL: ts.URL, Type: "http", File: "mcp.json"}}}, nil,
+		Options{MinBackoff: time.Minute, MaxBackoff: time.Minute})
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	m.Start(ctx)
+	tools, err := m.Servers()[0].Tools()
+	if err != nil || len(tools) != 1 {
+		t.Fatalf("tools: %v %v", tools, err)
+	}
+	var waiting, peak, asked atomic.Int64
+	person := tool.AskerFunc(func(ctx context.Context, a tool.Ask) (json.RawMessage, error) {
+		asked.Add(1)
+		n := waiting.Add(1)
+		defer waiting.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		select { // the person takes a while
+		case <-time.After(300 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return json.RawMessage(`{"a":"x"}`), nil
+	})
+	res := tools[0].Execute(ctx, tool.NewContext(tool.Context{Asker: person}), json.RawMessage(`{}`))
+	t.Logf("%d elicitations at once: %d asked, %d waiting at the peak; the call: %v %s", flood, asked.Load(), peak.Load(), res.Success, res.Error)
+	if peak.Load() > host.DefaultMaxPendingAsks {
+		t.Fatalf("%d asks of one call waited at once", peak.Load())
+	}
+}

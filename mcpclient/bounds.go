@@ -1,12 +1,14 @@
 package mcpclient
 
 // What an imported server can make jean2 hold or do is bounded here: a listing's length,
-// the listings its notices cause, the progress of a call. (A message's size: limit.go.)
+// the listings its notices cause, the progress and the waiting asks of a call. (A message's
+// size: limit.go.)
 
 import (
 	"fmt"
 	"iter"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/tool"
@@ -90,4 +92,20 @@ func progressBudget(report func(tool.Progress)) func(tool.Progress) {
 			report(p)
 		}
 	}
+}
+
+// pendingAsk counts an ask of a call (a server's elicitation or sampling request) as
+// waiting, up to the host's limit of a worker's call (host.DefaultMaxPendingAsks); done
+// must be called once it is answered. Past the limit the ask is refused unasked, as a
+// person's no: a server's requests each became an ask waiting for the person, 40 of one
+// call at once (TestAttackAskFloodFromServer).
+func pendingAsk(n *atomic.Int64) (done func(), err error) {
+	if n == nil {
+		return func() {}, nil
+	}
+	if n.Add(1) > host.DefaultMaxPendingAsks {
+		n.Add(-1)
+		return nil, fmt.Errorf("%s: the server asked while %d of its asks of this call were waiting for an answer", tool.UserRejection, host.DefaultMaxPendingAsks)
+	}
+	return func() { n.Add(-1) }, nil
 }
