@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -495,5 +496,71 @@ func TestAttackAskFloodFromServer(t *testing.T) {
 	t.Logf("%d elicitations at once: %d asked, %d waiting at the peak; the call: %v %s", flood, asked.Load(), peak.Load(), res.Success, res.Error)
 	if peak.Load() > host.DefaultMaxPendingAsks {
 		t.Fatalf("%d asks of one call waited at once", peak.Load())
+	}
+}
+
+// logFloodServer is a stdio MCP server that, once initialized, sends n
+// notifications/message of size bytes of data each, unasked, then answers what it is asked.
+const logFloodServer = `
+import json, sys
+n, size = int(sys.argv[1]), int(sys.argv[2])
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    meth, mid = m.get("method"), m.get("id")
+    if meth == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": m["params"]["protocolVersion"],
+              "capabilities": {"tools": {}, "logging": {}}, "serverInfo": {"name": "noisy", "version": "1"}}})
+    elif meth == "notifications/initialized":
+        note = json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x" * size}}) + "\n"
+        sys.stdout.write(note * n); sys.stdout.flush()
+    elif meth == "tools/list":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": []}})
+    elif mid is not None:
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+`
+
+// countingLog counts the records and bytes a logger is handed.
+type countingLog struct {
+	records, bytes atomic.Int64
+}
+
+func (c *countingLog) Write(p []byte) (int, error) {
+	c.records.Add(1)
+	c.bytes.Add(int64(len(p)))
+	return len(p), nil
+}
+
+// TestAttackLogFloodFromServer: an imported server sends 5,000 log notifications of
+// 64 KiB each, unasked (jean2 never set a level). Each went into jean2's own log whole:
+// 320 MiB written to jean2's stderr (a service's journal) from one burst, and a server can
+// send such bursts for ever. A server's logs reach jean2's log at a bounded rate, each cut
+// short, and what was dropped is said.
+func TestAttackLogFloodFromServer(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	const flood, size = 5_000, 64 << 10
+	sink := &countingLog{}
+	m := New(Config{Servers: []ServerConfig{{Name: "noisy", Type: "stdio", Command: "python3", File: "mcp.json",
+		Args: []string{"-c", logFloodServer, strconv.Itoa(flood), strconv.Itoa(size)}}}}, nil,
+		Options{MinBackoff: time.Hour, MaxBackoff: time.Hour, Logger: slog.New(slog.NewTextHandler(sink, nil))})
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m.Start(ctx)
+	// Until the flood is read (the log stops growing), 10 s at most.
+	for i, last := 0, int64(-1); i < 100; i++ {
+		time.Sleep(100 * time.Millisecond)
+		if n := sink.bytes.Load(); n == last && n > 0 {
+			break
+		} else {
+			last = n
+		}
+	}
+	t.Logf("%d notifications of %d KiB: %d log records, %d KiB written", flood, size>>10, sink.records.Load(), sink.bytes.Load()>>10)
+	if sink.bytes.Load() > 4<<20 {
+		t.Fatalf("%d notifications wrote %d MiB to jean2's log", flood, sink.bytes.Load()>>20)
 	}
 }

@@ -1,17 +1,21 @@
 package mcpclient
 
 // What an imported server can make jean2 hold or do is bounded here: a listing's length,
-// the listings its notices cause, the progress and the waiting asks of a call. (A message's
-// size: limit.go.)
+// the listings its notices cause, the progress and the waiting asks of a call, its logs.
+// (A message's size: limit.go.)
 
 import (
+	"encoding/json"
 	"fmt"
 	"iter"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
 	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/tool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
 )
 
 // maxListed bounds what one listing of a server (its tools, prompts, resources or
@@ -108,4 +112,39 @@ func pendingAsk(n *atomic.Int64) (done func(), err error) {
 		return nil, fmt.Errorf("%s: the server asked while %d of its asks of this call were waiting for an answer", tool.UserRejection, host.DefaultMaxPendingAsks)
 	}
 	return func() { n.Add(-1) }, nil
+}
+
+// A server's log notifications reach jean2's log (stderr: a service's journal) at most
+// logsPerSecond a second after a burst of logBurst, each one's data cut at maxLogData
+// bytes. A server sends them unasked, as many and as large as it likes: 5,000 of 64 KiB
+// wrote 312 MiB to jean2's log (TestAttackLogFloodFromServer).
+const (
+	logsPerSecond = 20
+	logBurst      = 100
+	maxLogData    = 4 << 10
+)
+
+// serverLogs passes on one server's log notifications; its zero value is ready.
+type serverLogs struct {
+	once    sync.Once
+	limit   *rate.Limiter
+	dropped atomic.Int64
+}
+
+// pass logs p on log unless the server is over its rate, and says first how many of its
+// messages were dropped since the last one passed.
+func (l *serverLogs) pass(log *slog.Logger, server string, p *mcp.LoggingMessageParams) {
+	l.once.Do(func() { l.limit = rate.NewLimiter(logsPerSecond, logBurst) })
+	if !l.limit.Allow() {
+		l.dropped.Add(1)
+		return
+	}
+	if n := l.dropped.Swap(0); n > 0 {
+		log.Warn("MCP server logs too much: messages dropped", "server", server, "dropped", n, "rate", fmt.Sprintf("%d/s", logsPerSecond))
+	}
+	data, _ := json.Marshal(p.Data)
+	if len(data) > maxLogData {
+		data = append(data[:maxLogData:maxLogData], fmt.Sprintf("… (%d bytes)", len(data))...)
+	}
+	log.Info("MCP server log", "server", server, "level", string(p.Level), "logger", p.Logger, "data", string(data))
 }

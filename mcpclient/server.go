@@ -40,8 +40,9 @@ type Server struct {
 	changed func() // the server's tools changed (connected, list_changed, gone)
 	// promptsChanged: the server's prompts changed (prompts/list_changed; prompts.go).
 	promptsChanged func()
-	// toolsRelist and promptsRelist list again after a list_changed (listing.go).
+	// toolsRelist and promptsRelist list again after a list_changed (bounds.go).
 	toolsRelist, promptsRelist relister
+	logs                       serverLogs // its log notifications, passed on at a bounded rate
 
 	minBackoff, maxBackoff time.Duration
 	maxLine                int64 // Options.MaxLineBytes: the cap of a message when the entry sets none (limit.go)
@@ -235,7 +236,7 @@ func (s *Server) connect(ctx context.Context) error {
 			}
 		},
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
-			s.log.Info("MCP server log", "server", s.cfg.Name, "level", string(req.Params.Level), "logger", req.Params.Logger, "data", req.Params.Data)
+			s.logs.pass(s.log, s.cfg.Name, req.Params)
 		},
 		ElicitationHandler:   s.elicitHandler(),
 		CreateMessageHandler: s.sampleThroughProvider,
