@@ -182,3 +182,40 @@ func TestShellAttackSessionlessBackgroundOfAnotherCall(t *testing.T) {
 		t.Fatalf("the refusal does not say why: %s", out.Result.Error)
 	}
 }
+
+// TestShellAttackOwnCgroup: a shell command (uid 0 like its root host, any program at
+// hand) finds its groups in /proc/self/cgroup and tries to lift its session's limits,
+// move itself out to the host's group or the hierarchy's root, make a group of its own,
+// and set a release agent. Each write must fail and the session's limits stay.
+func TestShellAttackOwnCgroup(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("cgroups are made by a root host only")
+	}
+	f := newShellFixture(t, nil)
+	script := `for line in $(cat /proc/self/cgroup); do
+  h=${line#*:}; h=${h%%:*}; g=${line#*:*:}
+  case "$h" in pids|memory) ;; *) continue ;; esac
+  own=/sys/fs/cgroup/$h$g; session=${own%/*}
+  for target in "$own/pids.max" "$session/pids.max" "$session/memory.limit_in_bytes" "$session/../../cgroup.procs" "/sys/fs/cgroup/$h/cgroup.procs" "/sys/fs/cgroup/$h/release_agent"; do
+    [ -e "$target" ] || continue
+    if echo max > "$target" 2>/dev/null || echo $$ > "$target" 2>/dev/null; then echo "WROTE $target"; else echo "refused $target"; fi
+  done
+  if mkdir "$session/escape" 2>/dev/null; then echo "MADE $session/escape"; else echo "refused mkdir $session/escape"; fi
+  echo "session $h $session $(cat $session/pids.max 2>/dev/null)"
+done`
+	out, res := f.sh(script)
+	if !out.Result.Success {
+		t.Fatalf("the command: %+v", out.Result)
+	}
+	t.Logf("%s", res.Stdout)
+	if strings.Contains(res.Stdout, "WROTE") || strings.Contains(res.Stdout, "MADE") {
+		t.Fatalf("a command changed its cgroups:\n%s", res.Stdout)
+	}
+	if !strings.Contains(res.Stdout, "refused") {
+		t.Skipf("the command found no cgroup to try:\n%s", res.Stdout)
+	}
+	out, res = f.sh(`cat /proc/self/cgroup`)
+	if !out.Result.Success || !strings.Contains(res.Stdout, "/s-s1/") {
+		t.Fatalf("the next command is not in its session's group: %s %+v", res.Stdout, out.Result)
+	}
+}
