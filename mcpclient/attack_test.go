@@ -499,11 +499,12 @@ func TestAttackAskFloodFromServer(t *testing.T) {
 	}
 }
 
-// logFloodServer is a stdio MCP server that, once initialized, sends n
-// notifications/message of size bytes of data each, unasked, then answers what it is asked.
+// logFloodServer is a stdio MCP server that, once initialized, sends n messages of size
+// bytes each, unasked — notifications/message, or (argv[3] "elicit") elicitation/create
+// requests while no call runs — then answers what it is asked.
 const logFloodServer = `
 import json, sys
-n, size = int(sys.argv[1]), int(sys.argv[2])
+n, size, kind = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 def send(m):
     sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
 for line in sys.stdin:
@@ -513,11 +514,17 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": m["params"]["protocolVersion"],
               "capabilities": {"tools": {}, "logging": {}}, "serverInfo": {"name": "noisy", "version": "1"}}})
     elif meth == "notifications/initialized":
-        note = json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x" * size}}) + "\n"
-        sys.stdout.write(note * n); sys.stdout.flush()
+        if kind == "elicit":
+            for i in range(n):
+                sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": "e%d" % i, "method": "elicitation/create",
+                    "params": {"message": "x" * size, "requestedSchema": {"type": "object", "properties": {}}}}) + "\n")
+        else:
+            note = json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x" * size}}) + "\n"
+            sys.stdout.write(note * n)
+        sys.stdout.flush()
     elif meth == "tools/list":
         send({"jsonrpc": "2.0", "id": mid, "result": {"tools": []}})
-    elif mid is not None:
+    elif mid is not None and meth is not None:
         send({"jsonrpc": "2.0", "id": mid, "result": {}})
 `
 
@@ -533,18 +540,25 @@ func (c *countingLog) Write(p []byte) (int, error) {
 }
 
 // TestAttackLogFloodFromServer: an imported server sends 5,000 log notifications of
-// 64 KiB each, unasked (jean2 never set a level). Each went into jean2's own log whole:
-// 320 MiB written to jean2's stderr (a service's journal) from one burst, and a server can
-// send such bursts for ever. A server's logs reach jean2's log at a bounded rate, each cut
-// short, and what was dropped is said.
+// 64 KiB each, unasked (jean2 never set a level), or 5,000 elicitations while no call
+// runs. Each went into jean2's own log whole: 312 MiB written to jean2's stderr (a
+// service's journal) from one burst, and a server can send such bursts for ever. What a
+// server makes jean2 log reaches the log at a bounded rate, each cut short, and what was
+// dropped is said.
 func TestAttackLogFloodFromServer(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("no python3")
 	}
+	for _, kind := range []string{"notify", "elicit"} {
+		t.Run(kind, func(t *testing.T) { logFlood(t, kind) })
+	}
+}
+
+func logFlood(t *testing.T, kind string) {
 	const flood, size = 5_000, 64 << 10
 	sink := &countingLog{}
 	m := New(Config{Servers: []ServerConfig{{Name: "noisy", Type: "stdio", Command: "python3", File: "mcp.json",
-		Args: []string{"-c", logFloodServer, strconv.Itoa(flood), strconv.Itoa(size)}}}}, nil,
+		Args: []string{"-c", logFloodServer, strconv.Itoa(flood), strconv.Itoa(size), kind}}}}, nil,
 		Options{MinBackoff: time.Hour, MaxBackoff: time.Hour, Logger: slog.New(slog.NewTextHandler(sink, nil))})
 	defer m.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -559,8 +573,8 @@ func TestAttackLogFloodFromServer(t *testing.T) {
 			last = n
 		}
 	}
-	t.Logf("%d notifications of %d KiB: %d log records, %d KiB written", flood, size>>10, sink.records.Load(), sink.bytes.Load()>>10)
+	t.Logf("%d %s messages of %d KiB: %d log records, %d KiB written", flood, kind, size>>10, sink.records.Load(), sink.bytes.Load()>>10)
 	if sink.bytes.Load() > 4<<20 {
-		t.Fatalf("%d notifications wrote %d MiB to jean2's log", flood, sink.bytes.Load()>>20)
+		t.Fatalf("%d %s messages wrote %d MiB to jean2's log", flood, kind, sink.bytes.Load()>>20)
 	}
 }

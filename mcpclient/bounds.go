@@ -114,10 +114,11 @@ func pendingAsk(n *atomic.Int64) (done func(), err error) {
 	return func() { n.Add(-1) }, nil
 }
 
-// A server's log notifications reach jean2's log (stderr: a service's journal) at most
-// logsPerSecond a second after a burst of logBurst, each one's data cut at maxLogData
-// bytes. A server sends them unasked, as many and as large as it likes: 5,000 of 64 KiB
-// wrote 312 MiB to jean2's log (TestAttackLogFloodFromServer).
+// What a server makes jean2 log — its log notifications, the requests jean2 declines
+// unasked — reaches jean2's log (stderr: a service's journal) at most logsPerSecond lines
+// a second after a burst of logBurst, each one's text cut at maxLogData bytes. A server
+// sends them unasked, as many and as large as it likes: 5,000 of 64 KiB wrote 312 MiB to
+// jean2's log (TestAttackLogFloodFromServer).
 const (
 	logsPerSecond = 20
 	logBurst      = 100
@@ -131,20 +132,33 @@ type serverLogs struct {
 	dropped atomic.Int64
 }
 
-// pass logs p on log unless the server is over its rate, and says first how many of its
-// messages were dropped since the last one passed.
+// pass logs p on log unless the server is over its rate (allow).
 func (l *serverLogs) pass(log *slog.Logger, server string, p *mcp.LoggingMessageParams) {
+	if !l.allow(log, server) {
+		return
+	}
+	data, _ := json.Marshal(p.Data)
+	log.Info("MCP server log", "server", server, "level", string(p.Level), "logger", p.Logger, "data", cutLogText(string(data)))
+}
+
+// allow reports whether a line the server causes (its log, a request declined) may go to
+// log now, and says first how many were dropped since the last one that went.
+func (l *serverLogs) allow(log *slog.Logger, server string) bool {
 	l.once.Do(func() { l.limit = rate.NewLimiter(logsPerSecond, logBurst) })
 	if !l.limit.Allow() {
 		l.dropped.Add(1)
-		return
+		return false
 	}
 	if n := l.dropped.Swap(0); n > 0 {
-		log.Warn("MCP server logs too much: messages dropped", "server", server, "dropped", n, "rate", fmt.Sprintf("%d/s", logsPerSecond))
+		log.Warn("MCP server makes jean2 log too much: lines dropped", "server", server, "dropped", n, "rate", fmt.Sprintf("%d/s", logsPerSecond))
 	}
-	data, _ := json.Marshal(p.Data)
-	if len(data) > maxLogData {
-		data = append(data[:maxLogData:maxLogData], fmt.Sprintf("… (%d bytes)", len(data))...)
+	return true
+}
+
+// cutLogText is s cut at maxLogData bytes, saying how long it was.
+func cutLogText(s string) string {
+	if len(s) <= maxLogData {
+		return s
 	}
-	log.Info("MCP server log", "server", server, "level", string(p.Level), "logger", p.Logger, "data", string(data))
+	return fmt.Sprintf("%s… (%d bytes)", s[:maxLogData], len(s))
 }

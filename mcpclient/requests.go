@@ -63,7 +63,9 @@ func (c *callers) current() *tool.Context {
 func (s *Server) elicitThroughAsks(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	tc := s.callers.current()
 	if tc == nil {
-		s.log.Info("MCP server asked with no call running: declined", "server", s.cfg.Name, "message", req.Params.Message)
+		if s.logs.allow(s.log, s.cfg.Name) {
+			s.log.Info("MCP server asked with no call running: declined", "server", s.cfg.Name, "message", cutLogText(req.Params.Message))
+		}
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}
 	p := req.Params
@@ -71,7 +73,9 @@ func (s *Server) elicitThroughAsks(ctx context.Context, req *mcp.ElicitRequest) 
 		page, err := webPage(p.URL)
 		if err != nil {
 			// Not shown to anyone: a person shown it could follow it.
-			s.log.Warn("MCP server asked to open a page that is not one: declined", "server", s.cfg.Name, "error", err)
+			if s.logs.allow(s.log, s.cfg.Name) {
+				s.log.Warn("MCP server asked to open a page that is not one: declined", "server", s.cfg.Name, "error", cutLogText(err.Error()))
+			}
 			return &mcp.ElicitResult{Action: "decline"}, nil
 		}
 		q := fmt.Sprintf("The MCP server %s asks you to open a page of %s: %s", s.cfg.Name, page.Host, p.URL)
@@ -86,7 +90,9 @@ func (s *Server) elicitThroughAsks(ctx context.Context, req *mcp.ElicitRequest) 
 	}
 	form, fields, err := formFromSchema(s.cfg.Name, p.Message, p.RequestedSchema)
 	if err != nil {
-		s.log.Warn("MCP server's elicitation cannot be asked", "server", s.cfg.Name, "error", err)
+		if s.logs.allow(s.log, s.cfg.Name) {
+			s.log.Warn("MCP server's elicitation cannot be asked", "server", s.cfg.Name, "error", cutLogText(err.Error()))
+		}
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}
 	raw, err := tc.Asker.Ask(ctx, form)
