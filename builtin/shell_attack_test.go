@@ -144,3 +144,80 @@ func TestShellAttackNestedWorkspaceSwappedForALink(t *testing.T) {
 		t.Errorf("the refusal: %+v", out.Result)
 	}
 }
+
+// TestShellAttackSessionlessBackgroundOfAnotherCall: background commands are kept by
+// session, and every sessionless call (a stateless MCP client's, the API's Run form's) has
+// the same empty session, whatever its workspace; their ids are counted (bg-1, bg-2…). So a
+// sessionless call in one workspace stopped the background command another sessionless
+// call started in another workspace, and was given the end of its output. A sessionless
+// call has no session to keep a background command in, nor a later call of its own to stop
+// it from: it is refused one, and stops none.
+func TestShellAttackSessionlessBackgroundOfAnotherCall(t *testing.T) {
+	f := newShellFixture(t, nil)
+	other := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sessionless := func(id, path string) func(*host.Call) {
+		return func(c *host.Call) { c.SessionID, c.Workspace = "", host.Workspace{ID: id, Path: path} }
+	}
+	// A session's own, to show that one is not reachable either.
+	out, res := f.run(ctx, map[string]any{"command": "echo session-secret; sleep 100", "background": true})
+	if !out.Result.Success || res.Background == nil {
+		t.Fatalf("a session's background command: %+v", out.Result)
+	}
+	out, res = f.run(ctx, map[string]any{"command": "echo w1-secret; sleep 100", "background": true}, sessionless("w1", f.ws))
+	started := out.Result.Success && res.Background != nil
+	if started {
+		t.Logf("a sessionless call in w1 started %s", res.Background.ID)
+	}
+	for _, id := range []string{"bg-1", "bg-2", "bg-3"} {
+		time.Sleep(50 * time.Millisecond) // the commands print
+		stop, got := f.run(ctx, map[string]any{"command": "", "stop": id}, sessionless("w2", other))
+		if stop.Result.Success || strings.Contains(got.Stdout, "secret") {
+			t.Errorf("a sessionless call in w2 stopped %s and read %q", id, got.Stdout)
+		}
+	}
+	if started {
+		t.Fatalf("a sessionless call was given a background command no later call of its own can stop")
+	}
+	if !strings.Contains(out.Result.Error, "session") {
+		t.Fatalf("the refusal does not say why: %s", out.Result.Error)
+	}
+}
+
+// TestShellAttackOwnCgroup: a shell command (uid 0 like its root host, any program at
+// hand) finds its groups in /proc/self/cgroup and tries to lift its session's limits,
+// move itself out to the host's group or the hierarchy's root, make a group of its own,
+// and set a release agent. Each write must fail and the session's limits stay.
+func TestShellAttackOwnCgroup(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("cgroups are made by a root host only")
+	}
+	f := newShellFixture(t, nil)
+	script := `for line in $(cat /proc/self/cgroup); do
+  h=${line#*:}; h=${h%%:*}; g=${line#*:*:}
+  case "$h" in pids|memory) ;; *) continue ;; esac
+  own=/sys/fs/cgroup/$h$g; session=${own%/*}
+  for target in "$own/pids.max" "$session/pids.max" "$session/memory.limit_in_bytes" "$session/../../cgroup.procs" "/sys/fs/cgroup/$h/cgroup.procs" "/sys/fs/cgroup/$h/release_agent"; do
+    [ -e "$target" ] || continue
+    if echo max > "$target" 2>/dev/null || echo $$ > "$target" 2>/dev/null; then echo "WROTE $target"; else echo "refused $target"; fi
+  done
+  if mkdir "$session/escape" 2>/dev/null; then echo "MADE $session/escape"; else echo "refused mkdir $session/escape"; fi
+  echo "session $h $session $(cat $session/pids.max 2>/dev/null)"
+done`
+	out, res := f.sh(script)
+	if !out.Result.Success {
+		t.Fatalf("the command: %+v", out.Result)
+	}
+	t.Logf("%s", res.Stdout)
+	if strings.Contains(res.Stdout, "WROTE") || strings.Contains(res.Stdout, "MADE") {
+		t.Fatalf("a command changed its cgroups:\n%s", res.Stdout)
+	}
+	if !strings.Contains(res.Stdout, "refused") {
+		t.Skipf("the command found no cgroup to try:\n%s", res.Stdout)
+	}
+	out, res = f.sh(`cat /proc/self/cgroup`)
+	if !out.Result.Success || !strings.Contains(res.Stdout, "/s-s1/") {
+		t.Fatalf("the next command is not in its session's group: %s %+v", res.Stdout, out.Result)
+	}
+}

@@ -37,6 +37,13 @@ type shellBackgroundInfo struct {
 }
 
 func (t *shellTool) startBackground(c *tool.Context, bash, command, cwd string, network, writable []string) tool.Result {
+	// Jobs are kept by session, and every sessionless call (a stateless MCP client's, the
+	// API's Run form's) has the same empty one, whatever its workspace: another such call
+	// stopped the job and read its output (TestShellAttackSessionlessBackgroundOfAnotherCall).
+	// Nor has a sessionless call a later call of its own to stop it from.
+	if c.SessionID == "" {
+		return tool.Errorf("shell: a background command needs a session to keep it and stop it from, and this call has none (a stateless MCP client's, or the API's Run form's): run it in the foreground, with a timeout")
+	}
 	t.mu.Lock()
 	n := 0
 	for _, j := range t.jobs {
@@ -94,7 +101,7 @@ func (t *shellTool) startBackground(c *tool.Context, bash, command, cwd string, 
 func (t *shellTool) stopBackground(c *tool.Context, id string) tool.Result {
 	t.mu.Lock()
 	job, ok := t.jobs[id]
-	if ok && job.session != c.SessionID {
+	if ok && (job.session != c.SessionID || c.SessionID == "") {
 		ok = false
 	}
 	if ok {

@@ -163,7 +163,10 @@ func (t *turn) runHooks(ws host.Workspace, event, toolName, callID string, field
 	if len(cmds) == 0 {
 		return hookOutcome{}
 	}
-	input := hookInput(t.sessionID, event, ws, fields)
+	input, cut := hookInput(t.sessionID, event, ws, fields)
+	if cut && event == HookPreToolUse {
+		return hookOutcome{block: uncheckedInput()}
+	}
 	// A stopped turn's Stop hooks still run (bounded by their time): the turn ends either way.
 	parent := t.ctx
 	if event == HookStop || event == HookPreCompact {
@@ -191,7 +194,9 @@ func (t *turn) runHooks(ws host.Workspace, event, toolName, callID string, field
 			if updated != nil {
 				out.input = updated
 				fields["tool_input"] = updated
-				input = hookInput(t.sessionID, event, ws, fields)
+				if input, cut = hookInput(t.sessionID, event, ws, fields); cut {
+					return hookOutcome{block: uncheckedInput()}
+				}
 			}
 		case HookPostToolUse:
 			// The call ran: a block, like a note, is only told to the model.
@@ -210,18 +215,27 @@ func (t *turn) runHooks(ws host.Workspace, event, toolName, callID string, field
 }
 
 // hookInput is the one line of JSON a hook reads on stdin.
-func hookInput(sessionID, event string, ws host.Workspace, fields map[string]any) []byte {
+func hookInput(sessionID, event string, ws host.Workspace, fields map[string]any) (input []byte, cut bool) {
 	in := map[string]any{"session_id": sessionID, "hook_event_name": event, "cwd": ws.Path}
 	for k, v := range fields {
 		in[k] = v
 	}
-	input, _ := json.Marshal(in) // plain values: cannot fail
+	input, _ = json.Marshal(in) // plain values: cannot fail
 	if len(input) > maxHookInput {
 		in["tool_input"] = map[string]any{"_truncated": fmt.Sprintf("the input was %d bytes, more than a hook is given", len(input))}
 		delete(in, "tool_response")
 		input, _ = json.Marshal(in)
+		cut = true
 	}
-	return input
+	return input, cut
+}
+
+// uncheckedInput is why a call whose input its PreToolUse hooks cannot be given whole is
+// not run: a hook that decides on the input (a guard against `rm -rf`) would let through
+// what it never saw, and a model could pad its input past the size to get by
+// (server TestHookAttackInputTooLargeToCheck).
+func uncheckedInput() string {
+	return fmt.Sprintf("its input is larger than the %d bytes a hook is given, so the PreToolUse hooks could not check it: make the call smaller (a long text: write it in parts)", maxHookInput)
 }
 
 // hookStdout is the JSON a hook may print on stdout (Claude Code's fields).

@@ -61,6 +61,8 @@ export async function execute(input, ctx) {
     case 'read': return done(attempt(() => fs.readFileSync(input.path, 'utf8')));
     case 'readdir': return done(attempt(() => fs.readdirSync(input.path)));
     case 'write': return done(attempt(() => { fs.writeFileSync(input.path, 'pwned'); return 'written'; }));
+    case 'writeText': return done(attempt(() => { fs.writeFileSync(input.path, String(input.text)); return 'written'; }));
+    case 'mkdir': return done(attempt(() => { fs.mkdirSync(input.path); return 'made'; }));
     case 'link': return done(attempt(() => { fs.linkSync(input.path, input.to); return 'linked'; }));
     case 'chmod': return done(attempt(() => { fs.chmodSync(input.path, input.mode); return 'chmod'; }));
     case 'chown': return done(attempt(() => { fs.chownSync(input.path, 12345, 12345); return 'chown'; }));

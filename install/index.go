@@ -237,7 +237,15 @@ func (idx *Index) VersionLocation(name string) (string, error) {
 
 // resolveAgainst resolves ref against base; either may be a URL or a file path.
 func resolveAgainst(base, ref string) (string, error) {
-	if isURL(ref) || filepath.IsAbs(ref) {
+	if isURL(ref) {
+		return ref, nil
+	}
+	if isURL(base) && (filepath.IsAbs(ref) || strings.HasPrefix(strings.ToLower(ref), "file:")) {
+		// An index on the web is someone else's file: what it names on this machine (a
+		// folder, an archive) is not the index's to install (TestIndexAttackRemoteIndexNamesLocalPlaces).
+		return "", fmt.Errorf("index %s names %q, which is not on the web: an index on the web installs only from the web", base, ref)
+	}
+	if filepath.IsAbs(ref) {
 		return ref, nil
 	}
 	if strings.HasPrefix(ref, "file://") {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jean2/jean2/tool"
@@ -76,11 +77,18 @@ type callAsker struct {
 	tool.Asker
 	clock *callClock
 	call  context.Context
+	// pending counts the call's asks waiting for an answer (pendingAsks).
+	pending *atomic.Int64
 }
 
 var _ tool.Asker = callAsker{}
 
 func (a callAsker) Ask(ctx context.Context, q tool.Ask) (json.RawMessage, error) {
+	done, err := pendingAsk(a.pending)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := context.AfterFunc(a.call, func() { cancel(context.Cause(a.call)) })

@@ -105,21 +105,16 @@ func (s *Server) listPrompts(ctx context.Context, cs *mcp.ClientSession) ([]*mcp
 	if r := cs.InitializeResult(); r == nil || r.Capabilities == nil || r.Capabilities.Prompts == nil {
 		return nil, nil
 	}
-	var out []*mcp.Prompt
-	for p, err := range cs.Prompts(ctx, nil) {
-		if err != nil {
-			return nil, fmt.Errorf("MCP server %s: prompts/list: %w", s.cfg.Name, err)
-		}
-		out = append(out, p)
+	out, err := listAll(cs.Prompts(ctx, nil), "prompts")
+	if err != nil {
+		return nil, fmt.Errorf("MCP server %s: prompts/list: %w", s.cfg.Name, err)
 	}
 	return out, nil
 }
 
-// refreshPrompts lists the prompts again after the server said they changed. Listings run
-// one after another, so the one after the last notification is the one that stays.
+// refreshPrompts lists the prompts again after the server said they changed (one at a
+// time: promptsRelist).
 func (s *Server) refreshPrompts() {
-	s.promptsListing.Lock()
-	defer s.promptsListing.Unlock()
 	if relist(s, "prompts", s.listPrompts, func(p []*mcp.Prompt) { s.prompts = p }) && s.promptsChanged != nil {
 		s.promptsChanged()
 	}

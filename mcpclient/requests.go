@@ -63,7 +63,9 @@ func (c *callers) current() *tool.Context {
 func (s *Server) elicitThroughAsks(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	tc := s.callers.current()
 	if tc == nil {
-		s.log.Info("MCP server asked with no call running: declined", "server", s.cfg.Name, "message", req.Params.Message)
+		if s.logs.allow(s.log, s.cfg.Name) {
+			s.log.Info("MCP server asked with no call running: declined", "server", s.cfg.Name, "message", cutLogText(req.Params.Message))
+		}
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}
 	p := req.Params
@@ -71,7 +73,9 @@ func (s *Server) elicitThroughAsks(ctx context.Context, req *mcp.ElicitRequest) 
 		page, err := webPage(p.URL)
 		if err != nil {
 			// Not shown to anyone: a person shown it could follow it.
-			s.log.Warn("MCP server asked to open a page that is not one: declined", "server", s.cfg.Name, "error", err)
+			if s.logs.allow(s.log, s.cfg.Name) {
+				s.log.Warn("MCP server asked to open a page that is not one: declined", "server", s.cfg.Name, "error", cutLogText(err.Error()))
+			}
 			return &mcp.ElicitResult{Action: "decline"}, nil
 		}
 		q := fmt.Sprintf("The MCP server %s asks you to open a page of %s: %s", s.cfg.Name, page.Host, p.URL)
@@ -86,7 +90,9 @@ func (s *Server) elicitThroughAsks(ctx context.Context, req *mcp.ElicitRequest) 
 	}
 	form, fields, err := formFromSchema(s.cfg.Name, p.Message, p.RequestedSchema)
 	if err != nil {
-		s.log.Warn("MCP server's elicitation cannot be asked", "server", s.cfg.Name, "error", err)
+		if s.logs.allow(s.log, s.cfg.Name) {
+			s.log.Warn("MCP server's elicitation cannot be asked", "server", s.cfg.Name, "error", cutLogText(err.Error()))
+		}
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}
 	raw, err := tc.Asker.Ask(ctx, form)
@@ -392,26 +398,22 @@ func (s *Server) Catalog(ctx context.Context) (Catalog, error) {
 	}
 	caps := cs.InitializeResult().Capabilities
 	if caps != nil && caps.Resources != nil {
-		for r, err := range cs.Resources(ctx, nil) {
-			if err != nil {
-				return out, fmt.Errorf("MCP server %s: resources/list: %w", s.cfg.Name, err)
-			}
-			out.Resources = append(out.Resources, r)
+		resources, err := listAll(cs.Resources(ctx, nil), "resources")
+		if err != nil {
+			return out, fmt.Errorf("MCP server %s: resources/list: %w", s.cfg.Name, err)
 		}
-		for r, err := range cs.ResourceTemplates(ctx, nil) {
-			if err != nil {
-				break // templates are optional even where resources are served
-			}
-			out.Templates = append(out.Templates, r)
+		out.Resources = append(out.Resources, resources...)
+		// Templates are optional even where resources are served: none when they fail.
+		if templates, err := listAll(cs.ResourceTemplates(ctx, nil), "resource templates"); err == nil {
+			out.Templates = append(out.Templates, templates...)
 		}
 	}
 	if caps != nil && caps.Prompts != nil {
-		for p, err := range cs.Prompts(ctx, nil) {
-			if err != nil {
-				return out, fmt.Errorf("MCP server %s: prompts/list: %w", s.cfg.Name, err)
-			}
-			out.Prompts = append(out.Prompts, p)
+		prompts, err := listAll(cs.Prompts(ctx, nil), "prompts")
+		if err != nil {
+			return out, fmt.Errorf("MCP server %s: prompts/list: %w", s.cfg.Name, err)
 		}
+		out.Prompts = append(out.Prompts, prompts...)
 	}
 	return out, nil
 }

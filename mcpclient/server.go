@@ -40,7 +40,9 @@ type Server struct {
 	changed func() // the server's tools changed (connected, list_changed, gone)
 	// promptsChanged: the server's prompts changed (prompts/list_changed; prompts.go).
 	promptsChanged func()
-	promptsListing sync.Mutex // one prompts listing at a time
+	// toolsRelist and promptsRelist list again after a list_changed (bounds.go).
+	toolsRelist, promptsRelist relister
+	logs                       serverLogs // its log notifications, passed on at a bounded rate
 
 	minBackoff, maxBackoff time.Duration
 	maxLine                int64 // Options.MaxLineBytes: the cap of a message when the entry sets none (limit.go)
@@ -70,7 +72,6 @@ type Server struct {
 	roots      []string // folders offered as roots (the workspace's)
 	progress   sync.Map // progress token → func(tool.Progress)
 	nextToken  atomic.Int64
-	refreshing atomic.Bool
 	lastCancel atomic.Int64 // when a call was last cancelled (unix ns)
 	// tooLarge is set when the server sent a message over its cap (limit.go): the
 	// connection is dropped, and its calls and state say why.
@@ -224,10 +225,10 @@ func (s *Server) connect(ctx context.Context) error {
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "jean2", Version: s.version}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			go s.refresh()
+			s.toolsRelist.notice(s.refresh)
 		},
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
-			go s.refreshPrompts()
+			s.promptsRelist.notice(s.refreshPrompts)
 		},
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			if f, ok := s.progress.Load(req.Params.ProgressToken); ok {
@@ -235,7 +236,7 @@ func (s *Server) connect(ctx context.Context) error {
 			}
 		},
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
-			s.log.Info("MCP server log", "server", s.cfg.Name, "level", string(req.Params.Level), "logger", req.Params.Logger, "data", req.Params.Data)
+			s.logs.pass(s.log, s.cfg.Name, req.Params)
 		},
 		ElicitationHandler:   s.elicitHandler(),
 		CreateMessageHandler: s.sampleThroughProvider,
@@ -311,10 +312,6 @@ func (s *Server) endAuth() {
 
 // refresh lists the tools again after the server said its list changed.
 func (s *Server) refresh() {
-	if !s.refreshing.CompareAndSwap(false, true) {
-		return
-	}
-	defer s.refreshing.Store(false)
 	if relist(s, "tools", s.list, func(t []tool.Tool) { s.tools = t }) {
 		s.changed()
 	}
@@ -327,11 +324,12 @@ func (s *Server) list(ctx context.Context, cs *mcp.ClientSession) ([]tool.Tool, 
 	prev := s.byJSON
 	s.mu.Unlock()
 	next := map[string]*remoteTool{}
+	listed, err := listAll(cs.Tools(ctx, nil), "tools")
+	if err != nil {
+		return nil, err
+	}
 	var tools []tool.Tool
-	for t, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			return nil, err
-		}
+	for _, t := range listed {
 		key, err := json.Marshal(t)
 		if err != nil {
 			return nil, err

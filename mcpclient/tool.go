@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jean2/jean2/tool"
@@ -131,7 +132,7 @@ func (t *remoteTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 		// its clock stopped while a person is asked.
 		if c.Asker != nil {
 			cc := *c
-			cc.Asker = callAsker{Asker: c.Asker, clock: clock, call: ctx}
+			cc.Asker = callAsker{Asker: c.Asker, clock: clock, call: ctx, pending: new(atomic.Int64)}
 			c = &cc
 		}
 		defer t.srv.callers.add(c)()
@@ -139,7 +140,7 @@ func (t *remoteTool) Execute(ctx context.Context, c *tool.Context, args json.Raw
 	var token string
 	if c != nil && c.Progress != nil {
 		token = fmt.Sprintf("jean2-%d", t.srv.nextToken.Add(1))
-		t.srv.progress.Store(token, c.Progress)
+		t.srv.progress.Store(token, progressBudget(c.Progress))
 		defer t.srv.progress.Delete(token)
 		params.SetProgressToken(token)
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/jean2/jean2/host"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,6 +32,15 @@ const maxOverflowResources = 1000
 // maxOverflowRead bounds one resources/read of such a file.
 const maxOverflowRead = 64 << 20
 
+// overflowReadLimit is what the file of a result of chars characters may hold: the host
+// wrote the text there, at most 4 bytes a character in UTF-8. The worker may write the
+// file afterwards; swelled (a sparse file is free to make) it was sent whole, and a file of
+// NUL bytes, each sent as \u0000, allocated 3.2 GiB for 48 MiB
+// (TestResourceAttackOverflowSwelled).
+func overflowReadLimit(chars int) int64 {
+	return min(int64(chars)*utf8.UTFMax, maxOverflowRead)
+}
+
 // layoutHost is a host that says where its folders are (host.Host does); without it no
 // overflow is offered.
 type layoutHost interface{ Layout() host.Layout }
@@ -55,6 +65,7 @@ func (s *Server) offerOverflow(out host.Outcome) {
 	}
 	name := filepath.Base(rel)
 	uri := OverflowScheme + name
+	limit := overflowReadLimit(out.Overflow.Chars)
 	mime := "application/json"
 	if strings.HasSuffix(name, ".txt") {
 		mime = "text/plain"
@@ -64,7 +75,7 @@ func (s *Server) offerOverflow(out host.Outcome) {
 		Title:       fmt.Sprintf("Whole result of %s", out.Tool),
 		Description: fmt.Sprintf("The whole result of a call of %s (%d characters); the call's answer held its first %d.", out.Tool, out.Overflow.Chars, host.OverflowPreview),
 	}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		data, err := readBeneath(root, rel, maxOverflowRead)
+		data, err := readBeneath(root, rel, limit)
 		if err != nil {
 			s.log.Info("an overflowing result could not be read back", "uri", uri, "err", err)
 			return nil, mcp.ResourceNotFoundError(uri)

@@ -3,8 +3,10 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -175,5 +177,69 @@ func TestWorkspaceFileSubscription(t *testing.T) {
 	}
 	if err := cs.Unsubscribe(context.Background(), &mcp.UnsubscribeParams{URI: uri}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestResourceAttackWorkspaceSizeBomb: a hostile tool leaves a large (sparse, so free to
+// make) file in the workspace and its result steers the client's model to read it as a
+// resource. A read is as large as the file: one resources/read made jean2 itself — not the
+// tool's worker, whose memory is capped — hold the file, its text and its encoding at once,
+// and a few at a time starve the server. A workspace file larger than what a resource
+// sends at most is refused, its size named, and is never read whole.
+func TestResourceAttackWorkspaceSizeBomb(t *testing.T) {
+	r := newRig(t)
+	const size = 96 << 20
+	bomb := filepath.Join(r.ws, "report.log")
+	f, err := os.Create(bomb)
+	if err == nil {
+		err = errors.Join(f.Truncate(size), f.Close())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := r.connect(newest, nil)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: mcpserver.WorkspaceScheme + "report.log"})
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("resources/read of a %d MiB file: %v; %d MiB allocated", size>>20, err, allocated>>20)
+	if err == nil {
+		t.Fatalf("a %d MiB workspace file was sent whole (%d bytes of text), %d MiB allocated", size>>20, len(res.Contents[0].Text), allocated>>20)
+	}
+	if !strings.Contains(err.Error(), "too large") {
+		t.Fatalf("the refusal does not say why: %v", err)
+	}
+	if allocated > 48<<20 {
+		t.Fatalf("refusing the file allocated %d MiB", allocated>>20)
+	}
+}
+
+// TestResourceAttackOverflowSwelled: an overflowing result's file lies in the session's
+// temporary folder, which the tool's worker writes. The tool swells the file after the
+// call (sparse: free to make) to what one resources/read sends at most, and the client
+// reads it back: jean2 answered with as many NUL bytes, each sent as \u0000. The file is
+// read back at most as long as the result the host wrote there could be.
+func TestResourceAttackOverflowSwelled(t *testing.T) {
+	r := newRig(t)
+	cs := r.connect(newest, nil)
+	res := call(t, cs, "big", nil)
+	var over host.Overflow
+	_ = json.Unmarshal([]byte(toJSON(res.Meta[mcpserver.MetaOverflow])), &over)
+	uri := mcpserver.OverflowScheme + filepath.Base(over.Path)
+	if err := os.Truncate(over.Path, 48<<20); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	read, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri})
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("resources/read of a result of %d characters swelled to 48 MiB: %v; %d MiB allocated", over.Chars, err, allocated>>20)
+	if err == nil {
+		t.Fatalf("the swelled file was sent (%d bytes of text)", len(read.Contents[0].Text))
+	}
+	if allocated > 32<<20 {
+		t.Fatalf("refusing the swelled file allocated %d MiB", allocated>>20)
 	}
 }

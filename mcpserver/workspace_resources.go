@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/jean2/jean2/host"
 	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/tool"
 	"github.com/jean2/jean2/toolfs"
@@ -26,6 +27,13 @@ import (
 
 // WorkspaceScheme starts the URI of a workspace file.
 const WorkspaceScheme = "jean2://workspace/"
+
+// maxResourceRead bounds a resource read from a place a tool's worker writes (a workspace
+// file, an overflowing result's file): what a tool's result may be by default. Such a
+// file costs its writer nothing (a sparse file), and its answer costs jean2 many times
+// its size: a 96 MiB file of NUL bytes, each sent as \u0000, allocated 6.6 GiB in one
+// resources/read (TestResourceAttackWorkspaceSizeBomb).
+const maxResourceRead = host.DefaultMaxResultBytes
 
 // addWorkspaceTemplate registers the template with the go-sdk server.
 func (s *Server) addWorkspaceTemplate() {
@@ -69,7 +77,7 @@ func (s *Server) readWorkspaceFile(ctx context.Context, req *mcp.ReadResourceReq
 func (s *Server) workspaceFS(op string) (*toolfs.FS, policy.Scope) {
 	ws := s.serving.Load().workspace
 	scope := policy.Scope{Workspace: ws.Path, Allowed: ws.Allowed, Home: userHome()}
-	opts := toolfs.Options{Scope: scope, Tool: op, ReadOnly: scope.SettingsDirs()}
+	opts := toolfs.Options{Scope: scope, Tool: op, ReadOnly: scope.SettingsDirs(), MaxReadBytes: maxResourceRead}
 	if lh, ok := s.h.(layoutHost); ok {
 		l := lh.Layout()
 		opts.Protected = policy.ProtectedPaths(scope.Home, l.Home, l.Tools)
