@@ -60,6 +60,19 @@ type patchParseError struct {
 
 var unifiedHunk = regexp.MustCompile(`^@@\s+-\d`)
 
+// patchParser holds what parsing has built so far: the operations, the paths already
+// claimed, and the operation and chunk that body lines belong to.
+type patchParser struct {
+	ops   []*patchOp
+	seen  map[string]bool
+	cur   *patchOp
+	chunk *patchChunk
+}
+
+func patchErrorf(n int, format string, args ...any) *patchParseError {
+	return &patchParseError{n, fmt.Sprintf(format, args...)}
+}
+
 func parsePatch(patch string) ([]*patchOp, *patchParseError) {
 	lines := regexp.MustCompile(`\r?\n`).Split(patch, -1)
 	i := 0
@@ -69,127 +82,160 @@ func parsePatch(patch string) ([]*patchOp, *patchParseError) {
 	if i >= len(lines) || lines[i] != patchBegin {
 		return nil, &patchParseError{0, "Patch must begin with *** Begin Patch."}
 	}
-	i++
-	var ops []*patchOp
-	seen := map[string]bool{}
-	var cur *patchOp
-	var chunk *patchChunk
-	end := false
-	perr := func(n int, format string, args ...any) *patchParseError {
-		return &patchParseError{n, fmt.Sprintf(format, args...)}
-	}
-	claim := func(p string, n int) *patchParseError {
-		if seen[p] {
-			return perr(n, "Duplicate operation on path: %s", p)
+	p := &patchParser{seen: map[string]bool{}}
+	for i++; i < len(lines); i++ {
+		if lines[i] == patchEnd {
+			return p.ops, trailingContent(lines, i+1)
 		}
-		seen[p] = true
-		return nil
-	}
-	for ; i < len(lines); i++ {
-		line, n := lines[i], i+1
-		if line == patchEnd {
-			end = true
-			break
-		}
-		switch {
-		case line == patchBegin:
-			return nil, perr(n, "Unexpected *** Begin Patch marker.")
-		case line == patchEOF:
-			if chunk == nil {
-				return nil, perr(n, "*** End of File appeared outside a chunk.")
-			}
-			chunk.endOfFile = true
-			chunk = nil
-			continue
-		case strings.HasPrefix(line, patchUpdate), strings.HasPrefix(line, patchAdd), strings.HasPrefix(line, patchDelete):
-			kind, marker := "update", patchUpdate
-			if strings.HasPrefix(line, patchAdd) {
-				kind, marker = "add", patchAdd
-			} else if strings.HasPrefix(line, patchDelete) {
-				kind, marker = "delete", patchDelete
-			}
-			p := line[len(marker):]
-			if p == "" {
-				return nil, perr(n, "Missing path after %q.", strings.TrimSpace(marker))
-			}
-			if err := claim(p, n); err != nil {
-				return nil, err
-			}
-			cur = &patchOp{kind: kind, path: p, line: n}
-			ops = append(ops, cur)
-			chunk = nil
-			continue
-		case strings.HasPrefix(line, patchMove):
-			if cur == nil || cur.kind != "update" || len(cur.chunks) > 0 || cur.moveTo != "" {
-				return nil, perr(n, "*** Move to must immediately follow an Update File header.")
-			}
-			p := line[len(patchMove):]
-			if p == "" {
-				return nil, perr(n, "Missing path after \"*** Move to:\".")
-			}
-			if err := claim(p, n); err != nil {
-				return nil, err
-			}
-			cur.moveTo = p
-			continue
-		case strings.HasPrefix(line, "*** "):
-			return nil, perr(n, "Unknown patch marker: %s", line)
-		}
-		blank := strings.TrimSpace(line) == ""
-		switch {
-		case cur == nil:
-			if !blank {
-				return nil, perr(n, "Unexpected line outside a file operation: %s", line)
-			}
-		case cur.kind == "add":
-			if strings.HasPrefix(line, "+") {
-				cur.addLines = append(cur.addLines, line[1:])
-			} else if !blank {
-				return nil, perr(n, "An Add File operation may only contain \"+\" lines.")
-			}
-		case cur.kind == "delete":
-			if !blank {
-				return nil, perr(n, "A Delete File operation must not contain body lines.")
-			}
-		case strings.HasPrefix(line, "@@"):
-			c := &patchChunk{}
-			switch {
-			case line == "@@":
-			case unifiedHunk.MatchString(line):
-				return nil, perr(n, "Unified diff hunk headers are not supported.")
-			case strings.HasPrefix(line, "@@ "):
-				if cx := line[3:]; cx != "" {
-					c.context = &cx
-				}
-			default:
-				return nil, perr(n, "Malformed chunk header: %s", line)
-			}
-			chunk = c
-			cur.chunks = append(cur.chunks, c)
-		case chunk == nil:
-			if !blank {
-				return nil, perr(n, "An Update chunk must start with \"@@\" before body lines.")
-			}
-		case strings.HasPrefix(line, " "):
-			chunk.oldLines = append(chunk.oldLines, line[1:])
-			chunk.newLines = append(chunk.newLines, line[1:])
-		case strings.HasPrefix(line, "+"):
-			chunk.newLines = append(chunk.newLines, line[1:])
-		case strings.HasPrefix(line, "-"):
-			chunk.oldLines = append(chunk.oldLines, line[1:])
-		default:
-			return nil, perr(n, "Malformed chunk line (must start with \" \", \"+\", or \"-\"): %s", line)
+		if err := p.line(lines[i], i+1); err != nil {
+			return nil, err
 		}
 	}
-	if !end {
-		return nil, &patchParseError{0, "Patch must end with *** End Patch."}
-	}
-	for j := i + 1; j < len(lines); j++ {
+	return nil, &patchParseError{0, "Patch must end with *** End Patch."}
+}
+
+// trailingContent refuses anything but blank lines after *** End Patch, from line index i.
+func trailingContent(lines []string, i int) *patchParseError {
+	for j := i; j < len(lines); j++ {
 		if strings.TrimSpace(lines[j]) != "" {
-			return nil, perr(j+1, "Unexpected content after *** End Patch.")
+			return patchErrorf(j+1, "Unexpected content after *** End Patch.")
 		}
 	}
-	return ops, nil
+	return nil
+}
+
+// line takes one line between the begin and end markers: a "*** " marker or a body line.
+func (p *patchParser) line(line string, n int) *patchParseError {
+	switch {
+	case line == patchBegin:
+		return patchErrorf(n, "Unexpected *** Begin Patch marker.")
+	case line == patchEOF:
+		if p.chunk == nil {
+			return patchErrorf(n, "*** End of File appeared outside a chunk.")
+		}
+		p.chunk.endOfFile = true
+		p.chunk = nil
+		return nil
+	case strings.HasPrefix(line, patchUpdate), strings.HasPrefix(line, patchAdd), strings.HasPrefix(line, patchDelete):
+		return p.fileHeader(line, n)
+	case strings.HasPrefix(line, patchMove):
+		return p.moveTo(line, n)
+	case strings.HasPrefix(line, "*** "):
+		return patchErrorf(n, "Unknown patch marker: %s", line)
+	}
+	return p.body(line, n)
+}
+
+// claim refuses a second operation on a path, a move's destination included.
+func (p *patchParser) claim(path string, n int) *patchParseError {
+	if p.seen[path] {
+		return patchErrorf(n, "Duplicate operation on path: %s", path)
+	}
+	p.seen[path] = true
+	return nil
+}
+
+// fileHeader starts an add, update or delete operation.
+func (p *patchParser) fileHeader(line string, n int) *patchParseError {
+	kind, marker := "update", patchUpdate
+	if strings.HasPrefix(line, patchAdd) {
+		kind, marker = "add", patchAdd
+	} else if strings.HasPrefix(line, patchDelete) {
+		kind, marker = "delete", patchDelete
+	}
+	path := line[len(marker):]
+	if path == "" {
+		return patchErrorf(n, "Missing path after %q.", strings.TrimSpace(marker))
+	}
+	if err := p.claim(path, n); err != nil {
+		return err
+	}
+	p.cur = &patchOp{kind: kind, path: path, line: n}
+	p.ops = append(p.ops, p.cur)
+	p.chunk = nil
+	return nil
+}
+
+// moveTo gives the current update a destination; it must come before the first chunk.
+func (p *patchParser) moveTo(line string, n int) *patchParseError {
+	if p.cur == nil || p.cur.kind != "update" || len(p.cur.chunks) > 0 || p.cur.moveTo != "" {
+		return patchErrorf(n, "*** Move to must immediately follow an Update File header.")
+	}
+	path := line[len(patchMove):]
+	if path == "" {
+		return patchErrorf(n, "Missing path after \"*** Move to:\".")
+	}
+	if err := p.claim(path, n); err != nil {
+		return err
+	}
+	p.cur.moveTo = path
+	return nil
+}
+
+// body takes a line that is not a marker; what it may be depends on the operation it is in.
+// Blank lines are tolerated wherever a body line would be refused.
+func (p *patchParser) body(line string, n int) *patchParseError {
+	blank := strings.TrimSpace(line) == ""
+	switch {
+	case p.cur == nil:
+		if !blank {
+			return patchErrorf(n, "Unexpected line outside a file operation: %s", line)
+		}
+	case p.cur.kind == "add":
+		if strings.HasPrefix(line, "+") {
+			p.cur.addLines = append(p.cur.addLines, line[1:])
+		} else if !blank {
+			return patchErrorf(n, "An Add File operation may only contain \"+\" lines.")
+		}
+	case p.cur.kind == "delete":
+		if !blank {
+			return patchErrorf(n, "A Delete File operation must not contain body lines.")
+		}
+	case strings.HasPrefix(line, "@@"):
+		return p.chunkHeader(line, n)
+	case p.chunk == nil:
+		if !blank {
+			return patchErrorf(n, "An Update chunk must start with \"@@\" before body lines.")
+		}
+	default:
+		return p.chunkLine(line, n)
+	}
+	return nil
+}
+
+// chunkHeader starts a chunk: "@@" alone, or "@@ <context>" to anchor it after a line.
+func (p *patchParser) chunkHeader(line string, n int) *patchParseError {
+	c := &patchChunk{}
+	switch {
+	case line == "@@":
+	case unifiedHunk.MatchString(line):
+		return patchErrorf(n, "Unified diff hunk headers are not supported.")
+	case strings.HasPrefix(line, "@@ "):
+		if cx := line[3:]; cx != "" {
+			c.context = &cx
+		}
+	default:
+		return patchErrorf(n, "Malformed chunk header: %s", line)
+	}
+	p.chunk = c
+	p.cur.chunks = append(p.cur.chunks, c)
+	return nil
+}
+
+// chunkLine adds a context, added or removed line to the current chunk.
+func (p *patchParser) chunkLine(line string, n int) *patchParseError {
+	switch {
+	case strings.HasPrefix(line, " "):
+		p.chunk.oldLines = append(p.chunk.oldLines, line[1:])
+		p.chunk.newLines = append(p.chunk.newLines, line[1:])
+	case strings.HasPrefix(line, "+"):
+		p.chunk.newLines = append(p.chunk.newLines, line[1:])
+	case strings.HasPrefix(line, "-"):
+		p.chunk.oldLines = append(p.chunk.oldLines, line[1:])
+	default:
+		return patchErrorf(n, "Malformed chunk line (must start with \" \", \"+\", or \"-\"): %s", line)
+	}
+	return nil
 }
 
 // replacement is one chunk's change: content[start:end] becomes text.
