@@ -60,6 +60,19 @@ type patchParseError struct {
 
 var unifiedHunk = regexp.MustCompile(`^@@\s+-\d`)
 
+// patchParser holds what parsing has built so far: the operations, the paths already
+// claimed, and the operation and chunk that body lines belong to.
+type patchParser struct {
+	ops   []*patchOp
+	seen  map[string]bool
+	cur   *patchOp
+	chunk *patchChunk
+}
+
+func patchErrorf(n int, format string, args ...any) *patchParseError {
+	return &patchParseError{n, fmt.Sprintf(format, args...)}
+}
+
 func parsePatch(patch string) ([]*patchOp, *patchParseError) {
 	lines := regexp.MustCompile(`\r?\n`).Split(patch, -1)
 	i := 0
@@ -69,127 +82,160 @@ func parsePatch(patch string) ([]*patchOp, *patchParseError) {
 	if i >= len(lines) || lines[i] != patchBegin {
 		return nil, &patchParseError{0, "Patch must begin with *** Begin Patch."}
 	}
-	i++
-	var ops []*patchOp
-	seen := map[string]bool{}
-	var cur *patchOp
-	var chunk *patchChunk
-	end := false
-	perr := func(n int, format string, args ...any) *patchParseError {
-		return &patchParseError{n, fmt.Sprintf(format, args...)}
-	}
-	claim := func(p string, n int) *patchParseError {
-		if seen[p] {
-			return perr(n, "Duplicate operation on path: %s", p)
+	p := &patchParser{seen: map[string]bool{}}
+	for i++; i < len(lines); i++ {
+		if lines[i] == patchEnd {
+			return p.ops, trailingContent(lines, i+1)
 		}
-		seen[p] = true
-		return nil
-	}
-	for ; i < len(lines); i++ {
-		line, n := lines[i], i+1
-		if line == patchEnd {
-			end = true
-			break
-		}
-		switch {
-		case line == patchBegin:
-			return nil, perr(n, "Unexpected *** Begin Patch marker.")
-		case line == patchEOF:
-			if chunk == nil {
-				return nil, perr(n, "*** End of File appeared outside a chunk.")
-			}
-			chunk.endOfFile = true
-			chunk = nil
-			continue
-		case strings.HasPrefix(line, patchUpdate), strings.HasPrefix(line, patchAdd), strings.HasPrefix(line, patchDelete):
-			kind, marker := "update", patchUpdate
-			if strings.HasPrefix(line, patchAdd) {
-				kind, marker = "add", patchAdd
-			} else if strings.HasPrefix(line, patchDelete) {
-				kind, marker = "delete", patchDelete
-			}
-			p := line[len(marker):]
-			if p == "" {
-				return nil, perr(n, "Missing path after %q.", strings.TrimSpace(marker))
-			}
-			if err := claim(p, n); err != nil {
-				return nil, err
-			}
-			cur = &patchOp{kind: kind, path: p, line: n}
-			ops = append(ops, cur)
-			chunk = nil
-			continue
-		case strings.HasPrefix(line, patchMove):
-			if cur == nil || cur.kind != "update" || len(cur.chunks) > 0 || cur.moveTo != "" {
-				return nil, perr(n, "*** Move to must immediately follow an Update File header.")
-			}
-			p := line[len(patchMove):]
-			if p == "" {
-				return nil, perr(n, "Missing path after \"*** Move to:\".")
-			}
-			if err := claim(p, n); err != nil {
-				return nil, err
-			}
-			cur.moveTo = p
-			continue
-		case strings.HasPrefix(line, "*** "):
-			return nil, perr(n, "Unknown patch marker: %s", line)
-		}
-		blank := strings.TrimSpace(line) == ""
-		switch {
-		case cur == nil:
-			if !blank {
-				return nil, perr(n, "Unexpected line outside a file operation: %s", line)
-			}
-		case cur.kind == "add":
-			if strings.HasPrefix(line, "+") {
-				cur.addLines = append(cur.addLines, line[1:])
-			} else if !blank {
-				return nil, perr(n, "An Add File operation may only contain \"+\" lines.")
-			}
-		case cur.kind == "delete":
-			if !blank {
-				return nil, perr(n, "A Delete File operation must not contain body lines.")
-			}
-		case strings.HasPrefix(line, "@@"):
-			c := &patchChunk{}
-			switch {
-			case line == "@@":
-			case unifiedHunk.MatchString(line):
-				return nil, perr(n, "Unified diff hunk headers are not supported.")
-			case strings.HasPrefix(line, "@@ "):
-				if cx := line[3:]; cx != "" {
-					c.context = &cx
-				}
-			default:
-				return nil, perr(n, "Malformed chunk header: %s", line)
-			}
-			chunk = c
-			cur.chunks = append(cur.chunks, c)
-		case chunk == nil:
-			if !blank {
-				return nil, perr(n, "An Update chunk must start with \"@@\" before body lines.")
-			}
-		case strings.HasPrefix(line, " "):
-			chunk.oldLines = append(chunk.oldLines, line[1:])
-			chunk.newLines = append(chunk.newLines, line[1:])
-		case strings.HasPrefix(line, "+"):
-			chunk.newLines = append(chunk.newLines, line[1:])
-		case strings.HasPrefix(line, "-"):
-			chunk.oldLines = append(chunk.oldLines, line[1:])
-		default:
-			return nil, perr(n, "Malformed chunk line (must start with \" \", \"+\", or \"-\"): %s", line)
+		if err := p.line(lines[i], i+1); err != nil {
+			return nil, err
 		}
 	}
-	if !end {
-		return nil, &patchParseError{0, "Patch must end with *** End Patch."}
-	}
-	for j := i + 1; j < len(lines); j++ {
+	return nil, &patchParseError{0, "Patch must end with *** End Patch."}
+}
+
+// trailingContent refuses anything but blank lines after *** End Patch, from line index i.
+func trailingContent(lines []string, i int) *patchParseError {
+	for j := i; j < len(lines); j++ {
 		if strings.TrimSpace(lines[j]) != "" {
-			return nil, perr(j+1, "Unexpected content after *** End Patch.")
+			return patchErrorf(j+1, "Unexpected content after *** End Patch.")
 		}
 	}
-	return ops, nil
+	return nil
+}
+
+// line takes one line between the begin and end markers: a "*** " marker or a body line.
+func (p *patchParser) line(line string, n int) *patchParseError {
+	switch {
+	case line == patchBegin:
+		return patchErrorf(n, "Unexpected *** Begin Patch marker.")
+	case line == patchEOF:
+		if p.chunk == nil {
+			return patchErrorf(n, "*** End of File appeared outside a chunk.")
+		}
+		p.chunk.endOfFile = true
+		p.chunk = nil
+		return nil
+	case strings.HasPrefix(line, patchUpdate), strings.HasPrefix(line, patchAdd), strings.HasPrefix(line, patchDelete):
+		return p.fileHeader(line, n)
+	case strings.HasPrefix(line, patchMove):
+		return p.moveTo(line, n)
+	case strings.HasPrefix(line, "*** "):
+		return patchErrorf(n, "Unknown patch marker: %s", line)
+	}
+	return p.body(line, n)
+}
+
+// claim refuses a second operation on a path, a move's destination included.
+func (p *patchParser) claim(path string, n int) *patchParseError {
+	if p.seen[path] {
+		return patchErrorf(n, "Duplicate operation on path: %s", path)
+	}
+	p.seen[path] = true
+	return nil
+}
+
+// fileHeader starts an add, update or delete operation.
+func (p *patchParser) fileHeader(line string, n int) *patchParseError {
+	kind, marker := "update", patchUpdate
+	if strings.HasPrefix(line, patchAdd) {
+		kind, marker = "add", patchAdd
+	} else if strings.HasPrefix(line, patchDelete) {
+		kind, marker = "delete", patchDelete
+	}
+	path := line[len(marker):]
+	if path == "" {
+		return patchErrorf(n, "Missing path after %q.", strings.TrimSpace(marker))
+	}
+	if err := p.claim(path, n); err != nil {
+		return err
+	}
+	p.cur = &patchOp{kind: kind, path: path, line: n}
+	p.ops = append(p.ops, p.cur)
+	p.chunk = nil
+	return nil
+}
+
+// moveTo gives the current update a destination; it must come before the first chunk.
+func (p *patchParser) moveTo(line string, n int) *patchParseError {
+	if p.cur == nil || p.cur.kind != "update" || len(p.cur.chunks) > 0 || p.cur.moveTo != "" {
+		return patchErrorf(n, "*** Move to must immediately follow an Update File header.")
+	}
+	path := line[len(patchMove):]
+	if path == "" {
+		return patchErrorf(n, "Missing path after \"*** Move to:\".")
+	}
+	if err := p.claim(path, n); err != nil {
+		return err
+	}
+	p.cur.moveTo = path
+	return nil
+}
+
+// body takes a line that is not a marker; what it may be depends on the operation it is in.
+// Blank lines are tolerated wherever a body line would be refused.
+func (p *patchParser) body(line string, n int) *patchParseError {
+	blank := strings.TrimSpace(line) == ""
+	switch {
+	case p.cur == nil:
+		if !blank {
+			return patchErrorf(n, "Unexpected line outside a file operation: %s", line)
+		}
+	case p.cur.kind == "add":
+		if strings.HasPrefix(line, "+") {
+			p.cur.addLines = append(p.cur.addLines, line[1:])
+		} else if !blank {
+			return patchErrorf(n, "An Add File operation may only contain \"+\" lines.")
+		}
+	case p.cur.kind == "delete":
+		if !blank {
+			return patchErrorf(n, "A Delete File operation must not contain body lines.")
+		}
+	case strings.HasPrefix(line, "@@"):
+		return p.chunkHeader(line, n)
+	case p.chunk == nil:
+		if !blank {
+			return patchErrorf(n, "An Update chunk must start with \"@@\" before body lines.")
+		}
+	default:
+		return p.chunkLine(line, n)
+	}
+	return nil
+}
+
+// chunkHeader starts a chunk: "@@" alone, or "@@ <context>" to anchor it after a line.
+func (p *patchParser) chunkHeader(line string, n int) *patchParseError {
+	c := &patchChunk{}
+	switch {
+	case line == "@@":
+	case unifiedHunk.MatchString(line):
+		return patchErrorf(n, "Unified diff hunk headers are not supported.")
+	case strings.HasPrefix(line, "@@ "):
+		if cx := line[3:]; cx != "" {
+			c.context = &cx
+		}
+	default:
+		return patchErrorf(n, "Malformed chunk header: %s", line)
+	}
+	p.chunk = c
+	p.cur.chunks = append(p.cur.chunks, c)
+	return nil
+}
+
+// chunkLine adds a context, added or removed line to the current chunk.
+func (p *patchParser) chunkLine(line string, n int) *patchParseError {
+	switch {
+	case strings.HasPrefix(line, " "):
+		p.chunk.oldLines = append(p.chunk.oldLines, line[1:])
+		p.chunk.newLines = append(p.chunk.newLines, line[1:])
+	case strings.HasPrefix(line, "+"):
+		p.chunk.newLines = append(p.chunk.newLines, line[1:])
+	case strings.HasPrefix(line, "-"):
+		p.chunk.oldLines = append(p.chunk.oldLines, line[1:])
+	default:
+		return patchErrorf(n, "Malformed chunk line (must start with \" \", \"+\", or \"-\"): %s", line)
+	}
+	return nil
 }
 
 // replacement is one chunk's change: content[start:end] becomes text.
@@ -398,43 +444,70 @@ type patchTarget struct {
 	existedAtStart bool
 }
 
+// patchRefusal is why a patch was not applied: the message a model reads and the
+// structured failure beside it.
+type patchRefusal struct {
+	msg string
+	f   patchFailure
+}
+
+func refuse(msg string, f patchFailure) *patchRefusal { return &patchRefusal{msg, f} }
+
 func applyPatch(ctx context.Context, c *tool.Context, in struct {
 	Patch string `json:"patch"`
 }) tool.Result {
-	pf := func(msg string, f patchFailure) tool.Result { return fail(msg, f) }
-	if in.Patch == "" {
-		return pf("Patch must be a non-empty string.", patchFailure{Code: "INVALID_INPUT"})
+	ops, r := parsePatchInput(in.Patch)
+	if r != nil {
+		return fail(r.msg, r.f)
 	}
-	ops, perr := parsePatch(in.Patch)
+	targets, r := resolveTargets(c, ops)
+	if r != nil {
+		return fail(r.msg, r.f)
+	}
+	// Every ask before anything is read or written.
+	if err := approvePatch(ctx, c, targets); err != nil {
+		return rejection(err)
+	}
+	for _, t := range targets {
+		if r := computeTarget(ctx, c, t); r != nil {
+			return fail(r.msg, r.f)
+		}
+	}
+	if r := writeTargets(ctx, c, targets); r != nil {
+		return fail(r.msg, r.f)
+	}
+	res := summarizePatch(targets)
+	return ok(res, patchViz(targets, len(res.Added)+len(res.Modified)+len(res.Deleted)+len(res.Moved)))
+}
+
+// parsePatchInput parses the patch and refuses one with nothing to do.
+func parsePatchInput(patch string) ([]*patchOp, *patchRefusal) {
+	if patch == "" {
+		return nil, refuse("Patch must be a non-empty string.", patchFailure{Code: "INVALID_INPUT"})
+	}
+	ops, perr := parsePatch(patch)
 	if perr != nil {
 		msg := "Parse error: " + perr.msg
 		if perr.line > 0 {
 			msg = fmt.Sprintf("Parse error at line %d: %s", perr.line, perr.msg)
 		}
-		return pf(msg, patchFailure{Code: "PARSE_ERROR", Line: perr.line, Message: perr.msg})
+		return nil, refuse(msg, patchFailure{Code: "PARSE_ERROR", Line: perr.line, Message: perr.msg})
 	}
 	if len(ops) == 0 {
-		return pf("Patch contains no file operations.", patchFailure{Code: "INVALID_INPUT"})
+		return nil, refuse("Patch contains no file operations.", patchFailure{Code: "INVALID_INPUT"})
 	}
+	return ops, nil
+}
+
+// resolveTargets turns each operation into the paths it reads and writes, and refuses the
+// whole patch if any of them lies in a system directory.
+func resolveTargets(c *tool.Context, ops []*patchOp) ([]*patchTarget, *patchRefusal) {
 	targets := make([]*patchTarget, len(ops))
 	var blocked []string
 	for i, op := range ops {
-		if op.kind == "update" {
-			if len(op.chunks) == 0 {
-				return pf(fmt.Sprintf("Update File operation on %q contains no chunks.", op.path), patchFailure{Code: "PARSE_ERROR", Path: op.path, Line: op.line})
-			}
-			for _, ch := range op.chunks {
-				if len(ch.oldLines) == 0 && len(ch.newLines) == 0 {
-					return pf(fmt.Sprintf("Update File operation on %q contains an empty chunk.", op.path), patchFailure{Code: "PARSE_ERROR", Path: op.path, Line: op.line})
-				}
-			}
-		}
-		t := &patchTarget{op: op, source: c.ResolvePath(op.path), dest: c.ResolvePath(op.path)}
-		if op.moveTo != "" {
-			t.dest = c.ResolvePath(op.moveTo)
-			if t.dest == t.source {
-				return pf("Move destination resolves to the source path: "+op.path, patchFailure{Code: "INVALID_INPUT", Path: op.path})
-			}
+		t, r := resolveTarget(c, op)
+		if r != nil {
+			return nil, r
 		}
 		for _, p := range []string{t.source, t.dest} {
 			if c.IsBlockedPath(p) && !contains(blocked, p) {
@@ -444,14 +517,42 @@ func applyPatch(ctx context.Context, c *tool.Context, in struct {
 		targets[i] = t
 	}
 	if len(blocked) > 0 {
-		return pf("Cannot apply patch to system directories: "+strings.Join(blocked, ", "), patchFailure{Code: "BLOCKED_PATH", Message: strings.Join(blocked, ", ")})
+		return nil, refuse("Cannot apply patch to system directories: "+strings.Join(blocked, ", "), patchFailure{Code: "BLOCKED_PATH", Message: strings.Join(blocked, ", ")})
 	}
-	// Every ask before anything is read or written.
+	return targets, nil
+}
+
+// resolveTarget checks that an update has chunks with something in them, and that a move
+// goes somewhere else, then resolves its paths.
+func resolveTarget(c *tool.Context, op *patchOp) (*patchTarget, *patchRefusal) {
+	if op.kind == "update" {
+		if len(op.chunks) == 0 {
+			return nil, refuse(fmt.Sprintf("Update File operation on %q contains no chunks.", op.path), patchFailure{Code: "PARSE_ERROR", Path: op.path, Line: op.line})
+		}
+		for _, ch := range op.chunks {
+			if len(ch.oldLines) == 0 && len(ch.newLines) == 0 {
+				return nil, refuse(fmt.Sprintf("Update File operation on %q contains an empty chunk.", op.path), patchFailure{Code: "PARSE_ERROR", Path: op.path, Line: op.line})
+			}
+		}
+	}
+	t := &patchTarget{op: op, source: c.ResolvePath(op.path), dest: c.ResolvePath(op.path)}
+	if op.moveTo != "" {
+		t.dest = c.ResolvePath(op.moveTo)
+		if t.dest == t.source {
+			return nil, refuse("Move destination resolves to the source path: "+op.path, patchFailure{Code: "INVALID_INPUT", Path: op.path})
+		}
+	}
+	return t, nil
+}
+
+// approvePatch asks for every path written, then once more for all the files the patch
+// deletes or moves away, since a removal is harder to undo than a write.
+func approvePatch(ctx context.Context, c *tool.Context, targets []*patchTarget) error {
 	var removes []string
 	for _, t := range targets {
 		for _, p := range []string{t.source, t.dest} {
 			if err := approveFile(ctx, c, p, "write"); err != nil {
-				return rejection(err)
+				return err
 			}
 			if t.source == t.dest {
 				break
@@ -461,108 +562,135 @@ func applyPatch(ctx context.Context, c *tool.Context, in struct {
 			removes = append(removes, t.source)
 		}
 	}
-	if len(removes) > 0 {
-		patterns := make([]string, len(removes))
-		for i, p := range removes {
-			patterns[i] = "file:" + p
+	if len(removes) == 0 {
+		return nil
+	}
+	patterns := make([]string, len(removes))
+	for i, p := range removes {
+		patterns[i] = "file:" + p
+	}
+	return askYes(ctx, c, tool.Ask{Type: tool.AskPermission, Risk: "medium", Resource: "file", Paths: removes, Patterns: patterns,
+		Duration: tool.DurationSession, Question: "Applying a patch that deletes or moves files requires approval: " + strings.Join(removes, ", ")})
+}
+
+// computeTarget reads what a target holds and computes what it will hold, writing nothing.
+func computeTarget(ctx context.Context, c *tool.Context, t *patchTarget) *patchRefusal {
+	if t.op.kind == "add" {
+		if there, _ := c.FS.Exists(ctx, t.dest); there {
+			return refuse("Cannot create file that already exists: "+t.op.path, patchFailure{Code: "DEST_EXISTS", Path: t.op.path})
 		}
-		if err := askYes(ctx, c, tool.Ask{Type: tool.AskPermission, Risk: "medium", Resource: "file", Paths: removes, Patterns: patterns,
-			Duration: tool.DurationSession, Question: "Applying a patch that deletes or moves files requires approval: " + strings.Join(removes, ", ")}); err != nil {
-			return rejection(err)
+		if len(t.op.addLines) > 0 {
+			t.result = strings.Join(t.op.addLines, "\n") + "\n"
+		}
+		return nil
+	}
+	st, err := c.FS.Stat(ctx, t.source)
+	if err != nil {
+		return refuse("File not found: "+t.op.path, patchFailure{Code: "FILE_NOT_FOUND", Path: t.op.path})
+	}
+	if st.IsDirectory {
+		return refuse(fmt.Sprintf("Cannot %s a directory: %s", t.op.kind, t.op.path), patchFailure{Code: "INVALID_INPUT", Path: t.op.path})
+	}
+	data, err := c.FS.ReadFile(ctx, t.source)
+	if err != nil {
+		return refuse(fmt.Sprintf("Cannot read %s: %v", t.op.path, err), patchFailure{Code: "FILE_NOT_FOUND", Path: t.op.path})
+	}
+	t.original, t.existedAtStart = string(data), true
+	if t.op.kind == "delete" {
+		return nil
+	}
+	if t.op.moveTo != "" {
+		if there, _ := c.FS.Exists(ctx, t.dest); there {
+			return refuse("Cannot move to a file that already exists: "+t.op.moveTo, patchFailure{Code: "DEST_EXISTS", Path: t.op.moveTo})
 		}
 	}
-	// Compute every file's new content.
-	for _, t := range targets {
-		switch t.op.kind {
-		case "add":
-			if there, _ := c.FS.Exists(ctx, t.dest); there {
-				return pf("Cannot create file that already exists: "+t.op.path, patchFailure{Code: "DEST_EXISTS", Path: t.op.path})
-			}
-			if len(t.op.addLines) > 0 {
-				t.result = strings.Join(t.op.addLines, "\n") + "\n"
-			}
-			continue
+	out, reps, f := computeUpdate(t.op, t.original)
+	if f != nil {
+		return chunkRefusal(t.op.path, f)
+	}
+	t.result, t.reps = out, reps
+	return nil
+}
+
+// chunkRefusal says which chunk of path failed and what to do about it.
+func chunkRefusal(path string, f *patchFailure) *patchRefusal {
+	f.Path = path
+	var msg string
+	switch f.Code {
+	case "AMBIGUOUS_INSERTION":
+		msg = fmt.Sprintf("Ambiguous pure insertion in chunk %d of %s. Add a context anchor or *** End of File.", *f.ChunkIndex, path)
+	case "AMBIGUOUS_MATCH":
+		msg = fmt.Sprintf("Found multiple matches for chunk %d of %s.", *f.ChunkIndex, path)
+	default:
+		msg = fmt.Sprintf("No match for chunk %d of %s. Re-read the file before retrying.", *f.ChunkIndex, path)
+	}
+	return refuse(msg, *f)
+}
+
+// patchJournal is what each path held before the patch touched it, newest last, so a
+// failed write can be undone in reverse.
+type patchJournal struct {
+	entries []patchJournalEntry
+}
+
+type patchJournalEntry struct {
+	path    string
+	had     bool
+	content string
+}
+
+func (j *patchJournal) record(path string, had bool, content string) {
+	j.entries = append(j.entries, patchJournalEntry{path, had, content})
+}
+
+// rollback puts back every recorded path, newest first: a path that held something gets
+// its content again, a new one is removed. It returns what could not be put back.
+func (j *patchJournal) rollback(ctx context.Context, c *tool.Context) []string {
+	var errs []string
+	for i := len(j.entries) - 1; i >= 0; i-- {
+		d := j.entries[i]
+		var err error
+		if d.had {
+			err = c.FS.WriteFile(ctx, d.path, []byte(d.content))
+		} else {
+			err = c.FS.Remove(ctx, d.path, false)
 		}
-		st, err := c.FS.Stat(ctx, t.source)
 		if err != nil {
-			return pf("File not found: "+t.op.path, patchFailure{Code: "FILE_NOT_FOUND", Path: t.op.path})
+			errs = append(errs, fmt.Sprintf("Rollback failed for %s: %v", d.path, err))
 		}
-		if st.IsDirectory {
-			return pf(fmt.Sprintf("Cannot %s a directory: %s", t.op.kind, t.op.path), patchFailure{Code: "INVALID_INPUT", Path: t.op.path})
-		}
-		data, err := c.FS.ReadFile(ctx, t.source)
-		if err != nil {
-			return pf(fmt.Sprintf("Cannot read %s: %v", t.op.path, err), patchFailure{Code: "FILE_NOT_FOUND", Path: t.op.path})
-		}
-		t.original, t.existedAtStart = string(data), true
-		if t.op.kind == "delete" {
-			continue
-		}
-		if t.op.moveTo != "" {
-			if there, _ := c.FS.Exists(ctx, t.dest); there {
-				return pf("Cannot move to a file that already exists: "+t.op.moveTo, patchFailure{Code: "DEST_EXISTS", Path: t.op.moveTo})
-			}
-		}
-		out, reps, f := computeUpdate(t.op, t.original)
-		if f != nil {
-			f.Path = t.op.path
-			var msg string
-			switch f.Code {
-			case "AMBIGUOUS_INSERTION":
-				msg = fmt.Sprintf("Ambiguous pure insertion in chunk %d of %s. Add a context anchor or *** End of File.", *f.ChunkIndex, t.op.path)
-			case "AMBIGUOUS_MATCH":
-				msg = fmt.Sprintf("Found multiple matches for chunk %d of %s.", *f.ChunkIndex, t.op.path)
-			default:
-				msg = fmt.Sprintf("No match for chunk %d of %s. Re-read the file before retrying.", *f.ChunkIndex, t.op.path)
-			}
-			return pf(msg, *f)
-		}
-		t.result, t.reps = out, reps
 	}
-	// Write, then remove; on a failure, put back what was there.
-	type done struct {
-		path    string
-		had     bool
-		content string
-	}
-	var applied []done
-	rollback := func() []string {
-		var errs []string
-		for i := len(applied) - 1; i >= 0; i-- {
-			d := applied[i]
-			var err error
-			if d.had {
-				err = c.FS.WriteFile(ctx, d.path, []byte(d.content))
-			} else {
-				err = c.FS.Remove(ctx, d.path, false)
-			}
-			if err != nil {
-				errs = append(errs, fmt.Sprintf("Rollback failed for %s: %v", d.path, err))
-			}
-		}
-		return errs
-	}
+	return errs
+}
+
+// writeTargets writes every new content, then removes deleted and moved-away files; on a
+// failure it puts back what was there.
+func writeTargets(ctx context.Context, c *tool.Context, targets []*patchTarget) *patchRefusal {
+	var j patchJournal
 	for _, t := range targets {
 		if t.op.kind == "delete" {
 			continue
 		}
 		had := t.op.kind == "update" && t.op.moveTo == ""
 		if err := c.FS.WriteFile(ctx, t.dest, []byte(t.result)); err != nil {
-			return pf(fmt.Sprintf("Failed to write %s: %v", t.dest, err), patchFailure{Code: "APPLY_ERROR", Path: t.dest, Message: err.Error(), RollbackErrors: rollback()})
+			return refuse(fmt.Sprintf("Failed to write %s: %v", t.dest, err), patchFailure{Code: "APPLY_ERROR", Path: t.dest, Message: err.Error(), RollbackErrors: j.rollback(ctx, c)})
 		}
-		applied = append(applied, done{t.dest, had, t.original})
+		j.record(t.dest, had, t.original)
 	}
 	for _, t := range targets {
 		if t.op.kind != "delete" && t.op.moveTo == "" {
 			continue
 		}
 		if err := c.FS.Remove(ctx, t.source, false); err != nil {
-			return pf(fmt.Sprintf("Failed to remove %s: %v", t.source, err), patchFailure{Code: "APPLY_ERROR", Path: t.source, Message: err.Error(), RollbackErrors: rollback()})
+			return refuse(fmt.Sprintf("Failed to remove %s: %v", t.source, err), patchFailure{Code: "APPLY_ERROR", Path: t.source, Message: err.Error(), RollbackErrors: j.rollback(ctx, c)})
 		}
 		// A removed file is put back by writing its content again.
-		applied = append(applied, done{t.source, true, t.original})
+		j.record(t.source, true, t.original)
 	}
+	return nil
+}
 
+// summarizePatch lists what the patch did to each file, how each chunk matched, and the diffs.
+func summarizePatch(targets []*patchTarget) patchResult {
 	res := patchResult{Added: []string{}, Modified: []string{}, Deleted: []string{}, Moved: []patchMoved{}, MatchModes: []patchMode{}, Diffs: []patchFileDif{}}
 	for _, t := range targets {
 		switch {
@@ -584,7 +712,7 @@ func applyPatch(ctx context.Context, c *tool.Context, in struct {
 			res.Diffs = append(res.Diffs, patchFileDif{Path: t.dest, Hunks: d.Hunks, Additions: d.Additions, Deletions: d.Deletions})
 		}
 	}
-	return ok(res, patchViz(targets, len(res.Added)+len(res.Modified)+len(res.Deleted)+len(res.Moved)))
+	return res
 }
 
 // patchVizLines is how many diff lines (context included) apply-patch draws in all; a patch

@@ -85,3 +85,57 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestApplyPatchRefusals covers the checks made before anything is written: each names
+// what was wrong, in the message and in the structured failure, and changes nothing.
+func TestApplyPatchRefusals(t *testing.T) {
+	e := newEnv(t)
+	e.write(map[string]string{"a.txt": "a\n", "dir/keep": "k\n"})
+	e.asker.byType["permission"] = "true" // a move asks before its destination is checked
+	for _, c := range []struct{ patch, code, msg string }{
+		{"", "INVALID_INPUT", "Patch must be a non-empty string."},
+		{"*** Begin Patch\n*** End Patch", "INVALID_INPUT", "Patch contains no file operations."},
+		{"*** Begin Patch\n*** Bogus\n*** End Patch", "PARSE_ERROR", "Parse error at line 2: Unknown patch marker: *** Bogus"},
+		{"*** Begin Patch\n", "PARSE_ERROR", "Parse error: Patch must end with *** End Patch."},
+		{"*** Begin Patch\n*** Update File: a.txt\n*** End Patch", "PARSE_ERROR", `Update File operation on "a.txt" contains no chunks.`},
+		{"*** Begin Patch\n*** Update File: a.txt\n@@\n*** End Patch", "PARSE_ERROR", `Update File operation on "a.txt" contains an empty chunk.`},
+		{"*** Begin Patch\n*** Update File: a.txt\n*** Move to: ./a.txt\n@@\n-a\n+b\n*** End Patch", "INVALID_INPUT", "Move destination resolves to the source path: a.txt"},
+		{"*** Begin Patch\n*** Update File: missing.txt\n@@\n-a\n+b\n*** End Patch", "FILE_NOT_FOUND", "File not found: missing.txt"},
+		{"*** Begin Patch\n*** Update File: dir\n@@\n-a\n+b\n*** End Patch", "INVALID_INPUT", "Cannot update a directory: dir"},
+		{"*** Begin Patch\n*** Update File: a.txt\n*** Move to: dir/keep\n@@\n-a\n+b\n*** End Patch", "DEST_EXISTS", "Cannot move to a file that already exists: dir/keep"},
+	} {
+		out := e.call("apply-patch", mustJSON(t, map[string]string{"patch": c.patch}))
+		var f struct{ Code string }
+		_ = json.Unmarshal(out.Result.Result, &f)
+		if out.Result.Success || out.Result.Error != c.msg || f.Code != c.code {
+			t.Errorf("%q: success=%v error %q code %q, want %q %q", c.patch, out.Result.Success, out.Result.Error, f.Code, c.msg, c.code)
+		}
+	}
+	if e.read("a.txt") != "a\n" || e.read("dir/keep") != "k\n" {
+		t.Fatal("a refused patch changed a file")
+	}
+}
+
+// TestApplyPatchRollback makes the last write fail (its folder is a file) and checks that
+// the writes before it are undone: an updated file gets its content back, a new one goes.
+func TestApplyPatchRollback(t *testing.T) {
+	e := newEnv(t)
+	e.write(map[string]string{"a.txt": "a\n", "plain": "not a folder\n"})
+	patch := "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+b\n*** Add File: new.txt\n+n\n*** Add File: plain/x.txt\n+x\n*** End Patch"
+	out := e.call("apply-patch", mustJSON(t, map[string]string{"patch": patch}))
+	var f struct {
+		Code           string
+		Path           string
+		RollbackErrors []string
+	}
+	_ = json.Unmarshal(out.Result.Result, &f)
+	if out.Result.Success || f.Code != "APPLY_ERROR" || f.Path != filepath.Join(e.ws, "plain/x.txt") || len(f.RollbackErrors) != 0 {
+		t.Fatalf("failed write: %+v %s", out.Result, out.Result.Result)
+	}
+	if e.read("a.txt") != "a\n" {
+		t.Fatalf("a.txt not rolled back: %q", e.read("a.txt"))
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "new.txt")); !os.IsNotExist(err) {
+		t.Fatalf("new.txt not removed by the rollback: %v", err)
+	}
+}

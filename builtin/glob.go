@@ -77,26 +77,46 @@ func glob(ctx context.Context, c *tool.Context, in globIn) tool.Result {
 		}
 		return ok(globOut{Files: files}, none("Glob: %q (%d file%s)", in.Pattern, len(files), plural(len(files))))
 	}
-	type hit struct {
-		rel string
-		mod time.Time
+	hits, err := globWalk(ctx, c, root, pattern, in.Ignore)
+	if err != nil {
+		return failf("glob %s: %v", root, err)
 	}
-	var hits []hit
+	globModTimes(ctx, c, root, hits)
+	out := globNewestFirst(hits)
+	msg := fmt.Sprintf("Glob: %q (%d files)", in.Pattern, len(hits))
+	if out.Truncated {
+		msg = fmt.Sprintf("Glob: %q (%d files shown, %d more: narrow the pattern or the path)", in.Pattern, len(out.Files), out.More)
+	}
+	return ok(out, none("%s", msg))
+}
+
+type globHit struct {
+	rel string
+	mod time.Time
+}
+
+// globWalk lists the files under root matching pattern and no ignore pattern, walking no
+// deeper than the pattern can reach.
+func globWalk(ctx context.Context, c *tool.Context, root, pattern string, ignore []string) ([]globHit, error) {
+	var hits []globHit
 	w := &walker{c: c, root: root, maxDepth: patternDepth(pattern), gitignore: true}
-	if err := w.walk(ctx, func(rel string) {
+	err := w.walk(ctx, func(rel string) {
 		if !doublestar.MatchUnvalidated(pattern, rel) {
 			return
 		}
-		for _, ig := range in.Ignore {
+		for _, ig := range ignore {
 			if doublestar.MatchUnvalidated(ig, rel) || doublestar.MatchUnvalidated(ig, filepath.Base(rel)) {
 				return
 			}
 		}
-		hits = append(hits, hit{rel: rel})
-	}); err != nil {
-		return failf("glob %s: %v", root, err)
-	}
-	// Modification times, through ctx.FS, a few at a time.
+		hits = append(hits, globHit{rel: rel})
+	})
+	return hits, err
+}
+
+// globModTimes fills in each hit's modification time through ctx.FS, a few at a time; a
+// file that cannot be stat'ed keeps the zero time and sorts last.
+func globModTimes(ctx context.Context, c *tool.Context, root string, hits []globHit) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for i := range hits {
@@ -111,6 +131,11 @@ func glob(ctx context.Context, c *tool.Context, in globIn) tool.Result {
 		}()
 	}
 	wg.Wait()
+}
+
+// globNewestFirst sorts the hits newest first (by name among equals) and keeps the first
+// globMaxFiles, counting the rest.
+func globNewestFirst(hits []globHit) globOut {
 	sort.SliceStable(hits, func(i, j int) bool {
 		if !hits[i].mod.Equal(hits[j].mod) {
 			return hits[i].mod.After(hits[j].mod)
@@ -125,11 +150,7 @@ func glob(ctx context.Context, c *tool.Context, in globIn) tool.Result {
 		}
 		out.Files = append(out.Files, h.rel)
 	}
-	msg := fmt.Sprintf("Glob: %q (%d files)", in.Pattern, len(hits))
-	if out.Truncated {
-		msg = fmt.Sprintf("Glob: %q (%d files shown, %d more: narrow the pattern or the path)", in.Pattern, len(out.Files), out.More)
-	}
-	return ok(out, none("%s", msg))
+	return out
 }
 
 func plural(n int) string {

@@ -75,32 +75,12 @@ func grep(ctx context.Context, c *tool.Context, in grepIn) tool.Result {
 		target = c.Workspace
 	}
 	root := c.ResolvePath(target)
-	if c.IsBlockedPath(root) {
-		return failf("Searching in system directories is not allowed: %s", target)
+	if refused := approveGrepRoot(ctx, c, root, target); refused != nil {
+		return *refused
 	}
-	if err := approveTree(ctx, c, root, "Searching in files outside the workspace requires approval."); err != nil {
-		return rejection(err)
-	}
-	if c.IsSensitivePath(root) {
-		a := tool.CreateFilePermissionAsk(tool.FilePermission{Path: root, Operation: "read", Risk: "medium", IsSensitiveFile: true,
-			Reason: "Searching in sensitive directories requires approval."})
-		if err := askYes(ctx, c, a); err != nil {
-			return rejection(err)
-		}
-	}
-	re, err := regexp.Compile(in.Pattern)
+	re, whole, err := compileGrep(in)
 	if err != nil {
-		return failf("Invalid regex pattern: %v", err)
-	}
-	// The whole-file test that lets most files be passed over in one pass: the pattern with
-	// ^ and $ at every line boundary, which matches wherever one of its lines does. \A and
-	// \z mean a line's ends per line but the file's ends here, so they go without it.
-	var whole *regexp.Regexp
-	if !strings.Contains(in.Pattern, `\A`) && !strings.Contains(in.Pattern, `\z`) {
-		whole, _ = regexp.Compile("(?m)" + in.Pattern)
-	}
-	if in.Include != "" && !doublestar.ValidatePattern(in.Include) {
-		return failf("Invalid include pattern: %q", in.Include)
+		return failf("%s", err)
 	}
 	st, err := c.FS.Stat(ctx, root)
 	if err != nil {
@@ -109,75 +89,150 @@ func grep(ctx context.Context, c *tool.Context, in grepIn) tool.Result {
 		}
 		return failf("%v", err)
 	}
-	// Files are searched while the walk goes on, in parallel, each through ctx.FS; results
-	// are put back in walk order so the answer does not depend on scheduling.
-	type found struct {
-		matches []grepMatch
-		count   int
-	}
-	var (
-		results []found // by walk index
-		mu      sync.Mutex
-		wg      sync.WaitGroup
-	)
-	type job struct {
-		i         int
-		full, rel string
-	}
-	next := make(chan job, 64)
-	for range max(2, runtime.GOMAXPROCS(0)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range next {
-				m, n := grepFile(ctx, c, j.full, j.rel, re, whole)
-				if n == 0 {
-					continue
-				}
-				mu.Lock()
-				results[j.i] = found{m, n}
-				mu.Unlock()
-			}
-		}()
-	}
-	send := func(full, rel string) {
-		mu.Lock()
-		i := len(results)
-		results = append(results, found{})
-		mu.Unlock()
-		select {
-		case next <- job{i, full, rel}:
-		case <-ctx.Done():
-		}
-	}
+	pool := startGrepPool(ctx, c, re, whole)
 	var walkErr error
 	if st.IsDirectory {
-		w := &walker{c: c, root: root, maxDepth: -1, gitignore: true}
-		walkErr = w.walk(ctx, func(rel string) {
-			if grepBinaryExts[strings.ToLower(filepath.Ext(rel))] {
-				return
-			}
-			if in.Include != "" && !doublestar.MatchUnvalidated(in.Include, rel) && !doublestar.MatchUnvalidated(in.Include, filepath.Base(rel)) {
-				return
-			}
-			for _, ig := range in.Ignore {
-				if doublestar.MatchUnvalidated(ig, rel) || doublestar.MatchUnvalidated(ig, filepath.Base(rel)) {
-					return
-				}
-			}
-			send(filepath.Join(root, filepath.FromSlash(rel)), rel)
-		})
+		walkErr = walkGrepFiles(ctx, c, root, in, pool.send)
 	} else {
-		send(root, filepath.Base(root))
+		pool.send(ctx, root, filepath.Base(root))
 	}
-	close(next)
-	wg.Wait()
+	results := pool.wait()
 	if walkErr != nil {
 		return failf("grep %s: %v", root, walkErr)
 	}
 	if err := ctx.Err(); err != nil {
 		return failf("grep %s: %v", root, err)
 	}
+	out := collectGrep(results)
+	msg := fmt.Sprintf("Grep: %q (%d matches)", in.Pattern, len(out.Matches))
+	if out.Truncated {
+		msg = fmt.Sprintf("Grep: %q (%d matches shown, %d more: narrow the pattern, path or include)", in.Pattern, len(out.Matches), out.More)
+	}
+	return ok(out, none("%s", msg))
+}
+
+// approveGrepRoot refuses a system folder and asks for one outside the workspace or one
+// that looks like it holds secrets; nil means the search may go on.
+func approveGrepRoot(ctx context.Context, c *tool.Context, root, target string) *tool.Result {
+	if c.IsBlockedPath(root) {
+		r := failf("Searching in system directories is not allowed: %s", target)
+		return &r
+	}
+	if err := approveTree(ctx, c, root, "Searching in files outside the workspace requires approval."); err != nil {
+		r := rejection(err)
+		return &r
+	}
+	if c.IsSensitivePath(root) {
+		a := tool.CreateFilePermissionAsk(tool.FilePermission{Path: root, Operation: "read", Risk: "medium", IsSensitiveFile: true,
+			Reason: "Searching in sensitive directories requires approval."})
+		if err := askYes(ctx, c, a); err != nil {
+			r := rejection(err)
+			return &r
+		}
+	}
+	return nil
+}
+
+// compileGrep compiles the pattern per line and, where it can, per file, and checks the
+// include pattern; the error is the message a model reads.
+func compileGrep(in grepIn) (re, whole *regexp.Regexp, err error) {
+	re, err = regexp.Compile(in.Pattern)
+	if err != nil {
+		return nil, nil, fmt.Errorf("Invalid regex pattern: %v", err)
+	}
+	// The whole-file test that lets most files be passed over in one pass: the pattern with
+	// ^ and $ at every line boundary, which matches wherever one of its lines does. \A and
+	// \z mean a line's ends per line but the file's ends here, so they go without it.
+	if !strings.Contains(in.Pattern, `\A`) && !strings.Contains(in.Pattern, `\z`) {
+		whole, _ = regexp.Compile("(?m)" + in.Pattern)
+	}
+	if in.Include != "" && !doublestar.ValidatePattern(in.Include) {
+		return nil, nil, fmt.Errorf("Invalid include pattern: %q", in.Include)
+	}
+	return re, whole, nil
+}
+
+// walkGrepFiles sends every file under root that grep reads: not ignored by .gitignore,
+// not binary by its extension, matching include and no ignore pattern.
+func walkGrepFiles(ctx context.Context, c *tool.Context, root string, in grepIn, send func(ctx context.Context, full, rel string)) error {
+	w := &walker{c: c, root: root, maxDepth: -1, gitignore: true}
+	return w.walk(ctx, func(rel string) {
+		if grepBinaryExts[strings.ToLower(filepath.Ext(rel))] {
+			return
+		}
+		if in.Include != "" && !doublestar.MatchUnvalidated(in.Include, rel) && !doublestar.MatchUnvalidated(in.Include, filepath.Base(rel)) {
+			return
+		}
+		for _, ig := range in.Ignore {
+			if doublestar.MatchUnvalidated(ig, rel) || doublestar.MatchUnvalidated(ig, filepath.Base(rel)) {
+				return
+			}
+		}
+		send(ctx, filepath.Join(root, filepath.FromSlash(rel)), rel)
+	})
+}
+
+// grepPool searches files while the walk goes on, in parallel, each through ctx.FS;
+// results are kept by walk index so the answer does not depend on scheduling.
+type grepPool struct {
+	mu      sync.Mutex
+	results []grepFound // by walk index
+	next    chan grepJob
+	wg      sync.WaitGroup
+}
+
+type grepFound struct {
+	matches []grepMatch
+	count   int
+}
+
+type grepJob struct {
+	i         int
+	full, rel string
+}
+
+// startGrepPool starts the searchers; they stop when wait closes the queue.
+func startGrepPool(ctx context.Context, c *tool.Context, re, whole *regexp.Regexp) *grepPool {
+	p := &grepPool{next: make(chan grepJob, 64)}
+	for range max(2, runtime.GOMAXPROCS(0)) {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			for j := range p.next {
+				m, n := grepFile(ctx, c, j.full, j.rel, re, whole)
+				if n == 0 {
+					continue
+				}
+				p.mu.Lock()
+				p.results[j.i] = grepFound{m, n}
+				p.mu.Unlock()
+			}
+		}()
+	}
+	return p
+}
+
+// send queues a file in walk order; a cancelled call drops it.
+func (p *grepPool) send(ctx context.Context, full, rel string) {
+	p.mu.Lock()
+	i := len(p.results)
+	p.results = append(p.results, grepFound{})
+	p.mu.Unlock()
+	select {
+	case p.next <- grepJob{i, full, rel}:
+	case <-ctx.Done():
+	}
+}
+
+// wait closes the queue, waits for the searchers and returns the results in walk order.
+func (p *grepPool) wait() []grepFound {
+	close(p.next)
+	p.wg.Wait()
+	return p.results
+}
+
+// collectGrep keeps the first grepMaxMatches matches in walk order and counts the rest.
+func collectGrep(results []grepFound) grepOut {
 	out := grepOut{Matches: []grepMatch{}}
 	total := 0
 	for _, r := range results {
@@ -191,11 +246,7 @@ func grep(ctx context.Context, c *tool.Context, in grepIn) tool.Result {
 	if total > len(out.Matches) {
 		out.Truncated, out.More = true, total-len(out.Matches)
 	}
-	msg := fmt.Sprintf("Grep: %q (%d matches)", in.Pattern, len(out.Matches))
-	if out.Truncated {
-		msg = fmt.Sprintf("Grep: %q (%d matches shown, %d more: narrow the pattern, path or include)", in.Pattern, len(out.Matches), out.More)
-	}
-	return ok(out, none("%s", msg))
+	return out
 }
 
 // grepFile returns a file's matching lines (at most grepMaxMatches) and how many lines

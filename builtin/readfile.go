@@ -103,21 +103,52 @@ func readFile(ctx context.Context, c *tool.Context, in readFileIn) tool.Result {
 		}
 		return failf("Cannot read binary file: %s (%s, %d bytes)", resolved, what, len(data))
 	}
+	return withViz(readText(data, offset, limit), none("Read: %s", resolved))
+}
+
+// readText is a text file's result: its lines from offset, numbered, at most limit of them
+// and readMaxBytes in all, with a note on where it stopped and the revision edits take.
+func readText(data []byte, offset, limit int) tool.Result {
 	sum := sha256.Sum256(data)
-	// Lines as a person counts them: a final newline ends the last line, it does not start
-	// another (issue 24: a 10-line file was "total 11 lines", its line 11 empty).
-	total := bytes.Count(data, []byte{'\n'})
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		total++
-	}
+	total := countLines(data)
 	start := offset - 1
 	// The fields of readFileOut, written by tool.Object: the numbered lines are escaped
 	// straight into the result (faster than json.Marshal, and never held as a text of their
 	// own), which the host trusts without a second pass.
 	res := tool.NewObject(min(len(data), readMaxBytes) + min(len(data), readMaxBytes)/8 + 8*min(total, limit) + 240).
 		OpenString("content")
+	returned := appendNumberedLines(res, skipLines(data, start), start, limit)
+	last := start + returned
+	truncated := last < total
+	var note []byte
+	if truncated {
+		note = fmt.Appendf(nil, "\n\n(Showing lines %d-%d of %d. Use offset=%d to continue.)", offset, last, total, last+1)
+	} else {
+		note = fmt.Appendf(nil, "\n\n(End of file - total %d lines)", total)
+	}
+	var rev [7 + 2*sha256.Size]byte
+	copy(rev[:], "sha256:")
+	hex.Encode(rev[7:], sum[:])
+	return res.AppendBytes(note).CloseString().
+		String("revision", string(rev[:])).
+		Int("totalLines", total).Int("offset", offset).Int("linesReturned", returned).Bool("truncated", truncated).
+		Success()
+}
+
+// countLines counts lines as a person does: a final newline ends the last line, it does not
+// start another (issue 24: a 10-line file was "total 11 lines", its line 11 empty).
+func countLines(data []byte) int {
+	total := bytes.Count(data, []byte{'\n'})
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		total++
+	}
+	return total
+}
+
+// appendNumberedLines writes "N: line" for each line of rest, numbered after start, until
+// limit lines or readMaxBytes; it returns how many it wrote.
+func appendNumberedLines(res *tool.Object, rest []byte, start, limit int) int {
 	used, returned := 0, 0
-	rest := skipLines(data, start)
 	lineNo := start
 	var num [24]byte
 	for len(rest) > 0 && returned < limit {
@@ -143,22 +174,7 @@ func readFile(ctx context.Context, c *tool.Context, in readFileIn) tool.Result {
 		used += size
 		returned++
 	}
-	last := start + returned
-	truncated := last < total
-	var note []byte
-	if truncated {
-		note = fmt.Appendf(num[:0], "\n\n(Showing lines %d-%d of %d. Use offset=%d to continue.)", offset, last, total, last+1)
-	} else {
-		note = fmt.Appendf(num[:0], "\n\n(End of file - total %d lines)", total)
-	}
-	var rev [7 + 2*sha256.Size]byte
-	copy(rev[:], "sha256:")
-	hex.Encode(rev[7:], sum[:])
-	result := res.AppendBytes(note).CloseString().
-		String("revision", string(rev[:])).
-		Int("totalLines", total).Int("offset", offset).Int("linesReturned", returned).Bool("truncated", truncated).
-		Success()
-	return withViz(result, none("Read: %s", resolved))
+	return returned
 }
 
 // window is the lines a read asks for: from offset (1 by default), at most limit.

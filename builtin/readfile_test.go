@@ -135,3 +135,28 @@ func TestReadFileModelText(t *testing.T) {
 		t.Fatalf("model text:\n%s\nwant:\n%s", out.ModelText, want)
 	}
 }
+
+// A link in the workspace to a system file is refused by the file system even though the
+// path asked for is not in a system folder; and a read stops at the byte cap before the
+// line limit, saying where to go on.
+func TestReadFileLinkToSystemAndByteCap(t *testing.T) {
+	e := newEnv(t)
+	if err := os.Symlink("/etc/hostname", filepath.Join(e.ws, "host.txt")); err != nil {
+		t.Fatal(err)
+	}
+	out := e.call("read-file", `{"path":"host.txt"}`)
+	if out.Result.Success || out.Result.Error != "Reading from system directories is not allowed: host.txt" {
+		t.Fatalf("link to /etc: %+v", out.Result)
+	}
+	e.write(map[string]string{"wide.txt": strings.Repeat(strings.Repeat("w", 1000)+"\n", 100)})
+	out = e.call("read-file", `{"path":"wide.txt"}`)
+	var r struct {
+		LinesReturned int
+		Truncated     bool
+		Content       string
+	}
+	decode(t, out.Result.Result, &r)
+	if !r.Truncated || r.LinesReturned != 50 || !strings.HasSuffix(r.Content, "(Showing lines 1-50 of 100. Use offset=51 to continue.)") {
+		t.Fatalf("byte cap: %d lines, truncated %v, ends %q", r.LinesReturned, r.Truncated, r.Content[max(0, len(r.Content)-80):])
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jean2/jean2/tool"
 )
 
 // tree is a small project: sources, a .gitignore at the root and one below it, skipped
@@ -156,5 +158,34 @@ func TestSearchOutsideAfterGrant(t *testing.T) {
 	}
 	if len(e.asker.asked) < 2 || e.asker.asked[1].Paths[0] != other {
 		t.Fatalf("asks: %+v", e.asker.asked)
+	}
+}
+
+// TestSearchRefusals covers what glob and grep refuse before walking (a system folder, a
+// bad include or ignore pattern, a sensitive folder nobody approved), that grep's path
+// defaults to the workspace, and that a long matching line is cut.
+func TestSearchRefusals(t *testing.T) {
+	e := newEnv(t)
+	tree(e)
+	e.write(map[string]string{"secrets/config": "Host x\n", "long.txt": "needle " + strings.Repeat("x", 3000) + "\n"})
+	for _, c := range []struct{ tool, args, want string }{
+		{"grep", `{"pattern":"x","path":"/proc"}`, "Searching in system directories is not allowed: /proc"},
+		{"grep", `{"pattern":"x","path":".","include":"[a-"}`, `Invalid include pattern: "[a-"`},
+		{"grep", `{"pattern":"Host","path":"secrets"}`, tool.UserRejection},
+		{"glob", `{"pattern":"*","path":"/proc"}`, "Globbing system directories is not allowed: /proc"},
+		{"glob", `{"pattern":"*","ignore":["[a-"]}`, `Invalid ignore pattern: "[a-"`},
+	} {
+		out := e.call(c.tool, c.args)
+		if out.Result.Success || !strings.Contains(out.Result.Error, c.want) {
+			t.Errorf("%s %s: %+v, want an error with %q", c.tool, c.args, out.Result, c.want)
+		}
+	}
+	out := e.call("grep", `{"pattern":"^needle","path":""}`)
+	var r struct {
+		Matches []struct{ File, Content string }
+	}
+	decode(t, out.Result.Result, &r)
+	if len(r.Matches) != 1 || r.Matches[0].File != "long.txt" || len(r.Matches[0].Content) >= 3000 || !strings.HasPrefix(r.Matches[0].Content, "needle x") {
+		t.Fatalf("default path, long line: %+v", r.Matches)
 	}
 }

@@ -211,15 +211,9 @@ func (t *shellTool) Execute(ctx context.Context, c *tool.Context, args json.RawM
 	if command == "" {
 		return tool.Errorf("EMPTY_COMMAND: shell tool requires a non-empty command")
 	}
-	cwd := c.Workspace
-	if in.Cwd != "" {
-		cwd = c.ResolvePath(in.Cwd)
-		if !c.IsWithinWorkspace(cwd) && !policy.Within(policy.Real(cwd), policy.Real(c.TempDir)) {
-			return tool.Errorf("cwd %s lies outside the workspace: commands run in the workspace, its allowed paths or the session's folder", cwd)
-		}
-		if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
-			return tool.Errorf("cwd %s is not a folder", cwd)
-		}
+	cwd, err := shellCwd(c, in.Cwd)
+	if err != nil {
+		return tool.Result{Error: err.Error()}
 	}
 	timeout := t.opts.Timeout
 	if in.Timeout > 0 {
@@ -231,37 +225,9 @@ func (t *shellTool) Execute(ctx context.Context, c *tool.Context, args json.RawM
 	}
 	prefix := shellCommandPrefix(command)
 
-	why, err := t.sb.unconfined()
+	network, writable, err := t.confine(ctx, c, command, prefix, in)
 	if err != nil {
 		return tool.Result{Error: err.Error()}
-	}
-	var network, writable []string
-	if why != "" {
-		// Not confined: the premise of running without asking is gone.
-		meta, _ := json.Marshal(map[string]any{"permissionKey": "shell:unconfined", "command": command, "commandPrefix": prefix})
-		ok, err := shellAskBool(ctx, c, tool.Ask{
-			Type:        tool.AskPermission,
-			Question:    fmt.Sprintf("Run `%s` without the sandbox?", command),
-			Description: fmt.Sprintf("Commands normally run confined (workspace only, no network), but %s: this one could read, write and reach whatever you can. A grant for the session covers every command that starts with `%s`.", why, prefix),
-			Risk:        "high",
-			Resource:    "shell",
-			Patterns:    []string{"shell-unconfined:" + prefix},
-			Duration:    tool.DurationSession,
-			Metadata:    meta,
-		})
-		if err != nil {
-			return tool.Errorf("ask to run `%s` unconfined: %v", command, err)
-		}
-		if !ok {
-			return tool.Errorf("%s: the person did not allow `%s` to run without the sandbox (%s)", tool.UserRejection, command, why)
-		}
-	} else {
-		if network, err = t.network(ctx, c, command, prefix, in.Network); err != nil {
-			return tool.Result{Error: err.Error()}
-		}
-		if writable, err = t.writable(ctx, c, command, in.Write); err != nil {
-			return tool.Result{Error: err.Error()}
-		}
 	}
 
 	if in.Background {
@@ -279,6 +245,59 @@ func (t *shellTool) Execute(ctx context.Context, c *tool.Context, args json.RawM
 		}
 	}
 	return t.result(c, command, run, refused, asks.allowed, timeout)
+}
+
+// shellCwd is where a command runs: the workspace, or a folder in it, in its allowed paths
+// or in the session's folder.
+func shellCwd(c *tool.Context, asked string) (string, error) {
+	if asked == "" {
+		return c.Workspace, nil
+	}
+	cwd := c.ResolvePath(asked)
+	if !c.IsWithinWorkspace(cwd) && !policy.Within(policy.Real(cwd), policy.Real(c.TempDir)) {
+		return "", fmt.Errorf("cwd %s lies outside the workspace: commands run in the workspace, its allowed paths or the session's folder", cwd)
+	}
+	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("cwd %s is not a folder", cwd)
+	}
+	return cwd, nil
+}
+
+// confine decides how a command runs. Confined, it gets the network hosts and writable
+// paths the call asked for and the person allowed; where the sandbox cannot confine it, the
+// premise of running without asking is gone, so the person is asked to run it unconfined.
+func (t *shellTool) confine(ctx context.Context, c *tool.Context, command, prefix string, in shellInput) (network, writable []string, err error) {
+	why, err := t.sb.unconfined()
+	if err != nil {
+		return nil, nil, err
+	}
+	if why == "" {
+		if network, err = t.network(ctx, c, command, prefix, in.Network); err != nil {
+			return nil, nil, err
+		}
+		if writable, err = t.writable(ctx, c, command, in.Write); err != nil {
+			return nil, nil, err
+		}
+		return network, writable, nil
+	}
+	meta, _ := json.Marshal(map[string]any{"permissionKey": "shell:unconfined", "command": command, "commandPrefix": prefix})
+	ok, err := shellAskBool(ctx, c, tool.Ask{
+		Type:        tool.AskPermission,
+		Question:    fmt.Sprintf("Run `%s` without the sandbox?", command),
+		Description: fmt.Sprintf("Commands normally run confined (workspace only, no network), but %s: this one could read, write and reach whatever you can. A grant for the session covers every command that starts with `%s`.", why, prefix),
+		Risk:        "high",
+		Resource:    "shell",
+		Patterns:    []string{"shell-unconfined:" + prefix},
+		Duration:    tool.DurationSession,
+		Metadata:    meta,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("ask to run `%s` unconfined: %v", command, err)
+	}
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: the person did not allow `%s` to run without the sandbox (%s)", tool.UserRejection, command, why)
+	}
+	return nil, nil, nil
 }
 
 // shellNetworkAsks asks the person about the targets the proxy would refuse a running
@@ -560,29 +579,11 @@ func (t *shellTool) run(ctx context.Context, c *tool.Context, bash, command, cwd
 	defer cf.closeNet()
 	r := &shellRun{stdout: newShellCapped(t.opts.MaxOutput, shellSpillCap), stderr: newShellCapped(t.opts.MaxOutput, shellSpillCap)}
 	prog := &shellProgressSink{c: c, left: shellProgressCap}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("shell: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, fmt.Errorf("shell: %w", err)
-	}
 	cmd := cf.cmd
-	cmd.Stdin = nil // /dev/null
-	cmd.Stdout, cmd.Stderr = outW, errW
-	shellOwnGroup(cmd)
-	if err := cmd.Start(); err != nil {
-		outR.Close()
-		outW.Close()
-		errR.Close()
-		errW.Close()
-		return nil, fmt.Errorf("shell: start %s: %w", cmd.Path, err)
+	outR, errR, err := shellStart(cmd)
+	if err != nil {
+		return nil, err
 	}
-	outW.Close()
-	errW.Close()
 	var readers sync.WaitGroup
 	copyStream := func(dst *shellCapped, src *os.File, stream string) {
 		defer readers.Done()
@@ -605,22 +606,56 @@ func (t *shellTool) run(ctx context.Context, c *tool.Context, bash, command, cwd
 	// Whatever bash left behind (a `cmd &`) ends with it; its pipes then close.
 	shellKillGroup(cmd)
 	cf.release()
+	shellDrain(&readers, outR, errR)
+	r.code = shellExitCode(cmd, werr)
+	r.refused = cf.refused.list()
+	return r, nil
+}
+
+// shellStart starts cmd with stdin from /dev/null and its own process group, its output
+// to two pipes whose read ends it returns; the write ends are closed here so the reads end
+// when the last process holding them does.
+func shellStart(cmd *exec.Cmd) (outR, errR *os.File, err error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("shell: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, nil, fmt.Errorf("shell: %w", err)
+	}
+	cmd.Stdin = nil // /dev/null
+	cmd.Stdout, cmd.Stderr = outW, errW
+	shellOwnGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		return nil, nil, fmt.Errorf("shell: start %s: %w", cmd.Path, err)
+	}
+	outW.Close()
+	errW.Close()
+	return outR, errR, nil
+}
+
+// shellDrain waits for the output readers, then closes the pipes. A process that escaped
+// both the group and a cgroup (no cgroup here) holds the pipes: after two seconds the
+// reading stops rather than wait for it.
+func shellDrain(readers *sync.WaitGroup, outR, errR *os.File) {
 	done := make(chan struct{})
 	go func() { readers.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(2 * time.Second):
-		// A process that escaped both the group and a cgroup (no cgroup here) holds the
-		// pipes: stop reading rather than wait for it.
 		outR.Close()
 		errR.Close()
 		<-done
 	}
 	outR.Close()
 	errR.Close()
-	r.code = shellExitCode(cmd, werr)
-	r.refused = cf.refused.list()
-	return r, nil
 }
 
 // shellWatch waits for the command to exit (false), or to run out of time or be stopped

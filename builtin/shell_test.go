@@ -800,3 +800,30 @@ func TestShellNetworkAskHoldsTheConnection(t *testing.T) {
 		t.Fatalf("a slow answer: %d lines, %+v %+v", n, out.Result, res)
 	}
 }
+
+// A command runs in the cwd asked for when it is a folder of the workspace; a cwd outside
+// the workspace, or one that is a file, is refused before anything runs.
+func TestShellCwd(t *testing.T) {
+	f := newShellFixture(t, nil)
+	if err := os.MkdirAll(filepath.Join(f.ws, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.ws, "file.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, res := f.run(ctx, map[string]any{"command": "pwd", "cwd": "sub"})
+	if !out.Result.Success || res.Stdout != filepath.Join(f.ws, "sub")+"\n" {
+		t.Fatalf("cwd sub: %+v %+v", out.Result, res)
+	}
+	outside := t.TempDir()
+	out, _ = f.run(ctx, map[string]any{"command": "pwd", "cwd": outside})
+	if out.Result.Success || out.Result.Error != "cwd "+outside+" lies outside the workspace: commands run in the workspace, its allowed paths or the session's folder" {
+		t.Fatalf("cwd outside: %+v", out.Result)
+	}
+	out, _ = f.run(ctx, map[string]any{"command": "pwd", "cwd": "file.txt"})
+	if out.Result.Success || out.Result.Error != "cwd "+filepath.Join(f.ws, "file.txt")+" is not a folder" {
+		t.Fatalf("cwd file: %+v", out.Result)
+	}
+}

@@ -308,3 +308,48 @@ func (r recordingPolicy) AskPermission(ctx context.Context, a tool.Ask) (ask.Dec
 	*r.asked = append(*r.asked, a)
 	return r.Policy.AskPermission(ctx, a)
 }
+
+// TestWebFetchRefusals covers what webfetch refuses before or instead of a page: bad
+// input, a refused first ask, a failing status, too many redirects, a redirect off HTTP.
+func TestWebFetchRefusals(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		switch r.URL.Path {
+		case "/missing":
+			http.NotFound(w, r)
+		case "/loop":
+			http.Redirect(w, r, "/loop", http.StatusFound)
+		case "/ftp":
+			http.Redirect(w, r, "ftp://example.com/x", http.StatusFound)
+		}
+	}))
+	defer srv.Close()
+	f := newFetchFixture(t, builtin.WebFetchOptions{})
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"url": 5}, "invalid arguments for webfetch"},
+		{map[string]any{"url": "http://a b/%zz"}, "Invalid URL: http://a b/%zz"},
+		{map[string]any{"url": "file:///etc/passwd"}, "Only HTTP and HTTPS URLs are allowed. Blocked: file:"},
+		{map[string]any{"url": "http:///x"}, "Invalid URL: http:///x"},
+		{map[string]any{"url": "http://me:secret@example.com/"}, "Invalid URL: http://me:xxxxx@example.com/: credentials in a URL are not sent"},
+		{map[string]any{"url": srv.URL + "/missing"}, "Request failed with status code: 404"},
+		{map[string]any{"url": srv.URL + "/loop"}, "stopped after"},
+		{map[string]any{"url": srv.URL + "/ftp"}, "redirect to ftp://example.com/x: only HTTP and HTTPS URLs are allowed"},
+	} {
+		out, _ := f.fetch(c.args)
+		if out.Result.Success || !strings.Contains(out.Result.Error, c.want) {
+			t.Errorf("%v: %+v, want an error with %q", c.args, out.Result, c.want)
+		}
+	}
+	before := hits.Load()
+	f.grant = false
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer other.Close()
+	out, _ := f.fetch(map[string]any{"url": other.URL})
+	if out.Result.Success || out.Result.Error != tool.UserRejection || hits.Load() != before {
+		t.Fatalf("refused ask: %+v hits %d→%d", out.Result, before, hits.Load())
+	}
+}

@@ -443,17 +443,7 @@ func (in *Installer) loadIndexAt(ctx context.Context, loc string) (*Index, error
 
 // install runs the stages for a resolved source.
 func (in *Installer) install(ctx context.Context, o origin) (*Result, error) {
-	// When the name is known up front (asked for, or the index's), errors before the name
-	// is settled can already say which installed version stays.
-	label, kept := o.shortLabel(), ""
-	if known := o.knownName(); known != "" && CheckName(known) == nil {
-		label, kept = known, installedVersion(filepath.Join(in.layout.Tools, known))
-	} else if o.kind == KindFolder {
-		// A folder's name can be read before it is copied.
-		if n, err := in.pickName(o, o.location); err == nil {
-			label = n
-		}
-	}
+	label, kept := in.earlyLabel(o)
 	fail := func(stage Stage, err error) (*Result, error) {
 		return nil, &Error{Tool: label, Source: o.spec, Stage: stage, Kept: kept, Err: err}
 	}
@@ -473,42 +463,10 @@ func (in *Installer) install(ctx context.Context, o origin) (*Result, error) {
 	if o.index != nil {
 		rec.Index, rec.IndexVersion = o.index.Location, o.entry.Version
 	}
-	content := filepath.Join(work, "content")
-	if o.kind == KindFolder {
-		if holdsTools(o.location, in.layout.Tools) {
-			return fail(StageCopy, fmt.Errorf("%s holds the tools folder %s; install the tool's own folder", o.location, in.layout.Tools))
-		}
-		in.progress(Event{Tool: label, Stage: StageCopy, Message: "copying " + o.location})
-		if err := copyFolder(o.location, content, in.limits); err != nil {
-			return fail(StageCopy, err)
-		}
-	} else {
-		archive := o.location
-		if o.remote() {
-			archive = filepath.Join(work, "download")
-			if err := in.download(ctx, label, o.location, archive); err != nil {
-				return fail(StageDownload, err)
-			}
-		} else if _, err := os.Stat(archive); err != nil {
-			return fail(StageDownload, fmt.Errorf("archive %s: %w", archive, err))
-		}
-		sum, verified, err := in.verify(ctx, label, o, archive)
-		if err != nil {
-			var ve verifyError
-			if errors.As(err, &ve) {
-				return fail(StageVerify, err)
-			}
-			return fail(StageDownload, err)
-		}
-		rec.SHA256, rec.Verified = sum, verified
-		in.progress(Event{Tool: label, Stage: StageUnpack, Message: "unpacking"})
-		root, err := unpackArchive(archive, content, in.limits)
-		if err != nil {
-			return fail(StageUnpack, err)
-		}
-		content = root
+	content, stage, err := in.fetchContent(ctx, o, label, work, &rec)
+	if err != nil {
+		return fail(stage, err)
 	}
-
 	name, err := in.pickName(o, content)
 	if err != nil {
 		return fail(StageResolve, err)
@@ -524,14 +482,78 @@ func (in *Installer) install(ctx context.Context, o origin) (*Result, error) {
 		return fail(StageResolve, err)
 	}
 	defer unlock()
+	return in.swapInstall(ctx, o, name, content, rec)
+}
 
+// earlyLabel names the install in errors before its folder name is settled: the name asked
+// for or the index's, with the installed version that stays, or a folder's own name.
+func (in *Installer) earlyLabel(o origin) (label, kept string) {
+	label = o.shortLabel()
+	if known := o.knownName(); known != "" && CheckName(known) == nil {
+		return known, installedVersion(filepath.Join(in.layout.Tools, known))
+	}
+	if o.kind == KindFolder {
+		// A folder's name can be read before it is copied.
+		if n, err := in.pickName(o, o.location); err == nil {
+			label = n
+		}
+	}
+	return label, ""
+}
+
+// fetchContent puts the tool's files under work: a folder copied, an archive downloaded
+// (when remote), verified and unpacked. It returns the folder that holds them, or the
+// stage that failed. The archive's checksum goes into rec.
+func (in *Installer) fetchContent(ctx context.Context, o origin, label, work string, rec *Record) (string, Stage, error) {
+	content := filepath.Join(work, "content")
+	if o.kind == KindFolder {
+		if holdsTools(o.location, in.layout.Tools) {
+			return "", StageCopy, fmt.Errorf("%s holds the tools folder %s; install the tool's own folder", o.location, in.layout.Tools)
+		}
+		in.progress(Event{Tool: label, Stage: StageCopy, Message: "copying " + o.location})
+		if err := copyFolder(o.location, content, in.limits); err != nil {
+			return "", StageCopy, err
+		}
+		return content, "", nil
+	}
+	archive := o.location
+	if o.remote() {
+		archive = filepath.Join(work, "download")
+		if err := in.download(ctx, label, o.location, archive); err != nil {
+			return "", StageDownload, err
+		}
+	} else if _, err := os.Stat(archive); err != nil {
+		return "", StageDownload, fmt.Errorf("archive %s: %w", archive, err)
+	}
+	sum, verified, err := in.verify(ctx, label, o, archive)
+	if err != nil {
+		// A checksum that does not match fails verification; one that could not be read
+		// is a download failure.
+		var ve verifyError
+		if errors.As(err, &ve) {
+			return "", StageVerify, err
+		}
+		return "", StageDownload, err
+	}
+	rec.SHA256, rec.Verified = sum, verified
+	in.progress(Event{Tool: label, Stage: StageUnpack, Message: "unpacking"})
+	root, err := unpackArchive(archive, content, in.limits)
+	if err != nil {
+		return "", StageUnpack, err
+	}
+	return root, "", nil
+}
+
+// swapInstall moves content into a staging folder beside the tool's, checks that it loads,
+// and swaps it in; the caller holds the name's lock. A failure leaves the installed version.
+func (in *Installer) swapInstall(ctx context.Context, o origin, name, content string, rec Record) (*Result, error) {
 	dst := filepath.Join(in.layout.Tools, name)
 	staging, previous := dst+".staging", dst+".previous"
 	for _, note := range recoverLeftovers(dst, staging, previous) {
 		in.progress(Event{Tool: name, Stage: StageResolve, Message: note, Note: true})
 	}
-	kept = installedVersion(dst)
-	fail = func(stage Stage, err error) (*Result, error) {
+	kept := installedVersion(dst)
+	fail := func(stage Stage, err error) (*Result, error) {
 		return nil, &Error{Tool: name, Source: o.spec, Stage: stage, Kept: kept, Err: err}
 	}
 	if err := os.Rename(content, staging); err != nil {

@@ -259,6 +259,9 @@ func TestFailedInstallKeepsOldVersion(t *testing.T) {
 	})
 	srv.put("/bad-sum.tar.gz", good)
 	srv.put("/bad-sum.tar.gz.sha256", []byte(strings.Repeat("1", 64)))
+	// A checksum file that cannot be read is a download failure, not a verified mismatch.
+	srv.put("/sum-500.tar.gz", good)
+	srv.handle("/sum-500.tar.gz.sha256", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", http.StatusInternalServerError) })
 
 	with := func(change map[string]string) []byte {
 		f := greetTool("2.0.0")
@@ -277,6 +280,7 @@ func TestFailedInstallKeepsOldVersion(t *testing.T) {
 		{"download 404", func() string { return srv.URL + "/missing.tar.gz" }, StageDownload, "404", false},
 		{"connection cut", func() string { return srv.URL + "/cut.tar.gz" }, StageDownload, "GET", false},
 		{"bad checksum", func() string { return srv.URL + "/bad-sum.tar.gz" }, StageVerify, "mismatch", false},
+		{"checksum unreadable", func() string { return srv.URL + "/sum-500.tar.gz" }, StageDownload, "sum-500.tar.gz.sha256", false},
 		{"corrupt archive", func() string { return e.file("corrupt.tar.gz", good[:len(good)-40]) }, StageUnpack, "", false},
 		{"not an archive", func() string { return e.file("text.tar.gz", []byte("hello, not an archive")) }, StageUnpack, "not a .tar.gz", false},
 		{"no entry file", func() string { return e.file("empty.tar.gz", tarGz(t, files("", map[string]string{"README.md": "x"}))) }, StageCheck, "no tool.ts", false},

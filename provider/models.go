@@ -36,23 +36,9 @@ func ListModels(ctx context.Context, c Config, opts *Options) ([]ModelInfo, erro
 	o := opts.orDefault()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	url := strings.TrimRight(c.BaseURL, "/") + "/models"
-	if c.Kind == KindAnthropic {
-		url = strings.TrimRight(c.BaseURL, "/") + "/v1/models?limit=1000"
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, url, err := modelsRequest(ctx, c)
 	if err != nil {
 		return nil, &Error{Provider: c.Name, Message: err.Error(), Err: err}
-	}
-	if key := c.APIKey.Reveal(); key != "" {
-		if c.Kind == KindAnthropic {
-			req.Header.Set("X-Api-Key", key)
-		} else {
-			req.Header.Set("Authorization", "Bearer "+key)
-		}
-	}
-	if c.Kind == KindAnthropic {
-		req.Header.Set("Anthropic-Version", "2023-06-01")
 	}
 	resp, err := o.HTTPClient.Do(req)
 	if err != nil {
@@ -64,22 +50,60 @@ func ListModels(ctx context.Context, c Config, opts *Options) ([]ModelInfo, erro
 		return nil, &Error{Provider: c.Name, Message: fmt.Sprintf("GET %s: %v", redactURL(url), err), Err: err}
 	}
 	if resp.StatusCode != http.StatusOK {
-		msg := strings.TrimSpace(string(body))
-		var e struct {
-			Error struct {
-				Message string `json:"message"`
-				Type    string `json:"type"`
-			} `json:"error"`
-		}
-		typ := ""
-		if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
-			msg, typ = e.Error.Message, e.Error.Type
-		}
-		if len(msg) > 300 {
-			msg = msg[:300] + "…"
-		}
-		return nil, &Error{Provider: c.Name, Status: resp.StatusCode, Type: typ, Message: fmt.Sprintf("GET %s: %s", redactURL(url), msg)}
+		return nil, modelsError(c.Name, url, resp.StatusCode, body)
 	}
+	out, err := parseModelList(body)
+	if err != nil {
+		return nil, &Error{Provider: c.Name, Message: fmt.Sprintf("GET %s: the answer is not a model list: %v", redactURL(url), err), Err: err}
+	}
+	return out, nil
+}
+
+// modelsRequest is the GET of the kind's model list, with the key where the kind wants it.
+func modelsRequest(ctx context.Context, c Config) (*http.Request, string, error) {
+	url := strings.TrimRight(c.BaseURL, "/") + "/models"
+	if c.Kind == KindAnthropic {
+		url = strings.TrimRight(c.BaseURL, "/") + "/v1/models?limit=1000"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, url, err
+	}
+	if key := c.APIKey.Reveal(); key != "" {
+		if c.Kind == KindAnthropic {
+			req.Header.Set("X-Api-Key", key)
+		} else {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+	}
+	if c.Kind == KindAnthropic {
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+	}
+	return req, url, nil
+}
+
+// modelsError is a failed status as an *Error: the server's own error message and type when
+// it answers in OpenAI's or Anthropic's shape, else its answer cut to 300 bytes.
+func modelsError(name, url string, status int, body []byte) *Error {
+	msg := strings.TrimSpace(string(body))
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+		} `json:"error"`
+	}
+	typ := ""
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		msg, typ = e.Error.Message, e.Error.Type
+	}
+	if len(msg) > 300 {
+		msg = msg[:300] + "…"
+	}
+	return &Error{Provider: name, Status: status, Type: typ, Message: fmt.Sprintf("GET %s: %s", redactURL(url), msg)}
+}
+
+// parseModelList reads a model list, sorted by id, leaving out models without one.
+func parseModelList(body []byte) ([]ModelInfo, error) {
 	var list struct {
 		Data []struct {
 			ID            string `json:"id"`
@@ -91,7 +115,7 @@ func ListModels(ctx context.Context, c Config, opts *Options) ([]ModelInfo, erro
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, &Error{Provider: c.Name, Message: fmt.Sprintf("GET %s: the answer is not a model list: %v", redactURL(url), err), Err: err}
+		return nil, err
 	}
 	out := make([]ModelInfo, 0, len(list.Data))
 	for _, m := range list.Data {

@@ -3,6 +3,9 @@ package provider_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -46,5 +49,42 @@ func TestListModels(t *testing.T) {
 	var pe *provider.Error
 	if !errors.As(err, &pe) || pe.Status != 401 || !strings.Contains(err.Error(), "Incorrect API key") {
 		t.Fatalf("wrong key: %v", err)
+	}
+}
+
+// A server's error that is not JSON is quoted, cut at 300 bytes; an answer that is not a
+// model list, and a server that cannot be reached, are *provider.Error naming the URL; a
+// model without an id is left out.
+func TestListModelsBadAnswers(t *testing.T) {
+	answer := map[string]func(w http.ResponseWriter){
+		"/long/models": func(w http.ResponseWriter) { w.WriteHeader(502); io.WriteString(w, strings.Repeat("e", 400)) },
+		"/html/models": func(w http.ResponseWriter) { io.WriteString(w, "<html>hi</html>") },
+		"/noid/models": func(w http.ResponseWriter) {
+			io.WriteString(w, `{"data":[{"id":""},{"id":"b"},{"id":"a","name":"a"}]}`)
+		},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { answer[r.URL.Path](w) }))
+	defer srv.Close()
+	list := func(base string) ([]provider.ModelInfo, error) {
+		return provider.ListModels(context.Background(), provider.Config{Name: "o", Kind: provider.KindOpenAI, BaseURL: base, APIKey: testKey}, nil)
+	}
+	var pe *provider.Error
+	_, err := list(srv.URL + "/long")
+	if !errors.As(err, &pe) || pe.Status != 502 || !strings.HasSuffix(pe.Message, ": "+strings.Repeat("e", 300)+"…") {
+		t.Fatalf("long error: %v", err)
+	}
+	_, err = list(srv.URL + "/html")
+	if !errors.As(err, &pe) || !strings.Contains(pe.Message, "GET "+srv.URL+"/html/models: the answer is not a model list") {
+		t.Fatalf("not a list: %v", err)
+	}
+	got, err := list(srv.URL + "/noid")
+	if err != nil || len(got) != 2 || got[0].ID != "a" || got[0].Name != "" || got[1].ID != "b" {
+		t.Fatalf("no id: %+v %v", got, err)
+	}
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	_, err = list(closed.URL)
+	if !errors.As(err, &pe) || !strings.Contains(pe.Message, "GET "+closed.URL+"/models: ") || pe.Err == nil {
+		t.Fatalf("unreachable: %v", err)
 	}
 }

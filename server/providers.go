@@ -292,90 +292,138 @@ func (p *Providers) replace(ctx context.Context, req providersPut) error {
 	if err != nil {
 		return badRequest("the current %s cannot be read, so its keys cannot be kept; fix or remove it first: %v", path, err)
 	}
-	oldKeys := map[string]string{}
-	oldBase := map[string]string{} // a stored key's provider → where the key went
-	for _, e := range old.Providers {
-		if e.APIKey != "" {
-			oldKeys[e.Name] = e.APIKey
-			oldBase[e.Name] = effectiveBase(e.Kind, e.BaseURL)
-		}
-	}
-	// Where each key variable's value goes now. A key that an entry does not give itself
-	// may go only there, unless a person confirms the new place: else anyone who can make
-	// this request could send the environment's or a stored key to a server of theirs.
-	envBases := map[string][]string{}
-	for _, c := range p.set.Providers {
-		if c.APIKeyEnv != "" {
-			envBases[c.APIKeyEnv] = append(envBases[c.APIKeyEnv], effectiveBase(c.Kind, c.BaseURL))
-		}
-	}
+	routes := p.keyRoutes(old)
 	var unconfirmed []keyConfirm
 	f := provider.File{Providers: []provider.FileEntry{}}
 	for i, e := range req.Providers {
-		e.Name = strings.TrimSpace(e.Name)
-		if e.Name == "" {
-			return badRequest("providers[%d]: give it a name", i)
+		fe, confirm, err := p.fileEntry(i, e, routes)
+		if err != nil {
+			return err
 		}
-		if e.APIKey != "" && e.ClearKey {
-			return badRequest("provider %s: give apiKey or clearKey, not both", e.Name)
+		if confirm != nil {
+			unconfirmed = append(unconfirmed, *confirm)
 		}
-		if e.APIKeyEnv != "" {
-			// A variable that holds a key must be one the tools never see. The host's
-			// environment was fixed when it started, so only names it withholds qualify.
-			if !policy.ReservedEnv(e.APIKeyEnv) && !slices.Contains(p.startup, e.APIKeyEnv) {
-				return badRequest("provider %s: apiKeyEnv %s is not withheld from tools; give the key as apiKey, use a variable such as OPENAI_API_KEY, or name it in %s and restart", e.Name, e.APIKeyEnv, provider.FileName)
-			}
-			if strings.TrimSpace(p.getenv(e.APIKeyEnv)) == "" {
-				return badRequest("provider %s: its key variable %s is not set in the server's environment", e.Name, e.APIKeyEnv)
-			}
-		}
-		if strings.TrimSpace(e.Model) == "" {
-			return badRequest("provider %s: give it a default model (GET /api/providers/%s/models lists the provider's models once it is saved with one; e.g. gpt-4o, claude-sonnet-4-5, llama3.1)", e.Name, e.Name)
-		}
-		key := e.APIKey
-		if key == "" && e.APIKeyEnv == "" && !e.ClearKey {
-			key = oldKeys[e.Name]
-		}
-		base := effectiveBase(e.Kind, e.BaseURL)
-		from := ""
-		switch {
-		case e.APIKey != "": // given with the request: it goes where the request says
-		case e.APIKeyEnv != "":
-			if !slices.Contains(envBases[e.APIKeyEnv], base) {
-				from = e.APIKeyEnv
-			}
-		case key != "":
-			if oldBase[e.Name] != base {
-				from = "stored"
-			}
-		}
-		if from != "" && strings.TrimRight(strings.TrimSpace(e.ConfirmKeyTo), "/") != base {
-			unconfirmed = append(unconfirmed, keyConfirm{Provider: e.Name, BaseURL: base, KeyFrom: from})
-		}
-		f.Providers = append(f.Providers, provider.FileEntry{Name: e.Name, Kind: e.Kind, BaseURL: strings.TrimSpace(e.BaseURL),
-			APIKey: key, APIKeyEnv: e.APIKeyEnv, Model: strings.TrimSpace(e.Model), MaxTokens: e.MaxTokens,
-			ContextWindow: e.ContextWindow, IdleTimeoutSeconds: e.IdleTimeoutSeconds, NoImages: e.NoImages})
+		f.Providers = append(f.Providers, fe)
 	}
 	if len(unconfirmed) > 0 {
-		var parts []string
-		for _, u := range unconfirmed {
-			what := "the key stored for it"
-			if u.KeyFrom != "stored" {
-				what = "the key in " + u.KeyFrom
-			}
-			parts = append(parts, fmt.Sprintf("provider %s would send %s to %s, where it did not go before", u.Provider, what, u.BaseURL))
-		}
-		return &apiError{Status: http.StatusConflict, Code: codeConfirmKey,
-			Message: strings.Join(parts, "; ") + ". A person must confirm this: send the same request with \"confirmKeyTo\" set to that base URL in the entry, or give the key itself as apiKey",
-			Details: map[string]any{"confirm": unconfirmed}}
+		return confirmKeysError(unconfirmed)
 	}
-	// The default: the file holds it when it names one of the file's providers; one of
-	// the environment's is kept in the database. Omitted, the default stays where it is.
+	def := strings.TrimSpace(req.Default)
+	kept, keepChanged, err := p.chooseDefault(def, old, &f)
+	if err != nil {
+		return err
+	}
+	return p.commit(ctx, old, f, def, kept, keepChanged)
+}
+
+// keyRoutes is where each key went before a PUT: a stored key's provider → its base URL,
+// and each key variable → the base URLs its value goes to now.
+type keyRoutes struct {
+	oldKeys  map[string]string
+	oldBase  map[string]string
+	envBases map[string][]string
+}
+
+func (p *Providers) keyRoutes(old provider.File) keyRoutes {
+	r := keyRoutes{oldKeys: map[string]string{}, oldBase: map[string]string{}, envBases: map[string][]string{}}
+	for _, e := range old.Providers {
+		if e.APIKey != "" {
+			r.oldKeys[e.Name] = e.APIKey
+			r.oldBase[e.Name] = effectiveBase(e.Kind, e.BaseURL)
+		}
+	}
+	// A key that an entry does not give itself may go only where it went, unless a person
+	// confirms the new place: else anyone who can make this request could send the
+	// environment's or a stored key to a server of theirs.
+	for _, c := range p.set.Providers {
+		if c.APIKeyEnv != "" {
+			r.envBases[c.APIKeyEnv] = append(r.envBases[c.APIKeyEnv], effectiveBase(c.Kind, c.BaseURL))
+		}
+	}
+	return r
+}
+
+// fileEntry checks entry i of a PUT and turns it into providers.json's entry, its key the
+// one given or the one stored under its name. A key that would go to a base URL it did
+// not go to before, unconfirmed, comes back as a keyConfirm.
+func (p *Providers) fileEntry(i int, e providerEntry, routes keyRoutes) (provider.FileEntry, *keyConfirm, error) {
+	e.Name = strings.TrimSpace(e.Name)
+	if err := p.checkEntry(i, e); err != nil {
+		return provider.FileEntry{}, nil, err
+	}
+	key := e.APIKey
+	if key == "" && e.APIKeyEnv == "" && !e.ClearKey {
+		key = routes.oldKeys[e.Name]
+	}
+	base := effectiveBase(e.Kind, e.BaseURL)
+	from := ""
+	switch {
+	case e.APIKey != "": // given with the request: it goes where the request says
+	case e.APIKeyEnv != "":
+		if !slices.Contains(routes.envBases[e.APIKeyEnv], base) {
+			from = e.APIKeyEnv
+		}
+	case key != "":
+		if routes.oldBase[e.Name] != base {
+			from = "stored"
+		}
+	}
+	var confirm *keyConfirm
+	if from != "" && strings.TrimRight(strings.TrimSpace(e.ConfirmKeyTo), "/") != base {
+		confirm = &keyConfirm{Provider: e.Name, BaseURL: base, KeyFrom: from}
+	}
+	return provider.FileEntry{Name: e.Name, Kind: e.Kind, BaseURL: strings.TrimSpace(e.BaseURL),
+		APIKey: key, APIKeyEnv: e.APIKeyEnv, Model: strings.TrimSpace(e.Model), MaxTokens: e.MaxTokens,
+		ContextWindow: e.ContextWindow, IdleTimeoutSeconds: e.IdleTimeoutSeconds, NoImages: e.NoImages}, confirm, nil
+}
+
+// checkEntry refuses an entry without a name or a model, with both a key and clearKey, or
+// whose key variable tools could see or the server does not have.
+func (p *Providers) checkEntry(i int, e providerEntry) error {
+	if e.Name == "" {
+		return badRequest("providers[%d]: give it a name", i)
+	}
+	if e.APIKey != "" && e.ClearKey {
+		return badRequest("provider %s: give apiKey or clearKey, not both", e.Name)
+	}
+	if e.APIKeyEnv != "" {
+		// A variable that holds a key must be one the tools never see. The host's
+		// environment was fixed when it started, so only names it withholds qualify.
+		if !policy.ReservedEnv(e.APIKeyEnv) && !slices.Contains(p.startup, e.APIKeyEnv) {
+			return badRequest("provider %s: apiKeyEnv %s is not withheld from tools; give the key as apiKey, use a variable such as OPENAI_API_KEY, or name it in %s and restart", e.Name, e.APIKeyEnv, provider.FileName)
+		}
+		if strings.TrimSpace(p.getenv(e.APIKeyEnv)) == "" {
+			return badRequest("provider %s: its key variable %s is not set in the server's environment", e.Name, e.APIKeyEnv)
+		}
+	}
+	if strings.TrimSpace(e.Model) == "" {
+		return badRequest("provider %s: give it a default model (GET /api/providers/%s/models lists the provider's models once it is saved with one; e.g. gpt-4o, claude-sonnet-4-5, llama3.1)", e.Name, e.Name)
+	}
+	return nil
+}
+
+// confirmKeysError asks a person to confirm each key that would go somewhere new.
+func confirmKeysError(unconfirmed []keyConfirm) error {
+	var parts []string
+	for _, u := range unconfirmed {
+		what := "the key stored for it"
+		if u.KeyFrom != "stored" {
+			what = "the key in " + u.KeyFrom
+		}
+		parts = append(parts, fmt.Sprintf("provider %s would send %s to %s, where it did not go before", u.Provider, what, u.BaseURL))
+	}
+	return &apiError{Status: http.StatusConflict, Code: codeConfirmKey,
+		Message: strings.Join(parts, "; ") + ". A person must confirm this: send the same request with \"confirmKeyTo\" set to that base URL in the entry, or give the key itself as apiKey",
+		Details: map[string]any{"confirm": unconfirmed}}
+}
+
+// chooseDefault places the default def: the file f holds it when it names one of the file's
+// providers; one of the environment's is kept in the database (kept, keepChanged). Empty,
+// the default stays where it is.
+func (p *Providers) chooseDefault(def string, old provider.File, f *provider.File) (kept string, keepChanged bool, err error) {
 	inFile := func(name string) bool {
 		return slices.ContainsFunc(f.Providers, func(e provider.FileEntry) bool { return e.Name == name })
 	}
-	def := strings.TrimSpace(req.Default)
-	kept, keepChanged := "", false
 	switch {
 	case def == "":
 		if inFile(old.Default) {
@@ -383,14 +431,21 @@ func (p *Providers) replace(ctx context.Context, req providersPut) error {
 		}
 	case inFile(def):
 		f.Default, keepChanged = def, true
-	case p.fromEnvironment(def, f):
+	case p.fromEnvironment(def, *f):
 		kept, keepChanged = def, true
 	default:
-		return badRequest("default provider %q is neither one of the providers given nor one configured by the environment (%s)", def, p.envNames(f))
+		return "", false, badRequest("default provider %q is neither one of the providers given nor one configured by the environment (%s)", def, p.envNames(*f))
 	}
 	if keepChanged && p.keep == nil {
-		return badRequest("default provider %q is configured by the environment; this server cannot keep it as the default: name it in JEAN2_PROVIDER", def)
+		return "", false, badRequest("default provider %q is configured by the environment; this server cannot keep it as the default: name it in JEAN2_PROVIDER", def)
 	}
+	return kept, keepChanged, nil
+}
+
+// commit writes f, keeps the default, loads the new set and tells the other instances;
+// a failure at any step puts the old file back so the server keeps a configuration that
+// loads and that the other instances share.
+func (p *Providers) commit(ctx context.Context, old, f provider.File, def, kept string, keepChanged bool) error {
 	if err := provider.WriteFile(p.home, f); err != nil {
 		return badRequest("%v", err)
 	}
@@ -404,7 +459,6 @@ func (p *Providers) replace(ctx context.Context, req providersPut) error {
 	set, err := p.load(ctx)
 	if err != nil {
 		// WriteFile checked the entries; a failure here is the environment (JEAN2_PROVIDER).
-		// Put the old file back so the server keeps a configuration that loads.
 		_ = provider.WriteFile(p.home, old)
 		return badRequest("%v", err)
 	}

@@ -167,3 +167,50 @@ func TestAddingAProviderKeepsTheDefault(t *testing.T) {
 		t.Fatalf("after choosing b the default is %q", view.Default)
 	}
 }
+
+// TestProvidersPutRefusals pins what PUT /api/providers says for each entry it refuses, and
+// that a current providers.json that cannot be read is refused rather than overwritten
+// (its keys could not be kept).
+func TestProvidersPutRefusals(t *testing.T) {
+	f := newFixture(t)
+	f.tools = nil
+	f.start()
+	entry := func(kv ...any) map[string]any {
+		e := map[string]any{"name": "x", "kind": "openai", "model": "m"}
+		for i := 0; i < len(kv); i += 2 {
+			e[kv[i].(string)] = kv[i+1]
+		}
+		return e
+	}
+	for _, c := range []struct {
+		put  map[string]any
+		want string
+	}{
+		{map[string]any{"providers": []map[string]any{entry("name", " ")}}, "providers[0]: give it a name"},
+		{map[string]any{"providers": []map[string]any{entry("apiKey", "k", "clearKey", true)}}, "provider x: give apiKey or clearKey, not both"},
+		{map[string]any{"providers": []map[string]any{entry("apiKeyEnv", "MY_KEY")}}, "provider x: apiKeyEnv MY_KEY is not withheld from tools"},
+		{map[string]any{"providers": []map[string]any{entry("apiKeyEnv", "ANTHROPIC_API_KEY")}}, "provider x: its key variable ANTHROPIC_API_KEY is not set in the server's environment"},
+		{map[string]any{"providers": []map[string]any{entry("model", "")}}, "provider x: give it a default model"},
+		{map[string]any{"default": "y", "providers": []map[string]any{entry()}}, `default provider "y" is neither one of the providers given nor one configured by the environment`},
+	} {
+		body := f.call("PUT", "/api/providers", c.put, 400, nil)
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		_ = json.Unmarshal(body, &e)
+		if e.Error.Code != codeBadRequest || !strings.Contains(e.Error.Message, c.want) {
+			t.Errorf("PUT %v: %s, want %q", c.put, body, c.want)
+		}
+	}
+	path := filepath.Join(f.home, provider.FileName)
+	if err := os.WriteFile(path, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	body := f.call("PUT", "/api/providers", map[string]any{"providers": []map[string]any{entry()}}, 400, nil)
+	if !strings.Contains(string(body), "cannot be read, so its keys cannot be kept") {
+		t.Fatalf("unreadable %s: %s", path, body)
+	}
+	if data, _ := os.ReadFile(path); string(data) != "{not json" {
+		t.Fatalf("%s was overwritten: %s", path, data)
+	}
+}

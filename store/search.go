@@ -71,7 +71,31 @@ func (db *DB) Search(ctx context.Context, q, workspaceID string, limit int) ([]S
 	if err != nil {
 		return nil, fmt.Errorf("search %q: %w", q, err)
 	}
-	// Titles: every word in the title.
+	titled, err := db.searchTitles(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("search %q in titles: %w", q, err)
+	}
+	// The sessions of the hits, read at once (on Postgres each read is a round trip).
+	ids := make([]string, 0, len(found)+len(titled))
+	for _, m := range found {
+		ids = append(ids, m.ses)
+	}
+	sessions, err := db.sessionsByID(ctx, append(ids, titled...))
+	if err != nil {
+		return nil, fmt.Errorf("search %q: %w", q, err)
+	}
+	out := groupHits(found, titled, sessions, workspaceID)
+	// Newest activity first.
+	slices.SortStableFunc(out, func(a, b SearchHit) int { return b.Session.UpdatedAt.Compare(a.Session.UpdatedAt) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// searchTitles returns up to 200 sessions whose title holds every word of q, case ignored;
+// the words are literal (LIKE's wildcards typed are escaped).
+func (db *DB) searchTitles(ctx context.Context, q string) ([]string, error) {
 	like := `SELECT id FROM sessions WHERE 1=1`
 	op := "LIKE" // SQLite's LIKE ignores case
 	if db.dialect == dialectPostgres {
@@ -82,27 +106,25 @@ func (db *DB) Search(ctx context.Context, q, workspaceID string, limit int) ([]S
 		like += ` AND title ` + op + ` ? ESCAPE '\'`
 		args = append(args, "%"+strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(w)+"%")
 	}
-	trows, err := db.read.QueryContext(ctx, like+` LIMIT 200`, args...)
+	rows, err := db.read.QueryContext(ctx, like+` LIMIT 200`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("search %q in titles: %w", q, err)
+		return nil, err
 	}
+	defer rows.Close()
 	var titled []string
-	for trows.Next() {
+	for rows.Next() {
 		var id string
-		if trows.Scan(&id) == nil {
+		if rows.Scan(&id) == nil {
 			titled = append(titled, id)
 		}
 	}
-	trows.Close()
-	// The sessions of the hits, read at once (on Postgres each read is a round trip).
-	ids := make([]string, 0, len(found)+len(titled))
-	for _, m := range found {
-		ids = append(ids, m.ses)
-	}
-	sessions, err := db.sessionsByID(ctx, append(ids, titled...))
-	if err != nil {
-		return nil, fmt.Errorf("search %q: %w", q, err)
-	}
+	return titled, nil
+}
+
+// groupHits gathers the matching messages by session, at most three each in the order
+// found, then the sessions that only their title matched; sessions outside workspaceID
+// (when given) or no longer there are left out.
+func groupHits(found []searchMatch, titled []string, sessions map[string]Session, workspaceID string) []SearchHit {
 	bySession := map[string]*SearchHit{}
 	var order []string
 	add := func(sesID string) *SearchHit {
@@ -133,12 +155,7 @@ func (db *DB) Search(ctx context.Context, q, workspaceID string, limit int) ([]S
 	for _, id := range order {
 		out = append(out, *bySession[id])
 	}
-	// Newest activity first.
-	slices.SortStableFunc(out, func(a, b SearchHit) int { return b.Session.UpdatedAt.Compare(a.Session.UpdatedAt) })
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return out
 }
 
 // searchMatch is a message that matched a search.

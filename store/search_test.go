@@ -92,3 +92,50 @@ func TestSearchAcrossSessions(t *testing.T) {
 		}
 	})
 }
+
+// Search keeps at most three matches per session, cuts the hits to limit, newest activity
+// first, and takes a title's words literally: % and _ typed are not LIKE's wildcards.
+func TestSearchLimitMatchCapAndTitleWildcards(t *testing.T) {
+	store.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		ws, err := db.CreateWorkspace(ctx, store.Workspace{Path: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mk := func(title string, msgs ...string) store.Session {
+			s, err := db.CreateSession(ctx, store.Session{WorkspaceID: ws.ID, Title: title})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range msgs {
+				if _, err := db.AppendMessage(ctx, store.Message{SessionID: s.ID, Role: store.RoleUser, Content: m}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return s
+		}
+		many := mk("", "needle one", "needle two", "needle three", "needle four", "needle five")
+		mk("", "a needle")
+		mk("", "another needle")
+		hits, err := db.Search(ctx, "needle", ws.ID, 0)
+		if err != nil || len(hits) != 3 {
+			t.Fatalf("needle: %d hits, %v", len(hits), err)
+		}
+		for i, h := range hits {
+			if i > 0 && h.Session.UpdatedAt.After(hits[i-1].Session.UpdatedAt) {
+				t.Fatalf("hit %d is newer than the one before it", i)
+			}
+			if h.Session.ID == many.ID && len(h.Matches) != 3 {
+				t.Fatalf("a session with five matching messages has %d matches", len(h.Matches))
+			}
+		}
+		if top, err := db.Search(ctx, "needle", ws.ID, 2); err != nil || len(top) != 2 || top[0].Session.ID != hits[0].Session.ID || top[1].Session.ID != hits[1].Session.ID {
+			t.Fatalf("limit 2: %+v %v", top, err)
+		}
+		pct := mk("100% done")
+		mk("1000 done")
+		if hits, err = db.Search(ctx, "100%", ws.ID, 0); err != nil || len(hits) != 1 || hits[0].Session.ID != pct.ID || len(hits[0].Matches) != 0 {
+			t.Fatalf("title 100%%: %+v %v", hits, err)
+		}
+	})
+}

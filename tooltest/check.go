@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -18,8 +19,60 @@ import (
 // check compares what a case observed with what it expects and returns each difference,
 // and the snapshot it wrote when updating.
 func check(dir string, c Case, obs observed, res tool.Result, opts Options) (problems []string, updated string) {
-	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	r := &report{}
 	e := c.Expect
+	r.outcome(e, res)
+	if len(e.Result) > 0 {
+		r.addAll(partial("result", e.Result, res.Result))
+	}
+	if len(e.Visualization) > 0 {
+		var mode string
+		if json.Unmarshal(e.Visualization, &mode) == nil && mode == "snapshot" {
+			p, u := snapshot(dir, c, res.Visualization, opts.Update, r.add)
+			if u {
+				updated = p
+			}
+		} else {
+			r.addAll(partial("visualization", e.Visualization, res.Visualization))
+		}
+	}
+	if e.asksSet {
+		r.asks(e.Asks, obs.asks)
+	}
+	r.files(e.Files, obs.workspace)
+	if len(e.Ledger) > 0 {
+		r.ledger(e.Ledger, obs)
+	}
+	if e.refusedSet {
+		r.refused(e.Refused, obs.refused)
+	}
+	if e.LLMCalls != nil && *e.LLMCalls != obs.llmCalls {
+		r.add("llmCalls: the tool called the model %d time(s), want %d", obs.llmCalls, *e.LLMCalls)
+	}
+	for _, m := range obs.llmErrs {
+		r.add("llm: %s", m)
+	}
+	return r.problems, updated
+}
+
+// report gathers a case's differences, in the order the expectation lists them.
+type report struct {
+	problems []string
+}
+
+func (r *report) add(format string, args ...any) {
+	r.problems = append(r.problems, fmt.Sprintf(format, args...))
+}
+
+func (r *report) addAll(diffs []string) {
+	for _, d := range diffs {
+		r.add("%s", d)
+	}
+}
+
+// outcome checks success and the error text; an expected error implies a failure unless
+// success is given.
+func (r *report) outcome(e Expect, res tool.Result) {
 	success := true
 	if e.Success != nil {
 		success = *e.Success
@@ -28,109 +81,88 @@ func check(dir string, c Case, obs observed, res tool.Result, opts Options) (pro
 	}
 	if res.Success != success {
 		if res.Success {
-			add("success: got true, want false")
+			r.add("success: got true, want false")
 		} else {
-			add("success: got false, want true; the tool failed with: %s", res.Error)
+			r.add("success: got false, want true; the tool failed with: %s", res.Error)
 		}
 	}
 	if e.Error != "" && !strings.Contains(res.Error, e.Error) {
-		add("error: got %q, want it to contain %q", res.Error, e.Error)
+		r.add("error: got %q, want it to contain %q", res.Error, e.Error)
 	}
-	if len(e.Result) > 0 {
-		for _, d := range partial("result", e.Result, res.Result) {
-			add("%s", d)
-		}
+}
+
+// asks checks the number of asks and each one, in order, against its partial expectation.
+func (r *report) asks(want []json.RawMessage, got []tool.Ask) {
+	if len(want) != len(got) {
+		r.add("asks: the tool made %d ask(s), want %d%s", len(got), len(want), describeAsks(got))
 	}
-	if len(e.Visualization) > 0 {
-		var mode string
-		if json.Unmarshal(e.Visualization, &mode) == nil && mode == "snapshot" {
-			p, u := snapshot(dir, c, res.Visualization, opts.Update, add)
-			if u {
-				updated = p
-			}
-		} else {
-			for _, d := range partial("visualization", e.Visualization, res.Visualization) {
-				add("%s", d)
-			}
-		}
+	for i := range min(len(want), len(got)) {
+		raw, _ := json.Marshal(got[i])
+		r.addAll(partial(fmt.Sprintf("asks[%d]", i), want[i], raw))
 	}
-	if e.asksSet {
-		if len(e.Asks) != len(obs.asks) {
-			add("asks: the tool made %d ask(s), want %d%s", len(obs.asks), len(e.Asks), describeAsks(obs.asks))
-		}
-		for i := range min(len(e.Asks), len(obs.asks)) {
-			got, _ := json.Marshal(obs.asks[i])
-			for _, d := range partial(fmt.Sprintf("asks[%d]", i), e.Asks[i], got) {
-				add("%s", d)
-			}
-		}
-	}
-	for p, want := range sortedFiles(e.Files) {
-		data, err := os.ReadFile(filepath.Join(obs.workspace, filepath.FromSlash(p)))
+}
+
+// files checks the workspace's files: a nil expectation means the file must be absent.
+func (r *report) files(want map[string]*string, workspace string) {
+	for p, want := range sortedFiles(want) {
+		data, err := os.ReadFile(filepath.Join(workspace, filepath.FromSlash(p)))
 		switch {
 		case want == nil && err == nil:
-			add("files[%q]: the file exists, want it absent", p)
+			r.add("files[%q]: the file exists, want it absent", p)
 		case want == nil:
 		case errors.Is(err, fs.ErrNotExist):
-			add("files[%q]: the file is absent, want %q", p, clip(*want, 200))
+			r.add("files[%q]: the file is absent, want %q", p, clip(*want, 200))
 		case err != nil:
-			add("files[%q]: %v", p, err)
+			r.add("files[%q]: %v", p, err)
 		case string(data) != *want:
-			add("files[%q]: got %q, want %q", p, clip(string(data), 200), clip(*want, 200))
+			r.add("files[%q]: got %q, want %q", p, clip(string(data), 200), clip(*want, 200))
 		}
 	}
-	if len(e.Ledger) > 0 {
-		entries := make([]json.RawMessage, len(obs.ledger))
-		for i, ch := range obs.ledger {
-			ch.Path = relTo(obs.workspace, ch.Path)
-			ch.Before = nil
-			entries[i], _ = json.Marshal(ch)
-		}
-		at := 0
-		for i, want := range e.Ledger {
-			found := false
-			for at < len(entries) {
-				ok := len(partial("", want, entries[at])) == 0
-				at++
-				if ok {
-					found = true
-					break
-				}
-			}
-			if !found {
-				add("ledger[%d]: no change %s after the ones matched before; the ledger holds %s", i, compact(want), describeLedger(obs))
+}
+
+// ledger checks that the expected changes appear in the ledger in order, each after the
+// one matched before it, others allowed between them; it reports the first one missing.
+func (r *report) ledger(want []json.RawMessage, obs observed) {
+	entries := make([]json.RawMessage, len(obs.ledger))
+	for i, ch := range obs.ledger {
+		ch.Path = relTo(obs.workspace, ch.Path)
+		ch.Before = nil
+		entries[i], _ = json.Marshal(ch)
+	}
+	at := 0
+	for i, w := range want {
+		found := false
+		for at < len(entries) {
+			ok := len(partial("", w, entries[at])) == 0
+			at++
+			if ok {
+				found = true
 				break
 			}
 		}
-	}
-	if e.refusedSet {
-		if len(e.Refused) == 0 && len(obs.refused) > 0 {
-			add("refused: want nothing refused, got %s", quoteList(obs.refused))
-		}
-		for _, want := range e.Refused {
-			found := false
-			for _, r := range obs.refused {
-				if strings.Contains(r, want) {
-					found = true
-					break
-				}
-			}
-			if !found {
-				if len(obs.refused) == 0 {
-					add("refused: nothing was refused, want a refusal containing %q", want)
-				} else {
-					add("refused: no refusal contains %q; refused were %s", want, quoteList(obs.refused))
-				}
-			}
+		if !found {
+			r.add("ledger[%d]: no change %s after the ones matched before; the ledger holds %s", i, compact(w), describeLedger(obs))
+			return
 		}
 	}
-	if e.LLMCalls != nil && *e.LLMCalls != obs.llmCalls {
-		add("llmCalls: the tool called the model %d time(s), want %d", obs.llmCalls, *e.LLMCalls)
+}
+
+// refused checks the network refusals: an empty expectation means none; otherwise each
+// expected text must be in some refusal.
+func (r *report) refused(want, got []string) {
+	if len(want) == 0 && len(got) > 0 {
+		r.add("refused: want nothing refused, got %s", quoteList(got))
 	}
-	for _, m := range obs.llmErrs {
-		add("llm: %s", m)
+	for _, w := range want {
+		if slices.ContainsFunc(got, func(g string) bool { return strings.Contains(g, w) }) {
+			continue
+		}
+		if len(got) == 0 {
+			r.add("refused: nothing was refused, want a refusal containing %q", w)
+		} else {
+			r.add("refused: no refusal contains %q; refused were %s", w, quoteList(got))
+		}
 	}
-	return problems, updated
 }
 
 // snapshot compares a visualization with its golden file, or writes it when updating.

@@ -39,6 +39,22 @@ func (s *Snapshots) Prune(ctx context.Context) (PruneReport, error) {
 	if err != nil {
 		return r, fmt.Errorf("undo: prune: %w", err)
 	}
+	blobs := s.liveBlobs(keep)
+	if err := ctx.Err(); err != nil {
+		return r, err
+	}
+	if r.Manifests, err = s.pruneManifests(keep); err != nil {
+		return r, fmt.Errorf("undo: prune: %w", err)
+	}
+	if err := s.pruneBlobs(ctx, blobs, &r); err != nil {
+		return r, err
+	}
+	r.Temp = s.pruneTemp()
+	return r, nil
+}
+
+// liveBlobs are the blobs the kept manifests name.
+func (s *Snapshots) liveBlobs(keep map[string]bool) map[digest]bool {
 	blobs := map[digest]bool{}
 	for id := range keep {
 		m, err := s.loadManifest(id)
@@ -55,30 +71,37 @@ func (s *Snapshots) Prune(ctx context.Context) (PruneReport, error) {
 			}
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return r, err
-	}
+	return blobs
+}
 
+// pruneManifests removes every manifest not kept and returns how many went.
+func (s *Snapshots) pruneManifests(keep map[string]bool) (int, error) {
 	names, err := os.ReadDir(filepath.Join(s.dir, "manifests"))
 	if err != nil {
-		return r, fmt.Errorf("undo: prune: %w", err)
+		return 0, err
 	}
+	n := 0
 	for _, e := range names {
 		if keep[e.Name()] {
 			continue
 		}
 		if err := os.Remove(filepath.Join(s.dir, "manifests", e.Name())); err == nil {
-			r.Manifests++
+			n++
 		}
 	}
+	return n, nil
+}
 
+// pruneBlobs removes every file of the blob store that is not a live blob (a name that is
+// not a digest included), counting them and their bytes into r.
+func (s *Snapshots) pruneBlobs(ctx context.Context, live map[digest]bool, r *PruneReport) error {
 	fanout, err := os.ReadDir(s.blobs.dir)
 	if err != nil {
-		return r, fmt.Errorf("undo: prune: %w", err)
+		return fmt.Errorf("undo: prune: %w", err)
 	}
 	for _, sub := range fanout {
 		if err := ctx.Err(); err != nil {
-			return r, err
+			return err
 		}
 		dir := filepath.Join(s.blobs.dir, sub.Name())
 		entries, err := os.ReadDir(dir)
@@ -90,7 +113,7 @@ func (s *Snapshots) Prune(ctx context.Context) (PruneReport, error) {
 			raw, err := hex.DecodeString(sub.Name() + e.Name())
 			if err == nil && len(raw) == len(d) {
 				copy(d[:], raw)
-				if blobs[d] {
+				if live[d] {
 					continue
 				}
 			}
@@ -103,16 +126,23 @@ func (s *Snapshots) Prune(ctx context.Context) (PruneReport, error) {
 			}
 		}
 	}
+	return nil
+}
 
-	// Nothing writes while gc is held, so whatever is in tmp/ is a leftover.
-	if tmp, err := os.ReadDir(s.blobs.tmp); err == nil {
-		for _, e := range tmp {
-			if os.RemoveAll(filepath.Join(s.blobs.tmp, e.Name())) == nil {
-				r.Temp++
-			}
+// pruneTemp empties tmp/ and returns how many entries went. Nothing writes while gc is
+// held, so whatever is there is a leftover.
+func (s *Snapshots) pruneTemp() int {
+	tmp, err := os.ReadDir(s.blobs.tmp)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range tmp {
+		if os.RemoveAll(filepath.Join(s.blobs.tmp, e.Name())) == nil {
+			n++
 		}
 	}
-	return r, nil
+	return n
 }
 
 // liveManifests returns the ids of the manifests still needed: every root's latest and the
