@@ -103,6 +103,8 @@ func compileFast(doc json.RawMessage) *fastSchema {
 	return fastNode(root, 0)
 }
 
+// fastNode makes the fast path of one schema object, or nil when any of its keywords is
+// beyond the fast path.
 func fastNode(v any, depth int) *fastSchema {
 	m, ok := v.(map[string]any)
 	if !ok || depth > 8 {
@@ -110,82 +112,101 @@ func fastNode(v any, depth int) *fastSchema {
 	}
 	s := &fastSchema{types: tAny}
 	for k, val := range m {
-		switch {
-		case annotation(k):
-		case k == "type":
-			s.types = 0
-			switch t := val.(type) {
-			case string:
-				if s.types = typeNamed(t); s.types == 0 {
-					return nil
-				}
-			case []any:
-				for _, e := range t {
-					name, ok := e.(string)
-					if !ok || typeNamed(name) == 0 {
-						return nil
-					}
-					s.types |= typeNamed(name)
-				}
-				if s.types == 0 {
-					return nil
-				}
-			default:
-				return nil
-			}
-		case k == "properties":
-			props, ok := val.(map[string]any)
-			if !ok {
-				return nil
-			}
-			s.properties = make(map[string]*fastSchema, len(props))
-			for name, ps := range props {
-				if !plainKey(name) {
-					return nil
-				}
-				if s.properties[name] = fastNode(ps, depth+1); s.properties[name] == nil {
-					return nil
-				}
-			}
-		case k == "required":
-			req, ok := val.([]any)
-			if !ok {
-				return nil
-			}
-			for _, r := range req {
-				name, ok := r.(string)
-				if !ok || !plainKey(name) {
-					return nil
-				}
-				s.required = append(s.required, name)
-			}
-		case k == "additionalProperties":
-			b, ok := val.(bool)
-			if !ok {
-				return nil
-			}
-			s.closed = !b
-		case k == "enum":
-			vals, ok := val.([]any)
-			if !ok || len(vals) == 0 {
-				return nil
-			}
-			for _, e := range vals {
-				str, ok := e.(string)
-				if !ok || !plainKey(str) {
-					return nil // numbers, objects and escapes: the full path compares them
-				}
-				s.enum = append(s.enum, str)
-			}
-		case k == "items":
-			if s.items = fastNode(val, depth+1); s.items == nil {
-				return nil // includes the draft-04..07 array form of items
-			}
-		default:
+		if !s.setKeyword(k, val, depth) {
 			return nil
 		}
 	}
 	return s
+}
+
+// setKeyword records one keyword of a schema object at depth, reporting false for a keyword
+// (or a form of one) the fast path does not understand.
+func (s *fastSchema) setKeyword(k string, val any, depth int) bool {
+	switch {
+	case annotation(k):
+		return true
+	case k == "type":
+		s.types = typesOf(val)
+		return s.types != 0
+	case k == "properties":
+		props, ok := fastProperties(val, depth)
+		s.properties = props
+		return ok
+	case k == "required":
+		req, ok := plainStrings(val)
+		s.required = req
+		return ok
+	case k == "additionalProperties":
+		b, ok := val.(bool)
+		s.closed = !b
+		return ok
+	case k == "enum":
+		// Numbers, objects and escapes are left to the full path, which compares them.
+		vals, ok := plainStrings(val)
+		s.enum = vals
+		return ok && len(vals) > 0
+	case k == "items":
+		s.items = fastNode(val, depth+1)
+		return s.items != nil // includes the draft-04..07 array form of items
+	}
+	return false
+}
+
+// typesOf reads a "type" keyword, a name or a list of names; 0 when it is neither or names
+// an unknown type.
+func typesOf(val any) typeSet {
+	switch t := val.(type) {
+	case string:
+		return typeNamed(t)
+	case []any:
+		var types typeSet
+		for _, e := range t {
+			name, ok := e.(string)
+			if !ok || typeNamed(name) == 0 {
+				return 0
+			}
+			types |= typeNamed(name)
+		}
+		return types
+	}
+	return 0
+}
+
+// fastProperties compiles a "properties" keyword at depth; false when a name is not plain
+// (see plainKey) or a property's schema is beyond the fast path.
+func fastProperties(val any, depth int) (map[string]*fastSchema, bool) {
+	props, ok := val.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	out := make(map[string]*fastSchema, len(props))
+	for name, ps := range props {
+		if !plainKey(name) {
+			return nil, false
+		}
+		if out[name] = fastNode(ps, depth+1); out[name] == nil {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// plainStrings reads a list of plain strings (see plainKey), as "required" and a string
+// "enum" are; false for anything else.
+func plainStrings(val any) ([]string, bool) {
+	list, ok := val.([]any)
+	if !ok {
+		return nil, false
+	}
+	var out []string
+	for _, e := range list {
+		str, ok := e.(string)
+		if !ok || !plainKey(str) {
+			return nil, false
+		}
+		out = append(out, str)
+	}
+	return out, true
 }
 
 // plainKey reports whether a property name is written the same in raw JSON as decoded:

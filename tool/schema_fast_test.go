@@ -92,3 +92,15 @@ func FuzzSchemaFastPath(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCompileFast is the fast path's compile of a typical tool's schema: what a
+// change to fastNode must not make cost more.
+func BenchmarkCompileFast(b *testing.B) {
+	doc := json.RawMessage(fastPathSchemas[1])
+	b.ReportAllocs()
+	for b.Loop() {
+		if compileFast(doc) == nil {
+			b.Fatal("no fast path")
+		}
+	}
+}
