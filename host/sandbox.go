@@ -175,8 +175,8 @@ func (s poolScope) key() string {
 // through Node's own flags. base is the unconfined launcher; nodeFlags receives the flags
 // of Node's permission model when that is the mechanism and returns the launcher with them.
 func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *sandbox.Exit, withNodeFlags func([]string) worker.Launcher) worker.Launcher {
-	h := t.fl.h
-	sb := h.sb
+	sb := t.fl.h.sb
+	// A launcher that cannot be confined still starts nothing: its Prepare fails.
 	failed := func(err error) worker.Launcher {
 		l := base
 		l.Prepare = func() error { return err }
@@ -185,9 +185,49 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	if t.mech == sandbox.Unconfined && sb.status.Mode == sandbox.ModeOff {
 		return base
 	}
-	places, err := h.pinnedPlaces(scope)
+	c, err := t.confine(scope)
 	if err != nil {
 		return failed(err)
+	}
+	if t.mech == sandbox.NodePermissions {
+		base = withNodeFlags(sandbox.NodePermissionArgs(t.runtimeVersion, c.rules, t.childProcess()))
+	}
+	if sb.status.Launcher == "" {
+		return base
+	}
+	spec, place, err := t.launcherSpec(c, scope, wn)
+	if err != nil {
+		return failed(err)
+	}
+	path, args, err := sandbox.Command(sb.status.Launcher, spec, base.Path, base.Args)
+	if err != nil {
+		return failed(fmt.Errorf("sandbox: %w", err))
+	}
+	l := base
+	l.Path, l.Args = path, args
+	l.Configure = func(cmd *exec.Cmd) { sb.status.StartConfined(cmd, spec) }
+	if len(c.mounted) > 0 {
+		l.Prepare = keepSealDirs(c.mounted, base.Prepare)
+	}
+	sb.watchGroups(&l, scope.group, place, spec.MemoryMaxMB)
+	return l
+}
+
+// confinement is what a scope's workers are confined to, whatever the mechanism.
+type confinement struct {
+	plan    sandbox.Plan
+	rules   []sandbox.Rule
+	mounted []string // seals the launcher mounts over (seals)
+	view    bool     // the worker sees the filesystem view, with the data folder bound in
+}
+
+// confine plans the confinement of the scope's workers and checks that its rules write
+// nowhere but where the plan's places were pinned.
+func (t *folderTool) confine(scope poolScope) (confinement, error) {
+	sb := t.fl.h.sb
+	places, err := t.fl.h.pinnedPlaces(scope)
+	if err != nil {
+		return confinement{}, err
 	}
 	mounted, carved := t.seals(scope)
 	p := t.plan(scope)
@@ -196,7 +236,7 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	if view {
 		data, err := t.dataBind()
 		if err != nil {
-			return failed(err)
+			return confinement{}, err
 		}
 		p.Binds = append(p.Binds, data)
 		places = append(places, data.Target)
@@ -211,18 +251,20 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 		places = append(places, policy.Real(w))
 	}
 	if err := sandbox.WritesWithin(rules, places); err != nil {
-		return failed(fmt.Errorf("sandbox: %w", err))
+		return confinement{}, fmt.Errorf("sandbox: %w", err)
 	}
-	if t.mech == sandbox.NodePermissions {
-		base = withNodeFlags(sandbox.NodePermissionArgs(t.runtimeVersion, rules, t.childProcess()))
-	}
-	if sb.status.Launcher == "" {
-		return base
-	}
-	spec := sandbox.Spec{Landlock: t.mech == sandbox.Landlock, DataMB: t.memoryMB(), ExtraFDs: 2, SealedDirs: mounted}
-	if view {
+	return confinement{plan: p, rules: rules, mounted: mounted, view: view}, nil
+}
+
+// launcherSpec is what the sandbox launcher is told for the scope's workers: the view or
+// the sealed folders, Landlock's rules, the limits, the worker's cgroups (returned as
+// place) and its network exit wn (nil for none).
+func (t *folderTool) launcherSpec(c confinement, scope poolScope, wn *sandbox.Exit) (sandbox.Spec, cgroupPlace, error) {
+	sb := t.fl.h.sb
+	spec := sandbox.Spec{Landlock: t.mech == sandbox.Landlock, DataMB: t.memoryMB(), ExtraFDs: 2, SealedDirs: c.mounted}
+	if c.view {
 		// The view hides jean2's own binary too, and seals the .jean2 folders itself.
-		spec.View, spec.SealedDirs = p.View(sb.status.Launcher), nil
+		spec.View, spec.SealedDirs = c.plan.View(sb.status.Launcher), nil
 	}
 	if t.mech == sandbox.Seatbelt {
 		// macOS: the profile holds the file rules and the network (only the proxy's port).
@@ -230,9 +272,9 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 		if wn != nil {
 			port = wn.Port()
 		}
-		prof, err := p.Seatbelt(port)
+		prof, err := c.plan.Seatbelt(port)
 		if err != nil {
-			return failed(fmt.Errorf("sandbox: %w", err))
+			return sandbox.Spec{}, cgroupPlace{}, fmt.Errorf("sandbox: %w", err)
 		}
 		spec.Seatbelt, wn = &prof, nil
 	}
@@ -242,27 +284,16 @@ func (t *folderTool) sandboxLauncher(base worker.Launcher, scope poolScope, wn *
 	// The worker's groups go in its session's: cgroups.go.
 	place, err := sb.workerGroups(&spec, scope.group)
 	if err != nil {
-		return failed(fmt.Errorf("tool %s: %w", t.name, err))
+		return sandbox.Spec{}, cgroupPlace{}, fmt.Errorf("tool %s: %w", t.name, err)
 	}
 	if wn != nil {
 		wn.Apply(&spec)
 	}
 	if spec.Landlock {
-		spec.Rules = rules
+		spec.Rules = c.rules
 		spec.NoFork = !t.childProcess() && sandbox.CanDenyProcesses()
 	}
-	path, args, err := sandbox.Command(sb.status.Launcher, spec, base.Path, base.Args)
-	if err != nil {
-		return failed(fmt.Errorf("sandbox: %w", err))
-	}
-	l := base
-	l.Path, l.Args = path, args
-	l.Configure = func(cmd *exec.Cmd) { sb.status.StartConfined(cmd, spec) }
-	if len(mounted) > 0 {
-		l.Prepare = keepSealDirs(mounted, base.Prepare)
-	}
-	sb.watchGroups(&l, scope.group, place, spec.MemoryMaxMB)
-	return l
+	return spec, place, nil
 }
 
 // pinnedPlaces are the scope's workspace folder and allowed paths where they led when
