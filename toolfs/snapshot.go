@@ -76,6 +76,10 @@ func (s *snapshotter) cannot(format string, args ...any) {
 	}
 }
 
+// state is the before-state of name in dirfd (path is its name in messages), examined as
+// fi: its content, link target or entries, as far as the budget allows. A snapshot that
+// cannot be whole records why in s.incomplete and state goes on without an error; only a
+// cancelled context is one.
 func (s *snapshotter) state(dirfd int, name, path string, fi fileStat) (tool.FileState, error) {
 	if err := s.ctx.Err(); err != nil {
 		return tool.FileState{}, err
@@ -84,82 +88,104 @@ func (s *snapshotter) state(dirfd int, name, path string, fi fileStat) (tool.Fil
 	if !s.charge(entryOverhead + int64(len(name))) {
 		return st, nil
 	}
-	mode := fi.mode
-	switch {
+	var err error
+	switch mode := fi.mode; {
 	case mode.IsRegular():
-		if !s.charge(fi.size) {
-			return st, nil
-		}
-		fd, err := openAtName(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK, 0)
-		if err != nil {
-			s.cannot("could not read %s for its snapshot: %v", path, err)
-			return st, nil
-		}
-		file := os.NewFile(uintptr(fd), path)
-		defer file.Close()
-		// The file may have grown since it was examined: read at most what is left of the
-		// budget.
-		room := s.limit - s.used + fi.size
-		data, err := readAll(s.ctx, file, fi.size, room)
-		switch {
-		case errors.Is(err, ErrTooLarge):
-			s.charge(room + 1)
-			return st, nil
-		case s.ctx.Err() != nil:
-			return tool.FileState{}, s.ctx.Err()
-		case err != nil:
-			s.cannot("could not read %s for its snapshot: %v", path, err)
-			return st, nil
-		}
-		s.used += int64(len(data)) - fi.size
-		st.Content = data
+		st.Content, err = s.fileContent(dirfd, name, path, fi.size)
 	case mode&fs.ModeSymlink != 0:
-		target, err := readlinkAt(dirfd, name)
-		if err != nil {
-			s.cannot("could not read the link %s for its snapshot: %v", path, err)
-			return st, nil
-		}
-		if !s.charge(int64(len(target))) {
-			return st, nil
-		}
-		st.Content = []byte(target)
+		st.Content = s.linkTarget(dirfd, name, path)
 	case mode.IsDir():
 		st.IsDir = true
-		fd, err := openAtName(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-		if err != nil {
-			s.cannot("could not list %s for its snapshot: %v", path, err)
-			return st, nil
-		}
-		defer unix.Close(fd)
-		names, err := readNames(fd, path)
-		if err != nil {
-			s.cannot("could not list %s for its snapshot: %v", path, err)
-			return st, nil
-		}
-		slices.Sort(names)
-		for _, n := range names {
-			child := filepath.Join(path, n)
-			info, err := statAt(fd, n)
-			if errors.Is(err, unix.ENOENT) {
-				continue // removed while we looked: it is not part of the before-state
-			}
-			if err != nil {
-				s.cannot("could not examine %s for its snapshot: %v", child, err)
-				return st, nil
-			}
-			cs, err := s.state(fd, n, child, info)
-			if err != nil {
-				return tool.FileState{}, err
-			}
-			if s.incomplete != "" {
-				return st, nil
-			}
-			st.Entries = append(st.Entries, tool.DirState{Name: n, State: cs})
-		}
+		st.Entries, err = s.dirEntries(dirfd, name, path)
 	default:
 		s.cannot("%s is a %s, which a snapshot cannot hold", path, kindOf(mode))
 	}
+	if err != nil {
+		return tool.FileState{}, err
+	}
 	return st, nil
+}
+
+// fileContent reads the regular file name in dirfd, examined at size bytes; nil when the
+// snapshot cannot hold it.
+func (s *snapshotter) fileContent(dirfd int, name, path string, size int64) ([]byte, error) {
+	if !s.charge(size) {
+		return nil, nil
+	}
+	fd, err := openAtName(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		s.cannot("could not read %s for its snapshot: %v", path, err)
+		return nil, nil
+	}
+	file := os.NewFile(uintptr(fd), path)
+	defer file.Close()
+	// The file may have grown since it was examined: read at most what is left of the
+	// budget.
+	room := s.limit - s.used + size
+	data, err := readAll(s.ctx, file, size, room)
+	switch {
+	case errors.Is(err, ErrTooLarge):
+		s.charge(room + 1)
+		return nil, nil
+	case s.ctx.Err() != nil:
+		return nil, s.ctx.Err()
+	case err != nil:
+		s.cannot("could not read %s for its snapshot: %v", path, err)
+		return nil, nil
+	}
+	s.used += int64(len(data)) - size
+	return data, nil
+}
+
+// linkTarget reads the symlink name in dirfd; nil when the snapshot cannot hold it.
+func (s *snapshotter) linkTarget(dirfd int, name, path string) []byte {
+	target, err := readlinkAt(dirfd, name)
+	if err != nil {
+		s.cannot("could not read the link %s for its snapshot: %v", path, err)
+		return nil
+	}
+	if !s.charge(int64(len(target))) {
+		return nil
+	}
+	return []byte(target)
+}
+
+// dirEntries is the states of the folder name's entries in dirfd, sorted by name; as far as
+// it got when the snapshot cannot be whole.
+func (s *snapshotter) dirEntries(dirfd int, name, path string) ([]tool.DirState, error) {
+	fd, err := openAtName(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		s.cannot("could not list %s for its snapshot: %v", path, err)
+		return nil, nil
+	}
+	defer unix.Close(fd)
+	names, err := readNames(fd, path)
+	if err != nil {
+		s.cannot("could not list %s for its snapshot: %v", path, err)
+		return nil, nil
+	}
+	slices.Sort(names)
+	var entries []tool.DirState
+	for _, n := range names {
+		child := filepath.Join(path, n)
+		info, err := statAt(fd, n)
+		if errors.Is(err, unix.ENOENT) {
+			continue // removed while we looked: it is not part of the before-state
+		}
+		if err != nil {
+			s.cannot("could not examine %s for its snapshot: %v", child, err)
+			return entries, nil
+		}
+		cs, err := s.state(fd, n, child, info)
+		if err != nil {
+			return nil, err
+		}
+		if s.incomplete != "" {
+			return entries, nil
+		}
+		entries = append(entries, tool.DirState{Name: n, State: cs})
+	}
+	return entries, nil
 }
 
 // readlinkAt reads the target of the symlink name in dirfd.
