@@ -736,24 +736,12 @@ func (f *FS) Rename(ctx context.Context, from, to string) error {
 		f.record(OpRename, pathOf(ft), fromBefore, disk, err)
 		f.record(OpRename, pathOf(tt), toBefore, disk, err)
 	}
-	if denied := cmpErr(fromDenied, toDenied); denied != nil {
-		recordBoth(nil, nil, false, denied)
-		return denied
-	}
-	for _, t := range []target{ft, tt} {
-		if t.real == string(filepath.Separator) {
-			e := &Error{Op: "rename", Path: t.given, Resolved: t.real, Code: "EPERM", Denied: true, Err: errors.New("refusing to rename the root directory")}
-			recordBoth(nil, nil, false, e)
-			return e
-		}
-	}
-	if err := aborted(ctx, ft); err != nil {
-		recordBoth(nil, nil, false, err)
-		return err
-	}
 	failed := func(e *Error) error {
 		recordBoth(nil, nil, false, e)
 		return e
+	}
+	if e := renameRefused(ctx, ft, tt, fromDenied, toDenied); e != nil {
+		return failed(e)
 	}
 	fromDir, fromName, err := f.openParent(ft.real)
 	if err != nil {
@@ -770,16 +758,8 @@ func (f *FS) Rename(ctx context.Context, from, to string) error {
 	}
 	defer unix.Close(toDir)
 	// Answer the destination's refusals before taking a deep snapshot of either side.
-	if toInfo, err := statAt(toDir, toName); err == nil && toInfo.isDir() && ft.real != tt.real {
-		if !fromInfo.isDir() {
-			return failed(tt.fail(errnoErr("rename", tt.real, syscall.EISDIR)))
-		}
-		if nonEmpty, err := dirHasEntries(toDir, toName, tt.real); err != nil || nonEmpty {
-			if err == nil {
-				err = errnoErr("rename", tt.real, syscall.ENOTEMPTY)
-			}
-			return failed(tt.fail(err))
-		}
+	if e := destinationRefused(toDir, toName, fromInfo, ft, tt); e != nil {
+		return failed(e)
 	}
 	fromBefore, err := f.snapshotOf(ctx, fromDir, fromName, ft.real, fromInfo)
 	if err != nil {
@@ -809,6 +789,42 @@ func (f *FS) Rename(ctx context.Context, from, to string) error {
 	}
 	recordBoth(fromBefore, toBefore, true, nil)
 	return nil
+}
+
+// renameRefused is why a rename of ft to tt is refused before either is touched: the
+// policy denied one (fromDenied, toDenied), one is the root, or ctx is done; nil when it
+// may go on.
+func renameRefused(ctx context.Context, ft, tt target, fromDenied, toDenied *Error) *Error {
+	if denied := cmpErr(fromDenied, toDenied); denied != nil {
+		return denied
+	}
+	for _, t := range []target{ft, tt} {
+		if t.real == string(filepath.Separator) {
+			return &Error{Op: "rename", Path: t.given, Resolved: t.real, Code: "EPERM", Denied: true, Err: errors.New("refusing to rename the root directory")}
+		}
+	}
+	return aborted(ctx, ft)
+}
+
+// destinationRefused is why rename(2) would refuse to put the source (examined as
+// fromInfo) in place of the folder toName in toDir: a non-folder cannot replace a folder,
+// nor anything a folder with entries. nil when nothing refuses.
+func destinationRefused(toDir int, toName string, fromInfo fileStat, ft, tt target) *Error {
+	toInfo, err := statAt(toDir, toName)
+	if err != nil || !toInfo.isDir() || ft.real == tt.real {
+		return nil
+	}
+	if !fromInfo.isDir() {
+		return tt.fail(errnoErr("rename", tt.real, syscall.EISDIR))
+	}
+	nonEmpty, err := dirHasEntries(toDir, toName, tt.real)
+	if err == nil && !nonEmpty {
+		return nil
+	}
+	if err == nil {
+		err = errnoErr("rename", tt.real, syscall.ENOTEMPTY)
+	}
+	return tt.fail(err)
 }
 
 func pathOf(t target) string {
