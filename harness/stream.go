@@ -112,62 +112,17 @@ type streamItem struct {
 }
 
 // read asks the model and consumes its answer until the end or an error. The request and
-// Next run on a goroutine of their own so that what waits is flushed on time even while
-// the model has not begun (writes carried from before the answer) or pauses.
+// Next run on a goroutine of their own (streamReader) so that what waits is flushed on time
+// even while the model has not begun (writes carried from before the answer) or pauses.
 func (a *answer) read(req provider.Request) error {
-	// A few items of slack: the reader waits while a flush is being written, which is
-	// what a flush costs the stream anyway.
-	items := make(chan streamItem, 8)
-	quit := make(chan struct{})
-	var (
-		mu     sync.Mutex
-		s      provider.Stream // set once the model answers
-		closed bool
-	)
-	closeStream := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		closed = true
-		if s != nil {
-			_ = s.Close() // unblocks a Next waiting on the connection
-		}
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		st, err := a.t.prov.Stream(a.t.ctx, req)
-		if err == nil {
-			mu.Lock()
-			if closed {
-				_ = st.Close()
-				err = errors.New("the answer was abandoned")
-			}
-			s = st
-			mu.Unlock()
-		}
-		for err == nil {
-			var ev provider.Event
-			ev, err = st.Next()
-			select {
-			case items <- streamItem{ev, err}:
-			case <-quit:
-				return
-			}
-		}
-		if s == nil {
-			select {
-			case items <- streamItem{err: err}:
-			case <-quit:
-			}
-		}
-	}()
-	defer func() {
-		close(quit)
-		closeStream()
-		wg.Wait()
-	}()
+	r := startStreamReader(a.t.ctx, a.t.prov, req)
+	defer r.stop()
+	return a.consume(r.items)
+}
 
+// consume handles the answer's items until the end or an error, flushing what waits at
+// most flushEvery after it began to wait.
+func (a *answer) consume(items <-chan streamItem) error {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	armed := false
@@ -197,6 +152,78 @@ func (a *answer) read(req provider.Request) error {
 			}
 		}
 	}
+}
+
+// streamReader asks the model and hands each item of its answer to items, on a goroutine
+// of its own, until an error (io.EOF at the end) or stop.
+type streamReader struct {
+	items chan streamItem
+	quit  chan struct{}
+	wg    sync.WaitGroup
+
+	mu     sync.Mutex
+	s      provider.Stream // set once the model answers
+	closed bool            // stop was called: a stream that answers later is closed at once
+}
+
+// startStreamReader asks prov for the answer to req on a new goroutine; stop ends it.
+func startStreamReader(ctx context.Context, prov provider.Provider, req provider.Request) *streamReader {
+	r := &streamReader{
+		// A few items of slack: the reader waits while a flush is being written, which is
+		// what a flush costs the stream anyway.
+		items: make(chan streamItem, 8),
+		quit:  make(chan struct{}),
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.run(ctx, prov, req)
+	}()
+	return r
+}
+
+// run is the reading goroutine: it hands on the stream's items, or the error that
+// prevented one, until an error or quit.
+func (r *streamReader) run(ctx context.Context, prov provider.Provider, req provider.Request) {
+	st, err := prov.Stream(ctx, req)
+	if err == nil {
+		r.mu.Lock()
+		if r.closed {
+			_ = st.Close()
+			err = errors.New("the answer was abandoned")
+		}
+		r.s = st
+		r.mu.Unlock()
+	}
+	for err == nil {
+		var ev provider.Event
+		ev, err = st.Next()
+		select {
+		case r.items <- streamItem{ev, err}:
+		case <-r.quit:
+			return
+		}
+	}
+	// Only this goroutine sets r.s, so it reads it without the lock.
+	if r.s == nil {
+		select {
+		case r.items <- streamItem{err: err}:
+		case <-r.quit:
+		}
+	}
+}
+
+// stop closes the stream, which unblocks a Next waiting on the connection, and waits for
+// the reading goroutine to end.
+func (r *streamReader) stop() {
+	close(r.quit)
+	r.mu.Lock()
+	r.closed = true
+	if r.s != nil {
+		_ = r.s.Close()
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
 }
 
 // pending reports whether something waits to be stored or published.
