@@ -234,6 +234,8 @@ func readChatInput(r io.Reader, lines chan<- inputLine) {
 	}
 }
 
+// run is the chat on the terminal, until the person leaves, the session's events end or
+// parent is done.
 func (u *chatUI) run(parent context.Context) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
@@ -271,6 +273,12 @@ func (u *chatUI) run(parent context.Context) error {
 	}()
 
 	u.prompt()
+	return u.loop(ctx, lines)
+}
+
+// loop takes what comes, the person's lines, the session's events, Ctrl-C and the asks'
+// outcomes, one at a time until the chat ends.
+func (u *chatUI) loop(ctx context.Context, lines <-chan inputLine) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -286,22 +294,7 @@ func (u *chatUI) run(parent context.Context) error {
 			}
 			u.handleStreamItem(it)
 		case l, ok := <-lines:
-			if !ok || l.err != nil {
-				if l.err != nil && !errors.Is(l.err, io.EOF) {
-					u.println(u.st.red("jean2 chat: reading the terminal: " + l.err.Error()))
-				}
-				u.leaving()
-				return nil
-			}
-			if l.ctrlL {
-				u.ctrlL(ctx, l.text)
-				continue
-			}
-			u.col0 = true // the terminal echoed the person's Enter
-			u.out.echoed()
-			text := u.draft + l.text
-			u.draft = ""
-			if quit := u.handleLine(ctx, text, lines); quit {
+			if quit := u.takeLine(ctx, l, ok, lines); quit {
 				u.leaving()
 				return nil
 			}
@@ -314,6 +307,26 @@ func (u *chatUI) run(parent context.Context) error {
 			u.askEnded(o)
 		}
 	}
+}
+
+// takeLine takes one line the person typed (ok false: the input ended) and reports whether
+// the chat ends with it. A line ended with Ctrl-L is kept as the draft of the next.
+func (u *chatUI) takeLine(ctx context.Context, l inputLine, ok bool, lines <-chan inputLine) (quit bool) {
+	if !ok || l.err != nil {
+		if l.err != nil && !errors.Is(l.err, io.EOF) {
+			u.println(u.st.red("jean2 chat: reading the terminal: " + l.err.Error()))
+		}
+		return true
+	}
+	if l.ctrlL {
+		u.ctrlL(ctx, l.text)
+		return false
+	}
+	u.col0 = true // the terminal echoed the person's Enter
+	u.out.echoed()
+	text := u.draft + l.text
+	u.draft = ""
+	return u.handleLine(ctx, text, lines)
 }
 
 // startAsker sets up the asks' terminal: they read their answers through a pipe the loop
