@@ -540,16 +540,32 @@ func (f *fixture) click(sel string) {
 // clickText clicks the first button or link under scope whose text is text.
 func (f *fixture) clickText(scope, text string) {
 	f.t.Helper()
-	f.waitJS(fmt.Sprintf("a %q button in %s", text, scope), fmt.Sprintf(`[...document.querySelectorAll(%s)].some((e) => e.textContent.trim() === %s)`, jsString(scope+" button, "+scope+" a"), jsString(text)))
-	mark := fmt.Sprintf(`(() => { const el = [...document.querySelectorAll(%s)].find((e) => e.textContent.trim() === %s); el.setAttribute("data-e2e-target", "1"); return true; })()`,
-		jsString(scope+" button, "+scope+" a"), jsString(text))
-	if _, err := browsertest.Eval[bool](f.b, 5*time.Second, mark); err != nil {
-		f.t.Fatal(err)
+	els := jsString(scope + " button, " + scope + " a")
+	f.waitJS(fmt.Sprintf("a %q button in %s", text, scope), fmt.Sprintf(`[...document.querySelectorAll(%s)].some((e) => e.textContent.trim() === %s)`, els, jsString(text)))
+	mark := fmt.Sprintf(`(() => { const el = [...document.querySelectorAll(%s)].find((e) => e.textContent.trim() === %s); if (!el) return false; el.setAttribute("data-e2e-target", "1"); return true; })()`,
+		els, jsString(text))
+	unmark := `(() => { document.querySelectorAll("[data-e2e-target]").forEach((e) => e.removeAttribute("data-e2e-target")); return true; })()`
+	for range 3 {
+		if _, err := browsertest.Eval[bool](f.b, 5*time.Second, mark); err != nil {
+			f.t.Fatal(err)
+		}
+		// AtLeast(0): a redraw that replaced the marked node (the settings' provider list after
+		// a providers.changed, a session list after a switch) leaves no node with the mark, and
+		// the query says so at once instead of waiting its 20 s for a mark no node will get
+		// again; the button is marked anew and clicked.
+		err := f.b.Do(20*time.Second, chromedp.Click(chromedp.CSS(`[data-e2e-target="1"]`), chromedp.AtLeast(0)))
+		if _, uerr := browsertest.Eval[bool](f.b, 5*time.Second, unmark); uerr != nil {
+			f.t.Fatal(uerr)
+		}
+		if err != nil && (strings.Contains(err.Error(), "did not return any nodes") || strings.Contains(err.Error(), "Could not find node with given id")) {
+			continue
+		}
+		if err != nil {
+			f.t.Fatalf("click %q in %s: %v", text, scope, err)
+		}
+		return
 	}
-	f.click(`[data-e2e-target="1"]`)
-	if _, err := browsertest.Eval[bool](f.b, 5*time.Second, `(() => { document.querySelectorAll("[data-e2e-target]").forEach((e) => e.removeAttribute("data-e2e-target")); return true; })()`); err != nil {
-		f.t.Fatal(err)
-	}
+	f.t.Fatalf("click %q in %s: the button was replaced three times before it could be clicked", text, scope)
 }
 
 // typeInto focuses a field and types text (a "\n" presses Enter).

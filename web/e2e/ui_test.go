@@ -188,6 +188,24 @@ func TestPhoneAndKeyboard(t *testing.T) {
 	f.waitJS("the shortcuts closed", `document.querySelector("dialog[open]") === null`)
 }
 
+// TestClickTextAfterARedraw: a button redrawn between the moment clickText marks it and the
+// click (the settings' provider list after a providers.changed) is found again and clicked;
+// before, the click waited 20 s for a mark that no node had any more (TestSettings failed so).
+func TestClickTextAfterARedraw(t *testing.T) {
+	f := newFixture(t)
+	f.open("#/settings")
+	f.waitText(".providers", "openai")
+	// The first mark is taken off as soon as it is set, as a redraw replacing the marked button
+	// with an equal one would.
+	f.eval(`(() => { let first = true; new MutationObserver((ms) => { for (const m of ms) if (first && m.target.hasAttribute("data-e2e-target")) { first = false; m.target.removeAttribute("data-e2e-target"); } }).observe(document.body, { subtree: true, attributes: true, attributeFilter: ["data-e2e-target"] }); return ""; })()`)
+	start := time.Now()
+	f.clickText(".settings-view", "Add a provider")
+	f.waitText("dialog[open]", "Add a provider")
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the click after the redraw took %s", took)
+	}
+}
+
 // TestSettings: a provider added on the page (its key never shown again), the unattended
 // settings saved, both as the server keeps them.
 func TestSettings(t *testing.T) {
