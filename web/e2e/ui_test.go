@@ -206,6 +206,22 @@ func TestClickTextAfterARedraw(t *testing.T) {
 	}
 }
 
+// TestClickAfterARedrawBetweenPressAndRelease: a button replaced between the mouse's press and
+// its release (the sidebar redraws on every live update) gets no click event at all, and
+// chromedp says the click was made; the fixture sees that no click arrived and clicks the
+// button that replaced it. Before, the click was lost (TestWorkspaceWarnings timed out on
+// the dialog its click on New workspace should have opened).
+func TestClickAfterARedrawBetweenPressAndRelease(t *testing.T) {
+	f := newFixture(t)
+	f.open("#/settings")
+	f.waitText(".providers", "openai")
+	f.eval(`(() => { window.__log = []; const b = [...document.querySelectorAll(".settings-view button")].find((e) => e.textContent.trim() === "Add a provider"); b.id = "add-prov"; b.onclick = () => window.__log.push("old"); b.addEventListener("mousedown", () => { const n = document.createElement("button"); n.type = "button"; n.id = "add-prov"; n.textContent = "Add a provider"; n.onclick = () => window.__log.push("new"); b.replaceWith(n); }); return ""; })()`)
+	f.click("#add-prov")
+	if got := f.eval(`window.__log.join()`); got != "new" {
+		t.Fatalf("buttons clicked: %q, want the one that replaced the pressed button", got)
+	}
+}
+
 // TestSettings: a provider added on the page (its key never shown again), the unattended
 // settings saved, both as the server keeps them.
 func TestSettings(t *testing.T) {
