@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/jean2/jean2/provider/providertest"
 )
@@ -14,7 +15,9 @@ func TestChatControlsAndQuitAtAQuestion(t *testing.T) {
 	base := c.serve()
 	c.fake.Push(
 		providertest.OpenAIText("test-model", "First answer."),
-		providertest.OpenAIText("test-model", "Second answer."),
+		// The answer's text is on screen a moment before its turn ends, as on a loaded machine:
+		// a control sent on seeing the text alone is refused ("a turn is running").
+		providertest.NewOpenAIStream("test-model").Text("Second answer.").Pause(300*time.Millisecond).Finish("stop").Usage(10, 1).Done().Reply(),
 		providertest.OpenAIText("test-model", "Edited answer."),
 		providertest.NewOpenAIStream("test-model").ToolCall(0, "call_s", "survey", `{}`).Finish("tool_calls").Done().Reply(),
 	)
@@ -26,8 +29,10 @@ func TestChatControlsAndQuitAtAQuestion(t *testing.T) {
 	p.send("/retry")
 	p.waitFor("(2 messages removed; going on from there)")
 	p.waitFor("Second answer.")
+	p.waitFor("── done")
 	p.send("/edit hello again")
 	p.waitFor("Edited answer.")
+	p.waitFor("── done")
 	p.send("/fork")
 	p.waitFor("Forked as session ses_")
 	p.send("survey me")

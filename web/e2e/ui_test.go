@@ -188,6 +188,40 @@ func TestPhoneAndKeyboard(t *testing.T) {
 	f.waitJS("the shortcuts closed", `document.querySelector("dialog[open]") === null`)
 }
 
+// TestClickTextAfterARedraw: a button redrawn between the moment clickText marks it and the
+// click (the settings' provider list after a providers.changed) is found again and clicked;
+// before, the click waited 20 s for a mark that no node had any more (TestSettings failed so).
+func TestClickTextAfterARedraw(t *testing.T) {
+	f := newFixture(t)
+	f.open("#/settings")
+	f.waitText(".providers", "openai")
+	// The first mark is taken off as soon as it is set, as a redraw replacing the marked button
+	// with an equal one would.
+	f.eval(`(() => { let first = true; new MutationObserver((ms) => { for (const m of ms) if (first && m.target.hasAttribute("data-e2e-target")) { first = false; m.target.removeAttribute("data-e2e-target"); } }).observe(document.body, { subtree: true, attributes: true, attributeFilter: ["data-e2e-target"] }); return ""; })()`)
+	start := time.Now()
+	f.clickText(".settings-view", "Add a provider")
+	f.waitText("dialog[open]", "Add a provider")
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the click after the redraw took %s", took)
+	}
+}
+
+// TestClickAfterARedrawBetweenPressAndRelease: a button replaced between the mouse's press and
+// its release (the sidebar redraws on every live update) gets no click event at all, and
+// chromedp says the click was made; the fixture sees that no click arrived and clicks the
+// button that replaced it. Before, the click was lost (TestWorkspaceWarnings timed out on
+// the dialog its click on New workspace should have opened).
+func TestClickAfterARedrawBetweenPressAndRelease(t *testing.T) {
+	f := newFixture(t)
+	f.open("#/settings")
+	f.waitText(".providers", "openai")
+	f.eval(`(() => { window.__log = []; const b = [...document.querySelectorAll(".settings-view button")].find((e) => e.textContent.trim() === "Add a provider"); b.id = "add-prov"; b.onclick = () => window.__log.push("old"); b.addEventListener("mousedown", () => { const n = document.createElement("button"); n.type = "button"; n.id = "add-prov"; n.textContent = "Add a provider"; n.onclick = () => window.__log.push("new"); b.replaceWith(n); }); return ""; })()`)
+	f.click("#add-prov")
+	if got := f.eval(`window.__log.join()`); got != "new" {
+		t.Fatalf("buttons clicked: %q, want the one that replaced the pressed button", got)
+	}
+}
+
 // TestSettings: a provider added on the page (its key never shown again), the unattended
 // settings saved, both as the server keeps them.
 func TestSettings(t *testing.T) {
