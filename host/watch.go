@@ -55,6 +55,12 @@ func (h *Host) Watch(ctx context.Context, opts WatchOptions) error {
 	debounce.Stop()
 	dirty := map[string]bool{}
 	all := false
+	if w != nil {
+		// A folder made between the host's first load and the watches above sent no event:
+		// one reload once they are in place finds it (else it waited for the rescan).
+		all = true
+		debounce.Reset(opts.Debounce)
+	}
 	for {
 		select {
 		case <-ctx.Done():

@@ -257,3 +257,17 @@ func waitEvent(t *testing.T, ch chan host.ToolsChanged, match func(host.ToolsCha
 		}
 	}
 }
+
+// A tool folder made after the host's first load but before its watcher added its watches
+// sent the watcher no event: the watcher's first reload finds it (before, it waited for the
+// periodic rescan, 60 s by default, here off).
+func TestWatchFindsAFolderMadeBeforeItsWatches(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	f.addTool("early", map[string]string{"tool.js": versionedTool("early", 7, "")})
+	f.watching()
+	f.eventually("the folder made before the watches to be loaded", func() bool {
+		n, _ := f.answer("early", `{}`)
+		return n == 7
+	})
+}
