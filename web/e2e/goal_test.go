@@ -49,7 +49,24 @@ func TestGoalSetAndClearInHeader(t *testing.T) {
 	f.click("#goal-set")
 	f.typeInto("#goal-condition", "the tests pass")
 	f.eval(`(() => { const t = document.querySelector("#goal-turns"); t.value = "4"; return "ok"; })()`)
+	// The PUT's answer is held back until the turn it started was judged (goal.changed,
+	// "met"), as a loaded machine can have it: the stale goal it carries must not be drawn
+	// over the newer one (before: the badge went back to "active (0 of 4 turns)").
+	f.eval(`(() => {
+		const real = window.fetch;
+		window.fetch = async (path, init) => {
+			const res = await real(path, init);
+			if (init?.method === "PUT" && String(path).endsWith("/goal")) {
+				const deadline = Date.now() + 10000;
+				while (!document.querySelector("#goal")?.textContent.includes("met") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+				window.__goalPutAnswered = true;
+			}
+			return res;
+		};
+		return "ok";
+	})()`)
 	f.click("#goal-save")
+	f.waitJS("the held-back answer to the PUT drawn", `window.__goalPutAnswered === true && document.querySelector("dialog[open]") === null`)
 	f.waitText("#goal", "Goal: ✓ met (1 of 4 turns)")
 	var got struct {
 		Goal *struct {

@@ -303,7 +303,7 @@ export class SessionView {
         break;
       case "goal.changed":
         this.session = { ...this.session, goal: p.goal };
-        this.goalBadge?.show(p.goal);
+        this.goalBadge?.changed(p.goal);
         break;
       case "hook.failed":
         // A hook of config.json failed or timed out: the turn went on as if it allowed.

@@ -16,10 +16,17 @@ export class GoalBadge {
   constructor(view, goal) {
     this.view = view;
     this.goal = goal || null;
+    this.events = 0; // goal.changed events drawn (changed)
     this.badge = h("span", { class: "session-goal small", id: "goal", role: "status", hidden: true });
     this.setBtn = h("button", { type: "button", class: "link", id: "goal-set", onclick: () => this.edit() }, "Set goal");
     this.clearBtn = h("button", { type: "button", class: "link", id: "goal-clear", hidden: true, onclick: () => this.clear() }, "Clear goal");
     this.el = h("span", { class: "session-goal-ctl" }, this.badge, this.setBtn, this.clearBtn);
+    this.show(goal);
+  }
+
+  /** changed draws the goal a goal.changed event carried: the newest there is. */
+  changed(goal) {
+    this.events++;
     this.show(goal);
   }
 
@@ -53,9 +60,13 @@ export class GoalBadge {
           return;
         }
         try {
+          const seen = this.events;
           const res = await api("PUT", `/api/sessions/${enc(this.view.id)}/goal`,
             { condition, maxTurns: Number(turns.value) || 0, start: start.checked });
-          this.show(res.goal);
+          // The goal as set, unless goal.changed came meanwhile: the turn the PUT started
+          // may have been judged before its answer arrived, and the events (the setting's
+          // own among them) are newer than the answer.
+          if (this.events === seen) this.show(res.goal);
           d.close();
         } catch (er) {
           replace(err, errorText(er));
