@@ -563,10 +563,11 @@ func BenchmarkShellStart(b *testing.B) {
 				if err := os.MkdirAll(dir, 0o700); err != nil {
 					b.Fatal(err)
 				}
-				if err := syscall.Mount("bench-idle", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size=1m"); err != nil {
+				unmount, err := mountIdleSessionTemp(dir)
+				if err != nil {
 					b.Fatal(err)
 				}
-				b.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+				b.Cleanup(unmount)
 			}
 			args, _ := json.Marshal(map[string]any{"command": "true"})
 			call := func() {
