@@ -12,12 +12,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/internal/rawio"
 )
 
 // termReader keeps what a terminal printed, for a test to wait on.
@@ -177,8 +179,12 @@ func TestTerminalDiesWithJean2(t *testing.T) {
 		t.Skipf("no pid namespaces here: %s", f.h.Sandbox().PidNSError)
 	}
 	dir := t.TempDir()
+	// The helper's own temporary folders go in one of this test's, whose tmpfs mounts the
+	// killed helper could not unmount: they are unmounted here, not left on the machine.
+	helperTemp := t.TempDir()
+	t.Cleanup(func() { unmountBeneath(t, helperTemp) })
 	helper := exec.Command(os.Args[0], "-test.run=^TestTerminalDiesWithJean2$", "-test.timeout=120s")
-	helper.Env = append(os.Environ(), "JEAN2_TERMINAL_HELPER="+dir)
+	helper.Env = append(os.Environ(), "JEAN2_TERMINAL_HELPER="+dir, "TMPDIR="+helperTemp)
 	helper.Stdout, helper.Stderr = os.Stderr, os.Stderr
 	if err := helper.Start(); err != nil {
 		t.Fatal(err)
@@ -193,6 +199,22 @@ func TestTerminalDiesWithJean2(t *testing.T) {
 	}
 	_ = helper.Wait()
 	waitGone(t, child, "jean2 killed")
+}
+
+// unmountBeneath unmounts what is mounted beneath dir (what a killed jean2 left there).
+func unmountBeneath(t *testing.T, dir string) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Errorf("read mountinfo: %v", err)
+		return
+	}
+	for _, m := range rawio.ParseMountinfo(data) {
+		if strings.HasPrefix(m.Point, dir+"/") {
+			if err := syscall.Unmount(m.Point, syscall.MNT_DETACH); err != nil {
+				t.Errorf("unmount %s, left by the killed helper: %v", m.Point, err)
+			}
+		}
+	}
 }
 
 // terminalHelper is the jean2 of TestTerminalDiesWithJean2: it opens a terminal whose
