@@ -155,6 +155,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		llm: opts.LLM, grants: opts.Grants, subs: map[int]chan<- ToolsChanged{},
 	}
 	h.sb = newHostSandbox(opts, userHome)
+	h.pins.Stater = h.sb.stat
 	h.giveSessionCgroups()
 	if h.sb.status.Mode != sandbox.ModeOff {
 		h.log.Debug("sandbox", "protection", h.sb.status.Summary(), "pids", h.sb.status.Pids)

@@ -241,11 +241,14 @@ func (h *Host) callTemp(call Call, callID string) (string, error) {
 // write the folder that holds it (each writes its session's own), but an unconfined one may
 // (TestSandboxAttackSessionFolder…).
 func (h *Host) sessionTemp(key string) (string, error) {
-	if dir, ok := h.temps.Load(key); ok {
-		if err := keepRealFolder(dir.(string)); err != nil {
-			return "", err
+	if v, ok := h.temps.Load(key); ok {
+		dir := v.(string)
+		if !h.mountedHere(dir) { // a tmpfs of this host's cannot be replaced: no stat
+			if err := keepRealFolder(dir); err != nil {
+				return "", err
+			}
 		}
-		return dir.(string), nil
+		return dir, nil
 	}
 	h.mountScope(key)
 	dir, err := h.layout.tempFolder(key)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/jean2/jean2/internal/rawio"
 	"github.com/jean2/jean2/loader"
 	"github.com/jean2/jean2/policy"
 	"github.com/jean2/jean2/runtime/worker"
@@ -53,6 +54,9 @@ type hostSandbox struct {
 	pids      *sandbox.Pids   // nil when tasks are not capped by a cgroup
 	memory    *sandbox.Memory // nil when memory is capped by RLIMIT_DATA alone
 	approvals *sandbox.Approvals
+	// stat makes the stats of every call (approvals, the workspace's pin) raw where that is
+	// safe (rawio.Stater).
+	stat      *rawio.Stater
 	protected []string
 	// places is protected as toolfs.ExpandPlaces gives it (each place as written and where
 	// it leads), resolved at the start and again at every reload rather than in every call.
@@ -77,8 +81,9 @@ func newHostSandbox(opts Options, home string) *hostSandbox {
 		approvals: opts.Sandbox.Approvals,
 		limits:    opts.Limits.withDefaults(),
 	}
+	sb.stat = rawio.NewStater()
 	if sb.approvals == nil {
-		sb.approvals = sandbox.OpenApprovals(filepath.Join(opts.Layout.Home, "approvals.json"))
+		sb.approvals = sandbox.OpenApprovalsStat(filepath.Join(opts.Layout.Home, "approvals.json"), sb.stat)
 	}
 	if opts.Sandbox.NoNetNS && sb.status.NetNS {
 		sb.status.NetNS, sb.status.NetNSError = false, "turned off by the host's options"
@@ -122,7 +127,7 @@ func (sb *hostSandbox) resolvePlaces() {
 func (sb *hostSandbox) protectedPlaces() []string { return *sb.places.Load() }
 
 func (sb *hostSandbox) close() error {
-	var errs []error
+	errs := []error{sb.stat.Close()}
 	if sb.memory != nil {
 		errs = append(errs, sb.memory.Close())
 	}

@@ -5,11 +5,13 @@ package host_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,6 +95,44 @@ func TestSessionLimitsWorkersGroupsAndTempFS(t *testing.T) {
 	}
 	if _, err := os.Stat(cg); !os.IsNotExist(err) {
 		t.Fatalf("the host's cgroup folder %s is still there after Close: %v", cg, err)
+	}
+}
+
+// A session's tmpfs cannot be replaced, not even by an unconfined process of the host's
+// user (the test stands for one): rename and rmdir of a mount point fail with EBUSY. That
+// is why the host no longer checks, at every call, that a folder it mounted is still a
+// folder (sessionTemp); the checks of an unmounted one are TestSandboxAttack…SwappedForALink.
+func TestSessionTempMountCannotBeSwapped(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("the temporary folders are mounted by a root host only")
+	}
+	sf := newSandboxFixture(t, sandbox.ModeLandlock, "", func(o *host.Options) { o.Limits.SessionTempMB = 8 })
+	s1 := filepath.Join(sf.layout.WorkspaceTemp("w1"), "s1")
+	writeIn := func(name string) {
+		r, out := sf.try(t, map[string]any{"op": "writeText", "path": filepath.Join(s1, name), "text": name})
+		if !out.Result.Success || !r.OK {
+			t.Fatalf("a call that writes %s in its session's folder: %+v %s", name, r, out.Result.Error)
+		}
+		if b, err := os.ReadFile(filepath.Join(s1, name)); err != nil || string(b) != name {
+			t.Fatalf("%s in the session's folder: %q %v", name, b, err)
+		}
+	}
+	writeIn("first.txt")
+	if !contains(mountsBeneath(sf.layout.Temp), s1) {
+		t.Skipf("the session's folder %s is not mounted: %q", s1, sf.h.TempQuota())
+	}
+	if err := os.Rename(s1, s1+"-aside"); !errors.Is(err, syscall.EBUSY) {
+		t.Errorf("rename the session's mounted folder: %v, want EBUSY", err)
+	}
+	if err := os.Remove(s1); !errors.Is(err, syscall.EBUSY) {
+		t.Errorf("remove the session's mounted folder: %v, want EBUSY", err)
+	}
+	if err := os.Symlink("/", s1); !errors.Is(err, os.ErrExist) {
+		t.Errorf("a link in the session's folder's place: %v, want EEXIST", err)
+	}
+	writeIn("after.txt")
+	if !contains(mountsBeneath(sf.layout.Temp), s1) {
+		t.Errorf("the session's folder %s is no longer mounted", s1)
 	}
 }
 

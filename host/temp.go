@@ -315,6 +315,15 @@ func (h *Host) tempMounted(dir string) bool {
 	return true
 }
 
+// mountedHere reports whether dir is the root of a tmpfs this host mounted (and has not
+// unmounted). Nothing can then stand in its place short of unmounting it, which needs the
+// mount namespace's CAP_SYS_ADMIN (rename and rmdir of a mount point fail with EBUSY): the
+// check of keepRealFolder, a stat on every call's path, is not needed.
+func (h *Host) mountedHere(dir string) bool {
+	owned, ok := h.tempFS.mounted.Load(dir)
+	return ok && owned.(bool)
+}
+
 // unmountScope unmounts the tmpfs on dir, if the host has one there.
 func (h *Host) unmountScope(dir string) error {
 	if _, ok := h.tempFS.mounted.LoadAndDelete(dir); !ok {

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jean2/jean2/internal/rawio"
 	"github.com/jean2/jean2/tool"
 )
 
@@ -24,6 +25,7 @@ import (
 // in $JEAN2_HOME, where no tool can reach it.
 type Approvals struct {
 	path string
+	stat *rawio.Stater // nil: os.Stat
 
 	mu      sync.Mutex
 	loaded  fileStamp
@@ -77,6 +79,12 @@ type fileStamp struct {
 
 // OpenApprovals uses the file at path (created on the first approval).
 func OpenApprovals(path string) *Approvals { return &Approvals{path: path} }
+
+// OpenApprovalsStat is OpenApprovals whose check of the file at every call stats through
+// st (raw where that is safe: rawio.Stater says why).
+func OpenApprovalsStat(path string, st *rawio.Stater) *Approvals {
+	return &Approvals{path: path, stat: st}
+}
 
 // Path is where the approvals are kept.
 func (a *Approvals) Path() string { return a.path }
@@ -276,7 +284,7 @@ func appendNew(list, more []string) []string {
 }
 
 func (a *Approvals) refreshLocked() error {
-	fi, err := os.Stat(a.path)
+	fi, err := a.stat.Stat(a.path) // on every call's path: nil stats through os.Stat
 	if errors.Is(err, fs.ErrNotExist) {
 		a.items, a.scripts, a.grants, a.loaded = nil, nil, nil, fileStamp{}
 		return nil

@@ -2,10 +2,10 @@ package sandbox
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 
+	"github.com/jean2/jean2/internal/rawio"
 	"github.com/jean2/jean2/policy"
 )
 
@@ -16,11 +16,14 @@ import (
 // target; pinned, a folder that leads elsewhere now is refused. The zero Pins is ready.
 type Pins struct {
 	m sync.Map // clean path → *pin
+	// Stater makes the check at every call (raw where that is safe: rawio.Stater says
+	// why); nil stats through os.Stat. Set before the first use.
+	Stater *rawio.Stater
 }
 
 type pin struct {
 	real string
-	fi   os.FileInfo // the folder found there by the last check
+	fi   *rawio.Info // the folder found there by the last check
 }
 
 // Real returns where root really is: where it led when first asked. While the folder there
@@ -28,8 +31,8 @@ type pin struct {
 // folder made again) is accepted; anywhere else is an error that says what happened.
 func (p *Pins) Real(root string) (string, error) {
 	root = filepath.Clean(root)
-	fi, statErr := os.Stat(root)
-	if v, ok := p.m.Load(root); ok && statErr == nil && v.(*pin).fi != nil && os.SameFile(v.(*pin).fi, fi) {
+	fi, statErr := p.Stater.Stat(root)
+	if v, ok := p.m.Load(root); ok && statErr == nil && v.(*pin).fi != nil && v.(*pin).fi.SameFile(fi) {
 		return v.(*pin).real, nil
 	}
 	real := policy.Real(root)
@@ -38,7 +41,7 @@ func (p *Pins) Real(root string) (string, error) {
 	}
 	next := &pin{real: real}
 	if statErr == nil {
-		next.fi = fi
+		next.fi = &fi
 	}
 	if was, loaded := p.m.LoadOrStore(root, next); loaded {
 		if was.(*pin).real != real {
@@ -56,8 +59,8 @@ func (p *Pins) Real(root string) (string, error) {
 func (p *Pins) Set(root string) string {
 	root = filepath.Clean(root)
 	next := &pin{real: policy.Real(root)}
-	if fi, err := os.Stat(root); err == nil {
-		next.fi = fi
+	if fi, err := p.Stater.Stat(root); err == nil {
+		next.fi = &fi
 	}
 	p.m.Store(root, next)
 	return next.real

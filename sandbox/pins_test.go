@@ -5,13 +5,24 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jean2/jean2/internal/rawio"
 )
 
 // The race the pins close: a folder checked (pinned) as real, then swapped for a link
 // before the plan resolves it. The plan's rules would grant the link's target; WritesWithin
 // refuses them, and the next check (Pins.Real) says what happened. A folder made again at
-// the same place is the same workspace.
+// the same place is the same workspace. Both ways of checking: through os.Stat and the
+// host's (raw where safe).
 func TestPinsAttackFolderSwappedBetweenCheckAndPlan(t *testing.T) {
+	st := rawio.NewStater()
+	defer st.Close()
+	for name, st := range map[string]*rawio.Stater{"os.Stat": nil, "Stater": st} {
+		t.Run(name, func(t *testing.T) { pinsSwapAttack(t, st) })
+	}
+}
+
+func pinsSwapAttack(t *testing.T, st *rawio.Stater) {
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	ws := filepath.Join(root, "code", "app")
 	elsewhere := filepath.Join(root, "user-files")
@@ -20,7 +31,7 @@ func TestPinsAttackFolderSwappedBetweenCheckAndPlan(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var pins Pins
+	pins := Pins{Stater: st}
 	real, err := pins.Real(ws)
 	if err != nil || real != ws {
 		t.Fatalf("first use: %q %v", real, err)
