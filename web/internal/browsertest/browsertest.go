@@ -56,7 +56,7 @@ func New(t testing.TB) *Browser {
 		err                    error
 	)
 	for attempt := 1; attempt <= 3; attempt++ {
-		b, cancelCtx, cancelAlloc, err = start(path, t.TempDir())
+		b, cancelCtx, cancelAlloc, err = start(path, t.TempDir(), t.TempDir())
 		if err == nil {
 			break
 		}
@@ -72,7 +72,10 @@ func New(t testing.TB) *Browser {
 	return b
 }
 
-func start(path, profile string) (*Browser, context.CancelFunc, context.CancelFunc, error) {
+// start starts Chromium with the profile folder profile and its temporary files in tmp:
+// with disable-dev-shm-usage its shared memory is files there, which a killed browser
+// leaves (in /tmp, dozens per run before); the test's folder goes with the test.
+func start(path, profile, tmp string) (*Browser, context.CancelFunc, context.CancelFunc, error) {
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Headless,
@@ -90,6 +93,7 @@ func start(path, profile string) (*Browser, context.CancelFunc, context.CancelFu
 		chromedp.Flag("disable-extensions", true),
 		chromedp.Flag("disable-breakpad", true),
 		chromedp.Flag("mute-audio", true),
+		chromedp.Env("TMPDIR=" + tmp),
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	b := &Browser{}
