@@ -39,6 +39,8 @@ const Commands = `In the chat:
   /search W  list the sessions whose messages or title hold the words W
   /diff      what the latest turn that changed files changed, file by file, as diffs;
              /diff N the Nth such turn (numbered as /restore lists them)
+  /grant N P give tool N's version power P it does not declare (childProcess, network=HOST,
+             read=PATH, write=PATH, data=TOOL): a call jean2's sandbox refused says which
   /restore   list the turns that changed files and put files back as they were before one
   /edit TEXT send your last message again as TEXT, dropping what came after it
              (add --restore to put the files back as they were before it)

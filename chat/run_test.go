@@ -30,6 +30,12 @@ func testServer(t *testing.T, builtins ...tool.Tool) (*server.Server, string, *p
 // testServerOn is testServer on the database at databaseURL ("" for SQLite in its home).
 func testServerOn(t *testing.T, databaseURL string, builtins ...tool.Tool) (*server.Server, string, *providertest.Server) {
 	t.Helper()
+	return testServerWith(t, databaseURL, nil, builtins...)
+}
+
+// testServerWith is testServerOn with tool folders in its home first: folder name → tool.js.
+func testServerWith(t *testing.T, databaseURL string, folders map[string]string, builtins ...tool.Tool) (*server.Server, string, *providertest.Server) {
+	t.Helper()
 	home := t.TempDir()
 	layout, err := host.LayoutFromEnv(func(k string) string {
 		if k == "JEAN2_HOME" {
@@ -42,6 +48,14 @@ func testServerOn(t *testing.T, databaseURL string, builtins ...tool.Tool) (*ser
 	}
 	if err := layout.Ensure(); err != nil {
 		t.Fatal(err)
+	}
+	for name, src := range folders {
+		if err := os.MkdirAll(filepath.Join(layout.Tools, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(layout.Tools, name, "tool.js"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	fake := providertest.NewOpenAI(t)
 	env := map[string]string{"OPENAI_API_KEY": fake.Key, "OPENAI_BASE_URL": fake.BaseURL(), "OPENAI_MODEL": "test-model"}

@@ -565,7 +565,7 @@ func (u *chatUI) handleLine(ctx context.Context, text string, lines <-chan input
 	case u.controlCommand(ctx, trimmed):
 		return false
 	case strings.HasPrefix(trimmed, "/") && !strings.Contains(trimmed, " ") && len(trimmed) < 20:
-		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /agent, /goal, /attach, /detach, /model, /compact, /tokens, /sessions, /title, /search, /diff, /restore, /edit, /retry, /fork, /stop, /help, /quit; a message starting with / needs a space in it)", termtext.Line(trimmed))))
+		u.println(u.st.dim(fmt.Sprintf("(%s is not a command: /agent, /goal, /attach, /detach, /model, /compact, /tokens, /sessions, /title, /search, /diff, /grant, /restore, /edit, /retry, /fork, /stop, /help, /quit; a message starting with / needs a space in it)", termtext.Line(trimmed))))
 		u.prompt()
 		return false
 	}
@@ -588,6 +588,7 @@ func (u *chatUI) promptedCommand(ctx context.Context, trimmed string) bool {
 	withArg := map[string]func(context.Context, string){
 		"/agent": func(ctx context.Context, a string) { u.agentCommand(ctx, a, false) },
 		"/title": u.rename, "/search": u.search, "/model": u.model, "/attach": u.attach, "/diff": u.diffCommand,
+		"/grant": u.grant,
 	}
 	bare := map[string]func(){
 		"/help": func() { u.println(Commands) }, "/detach": u.detach,
@@ -855,6 +856,7 @@ func (u *chatUI) showPart(p store.Part) {
 			u.println("  " + u.st.yellow("■ stopped") + u.st.dim(took))
 		} else if p.Status == store.StatusError {
 			u.println("  " + u.st.red("✗ "+termtext.Text(p.Error)) + u.st.dim(took))
+			u.grantHintLines(p.ToolName, p.Error)
 		} else {
 			u.println("  " + u.st.green("✓") + u.st.dim(took))
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,10 +26,17 @@ func TestGrantUndeclaredPowers(t *testing.T) {
 	if !strings.Contains(r.Message, "jean2 tools approve hostile --grant childProcess") {
 		t.Fatalf("the refusal does not say how to grant it: %s", r.Message)
 	}
+	// What the web client's Allow button and the chat's /grant offer from it.
+	if g := sandbox.GrantHints(r.Message, "hostile"); !slices.Equal(g, []string{"childProcess"}) {
+		t.Fatalf("GrantHints of the refusal = %q; want childProcess (%s)", g, r.Message)
+	}
 	r, out = sf.try(t, map[string]any{"op": "read", "path": outside})
 	denied(t, "read outside before a grant", r, out, "EACCES")
 	if !strings.Contains(r.Message, "--grant read="+outside) {
 		t.Fatalf("the refusal does not say how to grant the read: %s", r.Message)
+	}
+	if g := sandbox.GrantHints(r.Message, "hostile"); !slices.Equal(g, []string{"read=" + outside}) {
+		t.Fatalf("GrantHints of the read's refusal = %q (%s)", g, r.Message)
 	}
 
 	all, err := sf.h.GrantPermissions("hostile", tool.Permissions{ChildProcess: true})

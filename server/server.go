@@ -584,6 +584,8 @@ func (s *Server) routes() http.Handler {
 	route("GET /api/tools", s.listTools)
 	route("GET /api/tools/{name}", s.getTool)
 	route("POST /api/tools/{name}/run", s.runTool)
+	route("POST /api/tools/{name}/grant", s.grantTool)
+	route("DELETE /api/tools/{name}/grant", s.revokeTool)
 
 	route("GET /api/ws", s.serverSocket)
 	route("GET /api/events", s.listServerEvents)

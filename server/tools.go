@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jean2/jean2/host"
+	"github.com/jean2/jean2/sandbox"
 	"github.com/jean2/jean2/store"
 	"github.com/jean2/jean2/tool"
 )
@@ -100,6 +101,59 @@ func (s *Server) getTool(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return notFound("no tool is named %q (GET /api/tools lists them)", r.PathValue("name"))
 	}
+	writeJSON(w, http.StatusOK, s.viewTool(e))
+	return nil
+}
+
+// grantBody is POST /api/tools/{name}/grant's: the powers a person gives the tool's serving
+// version beyond what it declares, in the words of `jean2 tools approve NAME --grant`
+// (sandbox.ParseGrant).
+type grantBody struct {
+	Grants []string `json:"grants"`
+}
+
+// grantTool is a person's grant from the web client (a refused call's "Allow" button) or
+// the chat's /grant: as `jean2 tools approve NAME --grant`, for the serving version only.
+// It answers the tool as GET /api/tools/{name} does, its grants in permissions.granted.
+func (s *Server) grantTool(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	var b grantBody
+	if err := decodeBody(w, r, &b); err != nil {
+		return err
+	}
+	if _, ok := s.host.Tool(name); !ok {
+		return notFound("no tool is named %q (GET /api/tools lists them)", name)
+	}
+	if len(b.Grants) == 0 || len(b.Grants) > 32 {
+		return badRequest(`give "grants": one to 32 of childProcess, network=HOST, read=PATH, write=PATH, data=TOOL`)
+	}
+	var p tool.Permissions
+	for _, g := range b.Grants {
+		if err := sandbox.ParseGrant(g, &p); err != nil {
+			return badRequest("%v", err)
+		}
+	}
+	if _, err := s.host.GrantPermissions(name, p); err != nil {
+		return badRequest("%v", err)
+	}
+	e, _ := s.host.Tool(name)
+	s.log.Info("tool granted powers beyond its declaration", "tool", name, "version", e.Version, "grants", b.Grants)
+	writeJSON(w, http.StatusOK, s.viewTool(e))
+	return nil
+}
+
+// revokeTool takes back what a person approved and granted the tool (every version), as
+// `jean2 tools approve NAME --revoke` does; the tools page's Revoke. It answers the tool.
+func (s *Server) revokeTool(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	if _, ok := s.host.Tool(name); !ok {
+		return notFound("no tool is named %q (GET /api/tools lists them)", name)
+	}
+	if err := s.host.RevokePermissions(name); err != nil {
+		return err
+	}
+	e, _ := s.host.Tool(name)
+	s.log.Info("tool's approvals and grants taken back", "tool", name)
 	writeJSON(w, http.StatusOK, s.viewTool(e))
 	return nil
 }

@@ -119,3 +119,45 @@ func TestCustomKeyVariableWithheldFromTools(t *testing.T) {
 		t.Fatalf("the tool saw the provider's key variable: %+v", out)
 	}
 }
+
+// A person grants a tool's version a power it does not declare through the API (the web
+// client's Allow button, the chat's /grant), as `jean2 tools approve NAME --grant` does;
+// what cannot be granted is refused with why (a built-in's refusal: host's TestGrantRefusesWhatCannotBeGranted).
+func TestToolGrantThroughTheAPI(t *testing.T) {
+	f := newFixture(t)
+	f.tools["env-probe"] = envTool
+	f.start()
+	var v toolView
+	f.call("POST", "/api/tools/env_probe/grant", map[string]any{"grants": []string{"childProcess", "network=api.example.com"}}, 200, &v)
+	if v.Permissions == nil || v.Permissions.Granted == nil || !v.Permissions.Granted.ChildProcess || !slices.Equal(v.Permissions.Granted.Network, []string{"api.example.com"}) {
+		t.Fatalf("after the grant: %+v", v.Permissions)
+	}
+	var again toolView
+	f.call("GET", "/api/tools/env_probe", nil, 200, &again)
+	if again.Permissions == nil || again.Permissions.Granted == nil || !again.Permissions.Granted.ChildProcess {
+		t.Fatalf("GET after the grant: %+v", again.Permissions)
+	}
+	var revoked toolView
+	f.call("DELETE", "/api/tools/env_probe/grant", nil, 200, &revoked)
+	if revoked.Permissions != nil && revoked.Permissions.Granted != nil {
+		t.Fatalf("after DELETE the grants remain: %+v", revoked.Permissions.Granted)
+	}
+	f.call("DELETE", "/api/tools/nope/grant", nil, 404, nil)
+	for _, c := range []struct {
+		name string
+		body any
+		code int
+		want string
+	}{
+		{"env_probe", map[string]any{"grants": []string{}}, 400, "grants"},
+		{"env_probe", map[string]any{"grants": []string{"root"}}, 400, "give childProcess"},
+		{"env_probe", map[string]any{"grants": []string{"read="}}, 400, "give childProcess"},
+		{"env_probe", map[string]any{"grants": []string{"network=bad host!"}}, 400, "network"},
+		{"nope", map[string]any{"grants": []string{"childProcess"}}, 404, "no tool"},
+	} {
+		code, body := f.request("POST", "/api/tools/"+c.name+"/grant", c.body, f.authHeader())
+		if code != c.code || !strings.Contains(string(body), c.want) {
+			t.Errorf("grant %v to %s: %d %s; want %d with %q", c.body, c.name, code, body, c.code, c.want)
+		}
+	}
+}

@@ -21,20 +21,8 @@ type grantFlags struct {
 func (g *grantFlags) String() string { return strings.Join(g.specs, ",") }
 
 func (g *grantFlags) Set(v string) error {
-	kind, value, hasValue := strings.Cut(v, "=")
-	switch {
-	case kind == "childProcess" && !hasValue:
-		g.perms.ChildProcess = true
-	case kind == "network" && value != "":
-		g.perms.Network = append(g.perms.Network, value)
-	case kind == "read" && value != "":
-		g.perms.Read = append(g.perms.Read, value)
-	case kind == "write" && value != "":
-		g.perms.Write = append(g.perms.Write, value)
-	case kind == "data" && value != "":
-		g.perms.Data = value
-	default:
-		return fmt.Errorf("--grant %q: give childProcess, network=HOST, read=PATH, write=PATH or data=TOOL", v)
+	if err := sandbox.ParseGrant(v, &g.perms); err != nil {
+		return fmt.Errorf("--%w", err)
 	}
 	g.specs = append(g.specs, v)
 	return nil

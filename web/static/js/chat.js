@@ -16,6 +16,7 @@ import { pickResource, resourceChip, resourcePartView } from "./mcpresources.js"
 import { noteChild, loadChildren, callOfChild, subagentView } from "./subagents.js";
 import { AgentControl } from "./agents.js";
 import { GoalBadge } from "./goal.js";
+import { grantOffer } from "./grants.js";
 import { Mentions, acceptDrops } from "./mentions.js";
 import { announce, notifyQuestion, askNotifications, isStopped, followBottom, openAtLatest, jumpButton, jumpToLatest } from "./follow.js";
 
@@ -509,13 +510,15 @@ export class SessionView {
     // What the tool found, as text, folded: the visualization is often one line ("Read: …").
     const output = status === "complete" ? toolOutput(part.result) : null;
     const err = part.error && status !== "stopped" ? h("p", { class: "error tool-error" }, toolErrorWords(part.error)) : null;
+    // A refusal of jean2's sandbox offers the grant it names (grants.js); kept across redraws.
+    if (part.status === "error" && !p.grantSlot) p.grantSlot = grantOffer(part.toolName, part.error);
     const notes = (p.workspaceNotes || []).map((t) => h("p", { class: "tool-workspace-note small" }, t));
     const result = part.result ? h("details", { class: "tool-result" }, h("summary", null, "Result sent to the model"),
       h("pre", { class: "json" }, highlight(prettyJSON(part.result), "json"))) : null;
     if (status === "complete" || status === "error" || status === "stopped") clear(p.progressEl);
     // Keep the open/closed state of details the person toggled.
     const open = new Set([...p.el.querySelectorAll("details[open]")].map((d) => d.className));
-    replace(p.el, head, args, p.progressEl, p.askSlot, notes, viz, output, err, result, subagentView(this, p));
+    replace(p.el, head, args, p.progressEl, p.askSlot, notes, viz, output, err, p.grantSlot, result, subagentView(this, p));
     for (const d of p.el.querySelectorAll("details.tool-args, details.tool-output, details.tool-result")) if (open.has(d.className)) d.open = true;
     // Asks that arrived before their card.
     for (const a of this.asks.values()) {

@@ -12,6 +12,7 @@ import { renderAsk } from "./asks.js";
 import { renderMarkdown } from "./markdown.js";
 import { SkillsSection } from "./skills.js";
 import { agentsSection } from "./agents.js";
+import { permissionsView } from "./grants.js";
 
 export class ToolsView {
   constructor(app) {
@@ -115,9 +116,7 @@ export class ToolsView {
       h("tbody", null, t.env.map((e) => h("tr", null, h("td", null, h("code", null, e.name)),
         h("td", null, h("span", { class: "badge " + (e.set ? "ok" : "fail") }, e.set ? "set" : "missing"),
           e.withheld ? h("span", { class: "muted small" }, " withheld from tools (a provider key)") : null))))) : null;
-    const perms = t.permissions ? h("p", { class: "small" }, "Permissions: ",
-      [t.permissions.read?.length ? `read ${t.permissions.read.join(", ")}` : "", t.permissions.write?.length ? `write ${t.permissions.write.join(", ")}` : "",
-        t.permissions.childProcess ? "may start processes" : ""].filter(Boolean).join("; ") || "none") : null;
+    const perms = permissionsView(t, () => this.refresh());
     const runBox = h("div", { class: "run-box" });
     const runDetails = h("details", { class: "run", ontoggle: () => { if (runDetails.open && !runBox.firstChild) this.runForm(t, runBox); } },
       h("summary", null, "Run ", t.name), runBox);

@@ -1,0 +1,56 @@
+package sandbox
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/jean2/jean2/tool"
+)
+
+// ParseGrant adds to p the power spec names, in the words a person grants with (`jean2
+// tools approve NAME --grant SPEC`, the API's grants, a refusal's hint): childProcess,
+// network=HOST, read=PATH, write=PATH or data=TOOL.
+func ParseGrant(spec string, p *tool.Permissions) error {
+	kind, value, hasValue := strings.Cut(spec, "=")
+	switch {
+	case kind == "childProcess" && !hasValue:
+		p.ChildProcess = true
+	case kind == "network" && value != "":
+		p.Network = append(p.Network, value)
+	case kind == "read" && value != "":
+		p.Read = append(p.Read, value)
+	case kind == "write" && value != "":
+		p.Write = append(p.Write, value)
+	case kind == "data" && value != "":
+		p.Data = value
+	default:
+		return fmt.Errorf("grant %q: give childProcess, network=HOST, read=PATH, write=PATH or data=TOOL", spec)
+	}
+	return nil
+}
+
+// grantHint finds the grant a refusal's message names: a worker's hint quotes the command
+// (`jean2 tools approve NAME --grant SPEC`), the egress proxy's names a host (… --grant
+// network=HOST, or …).
+var grantHint = regexp.MustCompile("`jean2 tools approve ([^\\s`]+) --grant ([^`]+)`|jean2 tools approve ([^\\s`]+) --grant (network=[^\\s,;`)]+)")
+
+// GrantHints returns the grants a failed call's message names for the tool name, in order
+// and once each: what a person may grant from the refusal itself (the web client's button,
+// the chat's /grant). The message is the tool's output, which the tool could have written
+// itself: only grants to that very tool are taken, so that a hostile tool's text cannot
+// offer another tool's powers, and the person still confirms what is granted.
+func GrantHints(message, name string) []string {
+	var out []string
+	for _, m := range grantHint.FindAllStringSubmatch(message, -1) {
+		who, spec := m[1], m[2]
+		if who == "" {
+			who, spec = m[3], m[4]
+		}
+		if who == name && ParseGrant(spec, &tool.Permissions{}) == nil && !slices.Contains(out, spec) {
+			out = append(out, spec)
+		}
+	}
+	return out
+}
