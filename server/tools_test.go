@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -127,6 +128,16 @@ func TestToolGrantThroughTheAPI(t *testing.T) {
 	f := newFixture(t)
 	f.tools["env-probe"] = envTool
 	f.start()
+	// Only a person with the token grants: a request with another (a process that did not
+	// read the token) is refused before anything is granted.
+	if code, _ := f.request("POST", "/api/tools/env_probe/grant", map[string]any{"grants": []string{"childProcess"}}, http.Header{"Authorization": {"Bearer not-the-token"}}); code != 401 {
+		t.Errorf("a grant without the token: %d, want 401", code)
+	}
+	var before toolView
+	f.call("GET", "/api/tools/env_probe", nil, 200, &before)
+	if before.Permissions != nil && before.Permissions.Granted != nil {
+		t.Errorf("a grant without the token took effect: %+v", before.Permissions.Granted)
+	}
 	var v toolView
 	f.call("POST", "/api/tools/env_probe/grant", map[string]any{"grants": []string{"childProcess", "network=api.example.com"}}, 200, &v)
 	if v.Permissions == nil || v.Permissions.Granted == nil || !v.Permissions.Granted.ChildProcess || !slices.Equal(v.Permissions.Granted.Network, []string{"api.example.com"}) {
