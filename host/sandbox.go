@@ -554,6 +554,33 @@ func (h *Host) ApprovePermissions(name string) (*tool.Permissions, error) {
 	return ft.def.Permissions, nil
 }
 
+// ApproveVersion is ApprovePermissions for the version whose content hash is hash, the one
+// the person was shown: a tool changed since (its declaration perhaps wider) is refused with
+// ErrVersionChanged, never approved unseen. Install scripts are approved by the CLI only.
+func (h *Host) ApproveVersion(name, hash string) (*tool.Permissions, error) {
+	v, ok := h.cat.Load().versions[name]
+	if !ok {
+		return nil, fmt.Errorf("%s", h.cat.Load().unavailable(name))
+	}
+	ft, ok := v.tool.(*folderTool)
+	if !ok || !sandbox.Declares(ft.def.Permissions) {
+		return nil, fmt.Errorf("tool %s declares nothing beyond its context: there is nothing to approve", name)
+	}
+	if ft.hash != hash {
+		return nil, fmt.Errorf("%w: tool %s is now content %.12s, not %.12s as shown: look at its declaration again", ErrVersionChanged, name, ft.hash, hash)
+	}
+	if ft.scripts != nil && !ft.scripts.Approved {
+		return nil, fmt.Errorf("tool %s's dependencies run install scripts, which are approved with its permissions by `jean2 tools approve %s` on the command line", name, name)
+	}
+	if err := h.sb.approvals.Approve(ft.def.Name, ft.hash, *ft.def.Permissions); err != nil {
+		return nil, err
+	}
+	return ft.def.Permissions, nil
+}
+
+// ErrVersionChanged: the tool's serving version is not the one a person was shown.
+var ErrVersionChanged = errors.New("the tool changed")
+
 // GrantPermissions records that a person granted the serving version of a tool more than
 // it declares, and returns all it was granted. A memory cap is not granted: it is declared
 // in package.json and approved.

@@ -586,6 +586,7 @@ func (s *Server) routes() http.Handler {
 	route("POST /api/tools/{name}/run", s.runTool)
 	route("POST /api/tools/{name}/grant", s.grantTool)
 	route("DELETE /api/tools/{name}/grant", s.revokeTool)
+	route("POST /api/tools/{name}/approve", s.approveTool)
 
 	route("GET /api/ws", s.serverSocket)
 	route("GET /api/events", s.listServerEvents)

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -138,6 +139,34 @@ func (s *Server) grantTool(w http.ResponseWriter, r *http.Request) error {
 	}
 	e, _ := s.host.Tool(name)
 	s.log.Info("tool granted powers beyond its declaration", "tool", name, "version", e.Version, "grants", b.Grants)
+	writeJSON(w, http.StatusOK, s.viewTool(e))
+	return nil
+}
+
+// approveTool is a person's approval, from the web client, of what the tool's version hash
+// declares (the version they were shown): as `jean2 tools approve NAME`, but a tool that
+// changed since is refused with 409 rather than approved unseen. It answers the tool.
+func (s *Server) approveTool(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	var b struct {
+		Hash string `json:"hash"`
+	}
+	if err := decodeBody(w, r, &b); err != nil {
+		return err
+	}
+	if _, ok := s.host.Tool(name); !ok {
+		return notFound("no tool is named %q (GET /api/tools lists them)", name)
+	}
+	if b.Hash == "" {
+		return badRequest(`give "hash": the content hash of the version whose declaration the person approves (GET /api/tools/{name})`)
+	}
+	if _, err := s.host.ApproveVersion(name, b.Hash); errors.Is(err, host.ErrVersionChanged) {
+		return errorf(http.StatusConflict, codeConflict, "%v", err)
+	} else if err != nil {
+		return badRequest("%v", err)
+	}
+	e, _ := s.host.Tool(name)
+	s.log.Info("tool's declared permissions approved", "tool", name, "version", e.Version)
 	writeJSON(w, http.StatusOK, s.viewTool(e))
 	return nil
 }

@@ -172,3 +172,41 @@ func TestToolGrantThroughTheAPI(t *testing.T) {
 		}
 	}
 }
+
+const declaresSpawnTool = `export const definition = {
+  name: 'declares_spawn', description: 'Declares that it starts processes.',
+  inputSchema: { type: 'object', properties: {} },
+  permissions: { childProcess: true },
+};
+export async function execute() { return { success: true, result: 'ok' }; }
+`
+
+// A person approves a tool's declaration through the API (the web client's Approve) for
+// the version they were shown: a stale version is refused with 409, never approved unseen.
+func TestToolApproveThroughTheAPI(t *testing.T) {
+	f := newFixture(t)
+	f.tools["declares-spawn"] = declaresSpawnTool
+	f.tools["env-probe"] = envTool
+	f.start()
+	var v toolView
+	f.call("GET", "/api/tools/declares_spawn", nil, 200, &v)
+	if v.Permissions == nil || v.Permissions.Approved || v.Hash == "" {
+		t.Fatalf("before: %+v hash %q", v.Permissions, v.Hash)
+	}
+	f.call("POST", "/api/tools/declares_spawn/approve", map[string]any{}, 400, nil)
+	f.call("POST", "/api/tools/declares_spawn/approve", map[string]any{"hash": "0123456789abcdef"}, 409, nil)
+	f.call("GET", "/api/tools/declares_spawn", nil, 200, &v)
+	if v.Permissions.Approved {
+		t.Fatal("approved by a request for another version")
+	}
+	f.call("POST", "/api/tools/declares_spawn/approve", map[string]any{"hash": v.Hash}, 200, &v)
+	if !v.Permissions.Approved {
+		t.Fatalf("after approving its version: %+v", v.Permissions)
+	}
+	var probe toolView
+	f.call("GET", "/api/tools/env_probe", nil, 200, &probe)
+	if code, body := f.request("POST", "/api/tools/env_probe/approve", map[string]any{"hash": probe.Hash}, nil); code != 400 || !strings.Contains(string(body), "nothing to approve") {
+		t.Errorf("approve a tool that declares nothing: %d %s", code, body)
+	}
+	f.call("POST", "/api/tools/nope/approve", map[string]any{"hash": "x"}, 404, nil)
+}

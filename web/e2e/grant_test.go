@@ -73,3 +73,57 @@ func TestGrantFromTheRefusal(t *testing.T) {
 		t.Errorf("the shell was granted something: %s", shell)
 	}
 }
+
+// declaresTool declares a power beyond its context: its calls are refused (by the host,
+// with the sandbox on or off) until a person approves this version.
+func declaresTool(name string) string {
+	return "export const definition = {\n  name: '" + name + "', description: 'Declares that it starts processes.',\n" +
+		"  inputSchema: { type: 'object', properties: {} },\n  permissions: { childProcess: true },\n};\n" +
+		"export async function execute() { return { success: true, result: 'ran' }; }\n"
+}
+
+// TestApproveFromTheRefusal: a call refused because no one approved what the tool declares
+// offers, on its card, to approve it: the confirmation lists the declaration as the server
+// has it, and the approval is for that version. The tools page approves another tool the
+// same way.
+func TestApproveFromTheRefusal(t *testing.T) {
+	f := newFixture(t)
+	f.writeTool(filepath.Join(f.home, "tools"), "declares-one", declaresTool("declares_one"))
+	f.writeTool(filepath.Join(f.home, "tools"), "declares-two", declaresTool("declares_two"))
+	f.waitGo("both listed", func() bool {
+		return f.api("GET", "/api/tools/declares_one", nil, nil) == 200 && f.api("GET", "/api/tools/declares_two", nil, nil) == 200
+	})
+	s := f.session("approve")
+	f.fake.Push(toolCalls([2]string{"declares_one", `{}`}), text("It was not approved."))
+	f.open("#/s/" + s.ID)
+	f.typeInto("#composer-input", "run it\n")
+	f.waitText(".message.assistant", "It was not approved.")
+	card := `.tool-card[data-tool="declares_one"]`
+	f.waitText(card+" .tool-error", "have not been approved for this version")
+	f.clickText(card+" .tool-grant", "Approve what declares_one declares…")
+	f.waitText("dialog[open]", "start processes")
+	f.clickText("dialog[open]", "Approve")
+	f.waitText(card+" .tool-grant", "Approved: declares_one may run")
+	approved := func(name string) bool {
+		var v struct {
+			Permissions struct {
+				Approved bool `json:"approved"`
+			} `json:"permissions"`
+		}
+		f.api("GET", "/api/tools/"+name, nil, &v)
+		return v.Permissions.Approved
+	}
+	if !approved("declares_one") || approved("declares_two") {
+		t.Fatalf("after approving declares_one from its card: one %v, two %v", approved("declares_one"), approved("declares_two"))
+	}
+	f.open("#/tools")
+	two := `article.tool[data-tool="declares_two"] .tool-permissions`
+	f.waitText(two, "(not approved)")
+	f.clickText(two, "Approve…")
+	f.waitText("dialog[open]", "Approve declares_two?")
+	f.clickText("dialog[open]", "Approve")
+	f.waitText(two, "(approved)")
+	if !approved("declares_two") {
+		t.Fatal("the tools page's Approve did not approve declares_two")
+	}
+}

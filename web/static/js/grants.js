@@ -37,6 +37,51 @@ export function powersWords(p) {
     p.data ? `use the data folder of ${p.data}` : "", p.memoryMB ? `use up to ${p.memoryMB} MB` : ""].filter(Boolean);
 }
 
+// A call of a tool whose declared permissions wait for a person's approval ends with the
+// host's words (host/sandbox.go).
+const approveHint = /have not been approved for this version: a person runs `jean2 tools approve ([^\s`]+)` once/;
+
+/** approveVersion shows what tool t (as the page has it) declares and, once the person
+ * confirms, approves that very version (a tool that changed since is refused: 409).
+ * Resolves the updated tool, or null when not approved. */
+async function approveVersion(t) {
+  const what = powersWords(t.permissions?.declared);
+  const ok = await confirmAction(`Approve ${t.name}?`,
+    [h("p", null, `This version of ${t.name} declares that it needs, beyond its context:`),
+      h("ul", null, what.map((w) => h("li", null, w))),
+      h("p", { class: "muted small" }, "The approval holds for this version only (a changed tool asks again); jean2's own folder and credential folders stay closed whatever it declares.")],
+    "Approve");
+  if (!ok) return null;
+  try {
+    const updated = await api("POST", `/api/tools/${enc(t.name)}/approve`, { hash: t.hash });
+    notify(`${t.name} is approved.`, "info");
+    return updated;
+  } catch (err) {
+    notify(`Could not approve ${t.name}: ${errorText(err)}`, "error");
+    return null;
+  }
+}
+
+/** approveOffer is a refused call's "Approve" button when the refusal says the tool's
+ * declaration waits for approval, or null. It shows the tool's declaration as the server
+ * has it now, and approves that version. */
+export function approveOffer(toolName, error) {
+  const m = approveHint.exec(String(error || ""));
+  if (!m || m[1] !== toolName) return null;
+  const slot = h("p", { class: "tool-grant small" });
+  replace(slot, h("button", { type: "button", class: "link", onclick: async () => {
+    let t;
+    try {
+      t = await api("GET", `/api/tools/${enc(toolName)}`);
+    } catch (err) {
+      notify(`Could not read ${toolName}'s declaration: ${errorText(err)}`, "error");
+      return;
+    }
+    if (await approveVersion(t)) replace(slot, h("span", { class: "muted" }, `Approved: ${toolName} may run with what it declares. Ask for the call again.`));
+  } }, `Approve what ${toolName} declares…`));
+  return slot;
+}
+
 /** permissionsView is the tools page's account of a tool's powers beyond its context: what
  * it declares (approved or not) and what a person granted its version, with Revoke. */
 export function permissionsView(t, onChanged) {
@@ -45,7 +90,10 @@ export function permissionsView(t, onChanged) {
   const declared = powersWords(st.declared);
   const granted = powersWords(st.granted);
   const lines = [h("p", { class: "small" }, "Declares: ", declared.length ? declared.join("; ") : "nothing beyond its context",
-    declared.length ? (st.approved ? " (approved)" : h("span", { class: "muted" }, ` (not approved: run jean2 tools approve ${t.name})`)) : "")];
+    declared.length ? (st.approved ? " (approved)" : h("span", { class: "muted" }, " (not approved) ")) : "",
+    declared.length && !st.approved ? h("button", { type: "button", class: "link small", onclick: async () => {
+      if (await approveVersion(t)) onChanged();
+    } }, "Approve…") : null)];
   if (granted.length) {
     const revoke = h("button", { type: "button", class: "link small", onclick: async () => {
       if (!await confirmAction(`Take back what ${t.name} was allowed?`, `Its grants (${granted.join("; ")}) and the approval of its declaration go, for every version; its next call runs without them.`, "Take back", { danger: true })) return;
