@@ -537,16 +537,24 @@ func (h *Host) Permissions(name string) (PermissionState, bool) {
 	return st, true
 }
 
+// servingFolderTool is the serving version of the tool name when it is a tool folder, nil
+// for a built-in; an error says so when no tool has that name.
+func (h *Host) servingFolderTool(name string) (*folderTool, error) {
+	cat := h.cat.Load()
+	v, ok := cat.versions[name]
+	if !ok {
+		return nil, fmt.Errorf("%s", cat.unavailable(name))
+	}
+	ft, _ := v.tool.(*folderTool)
+	return ft, nil
+}
+
 // ApprovePermissions records that a person approved what the serving version of a tool
 // declares, and returns the declaration.
 func (h *Host) ApprovePermissions(name string) (*tool.Permissions, error) {
-	v, ok := h.cat.Load().versions[name]
-	if !ok {
-		return nil, fmt.Errorf("%s", h.cat.Load().unavailable(name))
-	}
-	ft, ok := v.tool.(*folderTool)
-	if !ok || !sandbox.Declares(ft.def.Permissions) {
-		return nil, nil
+	ft, err := h.servingFolderTool(name)
+	if err != nil || ft == nil || !sandbox.Declares(ft.def.Permissions) {
+		return nil, err
 	}
 	if err := h.sb.approvals.Approve(ft.def.Name, ft.hash, *ft.def.Permissions); err != nil {
 		return nil, err
@@ -558,12 +566,11 @@ func (h *Host) ApprovePermissions(name string) (*tool.Permissions, error) {
 // the person was shown: a tool changed since (its declaration perhaps wider) is refused with
 // ErrVersionChanged, never approved unseen. Install scripts are approved by the CLI only.
 func (h *Host) ApproveVersion(name, hash string) (*tool.Permissions, error) {
-	v, ok := h.cat.Load().versions[name]
-	if !ok {
-		return nil, fmt.Errorf("%s", h.cat.Load().unavailable(name))
+	ft, err := h.servingFolderTool(name)
+	if err != nil {
+		return nil, err
 	}
-	ft, ok := v.tool.(*folderTool)
-	if !ok || !sandbox.Declares(ft.def.Permissions) {
+	if ft == nil || !sandbox.Declares(ft.def.Permissions) {
 		return nil, fmt.Errorf("tool %s declares nothing beyond its context: there is nothing to approve", name)
 	}
 	if ft.hash != hash {
@@ -585,12 +592,11 @@ var ErrVersionChanged = errors.New("the tool changed")
 // it declares, and returns all it was granted. A memory cap is not granted: it is declared
 // in package.json and approved.
 func (h *Host) GrantPermissions(name string, p tool.Permissions) (*tool.Permissions, error) {
-	v, ok := h.cat.Load().versions[name]
-	if !ok {
-		return nil, fmt.Errorf("%s", h.cat.Load().unavailable(name))
+	ft, err := h.servingFolderTool(name)
+	if err != nil {
+		return nil, err
 	}
-	ft, ok := v.tool.(*folderTool)
-	if !ok {
+	if ft == nil {
 		return nil, fmt.Errorf("tool %s is built into jean2: it has no sandbox rules to widen", name)
 	}
 	if err := checkGrant(p); err != nil {

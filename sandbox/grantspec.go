@@ -32,9 +32,9 @@ func ParseGrant(spec string, p *tool.Permissions) error {
 }
 
 // grantHint finds the grant a refusal's message names: a worker's hint quotes the command
-// (`jean2 tools approve NAME --grant SPEC`), the egress proxy's names a host (… --grant
-// network=HOST, or …).
-var grantHint = regexp.MustCompile("`jean2 tools approve ([^\\s`]+) --grant ([^`]+)`|jean2 tools approve ([^\\s`]+) --grant (network=[^\\s,;`)]+)")
+// (`jean2 tools approve NAME --grant SPEC`, on one line), the egress proxy's names a host
+// (… --grant network=HOST, or …).
+var grantHint = regexp.MustCompile("`jean2 tools approve ([^\\s`]+) --grant ([^`\\n]+)`|jean2 tools approve ([^\\s`]+) --grant (network=[^\\s,;`)]+)")
 
 // GrantHints returns the grants a failed call's message names for the tool name, in order
 // and once each: what a person may grant from the refusal itself (the web client's button,

@@ -98,12 +98,22 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getTool(w http.ResponseWriter, r *http.Request) error {
-	e, ok := s.host.Tool(r.PathValue("name"))
+	return s.answerTool(w, r.PathValue("name"))
+}
+
+// answerTool answers the tool name as GET /api/tools/{name} does: what the tool routes that
+// change a tool's approvals and grants answer too.
+func (s *Server) answerTool(w http.ResponseWriter, name string) error {
+	e, ok := s.host.Tool(name)
 	if !ok {
-		return notFound("no tool is named %q (GET /api/tools lists them)", r.PathValue("name"))
+		return noSuchTool(name)
 	}
 	writeJSON(w, http.StatusOK, s.viewTool(e))
 	return nil
+}
+
+func noSuchTool(name string) error {
+	return notFound("no tool is named %q (GET /api/tools lists them)", name)
 }
 
 // grantBody is POST /api/tools/{name}/grant's: the powers a person gives the tool's serving
@@ -123,7 +133,7 @@ func (s *Server) grantTool(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if _, ok := s.host.Tool(name); !ok {
-		return notFound("no tool is named %q (GET /api/tools lists them)", name)
+		return noSuchTool(name)
 	}
 	if len(b.Grants) == 0 || len(b.Grants) > 32 {
 		return badRequest(`give "grants": one to 32 of childProcess, network=HOST, read=PATH, write=PATH, data=TOOL`)
@@ -137,10 +147,8 @@ func (s *Server) grantTool(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.host.GrantPermissions(name, p); err != nil {
 		return badRequest("%v", err)
 	}
-	e, _ := s.host.Tool(name)
-	s.log.Info("tool granted powers beyond its declaration", "tool", name, "version", e.Version, "grants", b.Grants)
-	writeJSON(w, http.StatusOK, s.viewTool(e))
-	return nil
+	s.log.Info("tool granted powers beyond its declaration", "tool", name, "grants", b.Grants)
+	return s.answerTool(w, name)
 }
 
 // approveTool is a person's approval, from the web client, of what the tool's version hash
@@ -155,7 +163,7 @@ func (s *Server) approveTool(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if _, ok := s.host.Tool(name); !ok {
-		return notFound("no tool is named %q (GET /api/tools lists them)", name)
+		return noSuchTool(name)
 	}
 	if b.Hash == "" {
 		return badRequest(`give "hash": the content hash of the version whose declaration the person approves (GET /api/tools/{name})`)
@@ -165,10 +173,8 @@ func (s *Server) approveTool(w http.ResponseWriter, r *http.Request) error {
 	} else if err != nil {
 		return badRequest("%v", err)
 	}
-	e, _ := s.host.Tool(name)
-	s.log.Info("tool's declared permissions approved", "tool", name, "version", e.Version)
-	writeJSON(w, http.StatusOK, s.viewTool(e))
-	return nil
+	s.log.Info("tool's declared permissions approved", "tool", name, "hash", b.Hash)
+	return s.answerTool(w, name)
 }
 
 // revokeTool takes back what a person approved and granted the tool (every version), as
@@ -176,15 +182,13 @@ func (s *Server) approveTool(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) revokeTool(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
 	if _, ok := s.host.Tool(name); !ok {
-		return notFound("no tool is named %q (GET /api/tools lists them)", name)
+		return noSuchTool(name)
 	}
 	if err := s.host.RevokePermissions(name); err != nil {
 		return err
 	}
-	e, _ := s.host.Tool(name)
 	s.log.Info("tool's approvals and grants taken back", "tool", name)
-	writeJSON(w, http.StatusOK, s.viewTool(e))
-	return nil
+	return s.answerTool(w, name)
 }
 
 type runBody struct {
@@ -230,7 +234,7 @@ func (s *Server) runTool(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if _, ok := s.host.Tool(name); !ok {
-		return notFound("no tool is named %q (GET /api/tools lists them)", name)
+		return noSuchTool(name)
 	}
 	if len(b.Args) == 0 || string(b.Args) == "null" {
 		b.Args = json.RawMessage(`{}`)

@@ -5,6 +5,7 @@ package rawio
 import (
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -120,8 +121,7 @@ func (l *localMounts) stat(path string, follow bool) (info Info, ok bool, err er
 // absolute path is judged: the raw lookup follows no link, so the mounts it crosses are
 // those whose mount point is the path or lies above it.
 func (l *localMounts) local(path string) bool {
-	if !strings.HasPrefix(path, "/") || strings.Contains(path, "/./") || strings.Contains(path, "/../") ||
-		strings.Contains(path, "//") || strings.HasSuffix(path, "/.") || strings.HasSuffix(path, "/..") {
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
 		return false
 	}
 	l.mu.Lock()

@@ -8,7 +8,7 @@ import { confirmAction, notify, errorText } from "./ui.js";
 
 // A worker's hint quotes the command; the egress proxy's names a host. sandbox.GrantHints
 // reads them the same way.
-const grantHint = /`jean2 tools approve ([^\s`]+) --grant ([^`]+)`|jean2 tools approve ([^\s`]+) --grant (network=[^\s,;`)]+)/g;
+const grantHint = /`jean2 tools approve ([^\s`]+) --grant ([^`\n]+)`|jean2 tools approve ([^\s`]+) --grant (network=[^\s,;`)]+)/g;
 const grantSpec = /^(childProcess|(network|read|write|data)=.+)$/;
 
 /** grantHints returns the grants a failed call's message names for the tool name, once each.
