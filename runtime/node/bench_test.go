@@ -192,7 +192,19 @@ func barePipe(b *testing.B, rt Runtime, gap time.Duration) {
 // to a real worker, answers read back, no JSON-RPC package and no pool on the Go side. The
 // difference to BenchmarkBarePipe is the script's cost; to BenchmarkCallOverhead, the pool's.
 func BenchmarkWorkerScript(b *testing.B) {
-	benchRuntimes(b, func(b *testing.B, rt Runtime) {
+	benchRuntimes(b, func(b *testing.B, rt Runtime) { workerScript(b, rt, 0) })
+}
+
+// BenchmarkWorkerScriptIdle is BenchmarkWorkerScript with the Go side asleep between calls,
+// as under an MCP client taking its turn; against BenchmarkBarePipeIdle it is what the
+// script costs a worker that was asleep when the call came.
+func BenchmarkWorkerScriptIdle(b *testing.B) {
+	benchRuntimes(b, func(b *testing.B, rt Runtime) { workerScript(b, rt, 200*time.Microsecond) })
+}
+
+// workerScript times execute round trips through a real worker, with gap between them.
+func workerScript(b *testing.B, rt Runtime, gap time.Duration) {
+	{
 		dir := b.TempDir()
 		bundle := filepath.Join(dir, "tool.mjs")
 		if err := os.WriteFile(bundle, []byte(trivialTool), 0o644); err != nil {
@@ -236,12 +248,15 @@ func BenchmarkWorkerScript(b *testing.B) {
 		lat := make([]time.Duration, 0, b.N)
 		b.ResetTimer()
 		for b.Loop() {
+			if gap > 0 {
+				time.Sleep(gap)
+			}
 			t0 := time.Now()
 			roundTrip()
 			lat = append(lat, time.Since(t0))
 		}
 		reportLatency(b, lat)
-	})
+	}
 }
 
 func reportLatency(b *testing.B, lat []time.Duration) {
