@@ -197,86 +197,122 @@ func (s *Server) notePost(id string, body []byte) {
 // the top of this file) and reports whether it did; else the request is the go-sdk's,
 // its body untouched.
 func (s *Server) serveFastCall(w http.ResponseWriter, r *http.Request, id string, body []byte) bool {
-	msg, err := jsonrpc.DecodeMessage(body)
-	if err != nil {
-		return false
-	}
-	req, ok := msg.(*jsonrpc.Request)
-	if !ok || req.Method != "tools/call" || !req.ID.IsValid() || len(req.Params) == 0 {
-		return false
-	}
-	ss := s.findSession(id)
-	if ss == nil {
-		return false // an unknown session: the go-sdk answers 404
-	}
-	init := ss.InitializeParams()
-	if init == nil || usesRounds(ss) {
-		return false
-	}
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && v != init.ProtocolVersion {
-		return false // the go-sdk checks it
-	}
-	if !acceptsBoth(r.Header.Values("Accept")) {
-		return false // the go-sdk refuses it
-	}
-	if caps := clientCaps(ss); caps.Elicitation != nil || caps.Sampling != nil {
-		return false // the call may send the client a request, which must go on this stream
-	}
-	params, raw, ok := fastParams(req.Params)
-	if !ok {
-		return false
-	}
-	if _, ok := raw["task"]; ok {
-		return false // a task the client was not offered: the go-sdk decides
-	}
-	if params.GetProgressToken() != nil {
-		return false // progress notifications go on the call's stream
-	}
-	h := s.toolHandler(params.Name)
-	if h == nil {
-		return false // an unknown tool: the go-sdk's error
-	}
-	hs := s.httpFast.session(ss, id)
-	if hs == nil {
+	fc := s.fitFastCall(r, id, body)
+	if fc == nil {
 		return false
 	}
 	f := &s.httpFast
 	f.mu.Lock()
-	if hs.logging || hs.ctx.Err() != nil {
+	if fc.hs.logging || fc.hs.ctx.Err() != nil {
 		f.mu.Unlock()
 		return false
 	}
-	if _, taken := hs.calls[req.ID]; taken {
+	if _, taken := fc.hs.calls[fc.req.ID]; taken {
 		f.mu.Unlock()
-		out, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("tools/call: request id %v is in use by a call still running in this session; use a new id", req.ID.Raw())}})
+		out, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: fc.req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: fmt.Sprintf("tools/call: request id %v is in use by a call still running in this session; use a new id", fc.req.ID.Raw())}})
 		writeJSON(w, id, out)
 		return true
 	}
-	ctx, cancel := context.WithCancel(hs.ctx)
-	hs.calls[req.ID] = cancel
+	ctx, cancel := context.WithCancel(fc.hs.ctx)
+	fc.hs.calls[fc.req.ID] = cancel
 	f.mu.Unlock()
+	call := s.startFastCall(ctx, cancel, fc, id)
+	s.answerFastCall(w, r, call, fc.init.ProtocolVersion, id)
+	return true
+}
 
+// fastCall is a POSTed tools/call that fits the fast path.
+type fastCall struct {
+	req    *jsonrpc.Request
+	ss     *mcp.ServerSession
+	init   *mcp.InitializeParams
+	params *mcp.CallToolParamsRaw
+	h      mcp.ToolHandler
+	hs     *httpSession
+}
+
+// fitFastCall returns the POSTed message as a fast call, or nil when it is not a
+// tools/call the fast path may answer (anything the go-sdk would refuse, route to a
+// stream or answer with its own error stays the go-sdk's).
+func (s *Server) fitFastCall(r *http.Request, id string, body []byte) *fastCall {
+	msg, err := jsonrpc.DecodeMessage(body)
+	if err != nil {
+		return nil
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || req.Method != "tools/call" || !req.ID.IsValid() || len(req.Params) == 0 {
+		return nil
+	}
+	ss := s.findSession(id)
+	if ss == nil {
+		return nil // an unknown session: the go-sdk answers 404
+	}
+	init := ss.InitializeParams()
+	if init == nil || usesRounds(ss) {
+		return nil
+	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && v != init.ProtocolVersion {
+		return nil // the go-sdk checks it
+	}
+	if !acceptsBoth(r.Header.Values("Accept")) {
+		return nil // the go-sdk refuses it
+	}
+	if caps := clientCaps(ss); caps.Elicitation != nil || caps.Sampling != nil {
+		return nil // the call may send the client a request, which must go on this stream
+	}
+	params, raw, ok := fastParams(req.Params)
+	if !ok {
+		return nil
+	}
+	if _, ok := raw["task"]; ok {
+		return nil // a task the client was not offered: the go-sdk decides
+	}
+	if params.GetProgressToken() != nil {
+		return nil // progress notifications go on the call's stream
+	}
+	h := s.toolHandler(params.Name)
+	if h == nil {
+		return nil // an unknown tool: the go-sdk's error
+	}
+	hs := s.httpFast.session(ss, id)
+	if hs == nil {
+		return nil
+	}
+	return &fastCall{req: req, ss: ss, init: init, params: params, h: h, hs: hs}
+}
+
+// startFastCall runs the call on its own goroutine; the call's done closes with its
+// answer encoded.
+func (s *Server) startFastCall(ctx context.Context, cancel context.CancelFunc, fc *fastCall, id string) *httpCall {
+	f := &s.httpFast
 	call := &httpCall{session: id, done: make(chan struct{})}
 	s.calls.Add(1)
 	go func() {
 		defer s.calls.Done()
-		res, err := h(ctx, &mcp.CallToolRequest{Session: ss, Params: params})
+		res, err := fc.h(ctx, &mcp.CallToolRequest{Session: fc.ss, Params: fc.params})
 		f.mu.Lock()
-		delete(hs.calls, req.ID)
+		delete(fc.hs.calls, fc.req.ID)
 		f.mu.Unlock()
 		cancel()
 		if err == nil && res == nil {
-			err = fmt.Errorf("tool %s: the handler returned no result", params.Name)
+			err = fmt.Errorf("tool %s: the handler returned no result", fc.params.Name)
 		}
 		if err == nil && res.Content == nil {
 			res.Content = []mcp.Content{} // as the go-sdk: [] rather than null
 		}
-		call.resp = encodeCallResponse(req.ID, res, err, "")
+		call.resp = encodeCallResponse(fc.req.ID, res, err, "")
 		call.ended = time.Now()
 		close(call.done)
 	}()
+	return call
+}
 
+// answerFastCall writes the call's answer: as one JSON object when it ends within the
+// wait (Options.FastJSONWait), else on an SSE stream, resumable on 2025-11-25 as the
+// go-sdk's.
+func (s *Server) answerFastCall(w http.ResponseWriter, r *http.Request, call *httpCall, version, id string) {
+	f := &s.httpFast
 	wait := s.opts.FastJSONWait
 	if wait == 0 {
 		wait = DefaultFastJSONWait
@@ -289,12 +325,11 @@ func (s *Server) serveFastCall(w http.ResponseWriter, r *http.Request, id string
 		f.served[0]++
 		f.mu.Unlock()
 		writeJSON(w, id, call.resp)
-		return true
+		return
 	case <-timer.C:
 	}
-	// Past the wait: an SSE stream, resumable on 2025-11-25 as the go-sdk's.
 	sid := fastStreamPrefix + randomID()
-	resumable := init.ProtocolVersion >= rev20251125
+	resumable := version >= rev20251125
 	f.mu.Lock()
 	f.served[1]++
 	if resumable {
@@ -313,7 +348,7 @@ func (s *Server) serveFastCall(w http.ResponseWriter, r *http.Request, id string
 	w.WriteHeader(http.StatusOK)
 	if resumable {
 		if err := writeEvent(w, "event: prime\nid: "+sid+"_0\nretry: "+strconv.FormatInt(DefaultSSERetry.Milliseconds(), 10)+"\ndata: \n\n"); err != nil {
-			return true // gone: the answer waits for its resumption
+			return // gone: the answer waits for its resumption
 		}
 	}
 	select {
@@ -322,7 +357,6 @@ func (s *Server) serveFastCall(w http.ResponseWriter, r *http.Request, id string
 	case <-r.Context().Done():
 		// The client lost the stream; the call goes on and its answer waits (fastStreams).
 	}
-	return true
 }
 
 // resumeFastStream answers a GET whose Last-Event-ID names a fast call's stream: the

@@ -107,67 +107,11 @@ func decodeMessage(line []byte) (message, kind, error) {
 // encoding/json would match only case-insensitively, a repeated key, a message that is
 // not valid. Whatever it accepts, decodeSlow accepts the same way.
 func decodeFast(line []byte) (message, kind, bool) {
-	var m message
-	var seen uint8
-	const (
-		sawJSONRPC = 1 << iota
-		sawID
-		sawMethod
-		sawParams
-		sawResult
-	)
-	once := func(bit uint8) bool {
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return true
-	}
-	ok := ObjectFields(line, func(key []byte, escaped bool, v []byte) bool {
-		if escaped {
-			return false
-		}
-		switch string(key) {
-		case "jsonrpc":
-			if !once(sawJSONRPC) || string(v) != `"2.0"` {
-				return false
-			}
-			m.JSONRPC = "2.0"
-		case "id":
-			if !once(sawID) {
-				return false
-			}
-			m.ID = v
-		case "method":
-			if !once(sawMethod) || len(v) < 2 || v[0] != '"' {
-				return false
-			}
-			name := v[1 : len(v)-1]
-			for _, c := range name {
-				if c == '\\' || c >= 0x80 {
-					return false // escapes, and bytes encoding/json may replace
-				}
-			}
-			m.Method = string(name)
-		case "params":
-			if !once(sawParams) {
-				return false
-			}
-			m.Params = v
-		case "result":
-			if !once(sawResult) {
-				return false
-			}
-			m.Result = v
-		default:
-			// encoding/json matches field names case-insensitively; leave those to it.
-			return !knownKeyFold(key)
-		}
-		return true
-	})
-	if !ok || seen&sawJSONRPC == 0 {
+	var fr fastReader
+	if !ObjectFields(line, fr.member) || fr.seen&sawJSONRPC == 0 {
 		return message{}, 0, false
 	}
+	m := fr.m
 	if isNull(m.ID) {
 		m.ID = nil
 	}
@@ -187,6 +131,84 @@ func decodeFast(line []byte) (message, kind, bool) {
 		return m, kindResponse, true
 	}
 	return message{}, 0, false
+}
+
+// The members decodeFast has seen, each allowed once.
+const (
+	sawJSONRPC = 1 << iota
+	sawID
+	sawMethod
+	sawParams
+	sawResult
+)
+
+// fastReader collects a message's members for decodeFast.
+type fastReader struct {
+	m    message
+	seen uint8
+}
+
+func (fr *fastReader) once(bit uint8) bool {
+	if fr.seen&bit != 0 {
+		return false
+	}
+	fr.seen |= bit
+	return true
+}
+
+// member takes one member of the message (an ObjectFields callback); false gives the line
+// up to decodeSlow.
+func (fr *fastReader) member(key []byte, escaped bool, v []byte) bool {
+	if escaped {
+		return false
+	}
+	switch string(key) {
+	case "jsonrpc":
+		if !fr.once(sawJSONRPC) || string(v) != `"2.0"` {
+			return false
+		}
+		fr.m.JSONRPC = "2.0"
+	case "id":
+		if !fr.once(sawID) {
+			return false
+		}
+		fr.m.ID = v
+	case "method":
+		name, ok := plainString(v)
+		if !fr.once(sawMethod) || !ok {
+			return false
+		}
+		fr.m.Method = name
+	case "params":
+		if !fr.once(sawParams) {
+			return false
+		}
+		fr.m.Params = v
+	case "result":
+		if !fr.once(sawResult) {
+			return false
+		}
+		fr.m.Result = v
+	default:
+		// encoding/json matches field names case-insensitively; leave those to it.
+		return !knownKeyFold(key)
+	}
+	return true
+}
+
+// plainString returns the JSON string v's text when it has no escapes and only ASCII
+// (bytes encoding/json may replace are left to it).
+func plainString(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	name := v[1 : len(v)-1]
+	for _, c := range name {
+		if c == '\\' || c >= 0x80 {
+			return "", false
+		}
+	}
+	return string(name), true
 }
 
 // knownKeyFold reports whether encoding/json could match key to a member of message:
