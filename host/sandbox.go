@@ -597,10 +597,18 @@ func (h *Host) GrantPermissions(name string, p tool.Permissions) (*tool.Permissi
 		return nil, err
 	}
 	if ft == nil {
+		if v, ok := h.cat.Load().versions[name]; ok && v.entry.Kind != "builtin" {
+			return nil, fmt.Errorf("tool %s comes from an MCP server (%s): jean2 does not run its code, so it has no sandbox rules to widen", name, v.entry.Version)
+		}
 		return nil, fmt.Errorf("tool %s is built into jean2: it has no sandbox rules to widen", name)
 	}
 	if err := checkGrant(p); err != nil {
 		return nil, fmt.Errorf("grant to %s: %w", name, err)
+	}
+	if had, err := h.sb.approvals.Granted(ft.def.Name, ft.hash); err != nil {
+		return nil, err
+	} else if n := grantedBytes(sandbox.MergePermissions(had, &p)); n > maxGrantedBytes {
+		return nil, fmt.Errorf("grant to %s: its grants would come to %d bytes of paths and hosts, more than the %d a worker can be started with: grant a folder that holds them, or take the grants back with `jean2 tools approve %s --revoke`", name, n, maxGrantedBytes, name)
 	}
 	all, err := h.sb.approvals.AddGrant(ft.def.Name, ft.hash, p)
 	if err != nil {
@@ -609,8 +617,23 @@ func (h *Host) GrantPermissions(name string, p tool.Permissions) (*tool.Permissi
 	return &all, nil
 }
 
+// maxGrantedBytes bounds what one tool version may be granted: the paths and hosts go to
+// its workers' launcher in one argument, which Linux caps at 128 KiB (MAX_ARG_STRLEN)
+// together with the rest of the plan; past it no worker of the tool could start.
+const maxGrantedBytes = 32 << 10
+
+func grantedBytes(p *tool.Permissions) int {
+	n := 0
+	if p != nil {
+		for _, x := range slices.Concat(p.Read, p.Write, p.Network) {
+			n += len(x)
+		}
+	}
+	return n
+}
+
 // checkGrant refuses what cannot be granted: nothing at all, a memory cap, a path that is
-// empty or holds a NUL, a network entry the egress proxy would not read.
+// not valid (checkGrantPath), a network entry the egress proxy would not read.
 func checkGrant(p tool.Permissions) error {
 	if p.MemoryMB != 0 {
 		return fmt.Errorf(`a memory cap is not granted: the tool declares it in package.json ("jean2": {"memoryMB": N}) and a person approves it`)
@@ -618,9 +641,14 @@ func checkGrant(p tool.Permissions) error {
 	if !sandbox.Declares(&p) {
 		return fmt.Errorf("nothing to grant: give paths to read or write, processes, or network hosts")
 	}
-	for _, path := range slices.Concat(p.Read, p.Write) {
-		if strings.TrimSpace(path) == "" || strings.ContainsRune(path, 0) {
-			return fmt.Errorf("the path %q is not valid", path)
+	for _, path := range p.Read {
+		if err := checkGrantPath(path, false); err != nil {
+			return err
+		}
+	}
+	for _, path := range p.Write {
+		if err := checkGrantPath(path, true); err != nil {
+			return err
 		}
 	}
 	if _, err := egress.ParseRules(p.Network); err != nil {
@@ -631,6 +659,41 @@ func checkGrant(p tool.Permissions) error {
 	}
 	return nil
 }
+
+// checkGrantPath refuses a path that would not be granted as a person reads it: empty,
+// longer than a path can be, holding a NUL, not in its plain form (`/a/../b`, which is
+// `/b`), climbing out of the workspace (`..`), or, to write, the root or a system folder,
+// which the sandbox never opens to a tool's writes whatever is granted (sandbox.SystemPlace):
+// such a grant would be shown as given and do nothing.
+func checkGrantPath(path string, write bool) error {
+	switch {
+	case strings.TrimSpace(path) == "" || strings.ContainsRune(path, 0):
+		return fmt.Errorf("the path %q is not valid", path)
+	case len(path) > maxPathLen:
+		return fmt.Errorf("the path %.40q… is %d bytes long, longer than a path can be (%d)", path, len(path), maxPathLen)
+	}
+	rel, home := strings.CutPrefix(path, "~/")
+	if path == "~" {
+		rel, home = ".", true
+	}
+	if clean := filepath.Clean(rel); clean != rel && !(home && rel == ".") {
+		plain := clean
+		if home {
+			plain = "~/" + clean
+		}
+		return fmt.Errorf("the path %q is not in its plain form: grant %q", path, plain)
+	}
+	if !home && !filepath.IsAbs(path) && (rel == ".." || strings.HasPrefix(rel, "../")) {
+		return fmt.Errorf("the path %q climbs out of the workspace: grant an absolute path", path)
+	}
+	if write && filepath.IsAbs(path) && sandbox.SystemPlace(path) {
+		return fmt.Errorf("the sandbox never lets a tool write %s (the root or a system folder), whatever is granted", path)
+	}
+	return nil
+}
+
+// maxPathLen is Linux's PATH_MAX.
+const maxPathLen = 4096
 
 // RevokePermissions takes back every approval of a tool's declarations and its grants.
 func (h *Host) RevokePermissions(name string) error { return h.sb.approvals.Revoke(name) }

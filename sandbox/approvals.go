@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jean2/jean2/internal/fsutil"
 	"github.com/jean2/jean2/internal/rawio"
 	"github.com/jean2/jean2/tool"
 )
@@ -129,23 +131,11 @@ func (a *Approvals) Approved(toolName, version string, p tool.Permissions) (bool
 // Approve records the approval of a version's declaration; approvals of the tool's other
 // versions are dropped.
 func (a *Approvals) Approve(toolName, version string, p tool.Permissions) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := a.refreshLocked(); err != nil {
-		return err
-	}
-	kept := a.items[:0:0]
-	for _, x := range a.items {
-		if x.Tool != toolName {
-			kept = append(kept, x)
-		}
-	}
-	kept = append(kept, Approval{Tool: toolName, Version: version, Digest: PermissionsDigest(p), Permissions: p, ApprovedAt: time.Now().UTC().Truncate(time.Second)})
-	if err := a.writeLocked(approvalsFile{Approvals: kept, InstallScripts: a.scripts, Grants: a.grants}); err != nil {
-		return err
-	}
-	a.items = kept
-	return nil
+	return a.change(func(f *approvalsFile) bool {
+		kept := slices.DeleteFunc(slices.Clone(f.Approvals), func(x Approval) bool { return x.Tool == toolName })
+		f.Approvals = append(kept, Approval{Tool: toolName, Version: version, Digest: PermissionsDigest(p), Permissions: p, ApprovedAt: time.Now().UTC().Truncate(time.Second)})
+		return true
+	})
 }
 
 // ScriptsApproved reports whether the install scripts of the dependency set key were
@@ -167,45 +157,22 @@ func (a *Approvals) ScriptsApproved(key string) (bool, error) {
 // ApproveScripts records the approval of the install scripts of a tool's dependency set;
 // the approvals of its other sets are dropped.
 func (a *Approvals) ApproveScripts(toolName, key string, deps []string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := a.refreshLocked(); err != nil {
-		return err
-	}
-	kept := a.scripts[:0:0]
-	for _, x := range a.scripts {
-		if x.Tool != toolName && x.Key != key {
-			kept = append(kept, x)
-		}
-	}
-	kept = append(kept, ScriptsApproval{Tool: toolName, Key: key, Dependencies: slices.Clone(deps), ApprovedAt: time.Now().UTC().Truncate(time.Second)})
-	if err := a.writeLocked(approvalsFile{Approvals: a.items, InstallScripts: kept, Grants: a.grants}); err != nil {
-		return err
-	}
-	a.scripts = kept
-	return nil
+	return a.change(func(f *approvalsFile) bool {
+		kept := slices.DeleteFunc(slices.Clone(f.InstallScripts), func(x ScriptsApproval) bool { return x.Tool == toolName || x.Key == key })
+		f.InstallScripts = append(kept, ScriptsApproval{Tool: toolName, Key: key, Dependencies: slices.Clone(deps), ApprovedAt: time.Now().UTC().Truncate(time.Second)})
+		return true
+	})
 }
 
 // Revoke drops every approval of a tool, its install scripts' and its grants too.
 func (a *Approvals) Revoke(toolName string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := a.refreshLocked(); err != nil {
-		return err
-	}
-	f := approvalsFile{
-		Approvals:      slices.DeleteFunc(slices.Clone(a.items), func(x Approval) bool { return x.Tool == toolName }),
-		InstallScripts: slices.DeleteFunc(slices.Clone(a.scripts), func(x ScriptsApproval) bool { return x.Tool == toolName }),
-		Grants:         slices.DeleteFunc(slices.Clone(a.grants), func(x Grant) bool { return x.Tool == toolName }),
-	}
-	if len(f.Approvals) == len(a.items) && len(f.InstallScripts) == len(a.scripts) && len(f.Grants) == len(a.grants) {
-		return nil
-	}
-	if err := a.writeLocked(f); err != nil {
-		return err
-	}
-	a.items, a.scripts, a.grants = f.Approvals, f.InstallScripts, f.Grants
-	return nil
+	return a.change(func(f *approvalsFile) bool {
+		n := len(f.Approvals) + len(f.InstallScripts) + len(f.Grants)
+		f.Approvals = slices.DeleteFunc(slices.Clone(f.Approvals), func(x Approval) bool { return x.Tool == toolName })
+		f.InstallScripts = slices.DeleteFunc(slices.Clone(f.InstallScripts), func(x ScriptsApproval) bool { return x.Tool == toolName })
+		f.Grants = slices.DeleteFunc(slices.Clone(f.Grants), func(x Grant) bool { return x.Tool == toolName })
+		return len(f.Approvals)+len(f.InstallScripts)+len(f.Grants) != n
+	})
 }
 
 // Granted is what a person granted this version of a tool (nil when nothing). The file is
@@ -228,26 +195,23 @@ func (a *Approvals) Granted(toolName, version string) (*tool.Permissions, error)
 // AddGrant adds p to what this version of a tool was granted and returns the whole grant;
 // grants of the tool's other versions are dropped.
 func (a *Approvals) AddGrant(toolName, version string, p tool.Permissions) (tool.Permissions, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := a.refreshLocked(); err != nil {
-		return tool.Permissions{}, err
-	}
 	merged := p
-	kept := a.grants[:0:0]
-	for _, g := range a.grants {
-		switch {
-		case g.Tool != toolName:
-			kept = append(kept, g)
-		case g.Version == version:
-			merged = *MergePermissions(&g.Permissions, &p)
+	err := a.change(func(f *approvalsFile) bool {
+		kept := f.Grants[:0:0]
+		for _, g := range f.Grants {
+			switch {
+			case g.Tool != toolName:
+				kept = append(kept, g)
+			case g.Version == version:
+				merged = *MergePermissions(&g.Permissions, &p)
+			}
 		}
-	}
-	kept = append(kept, Grant{Tool: toolName, Version: version, Permissions: merged, GrantedAt: time.Now().UTC().Truncate(time.Second)})
-	if err := a.writeLocked(approvalsFile{Approvals: a.items, InstallScripts: a.scripts, Grants: kept}); err != nil {
+		f.Grants = append(kept, Grant{Tool: toolName, Version: version, Permissions: merged, GrantedAt: time.Now().UTC().Truncate(time.Second)})
+		return true
+	})
+	if err != nil {
 		return tool.Permissions{}, err
 	}
-	a.grants = kept
 	return merged, nil
 }
 
@@ -281,6 +245,42 @@ func appendNew(list, more []string) []string {
 		}
 	}
 	return list
+}
+
+// changeLockWait bounds the wait for another jean2 process's change of the file.
+const changeLockWait = 15 * time.Second
+
+// change applies edit to the file as it is now, under a lock that every jean2 process
+// changing it takes (the CLI's `tools approve` beside a running server, two CLIs): without
+// it, two processes could each read the file, change their copy and write it, and the
+// second write would silently undo the first (a revoke undone by a grant to another
+// tool). edit reports whether there is anything to write.
+func (a *Approvals) change(edit func(f *approvalsFile) bool) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(a.path), 0o700); err != nil {
+		return fmt.Errorf("approvals: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), changeLockWait)
+	defer cancel()
+	unlock, err := fsutil.LockFile(ctx, a.path+".lock", nil)
+	if err != nil {
+		return fmt.Errorf("approvals %s: another jean2 process is changing it: %w", a.path, err)
+	}
+	defer unlock()
+	a.loaded = fileStamp{} // read it again under the lock, whatever its stamp says
+	if err := a.refreshLocked(); err != nil {
+		return err
+	}
+	f := approvalsFile{Approvals: a.items, InstallScripts: a.scripts, Grants: a.grants}
+	if !edit(&f) {
+		return nil
+	}
+	if err := a.writeLocked(f); err != nil {
+		return err
+	}
+	a.items, a.scripts, a.grants = f.Approvals, f.InstallScripts, f.Grants
+	return nil
 }
 
 func (a *Approvals) refreshLocked() error {

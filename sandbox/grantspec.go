@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jean2/jean2/tool"
 )
@@ -13,6 +15,9 @@ import (
 // tools approve NAME --grant SPEC`, the API's grants, a refusal's hint): childProcess,
 // network=HOST, read=PATH, write=PATH or data=TOOL.
 func ParseGrant(spec string, p *tool.Permissions) error {
+	if i := strings.IndexFunc(spec, hiddenRune); i >= 0 {
+		return fmt.Errorf("grant %q: it holds %U, a control or text-direction character that would not show as written", spec, []rune(spec[i:])[0])
+	}
 	kind, value, hasValue := strings.Cut(spec, "=")
 	switch {
 	case kind == "childProcess" && !hasValue:
@@ -31,6 +36,13 @@ func ParseGrant(spec string, p *tool.Permissions) error {
 	return nil
 }
 
+// hiddenRune reports the characters a grant may not hold: controls (a newline among them),
+// and the text-direction marks and separators that make what a person reads differ from
+// what is granted (U+202E shows "/srv/\u202etxt.ssh" reversed).
+func hiddenRune(r rune) bool {
+	return unicode.IsControl(r) || r == utf8.RuneError || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029'
+}
+
 // grantHint finds the grant a refusal's message names: a worker's hint quotes the command
 // (`jean2 tools approve NAME --grant SPEC`, on one line), the egress proxy's names a host
 // (… --grant network=HOST, or …).
@@ -43,10 +55,20 @@ var grantHint = regexp.MustCompile("`jean2 tools approve ([^\\s`]+) --grant ([^`
 // offer another tool's powers, and the person still confirms what is granted.
 func GrantHints(message, name string) []string {
 	var out []string
-	for _, m := range grantHint.FindAllStringSubmatch(message, -1) {
+	for _, at := range grantHint.FindAllStringSubmatchIndex(message, -1) {
+		m := make([]string, 5)
+		for i := range m {
+			if at[2*i] >= 0 {
+				m[i] = message[at[2*i]:at[2*i+1]]
+			}
+		}
 		who, spec := m[1], m[2]
 		if who == "" {
 			who, spec = m[3], m[4]
+		} else if rest := message[at[1]:]; rest != "" && !strings.ContainsAny(rest[:1], " \t\r\n,;.)") {
+			// The quote ended inside the spec (a path holding a backtick): what
+			// it holds is not what was refused.
+			continue
 		}
 		if who == name && ParseGrant(spec, &tool.Permissions{}) == nil && !slices.Contains(out, spec) {
 			out = append(out, spec)

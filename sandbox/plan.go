@@ -162,11 +162,17 @@ func (p Plan) systemPlace(x string) bool {
 	if x == "" || !filepath.IsAbs(x) {
 		return false
 	}
-	real := p.Resolver.Real(filepath.Clean(x))
-	if real == string(filepath.Separator) {
+	return SystemPlace(p.Resolver.Real(filepath.Clean(x)))
+}
+
+// SystemPlace reports whether the absolute path x, as written, is the root or lies in a
+// system folder that a tool's writes are never granted (Plan drops such grants).
+func SystemPlace(x string) bool {
+	x = filepath.Clean(x)
+	if x == string(filepath.Separator) {
 		return true
 	}
-	return policy.BlockedAsWritten(real) && !policy.Within(real, "/root")
+	return policy.BlockedAsWritten(x) && !policy.Within(x, "/root")
 }
 
 // seals are what carve keeps from being written: sealed paths (by Landlock alone), paths

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -136,7 +138,7 @@ func (s *Server) grantTool(w http.ResponseWriter, r *http.Request) error {
 		return noSuchTool(name)
 	}
 	if len(b.Grants) == 0 || len(b.Grants) > 32 {
-		return badRequest(`give "grants": one to 32 of childProcess, network=HOST, read=PATH, write=PATH, data=TOOL`)
+		return badRequest(`give "grants": one to 32 of childProcess, network=HOST, read=PATH, write=PATH, data=TOOL (this request had %d)`, len(b.Grants))
 	}
 	var p tool.Permissions
 	for _, g := range b.Grants {
@@ -165,8 +167,8 @@ func (s *Server) approveTool(w http.ResponseWriter, r *http.Request) error {
 	if _, ok := s.host.Tool(name); !ok {
 		return noSuchTool(name)
 	}
-	if b.Hash == "" {
-		return badRequest(`give "hash": the content hash of the version whose declaration the person approves (GET /api/tools/{name})`)
+	if !fullHash(b.Hash) {
+		return badRequest(`give "hash": the whole content hash (64 hexadecimal digits) of the version whose declaration the person approves, as GET /api/tools/{name} gives it; got %.70q`, b.Hash)
 	}
 	if _, err := s.host.ApproveVersion(name, b.Hash); errors.Is(err, host.ErrVersionChanged) {
 		return errorf(http.StatusConflict, codeConflict, "%v", err)
@@ -175,6 +177,16 @@ func (s *Server) approveTool(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.log.Info("tool's declared permissions approved", "tool", name, "hash", b.Hash)
 	return s.answerTool(w, name)
+}
+
+// fullHash reports whether h is a tool version's whole content hash (sha256, in hex): a
+// prefix, as `version` shows it, could name more than one version.
+func fullHash(h string) bool {
+	if len(h) != sha256.Size*2 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil
 }
 
 // revokeTool takes back what a person approved and granted the tool (every version), as

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -154,6 +155,17 @@ func TestToolGrantThroughTheAPI(t *testing.T) {
 		t.Fatalf("after DELETE the grants remain: %+v", revoked.Permissions.Granted)
 	}
 	f.call("DELETE", "/api/tools/nope/grant", nil, 404, nil)
+	// Grants add up, but not past what a worker can be started with.
+	long := func(i int) string { return fmt.Sprintf("read=/srv/%d/%s", i, strings.Repeat("d", 3000)) }
+	var many []string
+	for i := range 10 {
+		many = append(many, long(i))
+	}
+	f.call("POST", "/api/tools/env_probe/grant", map[string]any{"grants": many}, 200, nil)
+	if code, body := f.request("POST", "/api/tools/env_probe/grant", map[string]any{"grants": []string{long(10), long(11)}}, f.authHeader()); code != 400 || !strings.Contains(string(body), "--revoke") {
+		t.Errorf("grants past the launcher's argument: %d %s", code, body)
+	}
+	f.call("DELETE", "/api/tools/env_probe/grant", nil, 200, nil)
 	for _, c := range []struct {
 		name string
 		body any
@@ -165,6 +177,15 @@ func TestToolGrantThroughTheAPI(t *testing.T) {
 		{"env_probe", map[string]any{"grants": []string{"read="}}, 400, "give childProcess"},
 		{"env_probe", map[string]any{"grants": []string{"network=bad host!"}}, 400, "network"},
 		{"nope", map[string]any{"grants": []string{"childProcess"}}, 404, "no tool"},
+		// What would be shown as granted and not be what is granted, or nothing at all.
+		{"env_probe", map[string]any{"grants": []string{"write=/"}}, 400, "never lets a tool write /"},
+		{"env_probe", map[string]any{"grants": []string{"write=/usr/bin"}}, 400, "system folder"},
+		{"env_probe", map[string]any{"grants": []string{"write=/tmp/ws/../../.."}}, 400, `grant \"/\"`},
+		{"env_probe", map[string]any{"grants": []string{"write=../up"}}, 400, "climbs out of the workspace"},
+		{"env_probe", map[string]any{"grants": []string{"read=/srv/a\nb"}}, 400, "U+000A"},
+		{"env_probe", map[string]any{"grants": []string{"read=/srv/\u202etxt.ssh"}}, 400, "U+202E"},
+		{"env_probe", map[string]any{"grants": []string{"read=/" + strings.Repeat("x", 5000)}}, 400, "longer than a path can be"},
+		{"env_probe", map[string]any{"grants": slices.Repeat([]string{"childProcess"}, 33)}, 400, "this request had 33"},
 	} {
 		code, body := f.request("POST", "/api/tools/"+c.name+"/grant", c.body, f.authHeader())
 		if code != c.code || !strings.Contains(string(body), c.want) {
@@ -194,7 +215,12 @@ func TestToolApproveThroughTheAPI(t *testing.T) {
 		t.Fatalf("before: %+v hash %q", v.Permissions, v.Hash)
 	}
 	f.call("POST", "/api/tools/declares_spawn/approve", map[string]any{}, 400, nil)
-	f.call("POST", "/api/tools/declares_spawn/approve", map[string]any{"hash": "0123456789abcdef"}, 409, nil)
+	// A prefix (as "version" shows it) is not a version's name: 400; a whole hash of
+	// another version: 409.
+	if code, body := f.request("POST", "/api/tools/declares_spawn/approve", map[string]any{"hash": v.Hash[:12]}, nil); code != 400 || !strings.Contains(string(body), "64 hexadecimal digits") {
+		t.Errorf("approve with a prefix of the hash: %d %s", code, body)
+	}
+	f.call("POST", "/api/tools/declares_spawn/approve", map[string]any{"hash": strings.Repeat("0", 64)}, 409, nil)
 	f.call("GET", "/api/tools/declares_spawn", nil, 200, &v)
 	if v.Permissions.Approved {
 		t.Fatal("approved by a request for another version")

@@ -55,6 +55,7 @@ run('seatbelt spawn', 'seatbelt', e('EPERM', 'spawn /bin/ls', '/bin/ls', 'spawn 
 run('seatbelt unlink of a folder', 'seatbelt', e('EPERM', 'unlink', dir, "EPERM: operation not permitted, unlink '" + dir + "'"), 'unlink', dir, true);
 run('seatbelt missing file', 'seatbelt', e('ENOENT', 'open', '/nope', "ENOENT: no such file or directory, open '/nope'"), 'readFile', '/nope', false);
 run('landlock read', 'landlock', e('EACCES', 'open', '/srv/data.txt', "EACCES: permission denied, open '/srv/data.txt'"), 'readFile', '/srv/data.txt', false);
+run('landlock read of a path with a backtick', 'landlock', e('EACCES', 'open', '/home/ada/` + "`" + `x/f', "EACCES: permission denied"), 'readFile', '/home/ada/` + "`" + `x/f', false);
 process.stdout.write(JSON.stringify(cases));
 `
 	if err := os.WriteFile(runner, []byte(code), 0o644); err != nil {
@@ -87,6 +88,9 @@ process.stdout.write(JSON.stringify(cases));
 			{"seatbelt unlink of a folder", false, nil, []string{"refused by jean2's sandbox"}},
 			{"seatbelt missing file", false, nil, []string{"refused by jean2's sandbox"}},
 			{"landlock read", true, []string{"(refused by jean2's sandbox: a tool's own code reads only", `declares {"read":["/srv/data.txt"]}`}, []string{"Seatbelt", "macOS"}},
+			// A backtick would end the quoted command early, offering /home/ada/: no grant
+			// is offered, the declaration still is.
+			{"landlock read of a path with a backtick", true, []string{"to allow it, the tool declares", `declares {"read":["/home/ada/` + "`" + `x/f"]}`}, []string{"--grant"}},
 		}
 		for _, w := range want {
 			g, ok := got[w.name]

@@ -1375,8 +1375,14 @@ function systemEPERM(syscall, target) {
 function hint(why, decl, extra, grant) {
   const approve = toolName ? `jean2 tools approve ${toolName}` : 'jean2 tools approve NAME';
   const who = sandboxName === 'seatbelt' ? '; macOS\'s Seatbelt, which confines the tool, says "operation not permitted" for it' : '';
-  return ` (refused by jean2's sandbox: ${why}${who}; to allow it, a person grants it to this version with \`${approve} --grant ${grant}\`, or the tool declares ${decl} in its permissions (definition.permissions, or "jean2": {"permissions": …} in package.json) and a person approves it with \`${approve}\`${extra})`;
+  // A grant is offered only as it can be quoted and read: a backtick would end the quote
+  // early (naming a wider path), controls and text-direction marks would show another path
+  // than the one granted (sandbox.ParseGrant refuses them).
+  const offer = UNQUOTABLE.test(grant) ? '' : `a person grants it to this version with \`${approve} --grant ${grant}\`, or `;
+  return ` (refused by jean2's sandbox: ${why}${who}; to allow it, ${offer}the tool declares ${decl} in its permissions (definition.permissions, or "jean2": {"permissions": …} in package.json) and a person approves it with \`${approve}\`${extra})`;
 }
+
+const UNQUOTABLE = /[`\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufffd]/;
 
 // explainError adds who refused, once, to an EACCES/EPERM/EROFS error (of an fs call name on path p
 // when known); other errors are left alone.

@@ -218,7 +218,25 @@ func (p *Proxy) notDeclared(host string, port int, target string) error {
 		return &Refusal{Tool: p.Tool, Target: target, Why: why, Hint: hint, undeclared: true}
 	}
 	return &Refusal{Tool: p.Tool, Target: target, Why: fmt.Sprintf("tool %s does not declare it", p.Tool), undeclared: true,
-		Hint: fmt.Sprintf(`; a person grants it to this version with jean2 tools approve %s --grant network=%s, or the tool adds %q (or "%s:%d") to "jean2": {"permissions": {"network": [...]}} in package.json (or permissions.network in the definition) and a person runs jean2 tools approve %s`, p.Tool, host, host, name, port, p.Tool)}
+		Hint: fmt.Sprintf(`; a person grants it to this version with jean2 tools approve %s --grant network=%s, or the tool adds %q (or "%s:%d") to "jean2": {"permissions": {"network": [...]}} in package.json (or permissions.network in the definition) and a person runs jean2 tools approve %s`, p.Tool, grantTarget(host, name, port), host, name, port, p.Tool)}
+}
+
+// grantTarget is the network entry a refusal offers to grant: the host, or for this
+// machine and its private networks (localhost, loopback, private, link-local and
+// unspecified addresses) only the port asked for, since every service of the machine
+// listens there and one refused port must not offer them all. name is host as written
+// with a port (IPv6 in brackets).
+func grantTarget(host, name string, port int) string {
+	if host == "localhost" {
+		return fmt.Sprintf("%s:%d", name, port)
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		a = a.Unmap()
+		if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsUnspecified() {
+			return fmt.Sprintf("%s:%d", name, port)
+		}
+	}
+	return host
 }
 
 // resolve looks host's addresses up.

@@ -84,6 +84,13 @@ func TestCheck(t *testing.T) {
 		{[]string{"localhost:8080"}, "localhost", 8080, "127.0.0.1:8080"},
 		{[]string{"localhost"}, "127.0.0.1", 9, "127.0.0.1:9"},
 		{nil, "localhost", 8080, "refused: does not declare"},
+		// A refusal of this machine or its networks offers the one port asked for, never
+		// every service there.
+		{nil, "127.0.0.1", 34517, "refused: --grant network=127.0.0.1:34517, or"},
+		{nil, "localhost", 8080, "refused: --grant network=localhost:8080, or"},
+		{nil, "::1", 8080, "refused: --grant network=[::1]:8080, or"},
+		{nil, "10.1.2.3", 22, "refused: --grant network=10.1.2.3:22, or"},
+		{nil, "93.184.216.34", 443, "refused: --grant network=93.184.216.34, or"},
 		{[]string{"127.0.0.1"}, "localhost", 8080, "refused: does not declare"},
 		{[]string{"::ffff:127.0.0.1"}, "127.0.0.1", 1, "127.0.0.1:1"},
 		{[]string{"not a host"}, "api.example.com", 443, "refused: declares a network entry that is not valid"},

@@ -8,8 +8,13 @@ import { confirmAction, notify, errorText } from "./ui.js";
 
 // A worker's hint quotes the command; the egress proxy's names a host. sandbox.GrantHints
 // reads them the same way.
-const grantHint = /`jean2 tools approve ([^\s`]+) --grant ([^`\n]+)`|jean2 tools approve ([^\s`]+) --grant (network=[^\s,;`)]+)/g;
+// The quoted form must end where the worker ends it (a path holding a backtick would end it
+// early, naming a different, wider path); sandbox.GrantHints reads hints the same way.
+const grantHint = /`jean2 tools approve ([^\s`]+) --grant ([^`\n]+)`(?=$|[\s,;.)])|jean2 tools approve ([^\s`]+) --grant (network=[^\s,;`)]+)/g;
 const grantSpec = /^(childProcess|(network|read|write|data)=.+)$/;
+// Controls, text-direction marks and line separators: what a person reads would not be
+// what is granted (sandbox.ParseGrant refuses them too).
+const hiddenChars = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufffd]/;
 
 /** grantHints returns the grants a failed call's message names for the tool name, once each.
  * The message is the tool's own output: a grant to another tool is not offered. */
@@ -17,7 +22,7 @@ export function grantHints(message, name) {
   const out = [];
   for (const m of String(message || "").matchAll(grantHint)) {
     const who = m[1] ?? m[3], spec = m[2] ?? m[4];
-    if (who === name && grantSpec.test(spec) && !out.includes(spec)) out.push(spec);
+    if (who === name && grantSpec.test(spec) && !hiddenChars.test(spec) && !out.includes(spec)) out.push(spec);
   }
   return out;
 }
