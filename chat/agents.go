@@ -13,11 +13,14 @@ import (
 )
 
 // agentName is the session's agent as the header shows it.
-func (u *chatUI) agentName() string {
-	if u.ses.Agent == "" {
+func (u *chatUI) agentName() string { return agentOrDefault(u.ses.Agent) }
+
+// agentOrDefault is the agent a session runs: the one it names, else the default.
+func agentOrDefault(name string) string {
+	if name == "" {
 		return harness.DefaultAgent
 	}
-	return u.ses.Agent
+	return name
 }
 
 // tabLine reports whether a line is Tab then Enter on an otherwise empty line: the terminal

@@ -119,3 +119,20 @@ func TestHeadlessAgent(t *testing.T) {
 		t.Fatalf("an unknown agent: %v", err)
 	}
 }
+
+// A session's other changes (its title, set when its first answer ends) are no switch of
+// agent: the chat said "(agent switched to build from another client)" after every first
+// answer of a session that names no agent.
+func TestChatSessionUpdateIsNoSwitch(t *testing.T) {
+	var buf bytes.Buffer
+	u := &chatUI{out: &lockedWriter{w: &buf}, ses: session{Session: store.Session{ID: "s1"}}}
+	u.sessionUpdated(session{Session: store.Session{ID: "s1", Title: "Greetings"}})
+	u.sessionUpdated(session{Session: store.Session{ID: "s1", Agent: harness.DefaultAgent}})
+	if buf.Len() != 0 {
+		t.Fatalf("a title or the default agent named was taken for a switch: %q", buf.String())
+	}
+	u.sessionUpdated(session{Session: store.Session{ID: "s1", Agent: "plan"}})
+	if !strings.Contains(buf.String(), "(agent switched to plan from another client)") || u.agentName() != "plan" {
+		t.Fatalf("a switch to plan: %q, agent %q", buf.String(), u.agentName())
+	}
+}

@@ -801,9 +801,11 @@ func (u *chatUI) messageCreated(m store.Message) {
 	}
 }
 
-// sessionUpdated notes an agent another client switched to.
+// sessionUpdated notes an agent another client switched to. Any other change of the
+// session (its title, set when the first answer ends) is no switch: the session's agent
+// is compared as it runs (none named is the default).
 func (u *chatUI) sessionUpdated(ses session) {
-	if ses.ID == u.ses.ID && ses.Agent != u.agentName() {
+	if ses.ID == u.ses.ID && agentOrDefault(ses.Agent) != u.agentName() {
 		u.ses.Agent = ses.Agent
 		u.println(u.st.cyan("(agent switched to " + termtext.Line(u.agentName()) + " from another client)"))
 	}

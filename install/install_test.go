@@ -410,20 +410,20 @@ func TestRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	err := e.in.Remove(ctx, "nope")
+	err := e.in.Remove(ctx, "nope", false)
 	var nie *NotInstalledError
 	if !errors.As(err, &nie) || !slices.Equal(nie.Installed, []string{"dev", "greet", "other"}) || !strings.Contains(err.Error(), "dev, greet, other") {
 		t.Fatalf("unknown: %v", err)
 	}
 	for _, bad := range []string{"../scratch", "greet.staging", ".", ""} {
-		if err := e.in.Remove(ctx, bad); !errors.As(err, &nie) {
+		if err := e.in.Remove(ctx, bad, false); !errors.As(err, &nie) {
 			t.Errorf("remove %q: %v", bad, err)
 		}
 	}
-	if err := e.in.Remove(ctx, "greet"); err != nil {
+	if err := e.in.Remove(ctx, "greet", false); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.in.Remove(ctx, "dev"); err != nil {
+	if err := e.in.Remove(ctx, "dev", false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dev, "tool.ts")); err != nil {
@@ -431,6 +431,23 @@ func TestRemove(t *testing.T) {
 	}
 	if got := e.toolsListing(); !slices.Equal(got, []string{"other"}) {
 		t.Fatalf("tools folder holds %v", got)
+	}
+	// A folder a person wrote (no install record) is their only copy: refused unless own.
+	mine := filepath.Join(e.layout.Tools, "mine")
+	if err := os.MkdirAll(mine, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mine, "tool.ts"), []byte("// my work"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.in.Remove(ctx, "mine", false); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("removing a folder jean2 did not install: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(mine, "tool.ts")); err != nil {
+		t.Fatalf("the refused removal deleted it: %v", err)
+	}
+	if err := e.in.Remove(ctx, "mine", true); err != nil {
+		t.Fatal(err)
 	}
 	if names, _ := e.in.Installed(); !slices.Equal(names, []string{"other"}) {
 		t.Fatalf("installed %v", names)

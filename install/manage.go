@@ -56,16 +56,25 @@ func (in *Installer) notInstalled(name string) error {
 
 // Remove deletes a tool's folder. The folder is first renamed to a hidden name, so a
 // running server sees the tool go in one step, never half deleted. A tool folder that is a
-// symlink loses the link only, never what it points to.
-func (in *Installer) Remove(ctx context.Context, name string) error {
+// symlink loses the link only, never what it points to. A folder jean2 did not install (no
+// install record) is removed only when own is set: it is a person's own work.
+func (in *Installer) Remove(ctx context.Context, name string, own bool) error {
 	if CheckName(name) != nil {
 		return in.notInstalled(name)
 	}
 	dst := filepath.Join(in.layout.Tools, name)
-	if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
+	fi, err := os.Lstat(dst)
+	if errors.Is(err, fs.ErrNotExist) {
 		return in.notInstalled(name)
 	} else if err != nil {
 		return fmt.Errorf("remove %s: %w", name, err)
+	}
+	if fi.IsDir() && !own {
+		// A folder a person wrote (`tools new`, or by hand) holds their only copy of its
+		// source; a link is dropped without touching what it leads to.
+		if rec, err := ReadRecord(dst); err != nil || rec == nil {
+			return fmt.Errorf("remove %s: %s was not installed by jean2 (it has no %s): it is a folder you wrote, and removing it would delete your source; delete it yourself, or run `jean2 tools remove --force %s`", name, dst, RecordFile, name)
+		}
 	}
 	unlock, err := lockName(ctx, in.layout.Cache, name, nil)
 	if err != nil {

@@ -45,7 +45,7 @@ func TestWatchingHostPicksUpInstalls(t *testing.T) {
 	waitFor("the new tool", func() bool { return version() == "1.0.0" })
 	e.mustInstall(e.folder("v2", greetTool("2.0.0")), InstallOptions{})
 	waitFor("the upgrade", func() bool { return version() == "2.0.0" })
-	if err := e.in.Remove(context.Background(), "greet"); err != nil {
+	if err := e.in.Remove(context.Background(), "greet", false); err != nil {
 		t.Fatal(err)
 	}
 	waitFor("the removal", func() bool { _, ok := e.host.Tool("greet"); return !ok })

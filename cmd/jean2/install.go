@@ -257,6 +257,7 @@ func describeEnv(vars []install.EnvReport) string {
 
 func toolsRemove(ctx context.Context, e env, args []string) error {
 	fs := newFlags("tools remove", e)
+	force := fs.Bool("force", false, "remove a tool folder jean2 did not install (your own source) too")
 	names, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -271,7 +272,7 @@ func toolsRemove(ctx context.Context, e env, args []string) error {
 	defer closeFn()
 	failed := false
 	for _, n := range names {
-		if err := in.Remove(ctx, n); err != nil {
+		if err := in.Remove(ctx, n, *force); err != nil {
 			fmt.Fprintln(e.stderr, "jean2:", err)
 			failed = true
 			continue

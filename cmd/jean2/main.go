@@ -53,7 +53,7 @@ Usage:
   jean2 tools validate [DIR|NAME]           load a tool folder and report problems
   jean2 tools test [NAME|DIR] [--update]    run the test cases kept in a tool folder
   jean2 tools install SOURCE...             install from a folder, archive, URL or index name
-  jean2 tools remove NAME                   remove an installed tool
+  jean2 tools remove NAME...               remove installed tools (--force: your own too)
   jean2 tools update [NAME...]              reinstall tools whose index version is newer
   jean2 tools outdated [--json]             compare installed versions with the index
   jean2 tools approve NAME [--yes]          approve what a tool declares (paths, processes)

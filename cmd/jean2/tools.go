@@ -95,9 +95,11 @@ List the tool index's tools whose name, description or category holds every word
 them without words), with their version where the index gives one and whether each is
 installed.
 `,
-	"remove": `Usage: jean2 tools remove NAME...
+	"remove": `Usage: jean2 tools remove NAME... [--force]
 
-Remove installed tools (aliases: rm, uninstall).
+Remove installed tools (aliases: rm, uninstall). A tool folder jean2 did not install (one
+you wrote, or made with tools new) is refused: it holds your only copy of its source;
+--force removes it too. A tool folder that is a link loses the link only.
 `,
 	"update": `Usage: jean2 tools update [NAME...] [--json]
 

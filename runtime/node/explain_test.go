@@ -20,7 +20,7 @@ func explainModule(t *testing.T) string {
 		t.Fatalf("worker.mjs no longer ends with %q: update this test", tail)
 	}
 	src = strings.TrimSuffix(src, tail) + `
-export { explainError };
+export { explainError, hostError };
 export function setSandbox(name, tool) { sandboxName = name; sandboxed = true; toolName = tool; }
 `
 	p := filepath.Join(t.TempDir(), "worker-under-test.mjs")
@@ -40,7 +40,7 @@ func TestExplainErrorWording(t *testing.T) {
 	dir := t.TempDir()
 	runner := filepath.Join(dir, "run.mjs")
 	code := `
-import { explainError, setSandbox } from ` + jsString(mod) + `;
+import { explainError, hostError, setSandbox } from ` + jsString(mod) + `;
 const dir = process.argv[2];
 const e = (code, syscall, path, message) => Object.assign(new Error(message), { code, syscall, path });
 const cases = {};
@@ -56,13 +56,23 @@ run('seatbelt unlink of a folder', 'seatbelt', e('EPERM', 'unlink', dir, "EPERM:
 run('seatbelt missing file', 'seatbelt', e('ENOENT', 'open', '/nope', "ENOENT: no such file or directory, open '/nope'"), 'readFile', '/nope', false);
 run('landlock read', 'landlock', e('EACCES', 'open', '/srv/data.txt', "EACCES: permission denied, open '/srv/data.txt'"), 'readFile', '/srv/data.txt', false);
 run('landlock read of a path with a backtick', 'landlock', e('EACCES', 'open', '/home/ada/` + "`" + `x/f', "EACCES: permission denied"), 'readFile', '/home/ada/` + "`" + `x/f', false);
+{
+  // ctx.fs's refusal comes from the host, which says why: nothing to add, no grant to offer.
+  setSandbox('landlock', 'weather');
+  const err = hostError({ code: -32002, message: "EPERM: readFile '/etc/passwd': a blocked system path; no permission can grant access to it", data: { code: 'EPERM', path: '/etc/passwd' } });
+  explainError(err, 'readFile', '/etc/passwd', false);
+  cases['host refusal'] = { message: err.message, explained: err.jean2Sandbox === true };
+}
+run('landlock read of a relative path', 'landlock', e('EACCES', 'open', 'notes.txt', "EACCES: permission denied, open 'notes.txt'"), 'readFile', 'notes.txt', false);
 process.stdout.write(JSON.stringify(cases));
 `
 	if err := os.WriteFile(runner, []byte(code), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	forEachRuntime(t, func(t *testing.T, rt Runtime) {
-		out, err := exec.Command(rt.Path, runner, dir).Output()
+		cmd := exec.Command(rt.Path, runner, dir)
+		cmd.Dir = dir // a relative path is the working folder's
+		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("%v: %s", err, errText(err))
 		}
@@ -90,6 +100,8 @@ process.stdout.write(JSON.stringify(cases));
 			{"landlock read", true, []string{"(refused by jean2's sandbox: a tool's own code reads only", `declares {"read":["/srv/data.txt"]}`}, []string{"Seatbelt", "macOS"}},
 			// A backtick would end the quoted command early, offering /home/ada/: no grant
 			// is offered, the declaration still is.
+			{"host refusal", false, []string{"a blocked system path"}, []string{"refused by jean2's sandbox", "--grant"}},
+			{"landlock read of a relative path", true, []string{"--grant read=" + filepath.Join(mustRealDir(t, dir), "notes.txt") + "`"}, nil},
 			{"landlock read of a path with a backtick", true, []string{"to allow it, the tool declares", `declares {"read":["/home/ada/` + "`" + `x/f"]}`}, []string{"--grant"}},
 		}
 		for _, w := range want {
@@ -122,4 +134,13 @@ func errText(err error) string {
 		return string(ee.Stderr)
 	}
 	return ""
+}
+
+func mustRealDir(t *testing.T, dir string) string {
+	t.Helper()
+	r, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

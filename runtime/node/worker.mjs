@@ -236,6 +236,9 @@ function hostError(e) {
   if (data && typeof data.code === 'string' && data.code) err.code = data.code;
   if (data && typeof data.path === 'string' && data.path) err.path = data.path;
   if (typeof e?.code === 'number') err.rpcCode = e.code;
+  // The host's own refusal (ctx.fs and the like) says what refused it already: it is no
+  // refusal of the sandbox, and no grant would lift it (explainError).
+  Object.defineProperty(err, 'jean2Host', { value: true });
   return err;
 }
 
@@ -1384,10 +1387,21 @@ function hint(why, decl, extra, grant) {
 
 const UNQUOTABLE = /[`\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufffd]/;
 
+// absolute is the path a tool's own fs call meant: a relative one is its process's
+// working folder's (the tool's folder), which a grant must name in full.
+function absolute(p) {
+  if (!p || p.startsWith('/')) return p ? clean(p) : '';
+  try {
+    return clean(join(process.cwd(), p));
+  } catch {
+    return '';
+  }
+}
+
 // explainError adds who refused, once, to an EACCES/EPERM/EROFS error (of an fs call name on path p
 // when known); other errors are left alone.
 function explainError(err, name, p, write) {
-  if (!err || typeof err !== 'object' || err.jean2Sandbox) return err;
+  if (!err || typeof err !== 'object' || err.jean2Sandbox || err.jean2Host) return err;
   const code = err.code;
   if (code !== 'EACCES' && code !== 'EPERM' && code !== 'EROFS') return err;
   const syscall = typeof err.syscall === 'string' ? err.syscall : '';
@@ -1397,7 +1411,7 @@ function explainError(err, name, p, write) {
     note = hint("a tool's own code starts no process unless it declares so", '{"childProcess": true}', '', 'childProcess');
     what = `starting a process (${syscall || 'spawn'})`;
   } else {
-    const target = p || (typeof err.path === 'string' ? err.path : '');
+    const target = absolute(p || (typeof err.path === 'string' ? err.path : ''));
     if (!target) return err;
     if (code === 'EROFS') write = true;
     if (write === undefined) write = /^(open|write|mkdir|rmdir|unlink|rename|copyfile|symlink|link|chmod|chown|utime|ftruncate|truncate)/.test(syscall) && syscall !== 'open';
