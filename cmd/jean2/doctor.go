@@ -225,7 +225,7 @@ func providersCheck(home string, getenv func(string) string) doctorCheck {
 	if err != nil {
 		return doctorCheck{Name: "providers", Status: checkFail, Detail: fmt.Sprintf("%v (jean2 serve refuses to start with it; docs/providers.md)", err)}
 	}
-	lines := providerLines(set)
+	lines := providerLines(set, home)
 	if len(set.Providers) == 0 {
 		return doctorCheck{Name: "providers", Status: checkWarn, Detail: strings.Join(lines, " ")}
 	}

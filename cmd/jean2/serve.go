@@ -242,7 +242,7 @@ func announceStart(ctx context.Context, e env, srv *server.Server, cfg server.Co
 	if srv.Clustered() {
 		fmt.Fprintf(e.stderr, "jean2 serve: instance %s, one of several sharing the database (docs/deploy.md)\n", srv.Instance())
 	}
-	for _, line := range providerLines(srv.Providers().Set()) {
+	for _, line := range providerLines(srv.Providers().Set(), cfg.Host.Layout.Home) {
 		fmt.Fprintf(e.stderr, "jean2 serve: %s\n", line)
 	}
 	if newToken {

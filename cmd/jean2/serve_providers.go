@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/jean2/jean2/provider"
@@ -9,12 +10,12 @@ import (
 
 // providerLines say at start which providers are configured and which model sessions get
 // by default, or that there is none and how to add one.
-func providerLines(set provider.Set) []string {
+func providerLines(set provider.Set, home string) []string {
 	if len(set.Providers) == 0 {
 		return []string{
 			"no model provider is configured: sessions cannot answer yet. Add one with",
-			"  OPENAI_API_KEY=… OPENAI_MODEL=gpt-4o (OPENAI_BASE_URL for Ollama, vLLM, OpenRouter…), or ANTHROPIC_API_KEY=… ANTHROPIC_MODEL=…,",
-			"  or in the web client's Settings, or in ~/.jean2/" + provider.FileName + " (docs/providers.md)",
+			"OPENAI_API_KEY=… OPENAI_MODEL=gpt-4o (OPENAI_BASE_URL for Ollama, vLLM, OpenRouter…), or ANTHROPIC_API_KEY=… ANTHROPIC_MODEL=…,",
+			"or in the web client's Settings, or in " + filepath.Join(home, provider.FileName) + " (docs/providers.md)",
 		}
 	}
 	var names []string
