@@ -226,9 +226,11 @@ func askYes(ctx context.Context, c *tool.Context, a tool.Ask) error {
 	return nil
 }
 
-// rejection turns an approveFile error into the result the catalogue tools give.
+// rejection turns an approveFile error into the result the catalogue tools give:
+// USER_REJECTION when the person said no, and USER_REJECTION with the reason when no one
+// could be asked (no person or client attached), as the docs promise an ask that fails says.
 func rejection(err error) tool.Result {
-	if errors.Is(err, errRejected) || err == nil {
+	if err == nil || err == errRejected {
 		return tool.Result{Success: false, Error: tool.UserRejection}
 	}
 	return tool.Result{Success: false, Error: err.Error()}

@@ -36,12 +36,7 @@ func (u *chatUI) diffCommand(ctx context.Context, arg string) {
 		u.println(u.st.red("Cannot show the changes: " + termtext.Text(err.Error())))
 		return
 	}
-	var turns []turnChanges
-	for _, t := range led.Turns {
-		if len(t.Files) > 0 {
-			turns = append(turns, t)
-		}
-	}
+	turns := fileTurns(led.Turns)
 	if len(turns) == 0 {
 		u.println(u.st.dim("No turn of this session has changed a file yet."))
 		return
@@ -64,6 +59,18 @@ func (u *chatUI) diffCommand(ctx context.Context, arg string) {
 	for _, f := range t.Files {
 		u.drawFileChange(f)
 	}
+}
+
+// fileTurns keeps the turns that changed files, in order: /diff N and /restore number
+// these alike (a turn that changed nothing has nothing to show or undo).
+func fileTurns(turns []turnChanges) []turnChanges {
+	var out []turnChanges
+	for _, t := range turns {
+		if len(t.Files) > 0 {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // drawFileChange draws one path of a turn: its operations, then what changed in it.

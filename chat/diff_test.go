@@ -23,6 +23,7 @@ func TestEditDrawnAsWholeLinesAndDiffOfTurn(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "calc.py"), []byte(calc), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	fake.Push(providertest.OpenAIText("test-model", "Hello."))
 	fake.Push(providertest.OpenAIToolCall("test-model", "call_1", "edit",
 		`{"path":"calc.py","oldString":"a - b","newString":"(a - b)  # fixed"}`))
 	fake.Push(providertest.OpenAIText("test-model", "Fixed."))
@@ -38,8 +39,12 @@ func TestEditDrawnAsWholeLinesAndDiffOfTurn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	type_("fix sub")
+	type_("hi")
+	out.waitFor(t, "Hello.")
 	out.waitFor(t, "── done")
+	mark := len(out.String())
+	type_("fix sub")
+	out.waitForAfter(t, mark, "── done")
 	card := out.String()
 	for _, want := range []string{"6   -    return a - b", "  6 +    return (a - b)  # fixed", "5 5  def sub(a, b):"} {
 		if !strings.Contains(card, want) {
@@ -59,6 +64,16 @@ func TestEditDrawnAsWholeLinesAndDiffOfTurn(t *testing.T) {
 	}
 	type_("/diff 7")
 	out.waitFor(t, "1 to 1")
+	// /restore numbers the turns as /diff does: the greeting changed nothing and is not listed.
+	before = len(out.String())
+	type_("/restore")
+	out.waitFor(t, "Turns that changed files:")
+	type_("")
+	out.waitFor(t, "(nothing was restored)")
+	listed := out.String()[before:]
+	if !strings.Contains(listed, `1) `) || !strings.Contains(listed, `"fix sub"`) || strings.Contains(listed, `"hi"`) || strings.Contains(listed, "2) ") {
+		t.Errorf("/restore lists other turns than /diff numbers:\n%s", listed)
+	}
 	type_("/quit")
 	select {
 	case err := <-done:

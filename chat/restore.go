@@ -74,7 +74,8 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 	if err := u.api.Call(ctx, http.MethodGet, "/api/sessions/"+sid+"/ledgers", nil, &led); err != nil {
 		return fmt.Errorf("list the turns' changes: %w", err)
 	}
-	if len(led.Turns) == 0 {
+	turns := fileTurns(led.Turns)
+	if len(turns) == 0 {
 		u.println(u.st.dim("No turn of this session has changed a file yet."))
 		return nil
 	}
@@ -82,12 +83,12 @@ func (u *chatUI) restore(ctx context.Context, lines <-chan inputLine) error {
 	if err != nil {
 		return err
 	}
-	u.listTurns(led.Turns, asked)
-	n, err := u.pickTurn(ctx, lines, len(led.Turns))
+	u.listTurns(turns, asked)
+	n, err := u.pickTurn(ctx, lines, len(turns))
 	if err != nil {
 		return err
 	}
-	return u.restoreBefore(ctx, lines, led.Turns[n-1], n, len(led.Turns))
+	return u.restoreBefore(ctx, lines, turns[n-1], n, len(turns))
 }
 
 // turnPrompts returns what names a turn: the last message the person sent before seq.

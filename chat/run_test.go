@@ -112,6 +112,18 @@ func (s *screen) waitFor(t *testing.T, want string) {
 	}
 }
 
+// waitForAfter waits for want to show after the first from bytes of the screen.
+func (s *screen) waitForAfter(t *testing.T, from int, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(s.String()[from:], want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %q after byte %d; the screen:\n%s", want, from, s.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // Run in the process, as another program would embed the chat: a turn against a real
 // server streams its answer, /quit leaves, and the session is there to go on with.
 func TestRunTurnThenQuit(t *testing.T) {
