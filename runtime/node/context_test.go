@@ -25,7 +25,7 @@ import (
 
 // ctxProbe uses every member of ctx and reports what it saw.
 const ctxProbe = `
-export const definition = { name: 'ctx-probe', description: 'Uses every ctx member.', inputSchema: { type: 'object' }, env: ['DECLARED'] };
+export const definition = { name: 'ctx-probe', description: 'Uses every ctx member.', inputSchema: { type: 'object' }, env: ['DECLARED', 'UNSET'] };
 export async function execute(input, ctx) {
   const out = {};
   out.ids = { sessionId: ctx.sessionId, workspacePath: ctx.workspacePath, workspaceId: ctx.workspaceId, callId: ctx.callId };
@@ -64,6 +64,7 @@ export async function execute(input, ctx) {
 
   out.env = { get: ctx.env.get('DECLARED'), missing: ctx.env.get('OTHER') ?? null };
   try { ctx.env.require('OTHER'); } catch (e) { out.requireErr = e.message; }
+  try { ctx.env.require('UNSET'); } catch (e) { out.requireUnset = e.message; }
   out.processEnv = Object.keys(process.env);
 
   ctx.logger.debug('d');
@@ -202,7 +203,8 @@ func TestContextReachesHost(t *testing.T) {
 			"llmStructured":      map[string]any{"answer": 42.0},
 			"ask":                true,
 			"env":                map[string]any{"get": "value", "missing": nil},
-			"requireErr":         "Required environment variable not set: OTHER",
+			"requireErr":         `Environment variable OTHER is not declared: a tool sees only the variables its definition declares (env: ["OTHER"])`,
+			"requireUnset":       "Required environment variable not set: UNSET",
 			"processEnv":         []any{},
 			"fetched":            "fetched body",
 			"session":            map[string]any{"v": 1.0},
@@ -253,6 +255,8 @@ func TestContextReachesHost(t *testing.T) {
 			},
 			"progress": {`{"callId":"probe-1","message":"half","current":1,"total":2}`},
 			"log": {
+				// ctx.env.get of a variable the tool does not declare says why it is undefined.
+				`{"callId":"probe-1","level":"warn","message":"ctx.env.get(\"OTHER\") is undefined: the tool does not declare OTHER (a tool sees only the variables its definition's env lists)"}`,
 				`{"callId":"probe-1","level":"debug","message":"d"}`,
 				`{"callId":"probe-1","level":"info","message":"hello","data":{"n":1}}`,
 				`{"callId":"probe-1","level":"warn","message":"w"}`,
@@ -261,11 +265,11 @@ func TestContextReachesHost(t *testing.T) {
 		}
 		for method, w := range expect {
 			got := params(method)
-			if method == "log" && rt.Kind == KindBun && len(got) == 4 {
+			if method == "log" && rt.Kind == KindBun && len(got) == 5 {
 				// Engines word the BigInt error differently.
-				w = append(w[:3:3], got[3])
-				if !strings.Contains(got[3], `"data":"[cannot be serialized: `) {
-					t.Errorf("log with unserializable data: %s", got[3])
+				w = append(w[:4:4], got[4])
+				if !strings.Contains(got[4], `"data":"[cannot be serialized: `) {
+					t.Errorf("log with unserializable data: %s", got[4])
 				}
 			}
 			if !reflect.DeepEqual(got, w) {

@@ -375,7 +375,7 @@ async function loadModule(id, params) {
     sendError(id, CODE.load, errorMessage(err), { file: entryOf(bundle) || bundle });
     return null;
   }
-  const m = { execute: found.execute, shape: found.shape, bundle };
+  const m = { execute: found.execute, shape: found.shape, bundle, envNames: declaredEnv(found.definition) };
   modules.set(moduleID, m);
   const answer = {
     definition: found.definition,
@@ -687,6 +687,7 @@ class Call {
     // do, and a controller is among the costliest things a call would otherwise allocate.
     this.controller = null;
     this.abortReason = undefined;
+    this.envNames = null; // the variables the tool declares (declaredEnv)
   }
   get signal() {
     if (this.controller === null) {
@@ -730,6 +731,7 @@ async function execute(id, params) {
     return;
   }
   const call = new Call(id, params.callId, isObject(params.context) ? params.context : {});
+  call.envNames = tool.envNames;
   calls.set(call.id, call);
   let result;
   try {
@@ -886,11 +888,19 @@ class ToolContext {
       generateStructured: (req) => request('llm.generateStructured', { callId, request: llmRequest(req) }),
     };
     this.ask = (ask) => request('ask', { callId, ask });
+    const declared = call.envNames;
     this.env = {
-      get: (key) => (Object.hasOwn(vars, key) ? String(vars[key]) : undefined),
+      get: (key) => {
+        if (Object.hasOwn(vars, key)) return String(vars[key]);
+        if (declared && !declared.has(String(key))) undeclaredEnv(callId, key);
+        return undefined;
+      },
       require: (key) => {
-        if (!Object.hasOwn(vars, key)) throw new Error(`Required environment variable not set: ${key}`);
-        return String(vars[key]);
+        if (Object.hasOwn(vars, key)) return String(vars[key]);
+        if (declared && !declared.has(String(key))) {
+          throw new Error(`Environment variable ${key} is not declared: a tool sees only the variables its definition declares (env: [${JSON.stringify(String(key))}])`);
+        }
+        throw new Error(`Required environment variable not set: ${key}`);
       },
     };
     this.logger = {
@@ -952,6 +962,23 @@ class ToolContext {
   set signal(v) {
     Object.defineProperty(this, 'signal', { value: v, writable: true, enumerable: true, configurable: true });
   }
+}
+
+// declaredEnv is the set of variable names a definition declares (null when it has no
+// list to judge by).
+function declaredEnv(def) {
+  if (!def || !Array.isArray(def.env)) return def ? new Set() : null;
+  return new Set(def.env.filter((x) => typeof x === 'string'));
+}
+
+// undeclaredEnv warns, once per variable, that a tool asked ctx.env for a variable it does
+// not declare: undefined then says nothing of why, set or not in the server's environment.
+const warnedEnv = new Set();
+function undeclaredEnv(callId, key) {
+  const k = String(key);
+  if (warnedEnv.has(k)) return;
+  warnedEnv.add(k);
+  log(callId, 'warn', `ctx.env.get(${JSON.stringify(k)}) is undefined: the tool does not declare ${k} (a tool sees only the variables its definition's env lists)`);
 }
 
 function makeFS(callId, workspace, tempDir) {
