@@ -30,9 +30,11 @@ tool calls are shown with their visualizations, and the asks of tools are answer
 
   --workspace DIR  the folder the agent works in (default: the current folder); made a
                    workspace of the server when it is not one yet
-  --server URL     the jean2 server (default $JEAN2_SERVER, else http://127.0.0.1:8742).
-                   Without --server, when no server answers there, jean2 chat starts one
-                   inside itself on a free loopback port, for as long as the chat lasts.
+  --server URL     the jean2 server (default $JEAN2_SERVER, else the server running on this
+                   $JEAN2_HOME, on whatever port its server.json names, else
+                   http://127.0.0.1:8742). Without --server, when no server answers, jean2
+                   chat starts one inside itself on a free loopback port, for as long as the
+                   chat lasts.
                    When the server it found goes away, the chat waits for it and looks
                    at $JEAN2_HOME/server.json again: it follows a server that came back
                    on another port

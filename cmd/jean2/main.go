@@ -56,9 +56,12 @@ Usage:
   jean2 tools remove NAME...               remove installed tools (--force: your own too)
   jean2 tools update [NAME...]              reinstall tools whose index version is newer
   jean2 tools outdated [--json]             compare installed versions with the index
+  jean2 tools search [WORDS...]             search the tool index
   jean2 tools approve NAME [--yes]          approve what a tool declares (paths, processes)
   jean2 mcp [--workspace DIR]               serve the tools to an MCP client over stdio
   jean2 mcp trust [--workspace DIR] [--yes] trust what a workspace's .jean2/mcp.json starts
+  jean2 mcp login|logout SERVER             sign in to (or out of) an MCP server that needs OAuth
+  jean2 mcp probe URL                       connect to an MCP server, list and try its tools
   jean2 serve [--host H] [--port N]         run the agent server: API, web client, MCP over HTTP
   jean2 signin [--open]                     print a one-time address that signs a browser in
   jean2 chat [--workspace DIR] [--server URL] [--session ID]   talk with the agent in the terminal
@@ -74,6 +77,10 @@ Environment:
   JEAN2_SANDBOX     auto, landlock, require, node or off (default auto; require is landlock
                     plus no network but the egress proxy; see docs/security.md)
   JEAN2_TOKEN       the server's API token for chat and signin (default: $JEAN2_HOME/token)
+  JEAN2_SERVER      the server chat, run and signin talk to (default: this home's server.json)
+  JEAN2_DATABASE_URL  postgres://… puts the database on PostgreSQL (docs/store.md)
+  OPENAI_API_KEY, OPENAI_MODEL, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_MODEL
+                    the model provider (docs/providers.md)
   JEAN2_TEMP_NAMESPACE  off: an ordinary user's jean2 does not run in namespaces of its own,
                     and the temporary folders' quota is measured instead of a tmpfs
   JEAN2_TOOL_REGISTRY_URL  the tool index for install/search/update/outdated (default: jean2's catalogue)
