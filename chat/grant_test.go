@@ -3,6 +3,8 @@ package chat
 import (
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +51,32 @@ func TestChatGrantFromTheRefusal(t *testing.T) {
 	if strings.Contains(out.String(), "/grant shell") {
 		t.Errorf("the chat offers a grant to another tool:\n%s", out.String())
 	}
+	// The tool changes after its refusal was shown: /grant names the version that was
+	// refused, so the new one is not granted unseen.
+	api := NewClient(base, srv.Token())
+	var shown struct {
+		Hash   string `json:"hash"`
+		Folder string `json:"folder"`
+	}
+	if err := api.Call(context.Background(), "GET", "/api/tools/needs_spawn", nil, &shown); err != nil || shown.Hash == "" {
+		t.Fatalf("the tool: %+v %v", shown, err)
+	}
+	src := filepath.Join(shown.Folder, "tool.js")
+	if err := os.WriteFile(src, []byte(needsSpawnTool+"// changed after the refusal\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Host().Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	type_("/grant needs_spawn childProcess\n")
+	out.waitFor(t, "the version that was refused")
+	// Refused again, the call's new version is the one granted.
+	fake.Push(
+		providertest.OpenAIToolCall("test-model", "call_h", "needs_spawn", `{}`),
+		providertest.OpenAIText("test-model", "Refused again."),
+	)
+	type_("run git again\n")
+	out.waitFor(t, "Refused again.")
 	type_("/grant needs_spawn childProcess\n")
 	out.waitFor(t, "Granted to this version of needs_spawn: childProcess")
 	var v struct {
@@ -61,9 +89,10 @@ func TestChatGrantFromTheRefusal(t *testing.T) {
 	if err := NewClient(base, srv.Token()).Call(context.Background(), "GET", "/api/tools/needs_spawn", nil, &v); err != nil || v.Permissions.Granted == nil || !v.Permissions.Granted.ChildProcess {
 		t.Fatalf("after /grant: %+v %v", v.Permissions, err)
 	}
+	mark := len(out.String())
 	type_("/grant needs_spawn root\n")
-	out.waitFor(t, "jean2 chat: grant:")
-	if !strings.Contains(out.String(), "give childProcess, network=HOST") {
+	out.waitForAfter(t, mark, "jean2 chat: grant:")
+	if !strings.Contains(out.String()[mark:], "give childProcess, network=HOST") {
 		t.Errorf("a bad grant's refusal does not say what to give:\n%s", out.String())
 	}
 	type_("/quit\n")

@@ -31,13 +31,16 @@ const secondInterrupt = 2 * time.Second
 // except the ask prompts, which draw while the loop waits for their answer; both write
 // through out, which serializes them.
 type chatUI struct {
-	stdin io.Reader
-	st    chatStyle
-	out   *lockedWriter
-	api   *Client
-	ses   session
-	ws    store.Workspace
-	local bool // the server runs inside this process and ends with it
+	// refused is the content hash of the version of each tool whose refusal was shown last
+	// (grantHintLines): /grant names it, so a tool changed since is not granted unseen.
+	refused map[string]string
+	stdin   io.Reader
+	st      chatStyle
+	out     *lockedWriter
+	api     *Client
+	ses     session
+	ws      store.Workspace
+	local   bool // the server runs inside this process and ends with it
 	// reconnecting: the event stream was lost and is being reconnected (it says so once back)
 	reconnecting bool
 	ctx          context.Context
@@ -858,7 +861,7 @@ func (u *chatUI) showPart(p store.Part) {
 			u.println("  " + u.st.yellow("■ stopped") + u.st.dim(took))
 		} else if p.Status == store.StatusError {
 			u.println("  " + u.st.red("✗ "+termtext.Text(p.Error)) + u.st.dim(took))
-			u.grantHintLines(p.ToolName, p.Error)
+			u.grantHintLines(p.ToolName, p.Error, p.ToolHash)
 		} else {
 			u.println("  " + u.st.green("✓") + u.st.dim(took))
 		}

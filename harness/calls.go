@@ -179,6 +179,7 @@ func (t *turn) runCall(msg *store.Message, pi int, ws host.Workspace) {
 		t.ev.emit(t.wctx, partUpdated(*p))
 	})
 	p.Result = out.ModelText
+	p.ToolHash = out.ToolHash
 	p.Visualization = out.Result.Visualization
 	p.MediaType, p.Data = keptContent(out.Result.Content)
 	p.Duration = out.Duration

@@ -67,10 +67,13 @@ type Call struct {
 
 // Outcome is what came of a call.
 type Outcome struct {
-	CallID      string      `json:"callId"`
-	Tool        string      `json:"tool"`
-	ToolVersion string      `json:"toolVersion,omitempty"`
-	Result      tool.Result `json:"result"` // normalized; the visualization is kept here for people
+	CallID      string `json:"callId"`
+	Tool        string `json:"tool"`
+	ToolVersion string `json:"toolVersion,omitempty"`
+	// ToolHash is the content hash of the version that ran (folder tools): what a grant
+	// from this call's refusal names (GrantPermissions).
+	ToolHash string      `json:"toolHash,omitempty"`
+	Result   tool.Result `json:"result"` // normalized; the visualization is kept here for people
 	// ModelText is what the model sees: the result without its visualization (as text when
 	// it is text, tool.Result.ModelText), cut to a preview when it overflows.
 	ModelText string    `json:"modelText"`
@@ -125,7 +128,7 @@ func (h *Host) Invoke(ctx context.Context, call Call) Outcome {
 		}
 	}
 	defer v.release()
-	out.ToolVersion = v.entry.Version
+	out.ToolVersion, out.ToolHash = v.entry.Version, v.entry.Hash
 
 	cs, err := h.callContext(&call, v)
 	if err != nil {

@@ -592,9 +592,20 @@ var ErrVersionChanged = errors.New("the tool changed")
 // it declares, and returns all it was granted. A memory cap is not granted: it is declared
 // in package.json and approved.
 func (h *Host) GrantPermissions(name string, p tool.Permissions) (*tool.Permissions, error) {
+	return h.GrantVersion(name, "", p)
+}
+
+// GrantVersion is GrantPermissions for the version whose content hash is hash, the one
+// whose refusal the person saw (Outcome.ToolHash): a tool changed since is refused with
+// ErrVersionChanged, never granted unseen. An empty hash grants the serving version (the
+// CLI, which shows the serving version's name).
+func (h *Host) GrantVersion(name, hash string, p tool.Permissions) (*tool.Permissions, error) {
 	ft, err := h.servingFolderTool(name)
 	if err != nil {
 		return nil, err
+	}
+	if ft != nil && hash != "" && ft.hash != hash {
+		return nil, fmt.Errorf("%w: tool %s is now content %.12s, not %.12s, the version that was refused: run the call again and grant from its refusal", ErrVersionChanged, name, ft.hash, hash)
 	}
 	if ft == nil {
 		if v, ok := h.cat.Load().versions[name]; ok && v.entry.Kind != "builtin" {

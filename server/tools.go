@@ -123,6 +123,9 @@ func noSuchTool(name string) error {
 // (sandbox.ParseGrant).
 type grantBody struct {
 	Grants []string `json:"grants"`
+	// Hash is the content hash of the version that was refused (the call's toolHash): a
+	// tool changed since is refused with 409. Empty: the serving version.
+	Hash string `json:"hash,omitempty"`
 }
 
 // grantTool is a person's grant from the web client (a refused call's "Allow" button) or
@@ -140,13 +143,18 @@ func (s *Server) grantTool(w http.ResponseWriter, r *http.Request) error {
 	if len(b.Grants) == 0 || len(b.Grants) > 32 {
 		return badRequest(`give "grants": one to 32 of childProcess, network=HOST, read=PATH, write=PATH, data=TOOL (this request had %d)`, len(b.Grants))
 	}
+	if b.Hash != "" && !fullHash(b.Hash) {
+		return badRequest(`"hash" is the whole content hash (64 hexadecimal digits) of the version that was refused, as the call's toolHash gives it; got %.70q`, b.Hash)
+	}
 	var p tool.Permissions
 	for _, g := range b.Grants {
 		if err := sandbox.ParseGrant(g, &p); err != nil {
 			return badRequest("%v", err)
 		}
 	}
-	if _, err := s.host.GrantPermissions(name, p); err != nil {
+	if _, err := s.host.GrantVersion(name, b.Hash, p); errors.Is(err, host.ErrVersionChanged) {
+		return errorf(http.StatusConflict, codeConflict, "%v", err)
+	} else if err != nil {
 		return badRequest("%v", err)
 	}
 	s.log.Info("tool granted powers beyond its declaration", "tool", name, "grants", b.Grants)

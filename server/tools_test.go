@@ -139,8 +139,12 @@ func TestToolGrantThroughTheAPI(t *testing.T) {
 	if before.Permissions != nil && before.Permissions.Granted != nil {
 		t.Errorf("a grant without the token took effect: %+v", before.Permissions.Granted)
 	}
+	// A grant names the version that was refused (the call's toolHash): another version is
+	// refused with 409, never granted unseen; a hash that is not whole is a bad request.
+	f.call("POST", "/api/tools/env_probe/grant", map[string]any{"grants": []string{"childProcess"}, "hash": strings.Repeat("0", 64)}, 409, nil)
+	f.call("POST", "/api/tools/env_probe/grant", map[string]any{"grants": []string{"childProcess"}, "hash": before.Hash[:12]}, 400, nil)
 	var v toolView
-	f.call("POST", "/api/tools/env_probe/grant", map[string]any{"grants": []string{"childProcess", "network=api.example.com"}}, 200, &v)
+	f.call("POST", "/api/tools/env_probe/grant", map[string]any{"grants": []string{"childProcess", "network=api.example.com"}, "hash": before.Hash}, 200, &v)
 	if v.Permissions == nil || v.Permissions.Granted == nil || !v.Permissions.Granted.ChildProcess || !slices.Equal(v.Permissions.Granted.Network, []string{"api.example.com"}) {
 		t.Fatalf("after the grant: %+v", v.Permissions)
 	}

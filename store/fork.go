@@ -101,8 +101,8 @@ func copyParts(ctx context.Context, tx *sql.Tx, from, to string) error {
 		return err
 	}
 	for _, id := range ids {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO parts (id, message_id, seq, kind, text, tool_name, call_id, args, result, visualization, status, duration_ms, error, media_type, data, created_at, updated_at)
-			SELECT ?, ?, seq, kind, text, tool_name, call_id, args, result, visualization, status, duration_ms, error, media_type, data, created_at, updated_at FROM parts WHERE id = ?`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO parts (id, message_id, seq, kind, text, tool_name, call_id, args, result, visualization, status, duration_ms, error, media_type, data, created_at, updated_at, tool_hash)
+			SELECT ?, ?, seq, kind, text, tool_name, call_id, args, result, visualization, status, duration_ms, error, media_type, data, created_at, updated_at, tool_hash FROM parts WHERE id = ?`,
 			NewID("prt_"), to, id); err != nil {
 			return err
 		}

@@ -146,8 +146,12 @@ type Part struct {
 	// MediaType and Data are an image part's: image/png, image/jpeg, image/gif or
 	// image/webp, and the image's bytes (base64 in JSON); or a resource part's MIME type
 	// and, for a binary resource, its bytes.
-	MediaType string    `json:"mediaType,omitempty"`
-	Data      []byte    `json:"data,omitempty"`
+	MediaType string `json:"mediaType,omitempty"`
+	Data      []byte `json:"data,omitempty"`
+	// ToolHash is the content hash of the tool version that ran a tool call (folder tools):
+	// a grant given from the call's refusal goes to that version, never to one that
+	// replaced it unseen.
+	ToolHash  string    `json:"toolHash,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }
@@ -459,11 +463,11 @@ func (tx *Tx) insertPart(ctx context.Context, p *Part, t int64, nextSeq bool) er
 	if nextSeq {
 		err = tx.stmt(ctx, stmtInsertPartNextSeq).QueryRowContext(ctx,
 			p.ID, p.MessageID, p.Kind, p.Text, p.ToolName, p.CallID, nullString(p.Args), nullString(p.Result),
-			nullRaw(p.Visualization), p.Status, p.Duration.Milliseconds(), p.Error, p.MediaType, nullBytes(p.Data), t).Scan(&p.Seq)
+			nullRaw(p.Visualization), p.Status, p.Duration.Milliseconds(), p.Error, p.MediaType, nullBytes(p.Data), t, p.ToolHash).Scan(&p.Seq)
 	} else {
 		_, err = tx.stmt(ctx, stmtInsertPart).ExecContext(ctx,
 			p.ID, p.MessageID, p.Seq, p.Kind, p.Text, p.ToolName, p.CallID, nullString(p.Args), nullString(p.Result),
-			nullRaw(p.Visualization), p.Status, p.Duration.Milliseconds(), p.Error, p.MediaType, nullBytes(p.Data), t, t)
+			nullRaw(p.Visualization), p.Status, p.Duration.Milliseconds(), p.Error, p.MediaType, nullBytes(p.Data), t, t, p.ToolHash)
 	}
 	switch {
 	case isForeignKey(err):
@@ -500,7 +504,7 @@ func (tx *Tx) UpdatePart(ctx context.Context, p Part) error {
 
 func updatePartArgs(p Part) []any {
 	return []any{p.Text, p.ToolName, p.CallID, nullString(p.Args), nullString(p.Result), nullRaw(p.Visualization),
-		p.Status, p.Duration.Milliseconds(), p.Error, p.MediaType, nullBytes(p.Data), now(), p.ID}
+		p.Status, p.Duration.Milliseconds(), p.Error, p.MediaType, nullBytes(p.Data), p.ToolHash, now(), p.ID}
 }
 
 // AppendPartText adds delta to the end of a streaming part's text without reading it
@@ -545,7 +549,7 @@ func (db *DB) Part(ctx context.Context, id string) (Part, error) {
 // partsQuery selects the parts matching where, ordered by message and seq.
 func partsQuery(where string) string {
 	return `SELECT p.id, p.message_id, p.seq, p.kind, p.text, p.tool_name, p.call_id, p.args, p.result,
-		p.visualization, p.status, p.duration_ms, p.error, p.created_at, p.updated_at, p.media_type, p.data
+		p.visualization, p.status, p.duration_ms, p.error, p.created_at, p.updated_at, p.media_type, p.data, p.tool_hash
 		FROM parts p WHERE ` + where + ` ORDER BY p.message_id, p.seq`
 }
 
@@ -567,7 +571,7 @@ func scanParts(rows *sql.Rows) ([]Part, error) {
 		var args, result, vis sql.NullString
 		var dur, created, updated int64
 		if err := rows.Scan(&p.ID, &p.MessageID, &p.Seq, &p.Kind, &p.Text, &p.ToolName, &p.CallID, &args, &result,
-			&vis, &p.Status, &dur, &p.Error, &created, &updated, &p.MediaType, &p.Data); err != nil {
+			&vis, &p.Status, &dur, &p.Error, &created, &updated, &p.MediaType, &p.Data, &p.ToolHash); err != nil {
 			return nil, err
 		}
 		p.Args, p.Result = args.String, result.String

@@ -52,14 +52,14 @@ var writeStmtText = [numWriteStmts]string{
 	stmtUpdateMessage: `UPDATE messages SET content = ?, status = ?, provider = ?, model = ?, finish = ?, error = ?,
 		tokens_in = ?, tokens_out = ?, updated_at = ? WHERE id = ?`,
 	// A part whose seq the caller knows (the parts of a message being added with it).
-	stmtInsertPart: `INSERT INTO parts (id, message_id, seq, kind, text, tool_name, call_id, args, result, visualization, status, duration_ms, error, media_type, data, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	stmtInsertPart: `INSERT INTO parts (id, message_id, seq, kind, text, tool_name, call_id, args, result, visualization, status, duration_ms, error, media_type, data, created_at, updated_at, tool_hash)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	// A part added to a stored message: the next seq of the message.
-	stmtInsertPartNextSeq: `INSERT INTO parts (id, message_id, seq, kind, text, tool_name, call_id, args, result, visualization, status, duration_ms, error, media_type, data, created_at, updated_at)
-		VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM parts WHERE message_id = ?2), ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15)
+	stmtInsertPartNextSeq: `INSERT INTO parts (id, message_id, seq, kind, text, tool_name, call_id, args, result, visualization, status, duration_ms, error, media_type, data, created_at, updated_at, tool_hash)
+		VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM parts WHERE message_id = ?2), ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15, ?16)
 		RETURNING seq`,
 	stmtUpdatePart: `UPDATE parts SET text = ?, tool_name = ?, call_id = ?, args = ?, result = ?, visualization = ?,
-		status = ?, duration_ms = ?, error = ?, media_type = ?, data = ?, updated_at = ? WHERE id = ?`,
+		status = ?, duration_ms = ?, error = ?, media_type = ?, data = ?, tool_hash = ?, updated_at = ? WHERE id = ?`,
 	stmtAppendPartText: `UPDATE parts SET text = text || ?, updated_at = ? WHERE id = ?`,
 	// A session's log is numbered in its row (written by the batch's message anyway); a
 	// log without a session row (the server's, "") in event_seqs.

@@ -511,7 +511,7 @@ export class SessionView {
     const output = status === "complete" ? toolOutput(part.result) : null;
     const err = part.error && status !== "stopped" ? h("p", { class: "error tool-error" }, toolErrorWords(part.error)) : null;
     // A refusal of jean2's sandbox offers the grant it names (grants.js); kept across redraws.
-    if (part.status === "error" && !p.grantSlot) p.grantSlot = grantOffer(part.toolName, part.error) || approveOffer(part.toolName, part.error);
+    if (part.status === "error" && !p.grantSlot) p.grantSlot = grantOffer(part.toolName, part.error, part.toolHash) || approveOffer(part.toolName, part.error);
     const notes = (p.workspaceNotes || []).map((t) => h("p", { class: "tool-workspace-note small" }, t));
     const result = part.result ? h("details", { class: "tool-result" }, h("summary", null, "Result sent to the model"),
       h("pre", { class: "json" }, highlight(prettyJSON(part.result), "json"))) : null;

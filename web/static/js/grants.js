@@ -115,7 +115,7 @@ export function permissionsView(t, onChanged) {
 }
 
 /** grantOffer is the card's "Allow" button for what the refusal names, or null. */
-export function grantOffer(toolName, error) {
+export function grantOffer(toolName, error, toolHash) {
   const specs = grantHints(error, toolName);
   if (!specs.length) return null;
   const what = specs.map(grantWords);
@@ -130,7 +130,8 @@ export function grantOffer(toolName, error) {
       "Allow");
     if (!ok) return;
     try {
-      await api("POST", `/api/tools/${enc(toolName)}/grant`, { grants: specs });
+      // The version that was refused: one that replaced it is refused (409), not granted unseen.
+      await api("POST", `/api/tools/${enc(toolName)}/grant`, toolHash ? { grants: specs, hash: toolHash } : { grants: specs });
       replace(slot, h("span", { class: "muted" }, `Allowed: ${toolName} may ${what.join(", ")}. Ask for the call again.`));
       notify(`${toolName} may now ${what.join(", ")}.`, "info");
     } catch (err) {
