@@ -60,7 +60,8 @@ Usage:
   jean2 tools approve NAME [--yes]          approve what a tool declares (paths, processes)
   jean2 mcp [--workspace DIR]               serve the tools to an MCP client over stdio
   jean2 mcp trust [--workspace DIR] [--yes] trust what a workspace's .jean2/mcp.json starts
-  jean2 mcp login|logout SERVER             sign in to (or out of) an MCP server that needs OAuth
+  jean2 mcp login NAME                      sign in (OAuth) to a hosted MCP server of mcp.json
+                                            (jean2 mcp logout NAME forgets it)
   jean2 mcp probe URL                       connect to an MCP server, list and try its tools
   jean2 serve [--host H] [--port N]         run the agent server: API, web client, MCP over HTTP
   jean2 signin [--open]                     print a one-time address that signs a browser in
