@@ -305,7 +305,10 @@ func TestTerminalOutputBackpressure(t *testing.T) {
 	buf := make([]byte, termReadChunk)
 	n, _ := o.next(page, buf)
 	o.sent(page, n)
-	time.Sleep(100 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); term.read.Load() == stalled && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // and reads no further
 	if now := term.read.Load(); now <= stalled || now > stalled+2*termReadChunk {
 		t.Fatalf("after the page took %d bytes the pump read %d → %d", n, stalled, now)
 	}
