@@ -616,12 +616,13 @@ func (h *Host) GrantVersion(name, hash string, p tool.Permissions) (*tool.Permis
 	if err := checkGrant(p); err != nil {
 		return nil, fmt.Errorf("grant to %s: %w", name, err)
 	}
-	if had, err := h.sb.approvals.Granted(ft.def.Name, ft.hash); err != nil {
-		return nil, err
-	} else if n := grantedBytes(sandbox.MergePermissions(had, &p)); n > maxGrantedBytes {
-		return nil, fmt.Errorf("grant to %s: its grants would come to %d bytes of paths and hosts, more than the %d a worker can be started with: grant a folder that holds them, or take the grants back with `jean2 tools approve %s --revoke`", name, n, maxGrantedBytes, name)
+	fits := func(all tool.Permissions) error {
+		if n := grantedBytes(&all); n > maxGrantedBytes {
+			return fmt.Errorf("grant to %s: its grants would come to %d bytes of paths and hosts, more than the %d a worker can be started with: grant a folder that holds them, or take the grants back with `jean2 tools approve %s --revoke`", name, n, maxGrantedBytes, name)
+		}
+		return nil
 	}
-	all, err := h.sb.approvals.AddGrant(ft.def.Name, ft.hash, p)
+	all, err := h.sb.approvals.AddGrantWithin(ft.def.Name, ft.hash, p, fits)
 	if err != nil {
 		return nil, err
 	}

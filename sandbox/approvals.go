@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -195,7 +196,15 @@ func (a *Approvals) Granted(toolName, version string) (*tool.Permissions, error)
 // AddGrant adds p to what this version of a tool was granted and returns the whole grant;
 // grants of the tool's other versions are dropped.
 func (a *Approvals) AddGrant(toolName, version string, p tool.Permissions) (tool.Permissions, error) {
+	return a.AddGrantWithin(toolName, version, p, nil)
+}
+
+// AddGrantWithin is AddGrant that first asks fits (when not nil) whether the whole grant
+// may be kept, judged on the file as it is under the lock: two grants given at once cannot
+// each pass a limit that together they exceed.
+func (a *Approvals) AddGrantWithin(toolName, version string, p tool.Permissions, fits func(tool.Permissions) error) (tool.Permissions, error) {
 	merged := p
+	var unfit error
 	err := a.change(func(f *approvalsFile) bool {
 		kept := f.Grants[:0:0]
 		for _, g := range f.Grants {
@@ -206,10 +215,15 @@ func (a *Approvals) AddGrant(toolName, version string, p tool.Permissions) (tool
 				merged = *MergePermissions(&g.Permissions, &p)
 			}
 		}
+		if fits != nil {
+			if unfit = fits(merged); unfit != nil {
+				return false
+			}
+		}
 		f.Grants = append(kept, Grant{Tool: toolName, Version: version, Permissions: merged, GrantedAt: time.Now().UTC().Truncate(time.Second)})
 		return true
 	})
-	if err != nil {
+	if err = cmp.Or(err, unfit); err != nil {
 		return tool.Permissions{}, err
 	}
 	return merged, nil
